@@ -1,0 +1,27 @@
+# Two entry points for a newcomer: `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU wheel of torch first: a bare `torch` requirement would pull a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/gca: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_SPEC)" || $(BIN)/pip install -q --index-url https://download.pytorch.org/whl/cpu torch
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(BIN)/gca
+
+demo: $(BIN)/gca
+	$(BIN)/gca train --out runs/demo
+
+test: $(BIN)/gca
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/gca
+	$(BIN)/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,167 @@
+"""Adaptive graph augmentation (Section 3.2 of Zhu et al., WWW 2021).
+
+Topology: an edge (u, v) is removed with probability
+
+    p^e_uv = min( (s_max − s_uv) / (s_max − μ_s) · p_e , p_τ ),   s_uv = log w_uv,
+
+where w_uv = (φ(u) + φ(v)) / 2 on undirected graphs and w_uv = φ(v) (the node the edge points to) on directed
+ones. Attributes: one mask m ∈ {0, 1}^F per view, shared by all nodes, m_i ~ Bern(1 − p^f_i), with p^f_i given by the
+same normalisation of s_i = log w_i, w_i = Σ_u x_ui φ(u) (binary features) or Σ_u |x_ui| φ(u) (dense features).
+
+Edge cases, defined here because the formula is undefined there:
+
+* **Constant weights** (s_max = μ_s, e.g. a regular graph under degree centrality, or a single edge): every
+  probability is min(p, p_τ). This is the limit of the formula's intent: (s_max − s)/(s_max − μ_s) has mean 1,
+  so p sets the average removal rate, and with nothing to rank every item gets the average.
+* **All-zero feature columns** (w_i = 0, log w_i = −∞; the authors' code turns every probability into NaN here):
+  masking such a column changes nothing, so it is given p_τ and left out of s_max and μ_s, which are taken over
+  the columns that carry information.
+* **No items** (a graph without edges): an empty probability vector; sampling returns no edges.
+
+The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = GRACE) give every item probability p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from .graph import Graph
+
+
+def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
+    """p_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ) with s = log w; zero weights get p_τ (module docstring)."""
+    weights = weights.to(torch.float64)
+    if weights.numel() and (weights < 0).any():
+        raise ValueError("importance weights must be non-negative")
+    probs = torch.full_like(weights, p_tau)
+    informative = weights > 0
+    if not informative.any():
+        return probs
+    s = weights[informative].log()
+    s_max, s_mean = s.max(), s.mean()
+    spread = s_max - s_mean
+    if spread <= 1e-12 * max(1.0, float(s_max.abs())):
+        probs[informative] = min(p, p_tau)
+    else:
+        probs[informative] = ((s_max - s) / spread * p).clamp(max=p_tau)
+    return probs
+
+
+def uniform_probabilities(count: int, p: float) -> torch.Tensor:
+    return torch.full((count,), float(p), dtype=torch.float64)
+
+
+def edge_units(graph: Graph, scheme: str = "paper") -> tuple[torch.Tensor, bool]:
+    """The edges that are kept or removed as one unit, and whether each unit stands for both directions.
+
+    ``paper``: on undirected graphs each edge once (u < v), removed with both its directions, so every view stays
+    undirected. ``authors``: every directed edge on its own, as the authors' code samples them.
+    """
+    if graph.directed or scheme == "authors":
+        return graph.edge_index, False
+    if scheme != "paper":
+        raise ValueError(f"unknown edge scheme {scheme!r}")
+    return graph.undirected_edges, True
+
+
+def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, scheme: str = "paper") -> torch.Tensor:
+    """Edge centrality w_uv: mean of both ends (undirected, paper), else φ of the node the edge points to."""
+    centrality = centrality.to(torch.float64).cpu()
+    source, target = units.cpu()
+    if directed or scheme == "authors":
+        return centrality[target]
+    return (centrality[source] + centrality[target]) / 2
+
+
+def is_binary(features: sp.csr_matrix | np.ndarray) -> bool:
+    values = features.data if sp.issparse(features) else np.asarray(features)
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def feature_weights(
+    features: sp.csr_matrix | np.ndarray, centrality: torch.Tensor, weighting: str = "auto"
+) -> torch.Tensor:
+    """w_i = Σ_u x_ui φ(u) over occurrences (``binary``: x_ui ≠ 0 counts as 1) or Σ_u |x_ui| φ(u) (``dense``).
+
+    ``auto`` picks ``binary`` when every feature value is 0 or 1 — where both formulas agree — and ``dense``
+    otherwise.
+    """
+    if weighting == "auto":
+        weighting = "binary" if is_binary(features) else "dense"
+    if weighting not in ("binary", "dense"):
+        raise ValueError(f"unknown feature weighting {weighting!r}")
+    phi = centrality.to(torch.float64).cpu().numpy()
+    if sp.issparse(features):
+        magnitude = features.copy()
+        magnitude.data = (magnitude.data != 0).astype(np.float64) if weighting == "binary" else np.abs(magnitude.data)
+        weights = magnitude.T @ phi
+    else:
+        dense = np.asarray(features, dtype=np.float64)
+        weights = ((dense != 0).astype(np.float64) if weighting == "binary" else np.abs(dense)).T @ phi
+    return torch.from_numpy(np.asarray(weights, dtype=np.float64).ravel())
+
+
+@dataclass
+class ViewAugmentor:
+    """Samples one view t ~ T: a kept edge set and a feature mask, from fixed per-item probabilities."""
+
+    units: torch.Tensor  # [2, U] edges sampled as units
+    symmetric_units: bool  # each unit stands for (u, v) and (v, u)
+    edge_prob: torch.Tensor  # [U] removal probabilities
+    feature_prob: torch.Tensor  # [F] masking probabilities
+
+    def to(self, device: torch.device | str) -> ViewAugmentor:
+        return ViewAugmentor(
+            self.units.to(device), self.symmetric_units, self.edge_prob.to(device), self.feature_prob.to(device)
+        )
+
+    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The edge_index of one view (both directions of each kept unit when units are symmetric)."""
+        keep = torch.rand(self.edge_prob.shape, generator=generator, device=self.edge_prob.device) >= self.edge_prob
+        kept = self.units[:, keep]
+        if self.symmetric_units:
+            kept = torch.cat([kept, kept.flip(0)], dim=1)
+        return kept
+
+    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """m ∈ {0, 1}^F with m_i ~ Bern(1 − p_i), as float32."""
+        draw = torch.rand(self.feature_prob.shape, generator=generator, device=self.feature_prob.device)
+        return (draw >= self.feature_prob).to(torch.float32)
+
+
+def build_augmentors(
+    graph: Graph,
+    centrality: torch.Tensor | None,
+    p_e: tuple[float, float],
+    p_f: tuple[float, float],
+    p_tau: float,
+    edge_drop: str = "adaptive",
+    feature_mask: str = "adaptive",
+    edge_scheme: str = "paper",
+    feature_weighting: str = "auto",
+) -> tuple[ViewAugmentor, ViewAugmentor]:
+    """The two view samplers of GCA, their probabilities computed once from the original graph.
+
+    ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
+    """
+    units, symmetric = edge_units(graph, edge_scheme)
+    adaptive_edges = edge_drop == "adaptive" and centrality is not None
+    adaptive_features = feature_mask == "adaptive" and centrality is not None
+    e_weights = edge_weights(units, centrality, graph.directed, edge_scheme) if adaptive_edges else None
+    f_weights = feature_weights(graph.features_scipy, centrality, feature_weighting) if adaptive_features else None
+    views = []
+    for pe, pf in zip(p_e, p_f, strict=True):
+        edge_prob = (
+            drop_probabilities(e_weights, pe, p_tau) if adaptive_edges else uniform_probabilities(units.shape[1], pe)
+        )
+        feature_prob = (
+            drop_probabilities(f_weights, pf, p_tau)
+            if adaptive_features
+            else uniform_probabilities(graph.num_features, pf)
+        )
+        views.append(ViewAugmentor(units, symmetric, edge_prob.float(), feature_prob.float()))
+    return views[0], views[1]

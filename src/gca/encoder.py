@@ -1,0 +1,113 @@
+"""The GCN encoder f and the projection head g (Section 3.1 and Eq. 11–12 of Zhu et al., WWW 2021).
+
+    GC_i(X, A) = σ( D̂^{-1/2} Â D̂^{-1/2} X W_i ),   Â = A + I,
+    f(X, A)    = GC_k( … GC_1(X, A) …, A ),
+    g(h)       = W₂ ELU(W₁ h + b₁) + b₂.
+
+All weights use Glorot initialisation (Appendix A). The first k − 1 layers are ``first_layer_factor`` times as
+wide as the output (2× in the authors' code). Feature masking X̃ = X ∘ m (one mask shared by all nodes) enters the
+first layer as X̃W = X (diag(m) W): the mask scales rows of W₁, so a sparse X is never copied or densified.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .graph import SparseMatrix
+
+
+def make_activation(name: str, channels: int) -> nn.Module:
+    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module."""
+    name = name.lower()
+    if name == "relu":
+        return nn.ReLU()
+    if name == "prelu":
+        return nn.PReLU(channels)
+    if name == "rrelu":
+        return nn.RReLU()
+    if name == "elu":
+        return nn.ELU()
+    raise ValueError(f"unknown activation {name!r}; choose relu, prelu, rrelu or elu")
+
+
+class GCNLayer(nn.Module):
+    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator."""
+
+    def __init__(self, in_channels: int, out_channels: int, activation: str) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_channels, out_channels))
+        self.bias = nn.Parameter(torch.empty(out_channels))
+        self.activation = make_activation(activation, out_channels)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.weight)
+        nn.init.zeros_(self.bias)
+        if isinstance(self.activation, nn.PReLU):
+            nn.init.constant_(self.activation.weight, 0.25)
+
+    def forward(
+        self,
+        h: torch.Tensor | SparseMatrix,
+        adjacency: SparseMatrix,
+        feature_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
+        # M (H W) rather than (M H) W: the first layer maps F ≫ F' input channels down before aggregating.
+        return self.activation(adjacency @ (h @ weight) + self.bias)
+
+
+class GCNEncoder(nn.Module):
+    """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        num_layers: int = 2,
+        activation: str = "relu",
+        first_layer_factor: int = 2,
+    ) -> None:
+        super().__init__()
+        if num_layers < 2:
+            raise ValueError("the encoder needs at least two layers")
+        inner = first_layer_factor * out_channels
+        widths = [in_channels] + [inner] * (num_layers - 1) + [out_channels]
+        self.layers = nn.ModuleList(
+            GCNLayer(a, b, activation) for a, b in zip(widths[:-1], widths[1:], strict=True)
+        )
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            layer.reset_parameters()
+
+    def forward(
+        self,
+        features: torch.Tensor | SparseMatrix,
+        adjacency: SparseMatrix,
+        feature_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        h = self.layers[0](features, adjacency, feature_mask)
+        for layer in self.layers[1:]:
+            h = layer(h, adjacency)
+        return h
+
+
+class ProjectionHead(nn.Module):
+    """g: the two-layer perceptron with ELU that maps embeddings into the space where the objective is computed."""
+
+    def __init__(self, channels: int, hidden_channels: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(channels, hidden_channels)
+        self.fc2 = nn.Linear(hidden_channels, channels)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for fc in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(fc.weight)
+            nn.init.zeros_(fc.bias)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.elu(self.fc1(h)))

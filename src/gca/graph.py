@@ -1,0 +1,221 @@
+"""Checks a PyTorch Geometric ``Data`` object and prepares the sparse forms that training uses.
+
+Nothing here is specific to one view: :func:`prepare_graph` runs once per graph, and
+:func:`normalized_adjacency` runs once per view to build D̂^{-1/2}(A + I)D̂^{-1/2} as a sparse matrix.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import coalesce, is_undirected, remove_self_loops
+
+#: Node features with at most this fraction of non-zeros are kept as a sparse matrix.
+SPARSE_FEATURE_DENSITY = 0.25
+
+
+class GraphError(ValueError):
+    """The input graph cannot be used; the message is one line meant for the user."""
+
+
+class SparseMatrix:
+    """A constant sparse matrix M (CSR) with its transpose, so that ``M @ dense`` has a cheap backward pass.
+
+    Autograd flows to the dense operand only: ∂(M H)/∂H applied to G is Mᵀ G, computed with the stored
+    transpose instead of transposing a CSR matrix on every step.
+    """
+
+    def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor | None = None, symmetric: bool = False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch: "sparse CSR support is in beta"
+            self.matrix = matrix.to_sparse_csr() if matrix.layout != torch.sparse_csr else matrix
+            if symmetric:
+                self.transpose = self.matrix
+            elif transpose is None:
+                self.transpose = self.matrix.to_sparse_coo().t().coalesce().to_sparse_csr()
+            else:
+                self.transpose = transpose
+        self.shape = tuple(self.matrix.shape)
+
+    def __matmul__(self, dense: torch.Tensor) -> torch.Tensor:
+        return _SparseDenseMatmul.apply(self.matrix, self.transpose, dense)
+
+    def to(self, device: torch.device | str) -> SparseMatrix:
+        out = object.__new__(SparseMatrix)
+        out.matrix = self.matrix.to(device)
+        out.transpose = out.matrix if self.transpose is self.matrix else self.transpose.to(device)
+        out.shape = self.shape
+        return out
+
+    def to_dense(self) -> torch.Tensor:
+        return self.matrix.to_dense()
+
+
+class _SparseDenseMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor, transpose: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+        ctx.transpose = transpose
+        return matrix @ dense
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        return None, None, ctx.transpose @ grad_out.contiguous()
+
+
+@dataclass
+class Graph:
+    """A cleaned graph ready for GCA.
+
+    ``edge_index`` is coalesced and free of self-loops. On undirected graphs it holds both directions of every
+    edge and ``undirected_edges`` holds each edge once as (u, v) with u < v — the unit that topology augmentation
+    keeps or removes. ``features`` is a :class:`SparseMatrix` (sparse bag-of-words data) or a dense tensor.
+    """
+
+    num_nodes: int
+    edge_index: torch.Tensor
+    directed: bool
+    features: SparseMatrix | torch.Tensor
+    features_scipy: sp.csr_matrix | np.ndarray
+    y: torch.Tensor | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def num_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def undirected_edges(self) -> torch.Tensor:
+        row, col = self.edge_index
+        return self.edge_index[:, row < col]
+
+    def to(self, device: torch.device | str) -> Graph:
+        return Graph(
+            num_nodes=self.num_nodes,
+            edge_index=self.edge_index.to(device),
+            directed=self.directed,
+            features=self.features.to(device),
+            features_scipy=self.features_scipy,
+            y=None if self.y is None else self.y.to(device),
+            warnings=list(self.warnings),
+        )
+
+
+def prepare_graph(data: Data, directed: bool | None = None) -> Graph:
+    """Validate ``data`` and build a :class:`Graph`.
+
+    ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
+    self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
+    out-of-range edge ids and size mismatches raise :class:`GraphError`.
+    """
+    if data.x is None:
+        raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
+    x = data.x
+    num_nodes = int(x.shape[0])
+    if x.dim() != 2 or num_nodes == 0 or x.shape[1] == 0:
+        raise GraphError(f"node features must be a non-empty 2-D matrix, got shape {tuple(x.shape)}")
+    if data.num_nodes is not None and int(data.num_nodes) != num_nodes:
+        raise GraphError(f"the graph has {int(data.num_nodes)} nodes but {num_nodes} feature rows")
+    values = x.coalesce().values() if x.is_sparse else x
+    if not torch.isfinite(values.float()).all():
+        raise GraphError("node features contain NaN or infinite values; clean or impute them first")
+
+    edge_index = data.edge_index if data.edge_index is not None else torch.empty(2, 0, dtype=torch.long)
+    if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+        raise GraphError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
+    edge_index = edge_index.long().cpu()
+    if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
+        raise GraphError(
+            f"edge ids must lie in [0, {num_nodes - 1}] for {num_nodes} nodes; found ids in "
+            f"[{int(edge_index.min())}, {int(edge_index.max())}]"
+        )
+    warnings: list[str] = []
+    num_raw = edge_index.shape[1]
+    without_loops, _ = remove_self_loops(edge_index)
+    if without_loops.shape[1] < num_raw:
+        warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
+    edge_index = coalesce(without_loops, num_nodes=num_nodes)
+    if edge_index.shape[1] < without_loops.shape[1]:
+        warnings.append(f"merged {without_loops.shape[1] - edge_index.shape[1]} duplicate edges")
+    if directed is None:
+        directed = not is_undirected(edge_index, num_nodes=num_nodes)
+
+    y = data.y if getattr(data, "y", None) is not None else None
+    if y is not None and y.shape[0] != num_nodes:
+        raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
+
+    features, features_scipy = _feature_forms(x)
+    return Graph(num_nodes, edge_index, bool(directed), features, features_scipy, y, warnings)
+
+
+def _feature_forms(x: torch.Tensor) -> tuple[SparseMatrix | torch.Tensor, sp.csr_matrix | np.ndarray]:
+    """Sparse features become a CSR :class:`SparseMatrix` (X̃W = X(diag(m)W) needs no masked copy of X)."""
+    if x.is_sparse or x.layout == torch.sparse_csr:
+        coo = x.to_sparse_coo().coalesce()
+        rows, cols = coo.indices().numpy()
+        csr = sp.csr_matrix((coo.values().float().numpy(), (rows, cols)), shape=tuple(x.shape))
+    else:
+        dense = x.float()
+        nnz = int(torch.count_nonzero(dense))
+        if nnz > SPARSE_FEATURE_DENSITY * dense.numel():
+            return dense, dense.numpy()
+        csr = sp.csr_matrix(dense.numpy())
+    csr.sort_indices()
+    return scipy_to_sparse(csr), csr
+
+
+def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
+    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`."""
+    csr = sp.csr_matrix(matrix, dtype=np.float32)
+    csr.sort_indices()
+    csc = csr.tocsc()  # the CSC arrays of M are the CSR arrays of Mᵀ
+    as_csr = csr_tensor(
+        torch.from_numpy(csr.indptr.astype(np.int64)),
+        torch.from_numpy(csr.indices.astype(np.int64)),
+        torch.from_numpy(csr.data),
+        csr.shape,
+    )
+    as_csr_t = csr_tensor(
+        torch.from_numpy(csc.indptr.astype(np.int64)),
+        torch.from_numpy(csc.indices.astype(np.int64)),
+        torch.from_numpy(csc.data),
+        (csr.shape[1], csr.shape[0]),
+    )
+    return SparseMatrix(as_csr, as_csr_t)
+
+
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
+
+
+def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bool) -> SparseMatrix:
+    """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the sparse operator M with (M H)_v = Σ_{u → v} M_vu h_u.
+
+    D̂ counts incoming edges plus the self-loop (the degree on undirected graphs). ``edge_index`` must be free of
+    self-loops and duplicates. Built with vectorised tensor operations only.
+    """
+    device = edge_index.device
+    loops = torch.arange(num_nodes, device=device)
+    source = torch.cat([edge_index[0], loops])
+    target = torch.cat([edge_index[1], loops])
+    degree = torch.bincount(target, minlength=num_nodes).to(torch.float32)
+    inv_sqrt = degree.rsqrt()
+    values = inv_sqrt[source] * inv_sqrt[target]
+    matrix = _csr(target, source, values, num_nodes)
+    transpose = None if symmetric else _csr(source, target, values, num_nodes)
+    return SparseMatrix(matrix, transpose, symmetric=symmetric)
+
+
+def _csr(row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) -> torch.Tensor:
+    order = torch.argsort(row * n + col)
+    row, col, values = row[order], col[order], values[order]
+    crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)
+    crow[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+    return csr_tensor(crow, col, values, (n, n))

@@ -1,0 +1,98 @@
+"""The contrastive objective (Eq. 1–2 of Zhu et al., WWW 2021).
+
+For projected embeddings u_i = g(f(G̃₁))_i and v_i = g(f(G̃₂))_i and θ(a, b) = cos(a, b):
+
+    ℓ(u_i, v_i) = log  e^{θ(u_i,v_i)/τ} / ( e^{θ(u_i,v_i)/τ} + Σ_{k≠i} e^{θ(u_i,v_k)/τ} + Σ_{k≠i} e^{θ(u_i,u_k)/τ} )
+    J           = 1/(2N) Σ_i [ ℓ(u_i, v_i) + ℓ(v_i, u_i) ].
+
+Training *minimises* the loss −J. Two implementations compute the same number:
+
+* :func:`reference_loss` — written as the equations read: four N×N similarity matrices under autograd.
+  O(N²) memory; kept as the ground truth that tests compare against.
+* :func:`contrastive_loss` — the same value from the 2N×2N similarity matrix of the stacked views Z = [U; V]:
+  the denominator of row a is Σ_{b≠a} exp(S_ab) (the positive pair, the inter-view and the intra-view negatives
+  are exactly the off-diagonal entries of that row). Rows are processed in blocks and the backward pass
+  recomputes each block, so memory is O(N·(d + block)) and no N×N tensor is kept.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+
+def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
+    """−J written term by term (Eq. 1–2); the plain version every faster one is tested against."""
+
+    def pairwise(anchor: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+        anchor, other = F.normalize(anchor, dim=1), F.normalize(other, dim=1)
+        intra = torch.exp(anchor @ anchor.t() / tau)  # θ(u_i, u_k)
+        inter = torch.exp(anchor @ other.t() / tau)  # θ(u_i, v_k)
+        positive = inter.diagonal()
+        denominator = positive + (inter.sum(1) - positive) + (intra.sum(1) - intra.diagonal())
+        return torch.log(positive / denominator)
+
+    objective = 0.5 * (pairwise(u, v) + pairwise(v, u)).mean()
+    return -objective
+
+
+def auto_block_size(num_rows: int, budget_elements: int = 1 << 20) -> int:
+    """Rows per block so that one block of exp-similarities holds about ``budget_elements`` floats (4 MiB)."""
+    return int(max(16, min(num_rows, budget_elements // max(num_rows, 1))))
+
+
+class _OffDiagonalLogSumExp(torch.autograd.Function):
+    """Σ_a log Σ_{b≠a} exp(z_a·z_b / τ) for the rows of Z, in blocks of rows, with a recomputing backward.
+
+    With E_ab = exp((z_a·z_b − 1)/τ) for b ≠ a (shifted by the largest possible value 1/τ, so E ≤ 1 for unit
+    rows) and D_a = Σ_b E_ab, the gradient is ∂/∂z_c = (1/τ)[ (E Z)_c / D_c + (E (Z ⊘ D))_c ], using the symmetry
+    of E. Both products come from one matrix product per block: E_block · [Z, Z ⊘ D].
+    """
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, tau: float, block: int) -> torch.Tensor:
+        n = z.shape[0]
+        log_denominator = torch.empty(n, dtype=z.dtype, device=z.device)
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            e = _exp_block(z, start, stop, tau)
+            log_denominator[start:stop] = e.sum(1).log()
+        ctx.save_for_backward(z, log_denominator)
+        ctx.tau, ctx.block = tau, block
+        return (log_denominator + 1.0 / tau).sum()
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        z, log_denominator = ctx.saved_tensors
+        tau, block = ctx.tau, ctx.block
+        inv_d = torch.exp(-log_denominator).unsqueeze(1)
+        d = z.shape[1]
+        both = torch.cat([z, z * inv_d], dim=1)  # [Z, Z ⊘ D]
+        grad = torch.empty_like(z)
+        for start in range(0, z.shape[0], block):
+            stop = min(start + block, z.shape[0])
+            e = _exp_block(z, start, stop, tau)
+            prod = e @ both
+            grad[start:stop] = prod[:, :d] * inv_d[start:stop] + prod[:, d:]
+        return grad * (grad_out / tau), None, None
+
+
+def _exp_block(z: torch.Tensor, start: int, stop: int, tau: float) -> torch.Tensor:
+    """exp((Z[start:stop] Zᵀ − 1)/τ) with the diagonal (self-similarity) entries set to zero."""
+    e = torch.addmm(z.new_tensor(-1.0 / tau), z[start:stop], z.t(), beta=1.0, alpha=1.0 / tau)
+    e.exp_()
+    rows = torch.arange(stop - start, device=z.device)
+    e[rows, rows + start] = 0.0
+    return e
+
+
+def contrastive_loss(u: torch.Tensor, v: torch.Tensor, tau: float, block_size: int = 0) -> torch.Tensor:
+    """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`."""
+    if u.shape != v.shape:
+        raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
+    n = u.shape[0]
+    z = F.normalize(torch.cat([u, v], dim=0), dim=1)
+    block = block_size if block_size > 0 else auto_block_size(2 * n)
+    positive = (z[:n] * z[n:]).sum(1) / tau  # θ(u_i, v_i)/τ, appears in ℓ(u_i, v_i) and ℓ(v_i, u_i)
+    log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block)
+    return (log_denominators - 2.0 * positive.sum()) / (2 * n)
