@@ -28,6 +28,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "feature_mask": ("adaptive", "uniform"),
     "edge_scheme": ("paper", "authors"),
     "feature_weighting": ("auto", "binary", "dense"),
+    "feature_norm": ("row", "none"),
 }
 
 
@@ -54,6 +55,7 @@ class GCAConfig:
     feature_mask: str = "adaptive"  # uniform → the GCA–A ablation
     edge_scheme: str = "paper"  # "authors": tail-node centrality, each direction sampled on its own
     feature_weighting: str = "auto"  # binary: w_i = Σ x_ui φ(u); dense: Σ |x_ui| φ(u); auto detects {0, 1}
+    feature_norm: str = "row"  # encoder input: rows scaled to sum 1 (standard GCN preprocessing) or "none"
     # Objective (Eq. 1-2).
     tau: float = 0.4
     block_size: int = 0  # rows of the similarity matrix per block in the fast objective; 0 = automatic

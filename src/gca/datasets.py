@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,9 +150,11 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
 
 
 def _writable(path: Path) -> bool:
+    """Writable by us *and* not marked read-only: root may write anywhere, but a folder without write bits
+    was made read-only on purpose, and processed files must not land in it."""
     while not path.exists():
         path = path.parent
-    return os.access(path, os.W_OK)
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _open(spec: _Spec, data_dir: Path, cache_dir: Path) -> object:

@@ -75,9 +75,7 @@ class GCNEncoder(nn.Module):
             raise ValueError("the encoder needs at least two layers")
         inner = first_layer_factor * out_channels
         widths = [in_channels] + [inner] * (num_layers - 1) + [out_channels]
-        self.layers = nn.ModuleList(
-            GCNLayer(a, b, activation) for a, b in zip(widths[:-1], widths[1:], strict=True)
-        )
+        self.layers = nn.ModuleList(GCNLayer(a, b, activation) for a, b in zip(widths[:-1], widths[1:], strict=True))
 
     def reset_parameters(self) -> None:
         for layer in self.layers:

@@ -105,12 +105,14 @@ class Graph:
         )
 
 
-def prepare_graph(data: Data, directed: bool | None = None) -> Graph:
+def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = "none") -> Graph:
     """Validate ``data`` and build a :class:`Graph`.
 
     ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
     self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
-    out-of-range edge ids and size mismatches raise :class:`GraphError`.
+    out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
+    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero); ``features_scipy`` keeps the raw
+    values, from which the feature weights w_i of the augmentation are computed.
     """
     if data.x is None:
         raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
@@ -148,24 +150,36 @@ def prepare_graph(data: Data, directed: bool | None = None) -> Graph:
     if y is not None and y.shape[0] != num_nodes:
         raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
 
-    features, features_scipy = _feature_forms(x)
+    features, features_scipy = _feature_forms(x, feature_norm)
     return Graph(num_nodes, edge_index, bool(directed), features, features_scipy, y, warnings)
 
 
-def _feature_forms(x: torch.Tensor) -> tuple[SparseMatrix | torch.Tensor, sp.csr_matrix | np.ndarray]:
-    """Sparse features become a CSR :class:`SparseMatrix` (X̃W = X(diag(m)W) needs no masked copy of X)."""
+def _feature_forms(
+    x: torch.Tensor, feature_norm: str = "none"
+) -> tuple[SparseMatrix | torch.Tensor, sp.csr_matrix | np.ndarray]:
+    """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
+    needs no masked copy of X."""
+    if feature_norm not in ("row", "none"):
+        raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if x.is_sparse or x.layout == torch.sparse_csr:
         coo = x.to_sparse_coo().coalesce()
         rows, cols = coo.indices().numpy()
-        csr = sp.csr_matrix((coo.values().float().numpy(), (rows, cols)), shape=tuple(x.shape))
+        raw = sp.csr_matrix((coo.values().float().numpy(), (rows, cols)), shape=tuple(x.shape))
+        raw.sort_indices()
     else:
-        dense = x.float()
-        nnz = int(torch.count_nonzero(dense))
-        if nnz > SPARSE_FEATURE_DENSITY * dense.numel():
-            return dense, dense.numpy()
-        csr = sp.csr_matrix(dense.numpy())
-    csr.sort_indices()
-    return scipy_to_sparse(csr), csr
+        dense = x.float().numpy()
+        nnz = int(np.count_nonzero(dense))
+        if nnz > SPARSE_FEATURE_DENSITY * dense.size:
+            scaled = dense * _row_sums(np.abs(dense).sum(1))[:, None] if feature_norm == "row" else dense
+            return torch.from_numpy(np.ascontiguousarray(scaled, dtype=np.float32)), dense
+        raw = sp.csr_matrix(dense)
+    scaled = sp.diags(_row_sums(np.asarray(abs(raw).sum(1)).ravel())) @ raw if feature_norm == "row" else raw
+    return scipy_to_sparse(scaled), raw
+
+
+def _row_sums(sums: np.ndarray) -> np.ndarray:
+    """1 / row sum, with all-zero rows left as they are."""
+    return np.divide(1.0, sums, out=np.ones_like(sums, dtype=np.float64), where=sums > 0)
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:

@@ -26,10 +26,11 @@ def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor
 
     def pairwise(anchor: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         anchor, other = F.normalize(anchor, dim=1), F.normalize(other, dim=1)
-        intra = torch.exp(anchor @ anchor.t() / tau)  # θ(u_i, u_k)
-        inter = torch.exp(anchor @ other.t() / tau)  # θ(u_i, v_k)
+        intra = torch.exp(anchor @ anchor.t() / tau)  # e^{θ(u_i, u_k)/τ}
+        inter = torch.exp(anchor @ other.t() / tau)  # e^{θ(u_i, v_k)/τ}
+        k_not_i = ~torch.eye(anchor.shape[0], dtype=torch.bool, device=anchor.device)
         positive = inter.diagonal()
-        denominator = positive + (inter.sum(1) - positive) + (intra.sum(1) - intra.diagonal())
+        denominator = positive + (inter * k_not_i).sum(1) + (intra * k_not_i).sum(1)
         return torch.log(positive / denominator)
 
     objective = 0.5 * (pairwise(u, v) + pairwise(v, u)).mean()
@@ -38,7 +39,7 @@ def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor
 
 def auto_block_size(num_rows: int, budget_elements: int = 1 << 20) -> int:
     """Rows per block so that one block of exp-similarities holds about ``budget_elements`` floats (4 MiB)."""
-    return int(max(16, min(num_rows, budget_elements // max(num_rows, 1))))
+    return int(min(num_rows, max(16, budget_elements // max(num_rows, 1))))
 
 
 class _OffDiagonalLogSumExp(torch.autograd.Function):

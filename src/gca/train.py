@@ -110,7 +110,7 @@ class GCA:
         """Clean the graph, compute centrality and both views' probabilities (once per graph)."""
         start = time.perf_counter()
         cfg = self.config
-        graph = data if isinstance(data, Graph) else prepare_graph(data, directed=directed)
+        graph = data if isinstance(data, Graph) else prepare_graph(data, directed, cfg.feature_norm)
         adaptive = cfg.centrality != "uniform" and (cfg.edge_drop == "adaptive" or cfg.feature_mask == "adaptive")
         self.centrality = (
             node_centrality(cfg.centrality, graph.edge_index, graph.num_nodes, graph.directed) if adaptive else None
@@ -162,9 +162,13 @@ class GCA:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
         if self.model is None:
             raise TrainingError("the model is not trained yet; call fit() first")
-        graph = self.graph if data is None else (
-            data if isinstance(data, Graph) else prepare_graph(data)
-        ).to(self.device)
+        graph = (
+            self.graph
+            if data is None
+            else (data if isinstance(data, Graph) else prepare_graph(data, feature_norm=self.config.feature_norm)).to(
+                self.device
+            )
+        )
         if graph is None:
             raise TrainingError("no graph to embed; pass one")
         if graph.num_features != self.in_channels:

@@ -1,0 +1,86 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+from gca.cli import main
+from gca.train import GCA
+
+
+def test_train_on_karate_writes_results(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--epochs", "20", "--out", str(out), "--quiet", "--eval-raw", "--splits", "3"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["dataset"] == "Karate" and results["centrality"] == "degree" and results["epochs"] == 20
+    assert results["train_seconds"] > 0
+    assert len(results["accuracy"]["runs"]) == 3 and 0 <= results["accuracy"]["mean"] <= 100
+    assert "raw_features_accuracy" in results
+    embeddings = np.load(out / "embeddings.npy")
+    assert embeddings.shape == (34, 16) and np.isfinite(embeddings).all()
+    restored = GCA.load(out / "model.pt", device="cpu")
+    from gca.datasets import karate_club
+
+    again = restored.embed(karate_club()).numpy()
+    np.testing.assert_allclose(again, embeddings, atol=1e-5)
+    assert not list(out.glob(".*"))  # no temporary files left behind
+    assert "accuracy (GCA, degree)" in capsys.readouterr().out
+
+
+def test_no_eval_and_seed_repeatability(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        args = [
+            "train",
+            "--epochs",
+            "5",
+            "--seed",
+            "3",
+            "--no-eval",
+            "--quiet",
+            "--out",
+            str(out),
+            "--centrality",
+            "pagerank",
+            "--set",
+            "p_e1=0.3",
+        ]
+        assert main(args) == 0
+        results = json.loads((out / "results.json").read_text())
+        assert results["accuracy"] is None and results["config"]["p_e1"] == 0.3
+        runs.append((results["final_loss"], np.load(out / "embeddings.npy")))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path):
+    cases = [
+        ["train", "--dataset", "Nope"],
+        ["train", "--set", "ptau=0.5"],
+        ["train", "--set", "tau=0"],
+        ["train", "--dataset", "Amazon-Photo", "--data-dir", str(tmp_path / "ro"), "--epochs", "1"],
+        ["train", "--dataset", str(tmp_path / "missing.npz")],
+        ["train", "--config", str(tmp_path / "missing.toml")],
+    ]
+    (tmp_path / "ro").mkdir(mode=0o555)
+    for args in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gca.cli", *args, "--out", str(tmp_path / "o")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("gca: error:"), (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_cuda_request_without_gpu_is_a_clear_error(tmp_path, capsys):
+    if torch.cuda.is_available():
+        return
+    assert main(["train", "--device", "cuda", "--epochs", "1", "--out", str(tmp_path)]) == 2
+    assert "no CUDA device" in capsys.readouterr().err

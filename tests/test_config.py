@@ -1,0 +1,58 @@
+import pytest
+
+from gca.config import ConfigError, GCAConfig, build_config, parse_overrides, shipped_config
+
+TABLE_5 = {  # Zhu et al., WWW 2021, Table 5
+    "Wiki-CS": (0.2, 0.4, 0.1, 0.1, 0.7, 0.6, 0.01, 3000, 256, "prelu"),
+    "Amazon-Computers": (0.5, 0.5, 0.2, 0.1, 0.7, 0.1, 0.01, 1500, 128, "prelu"),
+    "Amazon-Photo": (0.3, 0.5, 0.1, 0.1, 0.7, 0.3, 0.1, 2000, 256, "relu"),
+    "Coauthor-CS": (0.3, 0.2, 0.3, 0.4, 0.7, 0.4, 0.0005, 1000, 256, "rrelu"),
+    "Coauthor-Physics": (0.4, 0.1, 0.1, 0.4, 0.7, 0.5, 0.01, 1500, 128, "rrelu"),
+}
+KEYS = ("p_e1", "p_e2", "p_f1", "p_f2", "p_tau", "tau", "lr", "epochs", "hidden", "activation")
+
+
+@pytest.mark.parametrize("dataset", list(TABLE_5))
+def test_shipped_configs_are_table_5(dataset):
+    config = build_config(dataset)
+    assert tuple(getattr(config, k) for k in KEYS) == TABLE_5[dataset]
+    assert config.weight_decay == 1e-5 and config.layers == 2
+
+
+def test_every_named_dataset_ships_a_config():
+    for name in ("Cora", "CiteSeer", "PubMed", "Karate", *TABLE_5):
+        assert shipped_config(name), name
+
+
+def test_precedence_and_types(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('tau = 0.9\nepochs = 7\nactivation = "elu"\n')
+    config = build_config("Cora", path, parse_overrides(["epochs=3", "lr=1e-3", "activation=PReLU"]))
+    assert (config.tau, config.epochs, config.lr, config.activation) == (0.9, 3, 1e-3, "prelu")
+    assert config.hidden == 128  # from the Cora file
+
+
+def test_invalid_values_are_one_line_errors(tmp_path):
+    for bad, message in [
+        ({"p_e1": 1.0}, "p_e1"),
+        ({"p_f2": -0.1}, "p_f2"),
+        ({"p_tau": 1.0}, "p_tau"),
+        ({"tau": 0}, "tau must be positive"),
+        ({"epochs": "ten"}, "epochs must be a number"),
+        ({"epochs": 2.5}, "epochs must be an integer"),
+        ({"activation": "tanh"}, "activation must be one of"),
+        ({"layers": 1}, "layers"),
+    ]:
+        with pytest.raises(ConfigError, match=message) as info:
+            GCAConfig().replace(**bad)
+        assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="did you mean 'p_tau'"):
+        GCAConfig().replace(ptau=0.5)
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_overrides(["tau"])
+    broken = tmp_path / "broken.toml"
+    broken.write_text("tau = = 1")
+    with pytest.raises(ConfigError, match="not valid"):
+        build_config(None, broken)
+    with pytest.raises(ConfigError, match="cannot read"):
+        build_config(None, tmp_path / "missing.toml")

@@ -1,0 +1,87 @@
+import numpy as np
+import scipy.sparse as sp
+import torch
+from conftest import path_graph, undirected
+from torch_geometric.data import Data
+from torch_geometric.nn import GCNConv
+
+from gca.encoder import GCNEncoder, ProjectionHead
+from gca.graph import normalized_adjacency, prepare_graph, scipy_to_sparse
+from gca.model import GCAModel
+
+
+def test_normalized_adjacency_equals_dense_formula():
+    edges = undirected([(0, 1), (1, 2), (2, 3), (0, 2)])
+    a = torch.zeros(4, 4)
+    a[edges[0], edges[1]] = 1
+    a_hat = a + torch.eye(4)
+    d = a_hat.sum(1).rsqrt()
+    expected = d[:, None] * a_hat * d[None, :]
+    got = normalized_adjacency(edges, 4, symmetric=True).to_dense()
+    assert torch.allclose(got, expected)
+
+
+def test_gcn_layer_matches_pyg_gcnconv_on_directed_graph():
+    edges = torch.tensor([[0, 1, 2, 3, 0], [1, 2, 0, 1, 3]])
+    x = torch.randn(4, 5)
+    conv = GCNConv(5, 3)
+    encoder = GCNEncoder(5, 3, num_layers=2, first_layer_factor=1)
+    layer = encoder.layers[0]
+    with torch.no_grad():
+        layer.weight.copy_(conv.lin.weight.t())
+        layer.bias.copy_(conv.bias)
+    adjacency = normalized_adjacency(edges, 4, symmetric=False)
+    assert torch.allclose(layer(x, adjacency), torch.relu(conv(x, edges)), atol=1e-6)
+
+
+def test_masking_weight_rows_equals_masking_features_sparse_and_dense():
+    torch.manual_seed(0)
+    x = (torch.rand(6, 10) < 0.3).float()
+    mask = (torch.rand(10) < 0.6).float()
+    graph = prepare_graph(path_graph(6, features=x))
+    adjacency = normalized_adjacency(graph.edge_index, 6, symmetric=True)
+    encoder = GCNEncoder(10, 4, activation="prelu")
+    sparse_x = scipy_to_sparse(sp.csr_matrix(x.numpy()))
+    masked = encoder(x * mask, adjacency)
+    assert torch.allclose(encoder(x, adjacency, mask), masked, atol=1e-6)
+    assert torch.allclose(encoder(sparse_x, adjacency, mask), masked, atol=1e-6)
+    # gradients through the sparse path equal the dense ones
+    encoder(sparse_x, adjacency, mask).sum().backward()
+    sparse_grad = encoder.layers[0].weight.grad.clone()
+    encoder.zero_grad()
+    encoder(x * mask, adjacency).sum().backward()
+    assert torch.allclose(sparse_grad, encoder.layers[0].weight.grad, atol=1e-6)
+
+
+def test_sparse_matrix_backward_uses_the_transpose():
+    m = sp.random(5, 7, density=0.4, random_state=0, format="csr")
+    op = scipy_to_sparse(m)
+    h = torch.randn(7, 3, dtype=torch.float32, requires_grad=True)
+    (op @ h).pow(2).sum().backward()
+    dense = torch.tensor(m.toarray(), dtype=torch.float32)
+    h2 = h.detach().clone().requires_grad_(True)
+    (dense @ h2).pow(2).sum().backward()
+    assert torch.allclose(h.grad, h2.grad, atol=1e-5)
+
+
+def test_layer_widths_and_glorot_init():
+    encoder = GCNEncoder(100, 32, num_layers=3, activation="elu")
+    assert [tuple(layer.weight.shape) for layer in encoder.layers] == [(100, 64), (64, 64), (64, 32)]
+    bound = np.sqrt(6 / (100 + 64))
+    w = encoder.layers[0].weight
+    assert float(w.abs().max()) <= bound and float(w.std()) > 0.5 * bound / np.sqrt(3)
+    head = ProjectionHead(32, 16)
+    assert head(torch.randn(5, 32)).shape == (5, 32)
+    for name in ("relu", "prelu", "rrelu", "elu"):
+        GCNEncoder(4, 2, activation=name)
+
+
+def test_model_loss_is_differentiable():
+    data = Data(x=torch.eye(5), edge_index=undirected([(0, 1), (1, 2), (3, 4)]))
+    graph = prepare_graph(data)
+    model = GCAModel(5, hidden=4, proj_hidden=4)
+    adjacency = normalized_adjacency(graph.edge_index, 5, symmetric=True)
+    h = model(graph.features, adjacency)
+    loss = model.loss(h, h)
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())

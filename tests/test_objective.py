@@ -1,0 +1,77 @@
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from gca.objective import auto_block_size, contrastive_loss, reference_loss
+
+
+def naive_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> float:
+    """Eq. 1–2 with one Python loop per pair: the most literal reading of the paper."""
+
+    def theta(a, b):
+        return float(F.cosine_similarity(a, b, dim=0))
+
+    def ell(anchor, other, i):
+        pos = math.exp(theta(anchor[i], other[i]) / tau)
+        inter = sum(math.exp(theta(anchor[i], other[k]) / tau) for k in range(len(anchor)) if k != i)
+        intra = sum(math.exp(theta(anchor[i], anchor[k]) / tau) for k in range(len(anchor)) if k != i)
+        return math.log(pos / (pos + inter + intra))
+
+    n = len(u)
+    j = sum(ell(u, v, i) + ell(v, u, i) for i in range(n)) / (2 * n)
+    return -j
+
+
+@pytest.mark.parametrize("n,d,tau", [(1, 3, 0.5), (5, 4, 0.4), (9, 2, 0.1)])
+def test_reference_and_fast_equal_naive_loop(n, d, tau):
+    g = torch.Generator().manual_seed(n)
+    u, v = torch.randn(n, d, generator=g, dtype=torch.float64), torch.randn(n, d, generator=g, dtype=torch.float64)
+    expected = naive_loss(u, v, tau)
+    assert float(reference_loss(u, v, tau)) == pytest.approx(expected, rel=1e-12)
+    assert float(contrastive_loss(u, v, tau, block_size=2)) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("n,d,block", [(37, 8, 5), (64, 16, 16), (100, 32, 0), (129, 8, 128)])
+def test_fast_matches_reference_value_and_gradient_fp32(n, d, block):
+    g = torch.Generator().manual_seed(0)
+    u = torch.randn(n, d, generator=g, requires_grad=True)
+    v = torch.randn(n, d, generator=g, requires_grad=True)
+    ref = reference_loss(u, v, 0.3)
+    ref_grads = torch.autograd.grad(ref, (u, v))
+    fast = contrastive_loss(u, v, 0.3, block_size=block)
+    fast_grads = torch.autograd.grad(fast, (u, v))
+    assert float(fast) == pytest.approx(float(ref), rel=1e-5)
+    for a, b in zip(fast_grads, ref_grads, strict=True):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-5 * float(b.abs().max()))
+
+
+def test_fast_gradient_matches_finite_differences():
+    g = torch.Generator().manual_seed(1)
+    u = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: contrastive_loss(a, b, 0.5, block_size=4), (u, v))
+    assert torch.autograd.gradcheck(lambda a, b: reference_loss(a, b, 0.5), (u, v))
+
+
+def test_small_temperature_stays_finite_and_exact():
+    g = torch.Generator().manual_seed(2)
+    u, v = torch.randn(12, 8, generator=g), torch.randn(12, 8, generator=g)
+    # τ = 0.01 puts e^{100} in the plain formula (inf in fp32); the shifted blocks keep the fast version exact
+    assert not torch.isfinite(reference_loss(u, v, 0.01))
+    loss = contrastive_loss(u, v, 0.01)
+    assert float(loss) == pytest.approx(naive_loss(u.double(), v.double(), 0.01), rel=1e-5)
+
+
+def test_identical_views_score_better_than_random_views():
+    g = torch.Generator().manual_seed(3)
+    u = torch.randn(40, 16, generator=g)
+    assert contrastive_loss(u, u, 0.5) < contrastive_loss(u, torch.randn(40, 16, generator=g), 0.5)
+
+
+def test_auto_block_size_bounds():
+    assert auto_block_size(10) == 10
+    assert 16 <= auto_block_size(10**6) <= 10**6
+    with pytest.raises(ValueError):
+        contrastive_loss(torch.randn(3, 2), torch.randn(4, 2), 0.5)
