@@ -46,18 +46,25 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
     """Σ_a log Σ_{b≠a} exp(z_a·z_b / τ) for the rows of Z, in blocks of rows, with a recomputing backward.
 
     With E_ab = exp((z_a·z_b − 1)/τ) for b ≠ a (shifted by the largest possible value 1/τ, so E ≤ 1 for unit
-    rows) and D_a = Σ_b E_ab, the gradient is ∂/∂z_c = (1/τ)[ (E Z)_c / D_c + (E (Z ⊘ D))_c ], using the symmetry
-    of E. Both products come from one matrix product per block: E_block · [Z, Z ⊘ D].
+    rows) and D_a = Σ_b E_ab, the gradient is ∂/∂z_c = (1/τ)[ (E Z)_c / D_c + (E (Z ⊘ D))_c ].
+
+    E is symmetric, so only its upper block-triangle is ever computed: row block r against columns r0…2N. Its
+    row sums feed D_r and its column sums D of the later rows; in the backward pass the same block serves rows r
+    (E_r· [Z, Z ⊘ D]) and, transposed, the later rows (E_r·ᵀ [Z_r, Z_r ⊘ D_r]). This halves the similarity
+    products and the exponentials against a full sweep.
     """
 
     @staticmethod
     def forward(ctx, z: torch.Tensor, tau: float, block: int) -> torch.Tensor:
         n = z.shape[0]
-        log_denominator = torch.empty(n, dtype=z.dtype, device=z.device)
+        denominator = torch.zeros(n, dtype=z.dtype, device=z.device)
         for start in range(0, n, block):
             stop = min(start + block, n)
             e = _exp_block(z, start, stop, tau)
-            log_denominator[start:stop] = e.sum(1).log()
+            denominator[start:] += e.sum(0)
+            denominator[start:stop] += e.sum(1)
+            denominator[start:stop] -= e[:, : stop - start].sum(0)  # the diagonal block was counted twice
+        log_denominator = denominator.log()
         ctx.save_for_backward(z, log_denominator)
         ctx.tau, ctx.block = tau, block
         return (log_denominator + 1.0 / tau).sum()
@@ -66,24 +73,25 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor):
         z, log_denominator = ctx.saved_tensors
         tau, block = ctx.tau, ctx.block
+        n, d = z.shape
         inv_d = torch.exp(-log_denominator).unsqueeze(1)
-        d = z.shape[1]
         both = torch.cat([z, z * inv_d], dim=1)  # [Z, Z ⊘ D]
-        grad = torch.empty_like(z)
-        for start in range(0, z.shape[0], block):
-            stop = min(start + block, z.shape[0])
+        acc = torch.zeros_like(both)  # [E Z, E (Z ⊘ D)]
+        for start in range(0, n, block):
+            stop = min(start + block, n)
             e = _exp_block(z, start, stop, tau)
-            prod = e @ both
-            grad[start:stop] = prod[:, :d] * inv_d[start:stop] + prod[:, d:]
+            acc[start:stop] += e @ both[start:]
+            if stop < n:
+                acc[stop:] += e[:, stop - start :].t() @ both[start:stop]
+        grad = acc[:, :d] * inv_d + acc[:, d:]
         return grad * (grad_out / tau), None, None
 
 
 def _exp_block(z: torch.Tensor, start: int, stop: int, tau: float) -> torch.Tensor:
-    """exp((Z[start:stop] Zᵀ − 1)/τ) with the diagonal (self-similarity) entries set to zero."""
-    e = torch.addmm(z.new_tensor(-1.0 / tau), z[start:stop], z.t(), beta=1.0, alpha=1.0 / tau)
+    """exp((Z[start:stop] Z[start:]ᵀ − 1)/τ) — one row block of E's upper triangle — with E_aa set to zero."""
+    e = torch.addmm(z.new_tensor(-1.0 / tau), z[start:stop], z[start:].t(), beta=1.0, alpha=1.0 / tau)
     e.exp_()
-    rows = torch.arange(stop - start, device=z.device)
-    e[rows, rows + start] = 0.0
+    e.diagonal().zero_()
     return e
 
 
