@@ -72,6 +72,6 @@ def test_identical_views_score_better_than_random_views():
 
 def test_auto_block_size_bounds():
     assert auto_block_size(10) == 10
-    assert 16 <= auto_block_size(10**6) <= 10**6
+    assert 64 <= auto_block_size(10**6) <= 10**6
     with pytest.raises(ValueError):
         contrastive_loss(torch.randn(3, 2), torch.randn(4, 2), 0.5)

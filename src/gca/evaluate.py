@@ -29,10 +29,11 @@ class EvaluationError(ValueError):
 
 @dataclass
 class EvaluationResult:
-    """Test accuracy (in %) per split, and the C chosen on each split's validation nodes."""
+    """Test accuracy (in %) per split, the C chosen on each split's validation nodes and its validation accuracy."""
 
     accuracies: list[float]
     chosen_c: list[float] = field(default_factory=list)
+    val_accuracies: list[float] = field(default_factory=list)
 
     @property
     def mean(self) -> float:
@@ -43,7 +44,13 @@ class EvaluationResult:
         return float(np.std(self.accuracies))
 
     def to_dict(self) -> dict:
-        return {"mean": self.mean, "std": self.std, "runs": list(self.accuracies), "chosen_C": list(self.chosen_c)}
+        return {
+            "mean": self.mean,
+            "std": self.std,
+            "runs": list(self.accuracies),
+            "chosen_C": list(self.chosen_c),
+            "val_mean": float(np.mean(self.val_accuracies)) if self.val_accuracies else None,
+        }
 
     def __str__(self) -> str:
         return f"{self.mean:.2f} ± {self.std:.2f} % over {len(self.accuracies)} splits"
@@ -118,7 +125,7 @@ def linear_evaluation(
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
         raise EvaluationError(f"expected one label per node ({x.shape[0]}), got shape {y.shape}")
-    accuracies, chosen = [], []
+    accuracies, chosen, val_accuracies = [], [], []
     for train_idx, val_idx, test_idx in splits:
         if np.unique(y[train_idx]).shape[0] < 2:
             raise EvaluationError("a training split holds fewer than two classes; linear evaluation needs two or more")
@@ -131,7 +138,8 @@ def linear_evaluation(
             val_acc = float((clf.predict(x[val_idx]) == y[val_idx]).mean())
             if val_acc > best[0]:
                 best = (val_acc, c, clf)
-        _, c, clf = best
+        val_acc, c, clf = best
         accuracies.append(100.0 * float((clf.predict(x[test_idx]) == y[test_idx]).mean()))
         chosen.append(c)
-    return EvaluationResult(accuracies, chosen)
+        val_accuracies.append(100.0 * val_acc)
+    return EvaluationResult(accuracies, chosen, val_accuracies)

@@ -1,0 +1,187 @@
+"""Benchmarks (b) and (c): one full GCA training epoch, and its peak memory at Coauthor-Physics size.
+
+(b) seconds per epoch of ``gca`` (what ``gca train --epochs N --no-eval`` spends per epoch) against a plain
+    reference written here the direct way: dense features masked by copying, PyG's GCNConv on the kept edges, four
+    N×N similarity matrices under autograd. On Cora (from ../shared/data) and on a synthetic graph of
+    Amazon-Photo's size (7,650 nodes, 119,081 edges, 745 sparse binary features, d = 256).
+(c) peak RSS of gca training epochs on a synthetic graph of Coauthor-Physics's size (34,493 nodes, 247,962 edges,
+    8,415 sparse binary features, d = 128).
+
+Each measurement runs in its own subprocess. Synthetic graphs: uniformly random edges, and each node has
+``--nnz`` random features set to 1 (the benchmark files' features are sparse bag-of-words).
+
+    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import GCNConv
+from torch_geometric.utils import dropout_edge, to_undirected
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from objective import plain_loss  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def synthetic_graph(nodes: int, edges: int, features: int, nnz: int, seed: int = 0) -> Data:
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, nodes, size=(2, int(edges * 1.05)))
+    pairs = pairs[:, pairs[0] != pairs[1]]
+    pairs = np.unique(np.sort(pairs, axis=0), axis=1)[:, :edges]
+    edge_index = to_undirected(torch.from_numpy(pairs), num_nodes=nodes)
+    rows = np.repeat(np.arange(nodes), nnz)
+    cols = rng.integers(0, features, size=nodes * nnz)
+    x = torch.sparse_coo_tensor(np.vstack([rows, cols]), np.ones(rows.size, dtype=np.float32), (nodes, features))
+    x = x.coalesce()
+    x = torch.sparse_coo_tensor(x.indices(), torch.ones_like(x.values()), x.shape).coalesce()
+    return Data(x=x, edge_index=edge_index, y=torch.from_numpy(rng.integers(0, 8, nodes)))
+
+
+def load(name: str, data_dir: str, nnz: int) -> tuple[Data, dict]:
+    if name == "cora":
+        from gca.datasets import load_dataset
+
+        return load_dataset("Cora", data_dir=data_dir).data, {"hidden": 128, "proj_hidden": 128}
+    if name == "photo":
+        return synthetic_graph(7650, 119_081, 745, nnz), {"hidden": 256, "proj_hidden": 256}
+    if name == "physics":
+        return synthetic_graph(34_493, 247_962, 8415, nnz), {"hidden": 128, "proj_hidden": 128}
+    raise ValueError(name)
+
+
+class PlainEncoder(torch.nn.Module):
+    def __init__(self, in_channels: int, hidden: int, proj_hidden: int) -> None:
+        super().__init__()
+        self.conv1 = GCNConv(in_channels, 2 * hidden)
+        self.conv2 = GCNConv(2 * hidden, hidden)
+        self.fc1 = torch.nn.Linear(hidden, proj_hidden)
+        self.fc2 = torch.nn.Linear(proj_hidden, hidden)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv2(torch.relu(self.conv1(x, edge_index)), edge_index))
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.nn.functional.elu(self.fc1(h)))
+
+
+def plain_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int) -> float:
+    """Seconds per epoch of the direct formulation (uniform probabilities; sampling cost is the same order)."""
+    torch.manual_seed(0)
+    x = data.x.to_dense() if data.x.is_sparse else data.x
+    model = PlainEncoder(x.shape[1], hidden, proj_hidden)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4, weight_decay=1e-5)
+
+    def step() -> None:
+        views = []
+        for p_e, p_f in ((0.2, 0.3), (0.4, 0.4)):
+            edges, _ = dropout_edge(data.edge_index, p=p_e)
+            keep = torch.rand(x.shape[1]) >= p_f
+            masked = x.clone()
+            masked[:, ~keep] = 0
+            views.append(model.project(model(masked, edges)))
+        loss = plain_loss(views[0], views[1], 0.4)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    step()  # warm-up
+    start = time.perf_counter()
+    for _ in range(epochs):
+        step()
+    return (time.perf_counter() - start) / epochs
+
+
+def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int) -> float:
+    from gca import GCA, GCAConfig
+
+    config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
+    GCA(config.replace(epochs=1), device="cpu").fit(data)  # warm-up
+    estimator = GCA(config, device="cpu")
+    estimator.fit(data)
+    return estimator.train_seconds / epochs
+
+
+def run_case(method: str, name: str, epochs: int, data_dir: str, nnz: int) -> dict:
+    data, dims = load(name, data_dir, nnz)
+    fn = plain_epochs if method == "plain" else gca_epochs
+    seconds = fn(data, dims["hidden"], dims["proj_hidden"], epochs)
+    return {"seconds_per_epoch": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--nnz", type=int, default=30, help="features per node in the synthetic graphs")
+    parser.add_argument("--skip-physics", action="store_true")
+    parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case[0], args.case[1], args.epochs, args.data_dir, args.nnz)))
+        return
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}")
+    print("| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |")
+    print("|---|---|---|---|---|---|")
+    for name, label in (("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")):
+        plain = _case("plain", name, args)
+        ours = _case("gca", name, args)
+        speed = f"{plain['seconds_per_epoch'] / ours['seconds_per_epoch']:.1f}×" if plain and ours else "—"
+        print(
+            f"| {label} | {_fmt(plain, 'seconds_per_epoch', '{:.3f}')} | {_fmt(plain, 'peak_rss_mb', '{:.0f} MB')} | "
+            f"{_fmt(ours, 'seconds_per_epoch', '{:.3f}')} | {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')} | {speed} |",
+            flush=True,
+        )
+    if not args.skip_physics:
+        ours = _case("gca", "physics", args, epochs=2)
+        print(
+            f"\nCoauthor-Physics size (34,493 nodes, 247,962 edges, 8,415 sparse features, d = 128): gca "
+            f"{_fmt(ours, 'seconds_per_epoch', '{:.1f}')} s/epoch, peak RSS {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')}"
+        )
+
+
+def _case(method: str, name: str, args: argparse.Namespace, epochs: int | None = None) -> dict | None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--case",
+            method,
+            name,
+            "--epochs",
+            str(epochs or args.epochs),
+            "--data-dir",
+            args.data_dir,
+            "--nnz",
+            str(args.nnz),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        print(f"  ({method} on {name} failed: {tail[0]})", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _fmt(result: dict | None, key: str, pattern: str) -> str:
+    return pattern.format(result[key]) if result else "failed"
+
+
+if __name__ == "__main__":
+    main()
