@@ -23,5 +23,10 @@ test: $(BIN)/gca
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks
 
+# Speed and memory are measured by these scripts (they print tables), never by timed tests.
+bench: $(BIN)/gca
+	$(BIN)/python benchmarks/objective.py
+	$(BIN)/python benchmarks/epoch.py
+
 clean:
 	rm -rf $(VENV) runs

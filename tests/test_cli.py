@@ -63,6 +63,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
         ["train", "--dataset", "Amazon-Photo", "--data-dir", str(tmp_path / "ro"), "--epochs", "1"],
         ["train", "--dataset", str(tmp_path / "missing.npz")],
         ["train", "--config", str(tmp_path / "missing.toml")],
+        ["train", "--device", "tpu9", "--epochs", "1"],
     ]
     (tmp_path / "ro").mkdir(mode=0o555)
     for args in cases:

@@ -39,7 +39,10 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """``auto`` → CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise TrainingError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise TrainingError("--device cuda was requested but no CUDA device is available; use --device cpu")
     return device
