@@ -18,7 +18,7 @@ def test_train_on_karate_writes_results(tmp_path, capsys):
     assert len(results["accuracy"]["runs"]) == 3 and 0 <= results["accuracy"]["mean"] <= 100
     assert "raw_features_accuracy" in results
     embeddings = np.load(out / "embeddings.npy")
-    assert embeddings.shape == (34, 16) and np.isfinite(embeddings).all()
+    assert embeddings.shape == (34, 8) and np.isfinite(embeddings).all()
     restored = GCA.load(out / "model.pt", device="cpu")
     from gca.datasets import karate_club
 

@@ -29,7 +29,7 @@ def test_precedence_and_types(tmp_path):
     path.write_text('tau = 0.9\nepochs = 7\nactivation = "elu"\n')
     config = build_config("Cora", path, parse_overrides(["epochs=3", "lr=1e-3", "activation=PReLU"]))
     assert (config.tau, config.epochs, config.lr, config.activation) == (0.9, 3, 1e-3, "prelu")
-    assert config.hidden == 128  # from the Cora file
+    assert config.hidden == 256  # from the Cora file
 
 
 def test_invalid_values_are_one_line_errors(tmp_path):
