@@ -35,31 +35,30 @@ def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
     return 0.5 * (semi(u, v) + semi(v, u)).mean()
 
 
-def matmul_throughput(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
-    """FLOP/s of torch's matmul for a [rows × inner] @ [inner × cols] product (best of ``repeats``)."""
-    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
-    a @ b
+def _best_seconds(fn, repeats: int = 5) -> float:
+    fn()  # warm-up
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        a @ b
+        fn()
         best = min(best, time.perf_counter() - start)
-    return 2.0 * rows * inner * cols / best
+    return best
+
+
+def matmul_throughput(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
+    """FLOP/s of torch's matmul for a [rows × inner] @ [inner × cols] product (best of ``repeats``)."""
+    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
+    return 2.0 * rows * inner * cols / _best_seconds(lambda: a @ b, repeats)
 
 
 def numpy_throughput(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
+    """The same for NumPy's matmul (OpenBLAS in the PyPI wheels)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((rows, inner), dtype=np.float32)
     b = rng.standard_normal((inner, cols), dtype=np.float32)
-    a @ b
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * rows * inner * cols / best
+    return 2.0 * rows * inner * cols / _best_seconds(lambda: a @ b, repeats)
 
 
 def library_table(n: int, d: int) -> None:
