@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+import torch
+
+from gca.evaluate import EvaluationError, linear_evaluation, mask_splits, random_splits
+
+
+def test_random_splits_partition_the_nodes_10_10_80():
+    splits = random_splits(1000, num_splits=20, seed=0)
+    assert len(splits) == 20
+    for train, val, test in splits:
+        assert (len(train), len(val), len(test)) == (100, 100, 800)
+        assert np.array_equal(np.sort(np.concatenate([train, val, test])), np.arange(1000))
+    assert not np.array_equal(splits[0][0], splits[1][0])  # every split is a new draw
+    again = random_splits(1000, num_splits=20, seed=0)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(splits, again, strict=True))
+
+
+def test_random_splits_cover_every_class_on_tiny_graphs():
+    labels = np.array([0] * 30 + [1] * 4)
+    for train, _, _ in random_splits(34, num_splits=20, seed=0, labels=labels):
+        assert set(labels[train]) == {0, 1}
+
+
+def test_public_splits_from_two_dimensional_masks():
+    n = 10
+    train = torch.zeros(n, 3, dtype=torch.bool)
+    val = torch.zeros(n, 3, dtype=torch.bool)
+    for i in range(3):
+        train[i, i] = True
+        val[3 + i, i] = True
+    test = torch.zeros(n, dtype=torch.bool)
+    test[6:] = True
+    splits = mask_splits(train, val, test)
+    assert len(splits) == 3
+    assert [s[0].tolist() for s in splits] == [[0], [1], [2]]
+    assert all(s[2].tolist() == [6, 7, 8, 9] for s in splits)
+
+
+def test_linear_evaluation_separates_informative_features_from_noise():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 600)
+    informative = np.eye(3)[labels] + 0.3 * rng.standard_normal((600, 3))
+    noise = rng.standard_normal((600, 3))
+    splits = random_splits(600, num_splits=5, seed=1)
+    good = linear_evaluation(informative, labels, splits)
+    bad = linear_evaluation(noise, labels, splits)
+    assert good.mean > 90 and bad.mean < 50
+    assert len(good.chosen_c) == 5 and len(good.val_accuracies) == 5
+    assert good.to_dict()["runs"] == good.accuracies
+
+
+def test_evaluation_errors():
+    with pytest.raises(EvaluationError):
+        random_splits(2)
+    with pytest.raises(EvaluationError, match="one label per node"):
+        linear_evaluation(np.zeros((5, 2)), np.zeros(4), random_splits(5, 1))
+    with pytest.raises(EvaluationError, match="fewer than two classes"):
+        linear_evaluation(np.random.default_rng(0).random((20, 2)), np.zeros(20), random_splits(20, 1))
