@@ -61,6 +61,7 @@ def test_npz_cora(shared_data):
     assert torch.equal(torch.sort(row * 2708 + col).values, torch.sort(col * 2708 + row).values)  # undirected
     loaded = load_dataset(str(shared_data / "npz" / "cora.npz"))
     assert loaded.name == "cora" and loaded.data.num_nodes == 2708
+    assert not loaded.named  # a file called cora.npz does not pick up the shipped Cora hyperparameters
 
 
 def test_npz_round_trip_and_missing_arrays(tmp_path):

@@ -83,7 +83,7 @@ def _train(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             overrides[flag] = getattr(args, flag)
     loaded = load_dataset(args.dataset, data_dir=args.data_dir)
-    config = build_config(loaded.name, args.config, overrides)
+    config = build_config(loaded.name if loaded.named else None, args.config, overrides)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)

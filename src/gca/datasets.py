@@ -35,11 +35,16 @@ class DatasetError(RuntimeError):
 
 @dataclass
 class LoadedDataset:
-    """A graph plus what evaluation needs: ``splits`` are public splits or ``None`` (use 20 random ones)."""
+    """A graph plus what evaluation needs: ``splits`` are public splits or ``None`` (use 20 random ones).
+
+    ``named`` is true for the built-in and named datasets, whose shipped hyperparameters apply; a graph file
+    read by path gets the defaults whatever its file is called.
+    """
 
     name: str
     data: Data
     splits: list[Split] | None = None
+    named: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     """Load ``Karate``, a dataset of :data:`DATASET_NAMES`, or a graph file ``*.npz`` by path."""
     if name.lower().endswith(".npz") or os.sep in name:
         path = Path(name)
-        return LoadedDataset(path.stem, read_npz_graph(path))
+        return LoadedDataset(path.stem, read_npz_graph(path), named=False)
     key = canonical_name(name)
     if key in ("karate", "karateclub"):
         return LoadedDataset("Karate", karate_club())
