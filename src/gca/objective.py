@@ -87,9 +87,10 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
             # M = P + Pᵀ with P = D⁻¹E, restricted to this block: E_ab (1/D_a + 1/D_b), symmetric like E.
             m = _exp_block(z, start, stop, tau)
             m.mul_(inv_d[start:stop].unsqueeze(1) + inv_d[start:].unsqueeze(0))
-            grad[start:stop] += m @ z[start:]
+            # In-place accumulation: no (2N × d) temporary per block for the transposed product.
+            grad[start:stop].addmm_(m, z[start:])
             if stop < n:
-                grad[stop:] += m[:, stop - start :].t() @ z[start:stop]
+                grad[stop:].addmm_(m[:, stop - start :].t(), z[start:stop])
         return grad * (grad_out / tau), None, None
 
 
