@@ -35,23 +35,28 @@ def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
     return 0.5 * (semi(u, v) + semi(v, u)).mean()
 
 
-def _best_seconds(fn, repeats: int = 5) -> float:
+def _best_seconds(fn, repeats: int = 7, min_seconds: float = 0.05) -> float:
+    """Best time per call over ``repeats`` samples, each long enough (≥ ``min_seconds``) to average out jitter."""
     fn()  # warm-up
+    start = time.perf_counter()
+    fn()
+    calls = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
     return best
 
 
-def matmul_throughput(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
+def matmul_throughput(rows: int, inner: int, cols: int, repeats: int = 7) -> float:
     """FLOP/s of torch's matmul for a [rows × inner] @ [inner × cols] product (best of ``repeats``)."""
     a, b = torch.randn(rows, inner), torch.randn(inner, cols)
     return 2.0 * rows * inner * cols / _best_seconds(lambda: a @ b, repeats)
 
 
-def numpy_throughput(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
+def numpy_throughput(rows: int, inner: int, cols: int, repeats: int = 7) -> float:
     """The same for NumPy's matmul (OpenBLAS in the PyPI wheels)."""
     import numpy as np
 
