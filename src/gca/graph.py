@@ -170,15 +170,15 @@ def _feature_forms(
         dense = x.float().numpy()
         nnz = int(np.count_nonzero(dense))
         if nnz > SPARSE_FEATURE_DENSITY * dense.size:
-            scaled = dense * _row_sums(np.abs(dense).sum(1))[:, None] if feature_norm == "row" else dense
+            scaled = dense * _inverse_row_sums(np.abs(dense).sum(1))[:, None] if feature_norm == "row" else dense
             return torch.from_numpy(np.ascontiguousarray(scaled, dtype=np.float32)), dense
         raw = sp.csr_matrix(dense)
-    scaled = sp.diags(_row_sums(np.asarray(abs(raw).sum(1)).ravel())) @ raw if feature_norm == "row" else raw
+    scaled = sp.diags(_inverse_row_sums(np.asarray(abs(raw).sum(1)).ravel())) @ raw if feature_norm == "row" else raw
     return scipy_to_sparse(scaled), raw
 
 
-def _row_sums(sums: np.ndarray) -> np.ndarray:
-    """1 / row sum, with all-zero rows left as they are."""
+def _inverse_row_sums(sums: np.ndarray) -> np.ndarray:
+    """1 / row sum, and 1 for all-zero rows (so they stay zero after scaling)."""
     return np.divide(1.0, sums, out=np.ones_like(sums, dtype=np.float64), where=sums > 0)
 
 

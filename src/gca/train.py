@@ -165,13 +165,12 @@ class GCA:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
         if self.model is None:
             raise TrainingError("the model is not trained yet; call fit() first")
-        graph = (
-            self.graph
-            if data is None
-            else (data if isinstance(data, Graph) else prepare_graph(data, feature_norm=self.config.feature_norm)).to(
-                self.device
-            )
-        )
+        if data is None:
+            graph = self.graph
+        elif isinstance(data, Graph):
+            graph = data.to(self.device)
+        else:
+            graph = prepare_graph(data, feature_norm=self.config.feature_norm).to(self.device)
         if graph is None:
             raise TrainingError("no graph to embed; pass one")
         if graph.num_features != self.in_channels:
