@@ -37,12 +37,20 @@ def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor
     return -objective
 
 
-def auto_block_size(num_rows: int, budget_elements: int = 1 << 19) -> int:
-    """Rows per block: about ``budget_elements`` similarities (2 MiB in fp32) per block, at least 64 rows.
+CPU_BLOCK_ELEMENTS = 1 << 19
+CUDA_BLOCK_ELEMENTS = 1 << 26
 
-    Measured on a 2-core Xeon (benchmarks/objective.py): 64–128 rows are fastest for 2N = 5,416 and 15,300;
-    16–32 rows starve the matrix multiply, and blocks far beyond the L2 cache slow the exponentials.
+
+def auto_block_size(num_rows: int, budget_elements: int | None = None, device: torch.device | str = "cpu") -> int:
+    """Rows per block: about ``budget_elements`` similarities per block, at least 64 rows.
+
+    The default budget depends on the device. CPU: 2^19 (2 MiB in fp32) — measured on a 2-core Xeon
+    (benchmarks/objective.py), 64–128 rows are fastest for 2N = 5,416 and 15,300; 16–32 rows starve the matrix
+    multiply, and blocks far beyond the L2 cache slow the exponentials. CUDA: 2^26 (256 MiB) — a GPU needs
+    large products to fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
     """
+    if budget_elements is None:
+        budget_elements = CUDA_BLOCK_ELEMENTS if torch.device(device).type == "cuda" else CPU_BLOCK_ELEMENTS
     return int(min(num_rows, max(64, budget_elements // max(num_rows, 1))))
 
 
@@ -108,7 +116,7 @@ def contrastive_loss(u: torch.Tensor, v: torch.Tensor, tau: float, block_size: i
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
     n = u.shape[0]
     z = F.normalize(torch.cat([u, v], dim=0), dim=1)
-    block = block_size if block_size > 0 else auto_block_size(2 * n)
+    block = block_size if block_size > 0 else auto_block_size(2 * n, device=z.device)
     positive = (z[:n] * z[n:]).sum(1) / tau  # θ(u_i, v_i)/τ, appears in ℓ(u_i, v_i) and ℓ(v_i, u_i)
     log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block)
     return (log_denominators - 2.0 * positive.sum()) / (2 * n)

@@ -1,0 +1,48 @@
+"""The CUDA path: the same numbers on a GPU. These run only where PyTorch sees a CUDA device (the lent GPU
+machines of this project, users' machines); everything else in the suite covers the CPU path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import path_graph
+
+from gca import GCA, GCAConfig
+from gca.graph import SparseMatrix
+from gca.objective import contrastive_loss, reference_loss
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def test_blocked_objective_on_cuda_matches_the_reference():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    u = torch.randn(777, 64, device="cuda", generator=g, requires_grad=True)
+    v = torch.randn(777, 64, device="cuda", generator=g, requires_grad=True)
+    for block in (0, 100):
+        ref = reference_loss(u, v, 0.5)
+        ref_grads = torch.autograd.grad(ref, (u, v))
+        ours = contrastive_loss(u, v, 0.5, block)
+        grads = torch.autograd.grad(ours, (u, v))
+        torch.testing.assert_close(ours, ref, rtol=1e-5, atol=0)
+        for a, b in zip(grads, ref_grads, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * float(b.abs().max()))
+
+
+def test_sparse_matrix_product_and_gradient_on_cuda():
+    dense = torch.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]])
+    sparse = SparseMatrix(dense.to_sparse_csr()).to("cuda")
+    w = torch.randn(3, 4, device="cuda", requires_grad=True)
+    out = sparse @ w
+    torch.testing.assert_close(out, dense.cuda() @ w)
+    out.sum().backward()
+    torch.testing.assert_close(w.grad, dense.cuda().t() @ torch.ones(2, 4, device="cuda"))
+
+
+def test_training_on_cuda_returns_finite_cpu_embeddings():
+    data = path_graph(12, torch.rand(12, 5, generator=torch.Generator().manual_seed(0)))
+    config = GCAConfig(epochs=5, hidden=8, proj_hidden=8, centrality="degree")
+    gpu = GCA(config, device="cuda")
+    out = gpu.fit(data)
+    assert gpu.device.type == "cuda" and next(gpu.model.parameters()).device.type == "cuda"
+    assert out.device.type == "cpu" and out.shape == (12, 8) and torch.isfinite(out).all()
+    assert len(gpu.losses) == 5 and all(torch.isfinite(torch.tensor(gpu.losses)))
