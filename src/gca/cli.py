@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,13 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train = sub.add_parser("train", help="train GCA on a graph, evaluate its embeddings and save them")
-    train.add_argument(
-        "--dataset",
-        default="Karate",
-        help="Karate (built in, default), Wiki-CS, Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics, "
-        "Cora, CiteSeer, PubMed, or a path to an .npz graph file",
-    )
-    train.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
+    _graph_arguments(train)
     train.add_argument(
         "--centrality",
         choices=("degree", "eigenvector", "pagerank", "uniform"),
@@ -46,7 +38,84 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-raw", action="store_true", help="also evaluate raw features with the same protocol")
     train.add_argument("--splits", type=int, default=20, help="random evaluation splits (default 20)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--plots", action="store_true", help="also save loss.png and tsne.png (t-SNE by class)")
+    train.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+    train.add_argument(
+        "--checkpoint-every", type=int, default=0, metavar="N", help="save OUT/checkpoint.pt every N epochs"
+    )
+    train.add_argument(
+        "--resume", action="store_true", help="continue from OUT/checkpoint.pt (same settings) if it exists"
+    )
+
+    emb = sub.add_parser("embed", help="embed a graph with a trained encoder (inductive use)")
+    emb.add_argument("--checkpoint", required=True, help="model.pt (or checkpoint.pt) written by gca train")
+    _graph_arguments(emb)
+    emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy (default: runs/embed)")
+    emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+
+    rep = sub.add_parser(
+        "reproduce",
+        help="reproduce the paper's Table 3, Table 4, Figure 3 and Figure 4 (resumable)",
+        description="Reproduce Zhu et al. (WWW 2021). Finished runs are kept in OUT/runs and never repeated: an "
+        "interrupted reproduction continues when the same command is run again.",
+    )
+    rep.add_argument("task", choices=("table3", "table4", "figure4", "figure3", "all"))
+    rep.add_argument(
+        "--dataset",
+        action="append",
+        help="dataset to run (repeatable). Default: the paper's five for the tables, Amazon-Photo for figure4",
+    )
+    rep.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
+    rep.add_argument("--out", required=True, help="output folder (tables, figures, runs/)")
+    rep.add_argument("--quick", action="store_true", help="3 runs, fewer epochs, a 5×5 grid: sized for a laptop CPU")
+    rep.add_argument("--runs", type=int, help="runs per table cell (default 20, or 3 with --quick)")
+    rep.add_argument(
+        "--baselines",
+        help="comma-separated baselines for Table 3 (default: all of raw, node2vec, deepwalk, "
+        "deepwalk+features, gae, vgae, dgi, gcn, gat; 'none' for none)",
+    )
+    rep.add_argument("--no-plots", action="store_true", help="skip the loss-curve and t-SNE plots of GCA runs")
+    rep.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    rep.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _graph_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        help="Karate (built in, the default), Wiki-CS, Amazon-Computers, Amazon-Photo, Coauthor-CS, "
+        "Coauthor-Physics, Cora, CiteSeer, PubMed, or a path to an .npz graph file",
+    )
+    parser.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
+    parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV, integer or string node ids)")
+    parser.add_argument("--features", metavar="FILE", help="your graph: node features (CSV/TSV, .npy, sparse .npz)")
+    parser.add_argument("--labels", metavar="FILE", help="your graph: node labels (CSV/TSV of node, label)")
+    parser.add_argument("--directed", action="store_true", help="your graph: treat the edge list as directed")
+
+
+def _load_graph(args: argparse.Namespace):
+    from .datasets import load_dataset
+    from .files import load_files
+
+    if args.edges or args.features or args.labels:
+        if not (args.edges and args.features):
+            raise ConfigError("--edges and --features go together (--labels is optional); give both")
+        if args.dataset:
+            raise ConfigError("give either --dataset or --edges/--features, not both")
+        return load_files(args.edges, args.features, args.labels, directed=args.directed)
+    if args.directed:
+        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+    return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
+
+
+def _output_folder(path: str) -> Path:
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "train":
             return _train(args)
+        if args.command == "reproduce":
+            return _reproduce(args)
+        if args.command == "embed":
+            return _embed(args)
     except errors as exc:
         print(f"gca: error: {exc}", file=sys.stderr)
         return 2
@@ -74,24 +147,24 @@ def _train(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from .datasets import load_dataset
-    from .evaluate import linear_evaluation, random_splits
+    from .evaluate import linear_evaluation
+    from .io import atomic_write
     from .train import GCA
 
     overrides: dict[str, Any] = parse_overrides(args.set)
     for flag in ("centrality", "epochs", "seed"):
         if getattr(args, flag) is not None:
             overrides[flag] = getattr(args, flag)
-    loaded = load_dataset(args.dataset, data_dir=args.data_dir)
+    if args.checkpoint_every < 0:
+        raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
+    loaded = _load_graph(args)
     config = build_config(loaded.name if loaded.named else None, args.config, overrides)
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
+    out = _output_folder(args.out)
+    if args.export:
+        _check_export_name(args.export)
 
     estimator = GCA(config, device=args.device, progress=not args.quiet)
-    graph = estimator.prepare(loaded.data)
+    graph = estimator.prepare(loaded.data, directed=loaded.directed)
     for warning in graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
     print(
@@ -99,7 +172,11 @@ def _train(args: argparse.Namespace) -> int:
         f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
         f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}"
     )
-    embeddings = estimator.fit(graph)
+    checkpoint = out / "checkpoint.pt"
+    if args.resume:
+        note = "resuming from" if checkpoint.is_file() else "no checkpoint yet at"
+        print(f"gca: {note} {checkpoint}", file=sys.stderr)
+    embeddings = estimator.fit(graph, checkpoint=checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
 
     results: dict[str, Any] = {
         "dataset": loaded.name,
@@ -118,7 +195,7 @@ def _train(args: argparse.Namespace) -> int:
         if labels is None:
             print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
         else:
-            splits = loaded.splits or random_splits(graph.num_nodes, args.splits, seed=config.seed, labels=labels)
+            splits = loaded.splits or _label_splits(labels, args.splits, config.seed)
             start = time.perf_counter()
             result = linear_evaluation(embeddings, labels, splits)
             results["accuracy"] = result.to_dict()
@@ -129,23 +206,110 @@ def _train(args: argparse.Namespace) -> int:
                 results["raw_features_accuracy"] = raw.to_dict()
                 print(f"accuracy (raw features):  {raw}")
 
-    _atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
-    _atomic_write(out / "model.pt", lambda f: torch.save(estimator.state(), f))
-    _atomic_write(out / "results.json", lambda f: f.write(json.dumps(results, indent=2).encode()))
+    if args.plots:
+        from .plots import loss_curve, tsne_map
+
+        loss_curve(estimator.losses, out / "loss.png", f"{loaded.name}: GCA training loss")
+        if labels is not None:
+            tsne_map(embeddings, labels, out / "tsne.png", f"{loaded.name}: t-SNE of GCA embeddings", config.seed)
+    atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+    if args.export:
+        _export(args.export, embeddings, loaded)
+    atomic_write(out / "model.pt", lambda f: torch.save(estimator.state(), f))
+    atomic_write(out / "results.json", lambda f: f.write(json.dumps(results, indent=2).encode()))
     print(f"wrote {out / 'results.json'}, {out / 'embeddings.npy'}, {out / 'model.pt'}")
     return 0
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never a half-written result."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+def _label_splits(labels, count: int, seed: int):
+    """Random splits over the labelled nodes (label −1 marks a node without one in user files)."""
+    import numpy as np
+
+    from .evaluate import random_splits
+
+    labelled = np.flatnonzero(labels.numpy() >= 0)
+    if labelled.size == labels.shape[0]:
+        return random_splits(labels.shape[0], count, seed=seed, labels=labels)
+    inner = random_splits(labelled.size, count, seed=seed, labels=labels[labelled])
+    return [tuple(labelled[part] for part in split) for split in inner]
+
+
+def _check_export_name(path: str) -> None:
+    if Path(path).suffix.lower() not in (".csv", ".tsv", ".parquet"):
+        raise ConfigError(f"--export {path}: use a .csv, .tsv or .parquet file name")
+
+
+def _export(path: str, embeddings, loaded) -> None:
+    from .files import export_embeddings
+
+    node_ids = loaded.node_ids or [str(i) for i in range(embeddings.shape[0])]
+    export_embeddings(path, embeddings.numpy(), node_ids)
+    print(f"wrote {path}")
+
+
+def _embed(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .io import atomic_write
+    from .train import GCA
+
+    if args.export:
+        _check_export_name(args.export)
+    estimator = GCA.load(args.checkpoint, device=args.device)
+    loaded = _load_graph(args)
+    out = _output_folder(args.out)
+    from .graph import prepare_graph
+
+    graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
+    for warning in graph.warnings:
+        print(f"gca: warning: {warning}", file=sys.stderr)
+    if graph.num_features != estimator.in_channels:
+        raise ConfigError(
+            f"{loaded.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "
+            f"trained on {estimator.in_channels}; embed graphs with the same feature columns"
+        )
+    embeddings = estimator.embed(graph)
+    atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+    print(f"{loaded.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote {out / 'embeddings.npy'}")
+    if args.export:
+        _export(args.export, embeddings, loaded)
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from .baselines import BASELINES
+    from .reproduce import PAPER_DATASETS, Reproduction, reproduce
+
+    if args.runs is not None and args.runs < 1:
+        raise ConfigError(f"--runs must be at least 1, got {args.runs}")
+    baselines = None
+    if args.baselines is not None:
+        baselines = [b.strip() for b in args.baselines.split(",") if b.strip() and b.strip() != "none"]
+        unknown = [b for b in baselines if b not in BASELINES]
+        if unknown:
+            raise ConfigError(f"unknown baseline {unknown[0]!r}; choose from {', '.join(BASELINES)} or none")
+    datasets = args.dataset or (["Amazon-Photo"] if args.task == "figure4" else list(PAPER_DATASETS))
+    out = _output_folder(args.out)
+    repro = Reproduction(
+        out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
+        plots=not args.no_plots, progress=not args.quiet, baselines=baselines,
+        log=lambda message: print(message, file=sys.stderr),
+    )  # fmt: skip
+    start = time.perf_counter()
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        written = reproduce(args.task, repro)
+    except KeyboardInterrupt:
+        print(
+            f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "
+            "run the same command again to continue",
+            file=sys.stderr,
+        )
+        return 130
+    print(f"{repro.trained} runs trained, {repro.reused} reused from {out / 'runs'}; "
+          f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+    for path in written:
+        print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

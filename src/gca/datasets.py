@@ -45,6 +45,8 @@ class LoadedDataset:
     data: Data
     splits: list[Split] | None = None
     named: bool = True
+    node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
+    directed: bool | None = None  # None: undirected exactly when every edge has its reverse
 
 
 @dataclass(frozen=True)

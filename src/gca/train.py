@@ -28,6 +28,7 @@ from .augment import ViewAugmentor, build_augmentors
 from .centrality import node_centrality
 from .config import GCAConfig
 from .graph import Graph, normalized_adjacency, prepare_graph
+from .io import atomic_write
 from .model import GCAModel
 
 
@@ -134,18 +135,39 @@ class GCA:
         self.prepare_seconds = time.perf_counter() - start
         return graph
 
-    def fit(self, data: Data | Graph, directed: bool | None = None) -> torch.Tensor:
-        """Train on ``data`` and return the embeddings of its nodes."""
+    def fit(
+        self,
+        data: Data | Graph,
+        directed: bool | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: int = 0,
+        resume: bool = False,
+    ) -> torch.Tensor:
+        """Train on ``data`` and return the embeddings of its nodes.
+
+        With ``checkpoint`` and ``checkpoint_every = k``, the full training state (weights, Adam's moments, the
+        epoch, the losses and every random-number generator state) is written atomically to ``checkpoint``
+        every k epochs. ``resume=True`` continues from that file when it exists, and the run then ends exactly
+        where an uninterrupted run with the same seed ends.
+        """
         self.prepare(data, directed)
         assert self.graph is not None and self.views is not None
         cfg = self.config
+        if checkpoint_every < 0:
+            raise TrainingError(f"checkpoint_every must be non-negative, got {checkpoint_every}")
         seed_everything(cfg.seed)
         self.in_channels = self.graph.num_features
         self.model = GCAModel.from_config(self.in_channels, cfg).to(self.device)
         optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         self.losses = []
-        bar = tqdm(range(cfg.epochs), desc="GCA", unit="epoch", disable=not self.progress, dynamic_ncols=True)
+        first_epoch, earlier_seconds = 0, 0.0
+        if resume and checkpoint is not None and Path(checkpoint).is_file():
+            first_epoch, earlier_seconds = self._restore(load_checkpoint(checkpoint), optimizer, generator)
+        bar = tqdm(
+            range(first_epoch, cfg.epochs), desc="GCA", unit="epoch", disable=not self.progress, dynamic_ncols=True,
+            initial=first_epoch, total=cfg.epochs,
+        )  # fmt: skip
         start = time.perf_counter()
         for epoch in bar:
             loss = train_step(self.model, optimizer, self.graph, self.views, generator)
@@ -156,10 +178,66 @@ class GCA:
                 )
             self.losses.append(loss)
             bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            if checkpoint is not None and checkpoint_every and (epoch + 1) % checkpoint_every == 0:
+                seconds = earlier_seconds + time.perf_counter() - start
+                save_checkpoint(checkpoint, self._training_state(optimizer, generator, epoch + 1, seconds))
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        self.train_seconds = time.perf_counter() - start
+        self.train_seconds = earlier_seconds + time.perf_counter() - start
         return self.embed()
+
+    def _training_state(
+        self, optimizer: torch.optim.Optimizer, generator: torch.Generator, epoch: int, seconds: float
+    ) -> dict[str, Any]:
+        state = self.state()
+        state.update(
+            format=TRAINING_FORMAT,
+            epoch=epoch,
+            train_seconds=seconds,
+            optimizer=optimizer.state_dict(),
+            rng={
+                "generator": generator.get_state(),
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "python": _python_rng_state(),
+                "numpy": _numpy_rng_state(),
+            },
+        )
+        return state
+
+    def _restore(
+        self, state: dict[str, Any], optimizer: torch.optim.Optimizer, generator: torch.Generator
+    ) -> tuple[int, float]:
+        if state.get("format") != TRAINING_FORMAT:
+            raise TrainingError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
+        saved = state["config"]
+        current = self.config.to_dict()
+        changed = [k for k in current if k != "epochs" and saved.get(k) != current[k]]
+        if changed:
+            k = changed[0]
+            raise TrainingError(
+                f"the checkpoint was made with {k}={saved.get(k)!r} but this run has {k}={current[k]!r}; "
+                "resume with the same settings or start without --resume"
+            )
+        if int(state["in_channels"]) != self.in_channels:
+            raise TrainingError(
+                f"the checkpoint was trained on {state['in_channels']} features but this graph has {self.in_channels}"
+            )
+        epoch = int(state["epoch"])
+        if epoch > self.config.epochs:
+            raise TrainingError(f"the checkpoint is at epoch {epoch}, beyond this run's {self.config.epochs} epochs")
+        assert self.model is not None
+        self.model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        rng = state["rng"]
+        generator.set_state(rng["generator"])
+        torch.set_rng_state(rng["torch"])
+        if torch.cuda.is_available() and rng["cuda"]:
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        _set_python_rng_state(rng["python"])
+        _set_numpy_rng_state(rng["numpy"])
+        self.losses = [float(v) for v in state["losses"]]
+        return epoch, float(state.get("train_seconds", 0.0))
 
     def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
@@ -184,7 +262,7 @@ class GCA:
         if self.model is None:
             raise TrainingError("the model is not trained yet; call fit() first")
         return {
-            "format": "gca-checkpoint-1",
+            "format": MODEL_FORMAT,
             "config": self.config.to_dict(),
             "in_channels": self.in_channels,
             "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
@@ -193,23 +271,66 @@ class GCA:
 
     def save(self, path: str | Path) -> None:
         """Write the checkpoint atomically (temporary file, then rename)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state(), tmp)
-        tmp.replace(path)
+        save_checkpoint(path, self.state())
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto") -> GCA:
-        """A trained estimator from :meth:`save`; unpickling of arbitrary objects is refused."""
+        """A trained estimator from :meth:`save` (or from a training checkpoint); see :func:`load_checkpoint`."""
+        state = load_checkpoint(path)
         try:
-            state = torch.load(Path(path), map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
-            raise TrainingError(f"{path} is not a readable gca checkpoint ({type(exc).__name__})") from None
-        if not isinstance(state, dict) or state.get("format") != "gca-checkpoint-1":
-            raise TrainingError(f"{path} is not a gca checkpoint")
-        estimator = cls(GCAConfig(**state["config"]), device=device)
-        estimator.in_channels = int(state["in_channels"])
-        estimator.model = GCAModel.from_config(estimator.in_channels, estimator.config).to(estimator.device)
-        estimator.model.load_state_dict(state["model"])
-        estimator.losses = list(state.get("losses", []))
+            estimator = cls(GCAConfig(**state["config"]), device=device)
+            estimator.in_channels = int(state["in_channels"])
+            estimator.model = GCAModel.from_config(estimator.in_channels, estimator.config).to(estimator.device)
+            estimator.model.load_state_dict(state["model"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise TrainingError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
+        estimator.losses = [float(v) for v in state.get("losses", [])]
         return estimator
+
+
+MODEL_FORMAT = "gca-checkpoint-1"
+TRAINING_FORMAT = "gca-training-checkpoint-1"
+
+
+def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
+    """``torch.save`` through a temporary file and a rename: a kill leaves the old checkpoint or the new one."""
+    atomic_write(path, lambda f: torch.save(state, f))
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a gca checkpoint with ``torch.load(weights_only=True)``: only tensors and plain Python values are
+    unpickled, so a crafted file cannot run code; truncated, foreign or crafted files raise :class:`TrainingError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise TrainingError(f"checkpoint {path} does not exist" if not path.exists() else f"{path} is not a file")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
+        reason = "it holds objects other than tensors and plain values" if "weights_only" in str(exc) else (
+            f"{type(exc).__name__}"
+        )  # fmt: skip
+        raise TrainingError(f"{path} is not a readable gca checkpoint ({reason}); nothing in it was run") from None
+    if not isinstance(state, dict) or state.get("format") not in (MODEL_FORMAT, TRAINING_FORMAT):
+        raise TrainingError(f"{path} is not a gca checkpoint (no gca format marker)")
+    return state
+
+
+def _python_rng_state() -> list[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _set_python_rng_state(state: list[Any]) -> None:
+    version, internal, gauss = state
+    random.setstate((version, tuple(internal), gauss))
+
+
+def _numpy_rng_state() -> dict[str, Any]:
+    name, keys, pos, has_gauss, cached = np.random.get_state()  # noqa: NPY002 - the legacy RNG seed_everything sets
+    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+            "has_gauss": int(has_gauss), "cached": float(cached)}  # fmt: skip
+
+
+def _set_numpy_rng_state(state: dict[str, Any]) -> None:
+    keys = state["keys"].numpy().astype(np.uint32)
+    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["cached"]))  # noqa: NPY002

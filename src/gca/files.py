@@ -1,0 +1,273 @@
+"""Users' own graphs from plain files: an edge list, a feature matrix and optionally labels.
+
+* **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (further columns, e.g.
+  weights, are ignored; blank lines and lines starting with ``#`` are skipped). Node ids are integers or any
+  strings. A first line is read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``,
+  ``from,to``, ``node1,node2``, …) or when it is the only line that is not numeric.
+* **features** — ``.npy`` (a 2-D numeric array; pickles are refused), ``.npz`` (a SciPy sparse matrix saved with
+  ``scipy.sparse.save_npz``) or CSV/TSV. Row i belongs to node i, or, for CSV/TSV, to the node named in the first
+  column when that column is headed ``id``/``node``/``node_id``/``name`` or holds non-numeric ids. String node ids
+  need such an id column; integer ids without one must lie in [0, rows).
+* **labels** — CSV/TSV of ``node, label`` (header optional; labels may be strings). Nodes without a label are
+  allowed: they are embedded but not used in evaluation.
+
+Everything that is wrong with a file raises :class:`~gca.datasets.DatasetError` with one line naming the file,
+the line and what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import Data
+
+from .datasets import DatasetError, LoadedDataset
+from .io import atomic_write, atomic_write_text
+
+HEADER_NAMES = {
+    "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
+    "id", "id1", "id2", "node_id", "head", "tail", "label", "class", "name", "weight",
+}  # fmt: skip
+ID_COLUMN_NAMES = {"id", "node", "node_id", "name", "nodeid"}
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
+_INTEGER = re.compile(r"^[+-]?\d+$")
+
+
+def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of a delimited text file; the delimiter (tab, comma, whitespace) is detected."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DatasetError(f"{what} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{what} file {path} is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"{what} file {path} is not UTF-8 text; give a CSV/TSV file") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip() and not line.startswith("#")]
+    if not lines:
+        return []
+    first = lines[0][1]
+    if "\t" in first:
+        split = lambda line: next(csv.reader([line], delimiter="\t"))  # noqa: E731
+    elif "," in first:
+        split = lambda line: next(csv.reader([line]))  # noqa: E731
+    elif ";" in first:
+        split = lambda line: next(csv.reader([line], delimiter=";"))  # noqa: E731
+    else:
+        split = str.split
+    return [(number, [field.strip() for field in split(line)]) for number, line in lines]
+
+
+def _is_number(token: str) -> bool:
+    return bool(_NUMBER.match(token))
+
+
+def _looks_like_header(rows: list[tuple[int, list[str]]], columns: int) -> bool:
+    first = [t.lower() for t in rows[0][1][:columns]]
+    if first and all(t in HEADER_NAMES for t in first):
+        return True
+    if len(rows) < 2 or all(_is_number(t) for t in first):
+        return False
+    # The only non-numeric line of an otherwise numeric file is a header.
+    return all(_is_number(t) for _, fields in rows[1 : min(len(rows), 200)] for t in fields[:columns])
+
+
+def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
+    """(sources, targets, integer_ids) as the tokens in the file."""
+    path = Path(path)
+    rows = _rows(path, "edge")
+    if rows and _looks_like_header(rows, 2):
+        rows = rows[1:]
+    if not rows:
+        raise DatasetError(f"edge file {path} holds no edges; give one 'source target' pair per line")
+    sources, targets = [], []
+    for number, fields in rows:
+        if len(fields) < 2 or not fields[0] or not fields[1]:
+            raise DatasetError(f"{path}, line {number}: expected two node ids per line, got {','.join(fields)!r}")
+        sources.append(fields[0])
+        targets.append(fields[1])
+    integer = all(_INTEGER.match(t) for t in sources) and all(_INTEGER.match(t) for t in targets)
+    return sources, targets, integer
+
+
+def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[str] | None]:
+    """(matrix, node ids or ``None`` when row i is node i)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise DatasetError(f"feature file {path} does not exist" if not path.exists() else f"{path} is not a file")
+    if suffix == ".npy":
+        with path.open("rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise DatasetError(f"feature file {path} is not a readable .npy file (no NumPy header)")
+        try:
+            matrix = np.load(path, allow_pickle=False)
+        except ValueError:
+            raise DatasetError(
+                f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "
+                "save a numeric array"
+            ) from None
+        except OSError as exc:
+            raise DatasetError(f"feature file {path} is not a readable .npy file ({exc})") from None
+        if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
+            raise DatasetError(f"feature file {path} must hold a 2-D numeric array, got {matrix.dtype} {matrix.shape}")
+        return matrix.astype(np.float32), None
+    if suffix == ".npz":
+        try:
+            matrix = sp.load_npz(path)
+        except Exception:  # noqa: BLE001 - scipy raises several kinds for foreign or truncated files
+            raise DatasetError(
+                f"feature file {path} is not a SciPy sparse matrix; save one with scipy.sparse.save_npz"
+            ) from None
+        return sp.csr_matrix(matrix, dtype=np.float32), None
+    rows = _rows(path, "feature")
+    if not rows:
+        raise DatasetError(f"feature file {path} is empty")
+    header = rows[0][1]
+    has_header = any(not _is_number(t) for t in header[1:]) or (header[0].lower() in ID_COLUMN_NAMES and len(rows) > 1)
+    body = rows[1:] if has_header else rows
+    if not body:
+        raise DatasetError(f"feature file {path} has a header but no rows")
+    id_column = (has_header and header[0].lower() in ID_COLUMN_NAMES) or any(
+        not _is_number(fields[0]) for _, fields in body
+    )
+    width = len(body[0][1])
+    ids = [] if id_column else None
+    values = np.empty((len(body), width - int(id_column)), dtype=np.float32)
+    for i, (number, fields) in enumerate(body):
+        if len(fields) != width:
+            raise DatasetError(f"{path}, line {number}: expected {width} columns like the first row, got {len(fields)}")
+        numbers = fields[1:] if id_column else fields
+        try:
+            values[i] = [float(t) for t in numbers]
+        except ValueError:
+            bad = next(t for t in numbers if not _is_number(t))
+            raise DatasetError(f"{path}, line {number}: feature value {bad!r} is not a number") from None
+        if id_column:
+            ids.append(fields[0])
+    if values.shape[1] == 0:
+        raise DatasetError(f"feature file {path} has an id column but no feature columns")
+    if ids is not None and len(set(ids)) != len(ids):
+        duplicate = next(t for t in ids if ids.count(t) > 1)
+        raise DatasetError(f"feature file {path} lists node {duplicate!r} twice; give one row per node")
+    return values, ids
+
+
+def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
+    """(line number, node id, label) rows."""
+    path = Path(path)
+    rows = _rows(path, "label")
+    if rows and [t.lower() for t in rows[0][1][:1]][0] in ID_COLUMN_NAMES | {"source", "node1"}:
+        rows = rows[1:]
+    if not rows:
+        raise DatasetError(f"label file {path} holds no labels; give one 'node, label' pair per line")
+    out = []
+    for number, fields in rows:
+        if len(fields) < 2 or not fields[1]:
+            raise DatasetError(f"{path}, line {number}: expected 'node, label', got {','.join(fields)!r}")
+        out.append((number, fields[0], fields[1]))
+    return out
+
+
+def load_files(
+    edges: str | Path, features: str | Path, labels: str | Path | None = None, directed: bool = False
+) -> LoadedDataset:
+    """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files."""
+    sources, targets, integer = read_edge_list(edges)
+    matrix, ids = read_features(features)
+    num_nodes = matrix.shape[0]
+    if ids is None:
+        if not integer:
+            example = next(t for t in sources + targets if not _INTEGER.match(t))
+            raise DatasetError(
+                f"edge file {edges} uses non-integer node ids (e.g. {example!r}); the features file then needs a "
+                "first column of node ids (a CSV with an 'id' column)"
+            )
+        source = np.array([int(t) for t in sources], dtype=np.int64)
+        target = np.array([int(t) for t in targets], dtype=np.int64)
+        low, high = int(min(source.min(), target.min())), int(max(source.max(), target.max()))
+        if low < 0:
+            raise DatasetError(
+                f"edge file {edges} has a negative node id ({low}); ids must lie in [0, {num_nodes - 1}]"
+            )
+        if high >= num_nodes:
+            raise DatasetError(
+                f"edge file {edges} names node {high} but the features have {num_nodes} rows (ids 0..{num_nodes - 1});"
+                " give one feature row per node"
+            )
+        node_ids = [str(i) for i in range(num_nodes)]
+    else:
+        index = {node: i for i, node in enumerate(ids)}
+        missing = next((t for t in sources + targets if t not in index), None)
+        if missing is not None:
+            raise DatasetError(f"node {missing!r} of edge file {edges} has no row in feature file {features}")
+        source = np.array([index[t] for t in sources], dtype=np.int64)
+        target = np.array([index[t] for t in targets], dtype=np.int64)
+        node_ids = list(ids)
+    edge_index = torch.from_numpy(np.vstack([source, target]))
+    if not directed:
+        edge_index = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+    x = (
+        torch.sparse_coo_tensor(
+            np.vstack(matrix.nonzero()), matrix.data.astype(np.float32), matrix.shape
+        ).coalesce()
+        if sp.issparse(matrix)
+        else torch.from_numpy(np.ascontiguousarray(matrix))
+    )  # fmt: skip
+    y = None if labels is None else _label_vector(labels, node_ids, num_nodes)
+    data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
+    name = Path(edges).stem
+    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed)
+
+
+def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int) -> torch.Tensor:
+    index = {node: i for i, node in enumerate(node_ids)}
+    y = np.full(num_nodes, -1, dtype=np.int64)
+    rows = read_labels(path)
+    classes = sorted({label for _, _, label in rows})
+    if all(_INTEGER.match(c) for c in classes):
+        classes.sort(key=int)
+    code = {label: c for c, label in enumerate(classes)}
+    for number, node, label in rows:
+        if node not in index:
+            raise DatasetError(
+                f"{path}, line {number}: node {node!r} is not in the graph ({num_nodes} nodes); "
+                "label only nodes that have features"
+            )
+        if y[index[node]] != -1:
+            raise DatasetError(f"{path}, line {number}: node {node!r} is labelled twice")
+        y[index[node]] = code[label]
+    if len(classes) < 2:
+        raise DatasetError(f"label file {path} holds only one class ({classes[0]!r}); evaluation needs two or more")
+    return torch.from_numpy(y)
+
+
+def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: list[str]) -> None:
+    """Write embeddings keyed by node id: ``.csv`` (node_id, e0, e1, …) or ``.parquet`` (needs pyarrow)."""
+    path = Path(path)
+    columns = [f"e{i}" for i in range(embeddings.shape[1])]
+    if path.suffix.lower() == ".parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise DatasetError("Parquet export needs pyarrow (pip install pyarrow); or export to .csv") from None
+        table = pa.table({"node_id": node_ids, **{c: embeddings[:, i] for i, c in enumerate(columns)}})
+        atomic_write(path, lambda f: pq.write_table(table, f))
+    elif path.suffix.lower() in (".csv", ".tsv"):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, delimiter="\t" if path.suffix.lower() == ".tsv" else ",", lineterminator="\n")
+        writer.writerow(["node_id", *columns])
+        for node, row in zip(node_ids, embeddings, strict=True):
+            writer.writerow([node, *(f"{v:.7g}" for v in row)])
+        atomic_write_text(path, buffer.getvalue())
+    else:
+        raise DatasetError(f"cannot export to {path.name}: use a .csv, .tsv or .parquet file name")

@@ -1,0 +1,120 @@
+"""Atomic checkpoints, resuming after kill -9, and safe loading (issue 5, part 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from gca.cli import main
+from gca.train import GCA, TrainingError, load_checkpoint
+
+TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7"]
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
+    epochs = "300"
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", epochs, "--checkpoint-every", "10", "--out", str(killed)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    checkpoint = killed / "checkpoint.pt"
+    deadline = time.time() + 120
+    while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    state = load_checkpoint(checkpoint)  # never half-written: it loads whatever moment the kill came
+    assert 0 < state["epoch"] < int(epochs)
+    assert not (killed / "results.json").exists()
+
+    assert main([*TRAIN, "--epochs", epochs, "--checkpoint-every", "10", "--resume", "--out", str(killed)]) == 0
+    straight = tmp_path / "straight"
+    assert main([*TRAIN, "--epochs", epochs, "--out", str(straight)]) == 0
+    resumed_losses = GCA.load(killed / "model.pt", device="cpu").losses
+    straight_losses = GCA.load(straight / "model.pt", device="cpu").losses
+    assert len(resumed_losses) == int(epochs) and resumed_losses == straight_losses
+    np.testing.assert_array_equal(np.load(killed / "embeddings.npy"), np.load(straight / "embeddings.npy"))
+    a, b = (json.loads((d / "results.json").read_text()) for d in (killed, straight))
+    assert a["final_loss"] == b["final_loss"]
+
+
+def test_resume_refuses_other_settings(tmp_path, capsys):
+    out = str(tmp_path)
+    assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", out]) == 0
+    assert main([*TRAIN, "--epochs", "4", "--resume", "--set", "tau=0.9", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "tau=" in err and "Traceback" not in err
+
+
+def test_resume_without_checkpoint_starts_from_scratch(tmp_path, capsys):
+    assert main([*TRAIN, "--epochs", "3", "--resume", "--out", str(tmp_path)]) == 0
+    assert "no checkpoint yet" in capsys.readouterr().err
+
+
+class _Payload:
+    """Unpickling this calls os.system — what a crafted checkpoint would do."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_checkpoint_runs_nothing(tmp_path, capsys):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.pt"
+    torch.save({"format": "gca-checkpoint-1", "model": _Payload(str(marker))}, evil)
+    with pytest.raises(TrainingError, match="nothing in it was run"):
+        load_checkpoint(evil)
+    assert main(["embed", "--checkpoint", str(evil), "--out", str(tmp_path / "o")]) == 2
+    assert "not a readable gca checkpoint" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_truncated_and_foreign_checkpoints_are_clear_errors(tmp_path):
+    good = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "2", "--out", str(good)]) == 0
+    blob = (good / "model.pt").read_bytes()
+    (tmp_path / "truncated.pt").write_bytes(blob[: len(blob) // 2])
+    (tmp_path / "text.pt").write_text("hello")
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
+    for name, words in (("truncated.pt", "not a readable"), ("text.pt", "not a readable"),
+                        ("foreign.pt", "not a gca checkpoint"), ("absent.pt", "does not exist")):  # fmt: skip
+        with pytest.raises(TrainingError, match=words):
+            GCA.load(tmp_path / name, device="cpu")
+
+
+def test_embed_with_a_trained_encoder(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "3", "--out", str(run)]) == 0
+    out = tmp_path / "emb"
+    assert main(["embed", "--checkpoint", str(run / "model.pt"), "--dataset", "Karate", "--out", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
+    # a training checkpoint serves as well
+    assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", str(run)]) == 0
+    assert main(["embed", "--checkpoint", str(run / "checkpoint.pt"), "--out", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
+
+
+def test_embed_feature_width_mismatch(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "2", "--out", str(run)]) == 0
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n")
+    np.save(tmp_path / "x.npy", np.ones((3, 5), dtype=np.float32))
+    args = ["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(tmp_path / "e.csv"),
+            "--features", str(tmp_path / "x.npy"), "--out", str(tmp_path / "o")]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "5 features per node" in err[0] and "trained on 34" in err[0]

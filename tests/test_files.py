@@ -1,0 +1,189 @@
+"""Users' own graph files (gca.files) and the one-line errors and warnings of part 2 of issue 5."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from gca.cli import main
+from gca.datasets import DatasetError, karate_club
+from gca.files import export_embeddings, load_files, read_edge_list
+
+NAMES = [f"n{i}" for i in range(34)]
+
+
+@pytest.fixture
+def karate_files(tmp_path):
+    """Karate as files: string ids with a header, integer ids without, CSV/npy/npz features, labels."""
+    data = karate_club()
+    ei = data.edge_index[:, data.edge_index[0] < data.edge_index[1]].numpy()
+    x = np.random.default_rng(0).random((34, 5)).round(4)
+    files = {
+        "edges_str": "source,target\n" + "".join(f"{NAMES[u]},{NAMES[v]}\n" for u, v in ei.T),
+        "edges_int": "".join(f"{u}\t{v}\n" for u, v in ei.T),
+        "features_csv": "id,a,b,c,d,e\n" + "".join(NAMES[i] + "," + ",".join(map(str, x[i])) + "\n" for i in range(34)),
+        "labels_str": "node,label\n" + "".join(f"{NAMES[i]},{('hi', 'officer')[int(data.y[i] != 0)]}\n"
+                                              for i in range(34)),
+        "labels_int": "".join(f"{i},{int(data.y[i])}\n" for i in range(34)),
+    }  # fmt: skip
+    paths = {}
+    for key, text in files.items():
+        paths[key] = tmp_path / f"{key}.{'tsv' if key == 'edges_int' else 'csv'}"
+        paths[key].write_text(text)
+    paths["features_npy"] = tmp_path / "features.npy"
+    np.save(paths["features_npy"], x)
+    paths["features_npz"] = tmp_path / "features.npz"
+    sp.save_npz(paths["features_npz"], sp.csr_matrix(x))
+    paths["x"], paths["y"], paths["edges"] = x, data.y.numpy(), ei
+    return paths
+
+
+def test_string_ids_map_to_feature_rows_and_labels(karate_files):
+    loaded = load_files(karate_files["edges_str"], karate_files["features_csv"], karate_files["labels_str"])
+    assert loaded.node_ids == NAMES and loaded.data.num_nodes == 34
+    np.testing.assert_allclose(loaded.data.x.numpy(), karate_files["x"], rtol=1e-6)
+    # labels: 'hi' < 'officer' → 0, 1; same partition as the built-in faction labels
+    np.testing.assert_array_equal(loaded.data.y.numpy(), (karate_files["y"] != 0).astype(int))
+    assert loaded.data.edge_index.shape[1] == 2 * karate_files["edges"].shape[1]  # undirected: both directions
+
+
+def test_integer_ids_with_npy_and_sparse_npz_features_agree(karate_files):
+    a = load_files(karate_files["edges_int"], karate_files["features_npy"], karate_files["labels_int"])
+    b = load_files(karate_files["edges_int"], karate_files["features_npz"])
+    np.testing.assert_allclose(a.data.x.numpy(), b.data.x.to_dense().numpy(), rtol=1e-6)
+    assert a.data.edge_index.tolist() == b.data.edge_index.tolist()
+    assert b.data.y is None
+
+
+def test_directed_keeps_one_direction(karate_files):
+    loaded = load_files(karate_files["edges_int"], karate_files["features_npy"], directed=True)
+    assert loaded.data.edge_index.shape[1] == karate_files["edges"].shape[1] and loaded.directed
+
+
+def test_header_detection(tmp_path):
+    (tmp_path / "a.csv").write_text("src,dst\n0,1\n1,2\n")
+    (tmp_path / "b.csv").write_text("alice,bob\nbob,carol\n")  # string ids, no header
+    (tmp_path / "c.txt").write_text("# comment\n0 1\n\n1 2\n")
+    assert read_edge_list(tmp_path / "a.csv")[:2] == (["0", "1"], ["1", "2"])
+    assert read_edge_list(tmp_path / "b.csv") == (["alice", "bob"], ["bob", "carol"], False)
+    assert read_edge_list(tmp_path / "c.txt") == (["0", "1"], ["1", "2"], True)
+
+
+def test_cli_trains_on_files_without_labels_and_exports_by_node_id(karate_files, tmp_path):
+    out = tmp_path / "run"
+    args = ["train", "--edges", str(karate_files["edges_str"]), "--features", str(karate_files["features_csv"]),
+            "--epochs", "5", "--quiet", "--out", str(out)]  # fmt: skip
+    for export in ("emb.csv", "emb.parquet"):
+        assert main([*args, "--export", str(out / export)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["accuracy"] is None  # no labels: embeddings only
+    embeddings = np.load(out / "embeddings.npy")
+    lines = (out / "emb.csv").read_text().splitlines()
+    assert lines[0].split(",")[:2] == ["node_id", "e0"] and len(lines) == 35
+    assert lines[1].split(",")[0] == "n0"
+    np.testing.assert_allclose([float(v) for v in lines[1].split(",")[1:]], embeddings[0], rtol=1e-5)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out / "emb.parquet")
+    assert table.column("node_id").to_pylist() == NAMES
+    np.testing.assert_allclose(table.column("e3").to_numpy(), embeddings[:, 3])
+
+
+def test_cli_evaluates_on_labelled_nodes_only(karate_files, tmp_path):
+    partial = tmp_path / "partial.csv"
+    partial.write_text("".join(f"{i},{int(karate_files['y'][i])}\n" for i in range(0, 34, 2)))  # half labelled
+    out = tmp_path / "run"
+    args = ["train", "--edges", str(karate_files["edges_int"]), "--features", str(karate_files["features_npy"]),
+            "--labels", str(partial), "--epochs", "5", "--quiet", "--splits", "2", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    assert json.loads((out / "results.json").read_text())["accuracy"]["mean"] >= 0
+
+
+def _error(args, capsys) -> str:
+    assert main(args) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("gca: error:"), err
+    return err[0]
+
+
+BAD_FILES = {
+    # name: (edges text, features text, labels text or None, expected words in the error)
+    "nan features": ("0,1\n1,2\n", "1,0\nnan,1\n0,1\n", None, "NaN"),
+    "inf features": ("0,1\n1,2\n", "1,0\ninf,1\n0,1\n", None, "infinite"),
+    "edge id out of range": ("0,1\n1,5\n", "1,0\n0,1\n0,1\n", None, "names node 5"),
+    "negative edge id": ("0,1\n-1,2\n", "1,0\n0,1\n0,1\n", None, "negative"),
+    "empty edge list": ("source,target\n", "1,0\n0,1\n0,1\n", None, "no edges"),
+    "only self-loops": ("0,0\n1,1\n", "1,0\n0,1\n0,1\n", None, "only self-loops"),
+    "edge node without features": ("a,b\nb,zz\n", "id,f\na,1\nb,2\n", None, "'zz'"),
+    "string ids without id column": ("a,b\n", "1,0\n0,1\n", None, "id"),
+    "labels for unknown node": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n7,y\n", "node '7'"),
+    "one class": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n1,x\n2,x\n", "one class"),
+    "node labelled twice": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n0,y\n", "twice"),
+    "malformed edge line": ("0,1\n2\n", "1,0\n0,1\n0,1\n", None, "line 2"),
+    "ragged feature rows": ("0,1\n", "1,0\n0,1,3\n", None, "columns"),
+    "non-numeric feature": ("0,1\n", "1,0\n0,abc\n", None, "'abc'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_files_give_one_line_errors(case, tmp_path, capsys):
+    edges, features, labels, expected = BAD_FILES[case]
+    (tmp_path / "e.csv").write_text(edges)
+    (tmp_path / "x.csv").write_text(features)
+    args = ["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--epochs", "1",
+            "--quiet", "--out", str(tmp_path / "o")]  # fmt: skip
+    if labels is not None:
+        (tmp_path / "y.csv").write_text(labels)
+        args += ["--labels", str(tmp_path / "y.csv")]
+    assert expected in _error(args, capsys)
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_unreadable_and_foreign_files(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n")
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00\x81garbage")
+    (tmp_path / "fake.npy").write_bytes(b"not numpy at all")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    (tmp_path / "fake.npz").write_bytes(b"PK\x03\x04 truncated")
+    for edges, features, words in (
+        (tmp_path / "missing.csv", tmp_path / "e.csv", "does not exist"),
+        (tmp_path / "bin.csv", tmp_path / "e.csv", "not UTF-8"),
+        (tmp_path / "e.csv", tmp_path / "fake.npy", "not a readable .npy"),
+        (tmp_path / "e.csv", tmp_path / "obj.npy", "numeric"),
+        (tmp_path / "e.csv", tmp_path / "fake.npz", "save_npz"),
+        (tmp_path / "e.csv", tmp_path, "not a file"),
+    ):
+        message = _error(["train", "--edges", str(edges), "--features", str(features), "--out", str(tmp_path / "o")],
+                         capsys)  # fmt: skip
+        assert words in message, message
+
+
+@pytest.mark.parametrize(
+    ("override", "words"),
+    [("p_e1=1.0", "p_e1 must be a probability in [0, 1)"), ("p_f2=-0.1", "p_f2 must be a probability"),
+     ("p_tau=1", "p_tau must lie in (0, 1)"), ("tau=0", "tau must be positive"), ("tau=-1", "tau must be positive"),
+     ("ptau=0.5", "p_tau")],
+)  # fmt: skip
+def test_bad_hyperparameters(override, words, tmp_path, capsys):
+    assert words in _error(["train", "--set", override, "--epochs", "1", "--out", str(tmp_path)], capsys)
+
+
+def test_dubious_input_gives_warnings_not_errors(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n0,1\n1,1\n1,2\n")  # a duplicate, a self-loop; node 3 isolated
+    (tmp_path / "x.csv").write_text("1,0,0\n0,1,0\n1,1,0\n0,1,0\n")  # the last column is all zero
+    out = tmp_path / "o"
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--epochs", "2",
+                 "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gca: warning:")]
+    text = " ".join(warnings)
+    for words in ("self-loop", "duplicate", "1 of 4 nodes have no edges", "1 of 3 feature columns are zero"):
+        assert words in text, text
+    assert np.isfinite(np.load(out / "embeddings.npy")).all()
+
+
+def test_export_needs_a_known_suffix(tmp_path):
+    with pytest.raises(DatasetError, match="csv"):
+        export_embeddings(tmp_path / "e.xlsx", np.zeros((1, 2)), ["a"])

@@ -1,0 +1,84 @@
+"""Property-based tests (hypothesis) over random small graphs: probabilities, symmetry, robustness."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import Data
+
+from gca import GCA, GCAConfig
+from gca.augment import build_augmentors
+from gca.centrality import node_centrality
+from gca.graph import normalized_adjacency, prepare_graph
+
+
+@st.composite
+def small_graphs(draw, directed: bool = False):
+    """1–12 nodes (isolated ones allowed), at least one edge between distinct nodes, features that may have
+    all-zero columns, binary or real-valued."""
+    n = draw(st.integers(2, 12))
+    pairs = draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
+                 min_size=1, max_size=30)
+    )  # fmt: skip
+    edges = torch.tensor(pairs, dtype=torch.long).t()
+    if not directed:
+        edges = torch.cat([edges, edges.flip(0)], dim=1)
+    f = draw(st.integers(1, 6))
+    binary = draw(st.booleans())
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = (rng.random((n, f)) < 0.4).astype(np.float32) if binary else rng.normal(size=(n, f)).astype(np.float32)
+    zero_columns = draw(st.lists(st.integers(0, f - 1), max_size=f))
+    x[:, zero_columns] = 0.0
+    return Data(x=torch.from_numpy(x), edge_index=edges)
+
+
+probabilities = st.floats(0.0, 0.99)
+centralities = st.sampled_from(["degree", "eigenvector", "pagerank"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_graphs(), centralities, probabilities, probabilities, st.floats(0.01, 0.99))
+def test_probabilities_lie_in_0_to_p_tau_and_are_finite(data, centrality, p_e, p_f, p_tau):
+    graph = prepare_graph(data)
+    phi = node_centrality(centrality, graph.edge_index, graph.num_nodes, graph.directed)
+    assert torch.isfinite(phi).all() and (phi > 0).all()
+    views = build_augmentors(graph, phi, (p_e, p_e), (p_f, p_f), p_tau)
+    for view in views:
+        for prob in (view.edge_prob, view.feature_prob):
+            assert torch.isfinite(prob).all()
+            assert (prob >= 0).all() and (prob <= p_tau + 1e-6).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_graphs(), centralities, probabilities, st.integers(0, 2**31 - 1))
+def test_views_of_undirected_graphs_are_symmetric(data, centrality, p_e, seed):
+    graph = prepare_graph(data)
+    assert not graph.directed
+    phi = node_centrality(centrality, graph.edge_index, graph.num_nodes)
+    view, _ = build_augmentors(graph, phi, (p_e, p_e), (0.2, 0.2), 0.7)
+    edges = view.sample_edges(torch.Generator().manual_seed(seed))
+    dense = torch.zeros(graph.num_nodes, graph.num_nodes)
+    dense[edges[0], edges[1]] = 1
+    assert torch.equal(dense, dense.t())
+    adjacency = normalized_adjacency(edges, graph.num_nodes, symmetric=True).to_dense()
+    torch.testing.assert_close(adjacency, adjacency.t())
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_graphs(directed=True), centralities)
+def test_directed_graphs_keep_finite_probabilities(data, centrality):
+    graph = prepare_graph(data, directed=True)
+    phi = node_centrality(centrality, graph.edge_index, graph.num_nodes, directed=True)
+    for view in build_augmentors(graph, phi, (0.3, 0.4), (0.1, 0.2), 0.7):
+        assert torch.isfinite(view.edge_prob).all() and (view.edge_prob <= 0.7 + 1e-6).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(small_graphs(), centralities)
+def test_training_never_crashes_or_returns_nan(data, centrality):
+    config = GCAConfig(epochs=2, hidden=4, proj_hidden=4, centrality=centrality)
+    embeddings = GCA(config, device="cpu").fit(data)
+    assert embeddings.shape == (data.num_nodes, 4) and torch.isfinite(embeddings).all()

@@ -1,0 +1,132 @@
+"""gca reproduce: paper numbers, resumable runs, tables and figures (issue 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gca.cli import main
+from gca.plots import karate_edge_centrality
+from gca.reproduce import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4, Mode, Reproduction, differs, reproduce
+
+TINY = Mode(runs=2, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
+
+
+def _repro(out, datasets=("Karate",), **kwargs) -> Reproduction:
+    repro = Reproduction(out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None, **kwargs)
+    repro.mode = TINY
+    return repro
+
+
+def test_paper_numbers_are_the_papers():
+    assert PAPER_TABLE3["GCA-DE"]["Amazon-Photo"] == (92.49, 0.09)
+    assert PAPER_TABLE3["Raw features"]["Wiki-CS"] == (71.98, 0.00)
+    assert PAPER_TABLE3["GAT"]["Coauthor-Physics"] == (95.47, 0.15)
+    assert PAPER_TABLE4["GCA–T–A"]["Amazon-Computers"] == (86.25, 0.25)
+    assert all(set(row) == set(PAPER_DATASETS) for row in (*PAPER_TABLE3.values(), *PAPER_TABLE4.values()))
+    assert PAPER_TABLE4["GCA"] == PAPER_TABLE3["GCA-DE"] | {"Wiki-CS": (78.30, 0.01)}
+
+
+def test_differs_uses_both_standard_deviations():
+    ok = {"status": "ok", "mean": 80.0, "std": 1.0}
+    assert differs(ok, (85.0, 0.5))  # 5 > 2·√1.25
+    assert not differs(ok, (82.0, 0.5))  # 2 < 2.24
+    assert not differs({"status": "skipped"}, (85.0, 0.5)) and not differs(ok, None)
+
+
+def test_runs_resume_after_interruption_and_are_never_repeated(tmp_path):
+    repro = _repro(tmp_path)
+    reproduce("table4", repro)
+    assert repro.trained == 8 and repro.reused == 0
+    first = (tmp_path / "table4.md").read_text()
+    assert first.count("± ") >= 4 and "GCA–T–A" in first and (tmp_path / "table4.csv").exists()
+    files = sorted((tmp_path / "runs").glob("*.json"))
+    assert len(files) == 8
+    files[3].unlink()  # as if killed before this run finished; a stray temporary file must not count
+    (tmp_path / "runs" / f".{files[3].name}.abc.tmp").write_text("{half")
+    again = _repro(tmp_path)
+    reproduce("table4", again)
+    assert again.trained == 1 and again.reused == 7
+    assert (tmp_path / "table4.md").read_text() == first  # same seeds, same runs → same table
+    rerun = _repro(tmp_path)
+    reproduce("table4", rerun)
+    assert rerun.trained == 0
+
+
+def test_identical_runs_are_shared_between_tables(tmp_path):
+    repro = _repro(tmp_path, baselines=())
+    reproduce("table3", repro)
+    assert repro.trained == 6  # GCA-DE, -PR, -EV × 2 runs
+    both = _repro(tmp_path, baselines=())
+    reproduce("table4", both)
+    assert both.trained == 6 and both.reused == 2  # table 4's "GCA" is table 3's GCA-DE
+
+
+def test_missing_dataset_is_listed_as_skipped(tmp_path):
+    missing = str(tmp_path / "missing.npz")
+    repro = _repro(tmp_path / "out", datasets=("Karate", missing), baselines=("raw",))
+    reproduce("table3", repro)
+    table = (tmp_path / "out" / "table3.md").read_text()
+    assert "Skipped " + missing in table and "| skipped |" in table.replace("skipped | —", "skipped |")
+    csv = (tmp_path / "out" / "table3.csv").read_text()
+    assert ",skipped," in csv and "Karate" in csv
+
+
+def test_figure4_grid_csv_and_png(tmp_path):
+    repro = _repro(tmp_path)
+    written = reproduce("figure4", repro)
+    lines = (tmp_path / "figure4-karate.csv").read_text().splitlines()
+    assert lines[0] == "p_e,p_f,mean,std,runs,status" and len(lines) == 1 + 4
+    assert all(line.endswith(",ok") for line in lines[1:])
+    png = tmp_path / "figure4-karate.png"
+    assert png in written and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figure3_emphasises_the_coaches_edges(tmp_path):
+    from gca.datasets import KARATE_LEADERS, karate_club
+
+    weights = karate_edge_centrality(tmp_path / "f3.png")
+    data = karate_club()
+    edges = data.edge_index[:, data.edge_index[0] < data.edge_index[1]].numpy()
+    coach = np.isin(edges, KARATE_LEADERS).any(0)
+    for scheme in ("degree", "eigenvector", "pagerank"):
+        assert weights[scheme].shape == (78,)
+        assert weights[scheme][coach].mean() > 1.25 * weights[scheme][~coach].mean(), scheme
+        assert coach[np.argmax(weights[scheme])], scheme  # the heaviest edge is a coach's
+    assert (tmp_path / "f3.png").stat().st_size > 10_000
+
+
+def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
+    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw,gcn",
+            "--quiet", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "5 runs trained" in out
+    assert main(args) == 0
+    assert "0 runs trained, 5 reused" in capsys.readouterr().out
+    assert len(list((tmp_path / "plots").glob("*-loss.png"))) == 3  # one loss curve and t-SNE per GCA row
+    assert len(list((tmp_path / "plots").glob("*-tsne.png"))) == 3
+
+
+def test_ctrl_c_keeps_finished_runs(tmp_path, monkeypatch, capsys):
+    calls = {"n": 0}
+    original = Reproduction._run
+
+    def interrupt_second(self, run, plot_label=None):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(self, run, plot_label)
+
+    monkeypatch.setattr(Reproduction, "_run", interrupt_second)
+    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "2", "--baselines", "raw",
+            "--quiet", "--no-plots", "--out", str(tmp_path)]  # fmt: skip
+    assert main(args) == 130
+    assert "run the same command again" in capsys.readouterr().err
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 1
+    assert not list((tmp_path / "runs").glob(".*"))
+
+
+def test_bad_reproduce_arguments(tmp_path, capsys):
+    assert main(["reproduce", "table3", "--baselines", "svm", "--out", str(tmp_path)]) == 2
+    assert "unknown baseline 'svm'" in capsys.readouterr().err
+    assert main(["reproduce", "table3", "--runs", "0", "--out", str(tmp_path)]) == 2
