@@ -130,8 +130,6 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise GraphError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
     edge_index = edge_index.long().cpu()
-    if edge_index.shape[1] == 0:
-        raise GraphError("the graph has no edges; GCA learns from the graph structure, so give at least one edge")
     if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
         raise GraphError(
             f"edge ids must lie in [0, {num_nodes - 1}] for {num_nodes} nodes; found ids in "
@@ -145,8 +143,6 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     edge_index = coalesce(without_loops, num_nodes=num_nodes)
     if edge_index.shape[1] < without_loops.shape[1]:
         warnings.append(f"merged {without_loops.shape[1] - edge_index.shape[1]} duplicate edges")
-    if edge_index.shape[1] == 0:
-        raise GraphError("the graph has only self-loops; GCA learns from the graph structure, so give other edges")
     if directed is None:
         directed = not is_undirected(edge_index, num_nodes=num_nodes)
     isolated = num_nodes - int(torch.unique(edge_index).numel())
