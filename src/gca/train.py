@@ -306,9 +306,11 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
-        reason = "it holds objects other than tensors and plain values" if "weights_only" in str(exc) else (
-            f"{type(exc).__name__}"
-        )  # fmt: skip
+        text = str(exc)
+        if "GLOBAL" in text:  # the unpickler met a reference to code (a class or function) and refused it
+            reason = "it refers to Python objects other than tensors and plain values, which are never loaded"
+        else:
+            reason = f"truncated, or not written by torch.save: {type(exc).__name__}"
         raise TrainingError(f"{path} is not a readable gca checkpoint ({reason}); nothing in it was run") from None
     if not isinstance(state, dict) or state.get("format") not in (MODEL_FORMAT, TRAINING_FORMAT):
         raise TrainingError(f"{path} is not a gca checkpoint (no gca format marker)")
