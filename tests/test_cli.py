@@ -85,3 +85,10 @@ def test_cuda_request_without_gpu_is_a_clear_error(tmp_path, capsys):
         return
     assert main(["train", "--device", "cuda", "--epochs", "1", "--out", str(tmp_path)]) == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_train_plots_write_loss_curve_and_tsne(tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", "--epochs", "5", "--splits", "2", "--quiet", "--plots", "--out", str(out)]) == 0
+    for name in ("loss.png", "tsne.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
