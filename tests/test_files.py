@@ -187,3 +187,11 @@ def test_dubious_input_gives_warnings_not_errors(tmp_path, capsys):
 def test_export_needs_a_known_suffix(tmp_path):
     with pytest.raises(DatasetError, match="csv"):
         export_embeddings(tmp_path / "e.xlsx", np.zeros((1, 2)), ["a"])
+
+
+def test_export_to_a_missing_folder_fails_before_training(karate_files, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--edges", str(karate_files["edges_int"]), "--features", str(karate_files["features_npy"]),
+            "--epochs", "2", "--quiet", "--out", str(out), "--export", str(tmp_path / "nowhere" / "e.csv")]  # fmt: skip
+    assert "does not exist" in _error(args, capsys)
+    assert not list(out.iterdir())  # nothing trained, nothing written

@@ -137,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except errors as exc:
         print(f"gca: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. a full disk or a vanished folder; result files are atomic, so none is half-written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"gca: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("gca: interrupted; no result files were written for the unfinished run", file=sys.stderr)
         return 130
@@ -160,7 +164,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
     loaded = _load_graph(args)
     config = build_config(loaded.name if loaded.named else None, args.config, overrides)
-    out = _output_folder(args.out)
+    out = _output_folder(args.out)  # first, so that --export may point into it
     if args.export:
         _check_export_name(args.export)
 
@@ -242,8 +246,18 @@ def _label_splits(labels, count: int, seed: int):
 
 
 def _check_export_name(path: str) -> None:
-    if Path(path).suffix.lower() not in (".csv", ".tsv", ".parquet"):
+    """Everything about --export that can fail is checked before any training starts."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in (".csv", ".tsv", ".parquet"):
         raise ConfigError(f"--export {path}: use a .csv, .tsv or .parquet file name")
+    if not target.parent.is_dir():
+        raise ConfigError(f"--export {path}: the folder {target.parent} does not exist; create it first")
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ConfigError("--export to .parquet needs pyarrow (pip install pyarrow); or export to .csv") from None
 
 
 def _export(path: str, embeddings, loaded) -> None:
@@ -260,11 +274,11 @@ def _embed(args: argparse.Namespace) -> int:
     from .io import atomic_write
     from .train import GCA
 
-    if args.export:
-        _check_export_name(args.export)
     estimator = GCA.load(args.checkpoint, device=args.device)
     loaded = _load_graph(args)
-    out = _output_folder(args.out)
+    out = _output_folder(args.out)  # first, so that --export may point into it
+    if args.export:
+        _check_export_name(args.export)
     from .graph import prepare_graph
 
     graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
