@@ -55,15 +55,13 @@ def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
     if not lines:
         return []
     first = lines[0][1]
-    if "\t" in first:
-        split = lambda line: next(csv.reader([line], delimiter="\t"))  # noqa: E731
-    elif "," in first:
-        split = lambda line: next(csv.reader([line]))  # noqa: E731
-    elif ";" in first:
-        split = lambda line: next(csv.reader([line], delimiter=";"))  # noqa: E731
-    else:
-        split = str.split
-    return [(number, [field.strip() for field in split(line)]) for number, line in lines]
+    delimiter = next((d for d in ("\t", ",", ";") if d in first), None)
+    texts = [line for _, line in lines]
+    fields = csv.reader(texts, delimiter=delimiter) if delimiter else (line.split() for line in texts)
+    try:
+        return [(number, [f.strip() for f in row]) for (number, _), row in zip(lines, fields, strict=True)]
+    except (ValueError, csv.Error):  # an unbalanced quote swallowed the following lines
+        raise DatasetError(f'{what} file {path} has an unbalanced quote ("); fix or remove it') from None
 
 
 def _is_number(token: str) -> bool:
@@ -156,7 +154,8 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
     if values.shape[1] == 0:
         raise DatasetError(f"feature file {path} has an id column but no feature columns")
     if ids is not None and len(set(ids)) != len(ids):
-        duplicate = next(t for t in ids if ids.count(t) > 1)
+        seen: set[str] = set()
+        duplicate = next(t for t in ids if t in seen or seen.add(t))
         raise DatasetError(f"feature file {path} lists node {duplicate!r} twice; give one row per node")
     return values, ids
 

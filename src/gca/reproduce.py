@@ -10,7 +10,9 @@ and a second invocation right after a finished one only rewrites the tables and 
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 import time
@@ -20,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from .baselines import BASELINES, BaselineUnavailable
@@ -28,7 +29,7 @@ from .config import build_config
 from .datasets import DatasetError, LoadedDataset, canonical_name, load_dataset
 from .evaluate import Split, linear_evaluation, random_splits
 from .io import atomic_write_json, atomic_write_text, read_json
-from .train import GCA, TrainingError
+from .train import GCA, TrainingError, resolve_device
 
 PAPER_DATASETS = ("Wiki-CS", "Amazon-Computers", "Amazon-Photo", "Coauthor-CS", "Coauthor-Physics")
 TASKS = ("table3", "table4", "figure4", "figure3")
@@ -280,8 +281,7 @@ class Reproduction:
         start = time.perf_counter()
         if run.method != "gca":
             _, _, fn = BASELINES[run.method]
-            device = torch.device("cuda" if self.device == "auto" and torch.cuda.is_available() else
-                                  ("cpu" if self.device == "auto" else self.device))  # fmt: skip
+            device = resolve_device(self.device)
             try:
                 accuracy = fn(loaded.data, split, run.seed, self.mode.quick, device)
             except BaselineUnavailable as exc:
@@ -357,8 +357,8 @@ def write_table(
     """Markdown and CSV: per dataset our mean ± std beside the paper's, ⚠ where they differ by > 2σ."""
     header = leading + [f"{ds} ({kind})" for ds in datasets for kind in ("ours", "paper")]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    csv = [",".join(["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "runs",
-                     "paper_mean", "paper_std", "differs_by_more_than_2_std", "status", "reason"])]  # fmt: skip
+    table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "runs",
+              "paper_mean", "paper_std", "differs_by_more_than_2_std", "status", "reason"]]  # fmt: skip
     for label, lead, by_dataset in rows:
         cells = [label, *lead]
         for ds in datasets:
@@ -367,19 +367,19 @@ def write_table(
             flag = differs(summary, ref)
             cells.append(_fmt(summary) + (" ⚠" if flag else ""))
             cells.append(f"{ref[0]:.2f} ± {ref[1]:.2f}" if ref else "—")
-            reason = summary.get("reason", "").replace('"', "'")
-            csv.append(",".join([
-                label, *[f'"{x}"' for x in lead], ds,
-                f"{summary['mean']:.4f}" if summary["status"] == "ok" else "",
-                f"{summary['std']:.4f}" if summary["status"] == "ok" else "",
-                str(summary.get("runs", 0)), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
-                str(flag).lower(), summary["status"], f'"{reason}"',
-            ]))  # fmt: skip
+            ok = summary["status"] == "ok"
+            table.append([
+                label, *lead, ds, f"{summary['mean']:.4f}" if ok else "", f"{summary['std']:.4f}" if ok else "",
+                summary.get("runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
+                str(flag).lower(), summary["status"], summary.get("reason", ""),
+            ])  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *notes]
     markdown = "\n".join(lines) + "\n"
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(table)
     atomic_write_text(path_stem.with_suffix(".md"), markdown)
-    atomic_write_text(path_stem.with_suffix(".csv"), "\n".join(csv) + "\n")
+    atomic_write_text(path_stem.with_suffix(".csv"), buffer.getvalue())
     return markdown
 
 

@@ -106,6 +106,7 @@ class GCA:
         self.graph: Graph | None = None
         self.centrality: torch.Tensor | None = None
         self.views: tuple[ViewAugmentor, ViewAugmentor] | None = None
+        self._prepared: Graph | None = None  # what prepare() returned last, so fit() on it does not redo it
         self.losses: list[float] = []
         self.train_seconds = 0.0
         self.prepare_seconds = 0.0
@@ -133,6 +134,7 @@ class GCA:
         self.graph = graph.to(self.device)
         self.views = (views[0].to(self.device), views[1].to(self.device))
         self.prepare_seconds = time.perf_counter() - start
+        self._prepared = graph
         return graph
 
     def fit(
@@ -148,9 +150,11 @@ class GCA:
         With ``checkpoint`` and ``checkpoint_every = k``, the full training state (weights, Adam's moments, the
         epoch, the losses and every random-number generator state) is written atomically to ``checkpoint``
         every k epochs. ``resume=True`` continues from that file when it exists, and the run then ends exactly
-        where an uninterrupted run with the same seed ends.
+        where an uninterrupted run with the same seed ends. Given the graph that :meth:`prepare` returned, the
+        centrality and probabilities computed there are used as they are.
         """
-        self.prepare(data, directed)
+        if data is not self._prepared:
+            self.prepare(data, directed)
         assert self.graph is not None and self.views is not None
         cfg = self.config
         if checkpoint_every < 0:
