@@ -1,8 +1,10 @@
-"""Shared fixtures: small hand-made graphs and the read-only Cora copy in ../shared/data."""
+"""Shared fixtures: small hand-made graphs and a read-only copy of the Cora files in ../shared/data."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -14,13 +16,33 @@ SHARED_DATA = Path(os.environ.get("GCA_TEST_DATA", REPO.parent / "shared" / "dat
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
+def shared_data(tmp_path_factory) -> Path:
+    """A read-only copy of the test data, made by the suite itself.
+
+    ../shared/data is read-only in CI but may be writable in a user's clone; the tests must see the same thing in
+    both, and must never write next to the user's files. So they get their own copy with every write bit removed.
+    """
     if not (SHARED_DATA / "Cora" / "raw" / "ind.cora.x").is_file():
-        message = f"the read-only test data is not at {SHARED_DATA} (set GCA_TEST_DATA)"
+        message = f"the test data is not at {SHARED_DATA} (set GCA_TEST_DATA)"
         if os.environ.get("CI"):
             pytest.fail(message)  # CI always has ../shared/data: a missing copy must not pass as skipped tests
         pytest.skip(message)
-    return SHARED_DATA
+    copy = tmp_path_factory.mktemp("shared") / "data"
+    for part in ("Cora/raw", "npz"):
+        if (SHARED_DATA / part).is_dir():
+            shutil.copytree(SHARED_DATA / part, copy / part)
+    make_read_only(copy)
+    return copy
+
+
+def make_read_only(folder: Path) -> None:
+    """Remove every write bit below ``folder`` (root can still write, but gca treats such folders as read-only)."""
+    no_write = ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in files + dirs:
+            path = os.path.join(root, name)
+            os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & no_write)
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & no_write)
 
 
 @pytest.fixture

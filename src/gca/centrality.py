@@ -36,7 +36,7 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
-CENTRALITIES = ("degree", "eigenvector", "pagerank")
+from .names import CENTRALITIES
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).
 _DENSE_EIG_MAX = 256

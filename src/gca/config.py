@@ -20,10 +20,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .names import CENTRALITY_CHOICES, canonical_name
+
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
 CHOICES: dict[str, tuple[str, ...]] = {
     "activation": ACTIVATIONS,
-    "centrality": ("degree", "eigenvector", "pagerank", "uniform"),
+    "centrality": CENTRALITY_CHOICES,
     "edge_drop": ("adaptive", "uniform"),
     "feature_mask": ("adaptive", "uniform"),
     "edge_scheme": ("paper", "authors"),
@@ -95,6 +97,8 @@ class GCAConfig:
             raise ConfigError(f"layers must be at least 2 (the paper's encoder has two GCN layers), got {self.layers}")
         if self.epochs < 0:
             raise ConfigError(f"epochs must be non-negative, got {self.epochs}")
+        if not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must lie in [0, 2^32), got {self.seed}")
         if self.block_size < 0:
             raise ConfigError(f"block_size must be 0 (automatic) or positive, got {self.block_size}")
         for name, allowed in CHOICES.items():
@@ -169,13 +173,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def dataset_config_name(dataset: str) -> str:
-    return dataset.lower().replace("-", "").replace("_", "")
-
-
 def shipped_config(dataset: str) -> dict[str, Any]:
     """The hyperparameters shipped for a named dataset, or ``{}`` when none are shipped."""
-    name = dataset_config_name(dataset) + ".toml"
+    name = canonical_name(dataset) + ".toml"
     resource = resources.files("gca") / "configs" / name
     if not resource.is_file():
         return {}

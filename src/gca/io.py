@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -14,26 +14,31 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Call ``write`` on a temporary file in the target's folder, flush it to disk, then rename it over ``path``.
 
     The rename is atomic on POSIX and Windows file systems, so readers see the old file or the new one, never a
-    part; the temporary file is removed if ``write`` fails.
+    part; the temporary file is removed if ``write`` fails. The file is created with mode 0o666 and the kernel
+    applies the process's umask, as for any ordinary file — no process-wide state is read or changed, so this is
+    safe to call from several threads.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(path)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; results get the usual permissions
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as f:  # owns fd from here: closed on every path out of the block
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -1,0 +1,18 @@
+"""Names shared by the torch-free command line and the library: centrality measures and dataset names.
+
+Kept free of heavy imports so that ``gca --help`` and argument errors answer without loading PyTorch.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The node centrality measures φ_c of Section 3.2.
+CENTRALITIES = ("degree", "eigenvector", "pagerank")
+#: What ``centrality`` may be set to: a measure, or ``uniform`` (no centrality: GCA–T–A, i.e. GRACE).
+CENTRALITY_CHOICES = (*CENTRALITIES, "uniform")
+
+
+def canonical_name(name: str) -> str:
+    """The key a dataset name is looked up by: 'Amazon-Photo', 'amazon photo', 'Amazon_Photo' → 'amazonphoto'."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
