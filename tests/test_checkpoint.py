@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from gca.checkpoint import CheckpointError, load_checkpoint
 from gca.cli import main
-from gca.train import GCA, TrainingError, load_checkpoint
+from gca.train import GCA
 
 TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7"]
 
@@ -76,7 +77,7 @@ def test_malicious_checkpoint_runs_nothing(tmp_path, capsys):
     marker = tmp_path / "pwned"
     evil = tmp_path / "evil.pt"
     torch.save({"format": "gca-checkpoint-1", "model": _Payload(str(marker))}, evil)
-    with pytest.raises(TrainingError, match="nothing in it was run"):
+    with pytest.raises(CheckpointError, match="nothing in it was run"):
         load_checkpoint(evil)
     assert main(["embed", "--checkpoint", str(evil), "--out", str(tmp_path / "o")]) == 2
     assert "not a readable gca checkpoint" in capsys.readouterr().err
@@ -92,7 +93,7 @@ def test_truncated_and_foreign_checkpoints_are_clear_errors(tmp_path):
     torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
     for name, words in (("truncated.pt", "not a readable"), ("text.pt", "not a readable"),
                         ("foreign.pt", "not a gca checkpoint"), ("absent.pt", "does not exist")):  # fmt: skip
-        with pytest.raises(TrainingError, match=words):
+        with pytest.raises(CheckpointError, match=words):
             GCA.load(tmp_path / name, device="cpu")
 
 
@@ -118,3 +119,24 @@ def test_embed_feature_width_mismatch(tmp_path, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "5 features per node" in err[0] and "trained on 34" in err[0]
+
+
+def test_resume_refuses_another_graph_of_the_same_width(tmp_path, capsys):
+    """Same settings and the same 34 feature columns, but other edges: resuming would silently mix two graphs."""
+    out = str(tmp_path / "run")
+    assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", out]) == 0
+    np.save(tmp_path / "x.npy", np.eye(34, dtype=np.float32))
+    (tmp_path / "e.csv").write_text("".join(f"{i},{i + 1}\n" for i in range(33)))  # a path, not the club
+    other = ["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--no-eval",
+             "--quiet", "--seed", "7", "--config", str(tmp_path / "karate.toml")]  # fmt: skip
+    from gca.config import shipped_config
+
+    (tmp_path / "karate.toml").write_text("".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in
+                                                  shipped_config("Karate").items()))  # fmt: skip
+    capsys.readouterr()
+    assert main([*other, "--epochs", "4", "--resume", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "resuming from" in err[0]
+    assert err[1].startswith("gca: error: the checkpoint was made on another graph")
+    # the graph it was made on resumes
+    assert main([*TRAIN, "--epochs", "6", "--checkpoint-every", "2", "--resume", "--out", out]) == 0

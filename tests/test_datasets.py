@@ -17,7 +17,7 @@ def test_planetoid_cora_from_read_only_folder(shared_data, cache_dir):
     assert data.edge_index.shape[1] == 10556
     # nothing was written next to the raw files (not even by root): processing went to the cache
     assert not (shared_data / "Cora" / "processed").exists()
-    assert (cache_dir / "processed-data" / "Cora" / "processed").is_dir()
+    assert len(list(cache_dir.glob("processed-data/*/Cora/processed"))) == 1
 
 
 def test_read_only_copy_processes_into_cache(shared_data, tmp_path, cache_dir):
@@ -32,7 +32,7 @@ def test_read_only_copy_processes_into_cache(shared_data, tmp_path, cache_dir):
     try:
         loaded = load_dataset("cora", data_dir=data_dir)
         assert loaded.data.num_nodes == 2708
-        assert (cache_dir / "processed-data" / "Cora" / "processed").is_dir()
+        assert len(list(cache_dir.glob("processed-data/*/Cora/processed"))) == 1
         assert not (data_dir / "Cora" / "processed").exists()
     finally:
         for root, dirs, _ in os.walk(data_dir):
@@ -47,7 +47,7 @@ def test_forced_read_only_path_goes_to_cache(shared_data, cache_dir, monkeypatch
     monkeypatch.setattr(ds, "_writable", lambda path: False)
     loaded = load_dataset("Cora", data_dir=shared_data)
     assert loaded.data.num_nodes == 2708
-    mirror = cache_dir / "processed-data" / "Cora"
+    (mirror,) = cache_dir.glob("processed-data/*/Cora")
     assert (mirror / "raw").is_symlink() and (mirror / "processed").is_dir()
 
 
@@ -110,6 +110,82 @@ def test_missing_dataset_names_expected_files(tmp_path, cache_dir, monkeypatch):
 def test_unknown_dataset():
     with pytest.raises(DatasetError, match="unknown dataset"):
         load_dataset("Cora2")
+
+
+def test_suite_data_is_a_read_only_copy(shared_data):
+    """Tests see read-only data whether ../shared/data is read-only (CI) or writable (a user's clone)."""
+    from conftest import SHARED_DATA
+
+    assert shared_data.resolve() != SHARED_DATA.resolve()
+    for path in [shared_data, *shared_data.rglob("*")]:
+        assert not path.stat().st_mode & 0o222, f"{path} is writable"
+
+
+def test_path_or_name_is_decided_by_what_exists(shared_data, cache_dir, tmp_path, monkeypatch):
+    """A file is a graph file, a folder a dataset folder, anything else a name — separators do not decide."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(shared_data / "npz" / "cora.npz", tmp_path / "g.npz")
+    shutil.copy(shared_data / "npz" / "cora.npz", tmp_path / "graph")  # a file without .npz suffix or separator
+    for name in ("./g.npz", "g.npz", "graph"):
+        loaded = load_dataset(name)
+        assert not loaded.named and loaded.data.num_nodes == 2708, name
+    # a dataset folder by path, named as PyG names it or not; never processed into the (read-only) folder
+    for folder in (shared_data / "Cora", tmp_path / "my-cora"):
+        if not folder.exists():
+            shutil.copytree(shared_data / "Cora", folder)
+        loaded = load_dataset(str(folder))
+        assert loaded.name == "Cora" and loaded.data.num_nodes == 2708
+    assert not (shared_data / "Cora" / "processed").exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match="holds none of the datasets"):
+        load_dataset("empty")
+    # a name with a separator that exists nowhere is an unknown dataset, on one line
+    with pytest.raises(DatasetError, match="unknown dataset") as info:
+        load_dataset("data/folder")
+    assert "\n" not in str(info.value)
+    # and a name is a name: in a read-only, empty data folder, the missing-files message
+    empty_data = tmp_path / "empty-data"
+    empty_data.mkdir(mode=0o555)
+    with pytest.raises(DatasetError, match="Cora not found"):
+        load_dataset("Cora", data_dir=empty_data)
+
+
+def test_both_directions_listed_is_not_a_duplicate(tmp_path):
+    """The common export lists (u, v) and (v, u); the npz and the edge-file readers agree on what that is."""
+    from gca.files import load_files
+    from gca.graph import prepare_graph
+
+    pairs = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+    both = pairs + [(v, u) for u, v in pairs]
+    (tmp_path / "both.csv").write_text("".join(f"{u},{v}\n" for u, v in both))
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    loaded = load_files(tmp_path / "both.csv", tmp_path / "x.npy")
+    graph = prepare_graph(loaded.data)
+    assert loaded.warnings == [] and graph.warnings == []
+    assert graph.edge_index.shape[1] == 10 and not graph.directed
+
+    adj = sp.csr_matrix((np.ones(len(both)), ([u for u, _ in both], [v for _, v in both])), shape=(4, 4))
+    attr = sp.csr_matrix(np.eye(4, dtype=np.float32))
+    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr,
+             attr_shape=attr.shape)  # fmt: skip
+    from_npz = load_dataset(str(tmp_path / "g.npz"))
+    assert from_npz.warnings == []
+    assert torch.equal(from_npz.data.edge_index, loaded.data.edge_index)
+
+    # a line that really repeats is reported once, by the reader, with the count
+    (tmp_path / "repeat.csv").write_text("0,1\n1,2\n0,1\n2,3\n")
+    repeated = load_files(tmp_path / "repeat.csv", tmp_path / "x.npy")
+    assert repeated.warnings == [f"{tmp_path / 'repeat.csv'} lists 1 duplicate edge (a pair listed again); merged"]
+    assert prepare_graph(repeated.data).warnings == []
+
+
+def test_npz_graph_loads_without_library_warnings(shared_data, recwarn):
+    import warnings
+
+    warnings.simplefilter("always")
+    read_npz_graph(shared_data / "npz" / "cora.npz")
+    assert [str(w.message) for w in recwarn] == []
 
 
 def test_karate_factions():

@@ -8,6 +8,7 @@ from torch_geometric.nn import GCNConv
 from gca.encoder import GCNEncoder, ProjectionHead
 from gca.graph import normalized_adjacency, prepare_graph, scipy_to_sparse
 from gca.model import GCAModel
+from gca.objective import ContrastiveObjective
 
 
 def test_normalized_adjacency_equals_dense_formula():
@@ -79,9 +80,32 @@ def test_layer_widths_and_glorot_init():
 def test_model_loss_is_differentiable():
     data = Data(x=torch.eye(5), edge_index=undirected([(0, 1), (1, 2), (3, 4)]))
     graph = prepare_graph(data)
-    model = GCAModel(5, hidden=4, proj_hidden=4)
+    model = GCAModel(GCNEncoder(5, 4), ProjectionHead(4, 4), ContrastiveObjective(tau=0.5))
     adjacency = normalized_adjacency(graph.edge_index, 5, symmetric=True)
     h = model(graph.features, adjacency)
     loss = model.loss(h, h)
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+def test_model_takes_its_parts():
+    """Any objective with the (u, v) → loss call plugs in; from_config builds the paper's parts."""
+    from gca.config import GCAConfig
+
+    calls = []
+
+    class MeanDistance(torch.nn.Module):
+        def forward(self, u, v):
+            calls.append(u.shape)
+            return (u - v).pow(2).sum(1).mean()
+
+    data = Data(x=torch.eye(5), edge_index=undirected([(0, 1), (1, 2), (3, 4)]))
+    graph = prepare_graph(data)
+    adjacency = normalized_adjacency(graph.edge_index, 5, symmetric=True)
+    model = GCAModel(GCNEncoder(5, 4), ProjectionHead(4, 3), MeanDistance())
+    h = model(graph.features, adjacency)
+    model.loss(h, h + 1).backward()
+    assert calls == [torch.Size([5, 4])]
+    built = GCAModel.from_config(5, GCAConfig(hidden=8, tau=0.3))
+    assert isinstance(built.objective, ContrastiveObjective) and built.objective.tau == 0.3
+    assert set(built.state_dict()) == {k for k in built.state_dict() if k.startswith(("encoder.", "projector."))}

@@ -6,15 +6,25 @@ import numpy as np
 
 from gca.cli import main
 from gca.plots import karate_edge_centrality
-from gca.reproduce import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4, Mode, Reproduction, differs, reproduce
+from gca.reproduce import (
+    PAPER_DATASETS,
+    PAPER_TABLE3,
+    PAPER_TABLE4,
+    Executor,
+    Mode,
+    Planner,
+    Reproduction,
+    differs,
+    reproduce,
+    run_key,
+)
 
 TINY = Mode(runs=2, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
 
 
 def _repro(out, datasets=("Karate",), **kwargs) -> Reproduction:
-    repro = Reproduction(out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None, **kwargs)
-    repro.mode = TINY
-    return repro
+    return Reproduction(out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None,
+                        mode=TINY, **kwargs)  # fmt: skip
 
 
 def test_paper_numbers_are_the_papers():
@@ -109,7 +119,7 @@ def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
 
 def test_ctrl_c_keeps_finished_runs(tmp_path, monkeypatch, capsys):
     calls = {"n": 0}
-    original = Reproduction._run
+    original = Executor.run
 
     def interrupt_second(self, run, plot_label=None):
         calls["n"] += 1
@@ -117,7 +127,7 @@ def test_ctrl_c_keeps_finished_runs(tmp_path, monkeypatch, capsys):
             raise KeyboardInterrupt
         return original(self, run, plot_label)
 
-    monkeypatch.setattr(Reproduction, "_run", interrupt_second)
+    monkeypatch.setattr(Executor, "run", interrupt_second)
     args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "2", "--baselines", "raw",
             "--quiet", "--no-plots", "--out", str(tmp_path)]  # fmt: skip
     assert main(args) == 130
@@ -130,3 +140,76 @@ def test_bad_reproduce_arguments(tmp_path, capsys):
     assert main(["reproduce", "table3", "--baselines", "svm", "--out", str(tmp_path)]) == 2
     assert "unknown baseline 'svm'" in capsys.readouterr().err
     assert main(["reproduce", "table3", "--runs", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_user_spelling_gets_the_datasets_settings_and_paper_column(tmp_path, monkeypatch, cache_dir):
+    """--dataset "Amazon Photo" loads Amazon-Photo; it must also train with its Table 5 setting and show the
+    paper's numbers beside ours."""
+    import torch_geometric.data.download as download
+
+    def offline(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+    planner = Planner(TINY, baselines=())
+    (cell, *_) = planner.table3("Amazon Photo")
+    assert cell.dataset == "Amazon-Photo"
+    config = dict(cell.runs[0].config)
+    assert (config["p_e1"], config["p_f1"], config["tau"], config["lr"]) == (0.3, 0.1, 0.3, 0.1)  # Table 5
+    assert cell.runs == planner.table3("amazon_photo")[0].runs  # one dataset, whatever the spelling
+    repro = _repro(tmp_path, datasets=("Amazon Photo",), baselines=(), data_dir=tmp_path / "empty")
+    reproduce("table3", repro)
+    table = (tmp_path / "table3.md").read_text()
+    assert "Amazon-Photo (paper)" in table and "92.49 ± 0.09" in table
+
+
+def test_run_key_follows_the_resolved_configuration_and_version(monkeypatch):
+    import gca
+
+    planner = Planner(TINY, baselines=())
+    run = planner.gca_runs("Karate", {"centrality": "degree"}, 1, None)[0]
+    assert run_key(run) == run_key(planner.gca_runs("karate", {"centrality": "degree"}, 1, None)[0])
+    # a shipped setting that changes (the switches and the epochs stay the same) is another run
+    import gca.reproduce.plan as plan
+
+    original = plan.build_config
+    monkeypatch.setattr(plan, "build_config", lambda *a, **k: original(*a, **k).replace(tau=0.123))
+    changed = planner.gca_runs("Karate", {"centrality": "degree"}, 1, None)[0]
+    assert run.settings == changed.settings and run_key(changed) != run_key(run)
+    # and so is the same run under another version of gca
+    before = run_key(run)
+    monkeypatch.setattr(gca, "__version__", "999.0")
+    assert run_key(run) != before
+
+
+def test_table3_has_a_number_on_every_row(tmp_path, capsys):
+    """The random-walk rows run with gca's own walks and gensim's skip-gram (no pyg-lib)."""
+    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--quiet", "--device", "cpu",
+            "--no-plots", "--out", str(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    table = (tmp_path / "table3.md").read_text()
+    for row in PAPER_TABLE3:
+        line = next(line for line in table.splitlines() if line.startswith(f"| {row} |"))
+        assert "± " in line and "not run" not in line, line
+
+
+def test_tsne_draws_unlabelled_nodes_apart_from_every_class(tmp_path, monkeypatch):
+    """Label −1 means "no label": it must not be coloured as if it were a class."""
+    import matplotlib.colors as mcolors
+
+    import gca.plots as plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path, dpi=150: figures.append(fig))
+    rng = np.random.default_rng(0)
+    labels = np.array([-1] * 10 + [0] * 10 + [1] * 10 + [2] * 10)
+    plots.tsne_map(rng.standard_normal((40, 4)), labels, tmp_path / "t.png")
+    (ax,) = figures[0].axes
+    colours = []  # one per drawn point
+    for collection in ax.collections:
+        collection.update_scalarmappable()  # colour-mapped points get their colours when drawn
+        faces = collection.get_facecolors()
+        colours += [tuple(np.round(f[:3], 3)) for f in np.broadcast_to(faces, (len(collection.get_offsets()), 4))]
+    grey = tuple(np.round(mcolors.to_rgb(plots.UNLABELLED_COLOR), 3))
+    assert len(colours) == 40 and colours.count(grey) == 10  # exactly the ten unlabelled nodes are grey
+    assert len(set(colours) - {grey}) == 3  # and the three classes keep three other colours

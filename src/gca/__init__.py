@@ -6,6 +6,8 @@
 >>> print(linear_evaluation(z, loaded.data.y, random_splits(len(z))))   # doctest: +SKIP
 """
 
+__version__ = "0.2.0"
+
 from .config import GCAConfig, build_config
 from .datasets import load_dataset, read_npz_graph
 from .evaluate import linear_evaluation, random_splits
@@ -24,4 +26,3 @@ __all__ = [
     "random_splits",
     "read_npz_graph",
 ]
-__version__ = "0.1.0"

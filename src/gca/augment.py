@@ -152,7 +152,7 @@ def build_augmentors(
     adaptive_edges = edge_drop == "adaptive" and centrality is not None
     adaptive_features = feature_mask == "adaptive" and centrality is not None
     e_weights = edge_weights(units, centrality, graph.directed, edge_scheme) if adaptive_edges else None
-    f_weights = feature_weights(graph.features_scipy, centrality, feature_weighting) if adaptive_features else None
+    f_weights = feature_weights(graph.raw_features, centrality, feature_weighting) if adaptive_features else None
     views = []
     for pe, pf in zip(p_e, p_f, strict=True):
         edge_prob = (

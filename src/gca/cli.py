@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -120,13 +120,18 @@ def _output_folder(path: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not sys.warnoptions:
+        # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source line) are
+        # noise to a user. `python -W default -m gca.cli …` shows them for debugging.
+        warnings.simplefilter("ignore")
     # Imported here so that `gca --help` answers without loading torch.
+    from .checkpoint import CheckpointError
     from .datasets import DatasetError
     from .evaluate import EvaluationError
     from .graph import GraphError
     from .train import TrainingError
 
-    errors = (ConfigError, DatasetError, EvaluationError, GraphError, TrainingError)
+    errors = (CheckpointError, ConfigError, DatasetError, EvaluationError, GraphError, TrainingError)
     try:
         if args.command == "train":
             return _train(args)
@@ -151,9 +156,9 @@ def _train(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from .evaluate import linear_evaluation
     from .graph import GraphError
-    from .io import atomic_write
+    from .io import atomic_write, atomic_write_json
+    from .run import run_gca
     from .train import GCA
 
     overrides: dict[str, Any] = parse_overrides(args.set)
@@ -169,14 +174,15 @@ def _train(args: argparse.Namespace) -> int:
         _check_export_name(args.export)
 
     estimator = GCA(config, device=args.device, progress=not args.quiet)
-    graph = estimator.prepare(loaded.data, directed=loaded.directed)
+    prepared = estimator.prepare(loaded.data, directed=loaded.directed)
+    graph = prepared.graph
     if graph.edge_index.shape[1] == 0:
         # The library embeds edgeless graphs (GCA then sees features only); for a user's training run an empty
         # edge list is almost always a broken input.
         raw_edges = loaded.data.edge_index
         what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
         raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
-    for warning in graph.warnings:
+    for warning in loaded.warnings + graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
     print(
         f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
@@ -187,47 +193,28 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume:
         note = "resuming from" if checkpoint.is_file() else "no checkpoint yet at"
         print(f"gca: {note} {checkpoint}", file=sys.stderr)
-    embeddings = estimator.fit(graph, checkpoint=checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
-
-    results: dict[str, Any] = {
-        "dataset": loaded.name,
-        "centrality": config.centrality,
-        "epochs": config.epochs,
-        "train_seconds": round(estimator.train_seconds, 3),
-        "prepare_seconds": round(estimator.prepare_seconds, 3),
-        "seconds_per_epoch": round(estimator.train_seconds / max(config.epochs, 1), 5),
-        "final_loss": estimator.losses[-1] if estimator.losses else None,
-        "device": str(estimator.device),
-        "config": config.to_dict(),
-        "accuracy": None,
-    }
     labels = loaded.data.y
+    splits = None
     if not args.no_eval:
         if labels is None:
             print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
         else:
             splits = loaded.splits or _label_splits(labels, args.splits, config.seed)
-            start = time.perf_counter()
-            result = linear_evaluation(embeddings, labels, splits)
-            results["accuracy"] = result.to_dict()
-            results["eval_seconds"] = round(time.perf_counter() - start, 3)
-            print(f"accuracy (GCA, {config.centrality}): {result}")
-            if args.eval_raw:
-                raw = linear_evaluation(graph.features_scipy, labels, splits)
-                results["raw_features_accuracy"] = raw.to_dict()
-                print(f"accuracy (raw features):  {raw}")
-
-    if args.plots:
-        from .plots import loss_curve, tsne_map
-
-        loss_curve(estimator.losses, out / "loss.png", f"{loaded.name}: GCA training loss")
-        if labels is not None:
-            tsne_map(embeddings, labels, out / "tsne.png", f"{loaded.name}: t-SNE of GCA embeddings", config.seed)
+    result = run_gca(
+        estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
+        checkpoint=checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
+        plots=(out / "loss.png", out / "tsne.png") if args.plots else None, plot_title=loaded.name,
+    )  # fmt: skip
+    if result.evaluation is not None:
+        print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
+    if result.raw_evaluation is not None:
+        print(f"accuracy (raw features):  {result.raw_evaluation}")
+    embeddings = result.embeddings
     atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
     if args.export:
         _export(args.export, embeddings, loaded)
     atomic_write(out / "model.pt", lambda f: torch.save(estimator.state(), f))
-    atomic_write(out / "results.json", lambda f: f.write(json.dumps(results, indent=2).encode()))
+    atomic_write_json(out / "results.json", result.record)
     print(f"wrote {out / 'results.json'}, {out / 'embeddings.npy'}, {out / 'model.pt'}")
     return 0
 
@@ -282,7 +269,7 @@ def _embed(args: argparse.Namespace) -> int:
     from .graph import prepare_graph
 
     graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
-    for warning in graph.warnings:
+    for warning in loaded.warnings + graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
     if graph.num_features != estimator.in_channels:
         raise ConfigError(
@@ -299,7 +286,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 def _reproduce(args: argparse.Namespace) -> int:
     from .baselines import BASELINES
-    from .reproduce import PAPER_DATASETS, Reproduction, reproduce
+    from .reproduce import PAPER_DATASETS, Reproduction
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")
@@ -320,7 +307,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     )  # fmt: skip
     start = time.perf_counter()
     try:
-        written = reproduce(args.task, repro)
+        written = repro.run(args.task)
     except KeyboardInterrupt:
         print(
             f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "

@@ -7,11 +7,11 @@ data directory may be read-only: processed files then go to a writable cache (``
 
 from __future__ import annotations
 
+import hashlib
 import os
-import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from .evaluate import Split, mask_splits
+from .names import canonical_name
 
 #: The two factions of Zachary's karate club after the split (Zachary, 1977): the nodes that followed the
 #: instructor ("Mr. Hi", node 0); all others followed the administrator (node 33).
@@ -47,6 +48,7 @@ class LoadedDataset:
     named: bool = True
     node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
     directed: bool | None = None  # None: undirected exactly when every edge has its reverse
+    warnings: list[str] = field(default_factory=list)  # one line each, about the files read
 
 
 @dataclass(frozen=True)
@@ -120,11 +122,6 @@ DATASETS: dict[str, _Spec] = {
 DATASET_NAMES = ("Karate", *(spec.name for spec in DATASETS.values()))
 
 
-def canonical_name(name: str) -> str:
-    """'Amazon-Photo', 'amazon_photo', 'AmazonPhoto' → 'amazonphoto'."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
 def default_data_dir() -> Path:
     return Path(os.environ.get("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data"))
 
@@ -133,25 +130,57 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("GCA_CACHE_DIR", Path.home() / ".cache" / "gca"))
 
 
+def dataset_display_name(name: str) -> str:
+    """The paper's spelling of a named dataset ('amazon photo' → 'Amazon-Photo'); other text is returned as is."""
+    key = canonical_name(name)
+    if key in ("karate", "karateclub"):
+        return "Karate"
+    return DATASETS[key].name if key in DATASETS else name
+
+
 def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> LoadedDataset:
-    """Load ``Karate``, a dataset of :data:`DATASET_NAMES`, or a graph file ``*.npz`` by path."""
-    if name.lower().endswith(".npz") or os.sep in name:
-        path = Path(name)
-        return LoadedDataset(path.stem, read_npz_graph(path), named=False)
+    """Load a graph by path or by name.
+
+    What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
+    dataset's folder in PyTorch Geometric's layout (``FOLDER/raw/…``, e.g. ``data/Cora``); anything else is a name —
+    ``Karate`` or one of :data:`DATASET_NAMES` (case, spaces and dashes do not matter), read from ``data_dir``.
+    """
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = Path(name).expanduser()
+    if path.is_file():
+        data, notes = _read_npz(path, directed=False)
+        return LoadedDataset(path.stem, data, named=False, warnings=notes)
+    if path.is_dir():
+        return _load_folder(path, cache_dir)
     key = canonical_name(name)
     if key in ("karate", "karateclub"):
         return LoadedDataset("Karate", karate_club())
     if key not in DATASETS:
         raise DatasetError(
-            f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)} or give a path to an .npz graph file"
+            f"unknown dataset {name!r} (no file or folder of that name exists either); choose one of "
+            f"{', '.join(DATASET_NAMES)}, or give the path of an .npz graph file or of a dataset folder"
         )
     spec = DATASETS[key]
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    dataset = _open(spec, data_dir, cache_dir)
+    return _loaded(spec, _open(spec, data_dir / spec.folder, cache_dir))
+
+
+def _load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
+    """A folder given by path: the dataset whose raw files its ``raw/`` holds, processed as usual."""
+    for spec in DATASETS.values():
+        if all((folder / "raw" / f).is_file() for f in spec.raw_files):
+            return _loaded(spec, _open(spec, folder, cache_dir))
+    raise DatasetError(
+        f"{folder} is a folder but holds none of the datasets gca knows in its raw/ sub-folder (e.g. "
+        f"raw/ind.cora.x for Cora, raw/amazon_electronics_photo.npz for Amazon-Photo); give a dataset folder, "
+        "an .npz graph file, or --edges/--features"
+    )
+
+
+def _loaded(spec: _Spec, dataset: object) -> LoadedDataset:
     data = dataset[0]
     splits = None
-    if key == "wikics":
+    if spec.name == "Wiki-CS":
         splits = mask_splits(data.train_mask, data.val_mask, data.test_mask)
     return LoadedDataset(spec.name, Data(x=data.x, edge_index=data.edge_index, y=data.y), splits)
 
@@ -164,13 +193,19 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and bool(path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
-def _open(spec: _Spec, data_dir: Path, cache_dir: Path) -> object:
-    raw_dir = data_dir / spec.folder / "raw"
+def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
+    """PyG's dataset for ``folder`` (which holds ``raw/``).
+
+    PyG reads ``ROOT/<spec.folder>/raw`` and writes ``ROOT/<spec.folder>/processed``. Where the folder is read-only
+    or named otherwise, processing happens in the cache, whose ``raw`` links back to the folder's; the cache entry
+    is keyed by the raw folder's real path, so two folders never share processed files.
+    """
+    raw_dir = folder / "raw"
     missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]
-    root = data_dir
-    if not missing and not _writable(data_dir / spec.folder / "processed"):
-        # Read-only data: process into the cache, reading the raw files through a link.
-        root = cache_dir / "processed-data"
+    root = folder.parent
+    if not missing and (folder.name != spec.folder or not _writable(folder / "processed")):
+        digest = hashlib.sha1(str(raw_dir.resolve()).encode()).hexdigest()[:12]
+        root = cache_dir / "processed-data" / digest
         mirror = root / spec.folder / "raw"
         mirror.parent.mkdir(parents=True, exist_ok=True)
         if mirror.is_symlink() and mirror.resolve() != raw_dir.resolve():
@@ -199,9 +234,12 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     """A graph in the gnn-benchmark npz layout (``adj_*``, ``attr_*`` CSR arrays, optional ``labels``).
 
     Features stay sparse and keep their values. Unless ``directed``, edges are made undirected (as the
-    Amazon/Coauthor files are used in the paper).
+    Amazon/Coauthor files are used in the paper): an edge listed in both directions is one edge.
     """
-    path = Path(path)
+    return _read_npz(Path(path), directed)[0]
+
+
+def _read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     if not path.is_file():
         raise DatasetError(f"graph file {path} does not exist")
     try:
@@ -222,31 +260,52 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
             attr = sp.csr_matrix(arrays["attr_matrix"])
         else:
             raise KeyError("attr_data")
+        adj.check_format(full_check=True)  # indices inside the shape, monotone index pointers
+        attr.check_format(full_check=True)
     except KeyError as exc:
         raise DatasetError(
             f"{path} lacks the array {exc.args[0]!r}: an npz graph needs adj_data/adj_indices/adj_indptr/adj_shape "
             "and attr_data/attr_indices/attr_indptr/attr_shape (or attr_matrix)"
         ) from None
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise DatasetError(f"{path} holds malformed sparse arrays: {exc}") from None
     if adj.shape[0] != adj.shape[1] or adj.shape[0] != attr.shape[0]:
         raise DatasetError(f"{path}: adjacency {adj.shape} and features {attr.shape} do not describe the same nodes")
     coo = adj.tocoo()
-    edge_index = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
-    if not directed:
-        edge_index = to_undirected(edge_index, num_nodes=adj.shape[0])
+    edge_index, repeated = edge_list(coo.row, coo.col, adj.shape[0], directed)
     attr = attr.tocoo()
+    attr.sum_duplicates()
     x = torch.sparse_coo_tensor(
         torch.from_numpy(np.vstack([attr.row, attr.col]).astype(np.int64)),
         torch.from_numpy(attr.data.astype(np.float32)),
         size=attr.shape,
+        check_invariants=True,
     ).coalesce()
     data = Data(x=x, edge_index=edge_index, num_nodes=adj.shape[0])
     if "labels" in arrays:
         labels = np.asarray(arrays["labels"])
         if labels.ndim == 1 and labels.shape[0] == adj.shape[0]:
             data.y = torch.from_numpy(labels.astype(np.int64))
-    return data
+    return data, [repeated_edges_warning(path, repeated)] if repeated else []
+
+
+def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:
+    """(edge_index, how many listed edges repeat an earlier one) for the edges ``source[i] → target[i]``.
+
+    A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
+    edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
+    edge_index holds both directions of every edge once. A directed edge_index keeps the repeats (and
+    :func:`gca.graph.prepare_graph` merges them).
+    """
+    pairs = torch.from_numpy(np.vstack([source, target]).astype(np.int64))
+    repeated = int(pairs.shape[1] - torch.unique(pairs[0] * num_nodes + pairs[1]).numel()) if pairs.numel() else 0
+    if directed:
+        return pairs, repeated
+    return to_undirected(pairs, num_nodes=num_nodes), repeated
+
+
+def repeated_edges_warning(path: str | Path, repeated: int) -> str:
+    return f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged"
 
 
 def karate_club() -> Data:

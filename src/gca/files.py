@@ -27,7 +27,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .datasets import DatasetError, LoadedDataset
+from .datasets import DatasetError, LoadedDataset, edge_list, repeated_edges_warning
 from .io import atomic_write, atomic_write_text
 
 HEADER_NAMES = {
@@ -211,20 +211,24 @@ def load_files(
         source = np.array([index[t] for t in sources], dtype=np.int64)
         target = np.array([index[t] for t in targets], dtype=np.int64)
         node_ids = list(ids)
-    edge_index = torch.from_numpy(np.vstack([source, target]))
-    if not directed:
-        edge_index = torch.cat([edge_index, edge_index.flip(0)], dim=1)
-    x = (
-        torch.sparse_coo_tensor(
-            np.vstack(matrix.nonzero()), matrix.data.astype(np.float32), matrix.shape
-        ).coalesce()
-        if sp.issparse(matrix)
-        else torch.from_numpy(np.ascontiguousarray(matrix))
-    )  # fmt: skip
+    edge_index, repeated = edge_list(source, target, num_nodes, directed)
+    x = _feature_tensor(matrix)
     y = None if labels is None else _label_vector(labels, node_ids, num_nodes)
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     name = Path(edges).stem
-    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed)
+    notes = [repeated_edges_warning(edges, repeated)] if repeated else []
+    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes)
+
+
+def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
+    if not sp.issparse(matrix):
+        return torch.from_numpy(np.ascontiguousarray(matrix))
+    coo = matrix.tocoo()
+    coo.sum_duplicates()
+    coo.eliminate_zeros()
+    indices = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+    values = torch.from_numpy(coo.data.astype(np.float32))
+    return torch.sparse_coo_tensor(indices, values, coo.shape, check_invariants=True).coalesce()
 
 
 def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int) -> torch.Tensor:

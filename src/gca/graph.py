@@ -6,6 +6,7 @@ Nothing here is specific to one view: :func:`prepare_graph` runs once per graph,
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass, field
 
@@ -80,7 +81,7 @@ class Graph:
     edge_index: torch.Tensor
     directed: bool
     features: SparseMatrix | torch.Tensor
-    features_scipy: sp.csr_matrix | np.ndarray
+    raw_features: sp.csr_matrix | np.ndarray
     y: torch.Tensor | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -93,13 +94,26 @@ class Graph:
         row, col = self.edge_index
         return self.edge_index[:, row < col]
 
+    def fingerprint(self) -> str:
+        """A digest of the graph as trained on — node count, direction, edges and raw feature values — so a
+        training checkpoint can tell the graph it was made on from any other."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(f"{self.num_nodes},{self.directed},{self.edge_index.shape[1]}".encode())
+        digest.update(self.edge_index.cpu().numpy().tobytes())
+        raw = self.raw_features
+        parts = (raw.indptr, raw.indices, raw.data) if sp.issparse(raw) else (np.ascontiguousarray(raw),)
+        digest.update(str(raw.shape).encode())
+        for part in parts:
+            digest.update(np.ascontiguousarray(part).tobytes())
+        return digest.hexdigest()
+
     def to(self, device: torch.device | str) -> Graph:
         return Graph(
             num_nodes=self.num_nodes,
             edge_index=self.edge_index.to(device),
             directed=self.directed,
             features=self.features.to(device),
-            features_scipy=self.features_scipy,
+            raw_features=self.raw_features,
             y=None if self.y is None else self.y.to(device),
             warnings=list(self.warnings),
         )
@@ -111,8 +125,8 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
     self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
     out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
-    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero); ``features_scipy`` keeps the raw
-    values, from which the feature weights w_i of the augmentation are computed.
+    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero, :func:`normalize_rows`);
+    ``raw_features`` keeps the raw values, from which the feature weights w_i of the augmentation are computed.
     """
     if data.x is None:
         raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
@@ -155,14 +169,14 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if y is not None and y.shape[0] != num_nodes:
         raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
 
-    features, features_scipy = _feature_forms(x, feature_norm)
-    zero_columns = int((np.asarray(abs(features_scipy).sum(0)).ravel() == 0).sum())
+    features, raw_features = _feature_forms(x, feature_norm)
+    zero_columns = int((np.asarray(abs(raw_features).sum(0)).ravel() == 0).sum())
     if zero_columns:
         warnings.append(
             f"{zero_columns} of {x.shape[1]} feature columns are zero for every node; they carry no information "
             "(masking probability p_tau)"
         )
-    return Graph(num_nodes, edge_index, bool(directed), features, features_scipy, y, warnings)
+    return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
 
 
 def _feature_forms(
@@ -181,16 +195,20 @@ def _feature_forms(
         dense = x.float().numpy()
         nnz = int(np.count_nonzero(dense))
         if nnz > SPARSE_FEATURE_DENSITY * dense.size:
-            scaled = dense * _inverse_row_sums(np.abs(dense).sum(1))[:, None] if feature_norm == "row" else dense
+            scaled = normalize_rows(dense) if feature_norm == "row" else dense
             return torch.from_numpy(np.ascontiguousarray(scaled, dtype=np.float32)), dense
         raw = sp.csr_matrix(dense)
-    scaled = sp.diags(_inverse_row_sums(np.asarray(abs(raw).sum(1)).ravel())) @ raw if feature_norm == "row" else raw
-    return scipy_to_sparse(scaled), raw
+    return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw), raw
 
 
-def _inverse_row_sums(sums: np.ndarray) -> np.ndarray:
-    """1 / row sum, and 1 for all-zero rows (so they stay zero after scaling)."""
-    return np.divide(1.0, sums, out=np.ones_like(sums, dtype=np.float64), where=sums > 0)
+def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
+    """Each row divided by the sum of its absolute values (all-zero rows stay zero): the usual GCN preprocessing.
+
+    scikit-learn's ``normalize(norm="l1")``; dense or SciPy sparse in, the same kind out.
+    """
+    from sklearn.preprocessing import normalize
+
+    return normalize(x, norm="l1", axis=1, copy=True)
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:

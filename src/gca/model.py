@@ -1,4 +1,4 @@
-"""GCA's trainable model: the shared GCN encoder f and the projection head g (Section 3.1)."""
+"""GCA's trainable model: the shared encoder f, the projection head g and the objective (Section 3.1)."""
 
 from __future__ import annotations
 
@@ -8,41 +8,29 @@ from torch import nn
 from .config import GCAConfig
 from .encoder import GCNEncoder, ProjectionHead
 from .graph import SparseMatrix
-from .objective import contrastive_loss
+from .objective import ContrastiveObjective
 
 
 class GCAModel(nn.Module):
-    """f and g; :meth:`loss` is −J of Eq. 2 for the embeddings of two views."""
+    """f, g and the objective, each passed in (as PyTorch Geometric's ``DeepGraphInfomax`` takes its encoder).
 
-    def __init__(
-        self,
-        in_channels: int,
-        hidden: int = 128,
-        proj_hidden: int = 128,
-        num_layers: int = 2,
-        activation: str = "relu",
-        first_layer_factor: int = 2,
-        tau: float = 0.4,
-        block_size: int = 0,
-    ) -> None:
+    ``model(features, adjacency, mask)`` is the embedding H = f(X̃, Ã) used downstream; ``model.loss(h1, h2)``
+    is the objective on the projections g(h1), g(h2) — −J of Eq. 2 with :class:`ContrastiveObjective`.
+    :meth:`from_config` builds the paper's parts.
+    """
+
+    def __init__(self, encoder: nn.Module, projector: nn.Module, objective: nn.Module) -> None:
         super().__init__()
-        self.encoder = GCNEncoder(in_channels, hidden, num_layers, activation, first_layer_factor)
-        self.projector = ProjectionHead(hidden, proj_hidden)
-        self.tau = tau
-        self.block_size = block_size
+        self.encoder = encoder
+        self.projector = projector
+        self.objective = objective
 
     @classmethod
-    def from_config(cls, in_channels: int, config: GCAConfig) -> GCAModel:
-        return cls(
-            in_channels,
-            hidden=config.hidden,
-            proj_hidden=config.proj_hidden,
-            num_layers=config.layers,
-            activation=config.activation,
-            first_layer_factor=config.first_layer_factor,
-            tau=config.tau,
-            block_size=config.block_size,
-        )
+    def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None) -> GCAModel:
+        """The paper's encoder and projection head sized by ``config``; its objective unless one is given."""
+        encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, config.first_layer_factor)
+        projector = ProjectionHead(config.hidden, config.proj_hidden)
+        return cls(encoder, projector, objective or ContrastiveObjective(config.tau, config.block_size))
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
@@ -58,5 +46,5 @@ class GCAModel(nn.Module):
         return self.encoder(features, adjacency, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
-        """−J: the negated objective of Eq. 2 on the projections g(h1), g(h2)."""
-        return contrastive_loss(self.projector(h1), self.projector(h2), self.tau, self.block_size)
+        """The objective on the projections g(h1), g(h2) of two views' embeddings."""
+        return self.objective(self.projector(h1), self.projector(h2))

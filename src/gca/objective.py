@@ -18,6 +18,7 @@ Training *minimises* the loss −J. Two implementations compute the same number:
 from __future__ import annotations
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 
@@ -120,3 +121,22 @@ def contrastive_loss(u: torch.Tensor, v: torch.Tensor, tau: float, block_size: i
     positive = (z[:n] * z[n:]).sum(1) / tau  # θ(u_i, v_i)/τ, appears in ℓ(u_i, v_i) and ℓ(v_i, u_i)
     log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block)
     return (log_denominators - 2.0 * positive.sum()) / (2 * n)
+
+
+class ContrastiveObjective(nn.Module):
+    """−J of Eq. 2 as a module: ``objective(u, v)`` for the projections of the two views' anchors.
+
+    The part of :class:`gca.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
+    one process's share of the rows) can take its place. No parameters.
+    """
+
+    def __init__(self, tau: float = 0.4, block_size: int = 0) -> None:
+        super().__init__()
+        self.tau = tau
+        self.block_size = block_size
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return contrastive_loss(u, v, self.tau, self.block_size)
+
+    def extra_repr(self) -> str:
+        return f"tau={self.tau}, block_size={self.block_size or 'auto'}"

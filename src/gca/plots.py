@@ -17,6 +17,9 @@ import torch  # noqa: E402
 
 from .io import atomic_write  # noqa: E402
 
+#: Nodes without a label (−1) in t-SNE maps: a grey that no class colour of tab10/tab20 uses.
+UNLABELLED_COLOR = (0.82, 0.82, 0.82, 1.0)
+
 
 def save_figure(fig: plt.Figure, path: str | Path, dpi: int = 150) -> None:
     """Render to memory first, then write atomically: an interrupted run never leaves half a PNG."""
@@ -50,11 +53,17 @@ def tsne_map(
     perplexity = float(min(30.0, max(2.0, (x.shape[0] - 1) / 3)))
     points = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(x)
     fig, ax = plt.subplots(figsize=(5, 5))
-    if labels is None:
+    y = None if labels is None else labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    labelled = np.ones(len(points), dtype=bool) if y is None else y >= 0
+    if not labelled.all():  # label −1: a node without a label, drawn below the classes in neutral grey
+        ax.scatter(points[~labelled, 0], points[~labelled, 1], s=3, alpha=0.5, color=UNLABELLED_COLOR,
+                   label="unlabelled")  # fmt: skip
+    if y is None:
         ax.scatter(points[:, 0], points[:, 1], s=3, alpha=0.7)
-    else:
-        y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
-        ax.scatter(points[:, 0], points[:, 1], c=y, cmap="tab10" if y.max() < 10 else "tab20", s=3, alpha=0.8)
+    elif labelled.any():
+        classes = y[labelled]
+        ax.scatter(points[labelled, 0], points[labelled, 1], c=classes, s=3, alpha=0.8,
+                   cmap="tab10" if classes.max() < 10 else "tab20", vmin=0, vmax=max(9, int(classes.max())))
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(title)

@@ -1,0 +1,129 @@
+"""Execution: train the runs that the store does not hold yet, GCA through the same run path as ``gca train``."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..baselines import BASELINES, BaselineUnavailable
+from ..config import GCAConfig
+from ..datasets import DatasetError, LoadedDataset, load_dataset
+from ..evaluate import Split, random_splits
+from ..names import canonical_name
+from ..run import run_gca
+from ..train import GCA, TrainingError, resolve_device
+from .plan import Cell, Mode, Run
+from .store import RunStore
+
+
+class DatasetCache:
+    """Each dataset loaded once; one that cannot be loaded is remembered with the reason (it is skipped)."""
+
+    def __init__(self, data_dir: str | Path | None = None) -> None:
+        self.data_dir = data_dir
+        self._loaded: dict[str, LoadedDataset | str] = {}
+
+    def get(self, name: str) -> LoadedDataset | str:
+        """The loaded dataset, or the one-line reason it is skipped."""
+        if name not in self._loaded:
+            try:
+                self._loaded[name] = load_dataset(name, data_dir=self.data_dir)
+            except DatasetError as exc:
+                self._loaded[name] = str(exc)
+            except Exception as exc:  # noqa: BLE001 - e.g. a failed download: the dataset is skipped, not the run
+                self._loaded[name] = f"could not be loaded ({type(exc).__name__}: {exc})"
+        return self._loaded[name]
+
+
+def run_split(loaded: LoadedDataset, seed: int) -> Split:
+    """Run ``seed`` is judged on split ``seed``: a public split where the dataset has them, else a random one."""
+    if loaded.splits is not None:  # public splits (Wiki-CS has 20): run i uses split i
+        return loaded.splits[seed % len(loaded.splits)]
+    return random_splits(loaded.data.num_nodes, 1, seed=seed, labels=loaded.data.y)[0]
+
+
+class Executor:
+    """Runs what is missing from the store, with a progress bar that counts runs and estimates the time left."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        datasets: DatasetCache,
+        mode: Mode,
+        device: str = "auto",
+        plots_dir: Path | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.store = store
+        self.datasets = datasets
+        self.mode = mode
+        self.device = device
+        self.plots_dir = plots_dir
+        self.progress = progress
+        self.unavailable: dict[str, str] = {}  # baseline key → why it cannot run here
+        self.trained = 0
+        self.reused = 0
+
+    def execute(self, cells: Iterable[Cell]) -> None:
+        cells = list(cells)
+        unique = list(dict.fromkeys(run for cell in cells for run in cell.runs))
+        plot_label: dict[Run, str] = {}
+        for cell in cells:
+            if cell.info.get("plots") and cell.runs:
+                plot_label.setdefault(cell.runs[0], cell.label)
+        runnable = [r for r in unique if isinstance(self.datasets.get(r.dataset), LoadedDataset)]
+        pending = [r for r in runnable if self.store.get(r) is None and r.method not in self.unavailable]
+        self.reused += len(runnable) - len(pending)
+        if not pending:
+            return
+        bar = tqdm(total=len(runnable), initial=len(runnable) - len(pending), desc="runs", unit="run",
+                   disable=not self.progress, dynamic_ncols=True)  # fmt: skip
+        try:
+            for run in pending:
+                bar.set_postfix_str(f"{run.dataset} {run.method} seed {run.seed}", refresh=True)
+                if run.method not in self.unavailable:
+                    record = self.run(run, plot_label.get(run) if self.plots_dir else None)
+                    if record is not None:
+                        self.store.put(run, record)
+                        self.trained += 1
+                bar.update(1)
+        finally:
+            bar.close()
+
+    def run(self, run: Run, plot_label: str | None = None) -> dict[str, Any] | None:
+        """Train and judge one run; its record, or ``None`` when its baseline cannot run here."""
+        loaded = self.datasets.get(run.dataset)
+        assert isinstance(loaded, LoadedDataset)
+        split = run_split(loaded, run.seed)
+        about = {"method": run.method, "dataset": run.dataset, "seed": run.seed, "settings": dict(run.settings)}
+        start = time.perf_counter()
+        if run.method != "gca":
+            _, _, baseline = BASELINES[run.method]
+            try:
+                accuracy = baseline(loaded.data, split, run.seed, self.mode.quick, resolve_device(self.device))
+            except BaselineUnavailable as exc:
+                self.unavailable[run.method] = str(exc)
+                return None
+            except TrainingError as exc:  # a diverged baseline is a result (it would diverge again), not a crash
+                return {**about, "accuracy": None, "error": str(exc)}
+            return {**about, "accuracy": {"mean": accuracy, "std": 0.0, "runs": [accuracy]},
+                    "seconds": time.perf_counter() - start}  # fmt: skip
+        estimator = GCA(GCAConfig(**dict(run.config)), device=self.device)
+        plots = None
+        if plot_label:
+            self.plots_dir.mkdir(parents=True, exist_ok=True)
+            slug = re.sub(r"[^A-Za-z0-9]+", "-", plot_label).strip("-")
+            stem = f"{canonical_name(run.dataset)}-{slug}-seed{run.seed}"
+            plots = (self.plots_dir / f"{stem}-loss.png", self.plots_dir / f"{stem}-tsne.png")
+        title = f"{run.dataset}, {plot_label} (seed {run.seed}, {estimator.config.epochs} epochs)"
+        try:
+            result = run_gca(estimator, estimator.prepare(loaded.data, loaded.directed), dataset=run.dataset,
+                             labels=loaded.data.y, splits=[split], plots=plots, plot_title=title)  # fmt: skip
+        except TrainingError as exc:  # a diverged run is a result (it would diverge again), not a crash
+            return {**about, "accuracy": None, "error": str(exc)}
+        return {**about, **result.record, "seconds": time.perf_counter() - start}

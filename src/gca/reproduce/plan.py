@@ -1,0 +1,142 @@
+"""Planning: which runs each table or figure needs. A plan is data — cells of runs — and runs nothing.
+
+A :class:`Run` is one training (GCA or a baseline) with one seed, judged on split number ``seed`` of its dataset.
+GCA runs carry their *resolved* configuration (the dataset's shipped setting, the row's switches, the mode's
+epoch cap and the seed), so two plans that need the same training share one run, and a changed setting is a
+different run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..baselines import BASELINES
+from ..config import build_config
+from ..datasets import dataset_display_name
+
+# GCA rows: (label, switches). Every switch is named so that identical runs are recognised as such.
+TABLE3_GCA = (
+    ("GCA-DE", {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
+    ("GCA-PR", {"centrality": "pagerank", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
+    ("GCA-EV", {"centrality": "eigenvector", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
+)
+TABLE3_BASELINES_BEFORE = ("raw", "node2vec", "deepwalk", "deepwalk+features", "gae", "vgae", "dgi")
+TABLE3_BASELINES_AFTER = ("gcn", "gat")
+TABLE4_ROWS = (
+    ("GCA–T–A", "Uniform", "Uniform", {"centrality": "degree", "edge_drop": "uniform", "feature_mask": "uniform"}),
+    ("GCA–T", "Uniform", "Adaptive", {"centrality": "degree", "edge_drop": "uniform", "feature_mask": "adaptive"}),
+    ("GCA–A", "Adaptive", "Uniform", {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "uniform"}),
+    ("GCA", "Adaptive", "Adaptive", {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
+)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How much to run. ``quick`` is sized for a laptop CPU; the full mode follows the paper."""
+
+    runs: int
+    max_epochs: int | None  # cap on GCA's epochs (None: the dataset's Table 5 value)
+    grid: tuple[float, ...]  # Figure 4's values of p_e and p_f
+    grid_runs: int
+    grid_max_epochs: int | None
+    quick: bool
+
+    @classmethod
+    def create(cls, quick: bool, runs: int | None = None) -> Mode:
+        if quick:
+            return cls(runs or 3, 200, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True)
+        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False)
+
+    def describe(self) -> str:
+        if self.quick:
+            return (
+                f"quick mode: {self.runs} runs per cell, GCA trained for at most {self.max_epochs} epochs "
+                f"({self.grid_max_epochs} for Figure 4), baselines with shortened schedules"
+            )
+        return f"full mode: {self.runs} runs per cell, Table 5's epochs"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training with one seed, judged on split number ``seed`` of ``dataset``."""
+
+    dataset: str  # the paper's spelling for named datasets, else the path
+    method: str  # "gca" or a key of BASELINES
+    seed: int
+    settings: tuple[tuple[str, Any], ...] = ()  # what the plan chose (switches, epochs, quick)
+    config: tuple[tuple[str, Any], ...] = ()  # GCA: the full resolved configuration
+
+
+@dataclass
+class Cell:
+    """A table entry: the runs it averages and its label."""
+
+    label: str
+    dataset: str
+    runs: list[Run]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Planner:
+    """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time."""
+
+    def __init__(self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES)) -> None:
+        self.mode = mode
+        self.baselines = baselines
+
+    def gca_runs(self, dataset: str, switches: dict[str, Any], runs: int, max_epochs: int | None) -> list[Run]:
+        dataset = dataset_display_name(dataset)
+        epochs = build_config(dataset).epochs
+        epochs = min(epochs, max_epochs) if max_epochs else epochs
+        settings = {**switches, "epochs": epochs}
+        return [
+            Run(dataset, "gca", seed, _items(settings), _items(build_config(dataset, None, {**settings, "seed": seed})
+                                                                .to_dict()))
+            for seed in range(runs)
+        ]  # fmt: skip
+
+    def baseline_runs(self, dataset: str, key: str) -> list[Run]:
+        dataset = dataset_display_name(dataset)
+        return [Run(dataset, key, seed, _items({"quick": self.mode.quick})) for seed in range(self.mode.runs)]
+
+    def table3(self, dataset: str) -> list[Cell]:
+        name = dataset_display_name(dataset)
+        cells = []
+        for key in TABLE3_BASELINES_BEFORE:
+            if key in self.baselines:
+                label, data_used, _ = BASELINES[key]
+                cells.append(Cell(label, name, self.baseline_runs(dataset, key), {"data": data_used}))
+        for label, switches in TABLE3_GCA:
+            runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
+            cells.append(Cell(label, name, runs, {"data": "X, A", "plots": True}))
+        for key in TABLE3_BASELINES_AFTER:
+            if key in self.baselines:
+                label, data_used, _ = BASELINES[key]
+                cells.append(Cell(label, name, self.baseline_runs(dataset, key), {"data": data_used}))
+        return cells
+
+    def table4(self, dataset: str) -> list[Cell]:
+        name = dataset_display_name(dataset)
+        return [
+            Cell(label, name, self.gca_runs(dataset, s, self.mode.runs, self.mode.max_epochs),
+                 {"topology": topo, "attribute": attr, "plots": True})
+            for label, topo, attr, s in TABLE4_ROWS
+        ]  # fmt: skip
+
+    def figure4(self, dataset: str) -> list[Cell]:
+        name = dataset_display_name(dataset)
+        cells = []
+        for p_e in self.mode.grid:
+            for p_f in self.mode.grid:
+                switches = {
+                    "centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive",
+                    "p_e1": p_e, "p_e2": p_e, "p_f1": p_f, "p_f2": p_f,
+                }  # fmt: skip
+                runs = self.gca_runs(dataset, switches, self.mode.grid_runs, self.mode.grid_max_epochs)
+                cells.append(Cell(f"p_e={p_e}, p_f={p_f}", name, runs, {"p_e": p_e, "p_f": p_f}))
+        return cells
+
+
+def _items(values: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(values.items()))
