@@ -26,12 +26,12 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from epoch import synthetic_graph  # noqa: E402
 
-from gca.graph import _csr, normalized_adjacency, prepare_graph  # noqa: E402
+from gca.graph import normalized_adjacency, prepare_graph, square_csr  # noqa: E402
 
 
 def pyg_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     ei, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
-    return _csr(ei[1], ei[0], weight, num_nodes)
+    return square_csr(ei[1], ei[0], weight, num_nodes)
 
 
 def seconds(fn, repeats: int) -> float:

@@ -8,24 +8,24 @@ import torch
 from conftest import path_graph, undirected
 from torch_geometric.data import Data
 
-from gca.baselines import _dense_features, deepwalk, dgi, node2vec
+from gca.baselines import deepwalk, dgi, node2vec, row_normalized_features
 from gca.datasets import karate_club
 from gca.evaluate import random_splits
-from gca.graph import prepare_graph
+from gca.graph import binary_adjacency, prepare_graph
 from gca.train import TrainingError
-from gca.walks import csr_adjacency, random_walks
+from gca.walks import random_walks
 
 
 def test_uniform_walks_follow_edges_and_stop_at_dead_ends():
     data = karate_club()
-    adjacency = csr_adjacency(data.edge_index, data.num_nodes)
+    adjacency = binary_adjacency(data.edge_index, data.num_nodes)
     walks = random_walks(adjacency, walk_length=12, walks_per_node=3, seed=1)
     assert walks.shape == (34 * 3, 12)
     assert (walks[:, 0] == np.tile(np.arange(34), 3)).all()
     dense = adjacency.toarray()
     assert (dense[walks[:, :-1], walks[:, 1:]] == 1).all()  # every step is an edge
     # a directed path 0 → 1 → 2: walks from 2 stop at once, walks from 0 after two steps
-    chain = csr_adjacency(torch.tensor([[0, 1], [1, 2]]), 3)
+    chain = binary_adjacency(torch.tensor([[0, 1], [1, 2]]), 3)
     walks = random_walks(chain, walk_length=4, walks_per_node=1, p=0.5, q=2.0)
     assert walks.tolist() == [[0, 1, 2, -1], [1, 2, -1, -1], [2, -1, -1, -1]]
 
@@ -34,7 +34,7 @@ def test_node2vec_second_order_bias_matches_its_definition():
     """Triangle t–v–a plus a pendant v–b. Having moved t → v, node2vec moves to t with weight 1/p, to a (a
     neighbour of t) with weight 1 and to b with weight 1/q (Grover & Leskovec, 2016, Eq. 2)."""
     t, v, a, b = 0, 1, 2, 3
-    adjacency = csr_adjacency(undirected([(t, v), (v, a), (a, t), (v, b)]), 4)
+    adjacency = binary_adjacency(undirected([(t, v), (v, a), (a, t), (v, b)]), 4)
     p, q = 0.5, 2.0
     walks = random_walks(adjacency, walk_length=3, walks_per_node=60_000, p=p, q=q, seed=0)
     from_t_via_v = walks[(walks[:, 0] == t) & (walks[:, 1] == v), 2]
@@ -83,7 +83,7 @@ def test_baselines_and_gca_see_the_same_row_normalised_features():
     """Signed features: rows scale by the sum of absolute values (a signed sum can be ~0 and blow rows up)."""
     x = torch.tensor([[1.0, -1.0, 2.0], [0.0, 0.0, 0.0], [3.0, -3.0, 0.5]])
     data = path_graph(3, x)
-    baseline = _dense_features(data, torch.device("cpu"))
+    baseline = row_normalized_features(data, torch.device("cpu"))
     gca_input = prepare_graph(data, feature_norm="row").features
     gca_input = gca_input.to_dense() if not isinstance(gca_input, torch.Tensor) else gca_input
     torch.testing.assert_close(baseline, gca_input)

@@ -46,9 +46,9 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from .evaluate import Split, linear_evaluation
-from .graph import normalize_rows
+from .graph import binary_adjacency, normalize_rows
 from .train import TrainingError
-from .walks import csr_adjacency, random_walks
+from .walks import random_walks
 
 
 class BaselineUnavailable(RuntimeError):
@@ -58,7 +58,8 @@ class BaselineUnavailable(RuntimeError):
 Baseline = Callable[[Data, Split, int, bool, torch.device], float]
 
 
-def _dense_features(data: Data, device: torch.device) -> torch.Tensor:
+def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
+    """The features as a dense tensor, rows scaled as GCA's encoder input (:func:`gca.graph.normalize_rows`)."""
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 
@@ -75,7 +76,7 @@ def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device) 
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
     seed_everything(seed)
-    x, edge_index = _dense_features(data, device), data.edge_index.to(device)
+    x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
 
     class Encoder(nn.Module):
         def __init__(self) -> None:
@@ -121,7 +122,7 @@ def _autoencoder(variational: bool) -> Baseline:
         from torch_geometric.nn import GAE, VGAE, GCNConv
 
         seed_everything(seed)
-        x, edge_index = _dense_features(data, device), data.edge_index.to(device)
+        x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
 
         class Encoder(nn.Module):
             def __init__(self) -> None:
@@ -163,7 +164,7 @@ def _supervised(architecture: str) -> Baseline:
         from torch_geometric.nn import GATConv, GCNConv
 
         seed_everything(seed)
-        x, edge_index = _dense_features(data, device), data.edge_index.to(device)
+        x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
         y = data.y.to(device)
         classes = int(y.max()) + 1
         if architecture == "gcn":
@@ -229,7 +230,7 @@ def _stable_hash(text: str) -> int:
 
 
 def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
-    adjacency = csr_adjacency(data.edge_index, data.num_nodes)
+    adjacency = binary_adjacency(data.edge_index, data.num_nodes)
     walks = random_walks(adjacency, walk_length=40, walks_per_node=10 if quick else 80, seed=seed)
     return skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=True, seed=seed)
 
@@ -249,7 +250,7 @@ def deepwalk_features(data: Data, split: Split, seed: int, quick: bool, device: 
 def node2vec(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
     """p, q chosen on the split's validation nodes; the test accuracy of that choice."""
     seed_everything(seed)
-    adjacency = csr_adjacency(data.edge_index, data.num_nodes)
+    adjacency = binary_adjacency(data.edge_index, data.num_nodes)
     grid = (0.5, 2.0) if quick else (0.25, 1.0, 4.0)
     best = (-1.0, 0.0)
     for p in grid:

@@ -11,7 +11,7 @@ networkx and never with a dense N×N matrix:
 
 Conventions shared by all three, so that every score is finite and strictly positive (the paper takes log φ):
 
-* The graph is taken as given after :func:`gca.graph.clean_edge_index`: duplicate edges count once and
+* The graph is taken as given after :func:`gca.graph.binary_adjacency`: duplicate edges count once and
   self-loops are ignored (a self-loop is not influence conferred by another node).
 * A node whose score is zero — an isolated node, a node no edge points to on a directed graph, or a node whose
   component has no cycle for the eigenvector measure — gets **half the smallest positive score** of the graph.
@@ -36,20 +36,11 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
+from .graph import binary_adjacency
 from .names import CENTRALITIES
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).
 _DENSE_EIG_MAX = 256
-
-
-def _adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
-    """Binary A with A[u, v] = 1 for every edge u → v; duplicates collapse and self-loops are dropped."""
-    row, col = edge_index.cpu().numpy()
-    keep = row != col
-    row, col = row[keep], col[keep]
-    adj = sp.csr_matrix((np.ones(row.shape[0]), (row, col)), shape=(num_nodes, num_nodes))
-    adj.data[:] = 1.0  # duplicate (u, v) pairs were summed: count them once
-    return adj
 
 
 def _positive(scores: np.ndarray) -> np.ndarray:
@@ -64,7 +55,7 @@ def _positive(scores: np.ndarray) -> np.ndarray:
 
 def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
     """Degree (undirected) or in-degree (directed) of every node, with zeros replaced as documented."""
-    adj = _adjacency(edge_index, num_nodes)
+    adj = binary_adjacency(edge_index, num_nodes)
     if not directed:
         adj = adj.maximum(adj.T)
     in_degree = np.asarray(adj.sum(axis=0)).ravel()
@@ -104,7 +95,7 @@ def _perron_vector(block: sp.csr_matrix) -> tuple[float, np.ndarray]:
 
 def eigenvector_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
     """Leading-eigenvector centrality, component by component (see module docstring)."""
-    adj = _adjacency(edge_index, num_nodes)
+    adj = binary_adjacency(edge_index, num_nodes)
     if directed:
         adj = adj.T.tocsr()  # x_v ∝ Σ_u A_uv x_u: centrality flows along incoming edges
     else:
@@ -144,7 +135,7 @@ def pagerank_centrality(
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"PageRank damping alpha must lie in (0, 1), got {alpha}")
-    adj = _adjacency(edge_index, num_nodes)
+    adj = binary_adjacency(edge_index, num_nodes)
     if not directed:
         adj = adj.maximum(adj.T).tocsr()
     out_degree = np.asarray(adj.sum(axis=1)).ravel()

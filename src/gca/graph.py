@@ -238,6 +238,17 @@ def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 
+def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
+    """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges
+    count once and self-loops are dropped (for centrality and random walks, which take the graph as given)."""
+    row, col = edge_index.cpu().numpy()
+    keep = row != col
+    adj = sp.csr_matrix((np.ones(int(keep.sum())), (row[keep], col[keep])), shape=(num_nodes, num_nodes))
+    adj.data[:] = 1.0  # duplicate (u, v) pairs were summed: count them once
+    adj.sort_indices()
+    return adj
+
+
 def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bool) -> SparseMatrix:
     """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the sparse operator M with (M H)_v = Σ_{u → v} M_vu h_u.
 
@@ -251,12 +262,13 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bo
     degree = torch.bincount(target, minlength=num_nodes).to(torch.float32)
     inv_sqrt = degree.rsqrt()
     values = inv_sqrt[source] * inv_sqrt[target]
-    matrix = _csr(target, source, values, num_nodes)
-    transpose = None if symmetric else _csr(source, target, values, num_nodes)
+    matrix = square_csr(target, source, values, num_nodes)
+    transpose = None if symmetric else square_csr(source, target, values, num_nodes)
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
 
 
-def _csr(row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) -> torch.Tensor:
+def square_csr(row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) -> torch.Tensor:
+    """The n×n CSR tensor with entries ``values`` at (row, col) (no duplicates), columns sorted within rows."""
     order = torch.argsort(row * n + col)
     row, col, values = row[order], col[order], values[order]
     crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)

@@ -15,17 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-import torch
-
-
-def csr_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
-    """Binary CSR adjacency (A[u, v] = 1 for u → v), duplicates and self-loops removed, columns sorted."""
-    row, col = edge_index.cpu().numpy()
-    keep = row != col
-    adj = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.float32), (row[keep], col[keep])), shape=(num_nodes,) * 2)
-    adj.sum_duplicates()
-    adj.sort_indices()
-    return adj
 
 
 def random_walks(
