@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, build_config, parse_overrides
+from .names import CENTRALITY_CHOICES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     _graph_arguments(train)
     train.add_argument(
         "--centrality",
-        choices=("degree", "eigenvector", "pagerank", "uniform"),
+        choices=CENTRALITY_CHOICES,
         help="node centrality φ for adaptive augmentation; uniform gives GCA-T-A (GRACE). Default: degree",
     )
     train.add_argument("--config", help="TOML or JSON file of hyperparameters (overrides the dataset's defaults)")

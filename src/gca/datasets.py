@@ -26,6 +26,8 @@ from .names import canonical_name
 #: The two factions of Zachary's karate club after the split (Zachary, 1977): the nodes that followed the
 #: instructor ("Mr. Hi", node 0); all others followed the administrator (node 33).
 KARATE_INSTRUCTOR_FACTION = (0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 16, 17, 19, 21)
+#: Names the built-in Karate club answers to (after :func:`gca.names.canonical_name`).
+KARATE_NAMES = ("karate", "karateclub")
 #: The two leaders ("coaches" in the paper's Figure 3).
 KARATE_LEADERS = (0, 33)
 
@@ -133,7 +135,7 @@ def default_cache_dir() -> Path:
 def dataset_display_name(name: str) -> str:
     """The paper's spelling of a named dataset ('amazon photo' → 'Amazon-Photo'); other text is returned as is."""
     key = canonical_name(name)
-    if key in ("karate", "karateclub"):
+    if key in KARATE_NAMES:
         return "Karate"
     return DATASETS[key].name if key in DATASETS else name
 
@@ -153,7 +155,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     if path.is_dir():
         return _load_folder(path, cache_dir)
     key = canonical_name(name)
-    if key in ("karate", "karateclub"):
+    if key in KARATE_NAMES:
         return LoadedDataset("Karate", karate_club())
     if key not in DATASETS:
         raise DatasetError(
