@@ -37,7 +37,7 @@ def test_invalid_values_are_one_line_errors(tmp_path):
         ({"p_e1": 1.0}, "p_e1"),
         ({"p_f2": -0.1}, "p_f2"),
         ({"p_tau": 1.0}, "p_tau"),
-        ({"tau": 0}, "tau must be positive"),
+        ({"tau": 0}, "tau must be a finite number in \\(0, 100\\]"),
         ({"epochs": "ten"}, "epochs must be a number"),
         ({"epochs": 2.5}, "epochs must be an integer"),
         ({"activation": "tanh"}, "activation must be one of"),
@@ -54,5 +54,5 @@ def test_invalid_values_are_one_line_errors(tmp_path):
     broken.write_text("tau = = 1")
     with pytest.raises(ConfigError, match="not valid"):
         build_config(None, broken)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="does not exist"):
         build_config(None, tmp_path / "missing.toml")

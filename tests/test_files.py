@@ -164,7 +164,8 @@ def test_unreadable_and_foreign_files(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("override", "words"),
     [("p_e1=1.0", "p_e1 must be a probability in [0, 1)"), ("p_f2=-0.1", "p_f2 must be a probability"),
-     ("p_tau=1", "p_tau must lie in (0, 1)"), ("tau=0", "tau must be positive"), ("tau=-1", "tau must be positive"),
+     ("p_tau=1", "p_tau must be a probability in (0, 1)"), ("tau=0", "tau must be a finite number in (0, 100]"),
+     ("tau=-1", "tau must be a finite"),
      ("ptau=0.5", "p_tau")],
 )  # fmt: skip
 def test_bad_hyperparameters(override, words, tmp_path, capsys):

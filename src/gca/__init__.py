@@ -4,25 +4,39 @@
 >>> loaded = load_dataset("Cora", data_dir="data")                      # doctest: +SKIP
 >>> z = GCA(GCAConfig(centrality="degree")).fit(loaded.data)            # doctest: +SKIP
 >>> print(linear_evaluation(z, loaded.data.y, random_splits(len(z))))   # doctest: +SKIP
+
+The names below are imported on first use (PEP 562), so that ``gca --help`` and argument errors answer without
+loading PyTorch.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.2.0"
 
-from .config import GCAConfig, build_config
-from .datasets import load_dataset, read_npz_graph
-from .evaluate import linear_evaluation, random_splits
-from .graph import prepare_graph
-from .model import GCAModel
-from .train import GCA
+_EXPORTS = {
+    "GCA": "train",
+    "GCAConfig": "config",
+    "GCAModel": "model",
+    "build_config": "config",
+    "linear_evaluation": "evaluate",
+    "load_dataset": "datasets",
+    "prepare_graph": "graph",
+    "random_splits": "evaluate",
+    "read_npz_graph": "datasets",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "GCA",
-    "GCAConfig",
-    "GCAModel",
-    "build_config",
-    "linear_evaluation",
-    "load_dataset",
-    "prepare_graph",
-    "random_splits",
-    "read_npz_graph",
-]
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gca' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .errors import UserError
 from .io import atomic_write
 
 MODEL_FORMAT = "gca-checkpoint-1"
 TRAINING_FORMAT = "gca-training-checkpoint-1"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """A checkpoint cannot be read, or does not fit this run; the message is one line meant for the user."""
 
 

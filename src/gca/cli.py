@@ -7,10 +7,10 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, build_config, parse_overrides
+from .errors import UserError
 from .names import CENTRALITY_CHOICES
 
 
@@ -111,29 +111,15 @@ def _load_graph(args: argparse.Namespace):
     return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
 
 
-def _output_folder(path: str) -> Path:
-    out = Path(path)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     if not sys.warnoptions:
         # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source line) are
         # noise to a user. `python -W default -m gca.cli …` shows them for debugging.
         warnings.simplefilter("ignore")
-    # Imported here so that `gca --help` answers without loading torch.
-    from .checkpoint import CheckpointError
-    from .datasets import DatasetError
-    from .evaluate import EvaluationError
-    from .graph import GraphError
-    from .train import TrainingError
-
-    errors = (CheckpointError, ConfigError, DatasetError, EvaluationError, GraphError, TrainingError)
     try:
         if args.command == "train":
             return _train(args)
@@ -141,41 +127,81 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _reproduce(args)
         if args.command == "embed":
             return _embed(args)
-    except errors as exc:
-        print(f"gca: error: {exc}", file=sys.stderr)
+    except UserError as exc:
+        print(f"gca: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except OSError as exc:  # e.g. a full disk or a vanished folder; result files are atomic, so none is half-written
+    except MemoryError:
+        print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a full disk or a vanished folder; result files are staged, so none is half-written
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"gca: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        if not _is_out_of_memory(exc):
+            raise
+        print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print("gca: interrupted; no result files were written for the unfinished run", file=sys.stderr)
+        print("gca: interrupted; the output folder holds the previous run's files (finished runs of gca reproduce "
+              "are kept)", file=sys.stderr)  # fmt: skip
         return 130
     return 2
 
 
-def _train(args: argparse.Namespace) -> int:
-    import numpy as np
-    import torch
+_OUT_OF_MEMORY = (
+    "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), or use a machine or device "
+    "with more memory"
+)
 
-    from .graph import GraphError
-    from .io import atomic_write, atomic_write_json
-    from .run import run_gca
-    from .train import GCA
 
+def _is_out_of_memory(exc: RuntimeError) -> bool:
+    """PyTorch reports a failed allocation as a RuntimeError (CPU) or torch.OutOfMemoryError (a RuntimeError)."""
+    text = str(exc).lower()
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text or "not enough memory" in text
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """--set values and the shortcut flags, each checked now — before any data is read or PyTorch is loaded."""
     overrides: dict[str, Any] = parse_overrides(args.set)
     for flag in ("centrality", "epochs", "seed"):
         if getattr(args, flag) is not None:
             overrides[flag] = getattr(args, flag)
+    build_config(None, args.config, overrides)  # the dataset's own values are added once it is known
+    return overrides
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files a command reads, which no output may overwrite."""
+    names = ("edges", "features", "labels", "config", "checkpoint", "dataset")
+    return [getattr(args, n) for n in names if getattr(args, n, None)]
+
+
+def _train(args: argparse.Namespace) -> int:
+    overrides = _settings(args)
     if args.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
+    if not 1 <= args.splits <= 1000:
+        raise ConfigError(f"--splits must lie in [1, 1000], got {args.splits}")
+    from .outputs import RunOutputs
+
+    outputs = RunOutputs(args.out, args.export, _inputs(args))
+
+    import numpy as np
+    import torch
+
+    from .graph import GraphError
+    from .run import run_gca
+    from .train import GCA, resolve_device
+
+    device = resolve_device(args.device)
     loaded = _load_graph(args)
     config = build_config(loaded.name if loaded.named else None, args.config, overrides)
-    out = _output_folder(args.out)  # first, so that --export may point into it
-    if args.export:
-        _check_export_name(args.export)
-
-    estimator = GCA(config, device=args.device, progress=not args.quiet)
+    estimator = GCA(config, device=device, progress=not args.quiet)
     prepared = estimator.prepare(loaded.data, directed=loaded.directed)
     graph = prepared.graph
     if graph.edge_index.shape[1] == 0:
@@ -184,17 +210,6 @@ def _train(args: argparse.Namespace) -> int:
         raw_edges = loaded.data.edge_index
         what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
         raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
-    for warning in loaded.warnings + graph.warnings:
-        print(f"gca: warning: {warning}", file=sys.stderr)
-    print(
-        f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
-        f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
-        f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}"
-    )
-    checkpoint = out / "checkpoint.pt"
-    if args.resume:
-        note = "resuming from" if checkpoint.is_file() else "no checkpoint yet at"
-        print(f"gca: {note} {checkpoint}", file=sys.stderr)
     labels = loaded.data.y
     splits = None
     if not args.no_eval:
@@ -202,74 +217,95 @@ def _train(args: argparse.Namespace) -> int:
             print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
         else:
             splits = loaded.splits or _label_splits(labels, args.splits, config.seed)
-    result = run_gca(
-        estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
-        checkpoint=checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
-        plots=(out / "loss.png", out / "tsne.png") if args.plots else None, plot_title=loaded.name,
-    )  # fmt: skip
+    plots = None
+    if args.plots:
+        plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png"))
+        if graph.num_nodes < MIN_TSNE_NODES:
+            print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
+    for warning in loaded.warnings + graph.warnings:
+        print(f"gca: warning: {warning}", file=sys.stderr)
+    print(
+        f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
+        f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
+        f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}"
+    )
+    if args.resume:
+        note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"
+        print(f"gca: {note} {outputs.checkpoint}", file=sys.stderr)
+    with outputs:
+        if args.checkpoint_every:
+            outputs.start_in_place(resume=args.resume)
+        result = run_gca(
+            estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
+            checkpoint=outputs.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
+            plots=plots, plot_title=loaded.name,
+        )  # fmt: skip
+        for path in result.plots:
+            outputs.wrote(path.name)
+        embeddings = result.embeddings
+        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+        if args.export:
+            outputs.write_export(lambda path: _export(path, embeddings, loaded))
+        outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
+        outputs.write("results.json", lambda f: f.write(_json(result.record)))
+        written = outputs.commit(keep=("checkpoint.pt",) if args.checkpoint_every or args.resume else ())
     if result.evaluation is not None:
         print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
     if result.raw_evaluation is not None:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
-    embeddings = result.embeddings
-    atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
-    if args.export:
-        _export(args.export, embeddings, loaded)
-    atomic_write(out / "model.pt", lambda f: torch.save(estimator.state(), f))
-    atomic_write_json(out / "results.json", result.record)
-    print(f"wrote {out / 'results.json'}, {out / 'embeddings.npy'}, {out / 'model.pt'}")
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
+#: t-SNE (scikit-learn) needs more points than its perplexity; below this a map says nothing anyway.
+MIN_TSNE_NODES = 5
+
+
+def _json(record: dict[str, Any]) -> bytes:
+    import json
+
+    return (json.dumps(record, indent=2, allow_nan=False) + "\n").encode()  # NaN is not JSON: fail, never write it
+
+
 def _label_splits(labels, count: int, seed: int):
-    """Random splits over the labelled nodes (label −1 marks a node without one in user files)."""
+    """Random splits over the labelled nodes (label −1 marks a node without one in user files), checked before
+    any training: evaluation needs two classes among the labelled nodes."""
     import numpy as np
 
-    from .evaluate import random_splits
+    from .evaluate import EvaluationError, random_splits
 
-    labelled = np.flatnonzero(labels.numpy() >= 0)
+    y = labels.numpy()
+    labelled = np.flatnonzero(y >= 0)
+    classes = np.unique(y[labelled])
+    if classes.size < 2:
+        what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
+        raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
     if labelled.size == labels.shape[0]:
         return random_splits(labels.shape[0], count, seed=seed, labels=labels)
     inner = random_splits(labelled.size, count, seed=seed, labels=labels[labelled])
     return [tuple(labelled[part] for part in split) for split in inner]
 
 
-def _check_export_name(path: str) -> None:
-    """Everything about --export that can fail is checked before any training starts."""
-    target = Path(path)
-    suffix = target.suffix.lower()
-    if suffix not in (".csv", ".tsv", ".parquet"):
-        raise ConfigError(f"--export {path}: use a .csv, .tsv or .parquet file name")
-    if not target.parent.is_dir():
-        raise ConfigError(f"--export {path}: the folder {target.parent} does not exist; create it first")
-    if suffix == ".parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise ConfigError("--export to .parquet needs pyarrow (pip install pyarrow); or export to .csv") from None
-
-
-def _export(path: str, embeddings, loaded) -> None:
+def _export(path, embeddings, loaded) -> None:
     from .files import export_embeddings
 
     node_ids = loaded.node_ids or [str(i) for i in range(embeddings.shape[0])]
     export_embeddings(path, embeddings.numpy(), node_ids)
-    print(f"wrote {path}")
 
 
 def _embed(args: argparse.Namespace) -> int:
+    from .outputs import RunOutputs
+
+    outputs = RunOutputs(args.out, args.export, _inputs(args))
+    outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
+
     import numpy as np
 
-    from .io import atomic_write
-    from .train import GCA
-
-    estimator = GCA.load(args.checkpoint, device=args.device)
-    loaded = _load_graph(args)
-    out = _output_folder(args.out)  # first, so that --export may point into it
-    if args.export:
-        _check_export_name(args.export)
     from .graph import prepare_graph
+    from .train import GCA, resolve_device
 
+    estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
+    loaded = _load_graph(args)
     graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
     for warning in loaded.warnings + graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
@@ -279,15 +315,19 @@ def _embed(args: argparse.Namespace) -> int:
             f"trained on {estimator.in_channels}; embed graphs with the same feature columns"
         )
     embeddings = estimator.embed(graph)
-    atomic_write(out / "embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
-    print(f"{loaded.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote {out / 'embeddings.npy'}")
-    if args.export:
-        _export(args.export, embeddings, loaded)
+    with outputs:
+        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+        if args.export:
+            outputs.write_export(lambda path: _export(path, embeddings, loaded))
+        written = outputs.commit(owned=("embeddings.npy",))
+    print(f"{loaded.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
+          + ", ".join(str(p) for p in written))  # fmt: skip
     return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:
     from .baselines import BASELINES
+    from .outputs import check_folder
     from .reproduce import PAPER_DATASETS, Reproduction
 
     if args.runs is not None and args.runs < 1:
@@ -301,7 +341,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     # Without --dataset: the paper's five datasets for the tables and, as in the paper, Amazon-Photo for Figure 4.
     datasets = args.dataset or list(PAPER_DATASETS)
     figure4_datasets = args.dataset or ["Amazon-Photo"]
-    out = _output_folder(args.out)
+    out = check_folder(args.out, "--out")
     repro = Reproduction(
         out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
         plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
+import re
 import sys
 from dataclasses import dataclass, fields
 from importlib import resources
@@ -20,6 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .errors import UserError
 from .names import CENTRALITY_CHOICES, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
@@ -34,7 +37,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value or file is invalid; the message is one line meant for the user."""
 
 
@@ -77,33 +80,9 @@ class GCAConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first invalid value."""
-        for name in ("p_e1", "p_e2", "p_f1", "p_f2"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ConfigError(f"{name} must be a probability in [0, 1), got {value}")
-        if not 0.0 < self.p_tau < 1.0:
-            raise ConfigError(f"p_tau must lie in (0, 1) (the paper requires p_tau < 1), got {self.p_tau}")
-        if not self.tau > 0.0:
-            raise ConfigError(f"tau must be positive, got {self.tau}")
-        if not self.lr > 0.0:
-            raise ConfigError(f"lr must be positive, got {self.lr}")
-        if self.weight_decay < 0.0:
-            raise ConfigError(f"weight_decay must be non-negative, got {self.weight_decay}")
-        for name in ("hidden", "proj_hidden", "first_layer_factor"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.layers < 2:
-            raise ConfigError(f"layers must be at least 2 (the paper's encoder has two GCN layers), got {self.layers}")
-        if self.epochs < 0:
-            raise ConfigError(f"epochs must be non-negative, got {self.epochs}")
-        if not 0 <= self.seed < 2**32:
-            raise ConfigError(f"seed must lie in [0, 2^32), got {self.seed}")
-        if self.block_size < 0:
-            raise ConfigError(f"block_size must be 0 (automatic) or positive, got {self.block_size}")
-        for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        """Raise :class:`ConfigError` naming the first invalid value: wrong type, not finite, or out of range."""
+        for name in _FIELDS:
+            _check_value(name, getattr(self, name))
 
     def replace(self, **changes: Any) -> GCAConfig:
         """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion)."""
@@ -126,21 +105,80 @@ def _check_keys(keys: Any) -> None:
             raise ConfigError(f"unknown config key {key!r}{hint}")
 
 
-def _coerce(key: str, value: Any) -> Any:
-    kind = _TYPES[_FIELDS[key].type] if isinstance(_FIELDS[key].type, str) else _FIELDS[key].type
+#: Numeric keys: (lowest, highest, lowest allowed?, highest allowed?). Bounds beyond the paper's values keep a typo
+#: (an extra zero, a sign) from becoming an hour of training or an allocation failure.
+RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "p_e1": (0.0, 1.0, True, False),
+    "p_e2": (0.0, 1.0, True, False),
+    "p_f1": (0.0, 1.0, True, False),
+    "p_f2": (0.0, 1.0, True, False),
+    "p_tau": (0.0, 1.0, False, False),
+    "tau": (0.0, 100.0, False, True),
+    "lr": (0.0, 10.0, False, True),
+    "weight_decay": (0.0, 10.0, True, True),
+    "block_size": (0, 2**31 - 1, True, True),
+    "layers": (2, 16, True, True),
+    "hidden": (1, 65_536, True, True),
+    "first_layer_factor": (1, 64, True, True),
+    "proj_hidden": (1, 65_536, True, True),
+    "epochs": (0, 10_000_000, True, True),
+    "seed": (0, 2**32 - 1, True, True),
+}
+_NOTES = {
+    "p_tau": " (the paper requires p_tau < 1)",
+    "layers": " (the paper's encoder has two GCN layers)",
+    "block_size": " (0 chooses it automatically)",
+}
+
+
+def _kind(key: str) -> type:
+    kind = _FIELDS[key].type
+    return _TYPES[kind] if isinstance(kind, str) else kind
+
+
+def _check_value(key: str, value: Any) -> None:
+    kind = _kind(key)
     if kind is str:
-        return str(value).lower() if key in CHOICES else str(value)
-    if isinstance(value, bool):
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be text, got {value!r}")
+        if key in CHOICES and value not in CHOICES[key]:
+            raise ConfigError(f"{key} must be one of {', '.join(CHOICES[key])}; got {value!r}")
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ConfigError(f"{key} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    low, high, low_ok, high_ok = RANGES[key]
+    inside = (value >= low if low_ok else value > low) and (value <= high if high_ok else value < high)
+    if not math.isfinite(value) or not inside:
+        span = f"[{low}, {high}]" if kind is int else f"{'[(' [not low_ok]}{low:g}, {high:g}{'])' [not high_ok]}"
+        what = "an integer" if kind is int else "a probability" if key.startswith("p_") else "a finite number"
+        raise ConfigError(f"{key} must be {what} in {span}{_NOTES.get(key, '')}, got {value!r}")
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """A value from the command line or a config file as the key's type (text → number); ranges are checked by
+    :meth:`GCAConfig.validate`."""
+    kind = _kind(key)
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be text, got {value!r}")
+        return value.strip().lower() if key in CHOICES else value
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ConfigError(f"{key} must be a number, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be a number, got {value!r}") from None
+    if isinstance(value, str):
+        text = value.strip()
+        if kind is int and re.fullmatch(r"[+-]?\d+", text):
+            return int(text)  # exact, however many digits
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"{key} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{key} must be a finite number, got {value!r}")
     if kind is int:
-        if number != int(number):
+        if value != int(value):
             raise ConfigError(f"{key} must be an integer, got {value!r}")
-        return int(number)
-    return number
+        return int(value)
+    return float(value)
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -157,8 +195,12 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Read a TOML or JSON file of config keys (a ``[gca]`` table in TOML is also accepted)."""
     path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text; save it as UTF-8 TOML or JSON") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
@@ -188,10 +230,10 @@ def build_config(
     overrides: dict[str, Any] | None = None,
 ) -> GCAConfig:
     """Merge defaults, the dataset's shipped file, a user file and overrides, in that order."""
+    layers = [shipped_config(dataset) if dataset else {}, read_config_file(config_file) if config_file else {},
+              overrides or {}]  # fmt: skip
     merged: dict[str, Any] = {}
-    if dataset:
-        merged.update(shipped_config(dataset))
-    if config_file:
-        merged.update(read_config_file(config_file))
-    merged.update(overrides or {})
+    for layer in layers:
+        GCAConfig().replace(**layer)  # every layer checked on its own, also values a later layer overrides
+        merged.update(layer)
     return GCAConfig().replace(**merged)

@@ -20,6 +20,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
+from .errors import UserError
 from .evaluate import Split, mask_splits
 from .names import canonical_name
 
@@ -32,7 +33,7 @@ KARATE_NAMES = ("karate", "karateclub")
 KARATE_LEADERS = (0, 33)
 
 
-class DatasetError(RuntimeError):
+class DatasetError(UserError, RuntimeError):
     """A dataset cannot be found or read; the message is one line meant for the user."""
 
 
@@ -124,6 +125,34 @@ DATASETS: dict[str, _Spec] = {
 DATASET_NAMES = ("Karate", *(spec.name for spec in DATASETS.values()))
 
 
+def check_regular_file(path: Path, what: str) -> None:
+    """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading."""
+    if not path.exists():
+        raise DatasetError(f"{what} file {path} does not exist")
+    if path.is_dir():
+        raise DatasetError(f"{what} file {path} is a folder, not a file")
+    if not path.is_file():
+        raise DatasetError(f"{what} file {path} is not a regular file (a pipe or a device); give a file on disk")
+
+
+#: The largest magnitude a float32 holds; features are trained on in float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
+    """``values`` as float32, refusing what the cast would silently change: complex numbers (their imaginary part
+    would be dropped) and magnitudes beyond float32's range (they would become infinite)."""
+    if np.iscomplexobj(values):
+        raise DatasetError(f"feature file {path} holds complex numbers; give real-valued features")
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    if finite.size and float(np.abs(finite).max()) > FLOAT32_MAX:
+        raise DatasetError(
+            f"feature file {path} holds values up to {float(np.abs(finite).max()):.3g}, beyond float32's range "
+            f"(±{FLOAT32_MAX:.3g}); rescale the features"
+        )
+    return values.astype(np.float32)
+
+
 def default_data_dir() -> Path:
     return Path(os.environ.get("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data"))
 
@@ -154,6 +183,8 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         return LoadedDataset(path.stem, data, named=False, warnings=notes)
     if path.is_dir():
         return _load_folder(path, cache_dir)
+    if path.exists():
+        check_regular_file(path, "graph")
     key = canonical_name(name)
     if key in KARATE_NAMES:
         return LoadedDataset("Karate", karate_club())
@@ -277,6 +308,7 @@ def _read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     edge_index, repeated = edge_list(coo.row, coo.col, adj.shape[0], directed)
     attr = attr.tocoo()
     attr.sum_duplicates()
+    attr.data = float32_features(attr.data, path)
     x = torch.sparse_coo_tensor(
         torch.from_numpy(np.vstack([attr.row, attr.col]).astype(np.int64)),
         torch.from_numpy(attr.data.astype(np.float32)),

@@ -17,13 +17,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import normalize
 
+from .errors import UserError
+
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-class EvaluationError(ValueError):
+class EvaluationError(UserError, ValueError):
     """Linear evaluation cannot run on these labels or splits; the message is one line meant for the user."""
 
 
@@ -126,9 +128,12 @@ def linear_evaluation(
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
         raise EvaluationError(f"expected one label per node ({x.shape[0]}), got shape {y.shape}")
     accuracies, chosen, val_accuracies = [], [], []
-    for train_idx, val_idx, test_idx in splits:
+    for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
         if np.unique(y[train_idx]).shape[0] < 2:
-            raise EvaluationError("a training split holds fewer than two classes; linear evaluation needs two or more")
+            raise EvaluationError(
+                f"the training part of split {number} ({len(train_idx)} nodes) drew only one of the labels' "
+                f"{np.unique(y[y >= 0]).shape[0]} classes; label more nodes so that 10 % of them cover two classes"
+            )
         best = (-1.0, None, None)
         for c in c_grid:
             clf = LogisticRegression(C=c, max_iter=max_iter)

@@ -27,7 +27,14 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .datasets import DatasetError, LoadedDataset, edge_list, repeated_edges_warning
+from .datasets import (
+    DatasetError,
+    LoadedDataset,
+    check_regular_file,
+    edge_list,
+    float32_features,
+    repeated_edges_warning,
+)
 from .io import atomic_write, atomic_write_text
 
 HEADER_NAMES = {
@@ -40,13 +47,11 @@ _INTEGER = re.compile(r"^[+-]?\d+$")
 
 
 def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
-    """(line number, fields) of a delimited text file; the delimiter (tab, comma, whitespace) is detected."""
+    """(line number, fields) of a delimited text file; the delimiter (tab, semicolon, comma, whitespace) is the
+    first of these that the first line contains."""
+    check_regular_file(path, what)
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DatasetError(f"{what} file {path} does not exist") from None
-    except IsADirectoryError:
-        raise DatasetError(f"{what} file {path} is a folder, not a file") from None
     except UnicodeDecodeError:
         raise DatasetError(f"{what} file {path} is not UTF-8 text; give a CSV/TSV file") from None
     except OSError as exc:
@@ -55,12 +60,18 @@ def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
     if not lines:
         return []
     first = lines[0][1]
-    delimiter = next((d for d in ("\t", ",", ";") if d in first), None)
+    delimiter = next((d for d in ("\t", ";", ",") if d in first), None)
     texts = [line for _, line in lines]
     fields = csv.reader(texts, delimiter=delimiter) if delimiter else (line.split() for line in texts)
     try:
         return [(number, [f.strip() for f in row]) for (number, _), row in zip(lines, fields, strict=True)]
-    except (ValueError, csv.Error):  # an unbalanced quote swallowed the following lines
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            limit = csv.field_size_limit()
+            raise DatasetError(f"{what} file {path} has a field longer than {limit:,} characters; is it the right "
+                               "file?") from None  # fmt: skip
+        raise DatasetError(f'{what} file {path} has an unbalanced quote ("); fix or remove it') from None
+    except ValueError:  # zip: an unbalanced quote swallowed the following lines
         raise DatasetError(f'{what} file {path} has an unbalanced quote ("); fix or remove it') from None
 
 
@@ -117,7 +128,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
             raise DatasetError(f"feature file {path} is not a readable .npy file ({exc})") from None
         if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
             raise DatasetError(f"feature file {path} must hold a 2-D numeric array, got {matrix.dtype} {matrix.shape}")
-        return matrix.astype(np.float32), None
+        return float32_features(matrix, path), None
     if suffix == ".npz":
         try:
             matrix = sp.load_npz(path)
@@ -125,12 +136,17 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
             raise DatasetError(
                 f"feature file {path} is not a SciPy sparse matrix; save one with scipy.sparse.save_npz"
             ) from None
+        matrix = sp.csr_matrix(matrix)
+        matrix.data = float32_features(matrix.data, path)
         return sp.csr_matrix(matrix, dtype=np.float32), None
     rows = _rows(path, "feature")
     if not rows:
         raise DatasetError(f"feature file {path} is empty")
     header = rows[0][1]
-    has_header = any(not _is_number(t) for t in header[1:]) or (header[0].lower() in ID_COLUMN_NAMES and len(rows) > 1)
+    # A header is a row of column names: no empty cell (a blank value is a missing number, not a name) and a name
+    # among its value columns, or an id column's name first.
+    names = all(header) and len(rows) > 1
+    has_header = names and (any(not _is_number(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES)
     body = rows[1:] if has_header else rows
     if not body:
         raise DatasetError(f"feature file {path} has a header but no rows")
@@ -139,20 +155,21 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
     )
     width = len(body[0][1])
     ids = [] if id_column else None
-    values = np.empty((len(body), width - int(id_column)), dtype=np.float32)
+    values = np.empty((len(body), width - int(id_column)), dtype=np.float64)
     for i, (number, fields) in enumerate(body):
         if len(fields) != width:
             raise DatasetError(f"{path}, line {number}: expected {width} columns like the first row, got {len(fields)}")
         numbers = fields[1:] if id_column else fields
-        try:
-            values[i] = [float(t) for t in numbers]
-        except ValueError:
-            bad = next(t for t in numbers if not _is_number(t))
-            raise DatasetError(f"{path}, line {number}: feature value {bad!r} is not a number") from None
+        bad = next((t for t in numbers if not _is_number(t)), None)
+        if bad is not None:
+            hint = "; decimal commas are not read, use a point (1.5)" if _is_number(bad.replace(",", ".")) else ""
+            raise DatasetError(f"{path}, line {number}: feature value {bad!r} is not a number{hint}")
+        values[i] = [float(t) for t in numbers]
         if id_column:
             ids.append(fields[0])
     if values.shape[1] == 0:
         raise DatasetError(f"feature file {path} has an id column but no feature columns")
+    values = float32_features(values, path)
     if ids is not None and len(set(ids)) != len(ids):
         seen: set[str] = set()
         duplicate = next(t for t in ids if t in seen or seen.add(t))
@@ -190,9 +207,8 @@ def load_files(
                 f"edge file {edges} uses non-integer node ids (e.g. {example!r}); the features file then needs a "
                 "first column of node ids (a CSV with an 'id' column)"
             )
-        source = np.array([int(t) for t in sources], dtype=np.int64)
-        target = np.array([int(t) for t in targets], dtype=np.int64)
-        low, high = int(min(source.min(), target.min())), int(max(source.max(), target.max()))
+        source_ids, target_ids = [int(t) for t in sources], [int(t) for t in targets]  # exact, any size
+        low, high = min(min(source_ids), min(target_ids)), max(max(source_ids), max(target_ids))
         if low < 0:
             raise DatasetError(
                 f"edge file {edges} has a negative node id ({low}); ids must lie in [0, {num_nodes - 1}]"
@@ -202,6 +218,7 @@ def load_files(
                 f"edge file {edges} names node {high} but the features have {num_nodes} rows (ids 0..{num_nodes - 1});"
                 " give one feature row per node"
             )
+        source, target = np.array(source_ids, dtype=np.int64), np.array(target_ids, dtype=np.int64)
         node_ids = [str(i) for i in range(num_nodes)]
     else:
         index = {node: i for i, node in enumerate(ids)}
@@ -213,7 +230,7 @@ def load_files(
         node_ids = list(ids)
     edge_index, repeated = edge_list(source, target, num_nodes, directed)
     x = _feature_tensor(matrix)
-    y = None if labels is None else _label_vector(labels, node_ids, num_nodes)
+    y = None if labels is None else _label_vector(labels, node_ids, num_nodes, integer_ids=ids is None)
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     name = Path(edges).stem
     notes = [repeated_edges_warning(edges, repeated)] if repeated else []
@@ -231,7 +248,8 @@ def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, coo.shape, check_invariants=True).coalesce()
 
 
-def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int) -> torch.Tensor:
+def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int, integer_ids: bool) -> torch.Tensor:
+    """Labels per row; with integer ids (row i is node i) a label file's ``007`` is node 7, as in the edge file."""
     index = {node: i for i, node in enumerate(node_ids)}
     y = np.full(num_nodes, -1, dtype=np.int64)
     rows = read_labels(path)
@@ -240,6 +258,8 @@ def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int) -> torc
         classes.sort(key=int)
     code = {label: c for c, label in enumerate(classes)}
     for number, node, label in rows:
+        if integer_ids and _INTEGER.match(node):
+            node = str(int(node))
         if node not in index:
             raise DatasetError(
                 f"{path}, line {number}: node {node!r} is not in the graph ({num_nodes} nodes); "

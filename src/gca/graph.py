@@ -16,11 +16,13 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, is_undirected, remove_self_loops
 
+from .errors import UserError
+
 #: Node features with at most this fraction of non-zeros are kept as a sparse matrix.
 SPARSE_FEATURE_DENSITY = 0.25
 
 
-class GraphError(ValueError):
+class GraphError(UserError, ValueError):
     """The input graph cannot be used; the message is one line meant for the user."""
 
 
@@ -155,10 +157,15 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if without_loops.shape[1] < num_raw:
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
     edge_index = coalesce(without_loops, num_nodes=num_nodes)
-    if edge_index.shape[1] < without_loops.shape[1]:
-        warnings.append(f"merged {without_loops.shape[1] - edge_index.shape[1]} duplicate edges")
     if directed is None:
         directed = not is_undirected(edge_index, num_nodes=num_nodes)
+    if edge_index.shape[1] < without_loops.shape[1]:
+        # On an undirected graph an edge is one pair in both directions: count duplicate pairs, not directed copies.
+        if directed:
+            merged = without_loops.shape[1] - edge_index.shape[1]
+        else:
+            merged = int((without_loops[0] < without_loops[1]).sum() - (edge_index[0] < edge_index[1]).sum())
+        warnings.append(f"merged {merged} duplicate edge{'s' if merged != 1 else ''}")
     isolated = num_nodes - int(torch.unique(edge_index).numel())
     if isolated:
         warnings.append(

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
-from tqdm.auto import tqdm
 
 from .augment import ViewAugmentor, build_augmentors
 from .batches import Batch, BatchSource, FullGraphBatches
@@ -40,24 +39,37 @@ from .checkpoint import (
     training_state,
 )
 from .config import GCAConfig
+from .errors import UserError
 from .graph import Graph, normalized_adjacency, prepare_graph
 from .model import GCAModel
+from .progress import Progress
 
 
-class TrainingError(RuntimeError):
+class TrainingError(UserError, RuntimeError):
     """Training cannot go on (e.g. the loss diverged); the message is one line meant for the user."""
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``auto`` → CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
+    """``auto`` → CUDA when available, else CPU. ``cpu``, ``cuda``, ``cuda:N`` and ``mps`` are accepted where this
+    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(device)
-    except (RuntimeError, TypeError):
+    except (RuntimeError, TypeError, ValueError):
         raise TrainingError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise TrainingError("--device cuda was requested but no CUDA device is available; use --device cpu")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise TrainingError(f"--device {device} was requested but no CUDA device is available; use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise TrainingError(
+                f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+            )
+    elif device.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise TrainingError("--device mps was requested but Apple's MPS backend is not available; use cpu")
+    elif device.type != "cpu" or device.index not in (None, 0):
+        raise TrainingError(f"device {str(device)!r} cannot train gca; use auto, cpu, cuda or cuda:N")
     return device
 
 
@@ -120,17 +132,17 @@ def train(
     stops training with a :class:`TrainingError`.
     """
     losses: list[float] = []
-    bar = tqdm(range(first_epoch, epochs), desc="GCA", unit="epoch", disable=not progress, dynamic_ncols=True,
-               initial=first_epoch, total=epochs)  # fmt: skip
-    for epoch in bar:
+    bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
+    for epoch in range(first_epoch, epochs):
         step_losses = [train_step(model, optimizer, batch, generator) for batch in source.batches(epoch, generator)]
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
             raise TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
         losses.append(loss)
-        bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+        bar.update(loss=f"{loss:.4f}")
         if after_epoch is not None:
             after_epoch(epoch + 1, losses)
+    bar.close()
     return losses
 
 
@@ -246,7 +258,14 @@ class GCA:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.train_seconds = earlier_seconds + time.perf_counter() - start
-        return encode_graph(model, graph.to(self.device)).cpu()
+        embeddings = encode_graph(model, graph.to(self.device)).cpu()
+        if not torch.isfinite(embeddings).all():  # the last update is checked here: its loss is never computed
+            bad = float((~torch.isfinite(embeddings)).float().mean())
+            raise TrainingError(
+                f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning rate "
+                f"(lr={cfg.lr})"
+            )
+        return embeddings
 
     def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""

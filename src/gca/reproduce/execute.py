@@ -8,13 +8,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from ..baselines import BASELINES, BaselineUnavailable
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..evaluate import Split, random_splits
 from ..names import canonical_name
+from ..progress import Progress
 from ..run import run_gca
 from ..train import GCA, TrainingError, resolve_device
 from .plan import Cell, Mode, Run
@@ -81,11 +80,10 @@ class Executor:
         self.reused += len(runnable) - len(pending)
         if not pending:
             return
-        bar = tqdm(total=len(runnable), initial=len(runnable) - len(pending), desc="runs", unit="run",
-                   disable=not self.progress, dynamic_ncols=True)  # fmt: skip
+        bar = Progress(len(runnable), "runs", "run", enabled=self.progress, initial=len(runnable) - len(pending))
         try:
             for run in pending:
-                bar.set_postfix_str(f"{run.dataset} {run.method} seed {run.seed}", refresh=True)
+                bar.describe(f"{run.dataset} {run.method} seed {run.seed}")
                 if run.method not in self.unavailable:
                     record = self.run(run, plot_label.get(run) if self.plots_dir else None)
                     if record is not None:

@@ -1,0 +1,188 @@
+"""One writer for a run's result files: every location checked before training, files staged, then committed together.
+
+A run of ``gca train`` or ``gca embed`` owns a fixed set of names in its output folder (:data:`RUN_FILES`) and,
+optionally, an export file elsewhere. :class:`RunOutputs` checks all of them before any work starts (the folder can
+be created and written, the export's suffix and folder, no output overwrites an input file), stages each file in a
+hidden folder next to its target while the run writes, and on :meth:`~RunOutputs.commit` moves them into place:
+first the old ``results.json`` is removed, then every file of the earlier run that this run does not write, then
+the new files, ``results.json`` last. So a folder with ``results.json`` holds exactly one run's files; after an
+interruption it holds the previous run, or no ``results.json`` at all — never a mixture. On failure nothing is
+moved and the staged files are removed. Messages name the user's paths, never a temporary file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import UserError
+from .io import atomic_write
+
+#: The files a run owns in its output folder; ``results.json`` is committed last.
+RUN_FILES = ("embeddings.npy", "model.pt", "checkpoint.pt", "loss.png", "tsne.png", "results.json")
+EXPORT_SUFFIXES = (".csv", ".tsv", ".parquet")
+
+
+class OutputError(UserError, OSError):
+    """An output location cannot be used or written; the message is one line naming the user's path."""
+
+
+class RunOutputs:
+    """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
+
+    def __init__(self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = ()) -> None:
+        self.out = check_folder(out, "--out")
+        self.export = None if export is None else Path(export)
+        inputs = [Path(p) for p in inputs if p is not None]
+        if self.export is not None:
+            self._check_export(inputs)
+        self._staging = self.out / f".gca-staging-{secrets.token_hex(4)}"
+        self._staged: dict[str, Path] = {}
+        self._export_staged: Path | None = None
+
+    def _check_export(self, inputs: list[Path]) -> None:
+        export = self.export
+        assert export is not None
+        if export.suffix.lower() not in EXPORT_SUFFIXES:
+            raise OutputError(f"--export {export}: use a .csv, .tsv or .parquet file name")
+        if export.is_dir():
+            raise OutputError(f"--export {export} is a folder; name a file in it")
+        if not export.parent.is_dir():
+            raise OutputError(f"--export {export}: the folder {export.parent} does not exist; create it first")
+        if not os.access(export.parent, os.W_OK):
+            raise OutputError(f"--export {export}: the folder {export.parent} is not writable")
+        if export.exists() and not export.is_file():
+            raise OutputError(f"--export {export} exists and is not a regular file")
+        for source in inputs:
+            if _same_file(export, source):
+                raise OutputError(f"--export {export} is one of the input files; export to another name")
+        if export.resolve().parent == self.out.resolve() and export.name in RUN_FILES:
+            raise OutputError(f"--export {export} would overwrite the run's own {export.name}; choose another name")
+        if export.suffix.lower() == ".parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise OutputError(
+                    "--export to .parquet needs pyarrow (pip install 'gca-graph[parquet]'); or export to .csv"
+                ) from None
+
+    @property
+    def checkpoint(self) -> Path:
+        """Training checkpoints are written in place (atomically) while training runs, so a kill keeps them."""
+        return self.out / "checkpoint.pt"
+
+    def start_in_place(self, resume: bool) -> None:
+        """Before a run writes checkpoints into the folder: remove the earlier run's files (all of them, or all but
+        the checkpoint it resumes from), so the folder never holds this run's checkpoint beside another's results."""
+        for name in RUN_FILES:
+            if not (resume and name == "checkpoint.pt"):
+                self._guard(self.out / name, lambda name=name: (self.out / name).unlink(missing_ok=True))
+
+    def write(self, name: str, write: Callable[[IO[bytes]], Any]) -> None:
+        """Stage the run file ``name`` (one of :data:`RUN_FILES`)."""
+        if name not in RUN_FILES:
+            raise ValueError(f"{name} is not one of the run's files")
+        self._staging.mkdir(exist_ok=True)
+        path = self._staging / name
+        self._guard(self.out / name, lambda: atomic_write(path, write))
+        self._staged[name] = path
+
+    def stage_path(self, name: str) -> Path:
+        """A staged path for a file that a library writes itself (a plot); :meth:`wrote` records it."""
+        self._staging.mkdir(exist_ok=True)
+        return self._staging / name
+
+    def wrote(self, name: str) -> None:
+        self._staged[name] = self._staging / name
+
+    def write_export(self, write: Callable[[Path], None]) -> None:
+        """Stage the export: ``write(path)`` writes it to a hidden name with the same suffix beside the target."""
+        assert self.export is not None
+        staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
+        self._export_staged = staged
+        self._guard(self.export, lambda: write(staged))
+
+    def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
+        """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run."""
+        others = [n for n in RUN_FILES if n not in owned and (self.out / n).exists()]
+        if others:
+            raise OutputError(
+                f"--out {self.out} holds another run's {others[0]}; give {command} a folder of its own"
+            )
+
+    def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
+        """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
+        ``owned``, except those named in ``keep`` (e.g. the checkpoint this run wrote). Returns the paths written."""
+        written = []
+        keep, owned = set(keep), tuple(owned)
+        if "results.json" in owned:  # first: from here until the end the folder holds no complete run
+            self._guard(self.out / "results.json", lambda: (self.out / "results.json").unlink(missing_ok=True))
+        for name in owned:
+            if name not in self._staged and name not in keep:
+                self._guard(self.out / name, lambda name=name: (self.out / name).unlink(missing_ok=True))
+        for name in sorted(self._staged, key=lambda n: n == "results.json"):
+            target = self.out / name
+            self._guard(target, lambda name=name, target=target: os.replace(self._staged[name], target))
+            written.append(target)
+        if self._export_staged is not None:
+            assert self.export is not None
+            self._guard(self.export, lambda: os.replace(self._export_staged, self.export))
+            written.append(self.export)
+            self._export_staged = None
+        self.discard()
+        return written
+
+    def discard(self) -> None:
+        """Remove whatever is staged (a failed or interrupted run leaves the folder as it was)."""
+        shutil.rmtree(self._staging, ignore_errors=True)
+        if self._export_staged is not None:
+            self._export_staged.unlink(missing_ok=True)
+            self._export_staged = None
+        self._staged = {}
+
+    def __enter__(self) -> RunOutputs:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self.discard()
+
+    @staticmethod
+    def _guard(user_path: Path, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except OSError as exc:
+            if isinstance(exc, UserError):
+                raise
+            raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
+
+
+def check_folder(folder: str | Path, flag: str) -> Path:
+    """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would
+    mean the current folder by accident)."""
+    if str(folder).strip() == "":
+        raise OutputError(f"{flag} is empty; name a folder for the results (e.g. {flag} runs/mine)")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{flag} {folder} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder {folder}: {exc.strerror or exc}") from None
+    probe = folder / f".gca-probe-{secrets.token_hex(4)}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
