@@ -168,6 +168,7 @@ def _one_line(exc: Exception) -> str:
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """--set values and the shortcut flags, each checked now — before any data is read or PyTorch is loaded."""
     overrides: dict[str, Any] = parse_overrides(args.set)
+    build_config(None, args.config, overrides)  # also values that a flag below replaces
     for flag in ("centrality", "epochs", "seed"):
         if getattr(args, flag) is not None:
             overrides[flag] = getattr(args, flag)
@@ -195,6 +196,7 @@ def _train(args: argparse.Namespace) -> int:
     import torch
 
     from .graph import GraphError
+    from .plots import MIN_TSNE_NODES
     from .run import run_gca
     from .train import GCA, resolve_device
 
@@ -220,7 +222,7 @@ def _train(args: argparse.Namespace) -> int:
     plots = None
     if args.plots:
         plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png"))
-        if graph.num_nodes < MIN_TSNE_NODES:
+        if labels is not None and graph.num_nodes < MIN_TSNE_NODES:
             print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
     for warning in loaded.warnings + graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
@@ -255,10 +257,6 @@ def _train(args: argparse.Namespace) -> int:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
-
-
-#: t-SNE (scikit-learn) needs more points than its perplexity; below this a map says nothing anyway.
-MIN_TSNE_NODES = 5
 
 
 def _json(record: dict[str, Any]) -> bytes:

@@ -79,6 +79,11 @@ def _is_number(token: str) -> bool:
     return bool(_NUMBER.match(token))
 
 
+def _is_name(token: str) -> bool:
+    """A column name has letters and is not a number ('1,5' with a decimal comma is neither)."""
+    return any(c.isalpha() for c in token) and not _is_number(token)
+
+
 def _looks_like_header(rows: list[tuple[int, list[str]]], columns: int) -> bool:
     first = [t.lower() for t in rows[0][1][:columns]]
     if first and all(t in HEADER_NAMES for t in first):
@@ -111,8 +116,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
     """(matrix, node ids or ``None`` when row i is node i)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if not path.is_file():
-        raise DatasetError(f"feature file {path} does not exist" if not path.exists() else f"{path} is not a file")
+    check_regular_file(path, "feature")
     if suffix == ".npy":
         with path.open("rb") as f:
             if f.read(6) != b"\x93NUMPY":
@@ -146,12 +150,14 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
     # A header is a row of column names: no empty cell (a blank value is a missing number, not a name) and a name
     # among its value columns, or an id column's name first.
     names = all(header) and len(rows) > 1
-    has_header = names and (any(not _is_number(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES)
+    has_header = names and (any(_is_name(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES)
     body = rows[1:] if has_header else rows
     if not body:
         raise DatasetError(f"feature file {path} has a header but no rows")
+    # Ids in the first column: named so in the header, or values that are not numbers (a decimal comma, '1,5', is a
+    # number written the wrong way, reported as such below, not an id).
     id_column = (has_header and header[0].lower() in ID_COLUMN_NAMES) or any(
-        not _is_number(fields[0]) for _, fields in body
+        not _is_number(fields[0]) and not _is_number(fields[0].replace(",", ".")) for _, fields in body
     )
     width = len(body[0][1])
     ids = [] if id_column else None

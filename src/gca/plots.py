@@ -17,6 +17,8 @@ import torch  # noqa: E402
 
 from .io import atomic_write  # noqa: E402
 
+#: t-SNE (scikit-learn) needs more points than its perplexity; below this a map says nothing anyway.
+MIN_TSNE_NODES = 5
 #: Nodes without a label (−1) in t-SNE maps: a grey that no class colour of tab10/tab20 uses.
 UNLABELLED_COLOR = (0.82, 0.82, 0.82, 1.0)
 

@@ -71,12 +71,12 @@ def run_gca(
             record["raw_features_accuracy"] = raw.to_dict()
     written: list[Path] = []
     if plots is not None:
-        from .plots import loss_curve, tsne_map
+        from .plots import MIN_TSNE_NODES, loss_curve, tsne_map
 
         loss_path, tsne_path = plots
         loss_curve(estimator.losses, loss_path, f"{plot_title}: GCA training loss")
         written.append(Path(loss_path))
-        if labels is not None:
+        if labels is not None and len(embeddings) >= MIN_TSNE_NODES:
             tsne_map(embeddings, labels, tsne_path, f"{plot_title}: t-SNE of GCA embeddings", config.seed)
             written.append(Path(tsne_path))
     return RunResult(embeddings, evaluation, raw, record, written)

@@ -1,0 +1,346 @@
+"""Hostile but realistic input (issue 10): every case ends in a finite result or one `gca: error:` line and exit
+status 2, with the output folder untouched — never a traceback, a silent NaN, a hang or files of two runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from gca.cli import main
+from gca.datasets import karate_club
+
+QUICK = ["--epochs", "2", "--quiet"]
+
+
+def _error(args: list[str], capsys) -> str:
+    code = main(args)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    errors = [line for line in err if line.startswith("gca: error:")]
+    assert code == 2 and len(errors) == 1 and not any("Traceback" in line for line in err), (code, err)
+    return errors[0]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every file below ``folder`` (hidden ones too) with a digest of its bytes."""
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+@pytest.fixture
+def karate(tmp_path) -> dict[str, Path]:
+    """Karate as an integer edge list and .npy features, and an earlier finished run in ``out``."""
+    data = karate_club()
+    ei = data.edge_index[:, data.edge_index[0] < data.edge_index[1]].numpy()
+    paths = {"edges": tmp_path / "edges.csv", "x": tmp_path / "x.npy", "labels": tmp_path / "labels.csv",
+             "out": tmp_path / "out"}  # fmt: skip
+    paths["edges"].write_text("".join(f"{u},{v}\n" for u, v in ei.T))
+    np.save(paths["x"], np.eye(34, dtype=np.float32))
+    paths["labels"].write_text("".join(f"{i},{int(data.y[i])}\n" for i in range(34)))
+    assert main(["train", "--edges", str(paths["edges"]), "--features", str(paths["x"]), "--labels",
+                 str(paths["labels"]), "--out", str(paths["out"]), "--plots", *QUICK]) == 0  # fmt: skip
+    return paths
+
+
+def _files(paths: dict[str, Path]) -> list[str]:
+    return ["--edges", str(paths["edges"]), "--features", str(paths["x"]), "--labels", str(paths["labels"])]
+
+
+# ----------------------------------------------------------------------------------------------- silent results
+def test_non_finite_embeddings_are_an_error_never_an_output(tmp_path):
+    """The loss is finite before every update, but the last update makes the weights NaN: the check after
+    training catches what the loss cannot."""
+    from gca import GCA, GCAConfig
+    from gca.train import TrainingError
+
+    class InfiniteGradient(torch.nn.Module):
+        def forward(self, u, v):  # value 0, gradient 1 / (2·sqrt(0)) = inf → Adam's update is NaN
+            s = u.sum() + v.sum()
+            return (s - s.detach()).abs().sqrt()
+
+    estimator = GCA(GCAConfig(epochs=1, hidden=4, proj_hidden=4), device="cpu", objective=InfiniteGradient())
+    with pytest.raises(TrainingError, match="non-finite embeddings"):
+        estimator.fit(karate_club())
+
+
+def test_huge_learning_rate_is_refused_before_training(karate, capsys):
+    before = _snapshot(karate["out"])
+    error = _error(["train", *_files(karate), "--no-eval", "--set", "lr=1e30", "--out", str(karate["out"]), *QUICK],
+                   capsys)  # fmt: skip
+    assert "lr must be a finite number in (0, 10]" in error
+    assert _snapshot(karate["out"]) == before
+
+
+def test_blank_first_cell_is_a_missing_number_not_a_header(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n2,0\n")
+    (tmp_path / "x.csv").write_text("1,,0\n0,1,0\n0,0,1\n")
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+    assert "line 1: feature value '' is not a number" in error
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [(["--splits", "0"], "--splits must lie in [1, 1000]"),
+     (["--set", "tau=inf"], "tau must be a finite number"),
+     (["--set", "epochs=abc", "--epochs", "2"], "epochs must be a number, got 'abc'"),
+     (["--seed", "-1"], "seed must be an integer in [0, 4294967295]"),
+     (["--seed", "123456789012345678901234567890"], "seed must be an integer in"),
+     (["--set", "epochs=inf"], "epochs must be a finite number"),
+     (["--set", "hidden=nan"], "hidden must be a finite number"),
+     (["--set", "weight_decay=nan"], "weight_decay must be a finite number"),
+     (["--set", "hidden=100000000"], "hidden must be an integer in [1, 65536]"),
+     (["--set", "epochs=2.5"], "epochs must be an integer"),
+     (["--set", "activation=tanh"], "activation must be one of"),
+     (["--device", "meta"], "device 'meta' cannot train gca"),
+     (["--device", "nonsense"], "unknown device"),
+     (["--device", "cuda:7"], "cuda"),
+     (["--out", ""], "--out is empty")],
+)  # fmt: skip
+def test_bad_values_end_before_training_with_one_line(args, words, karate, capsys):
+    if args[:2] == ["--device", "cuda:7"] and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    before = _snapshot(karate["out"])
+    out = [] if "--out" in args else ["--out", str(karate["out"])]
+    assert words in _error(["train", *_files(karate), *out, "--quiet", *args], capsys)
+    assert _snapshot(karate["out"]) == before
+
+
+def test_config_file_that_is_not_utf8(tmp_path, capsys):
+    (tmp_path / "c.toml").write_bytes(b"tau = 0.5\n# \xff\xfe caf\xe9\n")
+    assert "not UTF-8" in _error(["train", "--config", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o")],
+                                 capsys)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------- file contents
+def test_ids_beyond_int64(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1,123456789012345678901234567890\n")
+    np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32))
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+    assert "names node 123456789012345678901234567890 but the features have 3 rows" in error
+
+
+def _npz(path: Path, adj: sp.csr_matrix, attr: sp.csr_matrix, labels=None, **replace) -> None:
+    arrays = dict(adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
+                  attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr, attr_shape=attr.shape)
+    if labels is not None:
+        arrays["labels"] = labels
+    arrays.update(replace)
+    np.savez(path, **arrays)  # fmt: skip
+
+
+def test_npz_index_arrays_outside_their_shape(tmp_path, capsys):
+    adj = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=np.float32))
+    attr = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    _npz(tmp_path / "bad_adj.npz", adj, attr, adj_indices=np.array([1, 0, 7, 1]))
+    _npz(tmp_path / "bad_attr.npz", adj, attr, attr_indices=np.array([0, 1, 9]))
+    for name in ("bad_adj.npz", "bad_attr.npz"):
+        assert "malformed sparse arrays" in _error(["train", "--dataset", str(tmp_path / name), "--out",
+                                                    str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+
+
+def test_npz_graph_with_one_class_fails_before_training(tmp_path, capsys):
+    adj = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=np.float32))
+    _npz(tmp_path / "g.npz", adj, sp.csr_matrix(np.eye(3, dtype=np.float32)), labels=np.zeros(3, dtype=np.int64))
+    error = _error(["train", "--dataset", str(tmp_path / "g.npz"), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert "only one class" in error
+    assert _snapshot(tmp_path / "o") == {}
+
+
+@pytest.mark.parametrize(
+    ("array", "words"),
+    [(np.eye(4) * (1 + 2j), "complex numbers"),
+     (np.eye(4) * 1e300, "beyond float32's range")],
+)  # fmt: skip
+def test_features_a_float32_cast_would_change_are_refused(array, words, tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n2,3\n")
+    np.save(tmp_path / "x.npy", array)
+    assert words in _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"),
+                            "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+
+
+def test_subnormal_features_train_to_finite_embeddings(karate, tmp_path, capsys):
+    x = (np.random.default_rng(0).random((34, 4)) * 1e-40).astype(np.float32)  # float32 subnormals
+    np.save(tmp_path / "tiny.npy", x)
+    out = tmp_path / "tiny"
+    assert main(["train", "--edges", str(karate["edges"]), "--features", str(tmp_path / "tiny.npy"), "--no-eval",
+                 "--out", str(out), *QUICK]) == 0  # fmt: skip
+    assert np.isfinite(np.load(out / "embeddings.npy")).all()
+
+
+def test_zero_padded_ids_match_between_edge_and_label_files(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("000,001\n001,002\n002,003\n003,000\n")
+    (tmp_path / "y.csv").write_text("000,a\n001,a\n002,b\n003,b\n")
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--labels",
+                 str(tmp_path / "y.csv"), "--no-eval", "--out", str(tmp_path / "o"), *QUICK]) == 0  # fmt: skip
+
+
+def test_a_huge_field_is_not_called_an_unbalanced_quote(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1," + "9" * 200_000 + "\n")
+    np.save(tmp_path / "x.npy", np.eye(2, dtype=np.float32))
+    assert "longer than" in _error(["train", "--edges", str(tmp_path / "e.csv"), "--features",
+                                    str(tmp_path / "x.npy"), "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+
+
+def test_semicolons_with_decimal_commas(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n")
+    (tmp_path / "x.csv").write_text("1,5;2,0\n0,5;1,0\n3,0;0,0\n")
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+    assert "line 1: feature value '1,5' is not a number; decimal commas" in error
+
+
+def test_undirected_duplicates_are_counted_as_pairs():
+    from torch_geometric.data import Data
+
+    from gca.graph import prepare_graph
+
+    pairs = [(0, 1), (1, 2), (0, 1)]  # (0, 1) twice, each in both directions
+    edges = torch.tensor([p for u, v in pairs for p in ((u, v), (v, u))]).t()
+    graph = prepare_graph(Data(x=torch.eye(3), edge_index=edges))
+    assert "merged 1 duplicate edge" in graph.warnings
+
+
+# ----------------------------------------------------------------------------------------------- outputs
+def test_export_that_cannot_be_written_is_refused_before_training(karate, tmp_path, capsys):
+    before = _snapshot(karate["out"])
+    error = _error(["train", *_files(karate), "--export", str(tmp_path / "missing" / "e.csv"),
+                    "--out", str(karate["out"]), *QUICK], capsys)  # fmt: skip
+    assert "does not exist; create it first" in error
+    for target in (karate["edges"], karate["labels"]):  # an export over an input file
+        assert "is one of the input files" in _error(["train", *_files(karate), "--export", str(target),
+                                                      "--out", str(karate["out"]), *QUICK], capsys)  # fmt: skip
+    assert _snapshot(karate["out"]) == before
+
+
+def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, tmp_path, capsys, monkeypatch):
+    import gca.files
+
+    before = _snapshot(karate["out"])
+
+    def full_disk(path, embeddings, node_ids):
+        Path(path).write_text("partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gca.files, "export_embeddings", full_disk)
+    export = tmp_path / "emb.csv"
+    error = _error(["train", *_files(karate), "--export", str(export), "--out", str(karate["out"]), *QUICK], capsys)
+    assert error == f"gca: error: cannot write {export}: No space left on device"  # the user's path, not a temp file
+    assert _snapshot(karate["out"]) == before and not export.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failing_plot_leaves_no_loss_png(karate, capsys, monkeypatch):
+    import gca.plots
+
+    before = _snapshot(karate["out"])
+
+    def broken(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(gca.plots, "tsne_map", broken)
+    _error(["train", *_files(karate), "--plots", "--out", str(karate["out"]), *QUICK], capsys)
+    assert _snapshot(karate["out"]) == before
+
+
+def test_a_folder_never_holds_two_runs(karate, capsys):
+    """A second run without --plots removes the first run's plots: every file comes from one run."""
+    out = karate["out"]
+    assert {"loss.png", "tsne.png", "results.json"} <= set(_snapshot(out))
+    assert main(["train", *_files(karate), "--out", str(out), "--seed", "3", *QUICK]) == 0
+    assert set(_snapshot(out)) == {"embeddings.npy", "model.pt", "results.json"}
+    assert json.loads((out / "results.json").read_text())["config"]["seed"] == 3
+    # gca embed does not write into a training run's folder
+    assert "holds another run's" in _error(["embed", "--checkpoint", str(out / "model.pt"), "--edges",
+                                            str(karate["edges"]), "--features", str(karate["x"]), "--out", str(out)],
+                                           capsys)  # fmt: skip
+
+
+def test_tiny_graph_with_plots_skips_tsne(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n")
+    (tmp_path / "y.csv").write_text("0,a\n1,b\n2,a\n")
+    np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32))
+    out = tmp_path / "o"
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--labels",
+                 str(tmp_path / "y.csv"), "--no-eval", "--plots", "--out", str(out), *QUICK]) == 0  # fmt: skip
+    assert "t-SNE needs at least" in capsys.readouterr().err
+    assert set(_snapshot(out)) == {"embeddings.npy", "model.pt", "results.json", "loss.png"}
+
+
+def test_memory_exhaustion_is_one_line(karate, capsys, monkeypatch):
+    from gca.train import GCA
+
+    def exhausted(*args, **kwargs):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:116] . DefaultCPUAllocator: not enough memory: you tried "
+                           "to allocate 400000000000 bytes.")  # fmt: skip
+
+    monkeypatch.setattr(GCA, "fit", exhausted)
+    before = _snapshot(karate["out"])
+    assert "ran out of memory; lower hidden" in _error(["train", *_files(karate), "--out", str(karate["out"]),
+                                                        *QUICK], capsys)  # fmt: skip
+    assert _snapshot(karate["out"]) == before
+
+
+# ----------------------------------------------------------------------------------------------- the real binary
+def _gca(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gca.cli", *args], capture_output=True, text=True, timeout=timeout,
+                          **kwargs)  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_as_input_file_does_not_hang(karate, tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for flag in ("--edges", "--labels", "--features"):
+        args = {"--edges": str(karate["edges"]), "--features": str(karate["x"]), "--labels": str(karate["labels"])}
+        args[flag] = str(fifo)
+        done = _gca("train", *[t for kv in args.items() for t in kv], "--out", str(tmp_path / "o"), *QUICK,
+                    timeout=60)  # fmt: skip
+        assert done.returncode == 2 and "not a regular file" in done.stderr, (flag, done.stderr)
+
+
+def test_help_and_argument_errors_do_not_load_pytorch():
+    code = ("import sys; from gca.cli import main\n"
+            "for argv in (['--help'], ['train', '--set', 'tau=abc'], ['train', '--seed', '-1']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print('torch' in sys.modules)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
+    assert "tau must be a number" in done.stderr and "seed must be an integer" in done.stderr
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5])
+def test_ctrl_c_at_any_moment_is_one_line(delay, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "gca.cli", "train", "--epochs", "100000", "--quiet",
+                             "--out", str(tmp_path / "o")], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_progress_in_a_log_file_is_plain_lines(tmp_path):
+    log = tmp_path / "log.txt"
+    with log.open("w") as stderr:
+        done = subprocess.run([sys.executable, "-m", "gca.cli", "train", "--epochs", "50", "--no-eval", "--out",
+                               str(tmp_path / "o")], stderr=stderr, stdout=subprocess.DEVNULL, timeout=120)  # fmt: skip
+    text = log.read_text()
+    assert done.returncode == 0 and "\r" not in text
+    lines = [line for line in text.splitlines() if line.startswith("GCA:")]
+    assert lines[0].startswith("GCA: 5/50 epochs, loss ") and lines[-1].startswith("GCA: 50/50 epochs")
+    assert len(lines) == 10
