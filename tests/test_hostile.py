@@ -344,3 +344,42 @@ def test_progress_in_a_log_file_is_plain_lines(tmp_path):
     lines = [line for line in text.splitlines() if line.startswith("GCA:")]
     assert lines[0].startswith("GCA: 5/50 epochs, loss ") and lines[-1].startswith("GCA: 50/50 epochs")
     assert len(lines) == 10
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [(["train", "--seed", "1e3"], "argument --seed: invalid int value: '1e3'"),
+     (["bogus"], "invalid choice: 'bogus'"),
+     (["train", "--dataset", ""], "--dataset is empty"),
+     (["reproduce", "table3", "--dataset", " ", "--out", "{tmp}/r"], "--dataset is empty"),
+     (["train", "--dataset", "/dev/null"], "is not a regular file"),
+     (["train", "--config", "{tmp}/list.json"], "must hold a table"),
+     (["train", "--edges", "{tmp}/e.csv", "--features", "{tmp}/empty.npy"], "holds a 0×3 matrix"),
+     (["embed", "--checkpoint", "{tmp}", "--out", "{tmp}/emb"], "is not a file")],
+)  # fmt: skip
+def test_more_hostile_arguments(args, words, tmp_path, capsys):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "e.csv").write_text("0,1\n")
+    np.save(tmp_path / "empty.npy", np.zeros((0, 3), dtype=np.float32))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "o")]
+    if "invalid" in words:
+        with pytest.raises(SystemExit) as stop:  # argparse's own errors: one line, status 2, no usage block
+            main(args)
+        assert stop.value.code == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(err) == 1 and err[0].startswith("gca: error:") and words in err[0], err
+        return
+    assert words in _error(args, capsys)
+
+
+def test_sigterm_leaves_the_earlier_run_and_no_staged_files(karate, tmp_path):
+    before = _snapshot(karate["out"])
+    proc = subprocess.Popen([sys.executable, "-m", "gca.cli", "train", *_files(karate), "--epochs", "100000",
+                             "--quiet", "--out", str(karate["out"])], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert _snapshot(karate["out"]) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 import warnings
@@ -14,12 +15,19 @@ from .errors import UserError
 from .names import CENTRALITY_CHOICES
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one ``gca: error:`` line (not a usage block) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"gca: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gca",
         description="Graph Contrastive learning with Adaptive augmentation (Zhu et al., WWW 2021).",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     train = sub.add_parser("train", help="train GCA on a graph, evaluate its embeddings and save them")
     _graph_arguments(train)
     train.add_argument(
@@ -108,6 +116,8 @@ def _load_graph(args: argparse.Namespace):
         return load_files(args.edges, args.features, args.labels, directed=args.directed)
     if args.directed:
         raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+    if args.dataset is not None and not args.dataset.strip():
+        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
     return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
 
 
@@ -116,10 +126,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except KeyboardInterrupt:
         return 130
-    if not sys.warnoptions:
-        # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source line) are
-        # noise to a user. `python -W default -m gca.cli …` shows them for debugging.
-        warnings.simplefilter("ignore")
+    try:  # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source
+                # line) are noise to a user. `python -W default -m gca.cli …` shows them for debugging.
+                warnings.simplefilter("ignore")
+            return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, with every error a user can cause turned into one line and exit status 2."""
     try:
         if args.command == "train":
             return _train(args)
@@ -147,6 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "are kept)", file=sys.stderr)  # fmt: skip
         return 130
     return 2
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 _OUT_OF_MEMORY = (
@@ -336,6 +364,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         unknown = [b for b in baselines if b not in BASELINES]
         if unknown:
             raise ConfigError(f"unknown baseline {unknown[0]!r}; choose from {', '.join(BASELINES)} or none")
+    if any(not name.strip() for name in args.dataset or ()):
+        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
     # Without --dataset: the paper's five datasets for the tables and, as in the paper, Amazon-Photo for Figure 4.
     datasets = args.dataset or list(PAPER_DATASETS)
     figure4_datasets = args.dataset or ["Amazon-Photo"]

@@ -206,6 +206,9 @@ def load_files(
     sources, targets, integer = read_edge_list(edges)
     matrix, ids = read_features(features)
     num_nodes = matrix.shape[0]
+    if num_nodes == 0 or matrix.shape[1] == 0:
+        raise DatasetError(f"feature file {features} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give one row "
+                           "of features per node")  # fmt: skip
     if ids is None:
         if not integer:
             example = next(t for t in sources + targets if not _INTEGER.match(t))

@@ -40,6 +40,8 @@ class RunOutputs:
         inputs = [Path(p) for p in inputs if p is not None]
         if self.export is not None:
             self._check_export(inputs)
+        for stale in self.out.glob(".gca-staging-*"):  # left by a run that was killed (kill -9, power loss)
+            shutil.rmtree(stale, ignore_errors=True)
         self._staging = self.out / f".gca-staging-{secrets.token_hex(4)}"
         self._staged: dict[str, Path] = {}
         self._export_staged: Path | None = None
