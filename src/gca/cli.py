@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -140,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        _leave_process_group()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -162,10 +164,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"gca: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
-        if not _is_out_of_memory(exc):
-            raise
-        print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
+        if _is_out_of_memory(exc):
+            print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+            return 2
+        if _is_peer_failure(exc):
+            print("gca: error: another process of this distributed run stopped or cannot be reached; see its "
+                  "message (this one made no result files)", file=sys.stderr)  # fmt: skip
+            return 2
+        raise
     except KeyboardInterrupt:
         print("gca: interrupted; the output folder holds the previous run's files (finished runs of gca reproduce "
               "are kept)", file=sys.stderr)  # fmt: skip
@@ -187,6 +193,29 @@ def _is_out_of_memory(exc: RuntimeError) -> bool:
     """PyTorch reports a failed allocation as a RuntimeError (CPU) or torch.OutOfMemoryError (a RuntimeError)."""
     text = str(exc).lower()
     return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text or "not enough memory" in text
+
+
+def _process_group():
+    """torch.distributed if this process joined a process group (under torchrun), else ``None``; never imports
+    torch itself (an interrupted import may have left it half-loaded)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return dist if dist is not None and dist.is_available() and dist.is_initialized() else None
+    except Exception:  # noqa: BLE001 - a module whose import was interrupted
+        return None
+
+
+def _leave_process_group() -> None:
+    dist = _process_group()
+    if dist is not None:
+        dist.destroy_process_group()
+
+
+def _is_peer_failure(exc: RuntimeError) -> bool:
+    """A collective of a distributed run failed because another rank died or timed out."""
+    return _process_group() is not None and (
+        "Dist" in type(exc).__name__ or any(w in str(exc) for w in ("Connection", "gloo", "NCCL", "Timed out"))
+    )
 
 
 def _one_line(exc: Exception) -> str:
@@ -223,15 +252,27 @@ def _train(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
+    from . import distributed
     from .graph import GraphError
     from .plots import MIN_TSNE_NODES
     from .run import run_gca
     from .train import GCA, resolve_device
 
     device = resolve_device(args.device)
+    context = None
+    if distributed.launched():  # under torchrun: one rank of an exact multi-process run
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        context = distributed.start(device)
+    writes = context is None or context.writes
     loaded = _load_graph(args)
     config = build_config(loaded.name if loaded.named else None, args.config, overrides)
-    estimator = GCA(config, device=device, progress=not args.quiet)
+    objective = None
+    if context is not None:
+        from .objective import ContrastiveObjective
+
+        objective = ContrastiveObjective(config.tau, config.block_size, share=context.share)
+    estimator = GCA(config, device=device, progress=writes and not args.quiet, objective=objective)
     prepared = estimator.prepare(loaded.data, directed=loaded.directed)
     graph = prepared.graph
     if graph.edge_index.shape[1] == 0:
@@ -242,7 +283,7 @@ def _train(args: argparse.Namespace) -> int:
         raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
     labels = loaded.data.y
     splits = None
-    if not args.no_eval:
+    if writes and not args.no_eval:
         if labels is None:
             print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
         else:
@@ -252,24 +293,31 @@ def _train(args: argparse.Namespace) -> int:
         plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png"))
         if labels is not None and graph.num_nodes < MIN_TSNE_NODES:
             print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
-    for warning in loaded.warnings + graph.warnings:
-        print(f"gca: warning: {warning}", file=sys.stderr)
-    print(
-        f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
-        f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
-        f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}"
-    )
-    if args.resume:
-        note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"
-        print(f"gca: {note} {outputs.checkpoint}", file=sys.stderr)
+    if writes:
+        for warning in loaded.warnings + graph.warnings:
+            print(f"gca: warning: {warning}", file=sys.stderr)
+        ranks = f", {context.world_size} processes" if context is not None else ""
+        print(
+            f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
+            f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
+            f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks}"
+        )
+        if args.resume:
+            note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"
+            print(f"gca: {note} {outputs.checkpoint}", file=sys.stderr)
     with outputs:
-        if args.checkpoint_every:
+        if args.checkpoint_every and writes:
             outputs.start_in_place(resume=args.resume)
         result = run_gca(
             estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
-            checkpoint=outputs.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
-            plots=plots, plot_title=loaded.name,
+            checkpoint=outputs.checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
+            resume=args.resume, plots=plots if writes else None, plot_title=loaded.name,
         )  # fmt: skip
+        if not writes:  # every rank trained the same model; rank 0 alone writes it
+            return 0
+        if context is not None:
+            result.record["distributed"] = {"world_size": context.world_size, "backend": "nccl" if
+                                            device.type == "cuda" else "gloo"}  # fmt: skip
         for path in result.plots:
             outputs.wrote(path.name)
         embeddings = result.embeddings

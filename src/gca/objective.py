@@ -17,9 +17,20 @@ Training *minimises* the loss −J. Two implementations compute the same number:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+class RowShare(Protocol):
+    """Which row blocks of the upper block-triangle this process computes, and how partial sums are combined."""
+
+    def block_starts(self, num_rows: int, block: int) -> Sequence[int]: ...
+
+    def all_reduce(self, tensor: torch.Tensor) -> None: ...
 
 
 def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
@@ -70,18 +81,21 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor, tau: float, block: int) -> torch.Tensor:
+    def forward(ctx, z: torch.Tensor, tau: float, block: int, share: RowShare | None) -> torch.Tensor:
         n = z.shape[0]
+        starts = range(0, n, block) if share is None else share.block_starts(n, block)
         denominator = torch.zeros(n, dtype=z.dtype, device=z.device)
-        for start in range(0, n, block):
+        for start in starts:
             stop = min(start + block, n)
             e = _exp_block(z, start, stop, tau)
             denominator[start:] += e.sum(0)
             denominator[start:stop] += e.sum(1)
             denominator[start:stop] -= e[:, : stop - start].sum(0)  # the diagonal block was counted twice
+        if share is not None:
+            share.all_reduce(denominator)  # every process's blocks together: the full denominators
         log_denominator = denominator.log()
         ctx.save_for_backward(z, log_denominator)
-        ctx.tau, ctx.block = tau, block
+        ctx.tau, ctx.block, ctx.starts, ctx.share = tau, block, starts, share
         return (log_denominator + 1.0 / tau).sum()
 
     @staticmethod
@@ -91,7 +105,7 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
         n = z.shape[0]
         inv_d = torch.exp(-log_denominator)
         grad = torch.zeros_like(z)
-        for start in range(0, n, block):
+        for start in ctx.starts:
             stop = min(start + block, n)
             # M = P + Pᵀ with P = D⁻¹E, restricted to this block: E_ab (1/D_a + 1/D_b), symmetric like E.
             m = _exp_block(z, start, stop, tau)
@@ -100,7 +114,9 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
             grad[start:stop].addmm_(m, z[start:])
             if stop < n:
                 grad[stop:].addmm_(m[:, stop - start :].t(), z[start:stop])
-        return grad * (grad_out / tau), None, None
+        if ctx.share is not None:
+            ctx.share.all_reduce(grad)  # the full gradient on every process: what follows is identical everywhere
+        return grad * (grad_out / tau), None, None, None
 
 
 def _exp_block(z: torch.Tensor, start: int, stop: int, tau: float) -> torch.Tensor:
@@ -111,15 +127,22 @@ def _exp_block(z: torch.Tensor, start: int, stop: int, tau: float) -> torch.Tens
     return e
 
 
-def contrastive_loss(u: torch.Tensor, v: torch.Tensor, tau: float, block_size: int = 0) -> torch.Tensor:
-    """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`."""
+def contrastive_loss(
+    u: torch.Tensor, v: torch.Tensor, tau: float, block_size: int = 0, share: RowShare | None = None
+) -> torch.Tensor:
+    """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`.
+
+    With ``share`` (several processes, :mod:`gca.distributed`), this process computes only its share of the
+    blocks; two all-reduces (the 2N denominators, the 2N×d gradient) make the value and the gradient with respect
+    to u and v the full ones on every process.
+    """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
     n = u.shape[0]
     z = F.normalize(torch.cat([u, v], dim=0), dim=1)
     block = block_size if block_size > 0 else auto_block_size(2 * n, device=z.device)
     positive = (z[:n] * z[n:]).sum(1) / tau  # θ(u_i, v_i)/τ, appears in ℓ(u_i, v_i) and ℓ(v_i, u_i)
-    log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block)
+    log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block, share)
     return (log_denominators - 2.0 * positive.sum()) / (2 * n)
 
 
@@ -130,13 +153,14 @@ class ContrastiveObjective(nn.Module):
     one process's share of the rows) can take its place. No parameters.
     """
 
-    def __init__(self, tau: float = 0.4, block_size: int = 0) -> None:
+    def __init__(self, tau: float = 0.4, block_size: int = 0, share: RowShare | None = None) -> None:
         super().__init__()
         self.tau = tau
         self.block_size = block_size
+        self.share = share  # None: this process computes every block
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return contrastive_loss(u, v, self.tau, self.block_size)
+        return contrastive_loss(u, v, self.tau, self.block_size, self.share)
 
     def extra_repr(self) -> str:
         return f"tau={self.tau}, block_size={self.block_size or 'auto'}"

@@ -1,0 +1,83 @@
+"""Exact GCA over several processes with torch.distributed (gloo on CPUs, NCCL on GPUs) — no transport of our own.
+
+Under ``torchrun`` every process (rank) holds the whole graph, samples the same two views from the same seed,
+runs the encoder and the projection head on them — identical work and identical values everywhere — and computes
+only its share of the objective's 2N×2N similarity blocks (:class:`BlockShare`). Two all-reduces per step join the
+shares: the 2N row denominators in the forward pass and the 2N×d gradient with respect to the projections in the
+backward pass. From there every rank holds the same full gradient, so every rank's optimiser takes the same step
+and the model stays identical without a further all-reduce of the weights' gradients. The result equals one
+process's up to the order of floating-point sums.
+
+The blocked objective computes the upper block-triangle only: row block r costs (2N − r₀)·block products, so equal
+row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work.
+
+Rank 0 alone evaluates and writes results, checkpoints and exports.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+#: How long a collective waits for the other ranks before this one gives up (a rank that died without torchrun
+#: noticing, e.g. across machines). ``GCA_DIST_TIMEOUT`` (seconds) overrides it.
+DEFAULT_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class BlockShare:
+    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work."""
+
+    rank: int
+    world_size: int
+
+    def block_starts(self, num_rows: int, block: int) -> list[int]:
+        starts = list(range(0, num_rows, block))
+        work = torch.tensor([(num_rows - s) * (min(s + block, num_rows) - s) for s in starts], dtype=torch.float64)
+        before = torch.cumsum(work, 0) - work / 2  # each block's midpoint on the cumulative work axis
+        owner = torch.clamp((before / work.sum() * self.world_size).long(), max=self.world_size - 1)
+        return [s for s, o in zip(starts, owner.tolist(), strict=True) if o == self.rank]
+
+    def all_reduce(self, tensor: torch.Tensor) -> None:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+
+
+@dataclass(frozen=True)
+class Context:
+    """This process's place in a distributed run (``None`` stands for a single process)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @property
+    def share(self) -> BlockShare:
+        return BlockShare(self.rank, self.world_size)
+
+    @property
+    def writes(self) -> bool:
+        """Only rank 0 evaluates and writes files."""
+        return self.rank == 0
+
+
+def launched() -> bool:
+    """Started by torchrun (or anything that sets WORLD_SIZE > 1)?"""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def start(device: torch.device) -> Context:
+    """Join the process group torchrun described in the environment: NCCL for CUDA devices, gloo otherwise."""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    timeout = timedelta(seconds=float(os.environ.get("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S)))
+    if not dist.is_initialized():
+        dist.init_process_group(backend, timeout=timeout)
+    return Context(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def stop() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
