@@ -46,3 +46,19 @@ def test_training_on_cuda_returns_finite_cpu_embeddings():
     assert gpu.device.type == "cuda" and next(gpu.model.parameters()).device.type == "cuda"
     assert out.device.type == "cpu" and out.shape == (12, 8) and torch.isfinite(out).all()
     assert len(gpu.losses) == 5 and all(torch.isfinite(torch.tensor(gpu.losses)))
+
+
+@pytest.mark.parametrize(("precision", "tolerance"), [("fp32", 1e-5), ("tf32", 3e-3), ("bf16", 3e-3)])
+def test_attention_backend_on_cuda_matches_the_reference(precision, tolerance):
+    from gca.objective import attention_loss
+
+    g = torch.Generator(device="cuda").manual_seed(1)
+    u = torch.randn(1000, 64, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1000, 64, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
+    ref = reference_loss(u, v, 0.5)
+    ref_grads = torch.autograd.grad(ref, (u, v))
+    loss = attention_loss(u, v, 0.5, precision)
+    grads = torch.autograd.grad(loss, (u, v))
+    assert abs(float(loss) - float(ref)) <= tolerance * abs(float(ref))
+    for got, want in zip(grads, ref_grads, strict=True):
+        assert float((got - want).abs().max()) <= tolerance * float(want.abs().max())

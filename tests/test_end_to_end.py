@@ -45,3 +45,13 @@ def test_blocked_objective_gives_the_plain_versions_loss_curve(shared_data, cach
     plain = GCA(config, device="cpu", objective=PlainObjective())  # an objective plugs in as a part
     plain.fit(loaded.data)
     np.testing.assert_allclose(fast.losses, plain.losses, rtol=1e-4)
+
+
+def test_attention_backend_trains_cora_like_the_blocked_objective(shared_data, cache_dir):
+    loaded = load_dataset("Cora", data_dir=shared_data)
+    config = build_config("Cora", overrides={"epochs": 8, "seed": 1})
+    blocked = GCA(config, device="cpu")
+    blocked.fit(loaded.data)
+    attention = GCA(config.replace(loss_backend="attention"), device="cpu")
+    attention.fit(loaded.data)
+    np.testing.assert_allclose(attention.losses, blocked.losses, rtol=1e-4)

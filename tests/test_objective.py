@@ -75,3 +75,50 @@ def test_auto_block_size_bounds():
     assert 64 <= auto_block_size(10**6) <= 10**6
     with pytest.raises(ValueError):
         contrastive_loss(torch.randn(3, 2), torch.randn(4, 2), 0.5)
+
+
+@pytest.mark.parametrize(("n", "d", "tau"), [(7, 3, 0.5), (300, 32, 0.5), (513, 16, 0.2), (200, 64, 1.0)])
+def test_attention_backend_matches_the_reference(n, d, tau):
+    """PyTorch's fused attention kernels (lse and P·Z) with the diagonal removed analytically: fp32 within 1e-5."""
+    from gca.objective import attention_loss
+
+    g = torch.Generator().manual_seed(n)
+    u = torch.randn(n, d, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(n, d, generator=g, dtype=torch.float64, requires_grad=True)
+    ref = reference_loss(u, v, tau)
+    ref_grads = torch.autograd.grad(ref, (u, v))
+    loss = attention_loss(u, v, tau)
+    grads = torch.autograd.grad(loss, (u, v))
+    assert abs(float(loss) - float(ref)) <= 1e-5 * abs(float(ref))
+    for got, want in zip(grads, ref_grads, strict=True):
+        assert float((got - want).abs().max()) <= 1e-5 * float(want.abs().max())
+
+
+def test_attention_backend_in_bf16_is_within_its_documented_tolerance():
+    """bf16 inputs to the kernels (8 bits of mantissa): loss within 1e-4, gradients within 3e-3 of their largest
+    entry (README, docs/method.md)."""
+    from gca.objective import attention_loss
+
+    g = torch.Generator().manual_seed(11)
+    u = torch.randn(400, 32, generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(400, 32, generator=g, dtype=torch.float64, requires_grad=True)
+    for tau in (0.2, 0.5):
+        ref = reference_loss(u, v, tau)
+        ref_grads = torch.autograd.grad(ref, (u, v))
+        loss = attention_loss(u, v, tau, precision="bf16")
+        grads = torch.autograd.grad(loss, (u, v))
+        assert abs(float(loss) - float(ref)) <= 1e-4 * abs(float(ref))
+        for got, want in zip(grads, ref_grads, strict=True):
+            assert float((got - want).abs().max()) <= 3e-3 * float(want.abs().max())
+
+
+def test_backend_and_precision_are_checked_together():
+    from gca.config import ConfigError, GCAConfig
+    from gca.objective import ContrastiveObjective
+
+    with pytest.raises(ConfigError, match="precision=bf16 needs loss_backend=attention"):
+        GCAConfig(precision="bf16")
+    assert GCAConfig(precision="bf16", loss_backend="attention").precision == "bf16"
+    assert ContrastiveObjective(0.5).backend == "blocked"  # auto: the blocked kernel until a GPU measures otherwise
+    with pytest.raises(ValueError, match="several processes"):
+        ContrastiveObjective(0.5, backend="attention", share=object())

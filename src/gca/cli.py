@@ -271,7 +271,10 @@ def _train(args: argparse.Namespace) -> int:
     if context is not None:
         from .objective import ContrastiveObjective
 
-        objective = ContrastiveObjective(config.tau, config.block_size, share=context.share)
+        if config.loss_backend == "attention":
+            raise ConfigError("loss_backend=attention computes whole rows; under torchrun use loss_backend=blocked")
+        objective = ContrastiveObjective(config.tau, config.block_size, share=context.share,
+                                         precision=config.precision)  # fmt: skip
     estimator = GCA(config, device=device, progress=writes and not args.quiet, objective=objective)
     prepared = estimator.prepare(loaded.data, directed=loaded.directed)
     graph = prepared.graph

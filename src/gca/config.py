@@ -34,6 +34,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "edge_scheme": ("paper", "authors"),
     "feature_weighting": ("auto", "binary", "dense"),
     "feature_norm": ("row", "none"),
+    "loss_backend": ("auto", "blocked", "attention"),
+    "precision": ("fp32", "tf32", "bf16"),
 }
 
 
@@ -64,6 +66,8 @@ class GCAConfig:
     # Objective (Eq. 1-2).
     tau: float = 0.4
     block_size: int = 0  # rows of the similarity matrix per block in the fast objective; 0 = automatic
+    loss_backend: str = "auto"  # blocked (gca's kernel) | attention (PyTorch's fused kernels); auto = blocked
+    precision: str = "fp32"  # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only)
     # Encoder and projection head.
     layers: int = 2
     hidden: int = 128  # embedding width F'; inner GCN layers are first_layer_factor × hidden wide
@@ -83,6 +87,8 @@ class GCAConfig:
         """Raise :class:`ConfigError` naming the first invalid value: wrong type, not finite, or out of range."""
         for name in _FIELDS:
             _check_value(name, getattr(self, name))
+        if self.precision == "bf16" and self.loss_backend != "attention":
+            raise ConfigError("precision=bf16 needs loss_backend=attention (the blocked objective computes in fp32)")
 
     def replace(self, **changes: Any) -> GCAConfig:
         """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion)."""

@@ -30,7 +30,10 @@ class GCAModel(nn.Module):
         """The paper's encoder and projection head sized by ``config``; its objective unless one is given."""
         encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, config.first_layer_factor)
         projector = ProjectionHead(config.hidden, config.proj_hidden)
-        return cls(encoder, projector, objective or ContrastiveObjective(config.tau, config.block_size))
+        objective = objective or ContrastiveObjective(
+            config.tau, config.block_size, backend=config.loss_backend, precision=config.precision
+        )
+        return cls(encoder, projector, objective)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()

@@ -146,6 +146,90 @@ def contrastive_loss(
     return (log_denominators - 2.0 * positive.sum()) / (2 * n)
 
 
+class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
+    """Σ_a lse′_a, lse′_a = log Σ_{b≠a} exp(z_a·z_b/τ), from PyTorch's fused attention kernels, memory O(N·d).
+
+    One attention call with Q = K = V = Z and scale 1/τ returns O = P Z (P the full row-softmax of S = ZZᵀ/τ) and
+    the full row log-sum-exp lse. Rows are unit vectors, so the diagonal term is e^{1/τ} and is removed exactly:
+    lse′ = lse + log(1 − e^{1/τ − lse}). The gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
+
+        (P′Z)_a  = O_a e^{lse_a − lse′_a} − e^{1/τ − lse′_a} z_a,
+        (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{1/τ − lse′_b} z_b,
+
+    the second from one more attention call (S is symmetric); c = min lse′ keeps the scaled values ≤ 1.
+    ``dtype`` is what the kernels compute in (float32, or bfloat16 for ``precision=bf16``); the corrections are
+    applied in float32.
+    """
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, tau: float, dtype: torch.dtype) -> torch.Tensor:
+        out, lse = _fused_attention(z, z, z, 1.0 / tau, dtype)
+        lse_off = lse + torch.log1p(-torch.exp(1.0 / tau - lse))
+        ctx.save_for_backward(z, out, lse, lse_off)
+        ctx.tau, ctx.dtype = tau, dtype
+        return lse_off.sum()
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        z, out, lse, lse_off = ctx.saved_tensors
+        tau = ctx.tau
+        diagonal = torch.exp(1.0 / tau - lse_off).unsqueeze(1) * z
+        forward_part = out * torch.exp(lse - lse_off).unsqueeze(1) - diagonal
+        c = lse_off.min()
+        scaled, _ = _fused_attention(z, z, z * torch.exp(c - lse_off).unsqueeze(1), 1.0 / tau, ctx.dtype)
+        transposed_part = scaled * torch.exp(lse - c).unsqueeze(1) - diagonal
+        return (forward_part + transposed_part) * (grad_out / tau), None, None
+
+
+def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                     dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(softmax(q kᵀ · scale) v, row log-sum-exp) for 2-D inputs, from PyTorch's fused kernels, as float32."""
+    q, k, v = (t.to(dtype)[None, None] for t in (q, k, v))
+    n = q.shape[2]
+    try:
+        if q.device.type == "cpu":
+            out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, scale=scale)
+        else:
+            out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, k, v, None, True, 0.0, False, scale=scale
+            )[:2]
+    except (AttributeError, RuntimeError, NotImplementedError) as exc:
+        raise RuntimeError(
+            f"loss_backend=attention needs PyTorch's fused attention kernels with log-sum-exp for {q.device.type} / "
+            f"{dtype} ({type(exc).__name__}); use loss_backend=blocked"
+        ) from None
+    return out[0, 0].float(), lse[0, 0, :n].float()
+
+
+def attention_loss(u: torch.Tensor, v: torch.Tensor, tau: float, precision: str = "fp32") -> torch.Tensor:
+    """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`); the same value and
+    gradients as :func:`contrastive_loss` in fp32, within bf16's precision with ``precision="bf16"``."""
+    if u.shape != v.shape:
+        raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
+    n = u.shape[0]
+    z = F.normalize(torch.cat([u, v], dim=0).float(), dim=1)
+    positive = (z[:n] * z[n:]).sum(1) / tau
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    with _tf32(precision == "tf32"):
+        log_denominators = _AttentionOffDiagonalLogSumExp.apply(z, tau, dtype)
+    return (log_denominators - 2.0 * positive.sum()) / (2 * n)
+
+
+class _tf32:
+    """TF32 tensor-core products on CUDA inside the block (``precision=tf32``); no effect on CPUs."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self) -> None:
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        if self.enabled:
+            torch.backends.cuda.matmul.allow_tf32 = True
+
+    def __exit__(self, *exc) -> None:
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
 class ContrastiveObjective(nn.Module):
     """−J of Eq. 2 as a module: ``objective(u, v)`` for the projections of the two views' anchors.
 
@@ -153,14 +237,30 @@ class ContrastiveObjective(nn.Module):
     one process's share of the rows) can take its place. No parameters.
     """
 
-    def __init__(self, tau: float = 0.4, block_size: int = 0, share: RowShare | None = None) -> None:
+    def __init__(
+        self,
+        tau: float = 0.4,
+        block_size: int = 0,
+        share: RowShare | None = None,
+        backend: str = "auto",
+        precision: str = "fp32",
+    ) -> None:
         super().__init__()
+        if backend == "attention" and share is not None:
+            raise ValueError("loss_backend=attention computes whole rows; several processes need loss_backend=blocked")
+        if precision == "bf16" and backend != "attention":
+            raise ValueError("precision=bf16 needs loss_backend=attention")
         self.tau = tau
         self.block_size = block_size
         self.share = share  # None: this process computes every block
+        self.backend = "blocked" if backend == "auto" else backend  # auto: blocked until a GPU measures otherwise
+        self.precision = precision
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return contrastive_loss(u, v, self.tau, self.block_size, self.share)
+        if self.backend == "attention":
+            return attention_loss(u, v, self.tau, self.precision)
+        with _tf32(self.precision == "tf32"):
+            return contrastive_loss(u, v, self.tau, self.block_size, self.share)
 
     def extra_repr(self) -> str:
-        return f"tau={self.tau}, block_size={self.block_size or 'auto'}"
+        return f"tau={self.tau}, block_size={self.block_size or 'auto'}, {self.backend}, {self.precision}"
