@@ -122,7 +122,7 @@ DATASETS: dict[str, _Spec] = {
     "citeseer": _planetoid_spec("CiteSeer"),
     "pubmed": _planetoid_spec("PubMed"),
 }
-DATASET_NAMES = ("Karate", *(spec.name for spec in DATASETS.values()))
+DATASET_NAMES = ("Karate", *(spec.name for spec in DATASETS.values()), "ogbn-arxiv", "ogbn-products")
 
 
 def check_regular_file(path: Path, what: str) -> None:
@@ -163,9 +163,13 @@ def default_cache_dir() -> Path:
 
 def dataset_display_name(name: str) -> str:
     """The paper's spelling of a named dataset ('amazon photo' → 'Amazon-Photo'); other text is returned as is."""
+    from .ogb import OGB_DATASETS
+
     key = canonical_name(name)
     if key in KARATE_NAMES:
         return "Karate"
+    if key in OGB_DATASETS:
+        return OGB_DATASETS[key][0]
     return DATASETS[key].name if key in DATASETS else name
 
 
@@ -175,6 +179,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
     dataset's folder in PyTorch Geometric's layout (``FOLDER/raw/…``, e.g. ``data/Cora``); anything else is a name —
     ``Karate`` or one of :data:`DATASET_NAMES` (case, spaces and dashes do not matter), read from ``data_dir``.
+    A folder in OGB's node-property layout (:mod:`gca.ogb`) loads with its official split.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
@@ -185,9 +190,13 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         return _load_folder(path, cache_dir)
     if path.exists():
         check_regular_file(path, "graph")
+    from .ogb import OGB_DATASETS, load_named
+
     key = canonical_name(name)
     if key in KARATE_NAMES:
         return LoadedDataset("Karate", karate_club())
+    if key in OGB_DATASETS:
+        return load_named(key, Path(data_dir) if data_dir is not None else default_data_dir())
     if key not in DATASETS:
         raise DatasetError(
             f"unknown dataset {name!r} (no file or folder of that name exists either); choose one of "
@@ -199,7 +208,11 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
 
 
 def _load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
-    """A folder given by path: the dataset whose raw files its ``raw/`` holds, processed as usual."""
+    """A folder given by path: OGB's node-property layout, or the dataset whose raw files its ``raw/`` holds."""
+    from .ogb import is_ogb_folder, read_ogb_folder
+
+    if is_ogb_folder(folder):
+        return read_ogb_folder(folder)
     for spec in DATASETS.values():
         if all((folder / "raw" / f).is_file() for f in spec.raw_files):
             return _loaded(spec, _open(spec, folder, cache_dir))

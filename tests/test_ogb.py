@@ -1,0 +1,68 @@
+"""OGB's node-property layout, read offline from a small graph written by the test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from gca.cli import main
+from gca.datasets import DatasetError, load_dataset
+
+
+def _write(path, rows, fmt):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        for row in rows:
+            f.write(",".join(fmt.format(v) for v in np.atleast_1d(row)) + "\n")
+
+
+@pytest.fixture
+def ogb_folder(tmp_path):
+    """12 nodes in two triangles-of-triangles, 3 features, 2 classes, a 'time' split (6 / 3 / 3)."""
+    folder = tmp_path / "data" / "ogbn_arxiv"
+    rng = np.random.default_rng(0)
+    edges = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3), (0, 3), (6, 7), (7, 8), (8, 6), (9, 10), (10, 11),
+             (11, 9), (6, 9), (2, 8)]  # fmt: skip
+    _write(folder / "raw" / "edge.csv.gz", edges, "{}")
+    _write(folder / "raw" / "node-feat.csv.gz", rng.random((12, 3)).round(5), "{}")
+    _write(folder / "raw" / "node-label.csv.gz", [[0]] * 6 + [[1]] * 6, "{}")
+    for part, nodes in (("train", [0, 1, 6, 7, 3, 9]), ("valid", [2, 8, 4]), ("test", [5, 10, 11])):
+        _write(folder / "split" / "time" / f"{part}.csv.gz", [[n] for n in nodes], "{}")
+    return folder
+
+
+def test_ogb_folder_by_path_and_by_name(ogb_folder):
+    loaded = load_dataset(str(ogb_folder))
+    data = loaded.data
+    assert data.num_nodes == 12 and tuple(data.x.shape) == (12, 3) and data.y.tolist() == [0] * 6 + [1] * 6
+    assert data.edge_index.shape[1] == 30  # 15 edges, both directions
+    (train, valid, test), = loaded.splits
+    assert train.tolist() == [0, 1, 6, 7, 3, 9] and valid.tolist() == [2, 8, 4] and test.tolist() == [5, 10, 11]
+    named = load_dataset("ogbn-arxiv", data_dir=ogb_folder.parent)
+    assert named.name == "ogbn-arxiv" and torch.equal(named.data.edge_index, data.edge_index)
+
+
+def test_missing_ogb_dataset_offline_is_one_line(tmp_path, monkeypatch):
+    import torch_geometric.data.download as download
+
+    def offline(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+    with pytest.raises(DatasetError) as info:
+        load_dataset("ogbn-products", data_dir=tmp_path)
+    message = str(info.value)
+    assert "ogbn-products not found" in message and "products.zip" in message and "\n" not in message
+
+
+def test_training_is_judged_on_the_official_split(ogb_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "3", "--quiet", "--set", "hidden=8",
+                 "--set", "proj_hidden=8", "--out", str(out)]) == 0  # fmt: skip
+    accuracy = json.loads((out / "results.json").read_text())["accuracy"]
+    assert len(accuracy["runs"]) == 1  # one official split, not 20 random ones
+    assert "over 1 splits" in capsys.readouterr().out
