@@ -46,6 +46,17 @@ def make_read_only(folder: Path) -> None:
 
 
 @pytest.fixture
+def offline(monkeypatch) -> None:
+    """No network: every download PyTorch Geometric starts fails as it does on a machine without one."""
+    import torch_geometric.data.download as download
+
+    def unreachable(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", unreachable)
+
+
+@pytest.fixture
 def cache_dir(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "cache"
     monkeypatch.setenv("GCA_CACHE_DIR", str(path))

@@ -93,13 +93,7 @@ def test_npz_round_trip_and_missing_arrays(tmp_path):
         read_npz_graph(junk)
 
 
-def test_missing_dataset_names_expected_files(tmp_path, cache_dir, monkeypatch):
-    import torch_geometric.data.download as download
-
-    def offline(*args, **kwargs):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+def test_missing_dataset_names_expected_files(tmp_path, cache_dir, offline):
     with pytest.raises(DatasetError) as info:
         load_dataset("Amazon-Photo", data_dir=tmp_path)
     message = str(info.value)

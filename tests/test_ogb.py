@@ -46,13 +46,7 @@ def test_ogb_folder_by_path_and_by_name(ogb_folder):
     assert named.name == "ogbn-arxiv" and torch.equal(named.data.edge_index, data.edge_index)
 
 
-def test_missing_ogb_dataset_offline_is_one_line(tmp_path, monkeypatch):
-    import torch_geometric.data.download as download
-
-    def offline(*args, **kwargs):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+def test_missing_ogb_dataset_offline_is_one_line(tmp_path, offline):
     with pytest.raises(DatasetError) as info:
         load_dataset("ogbn-products", data_dir=tmp_path)
     message = str(info.value)

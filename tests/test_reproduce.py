@@ -142,15 +142,9 @@ def test_bad_reproduce_arguments(tmp_path, capsys):
     assert main(["reproduce", "table3", "--runs", "0", "--out", str(tmp_path)]) == 2
 
 
-def test_user_spelling_gets_the_datasets_settings_and_paper_column(tmp_path, monkeypatch, cache_dir):
+def test_user_spelling_gets_the_datasets_settings_and_paper_column(tmp_path, offline, cache_dir):
     """--dataset "Amazon Photo" loads Amazon-Photo; it must also train with its Table 5 setting and show the
     paper's numbers beside ours."""
-    import torch_geometric.data.download as download
-
-    def offline(*args, **kwargs):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
     planner = Planner(TINY, baselines=())
     (cell, *_) = planner.table3("Amazon Photo")
     assert cell.dataset == "Amazon-Photo"
