@@ -59,6 +59,23 @@ class GCNLayer(nn.Module):
         return self.activation(adjacency @ (h @ weight) + self.bias)
 
 
+    @torch.no_grad()
+    def forward_in_chunks(self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix, rows: int) -> torch.Tensor:
+        """The same output as :meth:`forward`, computed ``rows`` nodes at a time without autograd: besides the
+        input, only H W and the output are held (N × width each), never a product's temporaries for all nodes."""
+        n = adjacency.shape[0]
+        hw = torch.empty(n, self.weight.shape[1], dtype=self.weight.dtype, device=self.weight.device)
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            part = h.row_slice(start, stop) if isinstance(h, SparseMatrix) else h[start:stop]
+            torch.matmul(part, self.weight, out=hw[start:stop])
+        out = torch.empty_like(hw)
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            out[start:stop] = self.activation(adjacency.row_slice(start, stop) @ hw + self.bias)
+        return out
+
+
 class GCNEncoder(nn.Module):
     """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out."""
 
@@ -90,6 +107,17 @@ class GCNEncoder(nn.Module):
         h = self.layers[0](features, adjacency, feature_mask)
         for layer in self.layers[1:]:
             h = layer(h, adjacency)
+        return h
+
+    @torch.no_grad()
+    def forward_in_chunks(
+        self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix, rows: int
+    ) -> torch.Tensor:
+        """Inference layer by layer over ``rows`` nodes at a time (no feature mask, no autograd): memory is about
+        two of one layer's activations, whatever the number of nodes."""
+        h = features
+        for layer in self.layers:
+            h = layer.forward_in_chunks(h, adjacency, rows)
         return h
 
 

@@ -58,6 +58,12 @@ class SparseMatrix:
     def to_dense(self) -> torch.Tensor:
         return self.matrix.to_dense()
 
+    def row_slice(self, start: int, stop: int) -> torch.Tensor:
+        """Rows start…stop − 1 as a CSR tensor sharing this matrix's arrays (for products without autograd)."""
+        crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
+        low, high = int(crow[start]), int(crow[stop])
+        return csr_tensor(crow[start : stop + 1] - low, col[low:high], values[low:high], (stop - start, self.shape[1]))
+
 
 class _SparseDenseMatmul(torch.autograd.Function):
     @staticmethod

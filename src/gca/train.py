@@ -146,11 +146,22 @@ def train(
     return losses
 
 
+#: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`).
+INFERENCE_CHUNK_ROWS = 65_536
+
+
 @torch.no_grad()
-def encode_graph(model: GCAModel, graph: Graph) -> torch.Tensor:
-    """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode), on the model's device."""
+def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUNK_ROWS) -> torch.Tensor:
+    """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
+
+    Graphs with more than ``chunk_rows`` nodes are embedded layer by layer over chunks of rows, so memory stays
+    about two of one layer's activations (:meth:`gca.encoder.GCNEncoder.forward_in_chunks`).
+    """
     model.eval()
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed)
+    encoder = model.encoder
+    if chunk_rows > 0 and graph.num_nodes > chunk_rows and hasattr(encoder, "forward_in_chunks"):
+        return encoder.forward_in_chunks(graph.features, adjacency, chunk_rows)
     return model(graph.features, adjacency).detach()
 
 
