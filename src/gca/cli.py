@@ -254,6 +254,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from . import distributed
     from .graph import GraphError
+    from .io import json_bytes
     from .plots import MIN_TSNE_NODES
     from .run import run_gca
     from .train import GCA, resolve_device
@@ -328,7 +329,7 @@ def _train(args: argparse.Namespace) -> int:
         if args.export:
             outputs.write_export(lambda path: _export(path, embeddings, loaded))
         outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
-        outputs.write("results.json", lambda f: f.write(_json(result.record)))
+        outputs.write("results.json", lambda f: f.write(json_bytes(result.record)))
         written = outputs.commit(keep=("checkpoint.pt",) if args.checkpoint_every or args.resume else ())
     if result.evaluation is not None:
         print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
@@ -336,12 +337,6 @@ def _train(args: argparse.Namespace) -> int:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
-
-
-def _json(record: dict[str, Any]) -> bytes:
-    import json
-
-    return (json.dumps(record, indent=2, allow_nan=False) + "\n").encode()  # NaN is not JSON: fail, never write it
 
 
 def _label_splits(labels, count: int, seed: int):

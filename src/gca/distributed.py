@@ -77,7 +77,3 @@ def start(device: torch.device) -> Context:
         dist.init_process_group(backend, timeout=timeout)
     return Context(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
-
-def stop() -> None:
-    if dist.is_initialized():
-        dist.destroy_process_group()

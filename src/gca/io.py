@@ -45,8 +45,13 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write(path, lambda f: f.write(text.encode()))
 
 
+def json_bytes(value: Any) -> bytes:
+    """``value`` as indented JSON; NaN and infinities are not JSON, so they raise instead of being written."""
+    return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
+
+
 def atomic_write_json(path: str | Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(value, indent=2) + "\n")
+    atomic_write(path, lambda f: f.write(json_bytes(value)))
 
 
 def read_json(path: str | Path) -> Any | None:

@@ -239,7 +239,8 @@ class GCA:
         cfg = self.config
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         graph = self.prepared.graph
-        fingerprint = graph.fingerprint() if checkpoint is not None else ""
+        # hashing the graph costs a pass over its edges and features: only when checkpoints are written or read
+        fingerprint = graph.fingerprint() if checkpoint is not None and (checkpoint_every or resume) else ""
         seed_everything(cfg.seed)
         self.in_channels = graph.num_features
         self.model = model = GCAModel.from_config(self.in_channels, cfg, self.objective).to(self.device)
