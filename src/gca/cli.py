@@ -438,5 +438,17 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def entry() -> None:
+    """The ``gca`` command. After an interruption the results are already safe (staged files removed, finished
+    files atomic), so the process ends at once: an interrupt that landed inside a library's import (PyTorch's takes
+    seconds) can leave native state that crashes the interpreter's finalisation with a "Fatal Python error"."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
