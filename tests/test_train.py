@@ -28,7 +28,7 @@ class TwoHalves(BatchSource):
         order = torch.randperm(self.graph.num_nodes, generator=generator)
         for anchors in order.chunk(2):
             self.served += 1
-            yield Batch(self.graph, self.views, anchors)
+            yield Batch.of_graph(self.graph, self.views, anchors)
 
     def state_dict(self):
         return {"served": self.served}
@@ -58,7 +58,7 @@ def test_full_graph_source_is_algorithm_1():
     prepared = prepare(path_graph(5), config)
     source = FullGraphBatches(prepared.graph, prepared.views)
     (batch,) = list(source.batches(0, torch.Generator()))
-    assert batch.graph is prepared.graph and batch.anchors is None and source.state_dict() == {}
+    assert batch.features is prepared.graph.features and batch.num_nodes == 5 and batch.anchors is None and source.state_dict() == {}
 
 
 def test_estimator_takes_a_batch_source_and_checkpoints_its_state(tmp_path):

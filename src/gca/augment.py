@@ -114,6 +114,11 @@ class ViewAugmentor:
     edge_prob: torch.Tensor  # [U] removal probabilities
     feature_prob: torch.Tensor  # [F] masking probabilities
 
+    @property
+    def symmetric(self) -> bool:
+        """Whether each drawn edge set holds both directions of every kept edge."""
+        return self.symmetric_units
+
     def to(self, device: torch.device | str) -> ViewAugmentor:
         return ViewAugmentor(
             self.units.to(device), self.symmetric_units, self.edge_prob.to(device), self.feature_prob.to(device)

@@ -1,13 +1,19 @@
 """Sources of training batches: what each optimisation step of Algorithm 1 trains on.
 
-A :class:`BatchSource` yields, for each epoch, the :class:`Batch` es of that epoch. A batch is a graph, the two
-view samplers whose probabilities belong to it, and the rows whose embeddings enter the objective. Today's source
-is the whole graph once per epoch (:class:`FullGraphBatches`, the paper's full-batch training); sampled subgraphs
-around anchor nodes, or each process's share of the rows, are further sources with the same interface — the
-training loop (:func:`gca.train.train`) does not change for them.
+A :class:`BatchSource` yields, for each epoch, the :class:`Batch` es of that epoch. A batch is a graph's node
+features, the two view samplers whose probabilities belong to it, and the rows whose embeddings enter the
+objective. Two sources ship:
 
-A source that keeps state across epochs (a sampler's position) exposes it through ``state_dict`` /
-``load_state_dict``, and training checkpoints carry it, so ``--resume`` continues exactly.
+* :class:`FullGraphBatches` — the whole graph once per epoch, every node an anchor: Algorithm 1 as the paper
+  states it (exact; the objective is O(N²·d));
+* :class:`NeighborBatches` — mini-batch GCA: each step B anchor nodes (a fresh permutation each epoch), their
+  L-hop neighbourhood sampled with fixed fan-outs (:mod:`gca.sampling`), both views drawn on that subgraph with
+  the removal and masking probabilities computed once on the full graph, and the objective over the 2B anchor
+  embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
+
+The training loop (:func:`gca.train.train`) is the same for both. A source that keeps state across epochs
+exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so ``--resume``
+continues exactly.
 """
 
 from __future__ import annotations
@@ -17,19 +23,43 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import math
+from typing import Protocol
+
 import torch
 
 from .augment import ViewAugmentor
-from .graph import Graph
+from .graph import Graph, SparseMatrix
+from .sampling import NeighborSampler, SampledSubgraph, edge_unit_ids
+
+
+class ViewSampler(Protocol):
+    """Draws one view t ~ T of a batch: its kept edges and its feature mask."""
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether every edge set drawn holds both directions of each edge (a symmetric adjacency)."""
+
+    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
 
 
 @dataclass
 class Batch:
-    """One step's input: views are sampled on ``graph`` by ``views``; the objective runs over ``anchors``."""
+    """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
+    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``."""
 
-    graph: Graph
-    views: tuple[ViewAugmentor, ViewAugmentor]
+    features: torch.Tensor | SparseMatrix
+    num_nodes: int
+    views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node
+
+    @classmethod
+    def of_graph(
+        cls, graph: Graph, views: tuple[ViewSampler, ViewSampler], anchors: torch.Tensor | None = None
+    ) -> Batch:
+        return cls(graph.features, graph.num_nodes, views, anchors)
 
 
 class BatchSource(ABC):
@@ -50,7 +80,129 @@ class FullGraphBatches(BatchSource):
     """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it)."""
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
-        self.batch = Batch(graph, views)
+        self.batch = Batch.of_graph(graph, views)
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
         yield self.batch
+
+
+@dataclass
+class SubgraphView:
+    """A view sampler of a sampled subgraph: each augmentation unit present in it is kept with probability
+    1 − p (its full-graph probability), together with every sampled edge that belongs to it."""
+
+    edge_index: torch.Tensor  # [2, E] sampled edges, local ids
+    unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
+    unit_prob: torch.Tensor  # [U] removal probability of each unit present
+    feature_prob: torch.Tensor  # [F] masking probabilities (the full graph's)
+
+    symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
+
+    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
+        return self.edge_index[:, keep[self.unit]]
+
+    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        draw = torch.rand(self.feature_prob.shape, generator=generator, device=self.feature_prob.device)
+        return (draw >= self.feature_prob).to(torch.float32)
+
+
+def _epoch_seed(seed: int, epoch: int, rank: int) -> int:
+    """A seed for one epoch of one process, so each epoch's draws depend on (seed, epoch, rank) only."""
+    mixed = seed * 0x9E3779B97F4A7C15 + (epoch + 1) * 0xBF58476D1CE4E5B9 + (rank + 1) * 0x94D049BB133111EB
+    return mixed % (2**63 - 1)
+
+
+class NeighborBatches(BatchSource):
+    """Mini-batch GCA on sampled subgraphs (module docstring).
+
+    Each epoch draws a permutation of the nodes from ``(seed, epoch)`` alone — the same on every process — and
+    cuts it into ``steps`` batches of at most ``batch_size`` anchors; with ``steps_per_epoch = 0`` the epoch is
+    one pass over all nodes in ⌈N / B⌉ near-equal batches, else ``steps_per_epoch`` batches of exactly B anchors
+    (a fresh permutation follows when they need more nodes than one holds; a batch never holds a node twice). Under ``world_size`` processes, process r
+    takes batches r, r + K, … of ``steps × K`` batches, so each optimiser step — gradients averaged over the
+    processes — sees K·B anchors and an epoch still passes over every node once.
+
+    At each epoch's start the training generator is re-seeded from (seed, epoch, rank), so an epoch's
+    neighbourhoods and views are a function of those three numbers: a run resumed from a checkpoint at an epoch
+    boundary continues exactly, on every process. The state kept in checkpoints is that seed and the layout.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        views: tuple[ViewAugmentor, ViewAugmentor],
+        batch_size: int,
+        fanouts: tuple[int, ...],
+        steps_per_epoch: int = 0,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        if batch_size < 2:
+            raise ValueError("a mini-batch needs at least two anchors")
+        self.graph = graph
+        self.features = graph.features
+        self.batch_size = batch_size
+        self.steps_per_epoch = steps_per_epoch
+        self.seed, self.rank, self.world_size = seed, rank, world_size
+        symmetric_units = views[0].symmetric_units
+        units = edge_unit_ids(graph.edge_index, graph.num_nodes, symmetric_units)
+        self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, units)
+        del units
+        self.edge_prob = tuple(view.edge_prob for view in views)
+        self.feature_prob = tuple(view.feature_prob for view in views)
+
+    @property
+    def steps(self) -> int:
+        """Optimiser steps per epoch (per process)."""
+        if self.steps_per_epoch:
+            return self.steps_per_epoch
+        return max(1, math.ceil(self.graph.num_nodes / (self.batch_size * self.world_size)))
+
+    def anchor_batches(self, epoch: int) -> list[torch.Tensor]:
+        """This process's anchors for each step of ``epoch``."""
+        n, device = self.graph.num_nodes, self.sampler.indptr.device
+        order_generator = torch.Generator(device=device).manual_seed(_epoch_seed(self.seed, epoch, -1))
+        total = self.steps * self.world_size
+        if self.steps_per_epoch:
+            size = min(self.batch_size, n)
+            per_round = n // size  # whole batches per permutation: a batch never repeats a node
+            chunks = []
+            while len(chunks) < total:
+                order = torch.randperm(n, generator=order_generator, device=device)
+                chunks.extend(order[: per_round * size].view(per_round, size).unbind(0))
+            chunks = chunks[:total]
+        else:
+            chunks = torch.tensor_split(torch.randperm(n, generator=order_generator, device=device), total)
+        return list(chunks[self.rank :: self.world_size])
+
+    def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
+        generator.manual_seed(_epoch_seed(self.seed, epoch, self.rank))
+        for anchors in self.anchor_batches(epoch):
+            yield self.batch(self.sampler.sample(anchors, generator))
+
+    def batch(self, sub: SampledSubgraph) -> Batch:
+        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
+        present, unit = torch.unique(sub.units, return_inverse=True)
+        views = tuple(
+            SubgraphView(sub.edge_index, unit, edge_prob[present], feature_prob)
+            for edge_prob, feature_prob in zip(self.edge_prob, self.feature_prob, strict=True)
+        )
+        features = self.features
+        rows = features.take_rows(sub.nodes) if isinstance(features, SparseMatrix) else features[sub.nodes]
+        anchors = torch.arange(sub.num_anchors, device=sub.nodes.device)
+        return Batch(rows, sub.num_nodes, views, anchors)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": "neighbor", "seed": self.seed, "world_size": self.world_size,
+                "batch_size": self.batch_size, "steps": self.steps}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("kind") != "neighbor":
+            raise ValueError("the checkpoint was written by full-graph training, not mini-batch training")
+        if int(state["world_size"]) != self.world_size:
+            raise ValueError(
+                f"the checkpoint was written by a run of {state['world_size']} processes; resume it with as many "
+                "for an exact continuation"
+            )

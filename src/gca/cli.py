@@ -269,7 +269,7 @@ def _train(args: argparse.Namespace) -> int:
     loaded = _load_graph(args)
     config = build_config(loaded.name if loaded.named else None, args.config, overrides)
     objective = None
-    if context is not None:
+    if context is not None and not config.batch_size:  # exact full-graph objective shared by the processes
         from .objective import ContrastiveObjective
 
         if config.loss_backend == "attention":
@@ -305,6 +305,8 @@ def _train(args: argparse.Namespace) -> int:
             f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
             f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
             f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks}"
+            + (f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
+               if config.batch_size else "")
         )
         if args.resume:
             note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"

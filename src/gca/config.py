@@ -74,6 +74,11 @@ class GCAConfig:
     first_layer_factor: int = 2
     proj_hidden: int = 128
     activation: str = "relu"
+    # Mini-batch training on sampled subgraphs (gca.batches.NeighborBatches); batch_size = 0 trains on the whole
+    # graph every step, as the paper does.
+    batch_size: int = 0  # anchor nodes per step
+    fanout: tuple[int, ...] = (10, 10)  # neighbours sampled per node at each hop (−1: all); one value: every hop
+    steps_per_epoch: int = 0  # 0: one pass over all nodes per epoch
     # Optimisation (Algorithm 1, Appendix A).
     lr: float = 5e-4
     weight_decay: float = 1e-5
@@ -81,6 +86,8 @@ class GCAConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.fanout, list):  # from JSON, TOML or a checkpoint
+            self.fanout = tuple(self.fanout)
         self.validate()
 
     def validate(self) -> None:
@@ -89,6 +96,18 @@ class GCAConfig:
             _check_value(name, getattr(self, name))
         if self.precision == "bf16" and self.loss_backend != "attention":
             raise ConfigError("precision=bf16 needs loss_backend=attention (the blocked objective computes in fp32)")
+        if self.batch_size == 1:
+            raise ConfigError("batch_size must be 0 (the whole graph) or at least 2 anchors, got 1")
+        if self.batch_size and len(self.fanout) not in (1, self.layers):
+            raise ConfigError(
+                f"fanout has {len(self.fanout)} entries but the encoder has {self.layers} layers; give one per layer "
+                f"(e.g. --set fanout={','.join(['10'] * self.layers)}) or one for all"
+            )
+
+    @property
+    def fanouts(self) -> tuple[int, ...]:
+        """The fan-out of every hop, one per encoder layer."""
+        return self.fanout * self.layers if len(self.fanout) == 1 else self.fanout
 
     def replace(self, **changes: Any) -> GCAConfig:
         """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion)."""
@@ -100,7 +119,7 @@ class GCAConfig:
 
 
 _FIELDS = {f.name: f for f in fields(GCAConfig)}
-_TYPES = {"float": float, "int": int, "str": str}
+_TYPES = {"float": float, "int": int, "str": str, "tuple[int, ...]": tuple}
 
 
 def _check_keys(keys: Any) -> None:
@@ -129,7 +148,11 @@ RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "proj_hidden": (1, 65_536, True, True),
     "epochs": (0, 10_000_000, True, True),
     "seed": (0, 2**32 - 1, True, True),
+    "batch_size": (0, 2**31 - 1, True, True),
+    "steps_per_epoch": (0, 10_000_000, True, True),
 }
+#: Largest fan-out accepted (−1 means all neighbours) and most hops.
+MAX_FANOUT, MAX_HOPS = 1_000_000, 16
 _NOTES = {
     "p_tau": " (the paper requires p_tau < 1)",
     "layers": " (the paper's encoder has two GCN layers)",
@@ -144,6 +167,16 @@ def _kind(key: str) -> type:
 
 def _check_value(key: str, value: Any) -> None:
     kind = _kind(key)
+    if kind is tuple:
+        valid = isinstance(value, tuple) and 1 <= len(value) <= MAX_HOPS and all(
+            isinstance(k, int) and not isinstance(k, bool) and (k == -1 or 1 <= k <= MAX_FANOUT) for k in value
+        )
+        if not valid:
+            raise ConfigError(
+                f"{key} must be 1 to {MAX_HOPS} integers, each in [1, {MAX_FANOUT}] or -1 (all neighbours), "
+                f"like 10,10; got {value!r}"
+            )
+        return
     if kind is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} must be text, got {value!r}")
@@ -164,6 +197,21 @@ def _coerce(key: str, value: Any) -> Any:
     """A value from the command line or a config file as the key's type (text → number); ranges are checked by
     :meth:`GCAConfig.validate`."""
     kind = _kind(key)
+    if kind is tuple:
+        items = value.strip().strip("[]()").split(",") if isinstance(value, str) else value
+        if isinstance(items, int) and not isinstance(items, bool):
+            items = [items]
+        if not isinstance(items, (list, tuple)):
+            raise ConfigError(f"{key} must be a list of integers like 10,10; got {value!r}")
+        out = []
+        for item in items:
+            text = item.strip() if isinstance(item, str) else item
+            if isinstance(text, str) and re.fullmatch(r"[+-]?\d+", text):
+                text = int(text)
+            if not isinstance(text, int) or isinstance(text, bool):
+                raise ConfigError(f"{key} must be a list of integers like 10,10; got {value!r}")
+            out.append(text)
+        return tuple(out)
     if kind is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} must be text, got {value!r}")

@@ -11,6 +11,10 @@ process's up to the order of floating-point sums.
 The blocked objective computes the upper block-triangle only: row block r costs (2N − r₀)·block products, so equal
 row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work.
 
+Mini-batch training (``batch_size > 0``, :class:`gca.batches.NeighborBatches`) is data-parallel instead: each
+rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
+ranks before every optimiser step (:func:`average_gradients`).
+
 Rank 0 alone evaluates and writes results, checkpoints and exports.
 """
 
@@ -62,6 +66,34 @@ class Context:
     def writes(self) -> bool:
         """Only rank 0 evaluates and writes files."""
         return self.rank == 0
+
+
+def place() -> tuple[int, int]:
+    """(rank, world size) of this process in the process group it joined; (0, 1) outside one."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def average_gradients(optimizer: torch.optim.Optimizer, world_size: int) -> None:
+    """Before every step of ``optimizer``, replace each gradient by its mean over the processes (one all-reduce
+    of all gradients flattened together) — data parallelism for mini-batch training, where each process trains
+    on its own anchors."""
+
+    def hook(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        params = [p for group in opt.param_groups for p in group["params"]]
+        for p in params:
+            if p.grad is None:  # every process must contribute the same shapes
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.reshape(-1) for p in params])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat /= world_size
+        offset = 0
+        for p in params:
+            p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
+            offset += p.numel()
+
+    optimizer.register_step_pre_hook(hook)
 
 
 def launched() -> bool:

@@ -65,6 +65,23 @@ class SparseMatrix:
         return csr_tensor(crow[start : stop + 1] - low, col[low:high], values[low:high], (stop - start, self.shape[1]))
 
 
+    def take_rows(self, index: torch.Tensor) -> SparseMatrix:
+        """The rows ``index`` (in that order) as a new matrix with its own transpose, for a sampled subgraph's
+        features; gathered with tensor operations, no loop over rows."""
+        crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
+        index = index.to(device=crow.device, dtype=torch.long)
+        start = crow[index]
+        length = crow[index + 1] - start
+        out_crow = torch.zeros(index.numel() + 1, dtype=torch.long, device=crow.device)
+        torch.cumsum(length, 0, out=out_crow[1:])
+        positions = segment_ranges(start, length)
+        row = torch.repeat_interleave(torch.arange(index.numel(), device=crow.device), length)
+        size = (index.numel(), self.shape[1])
+        rows = csr_tensor(out_crow, col[positions], values[positions], size)
+        transpose = square_csr(col[positions], row, values[positions], size[1], size[0])
+        return SparseMatrix(rows, transpose)
+
+
 class _SparseDenseMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, matrix: torch.Tensor, transpose: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -280,10 +297,24 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bo
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
 
 
-def square_csr(row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int) -> torch.Tensor:
-    """The n×n CSR tensor with entries ``values`` at (row, col) (no duplicates), columns sorted within rows."""
-    order = torch.argsort(row * n + col)
+def square_csr(
+    row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int, columns: int | None = None
+) -> torch.Tensor:
+    """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns
+    sorted within rows."""
+    columns = n if columns is None else columns
+    order = torch.argsort(row * columns + col)
     row, col, values = row[order], col[order], values[order]
     crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)
     crow[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
-    return csr_tensor(crow, col, values, (n, n))
+    return csr_tensor(crow, col, values, (n, columns))
+
+
+def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop."""
+    total = int(length.sum())
+    if total == 0:
+        return torch.empty(0, dtype=torch.long, device=start.device)
+    offsets = torch.cumsum(length, 0) - length  # where each segment begins in the output
+    within = torch.arange(total, device=start.device) - torch.repeat_interleave(offsets, length)
+    return torch.repeat_interleave(start, length) + within

@@ -27,7 +27,8 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from .augment import ViewAugmentor, build_augmentors
-from .batches import Batch, BatchSource, FullGraphBatches
+from . import distributed
+from .batches import Batch, BatchSource, FullGraphBatches, NeighborBatches
 from .centrality import node_centrality
 from .checkpoint import (
     CheckpointError,
@@ -106,8 +107,8 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
     embeddings = []
     for view in batch.views:
         edges = view.sample_edges(generator)
-        adjacency = normalized_adjacency(edges, batch.graph.num_nodes, symmetric=view.symmetric_units)
-        h = model(batch.graph.features, adjacency, view.sample_feature_mask(generator))
+        adjacency = normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)
+        h = model(batch.features, adjacency, view.sample_feature_mask(generator))
         embeddings.append(h if batch.anchors is None else h[batch.anchors])
     loss = model.loss(*embeddings)
     optimizer.zero_grad(set_to_none=True)
@@ -213,10 +214,16 @@ class GCA:
         return prepare(data, self.config, directed)
 
     def batch_source(self, prepared: PreparedGraph) -> BatchSource:
-        """Where training batches come from: ``batches`` if given, else the whole graph on this device."""
+        """Where training batches come from: ``batches`` if given; else sampled subgraphs when the config sets a
+        ``batch_size`` (this process's share of them under torchrun); else the whole graph, on this device."""
         if self.batches is not None:
             return self.batches(prepared, self.device)
         views = (prepared.views[0].to(self.device), prepared.views[1].to(self.device))
+        cfg = self.config
+        if cfg.batch_size:
+            rank, world_size = distributed.place()
+            return NeighborBatches(prepared.graph.to(self.device), views, cfg.batch_size, cfg.fanouts,
+                                   cfg.steps_per_epoch, cfg.seed, rank, world_size)  # fmt: skip
         return FullGraphBatches(prepared.graph.to(self.device), views)
 
     def fit(
@@ -247,12 +254,18 @@ class GCA:
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         source = self.batch_source(self.prepared)
+        world_size = distributed.place()[1]
+        if world_size > 1 and cfg.batch_size:  # data parallel: each process its own anchors
+            distributed.average_gradients(optimizer, world_size)
         self.losses, first_epoch, earlier_seconds = [], 0, 0.0
         if resume and checkpoint is not None and Path(checkpoint).is_file():
             state = load_checkpoint(checkpoint)
             check_resumable(state, cfg.to_dict(), self.in_channels, fingerprint)
             restore_training_state(state, model, optimizer, generator)
-            source.load_state_dict(state["batches"])
+            try:
+                source.load_state_dict(state["batches"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError(f"cannot resume from {checkpoint}: {exc}") from None
             self.losses = [float(v) for v in state["losses"]]
             first_epoch, earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
         start = time.perf_counter()
@@ -267,6 +280,7 @@ class GCA:
 
         losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, save, self.progress)
         self.losses[first_epoch:] = losses
+        del source  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.train_seconds = earlier_seconds + time.perf_counter() - start
