@@ -149,3 +149,51 @@ def test_resume_under_torchrun_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
     np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
                                rtol=0, atol=1e-6)  # fmt: skip
+
+
+def _minibatch_worker(rank: int, world: int, port: int, out: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        from gca import GCA, GCAConfig
+        from gca.datasets import karate_club
+
+        config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, batch_size=8, fanout=(4,), lr=0.01, seed=5)
+        estimator = GCA(config, device="cpu")
+        source = estimator.batch_source(estimator.prepare(karate_club()))
+        anchors = torch.cat(source.anchor_batches(0))
+        estimator.fit(karate_club())
+        torch.save({"anchors": anchors, "model": estimator.model.state_dict(), "steps": source.steps},
+                   f"{out}/rank{rank}.pt")  # fmt: skip
+    finally:
+        dist.destroy_process_group()
+
+
+def test_mini_batch_processes_take_disjoint_anchors_and_stay_identical(tmp_path):
+    """Data parallelism: each rank its own anchors, gradients averaged, so every rank holds the same model."""
+    mp.spawn(_minibatch_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    one, two = (torch.load(tmp_path / f"rank{r}.pt") for r in range(2))
+    assert one["steps"] == two["steps"] == 3  # ⌈34 / (8 · 2)⌉ steps each
+    assert sorted(torch.cat([one["anchors"], two["anchors"]]).tolist()) == list(range(34))
+    for name, value in one["model"].items():
+        torch.testing.assert_close(value, two["model"][name], rtol=0, atol=0)
+
+
+def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def torchrun(out: Path, epochs: int, *extra: str) -> dict:
+        done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train",
+                               "--dataset", "Karate", "--epochs", str(epochs), "--no-eval", "--quiet", "--set",
+                               "batch_size=8", "--set", "fanout=4", "--out", str(out), *extra],
+                              capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads((out / "results.json").read_text())
+
+    torchrun(tmp_path / "a", 4, "--checkpoint-every", "2")
+    resumed = torchrun(tmp_path / "a", 8, "--checkpoint-every", "2", "--resume")
+    straight = torchrun(tmp_path / "b", 8)
+    assert len(resumed["losses"]) == 8
+    np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
+    np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
+                               rtol=0, atol=1e-6)  # fmt: skip

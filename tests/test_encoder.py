@@ -20,6 +20,12 @@ def test_normalized_adjacency_equals_dense_formula():
     expected = d[:, None] * a_hat * d[None, :]
     got = normalized_adjacency(edges, 4, symmetric=True).to_dense()
     assert torch.allclose(got, expected)
+    graph = prepare_graph(Data(x=torch.ones(4, 1), edge_index=edges))  # coalesced: the sort-free construction
+    fast = normalized_adjacency(graph.edge_index, 4, symmetric=True, coalesced=True)
+    assert torch.allclose(fast.to_dense(), expected)
+    for r in range(4):  # columns sorted within every row, as CSR products expect
+        lo, hi = fast.matrix.crow_indices()[r], fast.matrix.crow_indices()[r + 1]
+        assert bool((fast.matrix.col_indices()[lo:hi].diff() > 0).all())
 
 
 def test_gcn_layer_matches_pyg_gcnconv_on_directed_graph():

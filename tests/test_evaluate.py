@@ -57,3 +57,17 @@ def test_evaluation_errors():
         linear_evaluation(np.zeros((5, 2)), np.zeros(4), random_splits(5, 1))
     with pytest.raises(EvaluationError, match="drew only one of the labels"):
         linear_evaluation(np.random.default_rng(0).random((20, 2)), np.zeros(20), random_splits(20, 1))
+
+
+def test_large_training_parts_are_fitted_on_a_bounded_sample():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 2000)
+    features = np.eye(3)[labels] + 0.5 * rng.standard_normal((2000, 3))
+    splits = random_splits(2000, num_splits=2, train=0.5, val=0.1, seed=0)
+    full = linear_evaluation(features, labels, splits)
+    bounded = linear_evaluation(features, labels, splits, max_train=200)
+    assert full.fitted_on == [1000, 1000] and bounded.fitted_on == [200, 200]
+    assert bounded.to_dict()["fitted_on"] == [200, 200]
+    assert abs(bounded.mean - full.mean) < 3  # a few hundred nodes suffice for three classes in three dimensions
+    again = linear_evaluation(features, labels, splits, max_train=200)
+    assert again.accuracies == bounded.accuracies  # the sample is seeded

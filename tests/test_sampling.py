@@ -78,8 +78,7 @@ def test_all_neighbours_give_the_l_hop_neighbourhood_with_its_edges():
 def test_fanout_caps_each_nodes_sampled_neighbours():
     graph = prepare_graph(_random_graph(n=80, m=600))
     incoming = _neighbors(graph.edge_index, graph.num_nodes)
-    units = edge_unit_ids(graph.edge_index, graph.num_nodes, True)
-    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2), units)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2))
     sub = sampler.sample(torch.arange(10), torch.Generator().manual_seed(1))
     nodes = sub.nodes.tolist()
     per_target = Counter(nodes[t] for t in sub.edge_index[1].tolist())
@@ -95,6 +94,22 @@ def test_fanout_caps_each_nodes_sampled_neighbours():
     assert len(pairs) == len({tuple(p) for p in pairs})  # no edge twice
     # the sampler's scratch map is clean again: a second sample starts from nothing
     assert bool((sampler._local == -1).all())
+
+
+@pytest.mark.parametrize("undirected_graph", [True, False])
+def test_each_sampled_edge_carries_its_own_unit_when_directions_are_sampled_apart(undirected_graph):
+    data = _random_graph(n=40, m=150, seed=2)
+    if not undirected_graph:  # keep one direction of each edge: in-neighbours now differ from out-neighbours
+        data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
+    graph = prepare_graph(data, directed=not undirected_graph)
+    positions = {tuple(e): i for i, e in enumerate(graph.edge_index.t().tolist())}
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (4, 4), undirected=undirected_graph,
+                              symmetric_units=False)  # fmt: skip
+    sub = sampler.sample(torch.tensor([39, 35, 30, 25]), torch.Generator().manual_seed(0))
+    nodes = sub.nodes.tolist()
+    assert sub.edge_index.shape[1] > 10
+    for (s, t), unit in zip(sub.edge_index.t().tolist(), sub.units.tolist(), strict=True):
+        assert positions[(nodes[s], nodes[t])] == unit  # the message edge u → v itself, never its reverse
 
 
 def test_sampling_is_a_function_of_the_generator():

@@ -18,19 +18,17 @@ continues exactly.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import math
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
 from .augment import ViewAugmentor
 from .graph import Graph, SparseMatrix
-from .sampling import NeighborSampler, SampledSubgraph, edge_unit_ids
+from .sampling import NeighborSampler, SampledSubgraph
 
 
 class ViewSampler(Protocol):
@@ -119,7 +117,8 @@ class NeighborBatches(BatchSource):
     Each epoch draws a permutation of the nodes from ``(seed, epoch)`` alone — the same on every process — and
     cuts it into ``steps`` batches of at most ``batch_size`` anchors; with ``steps_per_epoch = 0`` the epoch is
     one pass over all nodes in ⌈N / B⌉ near-equal batches, else ``steps_per_epoch`` batches of exactly B anchors
-    (a fresh permutation follows when they need more nodes than one holds; a batch never holds a node twice). Under ``world_size`` processes, process r
+    (a fresh permutation follows when they need more nodes than one holds; a batch never holds a node twice).
+    Under ``world_size`` processes, process r
     takes batches r, r + K, … of ``steps × K`` batches, so each optimiser step — gradients averaged over the
     processes — sees K·B anchors and an epoch still passes over every node once.
 
@@ -146,10 +145,8 @@ class NeighborBatches(BatchSource):
         self.batch_size = batch_size
         self.steps_per_epoch = steps_per_epoch
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        symmetric_units = views[0].symmetric_units
-        units = edge_unit_ids(graph.edge_index, graph.num_nodes, symmetric_units)
-        self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, units)
-        del units
+        self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, undirected=not graph.directed,
+                                       symmetric_units=views[0].symmetric_units)  # fmt: skip
         self.edge_prob = tuple(view.edge_prob for view in views)
         self.feature_prob = tuple(view.feature_prob for view in views)
 

@@ -305,8 +305,11 @@ def _train(args: argparse.Namespace) -> int:
             f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
             f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
             f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks}"
-            + (f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
-               if config.batch_size else "")
+            + (
+                f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
+                if config.batch_size
+                else ""
+            )
         )
         if args.resume:
             note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"

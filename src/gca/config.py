@@ -168,8 +168,10 @@ def _kind(key: str) -> type:
 def _check_value(key: str, value: Any) -> None:
     kind = _kind(key)
     if kind is tuple:
-        valid = isinstance(value, tuple) and 1 <= len(value) <= MAX_HOPS and all(
-            isinstance(k, int) and not isinstance(k, bool) and (k == -1 or 1 <= k <= MAX_FANOUT) for k in value
+        valid = (
+            isinstance(value, tuple)
+            and 1 <= len(value) <= MAX_HOPS
+            and all(isinstance(k, int) and not isinstance(k, bool) and (k == -1 or 1 <= k <= MAX_FANOUT) for k in value)
         )
         if not valid:
             raise ConfigError(
@@ -188,7 +190,7 @@ def _check_value(key: str, value: Any) -> None:
     low, high, low_ok, high_ok = RANGES[key]
     inside = (value >= low if low_ok else value > low) and (value <= high if high_ok else value < high)
     if not math.isfinite(value) or not inside:
-        span = f"[{low}, {high}]" if kind is int else f"{'[(' [not low_ok]}{low:g}, {high:g}{'])' [not high_ok]}"
+        span = f"[{low}, {high}]" if kind is int else f"{'[('[not low_ok]}{low:g}, {high:g}{'])'[not high_ok]}"
         what = "an integer" if kind is int else "a probability" if key.startswith("p_") else "a finite number"
         raise ConfigError(f"{key} must be {what} in {span}{_NOTES.get(key, '')}, got {value!r}")
 

@@ -108,4 +108,3 @@ def start(device: torch.device) -> Context:
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=timeout)
     return Context(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
-

@@ -64,7 +64,6 @@ class SparseMatrix:
         low, high = int(crow[start]), int(crow[stop])
         return csr_tensor(crow[start : stop + 1] - low, col[low:high], values[low:high], (stop - start, self.shape[1]))
 
-
     def take_rows(self, index: torch.Tensor) -> SparseMatrix:
         """The rows ``index`` (in that order) as a new matrix with its own transpose, for a sampled subgraph's
         features; gathered with tensor operations, no loop over rows."""
@@ -176,10 +175,14 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         )
     warnings: list[str] = []
     num_raw = edge_index.shape[1]
-    without_loops, _ = remove_self_loops(edge_index)
+    loops = edge_index[0] == edge_index[1]
+    without_loops = remove_self_loops(edge_index)[0] if bool(loops.any()) else edge_index
+    del loops
     if without_loops.shape[1] < num_raw:
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
-    edge_index = coalesce(without_loops, num_nodes=num_nodes)
+    edge_index = (
+        without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(without_loops, num_nodes=num_nodes)
+    )
     if directed is None:
         directed = not is_undirected(edge_index, num_nodes=num_nodes)
     if edge_index.shape[1] < without_loops.shape[1]:
@@ -189,7 +192,7 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         else:
             merged = int((without_loops[0] < without_loops[1]).sum() - (edge_index[0] < edge_index[1]).sum())
         warnings.append(f"merged {merged} duplicate edge{'s' if merged != 1 else ''}")
-    isolated = num_nodes - int(torch.unique(edge_index).numel())
+    isolated = num_nodes - int((torch.bincount(edge_index.reshape(-1), minlength=num_nodes) > 0).sum())
     if isolated:
         warnings.append(
             f"{isolated} of {num_nodes} nodes have no edges; they are embedded from their own features only"
@@ -207,6 +210,14 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
             "(masking probability p_tau)"
         )
     return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
+
+
+def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Sorted by (source, target) without repeats — what loaders usually give — so sorting again can be skipped."""
+    if edge_index.shape[1] < 2:
+        return True
+    keys = edge_index[0] * num_nodes + edge_index[1]
+    return bool((keys[1:] > keys[:-1]).all())
 
 
 def _feature_forms(
@@ -279,13 +290,18 @@ def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
     return adj
 
 
-def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bool) -> SparseMatrix:
+def normalized_adjacency(
+    edge_index: torch.Tensor, num_nodes: int, symmetric: bool, coalesced: bool = False
+) -> SparseMatrix:
     """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the sparse operator M with (M H)_v = Σ_{u → v} M_vu h_u.
 
     D̂ counts incoming edges plus the self-loop (the degree on undirected graphs). ``edge_index`` must be free of
-    self-loops and duplicates. Built with vectorised tensor operations only.
+    self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a :class:`Graph`'s
+    is, which lets a symmetric matrix be built without sorting. Built with vectorised tensor operations only.
     """
     device = edge_index.device
+    if symmetric and coalesced:
+        return _symmetric_normalized_adjacency(edge_index, num_nodes)
     loops = torch.arange(num_nodes, device=device)
     source = torch.cat([edge_index[0], loops])
     target = torch.cat([edge_index[1], loops])
@@ -295,6 +311,31 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int, symmetric: bo
     matrix = square_csr(target, source, values, num_nodes)
     transpose = None if symmetric else square_csr(source, target, values, num_nodes)
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
+
+
+def _symmetric_normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseMatrix:
+    """:func:`normalized_adjacency` of a symmetric, coalesced edge_index without a sort: each row's self-loop is
+    slotted in after the row's columns below the diagonal. On 10^8 edges this saves a 64-bit sort's memory."""
+    device = edge_index.device
+    row, col = edge_index
+    counts = torch.bincount(row, minlength=num_nodes)
+    below = torch.bincount(row[col < row], minlength=num_nodes)  # columns before the diagonal, per row
+    crow = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
+    torch.cumsum(counts + 1, 0, out=crow[1:])
+    inv_sqrt = (counts + 1).to(torch.float32).rsqrt()
+    total = row.numel() + num_nodes
+    columns = torch.empty(total, dtype=torch.long, device=device)
+    values = torch.empty(total, dtype=torch.float32, device=device)
+    # an edge moves right by one slot per earlier row's self-loop, and by one more if it lies above the diagonal
+    slot = torch.arange(row.numel(), device=device) + row + (col > row)
+    columns[slot] = col
+    values[slot] = inv_sqrt[row] * inv_sqrt[col]
+    del slot
+    nodes = torch.arange(num_nodes, device=device)
+    diagonal = crow[:-1] + below
+    columns[diagonal] = nodes
+    values[diagonal] = inv_sqrt * inv_sqrt
+    return SparseMatrix(csr_tensor(crow, columns, values, (num_nodes, num_nodes)), symmetric=True)
 
 
 def square_csr(

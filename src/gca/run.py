@@ -54,6 +54,7 @@ def run_gca(
         "train_seconds": round(estimator.train_seconds, 3),
         "prepare_seconds": round(estimator.prepare_seconds, 3),
         "seconds_per_epoch": round(estimator.train_seconds / max(config.epochs, 1), 5),
+        "embed_seconds": round(estimator.embed_seconds, 3),
         "final_loss": estimator.losses[-1] if estimator.losses else None,
         "losses": list(estimator.losses),
         "device": str(estimator.device),

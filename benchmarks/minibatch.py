@@ -1,0 +1,88 @@
+"""Mini-batch GCA at the sizes of ogbn-arxiv and ogbn-products: seconds per epoch and per step, peak memory, and
+the seconds to embed every node — what ``gca train`` itself spends, each run in its own process.
+
+The graphs are synthetic planted-class graphs of OGB's sizes (``benchmarks/synthetic.py``; written to ``--dir``
+once and reused): arxiv size 169,343 nodes, 1,166,243 edges, 128 dense features; products size 2,449,029 nodes,
+61,859,140 edges, 100 dense features. Each run is
+
+    gca train --dataset FILE --epochs 1 --no-eval --set hidden=128 --set batch_size=1024 --set fanout=10,10
+              [--set steps_per_epoch=50]      # products size
+
+and its peak RSS is the child process's own (``os.wait4``). ``--exact`` adds one full-graph epoch at arxiv size
+(the exact O(N²·d) objective) for comparison — several minutes on two cores.
+
+    python benchmarks/minibatch.py [--dir /tmp/gca-bench] [--skip-products] [--exact]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GCA = [str(Path(sys.executable).with_name("gca"))] if Path(sys.executable).with_name("gca").exists() else [
+    sys.executable, "-m", "gca"]  # fmt: skip
+
+
+def ensure_graph(size: str, folder: Path) -> Path:
+    path = folder / f"{size}_size.npz"
+    if not path.exists():
+        subprocess.run([sys.executable, str(HERE / "synthetic.py"), size, str(path)], check=True)
+    return path
+
+
+def measured_run(arguments: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one command, the peak being that process's own."""
+    start = time.perf_counter()
+    process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    err = process.stderr.read()
+    if process.returncode != 0:
+        raise SystemExit(f"failed ({process.returncode}): {' '.join(arguments)}\n{err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/gca-bench"))
+    parser.add_argument("--skip-products", action="store_true")
+    parser.add_argument("--exact", action="store_true", help="also one exact full-graph epoch at arxiv size")
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    runs = [("arxiv", "mini-batch B = 1024, fan-out 10,10", ["--set", "batch_size=1024", "--set", "fanout=10,10"])]
+    if not args.skip_products:
+        runs.append(("products", "mini-batch B = 1024, fan-out 10,10, 50 steps",
+                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set", "steps_per_epoch=50"]))  # fmt: skip
+    if args.exact:
+        runs.append(("arxiv", "exact (full graph)", []))
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; torch threads: default")
+    print(
+        "| graph | training | steps | s/epoch | s/step | start, load, prepare, write s | embed all s | wall s "
+        "| peak RSS |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size, label, settings in runs:
+        graph = ensure_graph(size, args.dir)
+        out = args.dir / f"run-{size}-{'mb' if settings else 'exact'}"
+        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", "1", "--no-eval", "--quiet",
+                                   "--set", "hidden=128", *settings, "--out", str(out)])  # fmt: skip
+        record = json.loads((out / "results.json").read_text())
+        batch = record["config"]["batch_size"]
+        nodes = {"arxiv": 169_343, "products": 2_449_029}[size]
+        steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
+        train = record["train_seconds"]
+        print(f"| {size} size | {label} | {steps} | {train:.1f} | {train / steps:.3f} | "
+              f"{wall - train - record['embed_seconds']:.1f} | {record['embed_seconds']:.1f} | {wall:.1f} | "
+              f"{peak:,.0f} MB |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
