@@ -143,27 +143,67 @@ def linear_evaluation(
         raise EvaluationError(f"expected one label per node ({x.shape[0]}), got shape {y.shape}")
     result = EvaluationResult([])
     for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
-        if np.unique(y[train_idx]).shape[0] < 2:
-            raise EvaluationError(
-                f"the training part of split {number} ({len(train_idx)} nodes) drew only one of the labels' "
-                f"{np.unique(y[y >= 0]).shape[0]} classes; label more nodes so that 10 % of them cover two classes"
-            )
-        large = len(train_idx) > max_train
-        if large:
-            train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)
-        best = (-1.0, None, None)
-        clf = LogisticRegression(max_iter=max_iter, warm_start=large)
-        for c in sorted(c_grid) if large else c_grid:
-            clf = clf.set_params(C=c) if large else LogisticRegression(C=c, max_iter=max_iter)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=ConvergenceWarning)
-                clf.fit(x[train_idx], y[train_idx])
-            val_acc = float((clf.predict(x[val_idx]) == y[val_idx]).mean())
-            if val_acc > best[0]:
-                best = (val_acc, c, copy.deepcopy(clf) if large else clf)
-        val_acc, c, clf = best
+        val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
+                                                           max_train)  # fmt: skip
         result.accuracies.append(100.0 * float((clf.predict(x[test_idx]) == y[test_idx]).mean()))
         result.chosen_c.append(c)
         result.val_accuracies.append(100.0 * val_acc)
-        result.fitted_on.append(len(train_idx))
+        result.fitted_on.append(fitted_on)
     return result
+
+
+def validation_accuracy(
+    features: torch.Tensor | np.ndarray | sp.spmatrix,
+    labels: torch.Tensor | np.ndarray,
+    splits: list[Split],
+    c_grid: tuple[float, ...] = DEFAULT_C_GRID,
+    max_iter: int = 1000,
+    max_train: int = MAX_TRAIN_NODES,
+) -> float:
+    """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
+    :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read."""
+    x = _prepare(features)
+    y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    scores = [
+        _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train)[0]
+        for number, (train_idx, val_idx, _) in enumerate(splits, start=1)
+    ]
+    return 100.0 * float(np.mean(scores))
+
+
+def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train):
+    """(validation accuracy, C, classifier, training nodes fitted on) of the C that does best on ``val_idx``."""
+    if np.unique(y[train_idx]).shape[0] < 2:
+        raise EvaluationError(
+            f"the training part of split {number} ({len(train_idx)} nodes) drew only one of the labels' "
+            f"{np.unique(y[y >= 0]).shape[0]} classes; label more nodes so that 10 % of them cover two classes"
+        )
+    large = len(train_idx) > max_train
+    if large:
+        train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)
+    best = (-1.0, None, None)
+    clf = LogisticRegression(max_iter=max_iter, warm_start=large)
+    for c in sorted(c_grid) if large else c_grid:
+        clf = clf.set_params(C=c) if large else LogisticRegression(C=c, max_iter=max_iter)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            clf.fit(x[train_idx], y[train_idx])
+        val_acc = float((clf.predict(x[val_idx]) == y[val_idx]).mean())
+        if val_acc > best[0]:
+            best = (val_acc, c, copy.deepcopy(clf) if large else clf)
+    return (*best, len(train_idx))
+
+
+def label_splits(labels: torch.Tensor, count: int, seed: int) -> list[Split]:
+    """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), checked
+    first: evaluation needs two classes among the labelled nodes."""
+    y = labels.cpu().numpy()
+    labelled = np.flatnonzero(y >= 0)
+    classes = np.unique(y[labelled])
+    if classes.size < 2:
+        what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
+        raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
+    if labelled.size == labels.shape[0]:
+        return random_splits(labels.shape[0], count, seed=seed, labels=labels)
+    inner = random_splits(labelled.size, count, seed=seed, labels=labels[labelled])
+    return [tuple(labelled[part] for part in split) for split in inner]

@@ -10,6 +10,7 @@ other than the plots asked for.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,14 @@ def run_gca(
     resume: bool = False,
     plots: tuple[Path, Path] | None = None,
     plot_title: str = "",
+    on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``), plot to
-    ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record."""
+    ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
+    passed to :meth:`GCA.fit` (validation during training)."""
     config = estimator.config
-    embeddings = estimator.fit(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume)
+    embeddings = estimator.fit(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                               on_epoch=on_epoch)  # fmt: skip
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,

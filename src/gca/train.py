@@ -234,8 +234,13 @@ class GCA:
         checkpoint: str | Path | None = None,
         checkpoint_every: int = 0,
         resume: bool = False,
+        on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
     ) -> torch.Tensor:
         """Train on ``data`` and return the embeddings of its nodes.
+
+        ``on_epoch(epoch, embed)`` runs after every epoch (numbered from 1) with a function that returns the
+        current embeddings of every node — for validation during training (``gca tune`` stops unpromising
+        trials with it); an exception it raises ends training.
 
         With ``checkpoint`` and ``checkpoint_every = k``, the full training state is written atomically to
         ``checkpoint`` every k epochs (:mod:`gca.checkpoint`). ``resume=True`` continues from that file when it
@@ -271,6 +276,11 @@ class GCA:
             first_epoch, earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
         start = time.perf_counter()
 
+        def after_epoch(epoch: int, losses: list[float]) -> None:
+            save(epoch, losses)
+            if on_epoch is not None:
+                on_epoch(epoch, lambda: encode_graph(model, graph.to(self.device)).cpu())
+
         def save(epoch: int, losses: list[float]) -> None:
             if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0:
                 seconds = earlier_seconds + time.perf_counter() - start
@@ -279,7 +289,7 @@ class GCA:
                                        source.state_dict())  # fmt: skip
                 save_checkpoint(checkpoint, state)
 
-        losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, save, self.progress)
+        losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, after_epoch, self.progress)
         self.losses[first_epoch:] = losses
         source = None  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":

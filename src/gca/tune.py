@@ -1,0 +1,351 @@
+"""``gca tune``: hyperparameter search on validation accuracy with Optuna, resumable, ending in a config file.
+
+GCA's settings matter per graph — the paper tuned them per dataset (its Table 5). The search here:
+
+* **Objective** — the mean validation accuracy of the usual linear evaluation (C chosen per split on the
+  validation nodes) over the first ``splits`` of the random 10/10/80 splits ``gca train`` draws with the same
+  seed. The search only ever holds the labels of those splits' training and validation nodes: every other label
+  is replaced by −1 before it starts, so no test label of its splits can be read.
+* **Trials** — Optuna's TPE sampler proposes a setting from the search space; GCA trains with it (the same run
+  function as ``gca train``, so mini-batch settings given with ``--set`` apply) for up to ``max_epochs`` epochs,
+  and every ``eval_every`` epochs the validation accuracy is measured and reported. The trial's value is the best
+  accuracy reported and its ``epochs`` the epoch where it was reached (early stopping on validation). Every trial
+  trains with the same seed, so settings are compared under the same random draws and the best one is re-run
+  exactly by ``gca train --config DIR/best.toml``.
+* **Pruning** — Optuna's median rule stops a trial whose accuracy at a check is below the median of earlier
+  trials' accuracies at that check (after five trials and the first two checks), so hopeless settings cost a
+  fraction of a training.
+* **Storage** — the study is a SQLite database in the output folder (Optuna's RDB storage, with a heartbeat):
+  after Ctrl-C or kill -9 the same command continues, finished trials are never repeated, a trial that was cut
+  off is run again, and several processes given the same folder share the search. ``--trials N`` counts finished
+  (completed or pruned) trials over all processes and sessions.
+
+The search space defaults to the ranges Table 5 spans; ``--space FILE`` replaces the range of any key (and may add
+any other config key), e.g. ``[tau] low = 0.2, high = 0.8``, ``[activation] choices = ["relu", "prelu"]``,
+``[p_tau] value = 0.7`` (fixed), ``[lr] low = 1e-4, high = 1e-2, log = true``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import GCAConfig
+from .errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
+DEFAULT_SPACE: dict[str, dict[str, Any]] = {
+    "p_e1": {"low": 0.2, "high": 0.5},
+    "p_e2": {"low": 0.1, "high": 0.5},
+    "p_f1": {"low": 0.1, "high": 0.3},
+    "p_f2": {"low": 0.1, "high": 0.4},
+    "p_tau": {"value": 0.7},
+    "tau": {"low": 0.1, "high": 0.6},
+    "lr": {"low": 5e-4, "high": 0.1, "log": True},
+    "hidden": {"choices": [128, 256]},
+    "activation": {"choices": ["relu", "prelu", "rrelu"]},
+}
+STUDY_NAME = "gca"
+#: Optuna's median pruner: no pruning during the first trials and the first checks of every trial.
+PRUNER_STARTUP_TRIALS, PRUNER_WARMUP_CHECKS = 5, 2
+
+
+class TuneError(UserError, ValueError):
+    """The search cannot run as asked; the message is one line meant for the user."""
+
+
+def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
+    """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked."""
+    space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise TuneError(f"search space file {path} " + ("is not a regular file" if path.exists() else
+                                                           "does not exist"))  # fmt: skip
+        try:
+            given = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise TuneError(f"search space file {path} is not valid TOML: {exc}") from None
+        for key, spec in given.items():
+            if not isinstance(spec, dict):
+                raise TuneError(f"{path}: [{key}] must be a table with low/high[/log], choices or value")
+            space[key] = spec
+    for key, spec in space.items():
+        _check_spec(key, spec)
+    return space
+
+
+def _check_spec(key: str, spec: dict[str, Any]) -> None:
+    if key in ("epochs", "seed"):
+        raise TuneError(f"{key} is not searched: epochs come from validation checks (--max-epochs) and every trial "
+                        "uses the seed")  # fmt: skip
+    kinds = [k for k in ("low", "choices", "value") if k in spec]
+    unknown = set(spec) - {"low", "high", "log", "choices", "value"}
+    if len(kinds) != 1 or unknown or ("low" in spec) != ("high" in spec):
+        raise TuneError(f"search space [{key}] needs exactly one of low + high (optionally log), choices, or value")
+    probes = spec["choices"] if "choices" in spec else [spec.get("value", spec.get("low")), spec.get("high")]
+    if "choices" in spec and (not isinstance(spec["choices"], list) or not spec["choices"]):
+        raise TuneError(f"search space [{key}]: choices must be a non-empty list")
+    for value in probes:
+        if value is None:
+            continue
+        try:
+            GCAConfig().replace(**{key: value})
+        except UserError as exc:
+            raise TuneError(f"search space [{key}]: {exc}") from None
+    if "low" in spec:
+        low, high = spec["low"], spec["high"]
+        if not low < high:
+            raise TuneError(f"search space [{key}]: low must be below high, got {low} and {high}")
+        if spec.get("log") and low <= 0:
+            raise TuneError(f"search space [{key}]: a log range needs low > 0, got {low}")
+
+
+def suggest(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One setting drawn by ``trial`` from ``space``."""
+    params: dict[str, Any] = {}
+    for key, spec in space.items():
+        if "value" in spec:
+            params[key] = spec["value"]
+        elif "choices" in spec:
+            params[key] = trial.suggest_categorical(key, spec["choices"])
+        elif isinstance(spec["low"], int) and isinstance(spec["high"], int) and not isinstance(spec["low"], bool):
+            params[key] = trial.suggest_int(key, spec["low"], spec["high"], log=bool(spec.get("log")))
+        else:
+            params[key] = trial.suggest_float(key, float(spec["low"]), float(spec["high"]), log=bool(spec.get("log")))
+    return params
+
+
+@dataclass
+class SearchSettings:
+    """What defines one search; a study folder belongs to one such search."""
+
+    dataset: str
+    max_epochs: int
+    eval_every: int
+    splits: int
+    base: dict[str, Any]
+    space: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def key(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "max_epochs": self.max_epochs, "eval_every": self.eval_every,
+                "splits": self.splits, "base": self.base, "space": self.space}  # fmt: skip
+
+
+def search_labels(labels: Any, splits: list) -> Any:
+    """``labels`` with every node outside the splits' training and validation parts set to −1."""
+    import numpy as np
+    import torch
+
+    visible = np.zeros(labels.shape[0], dtype=bool)
+    for train, val, _ in splits:
+        visible[train] = True
+        visible[val] = True
+    masked = labels.clone()
+    masked[torch.from_numpy(~visible)] = -1
+    return masked
+
+
+class Search:
+    """One resumable search over a prepared graph (module docstring). ``run`` adds trials; ``best`` reports."""
+
+    def __init__(self, out: Path, settings: SearchSettings, graph: Any, labels: Any, splits: list,
+                 device: str = "auto", seed: int = 0, log=print) -> None:  # fmt: skip
+        import optuna
+
+        self.out, self.settings, self.graph, self.device, self.log = out, settings, graph, device, log
+        self.splits = splits
+        self.labels = search_labels(labels, splits)  # the only labels a trial sees
+        self.optuna = optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        storage = optuna.storages.RDBStorage(
+            f"sqlite:///{(out / 'study.db').resolve()}",
+            heartbeat_interval=10, grace_period=30,
+            failed_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=2),
+            engine_kwargs={"connect_args": {"timeout": 60}},
+        )  # fmt: skip
+        self.study = optuna.create_study(
+            study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
+            sampler=optuna.samplers.TPESampler(seed=seed),
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
+                                               n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every),
+        )  # fmt: skip
+        recorded = self.study.user_attrs.get("search")
+        if recorded is None:
+            self.study.set_user_attr("search", settings.key())
+        elif recorded != _plain(settings.key()):
+            changed = sorted(k for k in recorded if recorded[k] != _plain(settings.key()).get(k))
+            raise TuneError(f"{out} holds a search with other settings ({', '.join(changed)} differ); give another "
+                            "--out or the same settings")  # fmt: skip
+
+    def finished(self) -> int:
+        states = (self.optuna.trial.TrialState.COMPLETE, self.optuna.trial.TrialState.PRUNED)
+        return len(self.study.get_trials(deepcopy=False, states=states))
+
+    def run(self, trials: int, timeout: float | None = None) -> None:
+        """Trials until ``trials`` have finished in this study (all processes together), or ``timeout`` s."""
+        if self.finished() >= trials:
+            return
+        states = (self.optuna.trial.TrialState.COMPLETE, self.optuna.trial.TrialState.PRUNED)
+        done = self.optuna.study.MaxTrialsCallback(trials, states=states)
+        self.study.optimize(self.objective, timeout=timeout, callbacks=[done, self._report], catch=())
+
+    def _report(self, study: Any, trial: Any) -> None:
+        value = "pruned" if trial.value is None else f"{trial.value:.2f} %"
+        if trial.state == self.optuna.trial.TrialState.PRUNED:
+            value = f"pruned at epoch {trial.last_step}"
+        best = f"; best {study.best_value:.2f} % (trial {study.best_trial.number})" if _has_complete(study) else ""
+        self.log(f"trial {trial.number}: {value}{best}")
+
+    def config(self, params: dict[str, Any], epochs: int | None = None) -> GCAConfig:
+        return GCAConfig(**self.settings.base).replace(**params, epochs=epochs or self.settings.max_epochs)
+
+    def objective(self, trial: Any) -> float:
+        from .evaluate import validation_accuracy
+        from .run import run_gca
+        from .train import GCA
+
+        config = self.config(suggest(trial, self.settings.space))
+        every, last = self.settings.eval_every, config.epochs
+        best = [-1.0, 0]
+
+        def check(epoch: int, embed) -> None:
+            if epoch % every and epoch != last:
+                return
+            accuracy = validation_accuracy(embed(), self.labels, self.splits)
+            trial.report(accuracy, epoch)
+            if accuracy > best[0]:
+                best[:] = [accuracy, epoch]
+            if trial.should_prune():
+                trial.set_user_attr("epochs", best[1])
+                raise self.optuna.TrialPruned()
+
+        estimator = GCA(config, device=self.device)
+        start = time.perf_counter()
+        run_gca(estimator, estimator.prepare(self.graph), dataset=self.settings.dataset, on_epoch=check)
+        trial.set_user_attr("epochs", best[1])
+        trial.set_user_attr("seconds", time.perf_counter() - start)
+        return best[0]
+
+    def best(self) -> tuple[dict[str, Any], float, int, int]:
+        """(config keys of the best setting, its validation accuracy, its epochs, its trial number)."""
+        if not _has_complete(self.study):
+            raise TuneError("no trial has finished yet; run more trials (--trials)")
+        trial = self.study.best_trial
+        params = {key: spec["value"] for key, spec in self.settings.space.items() if "value" in spec}
+        params.update(trial.params)
+        return params, float(trial.value), int(trial.user_attrs["epochs"]), trial.number
+
+    def trials_csv(self) -> bytes:
+        keys = sorted({k for t in self.study.trials for k in t.params})
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["trial", "state", "validation_accuracy", "epochs", "last_checked_epoch", "seconds", *keys])
+        for t in self.study.trials:
+            seconds = t.user_attrs.get("seconds")
+            if seconds is None and t.datetime_complete and t.datetime_start:
+                seconds = (t.datetime_complete - t.datetime_start).total_seconds()
+            last_value = None if not t.intermediate_values else max(t.intermediate_values.values())
+            value = t.value if t.value is not None else last_value
+            writer.writerow([
+                t.number, t.state.name.lower(), "" if value is None else f"{value:.4f}", t.user_attrs.get("epochs", ""),
+                "" if t.last_step is None else t.last_step, "" if seconds is None else f"{seconds:.1f}",
+                *[t.params.get(k, "") for k in keys],
+            ])  # fmt: skip
+        return buffer.getvalue().encode()
+
+    def importances(self) -> dict[str, float]:
+        """Each searched parameter's importance (Optuna's fANOVA); empty when too few trials finished."""
+        try:
+            return dict(self.optuna.importance.get_param_importances(self.study))
+        except (RuntimeError, ValueError):
+            return {}
+
+
+def best_toml(config: GCAConfig, searched: list[str], note: str) -> bytes:
+    """A config file ``gca train --config`` reads as it is: every key of ``config`` — the searched ones first —
+    so it trains the same model whatever dataset defaults apply."""
+    values = config.to_dict()
+    lines = [f"# {line}" for line in note.splitlines()]
+    lines += ["", "# searched"] + [f"{key} = {_toml_value(values[key])}" for key in sorted(searched)]
+    lines += ["", "# fixed during the search (epochs: where validation accuracy peaked)"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in values.items() if key not in searched]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else "nan"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _has_complete(study: Any) -> bool:
+    import optuna
+
+    return bool(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON would return it (tuples as lists), to compare with what the study stored."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def plot_search(search: Search, trials_path: Path, importance_path: Path | None) -> list[Path]:
+    """Validation accuracy per trial (pruned trials at their last check, the best so far as a line) and, when
+    enough trials finished, each parameter's importance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plots import save_figure
+
+    optuna = search.optuna
+    done = [t for t in search.study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    pruned = [t for t in search.study.trials if t.state == optuna.trial.TrialState.PRUNED and t.intermediate_values]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.scatter([t.number for t in done], [t.value for t in done], label="completed", color="tab:blue")
+    ax.scatter([t.number for t in pruned], [max(t.intermediate_values.values()) for t in pruned], marker="x",
+               color="tab:grey", label="pruned (best check)")  # fmt: skip
+    ordered = sorted(done, key=lambda t: t.number)
+    running, best = [], -math.inf
+    for t in ordered:
+        best = max(best, t.value)
+        running.append(best)
+    if ordered:
+        ax.step([t.number for t in ordered], running, where="post", color="tab:red", label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("validation accuracy (%)")
+    ax.set_title(f"gca tune: {search.settings.dataset}")
+    ax.legend(loc="lower right")
+    save_figure(fig, trials_path)
+    written = [trials_path]
+    importances = search.importances() if importance_path is not None else {}
+    if importances:
+        names = list(importances)[::-1]
+        fig, ax = plt.subplots(figsize=(6.4, 0.4 * len(names) + 1.2))
+        ax.barh(names, [importances[n] for n in names], color="tab:blue")
+        ax.set_xlabel("importance (fANOVA, share of the variance of validation accuracy)")
+        ax.set_title(f"gca tune: {search.settings.dataset}")
+        save_figure(fig, importance_path)
+        written.append(importance_path)
+    return written

@@ -1,0 +1,139 @@
+"""gca tune: the search reads only its splits' training and validation labels, prunes, resumes and round-trips."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+optuna = pytest.importorskip("optuna", reason="gca tune needs the tune extra (installed by make test)")
+
+from gca.config import GCAConfig, read_config_file  # noqa: E402
+from gca.datasets import karate_club  # noqa: E402
+from gca.evaluate import label_splits  # noqa: E402
+from gca.graph import prepare_graph  # noqa: E402
+from gca.tune import DEFAULT_SPACE, Search, SearchSettings, TuneError, best_toml, read_space  # noqa: E402
+
+GCA_BIN = str(Path(sys.executable).with_name("gca"))
+
+
+def _search(folder: Path, labels: torch.Tensor, space=None, max_epochs: int = 10, every: int = 5) -> Search:
+    data = karate_club()
+    splits = label_splits(data.y, 20, seed=0)[:2]
+    space = space or {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
+    base = {k: v for k, v in GCAConfig().to_dict().items() if k not in space}
+    settings = SearchSettings("Karate", max_epochs, every, len(splits), base, space)
+    folder.mkdir(parents=True, exist_ok=True)
+    return Search(folder, settings, prepare_graph(data), labels, splits, device="cpu", seed=0, log=lambda m: None)
+
+
+def test_the_search_never_reads_a_label_outside_its_splits_training_and_validation_nodes(tmp_path):
+    true = karate_club().y
+    splits = label_splits(true, 20, seed=0)[:2]
+    seen = torch.zeros(34, dtype=torch.bool)
+    for train, val, _ in splits:
+        seen[torch.from_numpy(train)] = True
+        seen[torch.from_numpy(val)] = True
+    assert 0 < int(seen.sum()) < 34
+    scrambled = true.clone()
+    scrambled[~seen] = 1 - scrambled[~seen]  # every label the search must not read, flipped
+    one, two = _search(tmp_path / "a", true), _search(tmp_path / "b", scrambled)
+    assert bool((one.labels[~seen] == -1).all()) and torch.equal(one.labels[seen], true[seen])
+    one.run(3)
+    two.run(3)
+    values = [[t.value for t in s.study.trials] for s in (one, two)]
+    assert values[0] == values[1] and len(values[0]) == 3
+
+
+def test_a_pruned_trial_stops_at_the_check_that_pruned_it(tmp_path):
+    search = _search(tmp_path, karate_club().y, max_epochs=40, every=5)
+    search.study.pruner = optuna.pruners.ThresholdPruner(lower=101.0)  # every check falls short: prune at once
+    search.run(1)
+    (trial,) = search.study.trials
+    assert trial.state == optuna.trial.TrialState.PRUNED
+    assert list(trial.intermediate_values) == [5]  # one check, at epoch 5 of 40; training ended there
+
+
+def test_best_toml_round_trips_through_gca_train_config_files(tmp_path):
+    config = GCAConfig(tau=0.37, lr=0.0123, activation="prelu", fanout=(5, 3), epochs=140, seed=4)
+    path = tmp_path / "best.toml"
+    path.write_bytes(best_toml(config, ["tau", "lr", "activation"], "a note\nover two lines"))
+    assert GCAConfig(**read_config_file(path)) == config
+
+
+def test_search_space_files_replace_single_keys_and_are_checked(tmp_path):
+    good = tmp_path / "space.toml"
+    good.write_text('[tau]\nlow = 0.2\nhigh = 0.8\n[activation]\nchoices = ["relu"]\n[centrality]\nchoices = '
+                    '["degree", "pagerank"]\n')  # fmt: skip
+    space = read_space(good)
+    assert space["tau"] == {"low": 0.2, "high": 0.8} and space["lr"] == DEFAULT_SPACE["lr"]
+    assert space["centrality"] == {"choices": ["degree", "pagerank"]}
+    for text, message in [
+        ("[tau]\nlow = 0.9\nhigh = 0.2\n", "low must be below high"),
+        ("[p_e1]\nlow = 0.1\nhigh = 1.5\n", "p_e1 must be a probability"),
+        ("[lr]\nlow = 0\nhigh = 0.1\nlog = true\n", "lr must be a finite number"),
+        ("[epochs]\nvalue = 10\n", "epochs is not searched"),
+        ("[tua]\nvalue = 0.5\n", "unknown config key 'tua'"),
+        ("[tau]\nlow = 0.2\n", "exactly one of"),
+    ]:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        with pytest.raises(TuneError, match=message):
+            read_space(bad)
+
+
+def test_a_folder_holds_one_search(tmp_path):
+    _search(tmp_path, karate_club().y)
+    with pytest.raises(TuneError, match="max_epochs differ"):
+        _search(tmp_path, karate_club().y, max_epochs=20)
+
+
+def _finished(db: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("select number, state from trials order by number").fetchall()
+    return [(number, state) for number, state in rows if state in ("COMPLETE", "PRUNED")]
+
+
+@pytest.mark.skipif(not Path(GCA_BIN).exists(), reason="needs the installed gca command")
+def test_kill_9_and_the_same_command_continues_without_repeating_finished_trials(tmp_path):
+    out = tmp_path / "study"
+    command = [GCA_BIN, "tune", "--dataset", "Karate", "--trials", "6", "--max-epochs", "30", "--eval-every", "10",
+               "--search-splits", "2", "--out", str(out), "--quiet"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 180
+    while time.time() < deadline and process.poll() is None:
+        if (out / "study.db").exists() and len(_finished(out / "study.db")) >= 2:
+            break
+        time.sleep(0.2)
+    assert process.poll() is None, "the search ended before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    before = _finished(out / "study.db")
+    assert 2 <= len(before) < 6
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = _finished(out / "study.db")
+    assert len(after) == 6 and after[: len(before)] == before  # finished trials kept, none run again
+    assert (out / "best.toml").is_file() and (out / "trials.csv").read_text().count("\n") >= 7
+    assert (out / "trials.png").is_file()
+    assert "test accuracy of that setting" in done.stdout
+
+
+def test_tune_errors_are_one_line(tmp_path):
+    for extra, message in [
+        (["--trials", "0"], "--trials must be at least 1"),
+        (["--max-epochs", "10", "--eval-every", "20"], "--eval-every must lie in"),
+        (["--set", "tau=7e9"], "tau must be"),
+    ]:
+        done = subprocess.run([sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--out",
+                               str(tmp_path / "o"), *extra], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2 and done.stderr.startswith("gca: error:") and message in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
