@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument("--trials", type=int, default=30, help="finished trials wanted in the study (default 30)")
     tune.add_argument("--timeout", type=float, metavar="S", help="stop starting trials after S seconds")
     tune.add_argument("--space", metavar="FILE", help="TOML file replacing the search range of any key")
-    tune.add_argument("--max-epochs", type=int, default=1000, help="epochs per trial at most (default 1000)")
+    tune.add_argument(
+        "--max-epochs", type=int, help="epochs per trial at most (default: the config's epochs, e.g. 500 for Cora)"
+    )
     tune.add_argument(
         "--eval-every", type=int, metavar="K", help="validation check every K epochs (default: max-epochs / 10)"
     )
@@ -457,11 +459,12 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _tune(args: argparse.Namespace) -> int:
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
-    if args.max_epochs < 1:
+    if args.max_epochs is not None and args.max_epochs < 1:
         raise ConfigError(f"--max-epochs must be at least 1, got {args.max_epochs}")
-    eval_every = args.eval_every or max(1, args.max_epochs // 10)
-    if not 1 <= eval_every <= args.max_epochs:
-        raise ConfigError(f"--eval-every must lie in [1, --max-epochs], got {eval_every}")
+    if args.eval_every is not None and args.eval_every < 1:
+        raise ConfigError(f"--eval-every must be at least 1, got {args.eval_every}")
+    if args.eval_every and args.max_epochs and args.eval_every > args.max_epochs:
+        raise ConfigError(f"--eval-every must lie in [1, --max-epochs], got {args.eval_every}")
     if not 1 <= args.search_splits <= args.splits <= 1000:
         raise ConfigError("--search-splits must lie in [1, --splits] and --splits in [1, 1000]")
     if args.timeout is not None and not args.timeout > 0:
@@ -500,17 +503,21 @@ def _tune(args: argparse.Namespace) -> int:
         raise TuneError(f"{loaded.name} has no labels; the search needs labelled nodes (give --labels)")
     splits = loaded.splits or label_splits(labels, args.splits, config.seed)
     search_splits = splits[: args.search_splits]
+    max_epochs = args.max_epochs or config.epochs
+    if max_epochs < 1:
+        raise ConfigError("the config trains for 0 epochs; give --max-epochs")
+    eval_every = min(args.eval_every or max(1, max_epochs // 10), max_epochs)
     graph = GCA(config, device=device).prepare(loaded.data, directed=loaded.directed).graph
     for warning in loaded.warnings + graph.warnings:
         print(f"gca: warning: {warning}", file=sys.stderr)
     base = {k: v for k, v in config.to_dict().items() if k not in space}
-    settings = SearchSettings(loaded.name, args.max_epochs, eval_every, len(search_splits), base, space)
+    settings = SearchSettings(loaded.name, max_epochs, eval_every, len(search_splits), base, space)
     log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     search = Search(out, settings, graph, labels, search_splits, device=str(device), seed=config.seed, log=log)
     before = search.finished()
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
     print(f"{loaded.name}: {graph.num_nodes} nodes; searching {searched}"
-          f" on the validation nodes of {len(search_splits)} splits, up to {args.max_epochs} epochs per trial "
+          f" on the validation nodes of {len(search_splits)} splits, up to {max_epochs} epochs per trial "
           f"(checks every {eval_every}); {before} of {args.trials} trials already finished in {out / 'study.db'}",
           file=sys.stderr)  # fmt: skip
     start = time.perf_counter()
