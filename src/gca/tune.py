@@ -169,11 +169,15 @@ class Search:
         self.labels = search_labels(labels, splits)  # the only labels a trial sees
         self.optuna = optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        # a trial whose process died (no heartbeat for 30 s) is marked failed and run again; Optuna 4.9 renamed
+        # the callback and its argument, and older versions have only the old names
+        if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+            retry = {"heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2)}
+        else:  # pragma: no cover - Optuna < 4.9
+            retry = {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=2)}
         storage = optuna.storages.RDBStorage(
-            f"sqlite:///{(out / 'study.db').resolve()}",
-            heartbeat_interval=10, grace_period=30,
-            failed_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=2),
-            engine_kwargs={"connect_args": {"timeout": 60}},
+            f"sqlite:///{(out / 'study.db').resolve()}", heartbeat_interval=10, grace_period=30,
+            engine_kwargs={"connect_args": {"timeout": 60}}, **retry,
         )  # fmt: skip
         self.study = optuna.create_study(
             study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
