@@ -213,6 +213,27 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _import_libraries() -> None:
+    """Import PyTorch, PyG, SciPy and scikit-learn with Ctrl-C and SIGTERM held back until they have loaded.
+
+    An interrupt that lands inside a native extension's initialisation (a pybind11 call) cannot unwind through
+    C++ and aborts the interpreter (SIGABRT, seen under load at 0.3 s); held back, it ends the command with the
+    usual one line as soon as the imports are done."""
+    held: list[int] = []
+    try:
+        previous = {n: signal.signal(n, lambda signum, frame: held.append(signum))
+                    for n in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    except ValueError:  # not the main thread: signals are not ours to hold
+        previous = {}
+    try:
+        from . import datasets, run, train  # noqa: F401 - imported for their libraries
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if held:
+        raise KeyboardInterrupt
+
+
 _OUT_OF_MEMORY = (
     "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), or use a machine or device "
     "with more memory"
@@ -278,6 +299,7 @@ def _train(args: argparse.Namespace) -> int:
     from .outputs import RunOutputs
 
     outputs = RunOutputs(args.out, args.export, _inputs(args))
+    _import_libraries()
 
     import numpy as np
     import torch
@@ -388,6 +410,7 @@ def _embed(args: argparse.Namespace) -> int:
 
     outputs = RunOutputs(args.out, args.export, _inputs(args))
     outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
+    _import_libraries()
 
     import numpy as np
 
@@ -483,6 +506,7 @@ def _tune(args: argparse.Namespace) -> int:
     from .outputs import check_folder
 
     out = check_folder(args.out, "--out")
+    _import_libraries()
     from . import distributed
 
     if distributed.launched():
