@@ -125,6 +125,15 @@ def _prepare(features: torch.Tensor | np.ndarray | sp.spmatrix) -> np.ndarray | 
     return normalize(np.asarray(features, dtype=np.float64))
 
 
+def _inputs(features, labels) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
+    """Normalised features and labels as NumPy, one label per node checked."""
+    x = _prepare(features)
+    y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    if y.ndim != 1 or y.shape[0] != x.shape[0]:
+        raise EvaluationError(f"expected one label per node ({x.shape[0]}), got shape {y.shape}")
+    return x, y
+
+
 def linear_evaluation(
     features: torch.Tensor | np.ndarray | sp.spmatrix,
     labels: torch.Tensor | np.ndarray,
@@ -137,10 +146,7 @@ def linear_evaluation(
 
     A split with more than ``max_train`` training nodes fits on a random ``max_train`` of them (seeded by the
     split's number), walking the C grid from strong to weak regularisation with warm starts."""
-    x = _prepare(features)
-    y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
-    if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise EvaluationError(f"expected one label per node ({x.shape[0]}), got shape {y.shape}")
+    x, y = _inputs(features, labels)
     result = EvaluationResult([])
     for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
         val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
@@ -162,8 +168,7 @@ def validation_accuracy(
 ) -> float:
     """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
     :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read."""
-    x = _prepare(features)
-    y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    x, y = _inputs(features, labels)
     scores = [
         _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train)[0]
         for number, (train_idx, val_idx, _) in enumerate(splits, start=1)
