@@ -44,12 +44,16 @@ def test_training_on_cuda_returns_finite_cpu_embeddings():
     gpu = GCA(config, device="cuda")
     out = gpu.fit(data)
     assert gpu.device.type == "cuda" and next(gpu.model.parameters()).device.type == "cuda"
+    assert gpu.model.objective.resolved(gpu.device) == ("attention", "bf16")  # the measured default on CUDA
     assert out.device.type == "cpu" and out.shape == (12, 8) and torch.isfinite(out).all()
     assert len(gpu.losses) == 5 and all(torch.isfinite(torch.tensor(gpu.losses)))
 
 
-@pytest.mark.parametrize(("precision", "tolerance"), [("fp32", 1e-5), ("tf32", 3e-3), ("bf16", 3e-3)])
-def test_attention_backend_on_cuda_matches_the_reference(precision, tolerance):
+@pytest.mark.parametrize(
+    ("precision", "kernel", "tolerance"),
+    [("fp32", "auto", 1e-5), ("tf32", "auto", 3e-3), ("bf16", "flash", 3e-3), ("bf16", "efficient", 3e-3)],
+)
+def test_attention_backend_on_cuda_matches_the_reference(precision, kernel, tolerance):
     from gca.objective import attention_loss
 
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -57,8 +61,28 @@ def test_attention_backend_on_cuda_matches_the_reference(precision, tolerance):
     v = torch.randn(1000, 64, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
     ref = reference_loss(u, v, 0.5)
     ref_grads = torch.autograd.grad(ref, (u, v))
-    loss = attention_loss(u, v, 0.5, precision)
+    loss = attention_loss(u, v, 0.5, precision, kernel)
     grads = torch.autograd.grad(loss, (u, v))
     assert abs(float(loss) - float(ref)) <= tolerance * abs(float(ref))
     for got, want in zip(grads, ref_grads, strict=True):
         assert float((got - want).abs().max()) <= tolerance * float(want.abs().max())
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"batch_size": 4, "fanout": (2,)},  # mini-batch: sampled on the CPU, embedded on the GPU
+        {"loss_backend": "attention", "precision": "bf16"},
+    ],
+)
+def test_minibatch_and_bf16_training_on_cuda_give_finite_embeddings(overrides):
+    data = path_graph(12, torch.rand(12, 5, generator=torch.Generator().manual_seed(0)))
+    config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, centrality="degree", **overrides)
+    gpu = GCA(config, device="cuda")
+    out = gpu.fit(data)
+    assert out.device.type == "cpu" and out.shape == (12, 8) and torch.isfinite(out).all()
+    assert len(gpu.losses) == 3 and all(torch.isfinite(torch.tensor(gpu.losses)))
+    if overrides.get("precision") == "bf16":  # same seed, same device: the same first views, so the first loss
+        fp32 = GCA(GCAConfig(epochs=1, hidden=8, proj_hidden=8, centrality="degree", precision="fp32"), device="cuda")
+        fp32.fit(data)  # differs from bf16's only by bf16 rounding
+        assert abs(gpu.losses[0] - fp32.losses[0]) <= 1e-2 * abs(fp32.losses[0])

@@ -35,7 +35,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "feature_weighting": ("auto", "binary", "dense"),
     "feature_norm": ("row", "none"),
     "loss_backend": ("auto", "blocked", "attention"),
-    "precision": ("fp32", "tf32", "bf16"),
+    "precision": ("auto", "fp32", "tf32", "bf16"),
 }
 
 
@@ -66,8 +66,10 @@ class GCAConfig:
     # Objective (Eq. 1-2).
     tau: float = 0.4
     block_size: int = 0  # rows of the similarity matrix per block in the fast objective; 0 = automatic
-    loss_backend: str = "auto"  # blocked (gca's kernel) | attention (PyTorch's fused kernels); auto = blocked
-    precision: str = "fp32"  # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only)
+    loss_backend: str = "auto"  # blocked (gca's kernel) | attention (PyTorch's fused kernels) | auto (see precision)
+    # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only) | auto: bf16 + attention on a
+    # CUDA device (one process), fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
+    precision: str = "auto"
     # Encoder and projection head.
     layers: int = 2
     hidden: int = 128  # embedding width F'; inner GCN layers are first_layer_factor × hidden wide
@@ -94,7 +96,7 @@ class GCAConfig:
         """Raise :class:`ConfigError` naming the first invalid value: wrong type, not finite, or out of range."""
         for name in _FIELDS:
             _check_value(name, getattr(self, name))
-        if self.precision == "bf16" and self.loss_backend != "attention":
+        if self.precision == "bf16" and self.loss_backend == "blocked":
             raise ConfigError("precision=bf16 needs loss_backend=attention (the blocked objective computes in fp32)")
         if self.batch_size == 1:
             raise ConfigError("batch_size must be 0 (the whole graph) or at least 2 anchors, got 1")

@@ -30,6 +30,22 @@ class RunResult:
     plots: list[Path] = field(default_factory=list)
 
 
+def _gpu_peak(device: torch.device) -> dict[str, float]:
+    """PyTorch's peak allocated memory on a CUDA device since the process began (empty on CPUs)."""
+    if device.type != "cuda":
+        return {}
+    return {"gpu_peak_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1)}
+
+
+def _objective_used(estimator: GCA) -> dict[str, str]:
+    """The backend and precision the objective computed with (what ``auto`` became on this device)."""
+    objective = getattr(estimator.model, "objective", None)
+    if not hasattr(objective, "resolved"):
+        return {}
+    backend, precision = objective.resolved(estimator.device)
+    return {"objective": f"{backend} {precision}"}
+
+
 def run_gca(
     estimator: GCA,
     prepared: PreparedGraph,
@@ -62,6 +78,8 @@ def run_gca(
         "final_loss": estimator.losses[-1] if estimator.losses else None,
         "losses": list(estimator.losses),
         "device": str(estimator.device),
+        **_gpu_peak(estimator.device),
+        **_objective_used(estimator),
         "config": config.to_dict(),
         "accuracy": None,
     }
