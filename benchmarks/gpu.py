@@ -41,6 +41,14 @@ def peak_mb() -> float:
     return torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else float("nan")
 
 
+def chosen_device(name: str, script: str) -> tuple[torch.device, str]:
+    """(device, its name for the report); one line and exit where CUDA is asked for and absent."""
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"{script}: no CUDA device is available")
+    return device, torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (dry run)"
+
+
 def best_seconds(fn, repeats: int) -> float:
     fn()
     sync()
@@ -112,12 +120,9 @@ def main() -> None:
     parser.add_argument("--json", help="also write all numbers to this JSON file")
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: a dry run of this script
     args = parser.parse_args()
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("benchmarks/gpu.py: no CUDA device is available")
+    device, name = chosen_device(args.device, "benchmarks/gpu.py")
     from gca.objective import auto_block_size
 
-    name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu (dry run)"
     report: dict = {"device": name, "torch": torch.__version__}
     print(f"device: {report['device']}, torch {report['torch']}, TF32 matmul {torch.backends.cuda.matmul.allow_tf32}")
 

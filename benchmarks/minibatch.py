@@ -9,9 +9,13 @@ once and reused): arxiv size 169,343 nodes, 1,166,243 edges, 128 dense features;
               [--set steps_per_epoch=50]      # products size
 
 and its peak RSS is the child process's own (``os.wait4``). ``--exact`` adds one full-graph epoch at arxiv size
-(the exact O(N²·d) objective) for comparison — several minutes on two cores.
+(the exact O(N²·d) objective, fp32) for comparison — several minutes on two cores, seconds on a GPU, where
+``--exact-bf16`` adds the same epoch with ``loss_backend=attention, precision=bf16``. ``--device`` is passed to
+``gca train`` (its default, auto, takes CUDA where PyTorch sees it); on CUDA the table adds PyTorch's peak
+allocated GPU memory (``gpu_peak_mb`` of results.json).
 
-    python benchmarks/minibatch.py [--dir /tmp/gca-bench] [--skip-products] [--exact]
+    python benchmarks/minibatch.py [--dir /tmp/gca-bench] [--skip-arxiv] [--skip-products] [--exact] [--exact-bf16]
+                                   [--exact-epochs E] [--device D]
 """
 
 from __future__ import annotations
@@ -54,34 +58,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/gca-bench"))
     parser.add_argument("--skip-products", action="store_true")
+    parser.add_argument("--skip-arxiv", action="store_true", help="no mini-batch run at arxiv size")
     parser.add_argument("--exact", action="store_true", help="also one exact full-graph epoch at arxiv size")
+    parser.add_argument("--exact-bf16", action="store_true", help="and the same with the bf16 attention objective")
+    parser.add_argument("--exact-epochs", type=int, default=1, help="epochs of the exact runs (the first warms up)")
+    parser.add_argument("--device", default="auto", help="passed to gca train")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    runs = [("arxiv", "mini-batch B = 1024, fan-out 10,10", ["--set", "batch_size=1024", "--set", "fanout=10,10"])]
+    runs = []
+    if not args.skip_arxiv:
+        runs.append(("arxiv", "mini-batch B = 1024, fan-out 10,10",
+                     ["--set", "batch_size=1024", "--set", "fanout=10,10"]))  # fmt: skip
     if not args.skip_products:
         runs.append(("products", "mini-batch B = 1024, fan-out 10,10, 50 steps",
                      ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set", "steps_per_epoch=50"]))  # fmt: skip
     if args.exact:
-        runs.append(("arxiv", "exact (full graph)", []))
+        runs.append(("arxiv", "exact (full graph)", ["--set", "precision=fp32"]))
+    if args.exact_bf16:
+        runs.append(("arxiv", "exact (full graph), attention bf16",
+                     ["--set", "loss_backend=attention", "--set", "precision=bf16"]))  # fmt: skip
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; torch threads: default")
     print(
-        "| graph | training | steps | s/epoch | s/step | start, load, prepare, write s | embed all s | wall s "
-        "| peak RSS |"
+        "| graph | training | steps × epochs | s/epoch | s/step | start, load, prepare, write s | embed all s | wall s "
+        "| peak RSS | peak GPU memory | objective |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for size, label, settings in runs:
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for number, (size, label, settings) in enumerate(runs):
         graph = ensure_graph(size, args.dir)
-        out = args.dir / f"run-{size}-{'mb' if settings else 'exact'}"
-        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", "1", "--no-eval", "--quiet",
-                                   "--set", "hidden=128", *settings, "--out", str(out)])  # fmt: skip
+        out = args.dir / f"run-{number}-{size}"
+        epochs = 1 if "batch_size=1024" in settings else args.exact_epochs
+        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", str(epochs), "--no-eval",
+                                   "--quiet", "--device", args.device, "--set", "hidden=128", *settings,
+                                   "--out", str(out)])  # fmt: skip
         record = json.loads((out / "results.json").read_text())
         batch = record["config"]["batch_size"]
         nodes = {"arxiv": 169_343, "products": 2_449_029}[size]
         steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
         train = record["train_seconds"]
-        print(f"| {size} size | {label} | {steps} | {train:.1f} | {train / steps:.3f} | "
+        print(f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
               f"{wall - train - record['embed_seconds']:.1f} | {record['embed_seconds']:.1f} | {wall:.1f} | "
-              f"{peak:,.0f} MB |", flush=True)  # fmt: skip
+              f"{peak:,.0f} MB | {record.get('gpu_peak_mb', '—')} | {record.get('objective', '')} |",
+              flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
