@@ -5,6 +5,7 @@ similarity blocks between the ranks (gca.distributed). Printed: training seconds
 the largest difference of the embeddings relative to their largest entry, and of the per-epoch losses.
 
     python benchmarks/distributed.py [--epochs 5] [--graph cora|photo] [--data-dir ../shared/data]
+                                     [--backend blocked|attention]
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--graph", choices=("cora", "photo"), default="photo")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--backend", choices=("blocked", "attention"), default="blocked", help="loss_backend")
     args = parser.parse_args()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     torchrun = Path(sys.executable).with_name("torchrun")
@@ -54,7 +56,8 @@ def main() -> None:
             graph = ["--dataset", str(tmp / "photo.npz"), "--set", "hidden=256", "--set", "proj_hidden=256"]
         else:
             graph = ["--dataset", "Cora", "--data-dir", args.data_dir]
-        common = ["train", *graph, "--epochs", str(args.epochs), "--no-eval", "--quiet"]
+        common = ["train", *graph, "--epochs", str(args.epochs), "--no-eval", "--quiet",
+                  "--set", f"loss_backend={args.backend}"]  # fmt: skip
         runs = {"1 process": [sys.executable, "-m", "gca", *common, "--out", str(tmp / "one")],
                 "2 processes": [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common,
                                 "--out", str(tmp / "two")]}  # fmt: skip
@@ -65,7 +68,8 @@ def main() -> None:
             results[label] = (json.loads((out / "results.json").read_text()), np.load(out / "embeddings.npy"))
     (one, z1), (two, z2) = results["1 process"], results["2 processes"]
     machine = platform.processor() or platform.machine()
-    print(f"machine: {machine}, {os.cpu_count()} cores; graph: {args.graph}; {args.epochs} epochs; 1 thread each")
+    print(f"machine: {machine}, {os.cpu_count()} cores; graph: {args.graph}; {args.epochs} epochs; 1 thread each; "
+          f"loss_backend={args.backend}")  # fmt: skip
     print("| run | s/epoch | speed-up |")
     print("|---|---|---|")
     print(f"| 1 process | {one['seconds_per_epoch']:.3f} | 1.00× |")

@@ -120,30 +120,28 @@ def test_backend_and_precision_are_checked_together():
         GCAConfig(precision="bf16", loss_backend="blocked")
     assert GCAConfig(precision="bf16", loss_backend="attention").precision == "bf16"
     assert GCAConfig(precision="bf16").loss_backend == "auto"  # auto becomes attention for bf16
-    for settings in ({"backend": "attention"}, {"precision": "bf16"}):
-        with pytest.raises(ValueError, match="several processes"):
-            ContrastiveObjective(0.5, share=object(), **settings)
-    assert ContrastiveObjective(0.5, share=object()).resolved("cuda") == ("blocked", "fp32")
+    with pytest.raises(ValueError, match="precision=bf16 needs loss_backend=attention"):
+        ContrastiveObjective(0.5, backend="blocked", precision="bf16")
 
 
 @pytest.mark.parametrize(
-    ("backend", "precision", "device", "shared", "expected"),
+    ("backend", "precision", "device", "expected"),
     [
-        ("auto", "auto", "cpu", False, ("blocked", "fp32")),  # CPUs: bf16 brought no speed (docs/benchmarks.md)
-        ("auto", "auto", "cuda", False, ("attention", "bf16")),  # H100: 7.6–10× faster, same accuracy
-        ("auto", "auto", "cuda:1", True, ("blocked", "fp32")),  # shared rows: only the blocked kernel
-        ("auto", "fp32", "cuda", False, ("blocked", "fp32")),  # explicit settings stay
-        ("auto", "tf32", "cuda", False, ("blocked", "tf32")),
-        ("blocked", "auto", "cuda", False, ("blocked", "fp32")),  # auto precision never asks blocked for bf16
-        ("attention", "auto", "cpu", False, ("attention", "fp32")),
-        ("attention", "auto", "cuda", False, ("attention", "bf16")),
-        ("auto", "bf16", "cpu", False, ("attention", "bf16")),
+        ("auto", "auto", "cpu", ("blocked", "fp32")),  # CPUs: bf16 brought no speed (docs/benchmarks.md)
+        ("auto", "auto", "cuda", ("attention", "bf16")),  # H100: 7.6–10× faster, same accuracy
+        ("auto", "auto", "cuda:1", ("attention", "bf16")),
+        ("auto", "fp32", "cuda", ("blocked", "fp32")),  # explicit settings stay
+        ("auto", "tf32", "cuda", ("blocked", "tf32")),
+        ("blocked", "auto", "cuda", ("blocked", "fp32")),  # auto precision never asks blocked for bf16
+        ("attention", "auto", "cpu", ("attention", "fp32")),
+        ("attention", "auto", "cuda", ("attention", "bf16")),
+        ("auto", "bf16", "cpu", ("attention", "bf16")),
     ],
 )
-def test_auto_objective_settings_resolve_per_device(backend, precision, device, shared, expected):
+def test_auto_objective_settings_resolve_per_device(backend, precision, device, expected):
     from gca.objective import resolve_objective
 
-    assert resolve_objective(backend, precision, device, shared) == expected
+    assert resolve_objective(backend, precision, device) == expected
 
 
 def test_the_record_names_the_objective_that_ran(tmp_path):

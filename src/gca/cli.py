@@ -324,13 +324,8 @@ def _train(args: argparse.Namespace) -> int:
     if context is not None and not config.batch_size:  # exact full-graph objective shared by the processes
         from .objective import ContrastiveObjective
 
-        if config.loss_backend == "attention" or config.precision == "bf16":
-            raise ConfigError(
-                f"{'loss_backend=attention' if config.loss_backend == 'attention' else 'precision=bf16'} computes "
-                "whole rows; under torchrun use loss_backend=blocked with precision fp32, tf32 or auto"
-            )
         objective = ContrastiveObjective(config.tau, config.block_size, share=context.share,
-                                         precision=config.precision)  # fmt: skip
+                                         backend=config.loss_backend, precision=config.precision)  # fmt: skip
     estimator = GCA(config, device=device, progress=writes and not args.quiet, objective=objective)
     prepared = estimator.prepare(loaded.data, directed=loaded.directed)
     graph = prepared.graph

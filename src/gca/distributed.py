@@ -2,14 +2,16 @@
 
 Under ``torchrun`` every process (rank) holds the whole graph, samples the same two views from the same seed,
 runs the encoder and the projection head on them — identical work and identical values everywhere — and computes
-only its share of the objective's 2N×2N similarity blocks (:class:`BlockShare`). Two all-reduces per step join the
-shares: the 2N row denominators in the forward pass and the 2N×d gradient with respect to the projections in the
-backward pass. From there every rank holds the same full gradient, so every rank's optimiser takes the same step
-and the model stays identical without a further all-reduce of the weights' gradients. The result equals one
-process's up to the order of floating-point sums.
+only its share of the objective's 2N×2N similarity matrix (:class:`BlockShare`): row blocks of the upper
+block-triangle with the blocked objective, a range of whole rows with the attention objective. Two all-reduces per
+step join the shares: the 2N row denominators (or log-denominators) in the forward pass and the 2N×d gradient with
+respect to the projections in the backward pass. From there every rank holds the same full gradient, so every
+rank's optimiser takes the same step and the model stays identical without a further all-reduce of the weights'
+gradients. The result equals one process's up to the order of floating-point sums.
 
 The blocked objective computes the upper block-triangle only: row block r costs (2N − r₀)·block products, so equal
-row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work.
+row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work. The
+attention objective computes whole rows, so there equal row counts are equal work.
 
 Mini-batch training (``batch_size > 0``, :class:`gca.batches.NeighborBatches`) is data-parallel instead: each
 rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
@@ -45,6 +47,10 @@ class BlockShare:
         before = torch.cumsum(work, 0) - work / 2  # each block's midpoint on the cumulative work axis
         owner = torch.clamp((before / work.sum() * self.world_size).long(), max=self.world_size - 1)
         return [s for s, o in zip(starts, owner.tolist(), strict=True) if o == self.rank]
+
+    def row_range(self, num_rows: int) -> tuple[int, int]:
+        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts."""
+        return num_rows * self.rank // self.world_size, num_rows * (self.rank + 1) // self.world_size
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)

@@ -26,9 +26,12 @@ from torch.nn import functional as F
 
 
 class RowShare(Protocol):
-    """Which row blocks of the upper block-triangle this process computes, and how partial sums are combined."""
+    """Which rows this process computes — row blocks of the upper block-triangle (blocked objective) or a range of
+    whole rows (attention objective) — and how partial sums are combined."""
 
     def block_starts(self, num_rows: int, block: int) -> Sequence[int]: ...
+
+    def row_range(self, num_rows: int) -> tuple[int, int]: ...
 
     def all_reduce(self, tensor: torch.Tensor) -> None: ...
 
@@ -157,28 +160,49 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{1/τ − lse′_b} z_b,
 
     the second from one more attention call (S is symmetric); c = min lse′ keeps the scaled values ≤ 1.
+    With ``share`` (several processes) a process computes the rows ``share.row_range`` gives it — whole rows, so
+    equal row counts are equal work — against all of Z; two all-reduces (the 2N values lse′, the 2N×d gradient)
+    give every process the full value and gradient, as for the blocked objective.
     ``dtype`` is what the kernels compute in (float32, or bfloat16 for ``precision=bf16``); the corrections are
     applied in float32. ``kernel`` picks PyTorch's kernel (:func:`_fused_attention`).
     """
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor, tau: float, dtype: torch.dtype, kernel: str = "auto") -> torch.Tensor:
-        out, lse = _fused_attention(z, z, z, 1.0 / tau, dtype, kernel)
+    def forward(
+        ctx, z: torch.Tensor, tau: float, dtype: torch.dtype, kernel: str = "auto", share: RowShare | None = None
+    ) -> torch.Tensor:
+        n = z.shape[0]
+        start, stop = (0, n) if share is None else share.row_range(n)
+        rows = z[start:stop]  # this process's anchors (all of them for one process); keys and values: all of Z
+        out, lse = _fused_attention(rows, z, z, 1.0 / tau, dtype, kernel)
         lse_off = lse + torch.log1p(-torch.exp(1.0 / tau - lse))
-        ctx.save_for_backward(z, out, lse, lse_off)
-        ctx.tau, ctx.dtype, ctx.kernel = tau, dtype, kernel
-        return lse_off.sum()
+        if share is not None:  # every process needs every lse′ for the backward pass (the Pᵀ term)
+            every = torch.zeros(n, dtype=lse_off.dtype, device=lse_off.device)
+            every[start:stop] = lse_off
+            share.all_reduce(every)
+        else:
+            every = lse_off
+        ctx.save_for_backward(z, out, lse, every)
+        ctx.tau, ctx.dtype, ctx.kernel, ctx.share, ctx.rows = tau, dtype, kernel, share, (start, stop)
+        return every.sum()
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
-        z, out, lse, lse_off = ctx.saved_tensors
-        tau = ctx.tau
-        diagonal = torch.exp(1.0 / tau - lse_off).unsqueeze(1) * z
+        z, out, lse, every = ctx.saved_tensors
+        tau, (start, stop) = ctx.tau, ctx.rows
+        rows, lse_off = z[start:stop], every[start:stop]
+        diagonal = torch.exp(1.0 / tau - lse_off).unsqueeze(1) * rows
         forward_part = out * torch.exp(lse - lse_off).unsqueeze(1) - diagonal
-        c = lse_off.min()
-        scaled, _ = _fused_attention(z, z, z * torch.exp(c - lse_off).unsqueeze(1), 1.0 / tau, ctx.dtype, ctx.kernel)
+        c = every.min()
+        scaled, _ = _fused_attention(rows, z, z * torch.exp(c - every).unsqueeze(1), 1.0 / tau, ctx.dtype, ctx.kernel)
         transposed_part = scaled * torch.exp(lse - c).unsqueeze(1) - diagonal
-        return (forward_part + transposed_part) * (grad_out / tau), None, None, None
+        grad = (forward_part + transposed_part) * (grad_out / tau)
+        if ctx.share is not None:  # each process has its rows of the gradient; all of it is needed everywhere
+            full = torch.zeros_like(z)
+            full[start:stop] = grad
+            ctx.share.all_reduce(full)
+            grad = full
+        return grad, None, None, None, None
 
 
 def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, dtype: torch.dtype,
@@ -211,10 +235,16 @@ def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: f
 
 
 def attention_loss(
-    u: torch.Tensor, v: torch.Tensor, tau: float, precision: str = "fp32", kernel: str = "auto"
+    u: torch.Tensor,
+    v: torch.Tensor,
+    tau: float,
+    precision: str = "fp32",
+    kernel: str = "auto",
+    share: RowShare | None = None,
 ) -> torch.Tensor:
     """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`); the same value and
-    gradients as :func:`contrastive_loss` in fp32, within bf16's precision with ``precision="bf16"``."""
+    gradients as :func:`contrastive_loss` in fp32, within bf16's precision with ``precision="bf16"``. With
+    ``share``, this process computes its rows only and the value and gradient are the full ones everywhere."""
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
     n = u.shape[0]
@@ -222,7 +252,7 @@ def attention_loss(
     positive = (z[:n] * z[n:]).sum(1) / tau
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     with _tf32(precision == "tf32"):
-        log_denominators = _AttentionOffDiagonalLogSumExp.apply(z, tau, dtype, kernel)
+        log_denominators = _AttentionOffDiagonalLogSumExp.apply(z, tau, dtype, kernel, share)
     return (log_denominators - 2.0 * positive.sum()) / (2 * n)
 
 
@@ -241,20 +271,17 @@ class _tf32:
         torch.backends.cuda.matmul.allow_tf32 = self.saved
 
 
-def resolve_objective(
-    backend: str, precision: str, device: torch.device | str, shared: bool = False
-) -> tuple[str, str]:
+def resolve_objective(backend: str, precision: str, device: torch.device | str) -> tuple[str, str]:
     """The (backend, precision) that ``auto`` settings become on ``device``; explicit settings stay as they are.
 
-    On CUDA, a single process: attention + bf16 (FlashAttention-2). Measured on an H100 (benchmarks/gpu_scale.py,
-    docs/benchmarks.md): 7.6× faster than blocked fp32 at N = 34,493 and 10× at 169,343, the same loss to seven
-    digits at N = 34,493 … 10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs, or when
-    processes share the rows (``shared``, which only the blocked objective computes): blocked + fp32 — on CPUs bf16
-    brought no speed and the attention route was 1.3–1.5× slower.
+    On CUDA: attention + bf16 (FlashAttention-2). Measured on an H100 (benchmarks/gpu_scale.py, docs/benchmarks.md):
+    7.6× faster than blocked fp32 at N = 34,493 and 10× at 169,343, the same loss to seven digits at N = 34,493 …
+    10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs: blocked + fp32 — there bf16
+    brought no speed and the attention route was 1.3–1.5× slower. Both backends split their rows over processes.
     """
     if precision == "auto":
         cuda = torch.device(device).type == "cuda"
-        precision = "bf16" if cuda and not shared and backend in ("auto", "attention") else "fp32"
+        precision = "bf16" if cuda and backend in ("auto", "attention") else "fp32"
     if backend == "auto":
         backend = "attention" if precision == "bf16" else "blocked"
     return backend, precision
@@ -276,8 +303,6 @@ class ContrastiveObjective(nn.Module):
         precision: str = "auto",
     ) -> None:
         super().__init__()
-        if share is not None and resolve_objective(backend, precision, "cpu", shared=True)[0] == "attention":
-            raise ValueError("loss_backend=attention computes whole rows; several processes need loss_backend=blocked")
         if precision == "bf16" and backend == "blocked":
             raise ValueError("precision=bf16 needs loss_backend=attention")
         self.tau = tau
@@ -288,12 +313,12 @@ class ContrastiveObjective(nn.Module):
 
     def resolved(self, device: torch.device | str) -> tuple[str, str]:
         """(backend, precision) this objective computes with on ``device``."""
-        return resolve_objective(self.backend, self.precision, device, shared=self.share is not None)
+        return resolve_objective(self.backend, self.precision, device)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         backend, precision = self.resolved(u.device)
         if backend == "attention":
-            return attention_loss(u, v, self.tau, precision)
+            return attention_loss(u, v, self.tau, precision, share=self.share)
         with _tf32(precision == "tf32"):
             return contrastive_loss(u, v, self.tau, self.block_size, self.share)
 
