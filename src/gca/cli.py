@@ -235,9 +235,52 @@ def _import_libraries() -> None:
 
 
 _OUT_OF_MEMORY = (
-    "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), or use a machine or device "
-    "with more memory"
+    "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), train a large graph on "
+    "sampled mini-batches (--set batch_size=1024; README: Large graphs), or use a machine or device with more memory"
 )
+
+#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
+LONG_RUN_SECONDS = 3600.0
+
+
+class LongRunHint:
+    """``on_epoch`` hook: after the first epoch, if all epochs would take over ``limit`` seconds, one warning line
+    saying how long and what shortens it — mini-batches for exact training on a large graph, fewer updates for a
+    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged."""
+
+    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
+                 emit=None) -> None:  # fmt: skip
+        self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
+        self.emit = emit or _print_above_progress
+        self.start = clock()
+        self.done = False
+
+    def __call__(self, epoch: int, embed: Any = None) -> None:
+        if self.done:
+            return
+        self.done = True  # the first epoch this process ran (epoch counts from 1, and on from a resumed checkpoint)
+        per_epoch = self.clock() - self.start
+        remaining = per_epoch * (self.config.epochs - epoch)
+        if remaining <= self.limit:
+            return
+        config, n = self.config, self.num_nodes
+        head = (f"the first epoch took {per_epoch:,.1f} s, so the other {config.epochs - epoch:,} epochs need about "
+                f"{remaining / 3600:,.1f} h")  # fmt: skip
+        if not config.batch_size:
+            advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes every epoch; for a graph "
+                      "this large, sampled mini-batches are far cheaper (--set batch_size=1024; README: Large graphs)"
+                      if n >= 20_000 else "lower --epochs, or train on a GPU (--device cuda)")  # fmt: skip
+        else:
+            steps = config.steps_per_epoch or -(-n // config.batch_size)
+            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
+                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
+        self.emit(f"gca: warning: {head}; {advice}")
+
+
+def _print_above_progress(line: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stderr)
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:
@@ -373,6 +416,7 @@ def _train(args: argparse.Namespace) -> int:
             estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
             checkpoint=outputs.checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
             resume=args.resume, plots=plots if writes else None, plot_title=loaded.name,
+            on_epoch=LongRunHint(config, graph.num_nodes) if writes else None,
         )  # fmt: skip
         if not writes:  # every rank trained the same model; rank 0 alone writes it
             return 0
