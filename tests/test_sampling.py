@@ -210,3 +210,32 @@ def test_mini_batch_config_keys_are_checked():
         GCAConfig(layers=3).replace(batch_size=64, fanout="10,10")
     with pytest.raises(ConfigError, match="-1 \\(all neighbours\\)"):
         GCAConfig().replace(fanout="0,10")
+
+
+def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_gradients():
+    from gca.encoder import GCNEncoder
+    from gca.graph import layered_normalized_adjacency, normalized_adjacency
+
+    data = _random_graph(300, 1500, seed=3)
+    graph = prepare_graph(data)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2))
+    anchors = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:20]
+    sub = sampler.sample(anchors, torch.Generator().manual_seed(2))
+    n1, n2 = sub.hop_sizes[1], sub.hop_sizes[2]
+    assert sub.hop_sizes[0] == 20 and 20 < n1 < n2 < sub.num_nodes == sub.hop_sizes[3]
+    x = data.x[sub.nodes]
+    torch.manual_seed(0)
+    encoder = GCNEncoder(x.shape[1], 8, num_layers=3, activation="prelu")
+    layered = layered_normalized_adjacency(sub.edge_index, sub.num_nodes, (n2, n1, 20))
+    assert [m.shape for m in layered] == [(n2, sub.num_nodes), (n1, n2), (20, n1)]
+    trimmed = encoder(x, layered)
+    torch.autograd.backward(trimmed.sum())
+    trimmed_grads = [p.grad.clone() for p in encoder.parameters()]
+    encoder.zero_grad()
+    untrimmed = encoder(x, normalized_adjacency(sub.edge_index, sub.num_nodes, symmetric=False))[:20]
+    torch.autograd.backward(untrimmed.sum())
+    torch.testing.assert_close(trimmed, untrimmed, rtol=1e-5, atol=1e-6)
+    for got, want in zip(trimmed_grads, (p.grad for p in encoder.parameters()), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="not numbered hop by hop"):  # node 5 read by the anchor, not computed
+        layered_normalized_adjacency(torch.tensor([[5], [0]]), 6, (2, 1))

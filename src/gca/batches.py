@@ -52,6 +52,9 @@ class Batch:
     num_nodes: int
     views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node
+    #: per encoder layer, how many leading nodes' outputs are read later (nodes numbered hop by hop, anchors
+    #: first); None: every node's (:func:`gca.graph.layered_normalized_adjacency`)
+    layer_rows: tuple[int, ...] | None = None
 
     @classmethod
     def of_graph(
@@ -189,7 +192,8 @@ class NeighborBatches(BatchSource):
         features = self.features
         rows = features.take_rows(sub.nodes) if isinstance(features, SparseMatrix) else features[sub.nodes]
         anchors = torch.arange(sub.num_anchors, device=sub.nodes.device)
-        return Batch(rows, sub.num_nodes, views, anchors)
+        layer_rows = tuple(reversed(sub.hop_sizes[:-1]))  # layer i of L is read within L − 1 − i hops
+        return Batch(rows, sub.num_nodes, views, anchors, layer_rows)
 
     def state_dict(self) -> dict[str, Any]:
         return {"kind": "neighbor", "seed": self.seed, "world_size": self.world_size,

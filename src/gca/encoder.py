@@ -11,6 +11,8 @@ first layer as X̃W = X (diag(m) W): the mask scales rows of W₁, so a sparse X
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -101,12 +103,17 @@ class GCNEncoder(nn.Module):
     def forward(
         self,
         features: torch.Tensor | SparseMatrix,
-        adjacency: SparseMatrix,
+        adjacency: SparseMatrix | Sequence[SparseMatrix],
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        h = self.layers[0](features, adjacency, feature_mask)
-        for layer in self.layers[1:]:
-            h = layer(h, adjacency)
+        """f(X̃, Ã). ``adjacency`` is one operator for every layer, or one per layer — each restricted to the rows
+        whose output is read later, as on a sampled subgraph (:func:`gca.graph.layered_normalized_adjacency`)."""
+        per_layer = adjacency if isinstance(adjacency, Sequence) else [adjacency] * len(self.layers)
+        if len(per_layer) != len(self.layers):
+            raise ValueError(f"{len(per_layer)} adjacency operators for {len(self.layers)} layers")
+        h = self.layers[0](features, per_layer[0], feature_mask)
+        for layer, operator in zip(self.layers[1:], per_layer[1:], strict=True):
+            h = layer(h, operator)
         return h
 
     @torch.no_grad()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -42,10 +44,11 @@ class GCAModel(nn.Module):
     def forward(
         self,
         features: torch.Tensor | SparseMatrix,
-        adjacency: SparseMatrix,
+        adjacency: SparseMatrix | Sequence[SparseMatrix],
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Node embeddings H = f(X̃, Ã) (the representation used downstream)."""
+        """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
+        per layer (:meth:`gca.encoder.GCNEncoder.forward`)."""
         return self.encoder(features, adjacency, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:

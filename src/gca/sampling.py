@@ -36,6 +36,8 @@ class SampledSubgraph:
     edge_index: torch.Tensor
     units: torch.Tensor
     num_anchors: int
+    #: nodes within 0, 1, …, L hops of the anchors (local ids are numbered hop by hop, so each is a prefix)
+    hop_sizes: tuple[int, ...] = ()
 
     @property
     def num_nodes(self) -> int:
@@ -137,6 +139,7 @@ class NeighborSampler:
         local[anchors] = torch.arange(anchors.numel(), device=device)
         nodes, sources, targets, units = [anchors], [], [], []
         frontier, count = anchors, anchors.numel()
+        sizes = [count]
         try:
             for fanout in self.fanouts:
                 if frontier.numel() == 0:
@@ -150,13 +153,16 @@ class NeighborSampler:
                 targets.append(local[target])
                 units.append(self.units[positions].long())
                 nodes.append(new)
+                sizes.append(count)
                 frontier = new
             all_nodes = torch.cat(nodes)
         finally:
             local[torch.cat(nodes)] = -1
         empty = torch.empty(0, dtype=torch.long, device=device)
         edge_index = torch.stack([torch.cat(sources or [empty]), torch.cat(targets or [empty])])
-        return SampledSubgraph(all_nodes, edge_index, torch.cat(units or [empty]), int(anchors.numel()))
+        sizes += [count] * (len(self.fanouts) + 1 - len(sizes))  # hops after an empty frontier add nobody
+        return SampledSubgraph(all_nodes, edge_index, torch.cat(units or [empty]), int(anchors.numel()),
+                               tuple(int(c) for c in sizes))  # fmt: skip
 
     def _hop(
         self, frontier: torch.Tensor, fanout: int, generator: torch.Generator | None

@@ -41,7 +41,7 @@ from .checkpoint import (
 )
 from .config import GCAConfig
 from .errors import UserError
-from .graph import Graph, normalized_adjacency, prepare_graph
+from .graph import Graph, layered_normalized_adjacency, normalized_adjacency, prepare_graph
 from .model import GCAModel
 from .progress import Progress
 
@@ -107,7 +107,10 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
     embeddings = []
     for view in batch.views:
         edges = view.sample_edges(generator)
-        adjacency = normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)
+        if batch.layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
+            adjacency = layered_normalized_adjacency(edges, batch.num_nodes, batch.layer_rows)
+        else:
+            adjacency = normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)
         h = model(batch.features, adjacency, view.sample_feature_mask(generator))
         embeddings.append(h if batch.anchors is None else h[batch.anchors])
     loss = model.loss(*embeddings)
