@@ -125,23 +125,27 @@ def test_backend_and_precision_are_checked_together():
 
 
 @pytest.mark.parametrize(
-    ("backend", "precision", "device", "expected"),
+    ("backend", "precision", "device", "tensor_cores", "expected"),
     [
-        ("auto", "auto", "cpu", ("blocked", "fp32")),  # CPUs: bf16 brought no speed (docs/benchmarks.md)
-        ("auto", "auto", "cuda", ("attention", "bf16")),  # H100: 7.6–10× faster, same accuracy
-        ("auto", "auto", "cuda:1", ("attention", "bf16")),
-        ("auto", "fp32", "cuda", ("blocked", "fp32")),  # explicit settings stay
-        ("auto", "tf32", "cuda", ("blocked", "tf32")),
-        ("blocked", "auto", "cuda", ("blocked", "fp32")),  # auto precision never asks blocked for bf16
-        ("attention", "auto", "cpu", ("attention", "fp32")),
-        ("attention", "auto", "cuda", ("attention", "bf16")),
-        ("auto", "bf16", "cpu", ("attention", "bf16")),
+        ("auto", "auto", "cpu", False, ("blocked", "fp32")),  # CPUs: bf16 brought no speed (docs/benchmarks.md)
+        ("auto", "auto", "cuda", True, ("attention", "bf16")),  # H100: 7.6–10× faster, same accuracy
+        ("auto", "auto", "cuda:1", True, ("attention", "bf16")),
+        ("auto", "auto", "cuda", False, ("blocked", "fp32")),  # a V100 or T4: no bf16 tensor cores, no flash
+        ("auto", "fp32", "cuda", True, ("blocked", "fp32")),  # explicit settings stay
+        ("auto", "tf32", "cuda", True, ("blocked", "tf32")),
+        ("blocked", "auto", "cuda", True, ("blocked", "fp32")),  # auto precision never asks blocked for bf16
+        ("attention", "auto", "cpu", False, ("attention", "fp32")),
+        ("attention", "auto", "cuda", True, ("attention", "bf16")),
+        ("auto", "bf16", "cpu", False, ("attention", "bf16")),
     ],
 )
-def test_auto_objective_settings_resolve_per_device(backend, precision, device, expected):
-    from gca.objective import resolve_objective
+def test_auto_objective_settings_resolve_per_device(backend, precision, device, tensor_cores, expected):
+    from gca.objective import bf16_tensor_cores, resolve_objective
 
-    assert resolve_objective(backend, precision, device) == expected
+    assert resolve_objective(backend, precision, device, tensor_cores) == expected
+    if not torch.cuda.is_available():  # asked of the device itself: a CPU, or CUDA that is not there
+        assert not bf16_tensor_cores(device)
+        assert resolve_objective(backend, precision, device)[1] in ("fp32", "tf32", precision)
 
 
 def test_the_record_names_the_objective_that_ran(tmp_path):

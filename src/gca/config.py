@@ -68,7 +68,7 @@ class GCAConfig:
     block_size: int = 0  # rows of the similarity matrix per block in the fast objective; 0 = automatic
     loss_backend: str = "auto"  # blocked (gca's kernel) | attention (PyTorch's fused kernels) | auto (see precision)
     # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only) | auto: bf16 + attention on a
-    # CUDA device (one process), fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
+    # GPU with bf16 tensor cores, fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
     precision: str = "auto"
     # Encoder and projection head.
     layers: int = 2

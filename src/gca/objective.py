@@ -216,7 +216,8 @@ def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: f
     q, k, v = (t.to(dtype)[None, None] for t in (q, k, v))
     n = q.shape[2]
     if kernel == "auto":
-        kernel = "flash" if dtype == torch.bfloat16 and torch.backends.cuda.flash_sdp_enabled() else "efficient"
+        flash = dtype == torch.bfloat16 and torch.backends.cuda.flash_sdp_enabled() and bf16_tensor_cores(q.device)
+        kernel = "flash" if flash else "efficient"
     try:
         if q.device.type == "cpu":
             out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, scale=scale)
@@ -271,17 +272,33 @@ class _tf32:
         torch.backends.cuda.matmul.allow_tf32 = self.saved
 
 
-def resolve_objective(backend: str, precision: str, device: torch.device | str) -> tuple[str, str]:
+def bf16_tensor_cores(device: torch.device | str) -> bool:
+    """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
+    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return False
+    try:
+        return torch.cuda.get_device_capability(device) >= (8, 0)
+    except (AssertionError, RuntimeError):  # no CUDA here: nothing to run on anyway
+        return False
+
+
+def resolve_objective(
+    backend: str, precision: str, device: torch.device | str, tensor_cores: bool | None = None
+) -> tuple[str, str]:
     """The (backend, precision) that ``auto`` settings become on ``device``; explicit settings stay as they are.
 
-    On CUDA: attention + bf16 (FlashAttention-2). Measured on an H100 (benchmarks/gpu_scale.py, docs/benchmarks.md):
+    On a CUDA GPU with bf16 tensor cores (``tensor_cores``; default: :func:`bf16_tensor_cores` of ``device``):
+    attention + bf16 (FlashAttention-2). Measured on an H100 (benchmarks/gpu_scale.py, docs/benchmarks.md):
     7.6× faster than blocked fp32 at N = 34,493 and 10× at 169,343, the same loss to seven digits at N = 34,493 …
-    10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs: blocked + fp32 — there bf16
-    brought no speed and the attention route was 1.3–1.5× slower. Both backends split their rows over processes.
+    10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs and older GPUs: blocked + fp32 —
+    on CPUs bf16 brought no speed and the attention route was 1.3–1.5× slower. Both backends split their rows
+    over processes.
     """
     if precision == "auto":
-        cuda = torch.device(device).type == "cuda"
-        precision = "bf16" if cuda and backend in ("auto", "attention") else "fp32"
+        fast_bf16 = bf16_tensor_cores(device) if tensor_cores is None else tensor_cores
+        precision = "bf16" if fast_bf16 and backend in ("auto", "attention") else "fp32"
     if backend == "auto":
         backend = "attention" if precision == "bf16" else "blocked"
     return backend, precision
