@@ -393,13 +393,16 @@ def _train(args: argparse.Namespace) -> int:
         if labels is not None and graph.num_nodes < MIN_TSNE_NODES:
             print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
     if writes:
+        from .objective import resolve_objective
+
         for warning in loaded.warnings + graph.warnings:
             print(f"gca: warning: {warning}", file=sys.stderr)
         ranks = f", {context.world_size} processes" if context is not None else ""
         print(
             f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
             f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
-            f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks}"
+            f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks},"
+            f" objective={' '.join(resolve_objective(config.loss_backend, config.precision, estimator.device))}"
             + (
                 f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
                 if config.batch_size
