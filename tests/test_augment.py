@@ -155,3 +155,20 @@ def test_log_is_natural_but_any_base_gives_same_probabilities():
     expected = np.minimum((s.max() - s) / (s.max() - s.mean()) * 0.2, 0.7)
     np.testing.assert_allclose(drop_probabilities(w, 0.2, 0.7).numpy(), expected)
     assert math.isfinite(float(drop_probabilities(w, 0.2, 0.7).sum()))
+
+
+def test_dense_features_are_weighed_chunk_by_chunk_like_all_at_once(monkeypatch):
+    import gca.augment as augment
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(11, 4)).astype(np.float32)
+    binary = (rng.random((11, 4)) < 0.3).astype(np.float32)
+    phi = torch.from_numpy(rng.random(11))
+    whole = [feature_weights(m, phi, w) for m in (x, binary) for w in ("dense", "binary")]
+    late = binary.copy()
+    late[10, 3] = 0.5  # the only non-binary value, in the last chunk
+    monkeypatch.setattr(augment, "DENSE_CHUNK_ROWS", 3)
+    chunked = [feature_weights(m, phi, w) for m in (x, binary) for w in ("dense", "binary")]
+    for a, b in zip(whole, chunked, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=0)
+    assert augment.is_binary(binary) and not augment.is_binary(late) and not augment.is_binary(x)

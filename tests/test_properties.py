@@ -82,3 +82,55 @@ def test_training_never_crashes_or_returns_nan(data, centrality):
     config = GCAConfig(epochs=2, hidden=4, proj_hidden=4, centrality=centrality)
     embeddings = GCA(config, device="cpu").fit(data)
     assert embeddings.shape == (data.num_nodes, 4) and torch.isfinite(embeddings).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
+    st.booleans(),
+)
+def test_symmetry_check_agrees_with_pyg_is_undirected(n, pairs, mirror):
+    from torch_geometric.utils import coalesce, is_undirected
+
+    from gca.graph import _is_symmetric
+
+    pairs = [(a % n, b % n) for a, b in pairs if a % n != b % n]
+    if mirror:  # half the examples undirected by construction, so both answers are exercised
+        pairs += [(b, a) for a, b in pairs]
+    edges = torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1)
+    edges = coalesce(edges, num_nodes=n)
+    assert _is_symmetric(edges, n) == is_undirected(edges, num_nodes=n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_degree_centrality_counts_each_neighbour_once_on_any_edge_list(n, pairs, mirror, tidy, directed):
+    """The count-of-targets shortcut for prepared edges and the sparse-matrix path agree on every input."""
+    from torch_geometric.utils import coalesce, remove_self_loops
+
+    from gca.centrality import degree_centrality
+
+    pairs = [(a % n, b % n) for a, b in pairs]
+    if mirror:
+        pairs += [(b, a) for a, b in pairs]
+    edges = torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1)
+    if tidy:  # what prepare_graph hands over: the shortcut applies
+        edges = coalesce(remove_self_loops(edges)[0], num_nodes=n)
+    a = np.zeros((n, n))
+    for u, v in edges.t().tolist():
+        if u != v:
+            a[u, v] = 1.0  # duplicates once, loops dropped
+    if not directed:
+        a = np.maximum(a, a.T)
+    expected = a.sum(0)
+    got = degree_centrality(edges, n, directed).numpy()
+    positive = expected > 0
+    np.testing.assert_allclose(got[positive], expected[positive])
+    assert (got > 0).all()  # zeros replaced as documented

