@@ -28,17 +28,40 @@ def test_normalized_adjacency_equals_dense_formula():
         assert bool((fast.matrix.col_indices()[lo:hi].diff() > 0).all())
 
 
+def _encoder_like(conv: GCNConv, out_channels: int, factor: int) -> GCNEncoder:
+    """An encoder whose first layer has ``conv``'s weights."""
+    encoder = GCNEncoder(conv.in_channels, out_channels, num_layers=2, first_layer_factor=factor)
+    with torch.no_grad():
+        encoder.layers[0].weight.copy_(conv.lin.weight.t())
+        encoder.layers[0].bias.copy_(conv.bias)
+    return encoder
+
+
 def test_gcn_layer_matches_pyg_gcnconv_on_directed_graph():
     edges = torch.tensor([[0, 1, 2, 3, 0], [1, 2, 0, 1, 3]])
     x = torch.randn(4, 5)
     conv = GCNConv(5, 3)
-    encoder = GCNEncoder(5, 3, num_layers=2, first_layer_factor=1)
-    layer = encoder.layers[0]
-    with torch.no_grad():
-        layer.weight.copy_(conv.lin.weight.t())
-        layer.bias.copy_(conv.bias)
+    layer = _encoder_like(conv, 3, 1).layers[0]
     adjacency = normalized_adjacency(edges, 4, symmetric=False)
     assert torch.allclose(layer(x, adjacency), torch.relu(conv(x, edges)), atol=1e-6)
+
+
+def test_a_widening_layer_aggregates_first_with_pyg_gcnconv_values_and_gradients():
+    """F < F': (M X) W moves fewer columns through the sparse product; same output and weight gradient."""
+    edges = torch.tensor([[0, 1, 2, 3, 0, 2], [1, 2, 0, 1, 3, 3]])
+    x = torch.randn(4, 3)
+    conv = GCNConv(3, 8)
+    encoder = _encoder_like(conv, 4, 2)
+    layer = encoder.layers[0]
+    adjacency = normalized_adjacency(edges, 4, symmetric=False)
+    out = layer(x, adjacency)
+    want = torch.relu(conv(x, edges))
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+    out.square().sum().backward()
+    want.square().sum().backward()
+    torch.testing.assert_close(layer.weight.grad, conv.lin.weight.grad.t(), rtol=1e-5, atol=1e-6)
+    mask = torch.tensor([1.0, 0.0, 1.0])  # masking W's rows is masking X's columns on this path too
+    torch.testing.assert_close(encoder(x, adjacency, mask), encoder(x * mask, adjacency), rtol=1e-6, atol=1e-7)
 
 
 def test_masking_weight_rows_equals_masking_features_sparse_and_dense():
@@ -125,7 +148,9 @@ def test_chunked_inference_equals_the_whole_graph_pass():
     g = torch.Generator().manual_seed(0)
     n = 203
     edges = torch.randint(0, n, (2, 900), generator=g)
-    for x in (torch.rand(n, 40, generator=g), (torch.rand(n, 300, generator=g) < 0.03).float()):
+    # 40 → 32 → 32 → 16 aggregates M (H W); 8 → 32 aggregates the narrower (M X) W first; and sparse input
+    for x in (torch.rand(n, 40, generator=g), torch.rand(n, 8, generator=g),
+              (torch.rand(n, 300, generator=g) < 0.03).float()):  # fmt: skip
         graph = prepare_graph(Data(x=x, edge_index=edges), directed=True)
         model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=3))
         whole = encode_graph(model, graph, chunk_rows=0)

@@ -57,7 +57,9 @@ class GCNLayer(nn.Module):
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
-        # M (H W) rather than (M H) W: the first layer maps F ≫ F' input channels down before aggregating.
+        if _aggregate_first(h, weight):
+            return self.activation((adjacency @ h) @ weight + self.bias)
+        # M (H W): a layer that maps F ≫ F' channels down (bag-of-words features) aggregates the narrow side.
         return self.activation(adjacency @ (h @ weight) + self.bias)
 
 
@@ -66,6 +68,12 @@ class GCNLayer(nn.Module):
         """The same output as :meth:`forward`, computed ``rows`` nodes at a time without autograd: besides the
         input, only H W and the output are held (N × width each), never a product's temporaries for all nodes."""
         n = adjacency.shape[0]
+        if _aggregate_first(h, self.weight):
+            out = torch.empty(n, self.weight.shape[1], dtype=self.weight.dtype, device=self.weight.device)
+            for start in range(0, n, rows):
+                stop = min(start + rows, n)
+                out[start:stop] = self.activation((adjacency.row_slice(start, stop) @ h) @ self.weight + self.bias)
+            return out
         hw = torch.empty(n, self.weight.shape[1], dtype=self.weight.dtype, device=self.weight.device)
         for start in range(0, n, rows):
             stop = min(start + rows, n)
@@ -76,6 +84,14 @@ class GCNLayer(nn.Module):
             stop = min(start + rows, n)
             out[start:stop] = self.activation(adjacency.row_slice(start, stop) @ hw + self.bias)
         return out
+
+
+def _aggregate_first(h: torch.Tensor | SparseMatrix, weight: torch.Tensor) -> bool:
+    """Whether to compute (M H) W rather than M (H W): for a dense H narrower than its output, so the sparse
+    product — the layer's costly, memory-bound part — moves fewer columns (100 instead of 256 at ogbn-products),
+    and on a sampled subgraph the dense product runs only on the rows kept. A sparse H (bag-of-words features)
+    keeps M (H W), which also avoids a sparse × sparse product."""
+    return isinstance(h, torch.Tensor) and not h.is_sparse and h.shape[1] < weight.shape[1]
 
 
 class GCNEncoder(nn.Module):

@@ -90,6 +90,8 @@ class _SparseDenseMatmul(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
+        if not ctx.needs_input_grad[2]:  # input features: no gradient, no transposed product
+            return None, None, None
         return None, None, ctx.transpose @ grad_out.contiguous()
 
 
