@@ -212,13 +212,19 @@ def test_mini_batch_config_keys_are_checked():
         GCAConfig().replace(fanout="0,10")
 
 
-def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_gradients():
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("width", [6, 16])  # into a 16-wide first layer: (M X) W, and M (X W)
+def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_gradients(directed, width):
     from gca.encoder import GCNEncoder
     from gca.graph import layered_normalized_adjacency, normalized_adjacency
 
     data = _random_graph(300, 1500, seed=3)
-    graph = prepare_graph(data)
-    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2))
+    data.x = torch.rand(300, width, generator=torch.Generator().manual_seed(4)) if width != 6 else data.x
+    if directed:
+        data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
+    graph = prepare_graph(data, directed=directed)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed,
+                              symmetric_units=not directed)  # fmt: skip
     anchors = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:20]
     sub = sampler.sample(anchors, torch.Generator().manual_seed(2))
     n1, n2 = sub.hop_sizes[1], sub.hop_sizes[2]
