@@ -319,18 +319,24 @@ def normalized_adjacency(
     self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a :class:`Graph`'s
     is, which lets a symmetric matrix be built without sorting. Built with vectorised tensor operations only.
     """
-    device = edge_index.device
     if symmetric and coalesced:
         return _symmetric_normalized_adjacency(edge_index, num_nodes)
-    loops = torch.arange(num_nodes, device=device)
-    source = torch.cat([edge_index[0], loops])
-    target = torch.cat([edge_index[1], loops])
-    degree = torch.bincount(target, minlength=num_nodes).to(torch.float32)
-    inv_sqrt = degree.rsqrt()
-    values = inv_sqrt[source] * inv_sqrt[target]
+    source, target, values = _normalized_entries(edge_index, num_nodes)
     matrix = square_csr(target, source, values, num_nodes)
     transpose = None if symmetric else square_csr(source, target, values, num_nodes)
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
+
+
+def _normalized_entries(
+    edge_index: torch.Tensor, num_nodes: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(source, target, value) of every entry of D̂^{-1/2} Â D̂^{-1/2}: the edges, then one self-loop per node;
+    D̂ counts incoming edges plus the self-loop."""
+    loops = torch.arange(num_nodes, device=edge_index.device)
+    source = torch.cat([edge_index[0], loops])
+    target = torch.cat([edge_index[1], loops])
+    inv_sqrt = torch.bincount(target, minlength=num_nodes).to(torch.float32).rsqrt()
+    return source, target, inv_sqrt[source] * inv_sqrt[target]
 
 
 def layered_normalized_adjacency(
@@ -346,12 +352,7 @@ def layered_normalized_adjacency(
     the second layer of a 2-layer encoder with fan-out 10 computes about 1/7 of the rows. An entry outside the
     block means the nodes are not numbered hop by hop: a :class:`ValueError`.
     """
-    device = edge_index.device
-    loops = torch.arange(num_nodes, device=device)
-    source = torch.cat([edge_index[0], loops])
-    target = torch.cat([edge_index[1], loops])
-    inv_sqrt = torch.bincount(target, minlength=num_nodes).to(torch.float32).rsqrt()
-    values = inv_sqrt[source] * inv_sqrt[target]
+    source, target, values = _normalized_entries(edge_index, num_nodes)
     blocks, columns = [], num_nodes
     for rows in layer_rows:
         keep = target < rows

@@ -17,6 +17,7 @@ Training *minimises* the loss −J. Two implementations compute the same number:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -276,8 +277,12 @@ def bf16_tensor_cores(device: torch.device | str) -> bool:
     """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
     Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel."""
     device = torch.device(device)
-    if device.type != "cuda":
-        return False
+    return device.type == "cuda" and _capable(device)
+
+
+@functools.cache
+def _capable(device: torch.device) -> bool:
+    """Asked once per device: the objective resolves its settings on every step."""
     try:
         return torch.cuda.get_device_capability(device) >= (8, 0)
     except (AssertionError, RuntimeError):  # no CUDA here: nothing to run on anyway
