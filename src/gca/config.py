@@ -83,6 +83,8 @@ class GCAConfig:
     steps_per_epoch: int = 0  # 0: one pass over all nodes per epoch
     # Optimisation (Algorithm 1, Appendix A).
     lr: float = 5e-4
+    # Epochs over which the learning rate rises linearly to lr (gca.train.warmup_schedule); 0: none, as Algorithm 1.
+    warmup_epochs: int = 0
     weight_decay: float = 1e-5
     epochs: int = 500
     seed: int = 0
@@ -149,6 +151,7 @@ RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "first_layer_factor": (1, 64, True, True),
     "proj_hidden": (1, 65_536, True, True),
     "epochs": (0, 10_000_000, True, True),
+    "warmup_epochs": (0, 10_000_000, True, True),
     "seed": (0, 2**32 - 1, True, True),
     "batch_size": (0, 2**31 - 1, True, True),
     "steps_per_epoch": (0, 10_000_000, True, True),

@@ -25,6 +25,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .collapse import uniform_loss
+
 
 class RowShare(Protocol):
     """Which rows this process computes — row blocks of the upper block-triangle (blocked objective) or a range of
@@ -343,6 +345,11 @@ class ContrastiveObjective(nn.Module):
             return attention_loss(u, v, self.tau, precision, share=self.share)
         with _tf32(precision == "tf32"):
             return contrastive_loss(u, v, self.tau, self.block_size, self.share)
+
+    def uniform_loss(self, anchors: int) -> float:
+        """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at
+        (:mod:`gca.collapse`)."""
+        return uniform_loss(anchors)
 
     def extra_repr(self) -> str:
         return f"tau={self.tau}, block_size={self.block_size or 'auto'}, {self.backend}, {self.precision}"

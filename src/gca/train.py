@@ -39,6 +39,7 @@ from .checkpoint import (
     save_checkpoint,
     training_state,
 )
+from .collapse import CollapseWatch
 from .config import GCAConfig
 from .errors import UserError
 from .graph import Graph, layered_normalized_adjacency, normalized_adjacency, prepare_graph
@@ -48,6 +49,10 @@ from .progress import Progress
 
 class TrainingError(UserError, RuntimeError):
     """Training cannot go on (e.g. the loss diverged); the message is one line meant for the user."""
+
+
+class CollapseError(TrainingError):
+    """Training collapsed: the loss sat at its value for uniform similarities (:mod:`gca.collapse`)."""
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -129,25 +134,53 @@ def train(
     first_epoch: int = 0,
     after_epoch: Callable[[int, list[float]], None] | None = None,
     progress: bool = False,
+    learning_rate: Callable[[int], float] | None = None,
+    collapse: CollapseWatch | None = None,
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
-    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints). A loss that is not finite
-    stops training with a :class:`TrainingError`.
+    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(epoch)`` sets
+    the optimiser's rate before each epoch (the warm-up; a function of the epoch alone, so a resumed run follows
+    the same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
+    and one that sits at its value for uniform similarities — collapse, watched by ``collapse`` (default
+    :class:`~gca.collapse.CollapseWatch`) when the objective knows that value — with a :class:`CollapseError`.
     """
     losses: list[float] = []
+    uniform = getattr(model.objective, "uniform_loss", None)
+    collapse = collapse or CollapseWatch()
     bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
     for epoch in range(first_epoch, epochs):
-        step_losses = [train_step(model, optimizer, batch, generator) for batch in source.batches(epoch, generator)]
+        if learning_rate is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(epoch)
+        step_losses, flat_values = [], []
+        for batch in source.batches(epoch, generator):
+            step_losses.append(train_step(model, optimizer, batch, generator))
+            if uniform is not None:
+                flat_values.append(uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors)))
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
             raise TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
+        if uniform is not None:
+            gaps = [step - flat for step, flat in zip(step_losses, flat_values, strict=True)]
+            message = collapse.update(epoch + 1, gaps, flat_values[0])
+            if message:
+                bar.close()
+                raise CollapseError(message)
         losses.append(loss)
         bar.update(loss=f"{loss:.4f}")
         if after_epoch is not None:
             after_epoch(epoch + 1, losses)
     bar.close()
     return losses
+
+
+def warmup_schedule(lr: float, warmup_epochs: int) -> Callable[[int], float] | None:
+    """The learning rate of each epoch (from 0): rising linearly to ``lr`` over the first ``warmup_epochs``, then
+    constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_epochs`` is 0."""
+    if warmup_epochs <= 0:
+        return None
+    return lambda epoch: lr * min(1.0, (epoch + 1) / warmup_epochs)
 
 
 #: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`).
@@ -292,7 +325,10 @@ class GCA:
                                        source.state_dict())  # fmt: skip
                 save_checkpoint(checkpoint, state)
 
-        losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, after_epoch, self.progress)
+        advice = f"lower the learning rate (lr={cfg.lr:g}) or lengthen the warm-up (warmup_epochs={cfg.warmup_epochs})"
+        losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, after_epoch, self.progress,
+                       learning_rate=warmup_schedule(cfg.lr, cfg.warmup_epochs),
+                       collapse=CollapseWatch(advice=advice))  # fmt: skip
         self.losses[first_epoch:] = losses
         source = None  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":
