@@ -65,7 +65,9 @@ def test_runs_resume_after_interruption_and_are_never_repeated(tmp_path):
 def test_identical_runs_are_shared_between_tables(tmp_path):
     repro = _repro(tmp_path, baselines=())
     reproduce("table3", repro)
-    assert repro.trained == 6  # GCA-DE, -PR, -EV × 2 runs
+    assert repro.trained == 8  # Random-Init, GCA-DE, -PR, -EV × 2 runs
+    table = (tmp_path / "table3.md").read_text()
+    assert table.index("Random-Init") < table.index("GCA-DE")  # the untrained encoder, shown before GCA
     both = _repro(tmp_path, baselines=())
     reproduce("table4", both)
     assert both.trained == 6 and both.reused == 2  # table 4's "GCA" is table 3's GCA-DE
@@ -110,9 +112,9 @@ def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
             "--quiet", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "5 runs trained" in out
+    assert "6 runs trained" in out  # raw, Random-Init, GCA-DE/-PR/-EV, GCN
     assert main(args) == 0
-    assert "0 runs trained, 5 reused" in capsys.readouterr().out
+    assert "0 runs trained, 6 reused" in capsys.readouterr().out
     assert len(list((tmp_path / "plots").glob("*-loss.png"))) == 3  # one loss curve and t-SNE per GCA row
     assert len(list((tmp_path / "plots").glob("*-tsne.png"))) == 3
 

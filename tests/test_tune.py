@@ -137,3 +137,20 @@ def test_tune_errors_are_one_line(tmp_path):
                                str(tmp_path / "o"), *extra], capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 2 and done.stderr.startswith("gca: error:") and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_collapsing_trial_is_pruned_at_once_with_its_reason(tmp_path, monkeypatch):
+    import gca.encoder as encoder
+
+    def zero(self):  # every weight 0: ReLU passes no gradient, the loss sits at log(2N − 1) from the first epoch
+        torch.nn.init.zeros_(self.weight)
+        torch.nn.init.zeros_(self.bias)
+
+    monkeypatch.setattr(encoder.GCNLayer, "reset_parameters", zero)
+    space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()} | {"activation": {"value": "relu"}}
+    search = _search(tmp_path, karate_club().y, space=space, max_epochs=200, every=100)
+    search.run(1)
+    (trial,) = search.study.trials
+    assert trial.state == optuna.trial.TrialState.PRUNED
+    assert trial.user_attrs["stopped"].startswith("training collapsed: from epoch 1 to 20")
+    assert list(trial.intermediate_values) == []  # stopped at epoch 20, before the first check at 100

@@ -2,7 +2,7 @@
 
 Each baseline is a function ``(data, split, seed, quick, device) -> test accuracy in %``:
 
-* ``raw`` — ℓ2 logistic regression on the raw features (:func:`gca.evaluate.linear_evaluation`).
+* ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.evaluate_embeddings`).
 * ``dgi`` — Deep Graph Infomax (Veličković et al., 2019) with PyTorch Geometric's ``DeepGraphInfomax``: one GCN
   layer of 512 units with PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss, as in DGI's
   reference setting.
@@ -45,7 +45,7 @@ from torch.nn import functional as F
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from .evaluate import Split, linear_evaluation
+from .evaluate import Split, evaluate_embeddings, raw_feature_input
 from .graph import binary_adjacency, normalize_rows
 from .train import TrainingError
 from .walks import random_walks
@@ -55,7 +55,9 @@ class BaselineUnavailable(RuntimeError):
     """The baseline cannot run in this environment (a package is missing); the message says why."""
 
 
-Baseline = Callable[[Data, Split, int, bool, torch.device], float]
+#: ``(data, split, seed, quick, device, protocol="sklearn") -> test accuracy in %``; ``protocol`` names how an
+#: unsupervised baseline's embeddings are judged (:data:`gca.evaluate.PROTOCOLS`); supervised ones ignore it.
+Baseline = Callable[..., float]
 
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
@@ -64,15 +66,18 @@ def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 
 
-def _evaluate(embeddings: torch.Tensor, data: Data, split: Split) -> float:
-    return linear_evaluation(embeddings.detach().cpu(), data.y, [split]).accuracies[0]
+def _evaluate(embeddings: torch.Tensor, data: Data, split: Split, protocol: str = "sklearn") -> float:
+    return evaluate_embeddings(embeddings.detach().cpu(), data.y, [split], protocol).accuracies[0]
 
 
-def raw_features(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
-    return linear_evaluation(data.x, data.y, [split]).accuracies[0]
+def raw_features(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
+    x = data.x.to_dense() if data.x.is_sparse else data.x
+    return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, split, protocol)
 
 
-def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
     seed_everything(seed)
@@ -114,11 +119,12 @@ def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device) 
     model.eval()
     with torch.no_grad():
         z, _, _ = model(x, edge_index)
-    return _evaluate(z, data, split)
+    return _evaluate(z, data, split, protocol)
 
 
 def _autoencoder(variational: bool) -> Baseline:
-    def run(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+    def run(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
         from torch_geometric.nn import GAE, VGAE, GCNConv
 
         seed_everything(seed)
@@ -154,13 +160,14 @@ def _autoencoder(variational: bool) -> Baseline:
         with torch.no_grad():
             z = model.encoder(x, edge_index)
             z = z[0] if variational else z  # the mean μ is the embedding
-        return _evaluate(z, data, split)
+        return _evaluate(z, data, split, protocol)
 
     return run
 
 
 def _supervised(architecture: str) -> Baseline:
-    def run(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+    def run(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
         from torch_geometric.nn import GATConv, GCNConv
 
         seed_everything(seed)
@@ -235,19 +242,22 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
     return skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=True, seed=seed)
 
 
-def deepwalk(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+def deepwalk(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
     seed_everything(seed)
-    return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, split)
+    return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, split, protocol)
 
 
-def deepwalk_features(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+def deepwalk_features(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
     seed_everything(seed)
     z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
     x = data.x.to_dense() if data.x.is_sparse else data.x
-    return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, split)
+    return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, split, protocol)
 
 
-def node2vec(data: Data, split: Split, seed: int, quick: bool, device: torch.device) -> float:
+def node2vec(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
     """p, q chosen on the split's validation nodes; the test accuracy of that choice."""
     seed_everything(seed)
     adjacency = binary_adjacency(data.edge_index, data.num_nodes)
@@ -257,7 +267,7 @@ def node2vec(data: Data, split: Split, seed: int, quick: bool, device: torch.dev
         for q in grid:
             walks = random_walks(adjacency, walk_length=80, walks_per_node=10, p=p, q=q, seed=seed)
             z = skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=False, seed=seed)
-            result = linear_evaluation(torch.from_numpy(z), data.y, [split])
+            result = evaluate_embeddings(torch.from_numpy(z), data.y, [split], protocol)
             best = max(best, (result.val_accuracies[0], result.accuracies[0]))
     return best[1]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .evaluate import EvaluationResult, Split, linear_evaluation
+from .evaluate import EvaluationResult, Split, evaluate_embeddings, raw_feature_input
 from .train import GCA, PreparedGraph
 
 
@@ -54,6 +54,7 @@ def run_gca(
     labels: torch.Tensor | None = None,
     splits: list[Split] | None = None,
     eval_raw: bool = False,
+    protocol: str = "sklearn",
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
@@ -61,7 +62,8 @@ def run_gca(
     plot_title: str = "",
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
 ) -> RunResult:
-    """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``), plot to
+    """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
+    (:data:`gca.evaluate.PROTOCOLS`), plot to
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
     passed to :meth:`GCA.fit` (validation during training)."""
     config = estimator.config
@@ -86,11 +88,12 @@ def run_gca(
     evaluation = raw = None
     if splits is not None and labels is not None:
         start = time.perf_counter()
-        evaluation = linear_evaluation(embeddings, labels, splits)
+        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol)
         record["accuracy"] = evaluation.to_dict()
         record["eval_seconds"] = round(time.perf_counter() - start, 3)
         if eval_raw:
-            raw = linear_evaluation(prepared.graph.raw_features, labels, splits)
+            raw = evaluate_embeddings(raw_feature_input(prepared.graph.raw_features, protocol), labels, splits,
+                                      protocol)  # fmt: skip
             record["raw_features_accuracy"] = raw.to_dict()
     written: list[Path] = []
     if plots is not None:

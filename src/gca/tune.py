@@ -3,9 +3,10 @@
 GCA's settings matter per graph — the paper tuned them per dataset (its Table 5). The search here:
 
 * **Objective** — the mean validation accuracy of the usual linear evaluation (C chosen per split on the
-  validation nodes) over the first ``splits`` of the random 10/10/80 splits ``gca train`` draws with the same
-  seed. The search only ever holds the labels of those splits' training and validation nodes: every other label
-  is replaced by −1 before it starts, so no test label of its splits can be read.
+  validation nodes; or the authors' protocol's best validation check, ``--eval-protocol authors``) over the first
+  ``splits`` of the random 10/10/80 splits ``gca train`` draws with the same seed. The search only ever holds the
+  labels of those splits' training and validation nodes: every other label is replaced by −1 before it starts,
+  so no test label of its splits can be read.
 * **Trials** — Optuna's TPE sampler proposes a setting from the search space; GCA trains with it (the same run
   function as ``gca train``, so mini-batch settings given with ``--set`` apply) for up to ``max_epochs`` epochs,
   and every ``eval_every`` epochs the validation accuracy is measured and reported. The trial's value is the best
@@ -14,7 +15,9 @@ GCA's settings matter per graph — the paper tuned them per dataset (its Table 
   exactly by ``gca train --config DIR/best.toml``.
 * **Pruning** — Optuna's median rule stops a trial whose accuracy at a check is below the median of earlier
   trials' accuracies at that check (after five trials and the first two checks), so hopeless settings cost a
-  fraction of a training.
+  fraction of a training. A trial whose training collapses (:mod:`gca.collapse`; the range of ``lr`` reaches
+  0.1, where Adam's first steps can do that) is pruned as soon as the collapse is seen, with the reason kept in
+  the trial's ``stopped`` attribute.
 * **Storage** — the study is a SQLite database in the output folder (Optuna's RDB storage, with a heartbeat):
   after Ctrl-C or kill -9 the same command continues, finished trials are never repeated, a trial that was cut
   off is run again, and several processes given the same folder share the search. ``--trials N`` counts finished
@@ -137,10 +140,14 @@ class SearchSettings:
     splits: int
     base: dict[str, Any]
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
+    protocol: str = "sklearn"  # how validation accuracy is measured (gca.evaluate.PROTOCOLS)
 
     def key(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "max_epochs": self.max_epochs, "eval_every": self.eval_every,
-                "splits": self.splits, "base": self.base, "space": self.space}  # fmt: skip
+        key = {"dataset": self.dataset, "max_epochs": self.max_epochs, "eval_every": self.eval_every,
+               "splits": self.splits, "base": self.base, "space": self.space}  # fmt: skip
+        if self.protocol != "sklearn":  # studies made before the protocol was a setting keep their key
+            key["protocol"] = self.protocol
+        return key
 
 
 def search_labels(labels: Any, splits: list) -> Any:
@@ -208,7 +215,8 @@ class Search:
     def _report(self, study: Any, trial: Any) -> None:
         value = "pruned" if trial.value is None else f"{trial.value:.2f} %"
         if trial.state == self.optuna.trial.TrialState.PRUNED:
-            value = f"pruned at epoch {trial.last_step}"
+            stopped = trial.user_attrs.get("stopped")  # e.g. collapse, found before any check
+            value = f"pruned: {stopped}" if stopped else f"pruned at epoch {trial.last_step}"
         best = f"; best {study.best_value:.2f} % (trial {study.best_trial.number})" if _has_complete(study) else ""
         self.log(f"trial {trial.number}: {value}{best}")
 
@@ -218,7 +226,7 @@ class Search:
     def objective(self, trial: Any) -> float:
         from .evaluate import validation_accuracy
         from .run import run_gca
-        from .train import GCA
+        from .train import GCA, CollapseError
 
         config = self.config(suggest(trial, self.settings.space))
         every, last = self.settings.eval_every, config.epochs
@@ -227,7 +235,7 @@ class Search:
         def check(epoch: int, embed) -> None:
             if epoch % every and epoch != last:
                 return
-            accuracy = validation_accuracy(embed(), self.labels, self.splits)
+            accuracy = validation_accuracy(embed(), self.labels, self.splits, protocol=self.settings.protocol)
             trial.report(accuracy, epoch)
             if accuracy > best[0]:
                 best[:] = [accuracy, epoch]
@@ -237,7 +245,12 @@ class Search:
 
         estimator = GCA(config, device=self.device)
         start = time.perf_counter()
-        run_gca(estimator, estimator.prepare(self.graph), dataset=self.settings.dataset, on_epoch=check)
+        try:
+            run_gca(estimator, estimator.prepare(self.graph), dataset=self.settings.dataset, on_epoch=check)
+        except CollapseError as exc:  # nothing to gain from the remaining epochs: pruned at once, reason kept
+            trial.set_user_attr("epochs", best[1])
+            trial.set_user_attr("stopped", str(exc))
+            raise self.optuna.TrialPruned(str(exc)) from None
         trial.set_user_attr("epochs", best[1])
         trial.set_user_attr("seconds", time.perf_counter() - start)
         return best[0]

@@ -51,13 +51,14 @@ class Reproduction:
         log: Callable[[str], None] = print,
         figure4_datasets: Iterable[str] | None = None,
         mode: Mode | None = None,
+        protocol: str = "sklearn",
     ) -> None:
         self.out = Path(out)
         self.datasets = [dataset_display_name(d) for d in datasets]
         # The paper's Figure 4 is on Amazon-Photo alone; by default it follows ``datasets``.
         figure4 = self.datasets if figure4_datasets is None else figure4_datasets
         self.figure4_datasets = [dataset_display_name(d) for d in figure4]
-        self.mode = mode or Mode.create(quick, runs)
+        self.mode = mode or Mode.create(quick, runs, protocol)
         self.log = log
         self.planner = Planner(self.mode, tuple(baselines) if baselines is not None else tuple(BASELINES))
         self.store = RunStore(self.out / "runs")

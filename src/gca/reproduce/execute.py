@@ -103,7 +103,8 @@ class Executor:
         if run.method != "gca":
             _, _, baseline = BASELINES[run.method]
             try:
-                accuracy = baseline(loaded.data, split, run.seed, self.mode.quick, resolve_device(self.device))
+                accuracy = baseline(loaded.data, split, run.seed, self.mode.quick, resolve_device(self.device),
+                                    protocol=self.mode.protocol)  # fmt: skip
             except BaselineUnavailable as exc:
                 self.unavailable[run.method] = str(exc)
                 return None
@@ -121,7 +122,8 @@ class Executor:
         title = f"{run.dataset}, {plot_label} (seed {run.seed}, {estimator.config.epochs} epochs)"
         try:
             result = run_gca(estimator, estimator.prepare(loaded.data, loaded.directed), dataset=run.dataset,
-                             labels=loaded.data.y, splits=[split], plots=plots, plot_title=title)  # fmt: skip
+                             labels=loaded.data.y, splits=[split], plots=plots, plot_title=title,
+                             protocol=self.mode.protocol)  # fmt: skip
         except TrainingError as exc:  # a diverged run is a result (it would diverge again), not a crash
             return {**about, "accuracy": None, "error": str(exc)}
         return {**about, **result.record, "seconds": time.perf_counter() - start}
