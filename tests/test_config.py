@@ -56,3 +56,22 @@ def test_invalid_values_are_one_line_errors(tmp_path):
         build_config(None, broken)
     with pytest.raises(ConfigError, match="does not exist"):
         build_config(None, tmp_path / "missing.toml")
+
+
+def test_table5_stays_the_default_and_the_authors_setting_is_named(tmp_path, monkeypatch):
+    from gca.config import build_config
+
+    photo = build_config("Amazon-Photo")
+    assert (photo.lr, photo.tau, photo.hidden, photo.proj_hidden) == (0.1, 0.3, 256, 64)  # width from the authors
+    computers, theirs = build_config("Amazon-Computers"), build_config("Amazon-Computers", "authors")
+    assert (computers.p_e1, computers.tau, computers.activation, computers.epochs) == (0.5, 0.1, "prelu", 1500)
+    assert (theirs.p_e1, theirs.p_e2, theirs.p_f1, theirs.p_f2) == (0.6, 0.3, 0.2, 0.3)
+    assert (theirs.tau, theirs.activation, theirs.hidden, theirs.epochs) == (0.2, "rrelu", 128, 2000)
+    wikics = build_config("Wiki-CS", "authors")
+    assert (wikics.p_e2, wikics.tau) == (0.3, 0.4) and build_config("Wiki-CS").tau == 0.6
+    assert build_config("Amazon-Photo", "authors", {"tau": 0.5}).tau == 0.5  # --set still wins
+    with pytest.raises(ConfigError, match="--config authors: no such setting is shipped for Cora"):
+        build_config("Cora", "authors")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "authors").write_text("tau = 0.9\n")  # a file of that name is read as a file
+    assert build_config("Amazon-Photo", "authors").tau == 0.9

@@ -1,9 +1,10 @@
 """gca — Graph Contrastive learning with Adaptive augmentation (Zhu et al., WWW 2021).
 
->>> from gca import GCA, GCAConfig, load_dataset, linear_evaluation, random_splits
+>>> from gca import GCA, GCAConfig, evaluate_embeddings, linear_evaluation, load_dataset, random_splits
 >>> loaded = load_dataset("Cora", data_dir="data")                      # doctest: +SKIP
 >>> z = GCA(GCAConfig(centrality="degree")).fit(loaded.data)            # doctest: +SKIP
 >>> print(linear_evaluation(z, loaded.data.y, random_splits(len(z))))   # doctest: +SKIP
+>>> print(evaluate_embeddings(z, loaded.data.y, random_splits(len(z)), protocol="authors"))  # doctest: +SKIP
 
 The names below are imported on first use (PEP 562), so that ``gca --help`` and argument errors answer without
 loading PyTorch.
@@ -21,6 +22,7 @@ _EXPORTS = {
     "GCAConfig": "config",
     "GCAModel": "model",
     "build_config": "config",
+    "evaluate_embeddings": "evaluate",
     "linear_evaluation": "evaluate",
     "load_dataset": "datasets",
     "prepare_graph": "graph",

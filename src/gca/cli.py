@@ -36,7 +36,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=CENTRALITY_CHOICES,
         help="node centrality φ for adaptive augmentation; uniform gives GCA-T-A (GRACE). Default: degree",
     )
-    train.add_argument("--config", help="TOML or JSON file of hyperparameters (overrides the dataset's defaults)")
+    train.add_argument(
+        "--config", help="TOML or JSON file of hyperparameters (overrides the dataset's defaults), or 'authors': the "
+        "setting of the GCA authors' parameter files for the paper's datasets",
+    )  # fmt: skip
     train.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
     )
@@ -341,6 +344,16 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _dataset_config(loaded, config_file: str | None, overrides: dict[str, Any]):
+    """The run's configuration: the dataset's shipped setting (named datasets), ``--config`` and overrides."""
+    from .config import is_named_config
+
+    if is_named_config(config_file) and not loaded.named:
+        raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} is "
+                          "not one of them; give a TOML or JSON file")  # fmt: skip
+    return build_config(loaded.name if loaded.named else None, config_file, overrides)
+
+
 def _inputs(args: argparse.Namespace) -> list[str]:
     """The files a command reads, which no output may overwrite."""
     names = ("edges", "features", "labels", "config", "checkpoint", "dataset")
@@ -376,7 +389,7 @@ def _train(args: argparse.Namespace) -> int:
         context = distributed.start(device)
     writes = context is None or context.writes
     loaded = _load_graph(args)
-    config = build_config(loaded.name if loaded.named else None, args.config, overrides)
+    config = _dataset_config(loaded, args.config, overrides)
     objective = None
     if context is not None and not config.batch_size:  # exact full-graph objective shared by the processes
         from .objective import ContrastiveObjective
@@ -582,7 +595,7 @@ def _tune(args: argparse.Namespace) -> int:
 
     device = resolve_device(args.device)
     loaded = _load_graph(args)
-    config = build_config(loaded.name if loaded.named else None, args.config, overrides)
+    config = _dataset_config(loaded, args.config, overrides)
     labels = loaded.data.y
     if labels is None:
         raise TuneError(f"{loaded.name} has no labels; the search needs labelled nodes (give --labels)")
