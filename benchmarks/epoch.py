@@ -6,11 +6,13 @@
     Amazon-Photo's size (7,650 nodes, 119,081 edges, 745 sparse binary features, d = 256).
 (c) peak RSS of gca training epochs on a synthetic graph of Coauthor-Physics's size (34,493 nodes, 247,962 edges,
     8,415 sparse binary features, d = 128).
+(d) with ``--paper-datasets``: (b) on the real Amazon-Photo, Amazon-Computers and Coauthor-CS graphs from
+    ``--data-dir``, each with its shipped setting's widths (Table 5's hidden size, the authors' projection width).
 
 Each measurement runs in its own subprocess. Synthetic graphs: uniformly random edges, and each node has
 ``--nnz`` random features set to 1 (the benchmark files' features are sparse bag-of-words).
 
-    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics]
+    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics] [--paper-datasets]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from objective import plain_loss  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+PAPER_GRAPHS = {"real-photo": "Amazon-Photo", "real-computers": "Amazon-Computers", "real-cs": "Coauthor-CS"}
 
 
 def synthetic_graph(nodes: int, edges: int, features: int, nnz: int, seed: int = 0) -> Data:
@@ -58,6 +61,13 @@ def load(name: str, data_dir: str, nnz: int) -> tuple[Data, dict]:
         return load_dataset("Cora", data_dir=data_dir).data, {"hidden": 128, "proj_hidden": 128}
     if name == "photo":
         return synthetic_graph(7650, 119_081, 745, nnz), {"hidden": 256, "proj_hidden": 256}
+    if name in PAPER_GRAPHS:
+        from gca.config import build_config
+        from gca.datasets import load_dataset
+
+        config = build_config(PAPER_GRAPHS[name])
+        return load_dataset(PAPER_GRAPHS[name], data_dir=data_dir).data, {"hidden": config.hidden,
+                                                                          "proj_hidden": config.proj_hidden}
     if name == "physics":
         return synthetic_graph(34_493, 247_962, 8415, nnz), {"hidden": 128, "proj_hidden": 128}
     raise ValueError(name)
@@ -136,6 +146,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--nnz", type=int, default=30, help="features per node in the synthetic graphs")
     parser.add_argument("--skip-physics", action="store_true")
+    parser.add_argument("--paper-datasets", action="store_true", help="also the real Photo, Computers and CS graphs")
     parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -145,7 +156,10 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}")
     print("| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |")
     print("|---|---|---|---|---|---|")
-    for name, label in (("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")):
+    cases = [("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")]
+    if args.paper_datasets:
+        cases += [(key, f"{name} (real)") for key, name in PAPER_GRAPHS.items()]
+    for name, label in cases:
         plain = _case("plain", name, args)
         ours = _case("gca", name, args)
         speed = f"{plain['seconds_per_epoch'] / ours['seconds_per_epoch']:.1f}×" if plain and ours else "—"

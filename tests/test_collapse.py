@@ -59,7 +59,7 @@ def test_gca_train_says_collapse_in_one_line_and_keeps_the_previous_run(dead_enc
     (out / "results.json").write_text('{"earlier": true}')
     assert main(["train", "--dataset", "Karate", "--set", "activation=relu", "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("gca: error: training collapsed") and "warmup_epochs" in err[0]
+    assert len(err) == 1 and err[0].startswith("gca: error: training collapsed") and "warmup_steps" in err[0]
     assert (out / "results.json").read_text() == '{"earlier": true}'
 
 
@@ -72,8 +72,8 @@ def test_healthy_runs_do_not_trip_the_watch():
 def test_warmup_rises_linearly_then_holds_and_resume_is_exact(tmp_path):
     schedule = warmup_schedule(0.1, 4)
     assert [schedule(e) for e in range(6)] == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1, 0.1])
-    assert warmup_schedule(0.1, 0) is None
-    config = GCAConfig(epochs=12, hidden=8, proj_hidden=8, lr=0.01, warmup_epochs=8)
+    assert warmup_schedule(0.1, 0) is None and warmup_schedule(0.1, 1) is None
+    config = GCAConfig(epochs=12, hidden=8, proj_hidden=8, lr=0.01, warmup_steps=8)
     straight = GCA(config, device="cpu")
     straight.fit(karate_club())
     first = GCA(config.replace(epochs=12), device="cpu")
@@ -81,7 +81,29 @@ def test_warmup_rises_linearly_then_holds_and_resume_is_exact(tmp_path):
     interrupted = GCA(config.replace(epochs=5), device="cpu")
     interrupted.fit(karate_club(), checkpoint=checkpoint, checkpoint_every=5)
     first.fit(karate_club(), checkpoint=checkpoint, checkpoint_every=5, resume=True)
-    assert first.losses == straight.losses  # the schedule is a function of the epoch: a resume follows it exactly
-    no_warmup = GCA(config.replace(warmup_epochs=0), device="cpu")
+    assert first.losses == straight.losses  # keyed on Adam's step count, which the checkpoint holds: exact resume
+    no_warmup = GCA(config.replace(warmup_steps=0), device="cpu")
     no_warmup.fit(karate_club())
     assert no_warmup.losses[1:] != straight.losses[1:]
+
+
+def test_warmup_counts_updates_not_epochs():
+    from gca.batches import Batch, BatchSource
+    from gca.model import GCAModel
+    from gca.train import prepare, train
+
+    config = GCAConfig(hidden=4, proj_hidden=4)
+    prepared = prepare(karate_club(), config)
+
+    class ThreeSteps(BatchSource):
+        def batches(self, epoch, generator):
+            for anchors in torch.randperm(34, generator=generator).chunk(3):
+                yield Batch.of_graph(prepared.graph, prepared.views, anchors)
+
+    model = GCAModel.from_config(34, config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0)
+    rates = []
+    step = optimizer.step
+    optimizer.step = lambda *a, **k: (rates.append(optimizer.param_groups[0]["lr"]), step(*a, **k))[1]
+    train(model, optimizer, ThreeSteps(), 2, torch.Generator().manual_seed(0), learning_rate=warmup_schedule(0.3, 4))
+    assert rates == pytest.approx([0.075, 0.15, 0.225, 0.3, 0.3, 0.3])

@@ -75,3 +75,13 @@ def test_table5_stays_the_default_and_the_authors_setting_is_named(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     (tmp_path / "authors").write_text("tau = 0.9\n")  # a file of that name is read as a file
     assert build_config("Amazon-Photo", "authors").tau == 0.9
+
+
+def test_the_automatic_warmup_starts_every_run_at_lr_0_001():
+    assert GCAConfig(lr=0.1).warmup_updates == 100  # Amazon-Photo's Table 5 rate
+    assert GCAConfig(lr=0.01).warmup_updates == 10
+    assert GCAConfig(lr=5e-4).warmup_updates == 1 and GCAConfig(lr=1e-3).warmup_updates == 1  # none: Algorithm 1
+    assert GCAConfig(lr=0.1, warmup_steps=0).warmup_updates == 0
+    assert GCAConfig(lr=0.1, warmup_steps=7).warmup_updates == 7
+    with pytest.raises(ConfigError, match=r"warmup_steps must be an integer in \[-1, 10000000\] \(-1 chooses"):
+        GCAConfig(warmup_steps=-2)

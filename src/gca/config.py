@@ -43,6 +43,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The automatic warm-up's first learning rate (GCAConfig.warmup_updates).
+WARMUP_FIRST_RATE = 1e-3
+
+
 class ConfigError(UserError, ValueError):
     """A configuration value or file is invalid; the message is one line meant for the user."""
 
@@ -87,8 +91,10 @@ class GCAConfig:
     steps_per_epoch: int = 0  # 0: one pass over all nodes per epoch
     # Optimisation (Algorithm 1, Appendix A).
     lr: float = 5e-4
-    # Epochs over which the learning rate rises linearly to lr (gca.train.warmup_schedule); 0: none, as Algorithm 1.
-    warmup_epochs: int = 0
+    # Updates over which the learning rate rises linearly to lr (gca.train.warmup_schedule); 0: Adam at lr from the
+    # first update, as Algorithm 1; -1: automatic, ceil(lr / 0.001) — see warmup_updates. One update per epoch on
+    # the whole graph.
+    warmup_steps: int = -1
     weight_decay: float = 1e-5
     epochs: int = 500
     seed: int = 0
@@ -111,6 +117,17 @@ class GCAConfig:
                 f"fanout has {len(self.fanout)} entries but the encoder has {self.layers} layers; give one per layer "
                 f"(e.g. --set fanout={','.join(['10'] * self.layers)}) or one for all"
             )
+
+    @property
+    def warmup_updates(self) -> int:
+        """Updates of the learning-rate warm-up. Automatic (``warmup_steps = -1``): ⌈lr / 0.001⌉, so the first
+        update moves each weight by at most 0.001 (Adam's first step is ±lr per weight, whatever the gradient's
+        size) and the rate then rises linearly to lr. At lr ≤ 0.001 that is one update: no warm-up at all, as
+        Algorithm 1. At Amazon-Photo's lr = 0.1 it is 100 updates — without them that setting collapses at the
+        first update (docs/method.md, "Collapse and the warm-up")."""
+        if self.warmup_steps >= 0:
+            return self.warmup_steps
+        return max(1, math.ceil(self.lr / WARMUP_FIRST_RATE - 1e-9))
 
     @property
     def fanouts(self) -> tuple[int, ...]:
@@ -155,7 +172,7 @@ RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "first_layer_factor": (1, 64, True, True),
     "proj_hidden": (1, 65_536, True, True),
     "epochs": (0, 10_000_000, True, True),
-    "warmup_epochs": (0, 10_000_000, True, True),
+    "warmup_steps": (-1, 10_000_000, True, True),
     "seed": (0, 2**32 - 1, True, True),
     "batch_size": (0, 2**31 - 1, True, True),
     "steps_per_epoch": (0, 10_000_000, True, True),
@@ -166,6 +183,7 @@ _NOTES = {
     "p_tau": " (the paper requires p_tau < 1)",
     "layers": " (the paper's encoder has two GCN layers)",
     "block_size": " (0 chooses it automatically)",
+    "warmup_steps": " (-1 chooses it from lr, 0 turns the warm-up off)",
 }
 
 

@@ -108,12 +108,13 @@ def adam_probe(
     longest = max(len(t) for t in train_idx)
     batched = not sparse and num_splits * longest * dim * 4 <= BATCHED_BYTES
     if batched:  # padded [S, T, d] training rows; padding rows carry zero weight in the loss
-        pad = np.stack([np.pad(t, (0, longest - len(t)), constant_values=t[0]) for t in train_idx])
-        stacked = x[torch.from_numpy(pad)]
-        targets = y[torch.from_numpy(pad)]
-        row_weight = torch.from_numpy(
-            np.stack([(np.arange(longest) < len(t)) / len(t) for t in train_idx]).astype(np.float32)
-        )
+        pad = torch.from_numpy(np.stack([np.pad(t, (0, longest - len(t)), constant_values=t[0]) for t in train_idx]))
+        stacked = x[pad]
+        stacked_t = stacked.transpose(1, 2).contiguous()
+        row_weight = torch.from_numpy(np.stack([(np.arange(longest) < len(t)) / len(t) for t in train_idx])
+                                      .astype(np.float32)).unsqueeze(2)  # fmt: skip
+        onehot = F.one_hot(y[pad], num_classes).float()
+        weight.grad, bias.grad = torch.empty_like(weight), torch.empty_like(bias)
     else:
         parts = [(_rows(x, t), y[torch.from_numpy(t)]) for t in train_idx]
 
@@ -121,14 +122,16 @@ def adam_probe(
     test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)) for s in splits]
     checks_val, checks_test = [], []
     for epoch in range(epochs):
-        optimizer.zero_grad(set_to_none=True)
         if batched:
-            logits = torch.bmm(stacked, weight) + bias  # [S, T, C]
-            nll = F.cross_entropy(logits.reshape(-1, num_classes), targets.reshape(-1), reduction="none")
-            loss = (nll.reshape(num_splits, longest) * row_weight).sum()
+            # the gradient of the mean cross-entropy written out (no autograd graph: 2.5× faster per epoch):
+            # ∂/∂logits = (softmax − onehot) / n_train, ∂W = Xᵀ ∂logits, ∂b = Σ_rows ∂logits
+            with torch.no_grad():
+                slope = (torch.softmax(torch.baddbmm(bias, stacked, weight), 2) - onehot) * row_weight
+                torch.bmm(stacked_t, slope, out=weight.grad)
+                torch.sum(slope, 1, keepdim=True, out=bias.grad)
         else:
-            loss = sum(F.cross_entropy(xs @ weight[s] + bias[s], ys) for s, (xs, ys) in enumerate(parts))
-        loss.backward()
+            optimizer.zero_grad(set_to_none=True)
+            sum(F.cross_entropy(xs @ weight[s] + bias[s], ys) for s, (xs, ys) in enumerate(parts)).backward()
         optimizer.step()
         if (epoch + 1) % check_every == 0:
             with torch.no_grad():

@@ -139,9 +139,9 @@ def train(
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
-    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(epoch)`` sets
-    the optimiser's rate before each epoch (the warm-up; a function of the epoch alone, so a resumed run follows
-    the same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
+    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(t)`` sets the
+    optimiser's rate before update t (the warm-up; t is the optimiser's own count, so a resumed run follows the
+    same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
     and one that sits at its value for uniform similarities — collapse, watched by ``collapse`` (default
     :class:`~gca.collapse.CollapseWatch`) when the objective knows that value — with a :class:`CollapseError`.
     """
@@ -150,11 +150,12 @@ def train(
     collapse = collapse or CollapseWatch()
     bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
     for epoch in range(first_epoch, epochs):
-        if learning_rate is not None:
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(epoch)
         step_losses, flat_values = [], []
         for batch in source.batches(epoch, generator):
+            if learning_rate is not None:
+                rate = learning_rate(updates_taken(optimizer))
+                for group in optimizer.param_groups:
+                    group["lr"] = rate
             step_losses.append(train_step(model, optimizer, batch, generator))
             if uniform is not None:
                 flat_values.append(uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors)))
@@ -175,12 +176,21 @@ def train(
     return losses
 
 
-def warmup_schedule(lr: float, warmup_epochs: int) -> Callable[[int], float] | None:
-    """The learning rate of each epoch (from 0): rising linearly to ``lr`` over the first ``warmup_epochs``, then
-    constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_epochs`` is 0."""
-    if warmup_epochs <= 0:
+def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
+    """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
+    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
+    if warmup_steps <= 1:
         return None
-    return lambda epoch: lr * min(1.0, (epoch + 1) / warmup_epochs)
+    return lambda step: lr * min(1.0, (step + 1) / warmup_steps)
+
+
+def updates_taken(optimizer: torch.optim.Optimizer) -> int:
+    """How many updates ``optimizer`` has made — Adam's own step count, which checkpoints carry, so a resumed run
+    continues a schedule keyed on it exactly."""
+    for state in optimizer.state.values():
+        if "step" in state:
+            return int(state["step"])
+    return 0
 
 
 #: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`).
@@ -325,9 +335,10 @@ class GCA:
                                        source.state_dict())  # fmt: skip
                 save_checkpoint(checkpoint, state)
 
-        advice = f"lower the learning rate (lr={cfg.lr:g}) or lengthen the warm-up (warmup_epochs={cfg.warmup_epochs})"
+        warmup = cfg.warmup_updates
+        advice = f"lower the learning rate (lr={cfg.lr:g}) or lengthen the warm-up (warmup_steps={warmup} now)"
         losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, after_epoch, self.progress,
-                       learning_rate=warmup_schedule(cfg.lr, cfg.warmup_epochs),
+                       learning_rate=warmup_schedule(cfg.lr, warmup),
                        collapse=CollapseWatch(advice=advice))  # fmt: skip
         self.losses[first_epoch:] = losses
         source = None  # a sampler's arrays are not needed for inference

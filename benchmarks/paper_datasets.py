@@ -1,0 +1,125 @@
+"""The paper's datasets under both evaluation protocols: GCA-DE, raw features and Random-Init beside Table 3.
+
+For each dataset (default: Amazon-Photo, Amazon-Computers, Coauthor-CS from ``--data-dir``):
+
+1. GCA-DE with the shipped setting (Table 5), trained once by ``gca train`` with checkpoints every 50 epochs, so
+   an interrupted measurement continues where it stopped when the same command is run again (``--resume``);
+2. Random-Init: the same encoder untrained (``gca train --epochs 0``);
+3. every embedding and the raw features judged on the same 20 random 10/10/80 splits under both protocols
+   (``sklearn``: gca's default; ``authors``: the GCA authors' script, :mod:`gca.probe`).
+
+Results go to ``OUT/<dataset>/`` (each ``gca train`` run folder, and ``summary.json``); the table is printed in
+Markdown. A dataset whose training has not finished is reported as unfinished, with its last checkpoint's epoch.
+
+    python benchmarks/paper_datasets.py --data-dir ../shared/data --out runs/paper-datasets [--dataset NAME ...]
+        [--set KEY=VALUE ...] [--only-untrained]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ("Amazon-Photo", "Amazon-Computers", "Coauthor-CS")
+
+
+def gca_train(dataset: str, data_dir: str, out: Path, extra: list[str]) -> dict | None:
+    """``gca train`` into ``out`` (resumed if a checkpoint is there); its results.json, or None if it failed."""
+    if not (out / "results.json").is_file():
+        command = [sys.executable, "-m", "gca.cli", "train", "--dataset", dataset, "--data-dir", data_dir, "--out",
+                   str(out), "--quiet", "--eval-raw", "--checkpoint-every", "50", "--resume", *extra]  # fmt: skip
+        print("$ " + " ".join(command[2:]), file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        if subprocess.run(command).returncode != 0:
+            return None
+        print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    return json.loads((out / "results.json").read_text())
+
+
+def checkpoint_epoch(out: Path) -> int | None:
+    path = out / "checkpoint.pt"
+    if not path.is_file():
+        return None
+    return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--out", default="runs/paper-datasets")
+    parser.add_argument("--dataset", action="append", help="dataset to run (repeatable; default: the three)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to gca train")
+    parser.add_argument("--only-untrained", action="store_true", help="raw features and Random-Init only")
+    args = parser.parse_args()
+
+    from gca.config import build_config
+    from gca.datasets import load_dataset
+    from gca.evaluate import evaluate_embeddings, label_splits, raw_feature_input
+    from gca.graph import prepare_graph
+    from gca.reproduce import PAPER_TABLE3
+
+    extra = [arg for item in args.set for arg in ("--set", item)]
+    rows = []
+    for name in args.dataset or DATASETS:
+        folder = Path(args.out) / name
+        loaded = load_dataset(name, data_dir=args.data_dir)
+        config = build_config(name, None, dict(item.split("=", 1) for item in args.set))
+        splits = loaded.splits or label_splits(loaded.data.y, 20, config.seed)  # gca train's splits
+        y = loaded.data.y
+        graph = prepare_graph(loaded.data, loaded.directed)
+        summary: dict = {"dataset": name, "config": config.to_dict()}
+        untrained = gca_train(name, args.data_dir, folder / "random-init", [*extra, "--epochs", "0"])
+        trained = None if args.only_untrained else gca_train(name, args.data_dir, folder / "gca-de", extra)
+        judged = {"Raw features": ("raw", untrained), "Random-Init": ("random-init", untrained),
+                  "GCA-DE": ("gca-de", trained)}  # fmt: skip
+        for method, (run, record) in judged.items():
+            entry: dict = {}
+            if record is None:
+                epoch = checkpoint_epoch(folder / run)
+                entry["status"] = "not run" if args.only_untrained and run == "gca-de" else (
+                    f"unfinished (checkpoint at epoch {epoch})" if epoch else "failed")  # fmt: skip
+            else:
+                if method == "Raw features":
+                    features, entry["sklearn"] = graph.raw_features, record["raw_features_accuracy"]
+                else:
+                    features = torch.from_numpy(np.load(folder / run / "embeddings.npy"))
+                    entry["sklearn"] = record["accuracy"]
+                start = time.perf_counter()
+                authors = evaluate_embeddings(raw_feature_input(features, "authors") if method == "Raw features"
+                                              else features, y, splits, "authors")  # fmt: skip
+                entry["authors"] = authors.to_dict()
+                entry["authors_eval_seconds"] = round(time.perf_counter() - start, 1)
+                if method == "GCA-DE":
+                    entry["seconds_per_epoch"] = record["seconds_per_epoch"]
+                    entry["final_loss"] = record["final_loss"]
+            summary[method] = entry
+            paper = PAPER_TABLE3.get(method, {}).get(name)
+            rows.append((name, method, entry, paper))
+        summary["peak_rss_mb_children"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+
+    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}")
+    print("| dataset | method | sklearn protocol | authors' protocol | paper (authors' protocol) |")
+    print("|---|---|---|---|---|")
+    for name, method, entry, paper in rows:
+        reference = f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper else "—"
+        print(f"| {name} | {method} | {_cell(entry, 'sklearn')} | {_cell(entry, 'authors')} | {reference} |")
+
+
+def _cell(entry: dict, protocol: str) -> str:
+    result = entry.get(protocol)
+    return f"{result['mean']:.2f} ± {result['std']:.2f}" if result else entry.get("status", "—")
+
+
+if __name__ == "__main__":
+    main()
