@@ -73,6 +73,7 @@ def run_gca(
         "dataset": dataset,
         "centrality": config.centrality,
         "epochs": config.epochs,
+        "warmup_updates": config.warmup_updates,  # what warmup_steps = -1 (automatic) became
         "train_seconds": round(estimator.train_seconds, 3),
         "prepare_seconds": round(estimator.prepare_seconds, 3),
         "seconds_per_epoch": round(estimator.train_seconds / max(config.epochs, 1), 5),
