@@ -209,3 +209,22 @@ def test_tsne_draws_unlabelled_nodes_apart_from_every_class(tmp_path, monkeypatc
     grey = tuple(np.round(mcolors.to_rgb(plots.UNLABELLED_COLOR), 3))
     assert len(colours) == 40 and colours.count(grey) == 10  # exactly the ten unlabelled nodes are grey
     assert len(set(colours) - {grey}) == 3  # and the three classes keep three other colours
+
+
+def test_the_authors_protocol_judges_every_unsupervised_row_and_is_stored_apart(tmp_path):
+    import json
+
+    authors = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True, protocol="authors")
+    repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
+                         mode=authors, baselines=("raw", "gcn"))  # fmt: skip
+    reproduce("table3", repro)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    by_method = {(r["method"], r["settings"].get("epochs")): r for r in records}
+    assert by_method[("gca", 5)]["accuracy"]["protocol"] == "authors"
+    assert by_method[("gca", 0)]["accuracy"]["protocol"] == "authors"  # Random-Init
+    assert by_method[("raw", None)]["settings"]["protocol"] == "authors"
+    assert "protocol" not in by_method[("gcn", None)]["settings"]  # supervised: judged by itself, shared
+    sklearn = _repro(tmp_path, baselines=("raw", "gcn"))
+    planned = Planner(sklearn.mode, ("raw",)).table3("Karate")
+    keys = {run_key(run) for cell in planned for run in cell.runs}
+    assert not keys & {p.stem for p in (tmp_path / "runs").glob("*.json") if "gcn" not in p.stem}

@@ -13,7 +13,7 @@ from typing import Any
 
 from .config import ConfigError, build_config, parse_overrides
 from .errors import UserError
-from .names import CENTRALITY_CHOICES
+from .names import CENTRALITY_CHOICES, PROTOCOLS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,8 +126,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _protocol_argument(parser: argparse.ArgumentParser) -> None:
-    from .evaluate import PROTOCOLS
-
     parser.add_argument(
         "--eval-protocol", choices=PROTOCOLS, default=PROTOCOLS[0],
         help="how embeddings are judged: sklearn (default: logistic regression on l2-normalised embeddings, C chosen "

@@ -30,6 +30,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import normalize
 
 from .errors import UserError
+from .names import PROTOCOLS
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
@@ -41,8 +42,6 @@ MAX_TRAIN_NODES = 50_000
 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-#: Evaluation protocols by name; the first is the default.
-PROTOCOLS = ("sklearn", "authors")
 
 
 class EvaluationError(UserError, ValueError):

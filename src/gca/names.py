@@ -1,4 +1,5 @@
-"""Names shared by the torch-free command line and the library: centrality measures and dataset names.
+"""Names shared by the torch-free command line and the library: centrality measures, evaluation protocols and
+dataset names.
 
 Kept free of heavy imports so that ``gca --help`` and argument errors answer without loading PyTorch.
 """
@@ -11,6 +12,9 @@ import re
 CENTRALITIES = ("degree", "eigenvector", "pagerank")
 #: What ``centrality`` may be set to: a measure, or ``uniform`` (no centrality: GCA–T–A, i.e. GRACE).
 CENTRALITY_CHOICES = (*CENTRALITIES, "uniform")
+#: How frozen embeddings are judged (gca.evaluate): scikit-learn's logistic regression (the default) or the GCA
+#: authors' script (gca.probe).
+PROTOCOLS = ("sklearn", "authors")
 
 
 def canonical_name(name: str) -> str:
