@@ -9,10 +9,11 @@ For each dataset (default: Amazon-Photo, Amazon-Computers, Coauthor-CS from ``--
    (``sklearn``: gca's default; ``authors``: the GCA authors' script, :mod:`gca.probe`).
 
 Results go to ``OUT/<dataset>/`` (each ``gca train`` run folder, and ``summary.json``); the table is printed in
-Markdown. A dataset whose training has not finished is reported as unfinished, with its last checkpoint's epoch.
+Markdown. A dataset whose training has not finished is reported as unfinished, with its last checkpoint's epoch;
+``--judge-checkpoints`` judges that checkpoint's embeddings instead (labelled with its epoch) and trains nothing.
 
     python benchmarks/paper_datasets.py --data-dir ../shared/data --out runs/paper-datasets [--dataset NAME ...]
-        [--set KEY=VALUE ...] [--only-untrained]
+        [--set KEY=VALUE ...] [--only-untrained] [--judge-checkpoints]
 """
 
 from __future__ import annotations
@@ -46,6 +47,23 @@ def gca_train(dataset: str, data_dir: str, out: Path, extra: list[str]) -> dict 
     return json.loads((out / "results.json").read_text())
 
 
+def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
+    """A record like results.json for the last checkpoint of an unfinished training (sklearn protocol), holding
+    the embeddings themselves; None when there is no checkpoint."""
+    from gca.evaluate import evaluate_embeddings
+    from gca.train import GCA
+
+    path = out / "checkpoint.pt"
+    if not path.is_file():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    embeddings = GCA.load(path, device="cpu").embed(data)  # prepared with the run's own feature_norm
+    epoch = int(state["epoch"])
+    return {"embeddings": embeddings, "accuracy": evaluate_embeddings(embeddings, y, splits).to_dict(),
+            "checkpoint_epoch": epoch, "epochs": state["config"]["epochs"], "final_loss": state["losses"][-1],
+            "seconds_per_epoch": state["train_seconds"] / epoch}  # fmt: skip
+
+
 def checkpoint_epoch(out: Path) -> int | None:
     path = out / "checkpoint.pt"
     if not path.is_file():
@@ -60,6 +78,8 @@ def main() -> None:
     parser.add_argument("--dataset", action="append", help="dataset to run (repeatable; default: the three)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to gca train")
     parser.add_argument("--only-untrained", action="store_true", help="raw features and Random-Init only")
+    parser.add_argument("--judge-checkpoints", action="store_true",
+                        help="judge the last checkpoint of unfinished trainings; start no training")
     args = parser.parse_args()
 
     from gca.config import build_config
@@ -79,7 +99,11 @@ def main() -> None:
         graph = prepare_graph(loaded.data, loaded.directed)
         summary: dict = {"dataset": name, "config": config.to_dict()}
         untrained = gca_train(name, args.data_dir, folder / "random-init", [*extra, "--epochs", "0"])
-        trained = None if args.only_untrained else gca_train(name, args.data_dir, folder / "gca-de", extra)
+        trained = None
+        if args.judge_checkpoints and not (folder / "gca-de" / "results.json").is_file():
+            trained = judge_checkpoint(folder / "gca-de", loaded.data, y, splits)
+        elif not args.only_untrained:
+            trained = gca_train(name, args.data_dir, folder / "gca-de", extra)
         judged = {"Raw features": ("raw", untrained), "Random-Init": ("random-init", untrained),
                   "GCA-DE": ("gca-de", trained)}  # fmt: skip
         for method, (run, record) in judged.items():
@@ -92,8 +116,12 @@ def main() -> None:
                 if method == "Raw features":
                     features, entry["sklearn"] = graph.raw_features, record["raw_features_accuracy"]
                 else:
-                    features = torch.from_numpy(np.load(folder / run / "embeddings.npy"))
+                    features = record.get("embeddings")
+                    if features is None:
+                        features = torch.from_numpy(np.load(folder / run / "embeddings.npy"))
                     entry["sklearn"] = record["accuracy"]
+                    if "checkpoint_epoch" in record:
+                        entry["status"] = f"checkpoint at epoch {record['checkpoint_epoch']} of {record['epochs']}"
                 start = time.perf_counter()
                 authors = evaluate_embeddings(raw_feature_input(features, "authors") if method == "Raw features"
                                               else features, y, splits, "authors")  # fmt: skip
@@ -102,6 +130,7 @@ def main() -> None:
                 if method == "GCA-DE":
                     entry["seconds_per_epoch"] = record["seconds_per_epoch"]
                     entry["final_loss"] = record["final_loss"]
+                    entry["epochs_trained"] = record.get("checkpoint_epoch", record["epochs"])
             summary[method] = entry
             paper = PAPER_TABLE3.get(method, {}).get(name)
             rows.append((name, method, entry, paper))
@@ -118,7 +147,10 @@ def main() -> None:
 
 def _cell(entry: dict, protocol: str) -> str:
     result = entry.get(protocol)
-    return f"{result['mean']:.2f} ± {result['std']:.2f}" if result else entry.get("status", "—")
+    if not result:
+        return entry.get("status", "—")
+    note = f" ({entry['status']})" if entry.get("status") else ""
+    return f"{result['mean']:.2f} ± {result['std']:.2f}{note}"
 
 
 if __name__ == "__main__":
