@@ -428,8 +428,8 @@ def _train(args: argparse.Namespace) -> int:
             f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
             f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks},"
             f" objective={' '.join(resolve_objective(config.loss_backend, config.precision, estimator.device))}"
-            + (f", lr warm-up over {config.warmup_updates} updates" if min(config.warmup_updates - 1, config.epochs)
-               else "")
+            + (f", lr warm-up over {config.warmup_updates} updates"
+               if config.warmup_updates > 1 and config.epochs > 0 else "")
             + (
                 f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
                 if config.batch_size
