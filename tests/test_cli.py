@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 from gca.cli import main
@@ -119,3 +120,31 @@ def test_a_run_projected_past_an_hour_says_so_once_with_what_shortens_it():
     assert "each epoch makes 166 updates" in line and "steps_per_epoch" in line
     (line,) = _hint_lines(exact, 169_343, 30.0, epoch=301)  # resumed at epoch 300: 199 epochs are left
     assert "the other 199 epochs need about 1.7 h" in line
+
+
+def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
+    import signal
+    import sys
+    import time
+
+    import gca.cli as cli
+
+    sent = []
+    monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
+    outcome = []
+
+    class Finalized:
+        def __del__(self):  # Python would print and swallow an exception raised here
+            try:
+                cli._terminate(signal.SIGTERM, sys._getframe())
+                outcome.append("deferred")
+            except KeyboardInterrupt:
+                outcome.append("raised")
+
+    Finalized()
+    deadline = time.time() + 5
+    while not sent and time.time() < deadline:
+        time.sleep(0.01)
+    assert outcome == ["deferred"] and sent == [signal.SIGTERM]
+    with pytest.raises(KeyboardInterrupt):  # anywhere else it ends the command at once
+        cli._terminate(signal.SIGTERM, sys._getframe())

@@ -225,6 +225,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _terminate(signum, frame) -> None:
+    """SIGTERM ends the command as Ctrl-C does. Inside an object's finalizer (``__del__``, e.g. a progress bar's)
+    Python would swallow the exception and print a traceback, so the signal is sent again a moment later."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            import threading
+
+            threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+            return
+        frame = frame.f_back
     raise KeyboardInterrupt
 
 
