@@ -53,31 +53,24 @@ def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
     return np.argmax(val_accuracies, axis=0)  # argmax returns the first maximum
 
 
-def _as_torch(features: torch.Tensor | np.ndarray | sp.spmatrix) -> torch.Tensor:
-    """Features as float32: a dense tensor, or a sparse CSR tensor for sparse input."""
-    if sp.issparse(features):
-        csr = sp.csr_matrix(features, dtype=np.float32)
-        return csr_tensor(torch.from_numpy(csr.indptr.astype(np.int64)), torch.from_numpy(csr.indices.astype(np.int64)),
-                          torch.from_numpy(csr.data), csr.shape)  # fmt: skip
+def _as_torch(features: torch.Tensor | np.ndarray | sp.spmatrix) -> torch.Tensor | sp.csr_matrix:
+    """Features as a float32 dense tensor, or as a SciPy CSR matrix when they are sparse (rows are sliced there)."""
     if isinstance(features, torch.Tensor):
         features = features.detach().cpu()
         if features.is_sparse or features.layout == torch.sparse_csr:
-            return features.to_sparse_csr().float()
+            coo = features.to_sparse_coo().coalesce()
+            rows, cols = coo.indices().numpy()
+            return sp.csr_matrix((coo.values().float().numpy(), (rows, cols)), shape=tuple(coo.shape))
         return features.float().contiguous()
+    if sp.issparse(features):
+        return sp.csr_matrix(features, dtype=np.float32)
     return torch.from_numpy(np.ascontiguousarray(features, dtype=np.float32))
 
 
-def _rows(x: torch.Tensor, index: np.ndarray) -> torch.Tensor:
-    """Rows ``index`` of ``x`` (sparse CSR stays sparse)."""
-    idx = torch.from_numpy(np.asarray(index, dtype=np.int64))
-    if x.layout == torch.sparse_csr:
-        crow, col, val = x.crow_indices(), x.col_indices(), x.values()
-        start, length = crow[idx], crow[idx + 1] - crow[idx]
-        out_crow = torch.zeros(idx.numel() + 1, dtype=torch.int64)
-        torch.cumsum(length, 0, out=out_crow[1:])
-        offsets = torch.arange(int(out_crow[-1])) - torch.repeat_interleave(out_crow[:-1] - start, length)
-        return csr_tensor(out_crow, col[offsets], val[offsets], (idx.numel(), x.shape[1]))
-    return x[idx]
+def _torch_csr(matrix: sp.csr_matrix) -> torch.Tensor:
+    matrix = sp.csr_matrix(matrix, dtype=np.float32)
+    indptr, indices = (torch.from_numpy(a.astype(np.int64)) for a in (matrix.indptr, matrix.indices))
+    return csr_tensor(indptr, indices, torch.from_numpy(matrix.data), matrix.shape)
 
 
 def adam_probe(
@@ -97,7 +90,7 @@ def adam_probe(
     y = torch.as_tensor(np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels), dtype=torch.long)
     num_splits, dim = len(splits), x.shape[1]
     num_classes = int(y.max()) + 1
-    sparse = x.layout == torch.sparse_csr
+    sparse = sp.issparse(x)
     generator = torch.Generator().manual_seed(seed)
     bound = 1.0 / math.sqrt(dim)  # torch.nn.Linear's default initialisation: U(−1/√d, 1/√d) for W and b
     weight = ((torch.rand(num_splits, dim, num_classes, generator=generator) * 2 - 1) * bound).requires_grad_()
@@ -116,7 +109,9 @@ def adam_probe(
         onehot = F.one_hot(y[pad], num_classes).float()
         weight.grad, bias.grad = torch.empty_like(weight), torch.empty_like(bias)
     else:
-        parts = [(_rows(x, t), y[torch.from_numpy(t)]) for t in train_idx]
+        parts = [(_torch_csr(x[t]) if sparse else x[torch.from_numpy(t)], y[torch.from_numpy(t)]) for t in train_idx]
+    if sparse:
+        x = _torch_csr(x)
 
     val = [torch.from_numpy(np.asarray(s[1], dtype=np.int64)) for s in splits]
     test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)) for s in splits]
