@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from epoch import gca_epochs, load, plain_epochs  # noqa: E402
+from epoch import PAPER_GRAPHS, gca_epochs, load, plain_epochs  # noqa: E402
 from objective import plain_loss  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,15 +116,27 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--graphs", type=int, default=3, help="how many of cora, photo, physics to run")
+    parser.add_argument("--epoch-graphs", nargs="+", metavar="GRAPH",
+                        help="the epoch table's graphs instead: cora, photo, physics, real-photo, real-computers, "
+                             "real-cs (the paper's graphs from --data-dir)")  # fmt: skip
+    parser.add_argument("--skip-objective", action="store_true", help="only the epoch table")
     parser.add_argument("--block-n", type=int, default=7650, help="N of the block-size table")
     parser.add_argument("--json", help="also write all numbers to this JSON file")
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: a dry run of this script
     args = parser.parse_args()
     device, name = chosen_device(args.device, "benchmarks/gpu.py")
-    from gca.objective import auto_block_size
-
     report: dict = {"device": name, "torch": torch.__version__}
     print(f"device: {report['device']}, torch {report['torch']}, TF32 matmul {torch.backends.cuda.matmul.allow_tf32}")
+
+    if not args.skip_objective:
+        objective_tables(args, device, report)
+    epoch_table(args, device, report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+def objective_tables(args: argparse.Namespace, device: torch.device, report: dict) -> None:
+    from gca.objective import auto_block_size
 
     report["correctness"] = correctness(device)
     print("\nblocked objective against the plain reference on the GPU (fp32):")
@@ -163,15 +175,18 @@ def main() -> None:
         report["blocks"].append({"block": block, **r})
         print(f"| {block} | {r['seconds']:.4f} | {r['peak_mb']:.0f} MB |", flush=True)
 
+
+
+def epoch_table(args: argparse.Namespace, device: torch.device, report: dict) -> None:
     print("\n(b), (c) one training epoch (s/epoch over --epochs epochs after a warm-up; peak allocated GPU memory):")
     print("| graph | plain s/epoch | plain peak | gca s/epoch | gca peak | speed-up |")
     print("|---|---|---|---|---|---|")
     report["epoch"] = []
-    for name, label in (
-        ("cora", "Cora (2,708 nodes, d = 128)"),
-        ("photo", "Amazon-Photo size (7,650, d = 256)"),
-        ("physics", "Coauthor-Physics size (34,493, d = 128)"),
-    )[: args.graphs]:
+    real = {key: f"{name} (real, its setting's widths)" for key, name in PAPER_GRAPHS.items()}
+    labels = {"cora": "Cora (2,708 nodes, d = 128)", "photo": "Amazon-Photo size (7,650, d = 256)",
+              "physics": "Coauthor-Physics size (34,493, d = 128)", **real}  # fmt: skip
+    for name in args.epoch_graphs or list(labels)[: args.graphs]:
+        label = labels[name]
         data, dims = load(name, args.data_dir, 30)
         row = {"graph": name}
         for method, fn in (("plain", plain_epochs), ("gca", gca_epochs)):
@@ -190,8 +205,6 @@ def main() -> None:
             f"{fmt(ours, 'seconds', '{:.4f}')} | {fmt(ours, 'peak_mb', '{:.0f} MB')} | {speed} |",
             flush=True,
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,74 +1,107 @@
 #!/usr/bin/env bash
-# Every GPU check the issues name, in one run on a lent GPU machine (about 6 minutes on an H100):
-#   1. the CUDA tests (tests/test_cuda.py);
-#   2. the objective at N = 34,493, 169,343 and 10^6 per backend and precision (benchmarks/gpu_scale.py);
-#   3. Cora GCA-DE, 20 splits, with the objective in fp32 (blocked), tf32 (blocked), fp32 (attention) and bf16
-#      (attention) — accuracy and seconds per epoch;
-#   4. ogbn-arxiv size: mini-batch epoch and exact full-graph epochs, fp32 blocked and bf16 attention
-#      (benchmarks/minibatch.py);
-#   5. ogbn-products size, 50 mini-batch steps — only if at least 330 s of the budget are left.
-# Everything is printed and kept in OUT/gpu.log (plus OUT/objective.json).
+# Every GPU check the issues name, in one run on a GPU machine, section by section (SECTIONS, default
+# "tests epoch variants"):
+#   tests     the CUDA tests (tests/test_cuda.py) and the authors' probe tests;
+#   epoch     one training epoch of Amazon-Photo, Amazon-Computers and Coauthor-CS with the default objective
+#             against the plain formulation on the same GPU (benchmarks/gpu.py --epoch-graphs);
+#   variants  the paper's GCA variants on those three graphs, both protocols, as many seeds as the budget allows
+#             (benchmarks/paper_variants.py; it gets what is left of the budget, less 15 s);
+#   objective the objective at N = 34,493, 169,343 and 10^6 per backend and precision (benchmarks/gpu_scale.py);
+#   cora      Cora GCA-DE, 20 splits, objective in fp32 (blocked), tf32 (blocked), fp32 and bf16 (attention);
+#   arxiv     ogbn-arxiv size: a mini-batch epoch and exact full-graph epochs (benchmarks/minibatch.py);
+#   products  ogbn-products size, 50 mini-batch steps — only if at least 330 s of the budget are left.
+# Everything is printed and kept in OUT/gpu.log (plus OUT/*.json).
 #
-#   bash benchmarks/gpu_all.sh OUT DATA_DIR [BUDGET_SECONDS]     # DATA_DIR holds Cora/raw/ind.cora.*
+#   bash benchmarks/gpu_all.sh OUT DATA_DIR [BUDGET_SECONDS]
 #
-# A dry run of this script on a CPU: DEVICE=cpu SCALE_ARGS="--sizes 300" CORA_ARGS="--epochs 3 --splits 2"
-# ARXIV_ARGS="--skip-arxiv" bash benchmarks/gpu_all.sh /tmp/dry ../shared/data 0
+# DATA_DIR holds Cora/raw/ind.cora.* and Photo/, Computers/, CS/ with their raw/*.npz, and must be writable
+# (PyTorch Geometric writes processed/ beside raw/). A dry run on a CPU:
+# DEVICE=cpu SECTIONS="epoch variants" EPOCH_ARGS="--epochs 1" VARIANT_ARGS="--epochs 2 --seeds 1 --variant GCA-DE"
+# bash benchmarks/gpu_all.sh /tmp/dry DATA 300
 set -u
 OUT=${1:?output folder}
-DATA=${2:?data folder holding Cora}
+DATA=${2:?data folder}
 BUDGET=${3:-540}
+SECTIONS=" ${SECTIONS:-tests epoch variants} "
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu.log") 2>&1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 WORK=$(mktemp -d)
 DEVICE=${DEVICE:-cuda}
+run() { [[ $SECTIONS == *" $1 "* ]]; }
 
 echo "== machine"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-nproc
-$PY -c "import torch, torch_geometric, gca; print('torch', torch.__version__, 'pyg', torch_geometric.__version__, \
-'gca', gca.__version__, 'cuda', torch.cuda.is_available())" || exit 1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+echo "$(nproc) CPU cores; $(grep -m1 'model name' /proc/cpuinfo)"
+$PY -c "import torch, torch_geometric, sklearn, gca; print('torch', torch.__version__, 'pyg', \
+torch_geometric.__version__, 'sklearn', sklearn.__version__, 'gca', gca.__version__, 'cuda', \
+torch.cuda.is_available())" || exit 1
 
-echo "== 1. CUDA tests ($SECONDS s)"
-$PY -m pytest -q -p no:cacheprovider tests/test_cuda.py
+if run tests; then
+  echo "== tests: CUDA and the authors' probe ($SECONDS s)"
+  $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_probe.py
+fi
 
-echo "== 2. objective per backend and precision ($SECONDS s)"
-# shellcheck disable=SC2086
-$PY benchmarks/gpu_scale.py --deadline 200 --json "$OUT/objective.json" --device "$DEVICE" ${SCALE_ARGS:-}
+if run epoch; then
+  echo "== epoch: the paper's graphs, default objective against the plain formulation ($SECONDS s)"
+  # shellcheck disable=SC2086
+  $PY benchmarks/gpu.py --skip-objective --epoch-graphs real-photo real-computers real-cs --data-dir "$DATA" \
+    --device "$DEVICE" --json "$OUT/epoch.json" ${EPOCH_ARGS:-}
+fi
 
-echo "== 3. Cora GCA-DE on the GPU, 20 splits ($SECONDS s)"
-summary() {
-  $PY - "$1" "$2" <<'PYEOF'
+if run variants; then
+  echo "== variants: GCA-DE/-PR/-EV and Table 4's ablations, both protocols ($SECONDS s)"
+  # shellcheck disable=SC2086
+  $PY benchmarks/paper_variants.py --data-dir "$DATA" --out "$OUT" --device "$DEVICE" --seeds 3 \
+    --deadline $(( BUDGET - SECONDS - 15 )) ${VARIANT_ARGS:-}
+fi
+
+if run objective; then
+  echo "== objective per backend and precision ($SECONDS s)"
+  # shellcheck disable=SC2086
+  $PY benchmarks/gpu_scale.py --deadline 200 --json "$OUT/objective.json" --device "$DEVICE" ${SCALE_ARGS:-}
+fi
+
+if run cora; then
+  echo "== Cora GCA-DE, 20 splits ($SECONDS s)"
+  summary() {
+    $PY - "$1" "$2" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[2]))
 a = r["accuracy"]
 print(f"| {sys.argv[1]} | {a['mean']:.2f} ± {a['std']:.2f} | {r['seconds_per_epoch'] * 1000:.2f} ms | "
       f"{r['train_seconds']:.1f} s | {r.get('gpu_peak_mb')} MB | {r['final_loss']:.4f} |")
 PYEOF
-}
-echo "| objective | accuracy | s/epoch | training | peak GPU memory | final loss |"
-echo "|---|---|---|---|---|---|"
-for variant in "blocked fp32:--set precision=fp32" "blocked tf32:--set precision=tf32" \
-               "attention fp32:--set loss_backend=attention --set precision=fp32" \
-               "attention bf16 (auto, the default on CUDA):"; do
-  label=${variant%%:*}; settings=${variant#*:}
-  dir="$WORK/cora-${label// /-}"
+  }
+  echo "| objective | accuracy | s/epoch | training | peak GPU memory | final loss |"
+  echo "|---|---|---|---|---|---|"
+  for variant in "blocked fp32:--set precision=fp32" "blocked tf32:--set precision=tf32" \
+                 "attention fp32:--set loss_backend=attention --set precision=fp32" \
+                 "attention bf16 (auto, the default on CUDA):"; do
+    label=${variant%%:*}; settings=${variant#*:}
+    dir="$WORK/cora-${label// /-}"
+    # shellcheck disable=SC2086
+    $PY -m gca train --dataset Cora --data-dir "$DATA" --device "$DEVICE" --quiet $settings ${CORA_ARGS:-} \
+      --out "$dir" >/dev/null 2>"$dir.err" && summary "$label" "$dir/results.json" || {
+      echo "| $label | failed |"; tail -3 "$dir.err"; }
+  done
+fi
+
+if run arxiv; then
+  echo "== ogbn-arxiv size ($SECONDS s)"
   # shellcheck disable=SC2086
-  $PY -m gca train --dataset Cora --data-dir "$DATA" --device "$DEVICE" --quiet $settings ${CORA_ARGS:-} --out "$dir" >/dev/null \
-    2>"$dir.err" && summary "$label" "$dir/results.json" || { echo "| $label | failed |"; tail -3 "$dir.err"; }
-done
+  $PY benchmarks/minibatch.py --dir "$WORK/bench" --skip-products --exact --exact-bf16 --exact-epochs 3 \
+    --device "$DEVICE" ${ARXIV_ARGS:-}
+fi
 
-echo "== 4. ogbn-arxiv size ($SECONDS s)"
-# shellcheck disable=SC2086
-$PY benchmarks/minibatch.py --dir "$WORK/bench" --skip-products --exact --exact-bf16 --exact-epochs 3 \
-  --device "$DEVICE" ${ARXIV_ARGS:-}
-
-if (( BUDGET - SECONDS >= 330 )); then
-  echo "== 5. ogbn-products size, 50 steps ($SECONDS s)"
-  timeout $(( BUDGET - SECONDS - 10 )) $PY benchmarks/minibatch.py --dir "$WORK/bench" --device "$DEVICE" \
-    --skip-arxiv
-else
-  echo "== 5. ogbn-products size: not run ($(( BUDGET - SECONDS )) s of the budget left, 330 s needed)"
+if run products; then
+  if (( BUDGET - SECONDS >= 330 )); then
+    echo "== ogbn-products size, 50 steps ($SECONDS s)"
+    timeout $(( BUDGET - SECONDS - 10 )) $PY benchmarks/minibatch.py --dir "$WORK/bench" --device "$DEVICE" \
+      --skip-arxiv
+  else
+    echo "== ogbn-products size: not run ($(( BUDGET - SECONDS )) s of the budget left, 330 s needed)"
+  fi
 fi
 echo "== done in $SECONDS s"

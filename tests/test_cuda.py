@@ -3,6 +3,7 @@ machines of this project, users' machines); everything else in the suite covers 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from conftest import path_graph
@@ -93,3 +94,23 @@ def test_minibatch_and_bf16_training_on_cuda_give_finite_embeddings(overrides):
         fp32 = GCA(GCAConfig(epochs=1, hidden=8, proj_hidden=8, centrality="degree", precision="fp32"), device="cuda")
         fp32.fit(data)  # differs from bf16's only by bf16 rounding
         assert abs(gpu.losses[0] - fp32.losses[0]) <= 1e-2 * abs(fp32.losses[0])
+
+
+def test_authors_probe_on_cuda_matches_the_cpu():
+    # The same initial weights (drawn on the CPU from the seed), so the GPU's classifiers reach the CPU's
+    # accuracies up to float rounding (which may move a chosen check by one), dense and sparse input alike.
+    import scipy.sparse as sp
+
+    from gca.evaluate import random_splits
+    from gca.probe import adam_probe
+
+    generator = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 3, (300,), generator=generator)
+    x = 0.3 * torch.rand(300, 8, generator=generator)
+    x[torch.arange(300), y] += 1.0
+    splits = random_splits(300, 4, seed=1, labels=y)
+    cpu = adam_probe(x, y, splits, epochs=200)
+    for features in (x.cuda(), sp.csr_matrix(x.numpy())):
+        test, val, _ = adam_probe(features, y, splits, epochs=200, device="cuda")
+        np.testing.assert_allclose(test, cpu[0], atol=0.02)  # 240 test nodes: a few may differ
+        np.testing.assert_allclose(val, cpu[1], atol=1 / 30 + 1e-6)

@@ -97,14 +97,17 @@ def evaluate_embeddings(
     labels: torch.Tensor | np.ndarray,
     splits: list[Split],
     protocol: str = "sklearn",
+    device: str | torch.device | None = None,
 ) -> EvaluationResult:
-    """Test accuracy of ``features`` on ``splits`` under ``protocol`` (``sklearn`` or ``authors``)."""
+    """Test accuracy of ``features`` on ``splits`` under ``protocol`` (``sklearn`` or ``authors``).
+
+    ``device`` is where the authors' probe trains (default: where ``features`` lie); scikit-learn runs on the CPU."""
     if check_protocol(protocol) == "sklearn":
         return linear_evaluation(features, labels, splits)
     from .probe import adam_probe
 
     y = _checked_labels(features, labels)
-    test, val, epochs = adam_probe(features, y, splits)
+    test, val, epochs = adam_probe(features, y, splits, device=device)
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
         fitted_on=[len(s[0]) for s in splits], protocol="authors", chosen_epochs=[int(e) for e in epochs],

@@ -81,20 +81,30 @@ def adam_probe(
     lr: float = PROBE_LR,
     check_every: int = CHECK_EVERY,
     seed: int = 0,
+    device: str | torch.device | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Train one linear classifier per split as the authors do; return ``(test, val, epochs)`` at the check each
-    split reports — accuracies as fractions, epochs numbered from 1."""
+    split reports — accuracies as fractions, epochs numbered from 1.
+
+    The classifiers train on ``device`` (default: where ``features`` lie if they are a dense tensor, else the
+    CPU); their initial weights are drawn on the CPU from ``seed``, so every device starts from the same ones."""
     if epochs < check_every:
         raise ValueError(f"the probe checks every {check_every} epochs; give at least that many epochs, got {epochs}")
+    if device is None:
+        dense_tensor = isinstance(features, torch.Tensor) and features.layout == torch.strided
+        device = features.device if dense_tensor else "cpu"
+    device = torch.device(device)
     x = _as_torch(features)
     y = torch.as_tensor(np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels), dtype=torch.long)
+    y = y.to(device)
     num_splits, dim = len(splits), x.shape[1]
     num_classes = int(y.max()) + 1
     sparse = sp.issparse(x)
     generator = torch.Generator().manual_seed(seed)
     bound = 1.0 / math.sqrt(dim)  # torch.nn.Linear's default initialisation: U(−1/√d, 1/√d) for W and b
-    weight = ((torch.rand(num_splits, dim, num_classes, generator=generator) * 2 - 1) * bound).requires_grad_()
-    bias = ((torch.rand(num_splits, 1, num_classes, generator=generator) * 2 - 1) * bound).requires_grad_()
+    weight = ((torch.rand(num_splits, dim, num_classes, generator=generator) * 2 - 1) * bound).to(device)
+    bias = ((torch.rand(num_splits, 1, num_classes, generator=generator) * 2 - 1) * bound).to(device)
+    weight.requires_grad_(), bias.requires_grad_()
     optimizer = torch.optim.Adam([weight, bias], lr=lr, weight_decay=0.0)
 
     train_idx = [np.asarray(s[0], dtype=np.int64) for s in splits]
@@ -102,19 +112,23 @@ def adam_probe(
     batched = not sparse and num_splits * longest * dim * 4 <= BATCHED_BYTES
     if batched:  # padded [S, T, d] training rows; padding rows carry zero weight in the loss
         pad = torch.from_numpy(np.stack([np.pad(t, (0, longest - len(t)), constant_values=t[0]) for t in train_idx]))
+        x, pad = x.to(device), pad.to(device)
         stacked = x[pad]
         stacked_t = stacked.transpose(1, 2).contiguous()
         row_weight = torch.from_numpy(np.stack([(np.arange(longest) < len(t)) / len(t) for t in train_idx])
-                                      .astype(np.float32)).unsqueeze(2)  # fmt: skip
+                                      .astype(np.float32)).unsqueeze(2).to(device)  # fmt: skip
         onehot = F.one_hot(y[pad], num_classes).float()
         weight.grad, bias.grad = torch.empty_like(weight), torch.empty_like(bias)
     else:
-        parts = [(_torch_csr(x[t]) if sparse else x[torch.from_numpy(t)], y[torch.from_numpy(t)]) for t in train_idx]
-    if sparse:
-        x = _torch_csr(x)
+        def part(t: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+            rows = torch.from_numpy(t)
+            return (_torch_csr(x[t]) if sparse else x[rows]).to(device), y[rows.to(device)]
 
-    val = [torch.from_numpy(np.asarray(s[1], dtype=np.int64)) for s in splits]
-    test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)) for s in splits]
+        parts = [part(t) for t in train_idx]
+    x = (_torch_csr(x) if sparse else x).to(device)
+
+    val = [torch.from_numpy(np.asarray(s[1], dtype=np.int64)).to(device) for s in splits]
+    test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)).to(device) for s in splits]
     checks_val, checks_test = [], []
     for epoch in range(epochs):
         if batched:
@@ -131,13 +145,17 @@ def adam_probe(
         if (epoch + 1) % check_every == 0:
             with torch.no_grad():
                 predicted = _predict_all(x, weight, bias, sparse)  # [S, N]
-            checks_val.append([float((predicted[s, val[s]] == y[val[s]]).float().mean()) for s in range(num_splits)])
-            checks_test.append([float((predicted[s, test[s]] == y[test[s]]).float().mean())
-                                for s in range(num_splits)])  # fmt: skip
+            checks_val.append(_accuracies(predicted, y, val))
+            checks_test.append(_accuracies(predicted, y, test))
     val_acc, test_acc = np.array(checks_val), np.array(checks_test)
     chosen = best_validation_check(val_acc)
     columns = np.arange(num_splits)
     return test_acc[chosen, columns], val_acc[chosen, columns], (chosen + 1) * check_every
+
+
+def _accuracies(predicted: torch.Tensor, y: torch.Tensor, parts: list[torch.Tensor]) -> list[float]:
+    """Each split's accuracy on its nodes ``parts[s]``, read back from the device once."""
+    return torch.stack([(predicted[s, part] == y[part]).float().mean() for s, part in enumerate(parts)]).tolist()
 
 
 def _predict_all(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, sparse: bool) -> torch.Tensor:

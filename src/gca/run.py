@@ -89,12 +89,13 @@ def run_gca(
     evaluation = raw = None
     if splits is not None and labels is not None:
         start = time.perf_counter()
-        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol)
+        # the authors' probe trains on the training device (a GPU runs its 20 classifiers in about a second)
+        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol, device=estimator.device)
         record["accuracy"] = evaluation.to_dict()
         record["eval_seconds"] = round(time.perf_counter() - start, 3)
         if eval_raw:
             raw = evaluate_embeddings(raw_feature_input(prepared.graph.raw_features, protocol), labels, splits,
-                                      protocol)  # fmt: skip
+                                      protocol, device=estimator.device)  # fmt: skip
             record["raw_features_accuracy"] = raw.to_dict()
     written: list[Path] = []
     if plots is not None:
