@@ -23,12 +23,14 @@ TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7"]
 def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
     epochs = "300"
     killed = tmp_path / "killed"
+    assert main([*TRAIN, "--epochs", "3", "--out", str(killed)]) == 0  # a complete earlier run in the folder
+    earlier = {name: (killed / name).read_bytes() for name in ("results.json", "embeddings.npy", "model.pt")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", epochs, "--checkpoint-every", "10", "--out", str(killed)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    checkpoint = killed / "checkpoint.pt"
+    checkpoint = killed / "checkpoint.in-progress.pt"
     deadline = time.time() + 120
     while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.005)
@@ -37,7 +39,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     state = load_checkpoint(checkpoint)  # never half-written: it loads whatever moment the kill came
     assert 0 < state["epoch"] < int(epochs)
-    assert not (killed / "results.json").exists()
+    assert {name: (killed / name).read_bytes() for name in earlier} == earlier  # the earlier run is whole
 
     assert main([*TRAIN, "--epochs", epochs, "--checkpoint-every", "10", "--resume", "--out", str(killed)]) == 0
     straight = tmp_path / "straight"
@@ -48,6 +50,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
     np.testing.assert_array_equal(np.load(killed / "embeddings.npy"), np.load(straight / "embeddings.npy"))
     a, b = (json.loads((d / "results.json").read_text()) for d in (killed, straight))
     assert a["final_loss"] == b["final_loss"]
+    assert not checkpoint.exists() and load_checkpoint(killed / "checkpoint.pt")["epoch"] == int(epochs)
 
 
 def test_resume_refuses_other_settings(tmp_path, capsys):

@@ -375,7 +375,15 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--splits must lie in [1, 1000], got {args.splits}")
     from .outputs import RunOutputs
 
-    outputs = RunOutputs(args.out, args.export, _inputs(args))
+    # under torchrun only rank 0 writes, so only it holds the folder's lock
+    outputs = RunOutputs(args.out, args.export, _inputs(args), lock=os.environ.get("RANK", "0") == "0")
+    try:
+        return _train_into(outputs, args, overrides)
+    finally:
+        outputs.release()
+
+
+def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
     _import_libraries()
 
     import numpy as np
@@ -445,16 +453,21 @@ def _train(args: argparse.Namespace) -> int:
                 else ""
             )
         )
-        if args.resume:
-            note = "resuming from" if outputs.checkpoint.is_file() else "no checkpoint yet at"
-            print(f"gca: {note} {outputs.checkpoint}", file=sys.stderr)
+    # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
+    checkpoint = outputs.checkpoint
+    if args.resume and writes:
+        source = outputs.resume_from()
+        note = f"resuming from {source}" if source else f"no checkpoint yet in {outputs.out}"
+        print(f"gca: {note}", file=sys.stderr)
+    elif args.resume:  # other ranks read what rank 0 resumes from and never write
+        checkpoint = checkpoint if checkpoint.is_file() else outputs.out / "checkpoint.pt"
+    elif writes and args.checkpoint_every:
+        outputs.start_fresh()
     with outputs:
-        if args.checkpoint_every and writes:
-            outputs.start_in_place(resume=args.resume)
         result = run_gca(
             estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
             protocol=args.eval_protocol,
-            checkpoint=outputs.checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
+            checkpoint=checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
             resume=args.resume, plots=plots if writes else None, plot_title=loaded.name,
             on_epoch=LongRunHint(config, graph.num_nodes) if writes else None,
         )  # fmt: skip
@@ -471,7 +484,7 @@ def _train(args: argparse.Namespace) -> int:
             outputs.write_export(lambda path: _export(path, embeddings, loaded))
         outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
         outputs.write("results.json", lambda f: f.write(json_bytes(result.record)))
-        written = outputs.commit(keep=("checkpoint.pt",) if args.checkpoint_every or args.resume else ())
+        written = outputs.commit()
     if result.evaluation is not None:
         print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
     if result.raw_evaluation is not None:
@@ -491,6 +504,13 @@ def _embed(args: argparse.Namespace) -> int:
     from .outputs import RunOutputs
 
     outputs = RunOutputs(args.out, args.export, _inputs(args))
+    try:
+        return _embed_into(outputs, args)
+    finally:
+        outputs.release()
+
+
+def _embed_into(outputs, args: argparse.Namespace) -> int:
     outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
     _import_libraries()
 

@@ -8,10 +8,20 @@ first the old ``results.json`` is removed, then every file of the earlier run th
 the new files, ``results.json`` last. So a folder with ``results.json`` holds exactly one run's files; after an
 interruption it holds the previous run, or no ``results.json`` at all — never a mixture. On failure nothing is
 moved and the staged files are removed. Messages name the user's paths, never a temporary file.
+
+Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
+previous complete run, which stays untouched until this run commits; the commit moves the last one to
+``checkpoint.pt``. ``--resume`` continues from the in-progress file, or else from the ``checkpoint.pt`` of the
+run in the folder (copied, so that run stays whole until the new one commits).
+
+One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``flock``, released by the operating
+system when the process ends, however it ends) from the moment it is made; a second run on the same folder is
+refused with one line, and only the holder removes staging folders left by a killed run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -24,6 +34,9 @@ from .io import atomic_write
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
 RUN_FILES = ("embeddings.npy", "model.pt", "checkpoint.pt", "loss.png", "tsne.png", "results.json")
+#: Where a run in progress writes its training checkpoints (moved to ``checkpoint.pt`` when it commits).
+IN_PROGRESS = "checkpoint.in-progress.pt"
+LOCK = ".gca-lock"
 EXPORT_SUFFIXES = (".csv", ".tsv", ".parquet")
 
 
@@ -34,14 +47,18 @@ class OutputError(UserError, OSError):
 class RunOutputs:
     """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
 
-    def __init__(self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = ()) -> None:
+    def __init__(
+        self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True
+    ) -> None:
         self.out = check_folder(out, "--out")
         self.export = None if export is None else Path(export)
         inputs = [Path(p) for p in inputs if p is not None]
         if self.export is not None:
             self._check_export(inputs)
-        for stale in self.out.glob(".gca-staging-*"):  # left by a run that was killed (kill -9, power loss)
-            shutil.rmtree(stale, ignore_errors=True)
+        self._lock = _lock_folder(self.out) if lock else None
+        if lock:
+            for stale in self.out.glob(".gca-staging-*"):  # left by a run that was killed (kill -9, power loss)
+                shutil.rmtree(stale, ignore_errors=True)
         self._staging = self.out / f".gca-staging-{secrets.token_hex(4)}"
         self._staged: dict[str, Path] = {}
         self._export_staged: Path | None = None
@@ -74,15 +91,23 @@ class RunOutputs:
 
     @property
     def checkpoint(self) -> Path:
-        """Training checkpoints are written in place (atomically) while training runs, so a kill keeps them."""
-        return self.out / "checkpoint.pt"
+        """Where this run's training checkpoints go while it runs (atomically, so a kill keeps the last one)."""
+        return self.out / IN_PROGRESS
 
-    def start_in_place(self, resume: bool) -> None:
-        """Before a run writes checkpoints into the folder: remove the earlier run's files (all of them, or all but
-        the checkpoint it resumes from), so the folder never holds this run's checkpoint beside another's results."""
-        for name in RUN_FILES:
-            if not (resume and name == "checkpoint.pt"):
-                self._guard(self.out / name, lambda name=name: (self.out / name).unlink(missing_ok=True))
+    def resume_from(self) -> Path | None:
+        """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
+        the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none."""
+        if self.checkpoint.is_file():
+            return self.checkpoint
+        finished = self.out / "checkpoint.pt"
+        if not finished.is_file():
+            return None
+        self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, lambda f: f.write(finished.read_bytes())))
+        return finished
+
+    def start_fresh(self) -> None:
+        """A run that does not resume drops the in-progress checkpoint of an earlier, interrupted run."""
+        self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
 
     def write(self, name: str, write: Callable[[IO[bytes]], Any]) -> None:
         """Stage the run file ``name`` (one of :data:`RUN_FILES`)."""
@@ -118,9 +143,12 @@ class RunOutputs:
 
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
-        ``owned``, except those named in ``keep`` (e.g. the checkpoint this run wrote). Returns the paths written."""
+        ``owned``, except those named in ``keep``. A checkpoint this run wrote (:attr:`checkpoint`) becomes
+        ``checkpoint.pt``. Returns the paths written."""
         written = []
         keep, owned = set(keep), tuple(owned)
+        if "checkpoint.pt" in owned and self.checkpoint.is_file():
+            self._staged["checkpoint.pt"] = self.checkpoint
         if "results.json" in owned:  # first: from here until the end the folder holds no complete run
             self._guard(self.out / "results.json", lambda: (self.out / "results.json").unlink(missing_ok=True))
         for name in owned:
@@ -146,6 +174,12 @@ class RunOutputs:
             self._export_staged = None
         self._staged = {}
 
+    def release(self) -> None:
+        """Let other runs use the folder (the lock also ends with the process)."""
+        if self._lock is not None:
+            _unlock(self._lock)
+            self._lock = None
+
     def __enter__(self) -> RunOutputs:
         return self
 
@@ -160,6 +194,53 @@ class RunOutputs:
             if isinstance(exc, UserError):
                 raise
             raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
+
+
+def _lock_folder(folder: Path) -> IO[str] | None:
+    """Hold an exclusive lock on ``folder``'s lock file for as long as this process lives (or until
+    :func:`_unlock`); refuse with one line when another process holds it. None where ``flock`` does not exist.
+
+    The holder removes the file when it is done; a process that locked a file which was removed meanwhile (its
+    path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; one run per folder is then the user's to keep
+        return None
+    path = folder / LOCK
+    while True:
+        try:
+            handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 — held open for the run's lifetime
+        except OSError as exc:
+            raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            who = f" (process {holder})" if holder.isdigit() else ""
+            raise OutputError(
+                f"--out {folder} is in use by another gca run{who}; wait for it to finish or choose another folder"
+            ) from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(handle.fileno()).st_ino:
+            break
+        handle.close()  # the holder before us removed this file as we locked it: lock the new one
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def _unlock(handle: IO[str]) -> None:
+    """Remove the lock file while still holding it, then let go (see :func:`_lock_folder`)."""
+    with contextlib.suppress(OSError):
+        os.unlink(handle.name)
+    handle.close()
 
 
 def check_folder(folder: str | Path, flag: str) -> Path:

@@ -1,0 +1,109 @@
+"""A run that fails for any reason leaves the previous complete run in --out untouched; one run per folder at a time
+(issue 19, families 1 and 5)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gca.cli import main
+
+TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet"]
+FILES = ("results.json", "embeddings.npy", "model.pt")
+
+
+def _run_files(out) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def _complete(out, epochs: int) -> dict[str, bytes]:
+    assert main([*TRAIN, "--epochs", str(epochs), "--checkpoint-every", "1", "--out", str(out)]) == 0
+    files = _run_files(out)
+    assert set(FILES) | {"checkpoint.pt"} == set(files)
+    assert json.loads(files["results.json"])["epochs"] == epochs
+    return files
+
+
+# Each way a run can fail after the folder was chosen: (extra arguments, what to do to the folder first, words of
+# the one-line error).
+FAILURES = {
+    "resume refused: other settings": (["--epochs", "4", "--resume", "--set", "tau=0.9"], None, "tau="),
+    "resume refused: corrupt checkpoint": (
+        ["--epochs", "4", "--resume"],
+        lambda out: (out / "checkpoint.in-progress.pt").write_bytes(b"not a checkpoint"),
+        "not a readable gca checkpoint",
+    ),
+    "training diverges after checkpoints were written": (
+        ["--epochs", "6", "--set", "lr=10", "--set", "warmup_steps=0", "--set", "tau=0.01", "--checkpoint-every", "1"],
+        None,
+        "lower the learning rate",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+def test_a_failing_run_leaves_the_previous_run_whole(tmp_path, capsys, case):
+    out = tmp_path / "out"
+    before = _complete(out, 4)
+    extra, damage, words = FAILURES[case]
+    if damage is not None:
+        damage(out)
+    capsys.readouterr()
+    assert main([*TRAIN, "--checkpoint-every", "2", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("gca: error: ") and words in err[-1], err
+    assert all(line.startswith("gca: ") and "error" not in line for line in err[:-1]), err  # notes only before
+    after = _run_files(out)
+    assert {name: after[name] for name in before} == before  # every file of the earlier run, byte for byte
+
+
+def test_any_two_runs_leave_the_last_successful_one(tmp_path):
+    """Property: for every sequence of two runs (each succeeding or failing, with or without checkpoints), the
+    folder holds exactly the files of the last run that succeeded."""
+    succeed = [["--epochs", "2"], ["--epochs", "3", "--checkpoint-every", "1"]]
+    diverge = ["--set", "lr=10", "--set", "warmup_steps=0", "--set", "tau=0.01"]  # NaN at epoch 2
+    fail = [["--epochs", "3", *diverge, "--checkpoint-every", "1"], ["--epochs", "2", "--resume", "--set", "tau=0.9"]]
+    for number, (first, second) in enumerate(itertools.product(succeed + fail, repeat=2)):
+        out = tmp_path / f"case{number}"
+        last = None
+        for args in (first, second):
+            if main([*TRAIN, *args, "--out", str(out)]) == 0:
+                last = _run_files(out)
+                assert json.loads(last["results.json"])["epochs"] == int(args[1])
+        if last is None:
+            assert not (out / "results.json").exists()
+        else:
+            after = _run_files(out)
+            assert {n: after.get(n) for n in last} == last, (first, second)
+            assert set(after) - set(last) <= {"checkpoint.in-progress.pt"}  # a failed run's state, for --resume
+
+
+def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_path):
+    out = tmp_path / "out"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", "100000", "--checkpoint-every", "1", "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while not (out / "checkpoint.in-progress.pt").exists() and first.poll() is None and time.time() < deadline:
+            time.sleep(0.01)  # the first run is training once it wrote a checkpoint
+        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        second = subprocess.run([sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", "2", "--out", str(out)],
+                                capture_output=True, text=True)  # fmt: skip
+        assert second.returncode == 2
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is in use by another gca run" in lines[0] and str(first.pid) in lines[0]
+        assert first.poll() is None  # the first run was not disturbed: its staging and checkpoint are its own
+        assert (out / "checkpoint.in-progress.pt").exists()
+    finally:
+        first.terminate()
+        first.wait(60)
+    # once the first has ended, the folder is free again
+    assert main([*TRAIN, "--epochs", "2", "--out", str(out)]) == 0
+    assert not (out / ".gca-lock").exists()
