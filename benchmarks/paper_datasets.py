@@ -53,8 +53,8 @@ def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
     from gca.evaluate import evaluate_embeddings
     from gca.train import GCA
 
-    path = out / "checkpoint.pt"
-    if not path.is_file():
+    path = _last_checkpoint(out)
+    if path is None:
         return None
     state = torch.load(path, map_location="cpu", weights_only=True)
     embeddings = GCA.load(path, device="cpu").embed(data)  # prepared with the run's own feature_norm
@@ -64,9 +64,16 @@ def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
             "seconds_per_epoch": state["train_seconds"] / epoch}  # fmt: skip
 
 
+def _last_checkpoint(out: Path) -> Path | None:
+    """The checkpoint of the training in ``out``: the in-progress one, else that of a finished run."""
+    from gca.outputs import IN_PROGRESS
+
+    return next((p for p in (out / IN_PROGRESS, out / "checkpoint.pt") if p.is_file()), None)
+
+
 def checkpoint_epoch(out: Path) -> int | None:
-    path = out / "checkpoint.pt"
-    if not path.is_file():
+    path = _last_checkpoint(out)
+    if path is None:
         return None
     return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"])
 
