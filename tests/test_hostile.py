@@ -387,3 +387,21 @@ def test_sigterm_leaves_the_earlier_run_and_no_staged_files(karate, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert _snapshot(karate["out"]) == before
+
+
+@pytest.mark.parametrize(
+    ("labels", "words"),
+    [
+        (np.array([0, 1, -3]), "node 2 is -3"),
+        (np.array([0.0, 0.3, 0.7]), "node 1 is 0.3"),
+        (np.array([[1, 0], [0, 1], [1, 0]]), "labels have shape (3, 2)"),
+        (np.array([0, 1]), "one label per node (3)"),
+        (np.array(["a", "b", "a"]), "give class numbers"),
+    ],
+)
+def test_npz_labels_that_are_not_class_numbers_are_refused(tmp_path, capsys, labels, words):
+    adj = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=np.float32))
+    _npz(tmp_path / "g.npz", adj, sp.csr_matrix(np.eye(3, dtype=np.float32)), labels=labels)
+    error = _error(["train", "--dataset", str(tmp_path / "g.npz"), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert "g.npz" in error and words in error
+    assert _snapshot(tmp_path / "o") == {}

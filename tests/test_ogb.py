@@ -60,3 +60,55 @@ def test_training_is_judged_on_the_official_split(ogb_folder, tmp_path, capsys):
     accuracy = json.loads((out / "results.json").read_text())["accuracy"]
     assert len(accuracy["runs"]) == 1  # one official split, not 20 random ones
     assert "over 1 splits" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("labels", "words"),
+    [
+        ([[0]] * 6 + [[1]] * 5 + [[-3]], "node 11 is -3.0"),
+        ([[0]] * 6 + [[1]] * 5 + [[0.3]], "node 11 is 0.3"),
+        ([[0]] * 6 + [[1]] * 5 + [[float("inf")]], "node 11 is inf"),
+        ([[0]] * 11, "one label per node (12)"),
+        ([[0, 1]] * 12, "2 columns"),
+    ],
+)
+def test_labels_that_are_not_class_numbers_are_refused(ogb_folder, labels, words):
+    _write(ogb_folder / "raw" / "node-label.csv.gz", labels, "{}")
+    with pytest.raises(DatasetError, match="node-label.csv.gz") as info:
+        load_dataset(str(ogb_folder))
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_nan_labels_mark_unlabelled_nodes_left_out_of_evaluation(ogb_folder, tmp_path, capsys):
+    _write(ogb_folder / "raw" / "node-label.csv.gz", [[0]] * 5 + [[float("nan")]] + [[1]] * 6, "{}")
+    loaded = load_dataset(str(ogb_folder))
+    assert loaded.data.y.tolist() == [0] * 5 + [-1] + [1] * 6
+    assert loaded.warnings == [f"1 of 12 nodes in {ogb_folder / 'raw' / 'node-label.csv.gz'} have no label (NaN); "
+                               "they are left out of evaluation"]  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "2", "--quiet", "--set", "hidden=8",
+                 "--set", "proj_hidden=8", "--out", str(out)]) == 0  # fmt: skip
+    assert "have no label (NaN)" in capsys.readouterr().err
+    accuracy = json.loads((out / "results.json").read_text())["accuracy"]
+    assert accuracy["fitted_on"] == [6]  # the official split's training part; node 5 (unlabelled) is in test
+
+
+@pytest.mark.parametrize(
+    ("parts", "words"),
+    [
+        ({"valid": [2, 8, 4, 0]}, "share 1 nodes (e.g. node 0)"),
+        ({"test": []}, "test.csv.gz lists no node"),
+        ({"train": [0, 1, 6, 7, 3, 9, 9]}, "lists node 9 twice"),
+    ],
+)
+def test_an_official_split_with_overlapping_empty_or_repeated_parts_is_refused(ogb_folder, parts, words):
+    for part, nodes in parts.items():
+        path = ogb_folder / "split" / "time" / f"{part}.csv.gz"
+        if nodes:
+            _write(path, [[n] for n in nodes], "{}")
+        else:
+            with gzip.open(path, "wt") as f:
+                f.write("")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(str(ogb_folder))
+    assert words in str(info.value) and "\n" not in str(info.value)

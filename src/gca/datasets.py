@@ -154,6 +154,38 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     return values.astype(np.float32)
 
 
+def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[torch.Tensor, list[str]]:
+    """One class number per node from a file's label column, and the warnings to print.
+
+    Class numbers are the integers 0, 1, 2, …, stored as integers or as floats with an integral value. NaN marks
+    a node without a label (OGB's files do): it becomes −1, is left out of evaluation, and a warning says how many.
+    Anything else — a negative number, a fraction, an infinity, one label too many or too few — is an error naming
+    the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes)."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.shape[0] != num_nodes:
+        raise DatasetError(f"{path}: the labels have shape {values.shape}; give one label per node ({num_nodes})")
+    if values.dtype.kind not in "iuf" and values.dtype != np.bool_:
+        raise DatasetError(f"{path}: the labels are {values.dtype} values; give class numbers 0, 1, 2, …")
+    missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(num_nodes, dtype=bool)
+    present = values[~missing]
+    bad = (~np.isfinite(present) | (present < 0) | (present != np.floor(present))) if values.dtype.kind == "f" else (
+        present < 0)  # fmt: skip
+    if bad.any():
+        row = int(np.flatnonzero(~missing)[np.argmax(bad)])
+        raise DatasetError(
+            f"{path}: the label of node {row} is {values[row].item()!r}; labels must be class numbers 0, 1, 2, … "
+            "(NaN for a node without one)"
+        )
+    if present.size and float(present.max()) >= 2**31:
+        raise DatasetError(f"{path}: a class number reaches {present.max():.0f}; number the classes 0, 1, 2, …")
+    labels = np.full(num_nodes, -1, dtype=np.int64)
+    labels[~missing] = present.astype(np.int64)
+    count = int(missing.sum())
+    notes = [f"{count} of {num_nodes} nodes in {path} have no label (NaN); they are left out of evaluation"] if count \
+        else []  # fmt: skip
+    return torch.from_numpy(labels), notes
+
+
 def default_data_dir() -> Path:
     return Path(os.environ.get("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data"))
 
@@ -339,11 +371,11 @@ def _read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     else:
         x = torch.from_numpy(np.ascontiguousarray(float32_features(attr, path)))
     data = Data(x=x, edge_index=edge_index, num_nodes=num_nodes)
+    notes = [repeated_edges_warning(path, repeated)] if repeated else []
     if "labels" in arrays:
-        labels = np.asarray(arrays["labels"])
-        if labels.ndim == 1 and labels.shape[0] == num_nodes:
-            data.y = torch.from_numpy(labels.astype(np.int64))
-    return data, [repeated_edges_warning(path, repeated)] if repeated else []
+        data.y, label_notes = class_labels(arrays["labels"], path, num_nodes)
+        notes += label_notes
+    return data, notes
 
 
 def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:

@@ -16,6 +16,7 @@ measured on ``test``.
 from __future__ import annotations
 
 import gzip
+import itertools
 import zipfile
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from .datasets import DatasetError, LoadedDataset, edge_list, float32_features
+from .datasets import DatasetError, LoadedDataset, class_labels, edge_list, float32_features
 
 #: canonical name → (OGB's name, folder the archive unpacks into, archive URL)
 OGB_DATASETS = {
@@ -88,17 +89,17 @@ def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDatase
     if edges.shape[1] != 2 or (edges.size and (edges.min() < 0 or edges.max() >= num_nodes)):
         raise DatasetError(f"{folder}/raw/edge.csv.gz must list node pairs in [0, {num_nodes - 1}]")
     edge_index, _ = edge_list(edges[:, 0], edges[:, 1], num_nodes, directed=False)
-    y = None
+    y, notes = None, []
     labels = folder / "raw" / "node-label.csv.gz"
     if labels.is_file():
-        table = _table(labels, np.float64)[:, 0]
-        if table.shape[0] != num_nodes:
-            raise DatasetError(f"{labels} has {table.shape[0]} labels for {num_nodes} nodes")
-        y = torch.from_numpy(np.where(np.isnan(table), -1, table).astype(np.int64))
+        table = _table(labels, np.float64)
+        if table.shape[1] != 1:
+            raise DatasetError(f"{labels} has {table.shape[1]} columns; give one label per line")
+        y, notes = class_labels(table[:, 0], labels, num_nodes)
     splits = _official_split(folder, num_nodes)
     data = Data(x=torch.from_numpy(x), edge_index=edge_index, y=y, num_nodes=num_nodes)
     # By name the dataset's shipped settings apply; a folder given by path starts from the defaults.
-    return LoadedDataset(name or folder.name, data, splits=splits, named=name is not None)
+    return LoadedDataset(name or folder.name, data, splits=splits, named=name is not None, warnings=notes)
 
 
 def _official_split(folder: Path, num_nodes: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
@@ -109,5 +110,16 @@ def _official_split(folder: Path, num_nodes: int) -> list[tuple[np.ndarray, np.n
             indices = [_table(p, np.int64)[:, 0] for p in parts]
             if any(i.size and (i.min() < 0 or i.max() >= num_nodes) for i in indices):
                 raise DatasetError(f"{kind} holds node indices outside [0, {num_nodes - 1}]")
+            for path, part in zip(parts, indices, strict=True):
+                if part.size == 0:
+                    raise DatasetError(f"{path} lists no node; an official split needs nodes in each part")
+                values, counts = np.unique(part, return_counts=True)
+                if (counts > 1).any():
+                    raise DatasetError(f"{path} lists node {values[counts > 1][0]} twice; list each node once")
+            for (a, first), (b, second) in itertools.combinations(zip(parts, indices, strict=True), 2):
+                shared = np.intersect1d(first, second)
+                if shared.size:
+                    raise DatasetError(f"{a} and {b} share {shared.size} nodes (e.g. node {shared[0]}); the parts "
+                                       "of a split must be disjoint")  # fmt: skip
             return [tuple(indices)]
     return None
