@@ -143,3 +143,42 @@ def test_resume_refuses_another_graph_of_the_same_width(tmp_path, capsys):
     assert err[1].startswith("gca: error: the checkpoint was made on another graph")
     # the graph it was made on resumes
     assert main([*TRAIN, "--epochs", "6", "--checkpoint-every", "2", "--resume", "--out", out]) == 0
+
+
+def test_a_crafted_small_checkpoint_claiming_a_huge_model_is_refused_before_allocating(tmp_path):
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "1", "--out", str(run)]) == 0
+    state = torch.load(run / "model.pt", weights_only=True)
+    state["config"]["hidden"] = 65536  # a 65,536-wide encoder: gigabytes, if it were built before the check
+    state["in_channels"] = 10**6
+    torch.save(state, tmp_path / "huge.pt")
+    assert (tmp_path / "huge.pt").stat().st_size < 100_000
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CheckpointError, match="huge.pt is a damaged gca checkpoint.*shape"):
+        GCA.load(tmp_path / "huge.pt", device="cpu")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB: nothing near 2^36 bytes
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda s: s.pop("model"),
+        lambda s: s.__setitem__("model", [1, 2]),
+        lambda s: s.__setitem__("in_channels", "many"),
+        lambda s: s["config"].__setitem__("hidden", "wide"),
+        lambda s: s["model"].pop(next(iter(s["model"]))),
+    ],
+)
+def test_checkpoints_with_missing_keys_or_wrong_types_are_one_line(tmp_path, capsys, damage):
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "1", "--out", str(run)]) == 0
+    state = torch.load(run / "model.pt", weights_only=True)
+    damage(state)
+    torch.save(state, tmp_path / "bad.pt")
+    capsys.readouterr()
+    assert main(["embed", "--checkpoint", str(tmp_path / "bad.pt"), "--dataset", "Karate", "--out",
+                 str(tmp_path / "o")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.pt is a damaged gca checkpoint" in err[0], err

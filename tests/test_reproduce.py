@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from gca.cli import main
@@ -117,6 +119,16 @@ def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
     assert "0 runs trained, 6 reused" in capsys.readouterr().out
     assert len(list((tmp_path / "plots").glob("*-loss.png"))) == 3  # one loss curve and t-SNE per GCA row
     assert len(list((tmp_path / "plots").glob("*-tsne.png"))) == 3
+    # a run file edited by hand or damaged is one line naming it — never a traceback, never "nan ± nan"
+    run_file = sorted((tmp_path / "runs").glob("*.json"))[0]
+    record = json.loads(run_file.read_text())
+    for damaged in ("[1, 2]", "{", json.dumps({**record, "accuracy": {**record["accuracy"], "mean": "high"}}),
+                    json.dumps({**record, "accuracy": [90]}), run_file.read_text().replace(
+                        f'"mean": {record["accuracy"]["mean"]}', '"mean": NaN')):  # fmt: skip
+        run_file.write_text(damaged)
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(run_file) in err[0] and "delete it" in err[0], (damaged, err)
 
 
 def test_ctrl_c_keeps_finished_runs(tmp_path, monkeypatch, capsys):

@@ -154,3 +154,32 @@ def test_a_collapsing_trial_is_pruned_at_once_with_its_reason(tmp_path, monkeypa
     assert trial.state == optuna.trial.TrialState.PRUNED
     assert trial.user_attrs["stopped"].startswith("training collapsed: from epoch 1 to 20")
     assert list(trial.intermediate_values) == []  # stopped at epoch 20, before the first check at 100
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "text", "another program's SQLite"])
+def test_a_study_file_that_is_not_a_study_is_refused_untouched(tmp_path, kind):
+    db = tmp_path / "study.db"
+    if kind == "random bytes":
+        db.write_bytes(bytes(range(256)) * 20)
+    elif kind == "text":
+        db.write_text("hello\n")
+    else:
+        with sqlite3.connect(db) as connection:
+            connection.execute("create table accounts(id integer, balance real)")
+    before = db.read_bytes()
+    with pytest.raises(TuneError, match="study.db is (not a study database|another program's SQLite)"):
+        _search(tmp_path, karate_club().y)
+    assert db.read_bytes() == before  # never written into
+
+
+@pytest.mark.skipif(not Path(GCA_BIN).exists(), reason="needs the installed gca command")
+def test_two_searches_started_together_on_a_fresh_folder_share_the_study(tmp_path):
+    out = tmp_path / "study"
+    command = [GCA_BIN, "tune", "--dataset", "Karate", "--trials", "4", "--max-epochs", "10", "--eval-every", "5",
+               "--search-splits", "2", "--out", str(out), "--quiet"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+                 for _ in range(2)]  # fmt: skip
+    results = [(p.wait(300), p.stderr.read()) for p in processes]
+    assert all(code == 0 for code, _ in results), results
+    assert len(_finished(out / "study.db")) >= 4  # one study: the second process counts the first one's trials

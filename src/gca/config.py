@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import re
-import sys
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .errors import UserError
+from .io import parse_document
 from .names import CENTRALITY_CHOICES, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
@@ -287,8 +281,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        data = parse_document(text, "json" if path.suffix == ".json" else "toml")
+    except ValueError as exc:
         raise ConfigError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'TOML'}: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("gca"), dict):
         data = data["gca"]
@@ -311,7 +305,7 @@ def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
     resource = resource / (canonical_name(dataset) + ".toml")
     if not resource.is_file():
         return {}
-    return tomllib.loads(resource.read_text())
+    return parse_document(resource.read_text(), "toml")
 
 
 def is_named_config(config_file: str | Path | None) -> bool:

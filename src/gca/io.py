@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -57,6 +58,25 @@ def atomic_write_json(path: str | Path, value: Any) -> None:
 def read_json(path: str | Path) -> Any | None:
     """The JSON value in ``path``, or ``None`` if it is missing or unreadable (e.g. from an older, broken run)."""
     try:
-        return json.loads(Path(path).read_text())
+        return parse_document(Path(path).read_text(), "json")
     except (OSError, ValueError):
         return None
+
+
+def parse_document(text: str, kind: str) -> Any:
+    """``text`` in ``kind`` ("json" or "toml") as Python values. Any malformed text is a ``ValueError`` — also
+    nesting deep enough to exhaust Python's recursion limit, which a few kilobytes of brackets reach."""
+    if kind == "json":
+        parse = json.loads
+    elif sys.version_info >= (3, 11):
+        import tomllib
+
+        parse = tomllib.loads
+    else:  # pragma: no cover
+        import tomli
+
+        parse = tomli.loads
+    try:
+        return parse(text)
+    except RecursionError:
+        raise ValueError("it is nested too deeply (brackets or tables inside one another)") from None

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -212,6 +213,21 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
     return model(graph.features, adjacency).detach()
 
 
+def _check_weights(weights: Any, in_channels: int, config: GCAConfig) -> None:
+    """Refuse weights whose names or shapes are not those of the model ``config`` describes — compared on PyTorch's
+    meta device, so a file whose config claims a huge width costs nothing before it is refused."""
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise TypeError("its 'model' entry is not a table of tensors")
+    if in_channels < 1:
+        raise ValueError(f"in_channels is {in_channels}")
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in GCAModel.from_config(in_channels, config).state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in weights.items()}
+    for name in sorted(set(expected) | set(found)):
+        if expected.get(name) != found.get(name):
+            raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds {found.get(name)}")
+
+
 class GCA:
     """Self-supervised node embeddings with GCA.
 
@@ -386,11 +402,13 @@ class GCA:
         """A trained estimator from :meth:`save` (or from a training checkpoint); see :func:`load_checkpoint`."""
         state = load_checkpoint(path)
         try:
-            estimator = cls(GCAConfig(**state["config"]), device=device)
-            estimator.in_channels = int(state["in_channels"])
-            estimator.model = GCAModel.from_config(estimator.in_channels, estimator.config).to(estimator.device)
+            config, in_channels = GCAConfig(**state["config"]), int(state["in_channels"])
+            _check_weights(state["model"], in_channels, config)  # before anything of the claimed size is built
+            estimator = cls(config, device=device)
+            estimator.in_channels = in_channels
+            estimator.model = GCAModel.from_config(in_channels, config).to(estimator.device)
             estimator.model.load_state_dict(state["model"])
-        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
         estimator.losses = [float(v) for v in state.get("losses", [])]
         return estimator

@@ -30,10 +30,10 @@ any other config key), e.g. ``[tau] low = 0.2, high = 0.8``, ``[activation] choi
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,11 +41,7 @@ from typing import Any
 
 from .config import GCAConfig
 from .errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .io import parse_document
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
 DEFAULT_SPACE: dict[str, dict[str, Any]] = {
@@ -77,8 +73,8 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
             raise TuneError(f"search space file {path} " + ("is not a regular file" if path.exists() else
                                                            "does not exist"))  # fmt: skip
         try:
-            given = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            given = parse_document(path.read_text(encoding="utf-8-sig"), "toml")
+        except ValueError as exc:  # UnicodeDecodeError is one
             raise TuneError(f"search space file {path} is not valid TOML: {exc}") from None
         for key, spec in given.items():
             if not isinstance(spec, dict):
@@ -164,6 +160,55 @@ def search_labels(labels: Any, splits: list) -> Any:
     return masked
 
 
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_study_file(path: Path) -> None:
+    """Refuse a ``study.db`` that is not an Optuna study: not SQLite at all (random bytes, a text file), or
+    another program's SQLite database, which Optuna would otherwise fill with its own tables."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise TuneError(f"{path} is not a regular file; give --out a folder of its own")
+    try:
+        with open(path, "rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise TuneError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not header:
+        return  # an empty file is an empty database
+    if header != SQLITE_HEADER:
+        raise TuneError(f"{path} is not a study database (not SQLite); move it away or give another --out")
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=60)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise TuneError(f"{path} is not a readable study database ({exc}); move it away or give another --out") \
+            from None  # fmt: skip
+    if tables and not {"studies", "trials", "version_info"} <= tables:
+        raise TuneError(f"{path} is another program's SQLite database, not a gca study; move it away or give "
+                        "another --out")  # fmt: skip
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """Hold an exclusive lock on ``path`` (waiting for another holder) inside the block; a no-op without flock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class Search:
     """One resumable search over a prepared graph (module docstring). ``run`` adds trials; ``best`` reports."""
 
@@ -182,16 +227,21 @@ class Search:
             retry = {"heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2)}
         else:  # pragma: no cover - Optuna < 4.9
             retry = {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=2)}
-        storage = optuna.storages.RDBStorage(
-            f"sqlite:///{(out / 'study.db').resolve()}", heartbeat_interval=10, grace_period=30,
-            engine_kwargs={"connect_args": {"timeout": 60}}, **retry,
-        )  # fmt: skip
-        self.study = optuna.create_study(
-            study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
-            sampler=optuna.samplers.TPESampler(seed=seed),
-            pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
-                                               n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every),
-        )  # fmt: skip
+        database = out / "study.db"
+        # processes started together on a fresh folder create the schema one after another (Optuna's creation
+        # is not safe against a concurrent one), then share the study
+        with _exclusive(out / ".gca-study-lock"):
+            check_study_file(database)
+            storage = optuna.storages.RDBStorage(
+                f"sqlite:///{database.resolve()}", heartbeat_interval=10, grace_period=30,
+                engine_kwargs={"connect_args": {"timeout": 60}}, **retry,
+            )  # fmt: skip
+            self.study = optuna.create_study(
+                study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
+                sampler=optuna.samplers.TPESampler(seed=seed),
+                pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
+                                                   n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every),
+            )  # fmt: skip
         recorded = self.study.user_attrs.get("search")
         if recorded is None:
             self.study.set_user_attr("search", settings.key())
