@@ -82,11 +82,19 @@ def test_search_space_files_replace_single_keys_and_are_checked(tmp_path):
         ("[epochs]\nvalue = 10\n", "epochs is not searched"),
         ("[tua]\nvalue = 0.5\n", "unknown config key 'tua'"),
         ("[tau]\nlow = 0.2\n", "exactly one of"),
+        ("[batch_size]\nlow = 0\nhigh = 1024\n", "the range holds 1, which the config refuses"),  # inner value
+        ("[hidden]\nlow = 64.0\nhigh = 256.0\n", "low and high must be integers"),
+        ("[tau]\nlow = true\nhigh = 0.5\n", "tau must be a number"),
     ]:
         bad = tmp_path / "bad.toml"
         bad.write_text(text)
         with pytest.raises(TuneError, match=message):
             read_space(bad)
+    bad.write_text("[batch_size]\nlow = 0\nhigh = 16\n")  # from the command line: before any study exists
+    done = subprocess.run([sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--space", str(bad), "--out",
+                           str(tmp_path / "o")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "holds 1" in done.stderr
+    assert not (tmp_path / "o" / "study.db").exists()
 
 
 def test_a_folder_holds_one_search(tmp_path):

@@ -105,10 +105,35 @@ def _check_spec(key: str, spec: dict[str, Any]) -> None:
             raise TuneError(f"search space [{key}]: {exc}") from None
     if "low" in spec:
         low, high = spec["low"], spec["high"]
+        integral = isinstance(getattr(GCAConfig(), key, None), int)
+        for bound in (low, high):
+            wrong_kind = integral and not isinstance(bound, int)
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or wrong_kind:
+                raise TuneError(f"search space [{key}]: low and high must be {'integers' if integral else 'numbers'}"
+                                f", got {bound!r}")  # fmt: skip
         if not low < high:
             raise TuneError(f"search space [{key}]: low must be below high, got {low} and {high}")
         if spec.get("log") and low <= 0:
             raise TuneError(f"search space [{key}]: a log range needs low > 0, got {low}")
+        for value in _inner_values(low, high, integral, bool(spec.get("log"))):  # the whole range, not its ends
+            try:
+                GCAConfig().replace(**{key: value})
+            except UserError as exc:
+                raise TuneError(f"search space [{key}]: the range holds {value}, which the config refuses ({exc})") \
+                    from None  # fmt: skip
+
+
+def _inner_values(low: float, high: float, integral: bool, log: bool, samples: int = 257) -> list[float]:
+    """Values inside [low, high] that a search may draw, to check against the config: every integer of an integer
+    range (up to 4,096 of them, else the first and last 2,048), or ``samples`` points spread over a float range
+    (geometrically for a log range)."""
+    if integral:
+        if high - low < 4096:
+            return list(range(int(low), int(high) + 1))
+        return [*range(int(low), int(low) + 2048), *range(int(high) - 2047, int(high) + 1)]
+    if log:
+        return [low * (high / low) ** (i / (samples - 1)) for i in range(samples)]
+    return [low + (high - low) * i / (samples - 1) for i in range(samples)]
 
 
 def suggest(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
