@@ -405,3 +405,38 @@ def test_npz_labels_that_are_not_class_numbers_are_refused(tmp_path, capsys, lab
     error = _error(["train", "--dataset", str(tmp_path / "g.npz"), "--out", str(tmp_path / "o"), "--quiet"], capsys)
     assert "g.npz" in error and words in error
     assert _snapshot(tmp_path / "o") == {}
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"WORLD_SIZE": "two"}, "WORLD_SIZE='two' is not an integer ≥ 1"),
+        ({"WORLD_SIZE": "2", "RANK": "5"}, "RANK='5' is not an integer in [0, 1]"),
+        ({"WORLD_SIZE": "2", "RANK": "0", "GCA_DIST_TIMEOUT": "soon"}, "GCA_DIST_TIMEOUT='soon' is not a positive"),
+        ({"WORLD_SIZE": "2", "RANK": "0", "GCA_DIST_TIMEOUT": "nan"}, "GCA_DIST_TIMEOUT='nan' is not a positive"),
+        ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "-1"}, "LOCAL_RANK='-1' is not an integer ≥ 0"),
+    ],
+)
+def test_malformed_environment_variables_are_one_line(tmp_path, capsys, monkeypatch, env, words):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    error = _error(["train", "--dataset", "Karate", "--epochs", "1", "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert words in error
+
+
+def test_under_torchrun_an_input_error_is_printed_by_rank_0_only(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    args = ["train", "--dataset", "Karate", "--set", "tau=-1", "--out", str(tmp_path / "o"), "--quiet"]
+    for rank, lines in (("1", 0), ("0", 1)):
+        monkeypatch.setenv("RANK", rank)
+        assert main(args) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == lines, rank
+
+
+def test_empty_data_and_cache_variables_mean_the_defaults(monkeypatch):
+    from gca.datasets import default_cache_dir, default_data_dir
+
+    monkeypatch.setenv("GCA_DATA_DIR", "")
+    monkeypatch.setenv("GCA_CACHE_DIR", " ")
+    assert default_data_dir() == Path.home() / ".cache" / "gca" / "data"
+    assert default_cache_dir() == Path.home() / ".cache" / "gca"

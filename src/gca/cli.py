@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from . import environment
 from .config import ConfigError, build_config, parse_overrides
 from .errors import UserError
 from .names import CENTRALITY_CHOICES, PROTOCOLS
@@ -199,7 +200,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "tune":
             return _tune(args)
     except UserError as exc:
-        print(f"gca: error: {_one_line(exc)}", file=sys.stderr)
+        if environment.reports_errors():  # under torchrun, an input error once (rank 0), not once per rank
+            print(f"gca: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
@@ -376,7 +378,7 @@ def _train(args: argparse.Namespace) -> int:
     from .outputs import RunOutputs
 
     # under torchrun only rank 0 writes, so only it holds the folder's lock
-    outputs = RunOutputs(args.out, args.export, _inputs(args), lock=os.environ.get("RANK", "0") == "0")
+    outputs = RunOutputs(args.out, args.export, _inputs(args), lock=environment.rank() == 0)
     try:
         return _train_into(outputs, args, overrides)
     finally:
@@ -400,7 +402,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
     context = None
     if distributed.launched():  # under torchrun: one rank of an exact multi-process run
         if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            device = torch.device("cuda", environment.local_rank())
         context = distributed.start(device)
     writes = context is None or context.writes
     loaded = _load_graph(args)

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from .environment import env_folder
 from .errors import UserError
 from .evaluate import Split, mask_splits
 from .names import canonical_name
@@ -187,11 +188,11 @@ def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[
 
 
 def default_data_dir() -> Path:
-    return Path(os.environ.get("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data"))
+    return env_folder("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data")
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("GCA_CACHE_DIR", Path.home() / ".cache" / "gca"))
+    return env_folder("GCA_CACHE_DIR", Path.home() / ".cache" / "gca")
 
 
 def dataset_display_name(name: str) -> str:

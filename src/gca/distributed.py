@@ -22,12 +22,13 @@ Rank 0 alone evaluates and writes results, checkpoints and exports.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+
+from . import environment
 
 #: How long a collective waits for the other ranks before this one gives up (a rank that died without torchrun
 #: noticing, e.g. across machines). ``GCA_DIST_TIMEOUT`` (seconds) overrides it.
@@ -104,13 +105,15 @@ def average_gradients(optimizer: torch.optim.Optimizer, world_size: int) -> None
 
 def launched() -> bool:
     """Started by torchrun (or anything that sets WORLD_SIZE > 1)?"""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return environment.world_size() > 1
 
 
 def start(device: torch.device) -> Context:
     """Join the process group torchrun described in the environment: NCCL for CUDA devices, gloo otherwise."""
     backend = "nccl" if device.type == "cuda" else "gloo"
-    timeout = timedelta(seconds=float(os.environ.get("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S)))
+    timeout = timedelta(seconds=environment.env_seconds("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
+    local_rank = environment.local_rank()
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=timeout)
-    return Context(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+    environment.group_joined = True
+    return Context(dist.get_rank(), dist.get_world_size(), local_rank)

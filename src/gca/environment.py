@@ -1,0 +1,81 @@
+"""The environment variables gca reads, each checked where it is read: a malformed value is one line naming the
+variable, never a traceback from ``int("two")`` deep inside a run.
+
+torchrun's ``WORLD_SIZE``, ``RANK`` and ``LOCAL_RANK``; ``GCA_DIST_TIMEOUT`` (seconds a collective waits);
+``GCA_DATA_DIR`` and ``GCA_CACHE_DIR`` (folders; an empty value counts as unset). Torch-free, like the rest of what
+the command line needs before the libraries load.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from .errors import UserError
+
+#: Set once this process has joined a process group (:func:`gca.distributed.start`): from then on an error is its
+#: own, before that every rank meets the same input and only rank 0 reports it.
+group_joined = False
+
+
+class EnvironmentSettingError(UserError, ValueError):
+    """An environment variable holds a value gca cannot use."""
+
+
+def env_int(name: str, default: int, low: int, high: int | None = None) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        span = f"in [{low}, {high}]" if high is not None else f"≥ {low}"
+        raise EnvironmentSettingError(f"the environment variable {name}={text!r} is not an integer {span}; unset it "
+                                      "or correct it (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK itself)")
+    return value
+
+
+def env_seconds(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise EnvironmentSettingError(f"the environment variable {name}={text!r} is not a positive number of "
+                                      "seconds; unset it or correct it")
+    return value
+
+
+def env_folder(name: str, default: Path) -> Path:
+    text = os.environ.get(name, "")
+    return Path(text) if text.strip() else default
+
+
+def world_size() -> int:
+    """How many processes torchrun started (1 outside torchrun)."""
+    return env_int("WORLD_SIZE", 1, 1)
+
+
+def rank() -> int:
+    """This process's rank under torchrun (0 outside torchrun)."""
+    size = world_size()
+    return env_int("RANK", 0, 0, size - 1)
+
+
+def local_rank() -> int:
+    return env_int("LOCAL_RANK", 0, 0)
+
+
+def reports_errors() -> bool:
+    """Whether this process prints a user error: always, except a rank other than 0 before the process group
+    was joined — every rank then found the same error in the same input, and one line of it is enough."""
+    try:
+        return group_joined or world_size() == 1 or rank() == 0
+    except EnvironmentSettingError:
+        return True
