@@ -440,3 +440,23 @@ def test_empty_data_and_cache_variables_mean_the_defaults(monkeypatch):
     monkeypatch.setenv("GCA_CACHE_DIR", " ")
     assert default_data_dir() == Path.home() / ".cache" / "gca" / "data"
     assert default_cache_dir() == Path.home() / ".cache" / "gca"
+
+
+def test_an_unusable_home_gives_no_library_chatter(tmp_path):
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    done = subprocess.run([sys.executable, "-m", "gca", "train", "--dataset", "Karate", "--epochs", "1", "--no-eval",
+                           "--quiet", "--plots", "--out", str(tmp_path / "o")], capture_output=True, text=True,
+                          env={**os.environ, "HOME": str(home), "GCA_CACHE_DIR": str(tmp_path / "cache")},
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "", done.stderr  # not Matplotlib's notes about its config folder
+
+
+def test_an_unwritable_cache_is_named_not_the_raw_files(shared_data, tmp_path, monkeypatch, capsys):
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("GCA_CACHE_DIR", str(blocked))
+    error = _error(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--epochs", "1", "--out",
+                    str(tmp_path / "o"), "--quiet"], capsys)  # fmt: skip
+    assert f"cannot write gca's cache folder {blocked}" in error and "GCA_CACHE_DIR" in error

@@ -107,3 +107,31 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_pat
     # once the first has ended, the folder is free again
     assert main([*TRAIN, "--epochs", "2", "--out", str(out)]) == 0
     assert not (out / ".gca-lock").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB file system (tmpfs), where the test runs as root and may mount one; skipped otherwise."""
+    import os
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("this machine does not let the test mount a tmpfs")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+@pytest.mark.parametrize("extra", [[], ["--checkpoint-every", "1"]])
+def test_a_full_disk_is_one_line_and_keeps_the_previous_run(small_disk, capsys, extra):
+    out = small_disk / "out"
+    assert main([*TRAIN, "--epochs", "2", "--out", str(out)]) == 0
+    before = _run_files(out)
+    capsys.readouterr()
+    # a 1,024-wide encoder's files (~40 MB) do not fit the 3 MB disk
+    assert main([*TRAIN, "--epochs", "2", "--set", "hidden=1024", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0] and str(out) in err[0], err
+    assert _run_files(out) == before and sorted(p.name for p in out.iterdir()) == sorted(before)

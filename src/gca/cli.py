@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -245,6 +246,9 @@ def _import_libraries() -> None:
     An interrupt that lands inside a native extension's initialisation (a pybind11 call) cannot unwind through
     C++ and aborts the interpreter (SIGABRT, seen under load at 0.3 s); held back, it ends the command with the
     usual one line as soon as the imports are done."""
+    # Matplotlib logs warnings of its own when HOME is unusable (it then works from a temporary folder): not the
+    # user's concern, so only its errors are shown.
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     held: list[int] = []
     try:
         previous = {n: signal.signal(n, lambda signum, frame: held.append(signum))

@@ -7,6 +7,7 @@ data directory may be read-only: processed files then go to a writable cache (``
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -283,15 +284,19 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
     raw_dir = folder / "raw"
     missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]
     root = folder.parent
-    if not missing and (folder.name != spec.folder or not _writable(folder / "processed")):
+    in_cache = not missing and (folder.name != spec.folder or not _writable(folder / "processed"))
+    if in_cache:
         digest = hashlib.sha1(str(raw_dir.resolve()).encode()).hexdigest()[:12]
         root = cache_dir / "processed-data" / digest
         mirror = root / spec.folder / "raw"
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        if mirror.is_symlink() and mirror.resolve() != raw_dir.resolve():
-            mirror.unlink()
-        if not mirror.exists():
-            mirror.symlink_to(raw_dir.resolve(), target_is_directory=True)
+        try:
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            if mirror.is_symlink() and mirror.resolve() != raw_dir.resolve():
+                mirror.unlink()
+            if not mirror.exists():
+                mirror.symlink_to(raw_dir.resolve(), target_is_directory=True)
+        except OSError as exc:
+            raise DatasetError(_cache_message(cache_dir, exc)) from None
     elif missing and not _writable(raw_dir):
         raise DatasetError(_missing_message(spec, raw_dir, "the folder is not writable, so it cannot be downloaded"))
     try:
@@ -300,7 +305,17 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
         if missing:
             reason = f"the download failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             raise DatasetError(_missing_message(spec, raw_dir, reason)) from None
+        if in_cache and isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:  # the cache, not the raw files
+            raise DatasetError(_cache_message(cache_dir, exc)) from None
         raise DatasetError(f"{spec.name}: cannot read the files in {raw_dir}: {exc}") from None
+
+
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
+
+
+def _cache_message(cache_dir: Path, exc: OSError) -> str:
+    return (f"cannot write gca's cache folder {cache_dir} ({exc.strerror or exc}); free space there or set "
+            "GCA_CACHE_DIR to a writable folder")
 
 
 def _missing_message(spec: _Spec, raw_dir: Path, reason: str) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,9 +29,23 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except RuntimeError as exc:  # torch.save reports a failed write (e.g. a full disk) as a RuntimeError
+        full = _nearly_full(path.parent)  # measured before the partial file is removed
+        tmp.unlink(missing_ok=True)
+        if full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
+        raise OSError(errno.EIO, f"writing failed ({str(exc).splitlines()[0] if str(exc) else 'RuntimeError'})",
+                      str(path)) from None  # fmt: skip
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _nearly_full(folder: Path) -> bool:
+    try:
+        return shutil.disk_usage(folder).free < 1 << 20
+    except OSError:
+        return False
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
