@@ -1,0 +1,34 @@
+"""The ``gca`` command's first module: Ctrl-C and SIGTERM are held back before anything else is imported.
+
+An interrupt that lands while the standard library's or gca's modules load would otherwise print a traceback
+(``KeyboardInterrupt`` raised inside an ``import``). Held, it ends the command with one line and exit status 130
+once the command line's own module is loaded; from there :mod:`gca.cli` handles interrupts itself (and holds them
+again while PyTorch loads). Only what Python imports at start-up runs before this module.
+"""
+
+import os
+import signal
+import sys
+
+
+def main() -> None:
+    held: list[int] = []
+    previous = {}
+    try:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, lambda signum, frame: held.append(signum))
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+    from .cli import entry
+
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+    if held:
+        sys.stderr.write("gca: interrupted before the command started; nothing was written\n")
+        sys.stderr.flush()
+        os._exit(130)
+    entry()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
