@@ -135,3 +135,18 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_run(small_disk, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0] and str(out) in err[0], err
     assert _run_files(out) == before and sorted(p.name for p in out.iterdir()) == sorted(before)
+
+
+def test_reproduce_refuses_a_folder_another_run_holds(tmp_path, capsys):
+    from gca.outputs import hold_folder, release_folder
+
+    held = hold_folder(tmp_path)  # as a running gca reproduce (or train) holds it
+    try:
+        args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "none",
+                "--quiet", "--out", str(tmp_path)]  # fmt: skip
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is in use by another gca run" in err[0], err
+        assert not (tmp_path / "runs").exists()
+    finally:
+        release_folder(held)

@@ -548,8 +548,8 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
 
 def _reproduce(args: argparse.Namespace) -> int:
     from .baselines import BASELINES
-    from .outputs import check_folder
-    from .reproduce import PAPER_DATASETS, Reproduction
+    from .outputs import check_folder, hold_folder, release_folder
+    from .reproduce import PAPER_DATASETS
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")
@@ -565,6 +565,16 @@ def _reproduce(args: argparse.Namespace) -> int:
     datasets = args.dataset or list(PAPER_DATASETS)
     figure4_datasets = args.dataset or ["Amazon-Photo"]
     out = check_folder(args.out, "--out")
+    lock = hold_folder(out)  # one reproduction per folder: a second would train the same runs again beside it
+    try:
+        return _reproduce_into(out, args, datasets, figure4_datasets, baselines)
+    finally:
+        release_folder(lock)
+
+
+def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, baselines) -> int:
+    from .reproduce import Reproduction
+
     repro = Reproduction(
         out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
         plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,

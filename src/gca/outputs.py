@@ -55,7 +55,7 @@ class RunOutputs:
         inputs = [Path(p) for p in inputs if p is not None]
         if self.export is not None:
             self._check_export(inputs)
-        self._lock = _lock_folder(self.out) if lock else None
+        self._lock = hold_folder(self.out) if lock else None
         if lock:
             for stale in self.out.glob(".gca-staging-*"):  # left by a run that was killed (kill -9, power loss)
                 shutil.rmtree(stale, ignore_errors=True)
@@ -177,7 +177,7 @@ class RunOutputs:
     def release(self) -> None:
         """Let other runs use the folder (the lock also ends with the process)."""
         if self._lock is not None:
-            _unlock(self._lock)
+            release_folder(self._lock)
             self._lock = None
 
     def __enter__(self) -> RunOutputs:
@@ -196,9 +196,9 @@ class RunOutputs:
             raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
 
 
-def _lock_folder(folder: Path) -> IO[str] | None:
+def hold_folder(folder: Path) -> IO[str] | None:
     """Hold an exclusive lock on ``folder``'s lock file for as long as this process lives (or until
-    :func:`_unlock`); refuse with one line when another process holds it. None where ``flock`` does not exist.
+    :func:`release_folder`); refuse with one line when another process holds it. None where ``flock`` does not exist.
 
     The holder removes the file when it is done; a process that locked a file which was removed meanwhile (its
     path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock."""
@@ -236,8 +236,10 @@ def _lock_folder(folder: Path) -> IO[str] | None:
     return handle
 
 
-def _unlock(handle: IO[str]) -> None:
-    """Remove the lock file while still holding it, then let go (see :func:`_lock_folder`)."""
+def release_folder(handle: IO[str] | None) -> None:
+    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`)."""
+    if handle is None:
+        return
     with contextlib.suppress(OSError):
         os.unlink(handle.name)
     handle.close()
