@@ -474,3 +474,28 @@ def test_an_unwritable_cache_is_named_not_the_raw_files(shared_data, tmp_path, m
     error = _error(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--epochs", "1", "--out",
                     str(tmp_path / "o"), "--quiet"], capsys)  # fmt: skip
     assert f"cannot write gca's cache folder {blocked}" in error and "GCA_CACHE_DIR" in error
+
+
+def test_a_symlink_in_out_is_replaced_never_written_through(karate, capsys, tmp_path):
+    outside = tmp_path / "precious.json"
+    outside.write_text("not gca's")
+    out = tmp_path / "linked"
+    out.mkdir()
+    (out / "results.json").symlink_to(outside)
+    (out / "embeddings.npy").symlink_to(tmp_path / "nowhere.npy")
+    assert main(["train", "--dataset", "Karate", "--epochs", "1", "--no-eval", "--quiet", "--out", str(out)]) == 0
+    assert outside.read_text() == "not gca's" and not (tmp_path / "nowhere.npy").exists()
+    assert not (out / "results.json").is_symlink() and json.loads((out / "results.json").read_text())["epochs"] == 1
+
+
+def test_an_npz_claiming_a_billion_nodes_is_refused_fast(tmp_path, capsys):
+    import resource
+
+    adj = sp.csr_matrix(np.array([[0, 1], [1, 0]], dtype=np.float32))
+    attr = sp.csr_matrix(np.eye(2, dtype=np.float32))
+    _npz(tmp_path / "big.npz", adj, attr, adj_shape=np.array([10**9, 10**9]), attr_shape=np.array([10**9, 2]))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    error = _error(["train", "--dataset", str(tmp_path / "big.npz"), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert "big.npz" in error and time.perf_counter() - start < 30
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # kB: no 10⁹-row array was made

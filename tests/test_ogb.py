@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,3 +113,30 @@ def test_an_official_split_with_overlapping_empty_or_repeated_parts_is_refused(o
     with pytest.raises(DatasetError) as info:
         load_dataset(str(ogb_folder))
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_downloaded_archive_cannot_write_outside_the_data_folder(tmp_path, monkeypatch, ogb_folder):
+    import zipfile
+
+    archive = tmp_path / "crafted.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name in ("raw/edge.csv.gz", "raw/node-feat.csv.gz"):
+            zf.write(ogb_folder / name, f"arxiv/{name}")
+        zf.writestr("../../outside.txt", "written through ../")
+        zf.writestr("/tmp/absolute-gca-test.txt", "written to an absolute path")
+    data_dir = tmp_path / "deep" / "data"
+
+    def fake_download(url, folder, log=False):
+        target = Path(folder) / "arxiv.zip"
+        target.write_bytes(archive.read_bytes())
+        return str(target)
+
+    import torch_geometric.data
+
+    monkeypatch.setattr(torch_geometric.data, "download_url", fake_download)
+    loaded = load_dataset("ogbn-arxiv", data_dir=data_dir)
+    assert loaded.data.num_nodes == 12
+    assert not (tmp_path / "outside.txt").exists() and not (tmp_path / "deep" / "outside.txt").exists()
+    assert not Path("/tmp/absolute-gca-test.txt").exists()
+    inside = {p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*") if p.is_file()}
+    assert all(".." not in part for path in inside for part in path.split("/"))
