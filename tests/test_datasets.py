@@ -42,7 +42,7 @@ def test_read_only_copy_processes_into_cache(shared_data, tmp_path, cache_dir):
 
 
 def test_forced_read_only_path_goes_to_cache(shared_data, cache_dir, monkeypatch):
-    import gca.datasets as ds
+    import gca.datasets.pyg as ds
 
     monkeypatch.setattr(ds, "_writable", lambda path: False)
     loaded = load_dataset("Cora", data_dir=shared_data)
@@ -146,7 +146,7 @@ def test_path_or_name_is_decided_by_what_exists(shared_data, cache_dir, tmp_path
 
 def test_both_directions_listed_is_not_a_duplicate(tmp_path):
     """The common export lists (u, v) and (v, u); the npz and the edge-file readers agree on what that is."""
-    from gca.files import load_files
+    from gca.datasets import load_files
     from gca.graph import prepare_graph
 
     pairs = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]

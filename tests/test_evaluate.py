@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from gca.evaluate import EvaluationError, linear_evaluation, mask_splits, random_splits
+from gca.datasets import mask_splits
+from gca.evaluate import EvaluationError, linear_evaluation, random_splits
 
 
 def test_random_splits_partition_the_nodes_10_10_80():

@@ -1,4 +1,4 @@
-"""Users' own graph files (gca.files) and the one-line errors and warnings of part 2 of issue 5."""
+"""Users' own graph files (gca.datasets.files) and the one-line errors and warnings of part 2 of issue 5."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from gca.cli import main
-from gca.datasets import DatasetError, karate_club
-from gca.files import export_embeddings, load_files, read_edge_list
+from gca.datasets import karate_club, load_files, read_edge_list
+from gca.export import ExportError, export_embeddings
 
 NAMES = [f"n{i}" for i in range(34)]
 
@@ -186,7 +186,7 @@ def test_dubious_input_gives_warnings_not_errors(tmp_path, capsys):
 
 
 def test_export_needs_a_known_suffix(tmp_path):
-    with pytest.raises(DatasetError, match="csv"):
+    with pytest.raises(ExportError, match="csv"):
         export_embeddings(tmp_path / "e.xlsx", np.zeros((1, 2)), ["a"])
 
 

@@ -92,7 +92,7 @@ DELIMITERS = st.sampled_from([",", "\t", ";", " "])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edges=LINES, features=LINES, labels=st.one_of(st.none(), LINES), delimiter=DELIMITERS)
 def test_any_files_load_to_a_valid_graph_or_one_error(tmp_path, edges, features, labels, delimiter):
-    from gca.files import load_files
+    from gca.datasets import load_files
     from gca.graph import prepare_graph
 
     paths = {}

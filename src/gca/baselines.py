@@ -45,7 +45,8 @@ from torch.nn import functional as F
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from .evaluate import Split, evaluate_embeddings, raw_feature_input
+from .datasets.base import Split
+from .evaluate import evaluate_embeddings, raw_feature_input
 from .graph import binary_adjacency, normalize_rows
 from .train import TrainingError
 from .walks import random_walks

@@ -151,8 +151,7 @@ def _graph_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_graph(args: argparse.Namespace):
-    from .datasets import load_dataset
-    from .files import load_files
+    from .datasets import load_dataset, load_files
 
     if args.edges or args.features or args.labels:
         if not (args.edges and args.features):
@@ -500,7 +499,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
 
 
 def _export(path, embeddings, loaded) -> None:
-    from .files import export_embeddings
+    from .export import export_embeddings
 
     node_ids = loaded.node_ids or [str(i) for i in range(embeddings.shape[0])]
     export_embeddings(path, embeddings.numpy(), node_ids)

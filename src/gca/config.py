@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .io import parse_document
+from .io import parse_document, read_user_text
 from .names import CENTRALITY_CHOICES, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
@@ -274,12 +274,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path} is not UTF-8 text; save it as UTF-8 TOML or JSON") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    text = read_user_text(path, "config", ConfigError, "save it as UTF-8 TOML or JSON")
     try:
         data = parse_document(text, "json" if path.suffix == ".json" else "toml")
     except ValueError as exc:

@@ -29,6 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import normalize
 
+from .datasets.base import Split
 from .errors import UserError
 from .names import PROTOCOLS
 
@@ -40,7 +41,6 @@ DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
 #: bounded time on graphs of 10^5–10^6 labelled nodes (ogbn-products' official split trains on 196,615).
 MAX_TRAIN_NODES = 50_000
 
-Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 
@@ -163,19 +163,6 @@ def random_splits(
             perm = rng.permutation(num_nodes)
         splits.append((perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]))
     return splits
-
-
-def mask_splits(train_mask: torch.Tensor, val_mask: torch.Tensor, test_mask: torch.Tensor) -> list[Split]:
-    """Public splits given as boolean masks of shape [N] or [N, S] (one column per split, as in Wiki-CS)."""
-
-    def columns(mask: torch.Tensor, count: int) -> list[np.ndarray]:
-        mask = mask.cpu().numpy().astype(bool)
-        if mask.ndim == 1:
-            return [np.flatnonzero(mask)] * count
-        return [np.flatnonzero(mask[:, i]) for i in range(mask.shape[1])]
-
-    count = max(m.shape[1] if m.dim() == 2 else 1 for m in (train_mask, val_mask, test_mask))
-    return list(zip(columns(train_mask, count), columns(val_mask, count), columns(test_mask, count), strict=True))
 
 
 def _prepare(features: torch.Tensor | np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:

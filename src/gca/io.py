@@ -79,6 +79,17 @@ def read_json(path: str | Path) -> Any | None:
         return None
 
 
+def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> str:
+    """The UTF-8 text of the user's file ``path`` (a byte-order mark is dropped), or ``error`` with one line:
+    ``"{what} file {path} is not UTF-8 text; {hint}"`` or why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise error(f"{what} file {path} is not UTF-8 text; {hint}") from None
+    except OSError as exc:
+        raise error(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
 def parse_document(text: str, kind: str) -> Any:
     """``text`` in ``kind`` ("json" or "toml") as Python values. Any malformed text is a ``ValueError`` — also
     nesting deep enough to exhaust Python's recursion limit, which a few kilobytes of brackets reach."""

@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from .evaluate import EvaluationResult, Split, evaluate_embeddings, raw_feature_input
+from .datasets.base import Split
+from .evaluate import EvaluationResult, evaluate_embeddings, raw_feature_input
 from .train import GCA, PreparedGraph
 
 

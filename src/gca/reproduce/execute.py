@@ -11,7 +11,8 @@ from typing import Any
 from ..baselines import BASELINES, BaselineUnavailable
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
-from ..evaluate import Split, random_splits
+from ..datasets.base import Split
+from ..evaluate import random_splits
 from ..names import canonical_name
 from ..progress import Progress
 from ..run import run_gca

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from .datasets import DatasetError, LoadedDataset, class_labels, edge_list, float32_features
+from .base import DatasetError, LoadedDataset, class_labels, edge_list, float32_features
 
 #: canonical name → (OGB's name, folder the archive unpacks into, archive URL)
 OGB_DATASETS = {

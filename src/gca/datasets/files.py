@@ -18,7 +18,6 @@ the line and what to do.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
@@ -27,15 +26,8 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .datasets import (
-    DatasetError,
-    LoadedDataset,
-    check_regular_file,
-    edge_list,
-    float32_features,
-    repeated_edges_warning,
-)
-from .io import atomic_write, atomic_write_text
+from ..io import read_user_text
+from .base import DatasetError, LoadedDataset, check_regular_file, edge_list, float32_features, repeated_edges_warning
 
 HEADER_NAMES = {
     "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
@@ -50,12 +42,7 @@ def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
     """(line number, fields) of a delimited text file; the delimiter (tab, semicolon, comma, whitespace) is the
     first of these that the first line contains."""
     check_regular_file(path, what)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise DatasetError(f"{what} file {path} is not UTF-8 text; give a CSV/TSV file") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    text = read_user_text(path, what, DatasetError, "give a CSV/TSV file")
     lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip() and not line.startswith("#")]
     if not lines:
         return []
@@ -280,26 +267,3 @@ def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int, integer
     if len(classes) < 2:
         raise DatasetError(f"label file {path} holds only one class ({classes[0]!r}); evaluation needs two or more")
     return torch.from_numpy(y)
-
-
-def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: list[str]) -> None:
-    """Write embeddings keyed by node id: ``.csv`` (node_id, e0, e1, …) or ``.parquet`` (needs pyarrow)."""
-    path = Path(path)
-    columns = [f"e{i}" for i in range(embeddings.shape[1])]
-    if path.suffix.lower() == ".parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise DatasetError("Parquet export needs pyarrow (pip install pyarrow); or export to .csv") from None
-        table = pa.table({"node_id": node_ids, **{c: embeddings[:, i] for i, c in enumerate(columns)}})
-        atomic_write(path, lambda f: pq.write_table(table, f))
-    elif path.suffix.lower() in (".csv", ".tsv"):
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, delimiter="\t" if path.suffix.lower() == ".tsv" else ",", lineterminator="\n")
-        writer.writerow(["node_id", *columns])
-        for node, row in zip(node_ids, embeddings, strict=True):
-            writer.writerow([node, *(f"{v:.7g}" for v in row)])
-        atomic_write_text(path, buffer.getvalue())
-    else:
-        raise DatasetError(f"cannot export to {path.name}: use a .csv, .tsv or .parquet file name")

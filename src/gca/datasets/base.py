@@ -1,0 +1,149 @@
+"""What every source of graphs shares: the loaded dataset, its error, and the checks that turn a file's arrays into
+gca's tensors without silently changing them (float32 features, class labels, edge lists)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import Data
+
+from ..environment import env_folder
+from ..errors import UserError
+
+#: One split of the labelled nodes: (train, validation, test) node indices.
+Split = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class DatasetError(UserError, RuntimeError):
+    """A dataset cannot be found or read; the message is one line meant for the user."""
+
+
+@dataclass
+class LoadedDataset:
+    """A graph plus what evaluation needs: ``splits`` are public splits or ``None`` (use 20 random ones).
+
+    ``named`` is true for the built-in and named datasets, whose shipped hyperparameters apply; a graph file
+    read by path gets the defaults whatever its file is called.
+    """
+
+    name: str
+    data: Data
+    splits: list[Split] | None = None
+    named: bool = True
+    node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
+    directed: bool | None = None  # None: undirected exactly when every edge has its reverse
+    warnings: list[str] = field(default_factory=list)  # one line each, about the files read
+
+
+def check_regular_file(path: Path, what: str) -> None:
+    """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading."""
+    if not path.exists():
+        raise DatasetError(f"{what} file {path} does not exist")
+    if path.is_dir():
+        raise DatasetError(f"{what} file {path} is a folder, not a file")
+    if not path.is_file():
+        raise DatasetError(f"{what} file {path} is not a regular file (a pipe or a device); give a file on disk")
+
+
+#: The largest magnitude a float32 holds; features are trained on in float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
+    """``values`` as float32, refusing what the cast would silently change: complex numbers (their imaginary part
+    would be dropped) and magnitudes beyond float32's range (they would become infinite)."""
+    if values.dtype == np.float32:
+        return values
+    if np.iscomplexobj(values):
+        raise DatasetError(f"feature file {path} holds complex numbers; give real-valued features")
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    if finite.size and float(np.abs(finite).max()) > FLOAT32_MAX:
+        raise DatasetError(
+            f"feature file {path} holds values up to {float(np.abs(finite).max()):.3g}, beyond float32's range "
+            f"(±{FLOAT32_MAX:.3g}); rescale the features"
+        )
+    return values.astype(np.float32)
+
+
+def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[torch.Tensor, list[str]]:
+    """One class number per node from a file's label column, and the warnings to print.
+
+    Class numbers are the integers 0, 1, 2, …, stored as integers or as floats with an integral value. NaN marks
+    a node without a label (OGB's files do): it becomes −1, is left out of evaluation, and a warning says how many.
+    Anything else — a negative number, a fraction, an infinity, one label too many or too few — is an error naming
+    the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes)."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.shape[0] != num_nodes:
+        raise DatasetError(f"{path}: the labels have shape {values.shape}; give one label per node ({num_nodes})")
+    if values.dtype.kind not in "iuf" and values.dtype != np.bool_:
+        raise DatasetError(f"{path}: the labels are {values.dtype} values; give class numbers 0, 1, 2, …")
+    missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(num_nodes, dtype=bool)
+    present = values[~missing]
+    bad = (~np.isfinite(present) | (present < 0) | (present != np.floor(present))) if values.dtype.kind == "f" else (
+        present < 0)  # fmt: skip
+    if bad.any():
+        row = int(np.flatnonzero(~missing)[np.argmax(bad)])
+        raise DatasetError(
+            f"{path}: the label of node {row} is {values[row].item()!r}; labels must be class numbers 0, 1, 2, … "
+            "(NaN for a node without one)"
+        )
+    if present.size and float(present.max()) >= 2**31:
+        raise DatasetError(f"{path}: a class number reaches {present.max():.0f}; number the classes 0, 1, 2, …")
+    labels = np.full(num_nodes, -1, dtype=np.int64)
+    labels[~missing] = present.astype(np.int64)
+    count = int(missing.sum())
+    notes = [f"{count} of {num_nodes} nodes in {path} have no label (NaN); they are left out of evaluation"] if count \
+        else []  # fmt: skip
+    return torch.from_numpy(labels), notes
+
+
+def default_data_dir() -> Path:
+    return env_folder("GCA_DATA_DIR", Path.home() / ".cache" / "gca" / "data")
+
+
+def default_cache_dir() -> Path:
+    return env_folder("GCA_CACHE_DIR", Path.home() / ".cache" / "gca")
+
+
+def mask_splits(train_mask: torch.Tensor, val_mask: torch.Tensor, test_mask: torch.Tensor) -> list[Split]:
+    """Public splits given as boolean masks of shape [N] or [N, S] (one column per split, as in Wiki-CS)."""
+
+    def columns(mask: torch.Tensor, count: int) -> list[np.ndarray]:
+        mask = mask.cpu().numpy().astype(bool)
+        if mask.ndim == 1:
+            return [np.flatnonzero(mask)] * count
+        return [np.flatnonzero(mask[:, i]) for i in range(mask.shape[1])]
+
+    count = max(m.shape[1] if m.dim() == 2 else 1 for m in (train_mask, val_mask, test_mask))
+    return list(zip(columns(train_mask, count), columns(val_mask, count), columns(test_mask, count), strict=True))
+
+
+def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:
+    """(edge_index, how many listed edges repeat an earlier one) for the edges ``source[i] → target[i]``.
+
+    A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
+    edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
+    edge_index holds both directions of every edge once. A directed edge_index keeps the repeats (and
+    :func:`gca.graph.prepare_graph` merges them).
+    """
+    if directed:
+        pairs = torch.from_numpy(np.vstack([source, target]).astype(np.int64))
+        repeated = int(pairs.shape[1] - torch.unique(pairs[0] * num_nodes + pairs[1]).numel()) if pairs.numel() else 0
+        return pairs, repeated
+    # SciPy's CSR construction sums repeated pairs and its transpose is a linear-time counting sort, with 32-bit
+    # indices: on 10^8 edges a few times less memory than sorting 64-bit keys.
+    listed = sp.csr_matrix((np.ones(len(source), dtype=np.float32), (source, target)), shape=(num_nodes, num_nodes))
+    repeated = int(len(source) - listed.nnz)
+    both = (listed + listed.T).tocsr()
+    del listed
+    both.sort_indices()
+    row = torch.repeat_interleave(torch.arange(num_nodes), torch.from_numpy(np.diff(both.indptr).astype(np.int64)))
+    return torch.stack([row, torch.from_numpy(both.indices.astype(np.int64))]), repeated
+
+
+def repeated_edges_warning(path: str | Path, repeated: int) -> str:
+    return f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged"

@@ -1,0 +1,198 @@
+"""PyTorch Geometric's named datasets (the paper's five, the Planetoid three) and the built-in Karate club.
+
+Each source is declared once — its folder, raw files, download address and PyG class — in :data:`DATASETS`. PyG
+downloads the raw files when online. A data directory may be read-only: processed files then go to a writable
+cache (``$GCA_CACHE_DIR``, default ``~/.cache/gca``) whose ``raw`` folders link back to the read-only files.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch_geometric.data import Data
+
+from .base import DatasetError, LoadedDataset, mask_splits
+
+#: The two factions of Zachary's karate club after the split (Zachary, 1977): the nodes that followed the
+#: instructor ("Mr. Hi", node 0); all others followed the administrator (node 33).
+KARATE_INSTRUCTOR_FACTION = (0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 16, 17, 19, 21)
+#: Names the built-in Karate club answers to (after :func:`gca.names.canonical_name`).
+KARATE_NAMES = ("karate", "karateclub")
+#: The two leaders ("coaches" in the paper's Figure 3).
+KARATE_LEADERS = (0, 33)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str  # the paper's name
+    folder: str  # sub-folder of the data directory that holds raw/ (and processed/)
+    raw_files: tuple[str, ...]
+    url: str
+    build: Callable[[str], object]  # root → PyG dataset
+
+
+def _planetoid(name: str) -> Callable[[str], object]:
+    def build(root: str) -> object:
+        from torch_geometric.datasets import Planetoid
+
+        return Planetoid(root, name)
+
+    return build
+
+
+def _amazon(name: str) -> Callable[[str], object]:
+    def build(root: str) -> object:
+        from torch_geometric.datasets import Amazon
+
+        return Amazon(root, name)
+
+    return build
+
+
+def _coauthor(name: str) -> Callable[[str], object]:
+    def build(root: str) -> object:
+        from torch_geometric.datasets import Coauthor
+
+        return Coauthor(root, name)
+
+    return build
+
+
+def _wikics(root: str) -> object:
+    from torch_geometric.datasets import WikiCS
+
+    return WikiCS(os.path.join(root, "WikiCS"), is_undirected=True)
+
+
+_GNN_BENCHMARK = "https://github.com/shchur/gnn-benchmark/raw/master/data/npz/"
+_PLANETOID = "https://github.com/kimiyoung/planetoid/raw/master/data/"
+
+
+def _planetoid_spec(name: str) -> _Spec:
+    parts = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+    files = tuple(f"ind.{name.lower()}.{part}" for part in parts)
+    return _Spec(name, name, files, _PLANETOID, _planetoid(name))
+
+
+DATASETS: dict[str, _Spec] = {
+    "wikics": _Spec(
+        "Wiki-CS", "WikiCS", ("data.json",), "https://github.com/pmernyei/wiki-cs-dataset/raw/master/dataset/", _wikics
+    ),
+    "amazoncomputers": _Spec(
+        "Amazon-Computers", "Computers", ("amazon_electronics_computers.npz",), _GNN_BENCHMARK, _amazon("Computers")
+    ),
+    "amazonphoto": _Spec("Amazon-Photo", "Photo", ("amazon_electronics_photo.npz",), _GNN_BENCHMARK, _amazon("Photo")),
+    "coauthorcs": _Spec("Coauthor-CS", "CS", ("ms_academic_cs.npz",), _GNN_BENCHMARK, _coauthor("CS")),
+    "coauthorphysics": _Spec(
+        "Coauthor-Physics", "Physics", ("ms_academic_phy.npz",), _GNN_BENCHMARK, _coauthor("Physics")
+    ),
+    "cora": _planetoid_spec("Cora"),
+    "citeseer": _planetoid_spec("CiteSeer"),
+    "pubmed": _planetoid_spec("PubMed"),
+}
+
+
+def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
+    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache."""
+    return _loaded(spec, _open(spec, folder, cache_dir))
+
+
+def is_dataset_folder(folder: Path) -> bool:
+    """Does ``folder/raw`` hold one named dataset's raw files?"""
+    return _spec_of(folder) is not None
+
+
+def load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
+    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path)."""
+    spec = _spec_of(folder)
+    if spec is None:
+        raise DatasetError(f"{folder}/raw holds none of the named datasets' raw files")
+    return load_spec(spec, folder, cache_dir)
+
+
+def _spec_of(folder: Path) -> _Spec | None:
+    return next((s for s in DATASETS.values() if all((folder / "raw" / f).is_file() for f in s.raw_files)), None)
+
+
+def _loaded(spec: _Spec, dataset: object) -> LoadedDataset:
+    data = dataset[0]
+    splits = None
+    if spec.name == "Wiki-CS":
+        splits = mask_splits(data.train_mask, data.val_mask, data.test_mask)
+    return LoadedDataset(spec.name, Data(x=data.x, edge_index=data.edge_index, y=data.y), splits)
+
+
+def _writable(path: Path) -> bool:
+    """Writable by us *and* not marked read-only: root may write anywhere, but a folder without write bits
+    was made read-only on purpose, and processed files must not land in it."""
+    while not path.exists():
+        path = path.parent
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
+    """PyG's dataset for ``folder`` (which holds ``raw/``).
+
+    PyG reads ``ROOT/<spec.folder>/raw`` and writes ``ROOT/<spec.folder>/processed``. Where the folder is read-only
+    or named otherwise, processing happens in the cache, whose ``raw`` links back to the folder's; the cache entry
+    is keyed by the raw folder's real path, so two folders never share processed files.
+    """
+    raw_dir = folder / "raw"
+    missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]
+    root = folder.parent
+    in_cache = not missing and (folder.name != spec.folder or not _writable(folder / "processed"))
+    if in_cache:
+        digest = hashlib.sha1(str(raw_dir.resolve()).encode()).hexdigest()[:12]
+        root = cache_dir / "processed-data" / digest
+        mirror = root / spec.folder / "raw"
+        try:
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            if mirror.is_symlink() and mirror.resolve() != raw_dir.resolve():
+                mirror.unlink()
+            if not mirror.exists():
+                mirror.symlink_to(raw_dir.resolve(), target_is_directory=True)
+        except OSError as exc:
+            raise DatasetError(_cache_message(cache_dir, exc)) from None
+    elif missing and not _writable(raw_dir):
+        raise DatasetError(_missing_message(spec, raw_dir, "the folder is not writable, so it cannot be downloaded"))
+    try:
+        return spec.build(str(root))
+    except (OSError, ValueError, RuntimeError) as exc:
+        if missing:
+            reason = f"the download failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            raise DatasetError(_missing_message(spec, raw_dir, reason)) from None
+        if in_cache and isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:  # the cache, not the raw files
+            raise DatasetError(_cache_message(cache_dir, exc)) from None
+        raise DatasetError(f"{spec.name}: cannot read the files in {raw_dir}: {exc}") from None
+
+
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
+
+
+def _cache_message(cache_dir: Path, exc: OSError) -> str:
+    return (f"cannot write gca's cache folder {cache_dir} ({exc.strerror or exc}); free space there or set "
+            "GCA_CACHE_DIR to a writable folder")
+
+
+def _missing_message(spec: _Spec, raw_dir: Path, reason: str) -> str:
+    return (
+        f"{spec.name} not found: expected {', '.join(spec.raw_files)} in {raw_dir} ({reason}); "
+        f"get them from {spec.url} or pass --data-dir to the folder that holds {spec.folder}/raw/"
+    )
+
+
+def karate_club() -> Data:
+    """Zachary's karate club: 34 nodes, 78 edges, identity features, labels = the two factions."""
+    from torch_geometric.datasets import KarateClub
+
+    data = KarateClub()[0]
+    y = torch.ones(data.num_nodes, dtype=torch.long)
+    y[list(KARATE_INSTRUCTOR_FACTION)] = 0
+    return Data(x=data.x, edge_index=data.edge_index, y=y)

@@ -1,0 +1,71 @@
+"""Which source a graph comes from: :func:`load_dataset` consults the registry of sources below.
+
+An existing file is an npz graph file (:mod:`.npz`); an existing folder is claimed by the first folder reader
+that recognises it (OGB's node-property layout, then PyTorch Geometric's ``raw/`` layout); anything else is a
+name looked up in :data:`NAMED` — the built-in Karate club, PyG's named datasets, OGB's — read from
+``data_dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..names import canonical_name
+from . import npz, ogb, pyg
+from .base import DatasetError, LoadedDataset, check_regular_file, default_cache_dir, default_data_dir
+
+#: Named datasets: canonical key → (display name, loader(data_dir, cache_dir)).
+NAMED: dict[str, tuple[str, Callable[[Path, Path], LoadedDataset]]] = {
+    **{key: ("Karate", lambda data_dir, cache_dir: LoadedDataset("Karate", pyg.karate_club()))
+       for key in pyg.KARATE_NAMES},
+    **{key: (spec.name, lambda data_dir, cache_dir, spec=spec: pyg.load_spec(spec, data_dir / spec.folder, cache_dir))
+       for key, spec in pyg.DATASETS.items()},
+    **{key: (name, lambda data_dir, cache_dir, key=key: ogb.load_named(key, data_dir))
+       for key, (name, _, _) in ogb.OGB_DATASETS.items()},
+}  # fmt: skip
+#: Folder readers, in order: (recognises the folder?, read it).
+FOLDER_READERS: tuple[tuple[Callable[[Path], bool], Callable[[Path, Path], LoadedDataset]], ...] = (
+    (ogb.is_ogb_folder, lambda folder, cache_dir: ogb.read_ogb_folder(folder)),
+    (pyg.is_dataset_folder, pyg.load_folder),
+)
+DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
+
+
+def dataset_display_name(name: str) -> str:
+    """The paper's spelling of a named dataset ('amazon photo' → 'Amazon-Photo'); other text is returned as is."""
+    entry = NAMED.get(canonical_name(name))
+    return entry[0] if entry else name
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> LoadedDataset:
+    """Load a graph by path or by name.
+
+    What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
+    dataset's folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``,
+    e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
+    matter), read from ``data_dir``.
+    """
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = Path(name).expanduser()
+    if path.is_file():
+        data, notes = npz.read_npz(path, directed=False)
+        return LoadedDataset(path.stem, data, named=False, warnings=notes)
+    if path.is_dir():
+        for recognises, read in FOLDER_READERS:
+            if recognises(path):
+                return read(path, cache_dir)
+        raise DatasetError(
+            f"{path} is a folder but holds none of the datasets gca knows in its raw/ sub-folder (e.g. "
+            f"raw/ind.cora.x for Cora, raw/amazon_electronics_photo.npz for Amazon-Photo); give a dataset folder, "
+            "an .npz graph file, or --edges/--features"
+        )
+    if path.exists():
+        check_regular_file(path, "graph")
+    entry = NAMED.get(canonical_name(name))
+    if entry is None:
+        raise DatasetError(
+            f"unknown dataset {name!r} (no file or folder of that name exists either); choose one of "
+            f"{', '.join(DATASET_NAMES)}, or give the path of an .npz graph file or of a dataset folder"
+        )
+    return entry[1](Path(data_dir) if data_dir is not None else default_data_dir(), cache_dir)
