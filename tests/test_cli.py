@@ -127,7 +127,7 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
     import sys
     import time
 
-    import gca.cli as cli
+    import gca.cli.shell as cli
 
     sent = []
     monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
@@ -136,7 +136,7 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
     class Finalized:
         def __del__(self):  # Python would print and swallow an exception raised here
             try:
-                cli._terminate(signal.SIGTERM, sys._getframe())
+                cli.terminate(signal.SIGTERM, sys._getframe())
                 outcome.append("deferred")
             except KeyboardInterrupt:
                 outcome.append("raised")
@@ -147,4 +147,4 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
         time.sleep(0.01)
     assert outcome == ["deferred"] and sent == [signal.SIGTERM]
     with pytest.raises(KeyboardInterrupt):  # anywhere else it ends the command at once
-        cli._terminate(signal.SIGTERM, sys._getframe())
+        cli.terminate(signal.SIGTERM, sys._getframe())

@@ -1,0 +1,83 @@
+"""What several commands share: the graph and evaluation arguments, loading the graph they name, the run's
+configuration from the dataset's setting, --config and --set, and the files a command reads."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..config import ConfigError, build_config, parse_overrides
+from ..names import PROTOCOLS
+
+
+def protocol_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--eval-protocol", choices=PROTOCOLS, default=PROTOCOLS[0],
+        help="how embeddings are judged: sklearn (default: logistic regression on l2-normalised embeddings, C chosen "
+        "on validation) or authors (the GCA authors' script: a linear layer trained with Adam for 3,000 epochs, "
+        "test accuracy at the best validation check)",
+    )  # fmt: skip
+
+
+def graph_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        help="Karate (built in, the default), Wiki-CS, Amazon-Computers, Amazon-Photo, Coauthor-CS, "
+        "Coauthor-Physics, Cora, CiteSeer, PubMed; or the path of an .npz graph file or of a dataset folder "
+        "(what exists on disk is a path, anything else a name)",
+    )
+    parser.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
+    parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV, integer or string node ids)")
+    parser.add_argument("--features", metavar="FILE", help="your graph: node features (CSV/TSV, .npy, sparse .npz)")
+    parser.add_argument("--labels", metavar="FILE", help="your graph: node labels (CSV/TSV of node, label)")
+    parser.add_argument("--directed", action="store_true", help="your graph: treat the edge list as directed")
+
+
+def load_graph(args: argparse.Namespace):
+    from ..datasets import load_dataset, load_files
+
+    if args.edges or args.features or args.labels:
+        if not (args.edges and args.features):
+            raise ConfigError("--edges and --features go together (--labels is optional); give both")
+        if args.dataset:
+            raise ConfigError("give either --dataset or --edges/--features, not both")
+        return load_files(args.edges, args.features, args.labels, directed=args.directed)
+    if args.directed:
+        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+    if args.dataset is not None and not args.dataset.strip():
+        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
+    return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """--set values and the shortcut flags, each checked now — before any data is read or PyTorch is loaded."""
+    overrides: dict[str, Any] = parse_overrides(args.set)
+    build_config(None, args.config, overrides)  # also values that a flag below replaces
+    for flag in ("centrality", "epochs", "seed"):
+        if getattr(args, flag) is not None:
+            overrides[flag] = getattr(args, flag)
+    build_config(None, args.config, overrides)  # the dataset's own values are added once it is known
+    return overrides
+
+
+def dataset_config(loaded, config_file: str | None, overrides: dict[str, Any]):
+    """The run's configuration: the dataset's shipped setting (named datasets), ``--config`` and overrides."""
+    from ..config import is_named_config
+
+    if is_named_config(config_file) and not loaded.named:
+        raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} is "
+                          "not one of them; give a TOML or JSON file")  # fmt: skip
+    return build_config(loaded.name if loaded.named else None, config_file, overrides)
+
+
+def inputs(args: argparse.Namespace) -> list[str]:
+    """The files a command reads, which no output may overwrite."""
+    names = ("edges", "features", "labels", "config", "checkpoint", "dataset")
+    return [getattr(args, n) for n in names if getattr(args, n, None)]
+
+
+def export(path, embeddings, loaded) -> None:
+    from ..export import export_embeddings
+
+    node_ids = loaded.node_ids or [str(i) for i in range(embeddings.shape[0])]
+    export_embeddings(path, embeddings.numpy(), node_ids)

@@ -1,0 +1,59 @@
+"""``gca embed``: embed a graph with a trained encoder (inductive use)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import ConfigError
+from .common import export, graph_arguments, inputs, load_graph
+from .shell import import_libraries
+
+
+def add_parser(sub) -> None:
+    emb = sub.add_parser("embed", help="embed a graph with a trained encoder (inductive use)")
+    emb.add_argument("--checkpoint", required=True, help="model.pt (or checkpoint.pt) written by gca train")
+    graph_arguments(emb)
+    emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy (default: runs/embed)")
+    emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..outputs import RunOutputs
+
+    outputs = RunOutputs(args.out, args.export, inputs(args))
+    try:
+        return _embed_into(outputs, args)
+    finally:
+        outputs.release()
+
+
+def _embed_into(outputs, args: argparse.Namespace) -> int:
+    outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
+    import_libraries()
+
+    import numpy as np
+
+    from ..graph import prepare_graph
+    from ..train import GCA, resolve_device
+
+    estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
+    loaded = load_graph(args)
+    graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
+    for warning in loaded.warnings + graph.warnings:
+        print(f"gca: warning: {warning}", file=sys.stderr)
+    if graph.num_features != estimator.in_channels:
+        raise ConfigError(
+            f"{loaded.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "
+            f"trained on {estimator.in_channels}; embed graphs with the same feature columns"
+        )
+    embeddings = estimator.embed(graph)
+    with outputs:
+        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+        if args.export:
+            outputs.write_export(lambda path: export(path, embeddings, loaded))
+        written = outputs.commit(owned=("embeddings.npy",))
+    print(f"{loaded.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
+          + ", ".join(str(p) for p in written))  # fmt: skip
+    return 0

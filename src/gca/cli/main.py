@@ -1,0 +1,57 @@
+"""The ``gca`` command: one parser whose sub-commands add their own arguments, and the dispatch to them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import warnings
+from collections.abc import Sequence
+
+from . import embed, reproduce, train, tune
+from .shell import Parser, leave_process_group, run_guarded, terminate
+
+COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce}
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="gca", description="Graph Contrastive learning with Adaptive augmentation (Zhu et al., "
+                    "WWW 2021).")  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    for command in COMMANDS.values():
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
+    try:  # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source
+                # line) are noise to a user. `python -W default -m gca.cli …` shows them for debugging.
+                warnings.simplefilter("ignore")
+            return run_guarded(COMMANDS[args.command].run, args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        leave_process_group()
+
+
+def entry() -> None:
+    """The ``gca`` command. After an interruption the results are already safe (staged files removed, finished
+    files atomic), so the process ends at once: an interrupt that landed inside a library's import (PyTorch's takes
+    seconds) can leave native state that crashes the interpreter's finalisation with a "Fatal Python error"."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)

@@ -1,0 +1,135 @@
+"""The shell around every command: argparse errors as one line, Ctrl-C and SIGTERM held while the libraries
+load, every error a user can cause turned into one ``gca: error:`` line and exit status 2 (130 after an
+interrupt), and the process group left cleanly under torchrun."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from .. import environment
+from ..errors import UserError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one ``gca: error:`` line (not a usage block) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"gca: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def terminate(signum, frame) -> None:
+    """SIGTERM ends the command as Ctrl-C does. Inside an object's finalizer (``__del__``, e.g. a progress bar's)
+    Python would swallow the exception and print a traceback, so the signal is sent again a moment later."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            import threading
+
+            threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+            return
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
+def import_libraries() -> None:
+    """Import PyTorch, PyG, SciPy and scikit-learn with Ctrl-C and SIGTERM held back until they have loaded.
+
+    An interrupt that lands inside a native extension's initialisation (a pybind11 call) cannot unwind through
+    C++ and aborts the interpreter (SIGABRT, seen under load at 0.3 s); held back, it ends the command with the
+    usual one line as soon as the imports are done."""
+    # Matplotlib logs warnings of its own when HOME is unusable (it then works from a temporary folder): not the
+    # user's concern, so only its errors are shown.
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+    held: list[int] = []
+    try:
+        previous = {n: signal.signal(n, lambda signum, frame: held.append(signum))
+                    for n in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    except ValueError:  # not the main thread: signals are not ours to hold
+        previous = {}
+    try:
+        from .. import datasets, run, train  # noqa: F401 - imported for their libraries
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if held:
+        raise KeyboardInterrupt
+
+
+_OUT_OF_MEMORY = (
+    "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), train a large graph on "
+    "sampled mini-batches (--set batch_size=1024; README: Large graphs), or use a machine or device with more memory"
+)
+
+#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
+
+
+def _is_out_of_memory(exc: RuntimeError) -> bool:
+    """PyTorch reports a failed allocation as a RuntimeError (CPU) or torch.OutOfMemoryError (a RuntimeError)."""
+    text = str(exc).lower()
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text or "not enough memory" in text
+
+
+def _process_group():
+    """torch.distributed if this process joined a process group (under torchrun), else ``None``; never imports
+    torch itself (an interrupted import may have left it half-loaded)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return dist if dist is not None and dist.is_available() and dist.is_initialized() else None
+    except Exception:  # noqa: BLE001 - a module whose import was interrupted
+        return None
+
+
+def _leave_process_group() -> None:
+    dist = _process_group()
+    if dist is not None:
+        dist.destroy_process_group()
+
+
+def _is_peer_failure(exc: RuntimeError) -> bool:
+    """A collective of a distributed run failed because another rank died or timed out."""
+    return _process_group() is not None and (
+        "Dist" in type(exc).__name__ or any(w in str(exc) for w in ("Connection", "gloo", "NCCL", "Timed out"))
+    )
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``command(args)``, with every error a user can cause turned into one line and exit status 2."""
+    try:
+        return command(args)
+    except UserError as exc:
+        if environment.reports_errors():  # under torchrun, an input error once (rank 0), not once per rank
+            print(f"gca: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a full disk or a vanished folder; result files are staged, so none is half-written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"gca: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        if _is_out_of_memory(exc):
+            print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+            return 2
+        if _is_peer_failure(exc):
+            print("gca: error: another process of this distributed run stopped or cannot be reached; see its "
+                  "message (this one made no result files)", file=sys.stderr)  # fmt: skip
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("gca: interrupted; the output folder holds the previous run's files (finished runs of gca reproduce "
+              "are kept)", file=sys.stderr)  # fmt: skip
+        return 130
+
+
+def leave_process_group() -> None:
+    """End this process's part in a torchrun process group, if it joined one."""
+    _leave_process_group()

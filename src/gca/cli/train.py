@@ -1,0 +1,218 @@
+"""``gca train``: train GCA on a graph, judge its embeddings and write the run's files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from .. import environment
+from ..config import ConfigError
+from ..names import CENTRALITY_CHOICES
+from .common import dataset_config, export, graph_arguments, inputs, load_graph, protocol_argument, settings
+from .shell import import_libraries
+
+
+def add_parser(sub) -> None:
+    train = sub.add_parser("train", help="train GCA on a graph, evaluate its embeddings and save them")
+    graph_arguments(train)
+    train.add_argument(
+        "--centrality",
+        choices=CENTRALITY_CHOICES,
+        help="node centrality φ for adaptive augmentation; uniform gives GCA-T-A (GRACE). Default: degree",
+    )
+    train.add_argument(
+        "--config", help="TOML or JSON file of hyperparameters (overrides the dataset's defaults), or 'authors': the "
+        "setting of the GCA authors' parameter files for the paper's datasets",
+    )  # fmt: skip
+    train.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
+    )
+    train.add_argument("--epochs", type=int, help="training epochs (overrides the config)")
+    train.add_argument("--seed", type=int, help="random seed (default 0)")
+    train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
+    train.add_argument("--no-eval", action="store_true", help="skip linear evaluation")
+    train.add_argument("--eval-raw", action="store_true", help="also evaluate raw features with the same protocol")
+    train.add_argument("--splits", type=int, default=20, help="random evaluation splits (default 20)")
+    protocol_argument(train)
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--plots", action="store_true", help="also save loss.png and tsne.png (t-SNE by class)")
+    train.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+    train.add_argument(
+        "--checkpoint-every", type=int, default=0, metavar="N", help="save OUT/checkpoint.pt every N epochs"
+    )
+    train.add_argument(
+        "--resume", action="store_true", help="continue from OUT/checkpoint.pt (same settings) if it exists"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = settings(args)
+    if args.checkpoint_every < 0:
+        raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
+    if not 1 <= args.splits <= 1000:
+        raise ConfigError(f"--splits must lie in [1, 1000], got {args.splits}")
+    from ..outputs import RunOutputs
+
+    # under torchrun only rank 0 writes, so only it holds the folder's lock
+    outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
+    try:
+        return _train_into(outputs, args, overrides)
+    finally:
+        outputs.release()
+
+
+def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
+    import_libraries()
+
+    import numpy as np
+    import torch
+
+    from .. import distributed
+    from ..graph import GraphError
+    from ..io import json_bytes
+    from ..plots import MIN_TSNE_NODES
+    from ..run import run_gca
+    from ..train import GCA, resolve_device
+
+    device = resolve_device(args.device)
+    context = None
+    if distributed.launched():  # under torchrun: one rank of an exact multi-process run
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", environment.local_rank())
+        context = distributed.start(device)
+    writes = context is None or context.writes
+    loaded = load_graph(args)
+    config = dataset_config(loaded, args.config, overrides)
+    objective = None
+    if context is not None and not config.batch_size:  # exact full-graph objective shared by the processes
+        from ..objective import ContrastiveObjective
+
+        objective = ContrastiveObjective(config.tau, config.block_size, share=context.share,
+                                         backend=config.loss_backend, precision=config.precision)  # fmt: skip
+    estimator = GCA(config, device=device, progress=writes and not args.quiet, objective=objective)
+    prepared = estimator.prepare(loaded.data, directed=loaded.directed)
+    graph = prepared.graph
+    if graph.edge_index.shape[1] == 0:
+        # The library embeds edgeless graphs (GCA then sees features only); for a user's training run an empty
+        # edge list is almost always a broken input.
+        raw_edges = loaded.data.edge_index
+        what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
+        raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
+    labels = loaded.data.y
+    splits = None
+    if writes and not args.no_eval:
+        if labels is None:
+            print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
+        else:
+            from ..evaluate import label_splits
+
+            splits = loaded.splits or label_splits(labels, args.splits, config.seed)
+    plots = None
+    if args.plots:
+        plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png"))
+        if labels is not None and graph.num_nodes < MIN_TSNE_NODES:
+            print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
+    if writes:
+        from ..objective import resolve_objective
+
+        for warning in loaded.warnings + graph.warnings:
+            print(f"gca: warning: {warning}", file=sys.stderr)
+        ranks = f", {context.world_size} processes" if context is not None else ""
+        print(
+            f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
+            f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
+            f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks},"
+            f" objective={' '.join(resolve_objective(config.loss_backend, config.precision, estimator.device))}"
+            + (f", lr warm-up over {config.warmup_updates} updates"
+               if config.warmup_updates > 1 and config.epochs > 0 else "")
+            + (
+                f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
+                if config.batch_size
+                else ""
+            )
+        )
+    # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
+    checkpoint = outputs.checkpoint
+    if args.resume and writes:
+        source = outputs.resume_from()
+        note = f"resuming from {source}" if source else f"no checkpoint yet in {outputs.out}"
+        print(f"gca: {note}", file=sys.stderr)
+    elif args.resume:  # other ranks read what rank 0 resumes from and never write
+        checkpoint = checkpoint if checkpoint.is_file() else outputs.out / "checkpoint.pt"
+    elif writes and args.checkpoint_every:
+        outputs.start_fresh()
+    with outputs:
+        result = run_gca(
+            estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
+            protocol=args.eval_protocol,
+            checkpoint=checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
+            resume=args.resume, plots=plots if writes else None, plot_title=loaded.name,
+            on_epoch=LongRunHint(config, graph.num_nodes) if writes else None,
+        )  # fmt: skip
+        if not writes:  # every rank trained the same model; rank 0 alone writes it
+            return 0
+        if context is not None:
+            result.record["distributed"] = {"world_size": context.world_size, "backend": "nccl" if
+                                            device.type == "cuda" else "gloo"}  # fmt: skip
+        for path in result.plots:
+            outputs.wrote(path.name)
+        embeddings = result.embeddings
+        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
+        if args.export:
+            outputs.write_export(lambda path: export(path, embeddings, loaded))
+        outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
+        outputs.write("results.json", lambda f: f.write(json_bytes(result.record)))
+        written = outputs.commit()
+    if result.evaluation is not None:
+        print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
+    if result.raw_evaluation is not None:
+        print(f"accuracy (raw features):  {result.raw_evaluation}")
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
+LONG_RUN_SECONDS = 3600.0
+
+
+class LongRunHint:
+    """``on_epoch`` hook: after the first epoch, if all epochs would take over ``limit`` seconds, one warning line
+    saying how long and what shortens it — mini-batches for exact training on a large graph, fewer updates for a
+    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged."""
+
+    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
+                 emit=None) -> None:  # fmt: skip
+        self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
+        self.emit = emit or _print_above_progress
+        self.start = clock()
+        self.done = False
+
+    def __call__(self, epoch: int, embed: Any = None) -> None:
+        if self.done:
+            return
+        self.done = True  # the first epoch this process ran (epoch counts from 1, and on from a resumed checkpoint)
+        per_epoch = self.clock() - self.start
+        remaining = per_epoch * (self.config.epochs - epoch)
+        if remaining <= self.limit:
+            return
+        config, n = self.config, self.num_nodes
+        head = (f"the first epoch took {per_epoch:,.1f} s, so the other {config.epochs - epoch:,} epochs need about "
+                f"{remaining / 3600:,.1f} h")  # fmt: skip
+        if not config.batch_size:
+            advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes every epoch; for a graph "
+                      "this large, sampled mini-batches are far cheaper (--set batch_size=1024; README: Large graphs)"
+                      if n >= 20_000 else "lower --epochs, or train on a GPU (--device cuda)")  # fmt: skip
+        else:
+            steps = config.steps_per_epoch or -(-n // config.batch_size)
+            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
+                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
+        self.emit(f"gca: warning: {head}; {advice}")
+
+
+def _print_above_progress(line: str) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stderr)
