@@ -191,3 +191,12 @@ def test_karate_factions():
     assert data.num_nodes == 34 and data.edge_index.shape[1] == 156
     assert int((data.y == 0).sum()) == len(KARATE_INSTRUCTOR_FACTION) == 17
     assert data.y[0] == 0 and data.y[33] == 1
+
+
+def test_a_dataset_name_that_is_also_an_unrelated_folder_here_is_the_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Karate").mkdir()  # e.g. an output folder named after the dataset
+    (tmp_path / "Karate" / "results.json").write_text("{}")
+    assert load_dataset("Karate").data.num_nodes == 34
+    with pytest.raises(DatasetError, match="holds none of the datasets"):
+        load_dataset("./Karate")  # written as a path, it is the folder

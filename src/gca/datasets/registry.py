@@ -8,6 +8,7 @@ name looked up in :data:`NAMED` — the built-in Karate club, PyG's named datase
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,17 +45,21 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
     dataset's folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``,
     e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
-    matter), read from ``data_dir``.
+    matter), read from ``data_dir``. A bare name that is also a folder here without a dataset's files in it
+    (say, an output folder called ``Cora``) is the name.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
     if path.is_file():
         data, notes = npz.read_npz(path, directed=False)
         return LoadedDataset(path.stem, data, named=False, warnings=notes)
+    named = NAMED.get(canonical_name(name)) if "/" not in name and os.sep not in name else None
     if path.is_dir():
         for recognises, read in FOLDER_READERS:
             if recognises(path):
                 return read(path, cache_dir)
+        if named is not None:  # a bare dataset name that happens to be a folder here (e.g. an output folder)
+            return named[1](Path(data_dir) if data_dir is not None else default_data_dir(), cache_dir)
         raise DatasetError(
             f"{path} is a folder but holds none of the datasets gca knows in its raw/ sub-folder (e.g. "
             f"raw/ind.cora.x for Cora, raw/amazon_electronics_photo.npz for Amazon-Photo); give a dataset folder, "
@@ -62,7 +67,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         )
     if path.exists():
         check_regular_file(path, "graph")
-    entry = NAMED.get(canonical_name(name))
+    entry = named
     if entry is None:
         raise DatasetError(
             f"unknown dataset {name!r} (no file or folder of that name exists either); choose one of "
