@@ -90,3 +90,13 @@ def test_fit_takes_what_prepare_returned():
     assert isinstance(prepared, PreparedGraph) and prepared.centrality is not None
     estimator.fit(prepared)
     assert estimator.prepared is prepared and estimator.graph is prepared.graph
+
+
+def test_fit_transform_is_fit():
+    from gca import GCA, GCAConfig
+
+    data = karate_club()
+    config = GCAConfig(epochs=3, hidden=8, proj_hidden=8)
+    a = GCA(config, device="cpu").fit(data)
+    b = GCA(config, device="cpu").fit_transform(data)
+    assert torch.equal(a, b)

@@ -372,6 +372,10 @@ class GCA:
             )
         return embeddings
 
+    def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
+        """scikit-learn's name for :meth:`fit`, which already returns the embeddings of ``data``'s nodes."""
+        return self.fit(data, directed, **kwargs)
+
     def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
         if self.model is None:
