@@ -24,31 +24,28 @@ class EnvironmentSettingError(UserError, ValueError):
 
 
 def env_int(name: str, default: int, low: int, high: int | None = None) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < low or (high is not None and value > high):
-        span = f"in [{low}, {high}]" if high is not None else f"≥ {low}"
-        raise EnvironmentSettingError(f"the environment variable {name}={text!r} is not an integer {span}; unset it "
-                                      "or correct it (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK itself)")
-    return value
+    span = f"in [{low}, {high}]" if high is not None else f"≥ {low}"
+    return _checked(name, default, int, lambda v: v >= low and (high is None or v <= high),
+                    f"an integer {span}; unset it or correct it (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK "
+                    "itself)")  # fmt: skip
 
 
 def env_seconds(name: str, default: float) -> float:
+    return _checked(name, default, float, lambda v: math.isfinite(v) and v > 0,
+                    "a positive number of seconds; unset it or correct it")  # fmt: skip
+
+
+def _checked(name: str, default, parse, valid, expected: str):
+    """The variable ``name`` parsed, or ``default`` when unset or blank; one line when it is not ``expected``."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise EnvironmentSettingError(f"the environment variable {name}={text!r} is not a positive number of "
-                                      "seconds; unset it or correct it")
+        value = None
+    if value is None or not valid(value):
+        raise EnvironmentSettingError(f"the environment variable {name}={text!r} is not {expected}")
     return value
 
 

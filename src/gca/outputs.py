@@ -102,7 +102,11 @@ class RunOutputs:
         finished = self.out / "checkpoint.pt"
         if not finished.is_file():
             return None
-        self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, lambda f: f.write(finished.read_bytes())))
+        def copy(f: IO[bytes]) -> None:  # streamed: a checkpoint may be larger than we want in memory
+            with open(finished, "rb") as source:
+                shutil.copyfileobj(source, f)
+
+        self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, copy))
         return finished
 
     def start_fresh(self) -> None:
@@ -196,9 +200,10 @@ class RunOutputs:
             raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
 
 
-def hold_folder(folder: Path) -> IO[str] | None:
-    """Hold an exclusive lock on ``folder``'s lock file for as long as this process lives (or until
-    :func:`release_folder`); refuse with one line when another process holds it. None where ``flock`` does not exist.
+def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] | None:
+    """Hold an exclusive lock on ``folder``'s lock file ``name`` for as long as this process lives (or until
+    :func:`release_folder`); when another process holds it, refuse with one line — or, with ``wait``, wait for it
+    (a short critical section, such as creating a shared database). None where ``flock`` does not exist.
 
     The holder removes the file when it is done; a process that locked a file which was removed meanwhile (its
     path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock."""
@@ -206,14 +211,14 @@ def hold_folder(folder: Path) -> IO[str] | None:
         import fcntl
     except ImportError:  # Windows: no advisory locks; one run per folder is then the user's to keep
         return None
-    path = folder / LOCK
+    path = folder / name
     while True:
         try:
             handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 — held open for the run's lifetime
         except OSError as exc:
             raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.seek(0)
             holder = handle.read().strip()

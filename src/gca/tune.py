@@ -42,6 +42,7 @@ from typing import Any
 from .config import GCAConfig
 from .errors import UserError
 from .io import parse_document
+from .outputs import hold_folder, release_folder
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
 DEFAULT_SPACE: dict[str, dict[str, Any]] = {
@@ -218,22 +219,6 @@ def check_study_file(path: Path) -> None:
                         "another --out")  # fmt: skip
 
 
-@contextlib.contextmanager
-def _exclusive(path: Path):
-    """Hold an exclusive lock on ``path`` (waiting for another holder) inside the block; a no-op without flock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(path, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 class Search:
     """One resumable search over a prepared graph (module docstring). ``run`` adds trials; ``best`` reports."""
 
@@ -255,7 +240,8 @@ class Search:
         database = out / "study.db"
         # processes started together on a fresh folder create the schema one after another (Optuna's creation
         # is not safe against a concurrent one), then share the study
-        with _exclusive(out / ".gca-study-lock"):
+        lock = hold_folder(out, ".gca-study-lock", wait=True)
+        try:
             check_study_file(database)
             storage = optuna.storages.RDBStorage(
                 f"sqlite:///{database.resolve()}", heartbeat_interval=10, grace_period=30,
@@ -267,6 +253,8 @@ class Search:
                 pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
                                                    n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every),
             )  # fmt: skip
+        finally:
+            release_folder(lock)
         recorded = self.study.user_attrs.get("search")
         if recorded is None:
             self.study.set_user_attr("search", settings.key())
