@@ -228,7 +228,7 @@ def test_export_that_cannot_be_written_is_refused_before_training(karate, tmp_pa
 
 
 def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, tmp_path, capsys, monkeypatch):
-    import gca.export
+    import gca.outputs
 
     before = _snapshot(karate["out"])
 
@@ -236,7 +236,7 @@ def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, 
         Path(path).write_text("partial")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(gca.export, "export_embeddings", full_disk)
+    monkeypatch.setattr(gca.outputs, "export_embeddings", full_disk)
     export = tmp_path / "emb.csv"
     error = _error(["train", *_files(karate), "--export", str(export), "--out", str(karate["out"]), *QUICK], capsys)
     assert error == f"gca: error: cannot write {export}: No space left on device"  # the user's path, not a temp file

@@ -207,3 +207,14 @@ class NeighborBatches(BatchSource):
                 f"the checkpoint was written by a run of {state['world_size']} processes; resume it with as many "
                 "for an exact continuation"
             )
+
+
+def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], config: Any, device: torch.device,
+                 rank: int = 0, world_size: int = 1) -> BatchSource:
+    """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
+    ``rank``'s share of them among ``world_size``), else the whole graph every epoch."""
+    views = (views[0].to(device), views[1].to(device))
+    if config.batch_size:
+        return NeighborBatches(graph.to(device), views, config.batch_size, config.fanouts, config.steps_per_epoch,
+                               config.seed, rank, world_size)  # fmt: skip
+    return FullGraphBatches(graph.to(device), views)

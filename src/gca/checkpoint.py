@@ -12,6 +12,7 @@ them and a crafted file cannot run code):
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,58 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
     numpy = state["numpy"]
     keys = numpy["keys"].numpy().astype(np.uint32)
     np.random.set_state((numpy["name"], keys, numpy["pos"], numpy["has_gauss"], numpy["cached"]))  # noqa: NPY002
+
+
+class TrainingCheckpoints:
+    """The part of a training run that writes a training checkpoint to ``path`` every ``every`` epochs and, with
+    ``resume``, continues from the one there — so the run ends exactly where an uninterrupted run with the same seed
+    ends. A checkpoint made with other settings or on another graph is refused (:func:`check_resumable`).
+
+    The run hands it what a checkpoint holds; it keeps the clock, so ``seconds`` counts training time across resumes.
+    """
+
+    def __init__(self, path: str | Path | None = None, every: int = 0, resume: bool = False) -> None:
+        if every < 0:
+            raise CheckpointError(f"checkpoint_every must be non-negative, got {every}")
+        self.path = None if path is None else Path(path)
+        self.every, self.resume = every, resume
+        self.first_epoch, self.earlier_seconds = 0, 0.0
+        self.started = time.perf_counter()
+
+    @property
+    def used(self) -> bool:
+        """Whether checkpoints are written or read (only then is the graph's fingerprint worth computing)."""
+        return self.path is not None and bool(self.every or self.resume)
+
+    @property
+    def seconds(self) -> float:
+        """Training time so far, earlier runs of a resumed one included."""
+        return self.earlier_seconds + time.perf_counter() - self.started
+
+    def restore(self, config: dict[str, Any], in_channels: int, fingerprint: str, model: torch.nn.Module,
+                optimizer: torch.optim.Optimizer, generator: torch.Generator, source: Any) -> list[float]:
+        """Load the checkpoint into the run's parts when resuming from one; the losses of the epochs it holds
+        (empty for a fresh run). The clock starts here."""
+        losses: list[float] = []
+        if self.resume and self.path is not None and self.path.is_file():
+            state = load_checkpoint(self.path)
+            check_resumable(state, config, in_channels, fingerprint)
+            restore_training_state(state, model, optimizer, generator)
+            try:
+                source.load_state_dict(state["batches"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError(f"cannot resume from {self.path}: {exc}") from None
+            losses = [float(v) for v in state["losses"]]
+            self.first_epoch, self.earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
+        self.started = time.perf_counter()
+        return losses
+
+    def after_epoch(self, epoch: int, model_checkpoint: Any, optimizer: torch.optim.Optimizer,
+                    generator: torch.Generator, fingerprint: str, source: Any) -> None:
+        """Write the training state after ``epoch`` finished epochs when one is due; ``model_checkpoint()`` gives
+        the model checkpoint it extends (called only then)."""
+        if self.path is None or not self.every or epoch % self.every:
+            return
+        state = training_state(model_checkpoint(), optimizer, generator, epoch, self.seconds, fingerprint,
+                               source.state_dict())  # fmt: skip
+        save_checkpoint(self.path, state)

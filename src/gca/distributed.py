@@ -57,24 +57,6 @@ class BlockShare:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
 
 
-@dataclass(frozen=True)
-class Context:
-    """This process's place in a distributed run (``None`` stands for a single process)."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-
-    @property
-    def share(self) -> BlockShare:
-        return BlockShare(self.rank, self.world_size)
-
-    @property
-    def writes(self) -> bool:
-        """Only rank 0 evaluates and writes files."""
-        return self.rank == 0
-
-
 def place() -> tuple[int, int]:
     """(rank, world size) of this process in the process group it joined; (0, 1) outside one."""
     if dist.is_available() and dist.is_initialized():
@@ -108,12 +90,65 @@ def launched() -> bool:
     return environment.world_size() > 1
 
 
-def start(device: torch.device) -> Context:
-    """Join the process group torchrun described in the environment: NCCL for CUDA devices, gloo otherwise."""
-    backend = "nccl" if device.type == "cuda" else "gloo"
-    timeout = timedelta(seconds=environment.env_seconds("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
-    local_rank = environment.local_rank()
-    if not dist.is_initialized():
-        dist.init_process_group(backend, timeout=timeout)
-    environment.group_joined = True
-    return Context(dist.get_rank(), dist.get_world_size(), local_rank)
+@dataclass(frozen=True)
+class Placement:
+    """Where this process trains: its device and, under torchrun, its rank among ``world_size`` processes.
+
+    Made once per process — :meth:`from_environment` in the command line, :meth:`joined` by the estimator when it
+    is not given one — and consulted for everything distribution changes: the objective's share of the similarity
+    matrix (:attr:`objective_share`), the mini-batch sampler's rank, the gradient hook (:meth:`attach`) and which
+    process writes (:attr:`writes`). A single process is ``Placement(device)``.
+    """
+
+    device: torch.device
+    rank: int = 0
+    world_size: int = 1
+
+    @classmethod
+    def from_environment(cls, device: torch.device) -> Placement:
+        """This process's placement as torchrun describes it: outside torchrun, ``device`` alone; under it, the
+        process group joined (NCCL for CUDA, gloo otherwise) and a bare ``cuda`` made ``cuda:LOCAL_RANK``."""
+        if not launched():
+            return cls(device)
+        local_rank = environment.local_rank()  # checked before anything joins
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", local_rank)
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if not dist.is_initialized():
+            timeout = timedelta(seconds=environment.env_seconds("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
+            dist.init_process_group(backend, timeout=timeout)
+        environment.group_joined = True
+        return cls(device, dist.get_rank(), dist.get_world_size())
+
+    @classmethod
+    def joined(cls, device: torch.device) -> Placement:
+        """``device`` in the process group this process already joined (a single process outside one)."""
+        return cls(device, *place())
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def writes(self) -> bool:
+        """Only rank 0 evaluates and writes files."""
+        return self.rank == 0
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.device.type == "cuda" else "gloo"
+
+    def objective_share(self, batch_size: int) -> BlockShare | None:
+        """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each
+        process then computes its own batches' objective whole)."""
+        return BlockShare(self.rank, self.world_size) if self.distributed and not batch_size else None
+
+    def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
+        """Data-parallel mini-batch training averages the gradients over the processes before every step; the
+        exact full-graph objective needs no hook (its backward pass already all-reduces)."""
+        if self.distributed and batch_size:
+            average_gradients(optimizer, self.world_size)
+
+    def record(self) -> dict[str, object]:
+        """What ``results.json`` says of the run's processes (nothing for one)."""
+        return {"distributed": {"world_size": self.world_size, "backend": self.backend}} if self.distributed else {}

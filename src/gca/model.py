@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -10,7 +11,7 @@ from torch import nn
 from .config import GCAConfig
 from .encoder import GCNEncoder, ProjectionHead
 from .graph import SparseMatrix
-from .objective import ContrastiveObjective
+from .objective import ContrastiveObjective, RowShare
 
 
 class GCAModel(nn.Module):
@@ -28,14 +29,37 @@ class GCAModel(nn.Module):
         self.objective = objective
 
     @classmethod
-    def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None) -> GCAModel:
-        """The paper's encoder and projection head sized by ``config``; its objective unless one is given."""
+    def from_config(
+        cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None, share: RowShare | None = None
+    ) -> GCAModel:
+        """The paper's encoder and projection head sized by ``config``; its objective unless one is given (this
+        process's ``share`` of it under torch.distributed, :mod:`gca.distributed`)."""
         encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, config.first_layer_factor)
         projector = ProjectionHead(config.hidden, config.proj_hidden)
         objective = objective or ContrastiveObjective(
-            config.tau, config.block_size, backend=config.loss_backend, precision=config.precision
+            config.tau, config.block_size, share=share, backend=config.loss_backend, precision=config.precision
         )
         return cls(encoder, projector, objective)
+
+    @classmethod
+    def from_weights(cls, weights: Any, in_channels: int, config: GCAConfig) -> GCAModel:
+        """The model ``config`` describes holding ``weights`` (a checkpoint's). Names and shapes are compared on
+        PyTorch's meta device first, so a file whose config claims a huge width is refused before anything of that
+        size is built; a mismatch raises ``ValueError`` or ``TypeError``."""
+        if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+            raise TypeError("its 'model' entry is not a table of tensors")
+        if in_channels < 1:
+            raise ValueError(f"in_channels is {in_channels}")
+        with torch.device("meta"):
+            expected = {k: tuple(v.shape) for k, v in cls.from_config(in_channels, config).state_dict().items()}
+        found = {k: tuple(v.shape) for k, v in weights.items()}
+        for name in sorted(set(expected) | set(found)):
+            if expected.get(name) != found.get(name):
+                raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds "
+                                 f"{found.get(name)}")  # fmt: skip
+        model = cls.from_config(in_channels, config)
+        model.load_state_dict(weights)
+        return model
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()

@@ -29,7 +29,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from .errors import UserError
+from .export import export_embeddings
 from .io import atomic_write
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
@@ -109,6 +112,19 @@ class RunOutputs:
         self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, copy))
         return finished
 
+    def training_checkpoint(self, resume: bool, every: int, writes: bool = True) -> tuple[Path, str | None]:
+        """The checkpoint path a training run hands to :meth:`gca.GCA.fit`, and a line for the user. Resuming, the
+        writing process prepares the file to continue from (:meth:`resume_from`); another process of the run only
+        reads what it resumes from. A fresh run that writes checkpoints drops an interrupted run's."""
+        if resume and writes:
+            source = self.resume_from()
+            return self.checkpoint, f"resuming from {source}" if source else f"no checkpoint yet in {self.out}"
+        if resume:
+            return (self.checkpoint if self.checkpoint.is_file() else self.out / "checkpoint.pt"), None
+        if writes and every:
+            self.start_fresh()
+        return self.checkpoint, None
+
     def start_fresh(self) -> None:
         """A run that does not resume drops the in-progress checkpoint of an earlier, interrupted run."""
         self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
@@ -130,12 +146,15 @@ class RunOutputs:
     def wrote(self, name: str) -> None:
         self._staged[name] = self._staging / name
 
-    def write_export(self, write: Callable[[Path], None]) -> None:
-        """Stage the export: ``write(path)`` writes it to a hidden name with the same suffix beside the target."""
-        assert self.export is not None
-        staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
-        self._export_staged = staged
-        self._guard(self.export, lambda: write(staged))
+    def write_embeddings(self, embeddings: np.ndarray, node_ids: list[str] | None = None) -> None:
+        """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
+        (default 0..N−1) in the export's format (:func:`gca.export.export_embeddings`)."""
+        self.write("embeddings.npy", lambda f: np.save(f, embeddings))
+        if self.export is not None:
+            ids = node_ids or [str(i) for i in range(embeddings.shape[0])]
+            staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
+            self._export_staged = staged  # a hidden name with the target's suffix, beside it
+            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids))
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
         """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run."""

@@ -11,7 +11,7 @@ probabilities. Then every step of :func:`train` runs, top to bottom (:func:`trai
 
 The loop takes its pieces as parts: a :class:`~gca.batches.BatchSource` (the whole graph every epoch, or sampled
 subgraphs), a :class:`~gca.model.GCAModel` (encoder, projection head and objective passed in) and an optimiser.
-Checkpoints are written by a hook, in the format of :mod:`gca.checkpoint`.
+Checkpoints are written by a hook, :class:`gca.checkpoint.TrainingCheckpoints`.
 """
 
 from __future__ import annotations
@@ -20,28 +20,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from . import distributed
 from .augment import ViewAugmentor, build_augmentors
-from .batches import Batch, BatchSource, FullGraphBatches, NeighborBatches
+from .batches import Batch, BatchSource, batch_source
 from .centrality import node_centrality
-from .checkpoint import (
-    CheckpointError,
-    check_resumable,
-    load_checkpoint,
-    model_state,
-    restore_training_state,
-    save_checkpoint,
-    training_state,
-)
+from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
 from .collapse import CollapseWatch
 from .config import GCAConfig
+from .distributed import Placement
 from .errors import UserError
 from .graph import Graph, layered_normalized_adjacency, normalized_adjacency, prepare_graph
 from .model import GCAModel
@@ -213,163 +204,94 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
     return model(graph.features, adjacency).detach()
 
 
-def _check_weights(weights: Any, in_channels: int, config: GCAConfig) -> None:
-    """Refuse weights whose names or shapes are not those of the model ``config`` describes — compared on PyTorch's
-    meta device, so a file whose config claims a huge width costs nothing before it is refused."""
-    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
-        raise TypeError("its 'model' entry is not a table of tensors")
-    if in_channels < 1:
-        raise ValueError(f"in_channels is {in_channels}")
-    with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in GCAModel.from_config(in_channels, config).state_dict().items()}
-    found = {k: tuple(v.shape) for k, v in weights.items()}
-    for name in sorted(set(expected) | set(found)):
-        if expected.get(name) != found.get(name):
-            raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds {found.get(name)}")
+def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
+    """``embeddings``, refused when not finite: the last update is checked here, its loss is never computed."""
+    if not torch.isfinite(embeddings).all():
+        bad = float((~torch.isfinite(embeddings)).float().mean())
+        raise TrainingError(f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning "
+                            f"rate (lr={lr})")  # fmt: skip
+    return embeddings
 
 
 class GCA:
-    """Self-supervised node embeddings with GCA.
+    """Self-supervised node embeddings with GCA: ``GCA(GCAConfig(epochs=200)).fit(data)`` (a PyG ``Data``).
 
-    >>> from gca import GCA, GCAConfig
-    >>> embeddings = GCA(GCAConfig(epochs=200)).fit(data)   # data: torch_geometric.data.Data  # doctest: +SKIP
-
-    ``fit`` prepares the graph (or takes what :meth:`prepare` returned), trains for ``config.epochs`` epochs and
-    returns the embeddings of every node (a float32 tensor on the CPU). ``losses`` holds the loss per epoch,
-    ``train_seconds`` the time spent in the training loop only and ``embed_seconds`` the final inference's.
-
-    Parts can be replaced without touching the loop: ``objective`` (a module ``(u, v) → loss``) takes the place
-    of Eq. 2's, and ``batches(prepared, device)`` returns the :class:`~gca.batches.BatchSource` to train on.
+    ``fit`` (alias ``fit_transform``) trains ``config.epochs`` epochs and returns every node's embedding (float32, on
+    the CPU). Learned state: ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
+    only), ``embed_seconds`` (the final inference), ``prepare_seconds``. Replaceable parts: ``objective`` (a module
+    ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.batches.BatchSource`) and
+    ``placement`` (:class:`~gca.distributed.Placement`: where this process trains among several).
     """
 
-    def __init__(
-        self,
-        config: GCAConfig | None = None,
-        device: str = "auto",
-        progress: bool = False,
-        objective: torch.nn.Module | None = None,
-        batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
-    ) -> None:
+    def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
+                 objective: torch.nn.Module | None = None,
+                 batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
+                 placement: Placement | None = None) -> None:  # fmt: skip
         self.config = config or GCAConfig()
         self.config.validate()
-        self.device = resolve_device(device)
-        self.progress = progress
-        self.objective = objective  # None: the paper's objective (ContrastiveObjective with the config's tau)
-        self.batches = batches  # None: the whole graph every epoch (FullGraphBatches)
-        self.model: GCAModel | None = None
+        self.device = placement.device if placement is not None else resolve_device(device)
+        self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
+        self.model: GCAModel | None = None  # learned state: set by fit or load
         self.in_channels: int | None = None
         self.prepared: PreparedGraph | None = None
         self.losses: list[float] = []
-        self.train_seconds = 0.0
-        self.embed_seconds = 0.0  # inference of all nodes' embeddings after training
+        self.train_seconds = self.embed_seconds = 0.0
 
-    @property
-    def graph(self) -> Graph | None:
-        """The graph trained on (after :meth:`fit`)."""
-        return None if self.prepared is None else self.prepared.graph
-
-    @property
-    def prepare_seconds(self) -> float:
-        return 0.0 if self.prepared is None else self.prepared.seconds
+    graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
+    prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
 
     def prepare(self, data: Data | Graph, directed: bool | None = None) -> PreparedGraph:
         """Clean the graph and compute centrality and both views' probabilities (once per graph)."""
         return prepare(data, self.config, directed)
 
-    def batch_source(self, prepared: PreparedGraph) -> BatchSource:
-        """Where training batches come from: ``batches`` if given; else sampled subgraphs when the config sets a
-        ``batch_size`` (this process's share of them under torchrun); else the whole graph, on this device."""
+    def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
+        """``batches`` if given, else :func:`gca.batches.batch_source` for this process's placement."""
         if self.batches is not None:
             return self.batches(prepared, self.device)
-        views = (prepared.views[0].to(self.device), prepared.views[1].to(self.device))
-        cfg = self.config
-        if cfg.batch_size:
-            rank, world_size = distributed.place()
-            return NeighborBatches(prepared.graph.to(self.device), views, cfg.batch_size, cfg.fanouts,
-                                   cfg.steps_per_epoch, cfg.seed, rank, world_size)  # fmt: skip
-        return FullGraphBatches(prepared.graph.to(self.device), views)
+        place = placement or self.placement or Placement.joined(self.device)
+        return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size)
 
-    def fit(
-        self,
-        data: Data | Graph | PreparedGraph,
-        directed: bool | None = None,
-        checkpoint: str | Path | None = None,
-        checkpoint_every: int = 0,
-        resume: bool = False,
-        on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
-    ) -> torch.Tensor:
+    def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
+            checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
+            on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None) -> torch.Tensor:  # fmt: skip
         """Train on ``data`` and return the embeddings of its nodes.
 
-        ``on_epoch(epoch, embed)`` runs after every epoch (numbered from 1) with a function that returns the
-        current embeddings of every node — for validation during training (``gca tune`` stops unpromising
-        trials with it); an exception it raises ends training.
-
-        With ``checkpoint`` and ``checkpoint_every = k``, the full training state is written atomically to
-        ``checkpoint`` every k epochs (:mod:`gca.checkpoint`). ``resume=True`` continues from that file when it
-        exists, and the run then ends exactly where an uninterrupted run with the same seed ends; a checkpoint
-        made with other settings or on another graph is refused.
+        ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
+        of every node (``gca tune`` stops unpromising trials with it). ``checkpoint``, ``checkpoint_every`` and
+        ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         """
-        if checkpoint_every < 0:
-            raise TrainingError(f"checkpoint_every must be non-negative, got {checkpoint_every}")
-        cfg = self.config
+        cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
-        graph = self.prepared.graph
-        # hashing the graph costs a pass over its edges and features: only when checkpoints are written or read
-        fingerprint = graph.fingerprint() if checkpoint is not None and (checkpoint_every or resume) else ""
+        graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
+        fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
         seed_everything(cfg.seed)
         self.in_channels = graph.num_features
-        self.model = model = GCAModel.from_config(self.in_channels, cfg, self.objective).to(self.device)
+        share = place.objective_share(cfg.batch_size)
+        self.model = model = GCAModel.from_config(self.in_channels, cfg, self.objective, share).to(self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        place.attach(optimizer, cfg.batch_size)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
-        source = self.batch_source(self.prepared)
-        world_size = distributed.place()[1]
-        if world_size > 1 and cfg.batch_size:  # data parallel: each process its own anchors
-            distributed.average_gradients(optimizer, world_size)
-        self.losses, first_epoch, earlier_seconds = [], 0, 0.0
-        if resume and checkpoint is not None and Path(checkpoint).is_file():
-            state = load_checkpoint(checkpoint)
-            check_resumable(state, cfg.to_dict(), self.in_channels, fingerprint)
-            restore_training_state(state, model, optimizer, generator)
-            try:
-                source.load_state_dict(state["batches"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CheckpointError(f"cannot resume from {checkpoint}: {exc}") from None
-            self.losses = [float(v) for v in state["losses"]]
-            first_epoch, earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
-        start = time.perf_counter()
+        source = self.batch_source(self.prepared, place)
+        self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
 
         def after_epoch(epoch: int, losses: list[float]) -> None:
-            save(epoch, losses)
+            self.losses[saves.first_epoch :] = losses
+            saves.after_epoch(epoch, self.state, optimizer, generator, fingerprint, source)
             if on_epoch is not None:
                 on_epoch(epoch, lambda: encode_graph(model, graph.to(self.device)).cpu())
 
-        def save(epoch: int, losses: list[float]) -> None:
-            if checkpoint is not None and checkpoint_every and epoch % checkpoint_every == 0:
-                seconds = earlier_seconds + time.perf_counter() - start
-                self.losses[first_epoch:] = losses
-                state = training_state(self.state(), optimizer, generator, epoch, seconds, fingerprint,
-                                       source.state_dict())  # fmt: skip
-                save_checkpoint(checkpoint, state)
-
         warmup = cfg.warmup_updates
         advice = f"lower the learning rate (lr={cfg.lr:g}) or lengthen the warm-up (warmup_steps={warmup} now)"
-        losses = train(model, optimizer, source, cfg.epochs, generator, first_epoch, after_epoch, self.progress,
-                       learning_rate=warmup_schedule(cfg.lr, warmup),
-                       collapse=CollapseWatch(advice=advice))  # fmt: skip
-        self.losses[first_epoch:] = losses
+        self.losses[saves.first_epoch :] = train(
+            model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
+            learning_rate=warmup_schedule(cfg.lr, warmup), collapse=CollapseWatch(advice=advice))  # fmt: skip
         source = None  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        self.train_seconds = earlier_seconds + time.perf_counter() - start
+        self.train_seconds = saves.seconds
         start = time.perf_counter()
-        embeddings = encode_graph(model, graph.to(self.device)).cpu()
+        embeddings = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
         self.embed_seconds = time.perf_counter() - start
-        if not torch.isfinite(embeddings).all():  # the last update is checked here: its loss is never computed
-            bad = float((~torch.isfinite(embeddings)).float().mean())
-            raise TrainingError(
-                f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning rate "
-                f"(lr={cfg.lr})"
-            )
         return embeddings
 
     def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
@@ -378,17 +300,14 @@ class GCA:
 
     def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
-        if self.model is None:
-            raise TrainingError("the model is not trained yet; call fit() first")
-        if data is None:
-            if self.graph is None:
-                raise TrainingError("no graph to embed; pass one")
-            data = self.graph
+        if self.model is None or (data is None and self.graph is None):
+            untrained = self.model is None
+            raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
+        data = self.graph if data is None else data
         graph = data if isinstance(data, Graph) else prepare_graph(data, feature_norm=self.config.feature_norm)
         if graph.num_features != self.in_channels:
-            raise TrainingError(
-                f"the graph has {graph.num_features} features but the encoder was trained on {self.in_channels}"
-            )
+            raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
+                                f"{self.in_channels}")  # fmt: skip
         return encode_graph(self.model, graph.to(self.device)).cpu()
 
     def state(self) -> dict:
@@ -406,13 +325,10 @@ class GCA:
         """A trained estimator from :meth:`save` (or from a training checkpoint); see :func:`load_checkpoint`."""
         state = load_checkpoint(path)
         try:
-            config, in_channels = GCAConfig(**state["config"]), int(state["in_channels"])
-            _check_weights(state["model"], in_channels, config)  # before anything of the claimed size is built
-            estimator = cls(config, device=device)
-            estimator.in_channels = in_channels
-            estimator.model = GCAModel.from_config(in_channels, config).to(estimator.device)
-            estimator.model.load_state_dict(state["model"])
+            estimator = cls(GCAConfig(**state["config"]), device=device)
+            estimator.in_channels = int(state["in_channels"])
+            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config)
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
-        estimator.losses = [float(v) for v in state.get("losses", [])]
+        estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         return estimator

@@ -41,7 +41,7 @@ from typing import Any
 
 from .config import GCAConfig
 from .errors import UserError
-from .io import parse_document
+from .io import atomic_write, parse_document
 from .outputs import hold_folder, release_folder
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
@@ -227,6 +227,7 @@ class Search:
         import optuna
 
         self.out, self.settings, self.graph, self.device, self.log = out, settings, graph, device, log
+        self.seed = seed
         self.splits = splits
         self.labels = search_labels(labels, splits)  # the only labels a trial sees
         self.optuna = optuna
@@ -326,6 +327,37 @@ class Search:
         params = {key: spec["value"] for key, spec in self.settings.space.items() if "value" in spec}
         params.update(trial.params)
         return params, float(trial.value), int(trial.user_attrs["epochs"]), trial.number
+
+    def write_trials(self, plots: bool = True) -> list[Path]:
+        """``trials.csv`` and, with ``plots``, ``trials.png`` and ``importance.png`` in the study folder."""
+        atomic_write(self.out / "trials.csv", lambda f: f.write(self.trials_csv()))
+        return [self.out / "trials.csv"] + (plot_search(self, self.out / "trials.png", self.out / "importance.png")
+                                            if plots else [])  # fmt: skip
+
+    def conclude(self, labels: Any, splits: list, seconds: float) -> tuple[dict[str, Any], Any, list[Path]]:
+        """End the search: ``best.toml`` holds the best setting, and that setting is trained once more and judged
+        on the test nodes of every one of ``splits`` — which the search never saw (``labels`` are all of them).
+        ``final.json`` records it; returns (that record, the test evaluation, the files written)."""
+        from .io import json_bytes
+        from .run import run_gca
+        from .train import GCA
+
+        params, val_acc, epochs, number = self.best()
+        best = self.config(params, epochs)
+        searched = [key for key, spec in self.settings.space.items() if "value" not in spec]
+        note = (f"gca tune on {self.settings.dataset}: trial {number} of {self.finished()}, validation accuracy "
+                f"{val_acc:.2f} % (mean over {self.settings.splits} splits, seed {self.seed}).\nReproduce: gca train "
+                f"--config {self.out / 'best.toml'} --splits {self.settings.splits}: its results.json val_mean is this "
+                "number.")  # fmt: skip
+        atomic_write(self.out / "best.toml", lambda f: f.write(best_toml(best, searched, note)))
+        estimator = GCA(best, device=self.device)
+        final = run_gca(estimator, estimator.prepare(self.graph), dataset=self.settings.dataset, labels=labels,
+                        splits=splits, protocol=self.settings.protocol)  # fmt: skip
+        record = {"best_trial": number, "validation_accuracy": val_acc, "search_splits": self.settings.splits,
+                  "config": best.to_dict(), "test": final.record["accuracy"], "trials_finished": self.finished(),
+                  "seconds_this_run": round(seconds, 1)}  # fmt: skip
+        atomic_write(self.out / "final.json", lambda f: f.write(json_bytes(record)))
+        return record, final.evaluation, [self.out / "best.toml", self.out / "final.json"]
 
     def trials_csv(self) -> bytes:
         keys = sorted({k for t in self.study.trials for k in t.params})

@@ -60,24 +60,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
-def dataset_config(loaded, config_file: str | None, overrides: dict[str, Any]):
-    """The run's configuration: the dataset's shipped setting (named datasets), ``--config`` and overrides."""
-    from ..config import is_named_config
-
-    if is_named_config(config_file) and not loaded.named:
-        raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} is "
-                          "not one of them; give a TOML or JSON file")  # fmt: skip
-    return build_config(loaded.name if loaded.named else None, config_file, overrides)
-
-
 def inputs(args: argparse.Namespace) -> list[str]:
     """The files a command reads, which no output may overwrite."""
     names = ("edges", "features", "labels", "config", "checkpoint", "dataset")
     return [getattr(args, n) for n in names if getattr(args, n, None)]
-
-
-def export(path, embeddings, loaded) -> None:
-    from ..export import export_embeddings
-
-    node_ids = loaded.node_ids or [str(i) for i in range(embeddings.shape[0])]
-    export_embeddings(path, embeddings.numpy(), node_ids)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..config import ConfigError
-from .common import export, graph_arguments, inputs, load_graph
-from .shell import import_libraries
+from .common import graph_arguments, inputs, load_graph
+from .shell import import_libraries, warn
 
 
 def add_parser(sub) -> None:
@@ -33,27 +32,23 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
     import_libraries()
 
-    import numpy as np
-
-    from ..graph import prepare_graph
+    from ..job import Job
     from ..train import GCA, resolve_device
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
-    loaded = load_graph(args)
-    graph = prepare_graph(loaded.data, loaded.directed, estimator.config.feature_norm)
-    for warning in loaded.warnings + graph.warnings:
-        print(f"gca: warning: {warning}", file=sys.stderr)
+    job = Job(load_graph(args), estimator.config)
+    graph = job.clean(estimator.config.feature_norm)
+    for warning in job.warnings:
+        warn(warning)
     if graph.num_features != estimator.in_channels:
         raise ConfigError(
-            f"{loaded.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "
+            f"{job.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "
             f"trained on {estimator.in_channels}; embed graphs with the same feature columns"
         )
     embeddings = estimator.embed(graph)
     with outputs:
-        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
-        if args.export:
-            outputs.write_export(lambda path: export(path, embeddings, loaded))
+        outputs.write_embeddings(embeddings.numpy(), job.node_ids)
         written = outputs.commit(owned=("embeddings.npy",))
-    print(f"{loaded.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
+    print(f"{job.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
           + ", ".join(str(p) for p in written))  # fmt: skip
     return 0

@@ -64,7 +64,9 @@ _OUT_OF_MEMORY = (
     "sampled mini-batches (--set batch_size=1024; README: Large graphs), or use a machine or device with more memory"
 )
 
-#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
+def warn(message: str) -> None:
+    """One warning line on stderr; the run goes on."""
+    print(f"gca: warning: {message}", file=sys.stderr)
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:

@@ -10,8 +10,8 @@ from typing import Any
 from .. import environment
 from ..config import ConfigError
 from ..names import CENTRALITY_CHOICES
-from .common import dataset_config, export, graph_arguments, inputs, load_graph, protocol_argument, settings
-from .shell import import_libraries
+from .common import graph_arguments, inputs, load_graph, protocol_argument, settings
+from .shell import import_libraries, warn
 
 
 def add_parser(sub) -> None:
@@ -67,107 +67,51 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
     import_libraries()
 
-    import numpy as np
     import torch
 
-    from .. import distributed
-    from ..graph import GraphError
+    from ..distributed import Placement
     from ..io import json_bytes
+    from ..job import Job
     from ..plots import MIN_TSNE_NODES
     from ..run import run_gca
     from ..train import GCA, resolve_device
 
-    device = resolve_device(args.device)
-    context = None
-    if distributed.launched():  # under torchrun: one rank of an exact multi-process run
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", environment.local_rank())
-        context = distributed.start(device)
-    writes = context is None or context.writes
-    loaded = load_graph(args)
-    config = dataset_config(loaded, args.config, overrides)
-    objective = None
-    if context is not None and not config.batch_size:  # exact full-graph objective shared by the processes
-        from ..objective import ContrastiveObjective
-
-        objective = ContrastiveObjective(config.tau, config.block_size, share=context.share,
-                                         backend=config.loss_backend, precision=config.precision)  # fmt: skip
-    estimator = GCA(config, device=device, progress=writes and not args.quiet, objective=objective)
-    prepared = estimator.prepare(loaded.data, directed=loaded.directed)
-    graph = prepared.graph
-    if graph.edge_index.shape[1] == 0:
-        # The library embeds edgeless graphs (GCA then sees features only); for a user's training run an empty
-        # edge list is almost always a broken input.
-        raw_edges = loaded.data.edge_index
-        what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
-        raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
-    labels = loaded.data.y
-    splits = None
-    if writes and not args.no_eval:
-        if labels is None:
-            print("gca: warning: the graph has no labels; skipping evaluation", file=sys.stderr)
-        else:
-            from ..evaluate import label_splits
-
-            splits = loaded.splits or label_splits(labels, args.splits, config.seed)
-    plots = None
-    if args.plots:
-        plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png"))
-        if labels is not None and graph.num_nodes < MIN_TSNE_NODES:
-            print(f"gca: warning: t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn", file=sys.stderr)
-    if writes:
-        from ..objective import resolve_objective
-
-        for warning in loaded.warnings + graph.warnings:
-            print(f"gca: warning: {warning}", file=sys.stderr)
-        ranks = f", {context.world_size} processes" if context is not None else ""
-        print(
-            f"{loaded.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
-            f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
-            f" centrality={config.centrality}, epochs={config.epochs}, device={estimator.device.type}{ranks},"
-            f" objective={' '.join(resolve_objective(config.loss_backend, config.precision, estimator.device))}"
-            + (f", lr warm-up over {config.warmup_updates} updates"
-               if config.warmup_updates > 1 and config.epochs > 0 else "")
-            + (
-                f"; mini-batches of {config.batch_size} anchors, fan-out {','.join(map(str, config.fanouts))}"
-                if config.batch_size
-                else ""
-            )
-        )
+    place = Placement.from_environment(resolve_device(args.device))  # joins the process group under torchrun
+    job = Job.open(load_graph(args), args.config, overrides)
+    estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
+    prepared = job.prepare(estimator)
+    splits = job.splits(args.splits) if place.writes and not args.no_eval else None
+    plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
+    if place.writes:
+        if not args.no_eval and job.labels is None:
+            warn("the graph has no labels; skipping evaluation")
+        if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
+            warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
+        for warning in job.warnings:
+            warn(warning)
+        print(job.summary(estimator))
     # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
-    checkpoint = outputs.checkpoint
-    if args.resume and writes:
-        source = outputs.resume_from()
-        note = f"resuming from {source}" if source else f"no checkpoint yet in {outputs.out}"
+    checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes)
+    if note:
         print(f"gca: {note}", file=sys.stderr)
-    elif args.resume:  # other ranks read what rank 0 resumes from and never write
-        checkpoint = checkpoint if checkpoint.is_file() else outputs.out / "checkpoint.pt"
-    elif writes and args.checkpoint_every:
-        outputs.start_fresh()
     with outputs:
         result = run_gca(
-            estimator, prepared, dataset=loaded.name, labels=labels, splits=splits, eval_raw=args.eval_raw,
-            protocol=args.eval_protocol,
-            checkpoint=checkpoint, checkpoint_every=args.checkpoint_every if writes else 0,
-            resume=args.resume, plots=plots if writes else None, plot_title=loaded.name,
-            on_epoch=LongRunHint(config, graph.num_nodes) if writes else None,
+            estimator, prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
+            protocol=args.eval_protocol, checkpoint=checkpoint, resume=args.resume,
+            checkpoint_every=args.checkpoint_every if place.writes else 0, plots=plots, plot_title=job.name,
+            on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
         )  # fmt: skip
-        if not writes:  # every rank trained the same model; rank 0 alone writes it
+        if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
-        if context is not None:
-            result.record["distributed"] = {"world_size": context.world_size, "backend": "nccl" if
-                                            device.type == "cuda" else "gloo"}  # fmt: skip
+        result.record.update(place.record())
         for path in result.plots:
             outputs.wrote(path.name)
-        embeddings = result.embeddings
-        outputs.write("embeddings.npy", lambda f: np.save(f, embeddings.numpy()))
-        if args.export:
-            outputs.write_export(lambda path: export(path, embeddings, loaded))
+        outputs.write_embeddings(result.embeddings.numpy(), job.node_ids)
         outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
         outputs.write("results.json", lambda f: f.write(json_bytes(result.record)))
         written = outputs.commit()
     if result.evaluation is not None:
-        print(f"accuracy (GCA, {config.centrality}): {result.evaluation}")
+        print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
     if result.raw_evaluation is not None:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from .common import dataset_config, graph_arguments, load_graph, protocol_argument
-from .shell import import_libraries
+from .common import graph_arguments, load_graph, protocol_argument
+from .shell import import_libraries, warn
 
 
 def add_parser(sub) -> None:
@@ -43,7 +43,8 @@ def add_parser(sub) -> None:
     tune.add_argument("--quiet", action="store_true", help="no line per trial")
 
 
-def run(args: argparse.Namespace) -> int:
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every count and limit of the search, checked before anything is loaded."""
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
     if args.max_epochs is not None and args.max_epochs < 1:
@@ -56,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--search-splits must lie in [1, --splits] and --splits in [1, 1000]")
     if args.timeout is not None and not args.timeout > 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     overrides: dict[str, Any] = parse_overrides(args.set)
     if args.seed is not None:
         overrides["seed"] = args.seed
@@ -72,82 +77,45 @@ def run(args: argparse.Namespace) -> int:
     out = check_folder(args.out, "--out")
     import_libraries()
     from .. import distributed
+    from ..job import Job
+    from ..train import GCA, resolve_device
+    from ..tune import Search, SearchSettings
 
     if distributed.launched():
         raise ConfigError("gca tune runs trials in one process each; for a parallel search start several gca tune "
                           "processes with the same --out instead of torchrun")  # fmt: skip
-
-    from ..evaluate import label_splits
-    from ..io import atomic_write, json_bytes
-    from ..run import run_gca
-    from ..train import GCA, resolve_device
-    from ..tune import Search, SearchSettings, best_toml, plot_search
-
     device = resolve_device(args.device)
-    loaded = load_graph(args)
-    config = dataset_config(loaded, args.config, overrides)
-    labels = loaded.data.y
-    if labels is None:
-        raise TuneError(f"{loaded.name} has no labels; the search needs labelled nodes (give --labels)")
-    splits = loaded.splits or label_splits(labels, args.splits, config.seed)
-    search_splits = splits[: args.search_splits]
-    max_epochs = args.max_epochs or config.epochs
+    job = Job.open(load_graph(args), args.config, overrides)
+    if job.labels is None:
+        raise TuneError(f"{job.name} has no labels; the search needs labelled nodes (give --labels)")
+    max_epochs = args.max_epochs or job.config.epochs
     if max_epochs < 1:
         raise ConfigError("the config trains for 0 epochs; give --max-epochs")
     eval_every = min(args.eval_every or max(1, max_epochs // 10), max_epochs)
-    graph = GCA(config, device=device).prepare(loaded.data, directed=loaded.directed).graph
-    for warning in loaded.warnings + graph.warnings:
-        print(f"gca: warning: {warning}", file=sys.stderr)
-    base = {k: v for k, v in config.to_dict().items() if k not in space}
-    settings = SearchSettings(loaded.name, max_epochs, eval_every, len(search_splits), base, space,
-                              args.eval_protocol)  # fmt: skip
+    graph = job.prepare(GCA(job.config, device=device), require_edges=False).graph
+    for warning in job.warnings:
+        warn(warning)
+    splits = job.splits(args.splits)
+    base = {k: v for k, v in job.config.to_dict().items() if k not in space}
+    settings = SearchSettings(job.name, max_epochs, eval_every, args.search_splits, base, space, args.eval_protocol)
     log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
-    search = Search(out, settings, graph, labels, search_splits, device=str(device), seed=config.seed, log=log)
-    before = search.finished()
+    search = Search(out, settings, graph, job.labels, splits[: args.search_splits], device=str(device),
+                    seed=job.config.seed, log=log)  # fmt: skip
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
-    print(f"{loaded.name}: {graph.num_nodes} nodes; searching {searched}"
-          f" on the validation nodes of {len(search_splits)} splits, up to {max_epochs} epochs per trial "
-          f"(checks every {eval_every}); {before} of {args.trials} trials already finished in {out / 'study.db'}",
-          file=sys.stderr)  # fmt: skip
+    print(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {args.search_splits}"
+          f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
+          f"{args.trials} trials already finished in {out / 'study.db'}", file=sys.stderr)  # fmt: skip
     start = time.perf_counter()
     try:
         search.run(args.trials, args.timeout)
     except KeyboardInterrupt:
-        _write_search(search, out, atomic_write, plot_search, plots=False)
+        search.write_trials(plots=False)
         print(f"gca: interrupted; {search.finished()} finished trials are saved in {out / 'study.db'} — run the "
               "same command again to continue", file=sys.stderr)  # fmt: skip
         return 130
-    written = _write_search(search, out, atomic_write, plot_search, plots=True)
-    params, val_acc, epochs, number = search.best()
-    best_config = search.config(params, epochs)
-    note = (
-        f"gca tune on {loaded.name}: trial {number} of {search.finished()}, validation accuracy {val_acc:.2f} % "
-        f"(mean over {len(search_splits)} splits, seed {config.seed}).\nReproduce: gca train --config "
-        f"{out / 'best.toml'} --splits {len(search_splits)}: its results.json val_mean is this number."
-    )
-    searched = [key for key, spec in space.items() if "value" not in spec]
-    atomic_write(out / "best.toml", lambda f: f.write(best_toml(best_config, searched, note)))
-    written.append(out / "best.toml")
-    # The best setting, trained once more and judged on the test nodes of every split: never seen by the search.
-    estimator = GCA(best_config, device=device)
-    final = run_gca(estimator, estimator.prepare(graph), dataset=loaded.name, labels=labels, splits=splits,
-                    protocol=args.eval_protocol)  # fmt: skip
-    record = {
-        "best_trial": number, "validation_accuracy": val_acc, "search_splits": len(search_splits),
-        "config": best_config.to_dict(), "test": final.record["accuracy"], "trials_finished": search.finished(),
-        "seconds_this_session": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
-    atomic_write(out / "final.json", lambda f: f.write(json_bytes(record)))
-    written.append(out / "final.json")
-    print(f"best validation accuracy {val_acc:.2f} % (trial {number}, {len(search_splits)} splits); test accuracy "
-          f"of that setting: {final.evaluation}")  # fmt: skip
-    print("wrote " + ", ".join(str(p) for p in written))
+    written = search.write_trials()
+    record, evaluation, concluded = search.conclude(job.labels, splits, time.perf_counter() - start)
+    print(f"best validation accuracy {record['validation_accuracy']:.2f} % (trial {record['best_trial']}, "
+          f"{args.search_splits} splits); test accuracy of that setting: {evaluation}")  # fmt: skip
+    print("wrote " + ", ".join(str(p) for p in written + concluded))
     return 0
-
-
-def _write_search(search, out, atomic_write, plot_search, plots: bool) -> list:
-    atomic_write(out / "trials.csv", lambda f: f.write(search.trials_csv()))
-    written = [out / "trials.csv"]
-    if plots:
-        written += plot_search(search, out / "trials.png", out / "importance.png")
-    return written

@@ -1,0 +1,102 @@
+"""A job: one graph loaded with the run's configuration — what ``gca train``, ``gca embed`` and ``gca tune`` (and a
+script of a user's) run on.
+
+:meth:`Job.open` takes a loaded dataset (:func:`gca.datasets.load_dataset`, :func:`gca.datasets.load_files`) and
+builds the configuration in layers: the dataset's shipped setting (the paper's datasets only), then a config file
+(or a named setting such as ``authors``), then single overrides. :meth:`Job.prepare` cleans the graph and computes
+what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder). Then the job
+answers what every command asks of it: the warnings to print (about the files read and the graph cleaned), the
+evaluation splits (the dataset's own, else random ones from the config's seed), a one-line summary and the node ids
+of an export. Nothing here prints or writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .config import ConfigError, GCAConfig, build_config, is_named_config
+from .datasets.base import LoadedDataset, Split
+from .graph import Graph, GraphError, prepare_graph
+from .train import GCA, PreparedGraph
+
+
+@dataclass
+class Job:
+    loaded: LoadedDataset
+    config: GCAConfig
+    prepared: PreparedGraph | None = None
+    graph: Graph | None = field(default=None, repr=False)  # the cleaned graph, once prepared or cleaned
+
+    @classmethod
+    def open(cls, loaded: LoadedDataset, config_file: str | None = None,
+             overrides: dict[str, Any] | None = None) -> Job:  # fmt: skip
+        """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``."""
+        if is_named_config(config_file) and not loaded.named:
+            raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
+                              "is not one of them; give a TOML or JSON file")  # fmt: skip
+        return cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides or {}))
+
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+    @property
+    def labels(self) -> torch.Tensor | None:
+        return self.loaded.data.y
+
+    def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
+        """Clean the graph and compute centrality and the views' probabilities for ``estimator``. A training run on
+        a graph without edges is refused (``require_edges``): the library embeds one, but for a user's run an empty
+        edge list is almost always a broken input."""
+        self.prepared = estimator.prepare(self.loaded.data, directed=self.loaded.directed)
+        self.graph = self.prepared.graph
+        if require_edges and self.graph.edge_index.shape[1] == 0:
+            raw_edges = self.loaded.data.edge_index
+            what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
+            raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
+        return self.prepared
+
+    def clean(self, feature_norm: str) -> Graph:
+        """The cleaned graph alone, features normalised as a trained encoder expects (``gca embed``)."""
+        self.graph = prepare_graph(self.loaded.data, self.loaded.directed, feature_norm)
+        return self.graph
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line each: about the files read, then about the graph cleaned (once it is)."""
+        return self.loaded.warnings + (self.graph.warnings if self.graph is not None else [])
+
+    def splits(self, count: int) -> list[Split] | None:
+        """The evaluation splits: the dataset's own (OGB), else ``count`` random ones from the config's seed;
+        ``None`` for a graph without labels."""
+        if self.labels is None:
+            return None
+        from .evaluate import label_splits
+
+        return self.loaded.splits or label_splits(self.labels, count, self.config.seed)
+
+    def summary(self, estimator: GCA) -> str:
+        """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""
+        from .objective import resolve_objective
+
+        graph, cfg, place = self.graph, self.config, estimator.placement
+        assert graph is not None, "prepare() first"
+        line = (f"{self.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
+                f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
+                f" centrality={cfg.centrality}, epochs={cfg.epochs}, device={estimator.device.type}")  # fmt: skip
+        if place is not None and place.distributed:
+            line += f", {place.world_size} processes"
+        line += f", objective={' '.join(resolve_objective(cfg.loss_backend, cfg.precision, estimator.device))}"
+        if cfg.warmup_updates > 1 and cfg.epochs > 0:
+            line += f", lr warm-up over {cfg.warmup_updates} updates"
+        if cfg.batch_size:
+            line += f"; mini-batches of {cfg.batch_size} anchors, fan-out {','.join(map(str, cfg.fanouts))}"
+        return line
+
+    @property
+    def node_ids(self) -> list[str] | None:
+        """The input files' node id of each row (user files), else ``None`` (rows are nodes 0..N−1)."""
+        return self.loaded.node_ids
