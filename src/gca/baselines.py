@@ -77,47 +77,63 @@ def raw_features(data: Data, split: Split, seed: int, quick: bool, device: torch
     return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, split, protocol)
 
 
+def _seeded_inputs(data: Data, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every generator seeded, then the row-normalised features and the edge index on ``device``."""
+    seed_everything(seed)
+    return row_normalized_features(data, device), data.edge_index.to(device)
+
+
+class _OneLayerGCN(nn.Module):
+    """DGI's encoder: one graph convolution and its activation."""
+
+    def __init__(self, conv: nn.Module, activation: nn.Module) -> None:
+        super().__init__()
+        self.conv, self.act = conv, activation
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.act(self.conv(x, edge_index))
+
+
+def _fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor], lr: float, epochs: int,
+         patience: int = 0) -> None:  # fmt: skip
+    """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
+    epoch. With ``patience`` (DGI's reference setting) the weights of the lowest loss are kept and training stops
+    after ``patience`` epochs without a new lowest. A loss that is not finite stops it with a one-line error."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    best, best_state, waited = float("inf"), None, 0
+    for epoch in range(epochs):
+        model.train()
+        optimizer.zero_grad()
+        loss = loss_of(model)
+        value = loss.item()
+        if not np.isfinite(value):
+            raise TrainingError(f"{name}'s loss became {value} at epoch {epoch + 1}")
+        loss.backward()
+        optimizer.step()
+        if patience and value < best:
+            best, waited = value, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        elif patience:
+            waited += 1
+            if waited == patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+
+
 def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
         protocol: str = "sklearn") -> float:
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
-    seed_everything(seed)
-    x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
-
-    class Encoder(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv, self.act = GCNConv(x.shape[1], 512), nn.PReLU(512)
-
-        def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-            return self.act(self.conv(x, edge_index))
-
+    x, edge_index = _seeded_inputs(data, seed, device)
     model = DeepGraphInfomax(
         512,
-        encoder=Encoder(),
+        encoder=_OneLayerGCN(GCNConv(x.shape[1], 512), nn.PReLU(512)),
         summary=lambda z, *args, **kwargs: torch.sigmoid(z.mean(dim=0)),
         corruption=lambda x, edge_index: (x[torch.randperm(x.size(0), device=x.device)], edge_index),
     ).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
-    best, best_state, waited = float("inf"), None, 0
-    for epoch in range(100 if quick else 300):
-        model.train()
-        optimizer.zero_grad()
-        loss = model.loss(*model(x, edge_index))
-        value = loss.item()
-        if not np.isfinite(value):
-            raise TrainingError(f"DGI's loss became {value} at epoch {epoch + 1}")
-        loss.backward()
-        optimizer.step()
-        if value < best:
-            best, waited = value, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        else:
-            waited += 1
-            if waited == 20:
-                break
-    model.load_state_dict(best_state)
-    model.eval()
+    _fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300, patience=20)
     with torch.no_grad():
         z, _, _ = model(x, edge_index)
     return _evaluate(z, data, split, protocol)
@@ -128,8 +144,7 @@ def _autoencoder(variational: bool) -> Baseline:
         protocol: str = "sklearn") -> float:
         from torch_geometric.nn import GAE, VGAE, GCNConv
 
-        seed_everything(seed)
-        x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
+        x, edge_index = _seeded_inputs(data, seed, device)
 
         class Encoder(nn.Module):
             def __init__(self) -> None:
@@ -145,19 +160,11 @@ def _autoencoder(variational: bool) -> Baseline:
                 return self.mu(h, edge_index), self.logstd(h, edge_index)
 
         model = (VGAE if variational else GAE)(Encoder()).to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-        for _ in range(100 if quick else 200):
-            model.train()
-            optimizer.zero_grad()
-            z = model.encode(x, edge_index)
-            loss = model.recon_loss(z, edge_index)
-            if variational:
-                loss = loss + model.kl_loss() / x.shape[0]
-            if not torch.isfinite(loss):
-                raise TrainingError(f"{'VGAE' if variational else 'GAE'}'s loss became {loss.item()}")
-            loss.backward()
-            optimizer.step()
-        model.eval()
+        def loss(m: nn.Module) -> torch.Tensor:
+            z = m.encode(x, edge_index)
+            return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
+
+        _fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
         with torch.no_grad():
             z = model.encoder(x, edge_index)
             z = z[0] if variational else z  # the mean μ is the embedding
@@ -171,8 +178,7 @@ def _supervised(architecture: str) -> Baseline:
         protocol: str = "sklearn") -> float:
         from torch_geometric.nn import GATConv, GCNConv
 
-        seed_everything(seed)
-        x, edge_index = row_normalized_features(data, device), data.edge_index.to(device)
+        x, edge_index = _seeded_inputs(data, seed, device)
         y = data.y.to(device)
         classes = int(y.max()) + 1
         if architecture == "gcn":

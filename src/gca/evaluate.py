@@ -206,15 +206,9 @@ def linear_evaluation(
     return result
 
 
-def validation_accuracy(
-    features: torch.Tensor | np.ndarray | sp.spmatrix,
-    labels: torch.Tensor | np.ndarray,
-    splits: list[Split],
-    c_grid: tuple[float, ...] = DEFAULT_C_GRID,
-    max_iter: int = 1000,
-    max_train: int = MAX_TRAIN_NODES,
-    protocol: str = "sklearn",
-) -> float:
+def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, labels: torch.Tensor | np.ndarray,
+                        splits: list[Split], c_grid: tuple[float, ...] = DEFAULT_C_GRID, max_iter: int = 1000,
+                        max_train: int = MAX_TRAIN_NODES, protocol: str = "sklearn") -> float:  # fmt: skip
     """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
     :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read.
     Under the ``authors`` protocol: the best validation accuracy of the probe's checks (test nodes are not read)."""

@@ -65,12 +65,8 @@ class GCAModel(nn.Module):
         self.encoder.reset_parameters()
         self.projector.reset_parameters()
 
-    def forward(
-        self,
-        features: torch.Tensor | SparseMatrix,
-        adjacency: SparseMatrix | Sequence[SparseMatrix],
-        feature_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def forward(self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix | Sequence[SparseMatrix],
+                feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
         per layer (:meth:`gca.encoder.GCNEncoder.forward`)."""
         return self.encoder(features, adjacency, feature_mask)
