@@ -40,12 +40,12 @@ CASES = (
 
 def dense_throughput(precision: str, device: torch.device) -> float:
     """Flop/s of an 8192³ product in this precision (the GPU's practical tensor-core or fp32 peak)."""
-    from gca.objective import _tf32
+    from gca.objective import tf32_products
 
     n = 8192 if device.type == "cuda" else 512
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    with _tf32(precision == "tf32"):
+    with tf32_products(precision == "tf32"):
         seconds = best_seconds(lambda: a @ b, 5)
     return 2.0 * n**3 / seconds
 

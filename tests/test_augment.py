@@ -172,3 +172,18 @@ def test_dense_features_are_weighed_chunk_by_chunk_like_all_at_once(monkeypatch)
     for a, b in zip(whole, chunked, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=0)
     assert augment.is_binary(binary) and not augment.is_binary(late) and not augment.is_binary(x)
+
+
+def test_the_view_sampler_is_its_two_parts_composed():
+    from gca.augment import EdgeDropper, FeatureMasker, ViewAugmentor
+
+    units = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    edges = EdgeDropper(units, True, torch.tensor([0.0, 1.0, 0.0]))  # keep, drop, keep
+    kept = edges(torch.Generator().manual_seed(0))
+    assert kept.tolist() == [[0, 2, 1, 3], [1, 3, 0, 2]]  # the kept units, then their reverses
+    assert FeatureMasker(torch.tensor([1.0, 0.0, 1.0]))().tolist() == [0.0, 1.0, 0.0]
+    view = ViewAugmentor(EdgeDropper(units, False, torch.full((3,), 0.5)), FeatureMasker(torch.full((64,), 0.5)))
+    g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    assert torch.equal(view.sample_edges(g1), view.edges(g2))  # one draw per unit, in the same order
+    assert torch.equal(view.sample_feature_mask(g1), view.features(g2))
+    assert view.to("cpu").edge_prob is not None and not view.symmetric

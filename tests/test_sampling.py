@@ -12,6 +12,7 @@ from conftest import undirected
 from torch_geometric.data import Data
 
 from gca import GCA, GCAConfig
+from gca.augment import FeatureMasker
 from gca.batches import NeighborBatches, SubgraphView
 from gca.config import ConfigError
 from gca.datasets import karate_club
@@ -123,7 +124,7 @@ def test_sampling_is_a_function_of_the_generator():
 def test_a_subgraph_view_keeps_or_removes_both_directions_of_a_unit_together():
     edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
     unit = torch.tensor([0, 0, 1, 1])
-    view = SubgraphView(edge_index, unit, torch.tensor([0.0, 0.6]), torch.tensor([0.5, 0.0]))
+    view = SubgraphView(edge_index, unit, torch.tensor([0.0, 0.6]), FeatureMasker(torch.tensor([0.5, 0.0])))
     g = torch.Generator().manual_seed(0)
     kept_second = 0
     for _ in range(2000):

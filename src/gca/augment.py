@@ -123,36 +123,65 @@ def feature_weights(
 
 
 @dataclass
-class ViewAugmentor:
-    """Samples one view t ~ T: a kept edge set and a feature mask, from fixed per-item probabilities."""
+class EdgeDropper:
+    """One view's topology augmentation: each unit — an edge, or on undirected graphs the pair (u, v), (v, u) —
+    removed with its own probability p^e, drawn afresh at every call."""
 
     units: torch.Tensor  # [2, U] edges sampled as units
-    symmetric_units: bool  # each unit stands for (u, v) and (v, u)
-    edge_prob: torch.Tensor  # [U] removal probabilities
-    feature_prob: torch.Tensor  # [F] masking probabilities
+    symmetric: bool  # each unit stands for (u, v) and (v, u)
+    prob: torch.Tensor  # [U] removal probabilities
+
+    def to(self, device: torch.device | str) -> EdgeDropper:
+        return EdgeDropper(self.units.to(device), self.symmetric, self.prob.to(device))
+
+    def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The kept edges' edge_index (both directions of each kept unit when units are symmetric)."""
+        keep = torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
+        kept = self.units[:, keep]
+        return torch.cat([kept, kept.flip(0)], dim=1) if self.symmetric else kept
+
+
+@dataclass
+class FeatureMasker:
+    """One view's attribute masking: one mask m ∈ {0, 1}^F shared by all nodes, m_i ~ Bern(1 − p^f_i)."""
+
+    prob: torch.Tensor  # [F] masking probabilities
+
+    def to(self, device: torch.device | str) -> FeatureMasker:
+        return FeatureMasker(self.prob.to(device))
+
+    def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """m as float32 (multiplied into the features' columns)."""
+        draw = torch.rand(self.prob.shape, generator=generator, device=self.prob.device)
+        return (draw >= self.prob).to(torch.float32)
+
+
+@dataclass
+class ViewAugmentor:
+    """Samples one view t ~ T: a kept edge set (:class:`EdgeDropper`) and a feature mask (:class:`FeatureMasker`),
+    from probabilities computed once on the full graph."""
+
+    edges: EdgeDropper
+    features: FeatureMasker
+
+    units = property(lambda self: self.edges.units)
+    symmetric_units = property(lambda self: self.edges.symmetric)
+    edge_prob = property(lambda self: self.edges.prob)
+    feature_prob = property(lambda self: self.features.prob)
 
     @property
     def symmetric(self) -> bool:
         """Whether each drawn edge set holds both directions of every kept edge."""
-        return self.symmetric_units
+        return self.edges.symmetric
 
     def to(self, device: torch.device | str) -> ViewAugmentor:
-        return ViewAugmentor(
-            self.units.to(device), self.symmetric_units, self.edge_prob.to(device), self.feature_prob.to(device)
-        )
+        return ViewAugmentor(self.edges.to(device), self.features.to(device))
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The edge_index of one view (both directions of each kept unit when units are symmetric)."""
-        keep = torch.rand(self.edge_prob.shape, generator=generator, device=self.edge_prob.device) >= self.edge_prob
-        kept = self.units[:, keep]
-        if self.symmetric_units:
-            kept = torch.cat([kept, kept.flip(0)], dim=1)
-        return kept
+        return self.edges(generator)
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """m ∈ {0, 1}^F with m_i ~ Bern(1 − p_i), as float32."""
-        draw = torch.rand(self.feature_prob.shape, generator=generator, device=self.feature_prob.device)
-        return (draw >= self.feature_prob).to(torch.float32)
+        return self.features(generator)
 
 
 def build_augmentors(
@@ -185,5 +214,6 @@ def build_augmentors(
             if adaptive_features
             else uniform_probabilities(graph.num_features, pf)
         )
-        views.append(ViewAugmentor(units, symmetric, edge_prob.float(), feature_prob.float()))
+        edges, features = EdgeDropper(units, symmetric, edge_prob.float()), FeatureMasker(feature_prob.float())
+        views.append(ViewAugmentor(edges, features))
     return views[0], views[1]

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import torch
 
-from .augment import ViewAugmentor
+from .augment import FeatureMasker, ViewAugmentor
 from .graph import Graph, SparseMatrix
 from .sampling import NeighborSampler, SampledSubgraph
 
@@ -95,7 +95,7 @@ class SubgraphView:
     edge_index: torch.Tensor  # [2, E] sampled edges, local ids
     unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
     unit_prob: torch.Tensor  # [U] removal probability of each unit present
-    feature_prob: torch.Tensor  # [F] masking probabilities (the full graph's)
+    features: FeatureMasker  # the full graph's masking
 
     symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
 
@@ -104,8 +104,7 @@ class SubgraphView:
         return self.edge_index[:, keep[self.unit]]
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        draw = torch.rand(self.feature_prob.shape, generator=generator, device=self.feature_prob.device)
-        return (draw >= self.feature_prob).to(torch.float32)
+        return self.features(generator)
 
 
 def _epoch_seed(seed: int, epoch: int, rank: int) -> int:
@@ -151,7 +150,7 @@ class NeighborBatches(BatchSource):
         self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, undirected=not graph.directed,
                                        symmetric_units=views[0].symmetric_units)  # fmt: skip
         self.edge_prob = tuple(view.edge_prob for view in views)
-        self.feature_prob = tuple(view.feature_prob for view in views)
+        self.maskers = tuple(view.features for view in views)
 
     @property
     def steps(self) -> int:
@@ -186,8 +185,8 @@ class NeighborBatches(BatchSource):
         """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
         present, unit = torch.unique(sub.units, return_inverse=True)
         views = tuple(
-            SubgraphView(sub.edge_index, unit, edge_prob[present], feature_prob)
-            for edge_prob, feature_prob in zip(self.edge_prob, self.feature_prob, strict=True)
+            SubgraphView(sub.edge_index, unit, edge_prob[present], masker)
+            for edge_prob, masker in zip(self.edge_prob, self.maskers, strict=True)
         )
         features = self.features
         rows = features.take_rows(sub.nodes) if isinstance(features, SparseMatrix) else features[sub.nodes]

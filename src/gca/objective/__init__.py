@@ -1,0 +1,81 @@
+"""The contrastive objective (Eq. 1–2 of Zhu et al., WWW 2021).
+
+For projected embeddings u_i = g(f(G̃₁))_i and v_i = g(f(G̃₂))_i and θ(a, b) = cos(a, b):
+
+    ℓ(u_i, v_i) = log  e^{θ(u_i,v_i)/τ} / ( e^{θ(u_i,v_i)/τ} + Σ_{k≠i} e^{θ(u_i,v_k)/τ} + Σ_{k≠i} e^{θ(u_i,u_k)/τ} )
+    J           = 1/(2N) Σ_i [ ℓ(u_i, v_i) + ℓ(v_i, u_i) ].
+
+Training *minimises* the loss −J. Three implementations compute the same number, one module each:
+
+* :mod:`~gca.objective.reference` — :func:`reference_loss`, written as the equations read: four N×N similarity
+  matrices under autograd, O(N²) memory; the ground truth that tests compare against.
+* :mod:`~gca.objective.blocked` — :func:`contrastive_loss`, row blocks of the 2N×2N similarity matrix of the
+  stacked views, memory O(N·(d + block)).
+* :mod:`~gca.objective.attention` — :func:`attention_loss`, PyTorch's fused attention kernels, memory O(N·d), in
+  fp32 or bf16.
+
+:class:`ContrastiveObjective` is the one factory the model uses: it picks the backend and precision its settings
+name, ``auto`` resolved per device by :mod:`~gca.objective.selection`, and splits rows over processes with a
+:class:`~gca.objective.share.RowShare`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..collapse import uniform_loss
+from .attention import attention_loss
+from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
+from .reference import reference_loss
+from .selection import bf16_tensor_cores, resolve_objective, tf32_products
+from .share import RowShare
+
+__all__ = [
+    "CPU_BLOCK_ELEMENTS", "CUDA_BLOCK_ELEMENTS", "ContrastiveObjective", "RowShare", "attention_loss",
+    "auto_block_size", "bf16_tensor_cores", "contrastive_loss", "reference_loss", "resolve_objective", "tf32_products",
+]  # fmt: skip
+
+
+class ContrastiveObjective(nn.Module):
+    """−J of Eq. 2 as a module: ``objective(u, v)`` for the projections of the two views' anchors.
+
+    The part of :class:`gca.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
+    one process's share of the rows) can take its place. No parameters.
+    """
+
+    def __init__(
+        self,
+        tau: float = 0.4,
+        block_size: int = 0,
+        share: RowShare | None = None,
+        backend: str = "auto",
+        precision: str = "auto",
+    ) -> None:
+        super().__init__()
+        if precision == "bf16" and backend == "blocked":
+            raise ValueError("precision=bf16 needs loss_backend=attention")
+        self.tau = tau
+        self.block_size = block_size
+        self.share = share  # None: this process computes every block
+        self.backend = backend  # auto and auto: resolve_objective on the views' device
+        self.precision = precision
+
+    def resolved(self, device: torch.device | str) -> tuple[str, str]:
+        """(backend, precision) this objective computes with on ``device``."""
+        return resolve_objective(self.backend, self.precision, device)
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        backend, precision = self.resolved(u.device)
+        if backend == "attention":
+            return attention_loss(u, v, self.tau, precision, share=self.share)
+        with tf32_products(precision == "tf32"):
+            return contrastive_loss(u, v, self.tau, self.block_size, self.share)
+
+    def uniform_loss(self, anchors: int) -> float:
+        """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at
+        (:mod:`gca.collapse`)."""
+        return uniform_loss(anchors)
+
+    def extra_repr(self) -> str:
+        return f"tau={self.tau}, block_size={self.block_size or 'auto'}, {self.backend}, {self.precision}"

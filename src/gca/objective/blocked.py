@@ -1,0 +1,110 @@
+"""The blocked backend: −J from the 2N×2N similarity matrix of the stacked views Z = [U; V], a block of rows at a time.
+
+The denominator of row a is Σ_{b≠a} exp(S_ab) — the positive pair, the inter-view and the intra-view negatives are
+exactly the off-diagonal entries of that row. Only the upper block-triangle is computed (S is symmetric), rows are
+processed in blocks and the backward pass recomputes each block, so memory is O(N·(d + block)) and no N×N tensor is
+kept.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from .share import RowShare
+
+CPU_BLOCK_ELEMENTS = 1 << 19
+CUDA_BLOCK_ELEMENTS = 1 << 26
+
+
+def auto_block_size(num_rows: int, budget_elements: int | None = None, device: torch.device | str = "cpu") -> int:
+    """Rows per block: about ``budget_elements`` similarities per block, at least 64 rows.
+
+    The default budget depends on the device. CPU: 2^19 (2 MiB in fp32) — measured on a 2-core Xeon
+    (benchmarks/objective.py), 64–128 rows are fastest for 2N = 5,416 and 15,300; 16–32 rows starve the matrix
+    multiply, and blocks far beyond the L2 cache slow the exponentials. CUDA: 2^26 (256 MiB) — a GPU needs
+    large products to fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
+    """
+    if budget_elements is None:
+        budget_elements = CUDA_BLOCK_ELEMENTS if torch.device(device).type == "cuda" else CPU_BLOCK_ELEMENTS
+    return int(min(num_rows, max(64, budget_elements // max(num_rows, 1))))
+
+
+class _OffDiagonalLogSumExp(torch.autograd.Function):
+    """Σ_a log Σ_{b≠a} exp(z_a·z_b / τ) for the rows of Z, in blocks of rows, with a recomputing backward.
+
+    With E_ab = exp((z_a·z_b − 1)/τ) for b ≠ a (shifted by the largest possible value 1/τ, so E ≤ 1 for unit
+    rows) and D_a = Σ_b E_ab, the gradient is ∂/∂z_a = (1/τ) Σ_b E_ab (1/D_a + 1/D_b) z_b = (1/τ) (M Z)_a with
+    the symmetric M = D⁻¹E + ED⁻¹.
+
+    E and M are symmetric, so only their upper block-triangle is ever computed: row block r against columns
+    r0…2N. Its row sums feed D_r and its column sums the D of later rows; in the backward pass the same block of M
+    serves rows r (M_r· Z) and, transposed, the later rows (M_r·ᵀ Z_r). In units of one full (2N)²·d product:
+    forward ½, backward ½ (recompute) + ½ + ½ (the two gradient products) — 2 in all, against 4 for a full
+    sweep that recomputes (and 3 for four N×N matrices kept under autograd).
+    """
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, tau: float, block: int, share: RowShare | None) -> torch.Tensor:
+        n = z.shape[0]
+        starts = range(0, n, block) if share is None else share.block_starts(n, block)
+        denominator = torch.zeros(n, dtype=z.dtype, device=z.device)
+        for start in starts:
+            stop = min(start + block, n)
+            e = _exp_block(z, start, stop, tau)
+            denominator[start:] += e.sum(0)
+            denominator[start:stop] += e.sum(1)
+            denominator[start:stop] -= e[:, : stop - start].sum(0)  # the diagonal block was counted twice
+        if share is not None:
+            share.all_reduce(denominator)  # every process's blocks together: the full denominators
+        log_denominator = denominator.log()
+        ctx.save_for_backward(z, log_denominator)
+        ctx.tau, ctx.block, ctx.starts, ctx.share = tau, block, starts, share
+        return (log_denominator + 1.0 / tau).sum()
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        z, log_denominator = ctx.saved_tensors
+        tau, block = ctx.tau, ctx.block
+        n = z.shape[0]
+        inv_d = torch.exp(-log_denominator)
+        grad = torch.zeros_like(z)
+        for start in ctx.starts:
+            stop = min(start + block, n)
+            # M = P + Pᵀ with P = D⁻¹E, restricted to this block: E_ab (1/D_a + 1/D_b), symmetric like E.
+            m = _exp_block(z, start, stop, tau)
+            m.mul_(inv_d[start:stop].unsqueeze(1) + inv_d[start:].unsqueeze(0))
+            # In-place accumulation: no (2N × d) temporary per block for the transposed product.
+            grad[start:stop].addmm_(m, z[start:])
+            if stop < n:
+                grad[stop:].addmm_(m[:, stop - start :].t(), z[start:stop])
+        if ctx.share is not None:
+            ctx.share.all_reduce(grad)  # the full gradient on every process: what follows is identical everywhere
+        return grad * (grad_out / tau), None, None, None
+
+
+def _exp_block(z: torch.Tensor, start: int, stop: int, tau: float) -> torch.Tensor:
+    """exp((Z[start:stop] Z[start:]ᵀ − 1)/τ) — one row block of E's upper triangle — with E_aa set to zero."""
+    e = torch.addmm(z.new_tensor(-1.0 / tau), z[start:stop], z[start:].t(), beta=1.0, alpha=1.0 / tau)
+    e.exp_()
+    e.diagonal().zero_()
+    return e
+
+
+def contrastive_loss(
+    u: torch.Tensor, v: torch.Tensor, tau: float, block_size: int = 0, share: RowShare | None = None
+) -> torch.Tensor:
+    """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`.
+
+    With ``share`` (several processes, :mod:`gca.distributed`), this process computes only its share of the
+    blocks; two all-reduces (the 2N denominators, the 2N×d gradient) make the value and the gradient with respect
+    to u and v the full ones on every process.
+    """
+    if u.shape != v.shape:
+        raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
+    n = u.shape[0]
+    z = F.normalize(torch.cat([u, v], dim=0), dim=1)
+    block = block_size if block_size > 0 else auto_block_size(2 * n, device=z.device)
+    positive = (z[:n] * z[n:]).sum(1) / tau  # θ(u_i, v_i)/τ, appears in ℓ(u_i, v_i) and ℓ(v_i, u_i)
+    log_denominators = _OffDiagonalLogSumExp.apply(z, tau, block, share)
+    return (log_denominators - 2.0 * positive.sum()) / (2 * n)
