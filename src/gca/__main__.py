@@ -1,5 +1,5 @@
 """``python -m gca`` is the ``gca`` command; ``torchrun … -m gca train …`` runs it on several processes."""
 
-from .console import main
+from .cli.console import main
 
 main()

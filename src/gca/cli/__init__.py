@@ -1,7 +1,20 @@
-"""The ``gca`` command line: :mod:`.main` (parser and dispatch), :mod:`.shell` (signals, error lines, exit codes),
-:mod:`.common` (what commands share) and one module per command, each adding its own arguments."""
+"""The ``gca`` command line: :mod:`.console` (the command's first module), :mod:`.main` (parser and dispatch),
+:mod:`.shell` (signals, error lines, exit codes), :mod:`.common` (what commands share) and one module per command,
+each adding its own arguments.
 
-from .main import entry, main
-from .train import LongRunHint
+Names are imported on first use (PEP 562), so the console module holds Ctrl-C before the rest loads.
+"""
 
-__all__ = ["LongRunHint", "entry", "main"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {"main": "main", "entry": "main", "LongRunHint": "train"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'gca.cli' has no attribute {name!r}")
