@@ -1,4 +1,4 @@
-"""The ``gca`` command line: :mod:`.console` (the command's first module), :mod:`.main` (parser and dispatch),
+"""The ``gca`` command line: :mod:`.console` (the command's first module), :mod:`.dispatch` (parser and dispatch),
 :mod:`.shell` (signals, error lines, exit codes), :mod:`.common` (what commands share) and one module per command,
 each adding its own arguments.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"main": "main", "entry": "main", "LongRunHint": "train"}
+_EXPORTS = {"main": "dispatch", "entry": "dispatch", "LongRunHint": "train"}
 __all__ = sorted(_EXPORTS)
 
 

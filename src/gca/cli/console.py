@@ -19,7 +19,7 @@ def main() -> None:
             previous[number] = signal.signal(number, lambda signum, frame: held.append(signum))
     except ValueError:  # pragma: no cover - not the main thread
         pass
-    from .main import entry
+    from .dispatch import entry
 
     for number, handler in previous.items():
         signal.signal(number, handler)
