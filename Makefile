@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The CPU wheel of torch first: a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs bench clean
 
 $(BIN)/gca: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,15 @@ test: $(BIN)/gca
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks
 
+# The documentation site (MkDocs, Material, API reference from the docstrings); --strict: a broken link fails.
+docs: $(BIN)/gca
+	$(BIN)/pip install -q -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 # Speed and memory are measured by these scripts (they print tables), never by timed tests.
 bench: $(BIN)/gca
 	$(BIN)/python benchmarks/objective.py
 	$(BIN)/python benchmarks/epoch.py
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site
