@@ -111,6 +111,6 @@ def test_authors_probe_on_cuda_matches_the_cpu():
     splits = random_splits(300, 4, seed=1, labels=y)
     cpu = adam_probe(x, y, splits, epochs=200)
     for features in (x.cuda(), sp.csr_matrix(x.numpy())):
-        test, val, _ = adam_probe(features, y, splits, epochs=200, device="cuda")
+        test, val, *_ = adam_probe(features, y, splits, epochs=200, device="cuda")
         np.testing.assert_allclose(test, cpu[0], atol=0.02)  # 240 test nodes: a few may differ
         np.testing.assert_allclose(val, cpu[1], atol=1 / 30 + 1e-6)

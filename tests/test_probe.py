@@ -37,7 +37,7 @@ def test_the_reported_test_accuracy_is_the_one_at_the_chosen_check(monkeypatch):
     # Validation peaks early, test accuracy keeps rising: the protocol must report test at the peak, not the end.
     x, y = _separable()
     splits = random_splits(300, 2, seed=0, labels=y)
-    test, val, epochs = adam_probe(x, y, splits, epochs=200)
+    test, val, epochs, _ = adam_probe(x, y, splits, epochs=200)
     assert np.all(epochs % 20 == 0) and np.all((20 <= epochs) & (epochs <= 200))
     seen = {}
     real = probe.best_validation_check
@@ -47,7 +47,7 @@ def test_the_reported_test_accuracy_is_the_one_at_the_chosen_check(monkeypatch):
         return real(accuracies)
 
     monkeypatch.setattr(probe, "best_validation_check", spy)
-    test2, val2, epochs2 = adam_probe(x, y, splits, epochs=200)
+    test2, val2, epochs2, _ = adam_probe(x, y, splits, epochs=200)
     assert seen["val"].shape == (10, 2)  # one row per check (every 20 epochs)
     np.testing.assert_array_equal(val2, seen["val"][epochs2 // 20 - 1, [0, 1]])
     np.testing.assert_array_equal(test, test2)

@@ -27,11 +27,14 @@ import scipy.sparse as sp
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
-from .datasets.base import Split
-from .errors import UserError
 from .names import PROTOCOLS
+from .splits import EvaluationError, Split, label_splits, random_splits
+
+__all__ = ["EvaluationError", "EvaluationResult", "evaluate_embeddings", "label_splits", "linear_evaluation",
+           "random_splits", "validation_accuracy"]
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
@@ -40,12 +43,6 @@ DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
 #: (test accuracy still counts every test node), and the C grid is walked with warm starts: evaluation then takes
 #: bounded time on graphs of 10^5–10^6 labelled nodes (ogbn-products' official split trains on 196,615).
 MAX_TRAIN_NODES = 50_000
-
-
-
-
-class EvaluationError(UserError, ValueError):
-    """Linear evaluation cannot run on these labels or splits; the message is one line meant for the user."""
 
 
 @dataclass
@@ -59,6 +56,8 @@ class EvaluationResult:
     fitted_on: list[int] = field(default_factory=list)  # training nodes each split's classifier was fitted on
     protocol: str = "sklearn"
     chosen_epochs: list[int] = field(default_factory=list)  # authors: the check each split reports
+    micro_f1: list[float] = field(default_factory=list)  # in %; equal to accuracy for one label per node
+    macro_f1: list[float] = field(default_factory=list)  # in %; the unweighted mean of the classes' F1
 
     @property
     def mean(self) -> float:
@@ -79,10 +78,17 @@ class EvaluationResult:
             **chosen,
             "val_mean": float(np.mean(self.val_accuracies)) if self.val_accuracies else None,
             "fitted_on": list(self.fitted_on),
+            **{name: _summary(getattr(self, name)) for name in ("micro_f1", "macro_f1") if getattr(self, name)},
         }
 
     def __str__(self) -> str:
-        return f"{self.mean:.2f} ± {self.std:.2f} % over {len(self.accuracies)} splits ({self.protocol} protocol)"
+        f1 = f", macro-F1 {np.mean(self.macro_f1):.2f} ± {np.std(self.macro_f1):.2f}" if self.macro_f1 else ""
+        return (f"{self.mean:.2f} ± {self.std:.2f} %{f1} over {len(self.accuracies)} splits ({self.protocol} "
+                "protocol)")  # fmt: skip
+
+
+def _summary(values: list[float]) -> dict:
+    return {"mean": float(np.mean(values)), "std": float(np.std(values)), "runs": list(values)}
 
 
 def check_protocol(protocol: str) -> str:
@@ -107,10 +113,11 @@ def evaluate_embeddings(
     from .probe import adam_probe
 
     y = _checked_labels(features, labels)
-    test, val, epochs = adam_probe(features, y, splits, device=device)
+    test, val, epochs, macro = adam_probe(features, y, splits, device=device)
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
         fitted_on=[len(s[0]) for s in splits], protocol="authors", chosen_epochs=[int(e) for e in epochs],
+        micro_f1=[100.0 * float(a) for a in test], macro_f1=[100.0 * float(f) for f in macro],
     )  # fmt: skip
 
 
@@ -130,39 +137,6 @@ def _checked_labels(features, labels) -> np.ndarray:
     if y.ndim != 1 or y.shape[0] != features.shape[0]:
         raise EvaluationError(f"expected one label per node ({features.shape[0]}), got shape {y.shape}")
     return y
-
-
-def random_splits(
-    num_nodes: int,
-    num_splits: int = 20,
-    train: float = 0.1,
-    val: float = 0.1,
-    seed: int = 0,
-    labels: torch.Tensor | np.ndarray | None = None,
-) -> list[Split]:
-    """``num_splits`` random (train, val, test) index splits; each node lands in exactly one part.
-
-    With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times) — this only
-    matters on tiny graphs such as the Karate club, where 10 % of the nodes is three nodes.
-    """
-    if num_nodes < 3:
-        raise EvaluationError(f"linear evaluation needs at least 3 labelled nodes, got {num_nodes}")
-    rng = np.random.default_rng(seed)
-    n_train = max(1, int(round(train * num_nodes)))
-    n_val = max(1, int(round(val * num_nodes)))
-    if n_train + n_val >= num_nodes:
-        raise EvaluationError("the train and validation fractions leave no test nodes")
-    y = None if labels is None else np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
-    num_classes = None if y is None else np.unique(y).shape[0]
-    splits = []
-    for _ in range(num_splits):
-        perm = rng.permutation(num_nodes)
-        for _ in range(1000):
-            if y is None or np.unique(y[perm[:n_train]]).shape[0] == min(num_classes, n_train):
-                break
-            perm = rng.permutation(num_nodes)
-        splits.append((perm[:n_train], perm[n_train : n_train + n_val], perm[n_train + n_val :]))
-    return splits
 
 
 def _prepare(features: torch.Tensor | np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
@@ -199,7 +173,10 @@ def linear_evaluation(
     for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
         val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
                                                            max_train)  # fmt: skip
-        result.accuracies.append(100.0 * float((clf.predict(x[test_idx]) == y[test_idx]).mean()))
+        predicted = clf.predict(x[test_idx])
+        result.accuracies.append(100.0 * float((predicted == y[test_idx]).mean()))
+        result.micro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="micro")))
+        result.macro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="macro", zero_division=0)))
         result.chosen_c.append(c)
         result.val_accuracies.append(100.0 * val_acc)
         result.fitted_on.append(fitted_on)
@@ -247,18 +224,3 @@ def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, ma
         if val_acc > best[0]:
             best = (val_acc, c, copy.deepcopy(clf) if large else clf)
     return (*best, len(train_idx))
-
-
-def label_splits(labels: torch.Tensor, count: int, seed: int) -> list[Split]:
-    """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), checked
-    first: evaluation needs two classes among the labelled nodes."""
-    y = labels.cpu().numpy()
-    labelled = np.flatnonzero(y >= 0)
-    classes = np.unique(y[labelled])
-    if classes.size < 2:
-        what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
-        raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
-    if labelled.size == labels.shape[0]:
-        return random_splits(labels.shape[0], count, seed=seed, labels=labels)
-    inner = random_splits(labelled.size, count, seed=seed, labels=labels[labelled])
-    return [tuple(labelled[part] for part in split) for split in inner]

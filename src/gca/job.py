@@ -18,8 +18,9 @@ from typing import Any
 import torch
 
 from .config import ConfigError, GCAConfig, build_config, is_named_config
-from .datasets.base import LoadedDataset, Split
+from .datasets.base import LoadedDataset
 from .graph import Graph, GraphError, prepare_graph
+from .splits import Split, SplitSetting
 from .train import GCA, PreparedGraph
 
 
@@ -29,6 +30,7 @@ class Job:
     config: GCAConfig
     prepared: PreparedGraph | None = None
     graph: Graph | None = field(default=None, repr=False)  # the cleaned graph, once prepared or cleaned
+    split_record: dict | None = field(default=None, repr=False)  # what splits() drew
 
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None,
@@ -69,14 +71,16 @@ class Job:
         """One line each: about the files read, then about the graph cleaned (once it is)."""
         return self.loaded.warnings + (self.graph.warnings if self.graph is not None else [])
 
-    def splits(self, count: int) -> list[Split] | None:
-        """The evaluation splits: the dataset's own (OGB), else ``count`` random ones from the config's seed;
-        ``None`` for a graph without labels."""
+    def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
+        """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
+        scheme's: the dataset's own splits where its benchmark prescribes them, else random 10/10/80); ``None`` for a
+        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``."""
         if self.labels is None:
             return None
-        from .evaluate import label_splits
-
-        return self.loaded.splits or label_splits(self.labels, count, self.config.seed)
+        setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
+        splits = setting.draw(self.labels, self.config.seed, self.loaded.splits, self.loaded.public, self.name)
+        self.split_record = setting.record(splits)
+        return splits
 
     def summary(self, estimator: GCA) -> str:
         """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""

@@ -15,6 +15,10 @@ CENTRALITY_CHOICES = (*CENTRALITIES, "uniform")
 #: How frozen embeddings are judged (gca.evaluate): scikit-learn's logistic regression (the default) or the GCA
 #: authors' script (gca.probe).
 PROTOCOLS = ("sklearn", "authors")
+#: Which labelled nodes train, validate and test that judge (gca.splits).
+SPLIT_SCHEMES = ("auto", "random", "public", "fewshot")
+#: What a run measures with the embeddings (gca.tasks): node classification, link prediction or clustering.
+TASKS = ("classify", "link", "cluster")
 
 
 def canonical_name(name: str) -> str:

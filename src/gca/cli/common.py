@@ -7,7 +7,39 @@ import argparse
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from ..names import PROTOCOLS
+from ..names import PROTOCOLS, SPLIT_SCHEMES
+
+
+def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str = "evaluation splits (default 20)") -> None:
+    """How frozen embeddings are judged: the protocol, and which nodes train, validate and test (gca.splits)."""
+    protocol_argument(parser)
+    parser.add_argument("--splits", type=int, default=20, help=count_help)
+    split_arguments(parser)
+
+
+def split_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--eval-split", choices=SPLIT_SCHEMES, default="auto",
+        help="random (fractions below), public (the dataset's own split: Planetoid's 20 per class/500/1,000, Wiki-CS, "
+        "OGB), fewshot (--shots K per class) or auto (default: the dataset's benchmark splits where it has them, "
+        "else random)",
+    )  # fmt: skip
+    parser.add_argument("--train-frac", type=float, default=0.1, help="random splits: training fraction (0.1)")
+    parser.add_argument("--val-frac", type=float, default=0.1, help="random/fewshot: validation fraction (0.1)")
+    parser.add_argument("--test-frac", type=float, help="random/fewshot: test fraction (default: the rest)")
+    parser.add_argument("--shots", type=int, default=0, metavar="K", help="fewshot: training nodes per class")
+
+
+def split_setting(args: argparse.Namespace):
+    """The evaluation splits the arguments ask for, checked before anything is loaded."""
+    from ..splits import EvaluationError, SplitSetting
+
+    count = getattr(args, "splits", 1)  # gca reproduce judges run i on one split drawn from seed i
+    setting = SplitSetting(args.eval_split, count, args.train_frac, args.val_frac, args.test_frac, args.shots)
+    try:
+        return setting.check()
+    except EvaluationError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def protocol_argument(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ..config import ConfigError
-from .common import protocol_argument
+from .common import protocol_argument, split_arguments, split_setting
 
 
 def add_parser(sub) -> None:
@@ -34,6 +34,7 @@ def add_parser(sub) -> None:
     )
     rep.add_argument("--no-plots", action="store_true", help="skip the loss-curve and t-SNE plots of GCA runs")
     protocol_argument(rep)
+    split_arguments(rep)
     rep.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")
+    split_setting(args)
     baselines = None
     if args.baselines is not None:
         baselines = [b.strip() for b in args.baselines.split(",") if b.strip() and b.strip() != "none"]
@@ -70,7 +72,7 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
     repro = Reproduction(
         out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
         plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,
-        protocol=args.eval_protocol,
+        protocol=args.eval_protocol, split=split_setting(args),
         log=lambda message: print(message, file=sys.stderr),
     )  # fmt: skip
     start = time.perf_counter()

@@ -9,8 +9,8 @@ from typing import Any
 
 from .. import environment
 from ..config import ConfigError
-from ..names import CENTRALITY_CHOICES
-from .common import graph_arguments, inputs, load_graph, protocol_argument, settings
+from ..names import CENTRALITY_CHOICES, TASKS
+from .common import evaluation_arguments, graph_arguments, inputs, load_graph, settings, split_setting
 from .shell import import_libraries, warn
 
 
@@ -35,8 +35,15 @@ def add_parser(sub) -> None:
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
     train.add_argument("--no-eval", action="store_true", help="skip linear evaluation")
     train.add_argument("--eval-raw", action="store_true", help="also evaluate raw features with the same protocol")
-    train.add_argument("--splits", type=int, default=20, help="random evaluation splits (default 20)")
-    protocol_argument(train)
+    train.add_argument(
+        "--task", choices=TASKS, default="classify",
+        help="what the embeddings are judged by: classify (default: node classification), link (link prediction on "
+        "edges held out before training) or cluster (k-means, NMI and ARI)",
+    )  # fmt: skip
+    evaluation_arguments(train, "classify: evaluation splits (default 20); link: hold-outs, each its own training "
+                                "(default 3); cluster: k-means seeds (default 10)")  # fmt: skip
+    train.add_argument("--link-val", type=float, default=0.05, help="link: share of edges held out for validation")
+    train.add_argument("--link-test", type=float, default=0.1, help="link: share of edges held out for testing")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.add_argument("--plots", action="store_true", help="also save loss.png and tsne.png (t-SNE by class)")
     train.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
@@ -52,23 +59,28 @@ def run(args: argparse.Namespace) -> int:
     overrides = settings(args)
     if args.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
-    if not 1 <= args.splits <= 1000:
-        raise ConfigError(f"--splits must lie in [1, 1000], got {args.splits}")
+    if args.task == "link" and (args.checkpoint_every or args.resume or environment.world_size() > 1):
+        raise ConfigError("--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
+                          "--resume or torchrun")  # fmt: skip
+    if args.splits is None:
+        args.splits = {"classify": 20, "link": 3, "cluster": 10}[args.task]
+    splits = split_setting(args)
     from ..outputs import RunOutputs
 
     # under torchrun only rank 0 writes, so only it holds the folder's lock
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
     try:
-        return _train_into(outputs, args, overrides)
+        return _train_into(outputs, args, overrides, splits)
     finally:
         outputs.release()
 
 
-def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
+def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
     import torch
 
+    from ..clustering import cluster_embeddings
     from ..distributed import Placement
     from ..io import json_bytes
     from ..job import Job
@@ -80,7 +92,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
     job = Job.open(load_graph(args), args.config, overrides)
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
     prepared = job.prepare(estimator)
-    splits = job.splits(args.splits) if place.writes and not args.no_eval else None
+    judged = place.writes and not args.no_eval
+    splits = job.splits(split_setting) if judged and args.task == "classify" else None
     plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
     if place.writes:
         if not args.no_eval and job.labels is None:
@@ -90,6 +103,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
         for warning in job.warnings:
             warn(warning)
         print(job.summary(estimator))
+    if args.task == "link":
+        return _link_into(outputs, args, job, estimator.device)
     # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
     checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes)
     if note:
@@ -103,7 +118,11 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
-        result.record.update(place.record())
+        result.record.update(place.record(), **({"evaluation_split": job.split_record} if splits else {}))
+        clusters = None
+        if judged and args.task == "cluster" and job.labels is not None:
+            clusters = cluster_embeddings(result.embeddings, job.labels, args.splits, job.config.seed)
+            result.record["clustering"] = clusters.to_dict()
         for path in result.plots:
             outputs.wrote(path.name)
         outputs.write_embeddings(result.embeddings.numpy(), job.node_ids)
@@ -112,8 +131,33 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict) -> int:
         written = outputs.commit()
     if result.evaluation is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
+    if clusters is not None:
+        print(f"clustering (GCA, {job.config.centrality}): {clusters}")
     if result.raw_evaluation is not None:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
+    """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
+    import torch
+
+    from ..io import json_bytes
+    from ..tasks import link_prediction
+    from ..train import GCA
+
+    make = lambda config: GCA(config, device=device, progress=not args.quiet)  # noqa: E731
+    result, estimator, embeddings, held = link_prediction(job, make, args.splits, args.link_val, args.link_test)
+    record = {"dataset": job.name, "task": "link", "held_out": held, "link_prediction": result.to_dict(),
+              "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
+              "config": job.config.to_dict()}  # fmt: skip
+    with outputs:
+        outputs.write_embeddings(embeddings.numpy(), job.node_ids)
+        outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
+        outputs.write("results.json", lambda f: f.write(json_bytes(record)))
+        written = outputs.commit()
+    print(f"link prediction (GCA, {job.config.centrality}): {result}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 

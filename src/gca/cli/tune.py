@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from .common import graph_arguments, load_graph, protocol_argument
+from .common import evaluation_arguments, graph_arguments, load_graph, split_setting
 from .shell import import_libraries, warn
 
 
@@ -33,8 +33,7 @@ def add_parser(sub) -> None:
     tune.add_argument(
         "--search-splits", type=int, default=3, help="splits whose validation accuracy is searched (default 3)"
     )
-    tune.add_argument("--splits", type=int, default=20, help="random splits of the final test (default 20)")
-    protocol_argument(tune)
+    evaluation_arguments(tune, "splits of the final test (default 20)")
     tune.add_argument("--config", help="TOML or JSON file of the settings not searched")
     tune.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fix one setting (repeatable)")
     tune.add_argument("--seed", type=int, help="seed of every trial and of the splits (default 0)")
@@ -55,23 +54,30 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError(f"--eval-every must lie in [1, --max-epochs], got {args.eval_every}")
     if not 1 <= args.search_splits <= args.splits <= 1000:
         raise ConfigError("--search-splits must lie in [1, --splits] and --splits in [1, 1000]")
+    split_setting(args)
     if args.timeout is not None and not args.timeout > 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, got {args.timeout}")
 
 
-def run(args: argparse.Namespace) -> int:
-    check_arguments(args)
+def _fixed_and_searched(args: argparse.Namespace) -> tuple[dict[str, Any], dict]:
+    """The settings fixed by --config/--set/--seed and the search space, each checked; Optuna is there."""
     overrides: dict[str, Any] = parse_overrides(args.set)
     if args.seed is not None:
         overrides["seed"] = args.seed
     build_config(None, args.config, overrides)
-    from ..tune import TuneError, read_space
+    from ..tune import read_space
 
     space = read_space(args.space)
     try:
         import optuna  # noqa: F401
     except ImportError:
         raise ConfigError("gca tune needs Optuna: pip install 'gca-graph[tune]'") from None
+    return overrides, space
+
+
+def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    overrides, space = _fixed_and_searched(args)
     from ..outputs import check_folder
 
     out = check_folder(args.out, "--out")
@@ -79,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import distributed
     from ..job import Job
     from ..train import GCA, resolve_device
-    from ..tune import Search, SearchSettings
+    from ..tune import Search, SearchSettings, TuneError
 
     if distributed.launched():
         raise ConfigError("gca tune runs trials in one process each; for a parallel search start several gca tune "
@@ -95,14 +101,15 @@ def run(args: argparse.Namespace) -> int:
     graph = job.prepare(GCA(job.config, device=device), require_edges=False).graph
     for warning in job.warnings:
         warn(warning)
-    splits = job.splits(args.splits)
+    splits = job.splits(split_setting(args))
     base = {k: v for k, v in job.config.to_dict().items() if k not in space}
-    settings = SearchSettings(job.name, max_epochs, eval_every, args.search_splits, base, space, args.eval_protocol)
+    searching = min(args.search_splits, len(splits))  # a public split may be one
+    settings = SearchSettings(job.name, max_epochs, eval_every, searching, base, space, args.eval_protocol)
     log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
-    search = Search(out, settings, graph, job.labels, splits[: args.search_splits], device=str(device),
+    search = Search(out, settings, graph, job.labels, splits[:searching], device=str(device),
                     seed=job.config.seed, log=log)  # fmt: skip
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
-    print(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {args.search_splits}"
+    print(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
           f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
           f"{args.trials} trials already finished in {out / 'study.db'}", file=sys.stderr)  # fmt: skip
     start = time.perf_counter()

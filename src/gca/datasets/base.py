@@ -13,9 +13,9 @@ from torch_geometric.data import Data
 
 from ..environment import env_folder
 from ..errors import UserError
+from ..splits import Split
 
 #: One split of the labelled nodes: (train, validation, test) node indices.
-Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class DatasetError(UserError, RuntimeError):
@@ -24,7 +24,8 @@ class DatasetError(UserError, RuntimeError):
 
 @dataclass
 class LoadedDataset:
-    """A graph plus what evaluation needs: ``splits`` are public splits or ``None`` (use 20 random ones).
+    """A graph plus what evaluation needs: ``splits`` are the splits its benchmark evaluates on (Wiki-CS's, OGB's)
+    or ``None`` (random ones); ``public`` its public split where it has one (:mod:`gca.splits`).
 
     ``named`` is true for the built-in and named datasets, whose shipped hyperparameters apply; a graph file
     read by path gets the defaults whatever its file is called.
@@ -33,6 +34,7 @@ class LoadedDataset:
     name: str
     data: Data
     splits: list[Split] | None = None
+    public: list[Split] | None = None  # the dataset's public split (Planetoid's, Wiki-CS's, OGB's), if any
     named: bool = True
     node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
     directed: bool | None = None  # None: undirected exactly when every edge has its reverse

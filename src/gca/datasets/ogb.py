@@ -99,7 +99,8 @@ def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDatase
     splits = _official_split(folder, num_nodes)
     data = Data(x=torch.from_numpy(x), edge_index=edge_index, y=y, num_nodes=num_nodes)
     # By name the dataset's shipped settings apply; a folder given by path starts from the defaults.
-    return LoadedDataset(name or folder.name, data, splits=splits, named=name is not None, warnings=notes)
+    return LoadedDataset(name or folder.name, data, splits=splits, public=splits, named=name is not None,
+                         warnings=notes)
 
 
 def _official_split(folder: Path, num_nodes: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:

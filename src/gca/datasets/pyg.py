@@ -123,10 +123,11 @@ def _spec_of(folder: Path) -> _Spec | None:
 
 def _loaded(spec: _Spec, dataset: object) -> LoadedDataset:
     data = dataset[0]
-    splits = None
-    if spec.name == "Wiki-CS":
-        splits = mask_splits(data.train_mask, data.val_mask, data.test_mask)
-    return LoadedDataset(spec.name, Data(x=data.x, edge_index=data.edge_index, y=data.y), splits)
+    public = None
+    if all(hasattr(data, f"{part}_mask") for part in ("train", "val", "test")):  # Planetoid's, Wiki-CS's
+        public = mask_splits(data.train_mask, data.val_mask, data.test_mask)
+    splits = public if spec.name == "Wiki-CS" else None  # the paper evaluates Wiki-CS on its 20 public splits
+    return LoadedDataset(spec.name, Data(x=data.x, edge_index=data.edge_index, y=data.y), splits, public=public)
 
 
 def _writable(path: Path) -> bool:

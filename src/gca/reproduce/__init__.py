@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..baselines import BASELINES
 from ..datasets import LoadedDataset, dataset_display_name
+from ..splits import SplitSetting
 from .execute import DatasetCache, Executor, run_split
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
 from .plan import Cell, Mode, Planner, Run
@@ -52,13 +53,14 @@ class Reproduction:
         figure4_datasets: Iterable[str] | None = None,
         mode: Mode | None = None,
         protocol: str = "sklearn",
+        split: SplitSetting | None = None,
     ) -> None:
         self.out = Path(out)
         self.datasets = [dataset_display_name(d) for d in datasets]
         # The paper's Figure 4 is on Amazon-Photo alone; by default it follows ``datasets``.
         figure4 = self.datasets if figure4_datasets is None else figure4_datasets
         self.figure4_datasets = [dataset_display_name(d) for d in figure4]
-        self.mode = mode or Mode.create(quick, runs, protocol)
+        self.mode = mode or Mode.create(quick, runs, protocol, split)
         self.log = log
         self.planner = Planner(self.mode, tuple(baselines) if baselines is not None else tuple(BASELINES))
         self.store = RunStore(self.out / "runs")

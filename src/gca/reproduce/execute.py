@@ -12,10 +12,10 @@ from ..baselines import BASELINES, BaselineUnavailable
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
-from ..evaluate import random_splits
 from ..names import canonical_name
 from ..progress import Progress
 from ..run import run_gca
+from ..splits import SplitSetting
 from ..train import GCA, TrainingError, resolve_device
 from .plan import Cell, Mode, Run
 from .store import RunStore
@@ -40,11 +40,14 @@ class DatasetCache:
         return self._loaded[name]
 
 
-def run_split(loaded: LoadedDataset, seed: int) -> Split:
-    """Run ``seed`` is judged on split ``seed``: a public split where the dataset has them, else a random one."""
-    if loaded.splits is not None:  # public splits (Wiki-CS has 20): run i uses split i
-        return loaded.splits[seed % len(loaded.splits)]
-    return random_splits(loaded.data.num_nodes, 1, seed=seed, labels=loaded.data.y)[0]
+def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = None) -> Split:
+    """Run ``seed`` is judged on split ``seed``: by default the dataset's benchmark split i where it has them
+    (Wiki-CS has 20), else a random one drawn from seed i; ``setting`` may ask for public or few-label splits."""
+    setting = setting or SplitSetting(count=1)
+    own = loaded.splits if setting.scheme == "auto" else loaded.public
+    if own and setting.scheme in ("auto", "public"):
+        return own[seed % len(own)]
+    return setting.draw(loaded.data.y, seed, loaded.splits, loaded.public, loaded.name)[0]
 
 
 class Executor:
@@ -98,7 +101,7 @@ class Executor:
         """Train and judge one run; its record, or ``None`` when its baseline cannot run here."""
         loaded = self.datasets.get(run.dataset)
         assert isinstance(loaded, LoadedDataset)
-        split = run_split(loaded, run.seed)
+        split = run_split(loaded, run.seed, self.mode.split)
         about = {"method": run.method, "dataset": run.dataset, "seed": run.seed, "settings": dict(run.settings)}
         start = time.perf_counter()
         if run.method != "gca":

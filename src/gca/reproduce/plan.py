@@ -8,12 +8,13 @@ different run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..baselines import BASELINES
 from ..config import build_config
 from ..datasets import dataset_display_name
+from ..splits import SplitSetting
 
 # GCA rows: (label, switches). Every switch is named so that identical runs are recognised as such.
 TABLE3_GCA = (
@@ -47,15 +48,21 @@ class Mode:
     grid_max_epochs: int | None
     quick: bool
     protocol: str = "sklearn"
+    split: SplitSetting = SplitSetting(count=1)  # run i is judged on one split drawn from seed i
 
     @classmethod
-    def create(cls, quick: bool, runs: int | None = None, protocol: str = "sklearn") -> Mode:
+    def create(cls, quick: bool, runs: int | None = None, protocol: str = "sklearn",
+               split: SplitSetting | None = None) -> Mode:  # fmt: skip
+        split = replace(split or SplitSetting(), count=1)
         if quick:
-            return cls(runs or 3, 200, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol)
-        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False, protocol)
+            return cls(runs or 3, 200, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol, split)
+        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False, protocol, split)
 
     def describe(self) -> str:
         judged = f"; accuracy under the {self.protocol} evaluation protocol"
+        if self.split != SplitSetting(count=1):
+            named = ", ".join(f"{k} {v}" for k, v in self.split.record().items() if v is not None)
+            judged += f" on {named} splits"
         if self.quick:
             return (
                 f"quick mode: {self.runs} runs per cell, GCA trained for at most {self.max_epochs} epochs "
@@ -64,9 +71,12 @@ class Mode:
         return f"full mode: {self.runs} runs per cell, Table 5's epochs{judged}"
 
     def judged(self) -> dict[str, Any]:
-        """What a run's settings record of its evaluation: nothing for the default protocol, so that runs stored
-        before there was a choice are found again."""
-        return {} if self.protocol == "sklearn" else {"protocol": self.protocol}
+        """What a run's settings record of its evaluation: nothing for the default protocol and splits, so that runs
+        stored before there was a choice are found again."""
+        judged: dict[str, Any] = {} if self.protocol == "sklearn" else {"protocol": self.protocol}
+        if self.split != SplitSetting(count=1):
+            judged["split"] = _items(self.split.record())
+        return judged
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ class Planner:
         epochs = switches.get("epochs", build_config(dataset).epochs)
         epochs = min(epochs, max_epochs) if max_epochs else epochs
         settings = {**switches, "epochs": epochs, **self.mode.judged()}
-        config_keys = {k: v for k, v in settings.items() if k != "protocol"}
+        config_keys = {k: v for k, v in settings.items() if k not in ("protocol", "split")}
         return [
             Run(dataset, "gca", seed, _items(settings),
                 _items(build_config(dataset, None, {**config_keys, "seed": seed}).to_dict()))
@@ -111,7 +121,9 @@ class Planner:
 
     def baseline_runs(self, dataset: str, key: str) -> list[Run]:
         dataset = dataset_display_name(dataset)
-        judged = self.mode.judged() if BASELINES[key][1] != "X, A, Y" else {}  # supervised ones judge themselves
+        judged = self.mode.judged()
+        if BASELINES[key][1] == "X, A, Y":  # supervised ones judge themselves: only their split matters
+            judged.pop("protocol", None)
         return [Run(dataset, key, seed, _items({"quick": self.mode.quick, **judged})) for seed in range(self.mode.runs)]
 
     def table3(self, dataset: str) -> list[Cell]:

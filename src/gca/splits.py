@@ -1,0 +1,174 @@
+"""Evaluation splits: which labelled nodes train, validate and test the classifier that judges frozen embeddings.
+
+A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and draws ``count`` splits from a seed:
+
+* ``random`` — each split a random permutation of the labelled nodes cut into fractions ``train`` / ``val`` /
+  ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA). A draw whose training part misses a
+  class is drawn again, which only matters on tiny graphs.
+* ``public`` — the dataset's own split, read by PyTorch Geometric from the raw files: Planetoid's 20 nodes per class
+  for training, 500 for validation and 1,000 for testing; Wiki-CS's 20 splits; OGB's official one. A dataset with
+  one public split gives one split, whatever ``count`` asks.
+* ``fewshot`` — ``shots`` = k labelled nodes of every class for training (drawn per split), validation a ``val``
+  fraction of the labelled nodes drawn from the rest, testing the rest (or a ``test`` fraction of all). ``k``
+  above the smallest class's size is refused.
+* ``auto`` (the default) — the dataset's own splits where its benchmark prescribes them (Wiki-CS, OGB), else
+  ``random``.
+
+Nodes labelled −1 (unlabelled) are never in a split. A split is a tuple ``(train, val, test)`` of node indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import UserError
+from .names import SPLIT_SCHEMES
+
+#: (train, validation, test) node indices.
+Split = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class EvaluationError(UserError, ValueError):
+    """Evaluation cannot run on these labels or splits; the message is one line meant for the user."""
+
+
+def _as_numpy(labels) -> np.ndarray:
+    """Labels as NumPy; a tensor is read without importing PyTorch here (the command line checks a setting before
+    PyTorch loads)."""
+    return labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
+
+
+def random_splits(
+    num_nodes: int,
+    num_splits: int = 20,
+    train: float = 0.1,
+    val: float = 0.1,
+    seed: int = 0,
+    labels: np.ndarray | None = None,
+    test: float | None = None,
+) -> list[Split]:
+    """``num_splits`` random (train, val, test) index splits of ``range(num_nodes)``; each node in one part at most
+    (in exactly one when ``test`` is ``None``: the test part is the rest).
+
+    With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times)."""
+    if num_nodes < 3:
+        raise EvaluationError(f"linear evaluation needs at least 3 labelled nodes, got {num_nodes}")
+    rng = np.random.default_rng(seed)
+    n_train = max(1, int(round(train * num_nodes)))
+    n_val = max(1, int(round(val * num_nodes)))
+    n_test = num_nodes - n_train - n_val if test is None else int(round(test * num_nodes))
+    if n_test < 1 or n_train + n_val + n_test > num_nodes:
+        raise EvaluationError(f"the fractions {train:g} / {val:g} / {test if test is not None else 'rest'} leave no "
+                              f"test nodes among {num_nodes}, or add up to more than 1")  # fmt: skip
+    y = None if labels is None else _as_numpy(labels)
+    num_classes = None if y is None else np.unique(y).shape[0]
+    splits = []
+    for _ in range(num_splits):
+        perm = rng.permutation(num_nodes)
+        for _ in range(1000):
+            if y is None or np.unique(y[perm[:n_train]]).shape[0] == min(num_classes, n_train):
+                break
+            perm = rng.permutation(num_nodes)
+        end = n_train + n_val
+        splits.append((perm[:n_train], perm[n_train:end], perm[end : end + n_test]))
+    return splits
+
+
+def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float = 0.1, seed: int = 0,
+                     test: float | None = None) -> list[Split]:  # fmt: skip
+    """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0)."""
+    classes, sizes = np.unique(labels, return_counts=True)
+    if shots < 1:
+        raise EvaluationError(f"few-label splits need at least 1 training node per class, got {shots}")
+    if shots >= sizes.min():
+        small = classes[sizes.argmin()]
+        raise EvaluationError(f"{shots} training nodes per class leave none of class {small} ({sizes.min()} nodes) "
+                              f"for validation and testing; give --shots below {sizes.min()}")  # fmt: skip
+    n = labels.shape[0]
+    n_val = max(1, int(round(val * n)))
+    rng = np.random.default_rng(seed)
+    splits = []
+    for _ in range(num_splits):
+        train = np.concatenate([rng.choice(np.flatnonzero(labels == c), size=shots, replace=False) for c in classes])
+        rest = rng.permutation(np.setdiff1d(np.arange(n), train))
+        n_test = rest.size - n_val if test is None else int(round(test * n))
+        if n_test < 1 or n_val + n_test > rest.size:
+            raise EvaluationError(f"after {train.size} training nodes, {rest.size} are left: too few for a "
+                                  f"validation fraction of {val:g} and a test part")  # fmt: skip
+        splits.append((train, rest[:n_val], rest[n_val : n_val + n_test]))
+    return splits
+
+
+@dataclass(frozen=True)
+class SplitSetting:
+    """How evaluation splits are drawn (module docstring)."""
+
+    scheme: str = "auto"
+    count: int = 20
+    train: float = 0.1
+    val: float = 0.1
+    test: float | None = None  # None: every labelled node not in training or validation
+    shots: int = 0  # fewshot: training nodes per class
+
+    def check(self) -> SplitSetting:
+        """Refuse a setting that cannot draw a split, before any data is read."""
+        if self.scheme not in SPLIT_SCHEMES:
+            raise EvaluationError(f"unknown split scheme {self.scheme!r}; choose one of {', '.join(SPLIT_SCHEMES)}")
+        if not 1 <= self.count <= 1000:
+            raise EvaluationError(f"--splits must lie in [1, 1000], got {self.count}")
+        for name in ("train", "val") + (("test",) if self.test is not None else ()):
+            value = getattr(self, name)
+            if not 0 < value < 1:
+                raise EvaluationError(f"the {name} fraction must lie in (0, 1), got {value}")
+        total = self.train + self.val + (self.test or 0)
+        if total > 1 + 1e-9 or (self.test is None and total >= 1):
+            parts = f"{self.train:g} + {self.val:g}" + (f" + {self.test:g}" if self.test is not None else "")
+            raise EvaluationError(f"the train, validation and test fractions add up to more than 1 or leave no test "
+                                  f"nodes: {parts}")  # fmt: skip
+        if (self.scheme == "fewshot") != (self.shots > 0):
+            raise EvaluationError("--shots K (training nodes per class) goes with --eval-split fewshot, which needs it")
+        return self
+
+    def draw(self, labels, seed: int = 0, prescribed: list[Split] | None = None,
+             public: list[Split] | None = None, dataset: str = "the graph") -> list[Split]:  # fmt: skip
+        """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
+        evaluates on (``auto`` takes them); ``public``: its public split, if it has one."""
+        self.check()
+        if self.scheme == "public" or (self.scheme == "auto" and prescribed):
+            own = prescribed if self.scheme == "auto" else public
+            if not own:
+                raise EvaluationError(f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
+                                      "and OGB datasets have one); use --eval-split random or fewshot")  # fmt: skip
+            return list(own)
+        y = _as_numpy(labels)
+        labelled = np.flatnonzero(y >= 0)
+        classes = np.unique(y[labelled])
+        if classes.size < 2:
+            what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
+            raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
+        if self.scheme == "fewshot":
+            inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test)
+        else:
+            inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test)
+        if labelled.size == y.shape[0]:
+            return inner
+        return [tuple(labelled[part] for part in split) for split in inner]
+
+    def record(self, splits: list[Split] | None = None) -> dict:
+        """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn."""
+        entry: dict = {"scheme": self.scheme}
+        if self.scheme == "fewshot":
+            entry.update(shots=self.shots, val=self.val, test=self.test)
+        elif self.scheme != "public":
+            entry.update(train=self.train, val=self.val, test=self.test)
+        if splits:
+            entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])
+        return entry
+
+
+def label_splits(labels, count: int, seed: int) -> list[Split]:
+    """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), checked
+    first: evaluation needs two classes among the labelled nodes."""
+    return SplitSetting("random", count).draw(labels, seed)

@@ -1,0 +1,43 @@
+"""What a run measures with its embeddings (:data:`gca.names.TASKS`): node classification (:mod:`gca.evaluate`,
+the default), link prediction (:mod:`gca.linkpred`) or node clustering (:mod:`gca.clustering`).
+
+Classification and clustering judge the embeddings of one training on the whole graph. Link prediction must hold
+edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws hold-out i from seed
+``config.seed + i``, trains GCA with that seed on the edges left, embeds every node on that training graph and
+scores the held-out pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .config import GCAConfig
+from .job import Job
+from .linkpred import LinkResult, hold_out_edges, score_links
+from .train import GCA
+
+
+def link_prediction(job: Job, make_estimator: Callable[[GCAConfig], GCA], runs: int = 3, val: float = 0.05,
+                    test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
+    """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
+    trained by ``make_estimator(config)``; returns the scores, the first run's estimator and embeddings (of its
+    training graph) and a record of what was held out."""
+    graph = job.graph
+    assert graph is not None, "prepare or clean the job's graph first"
+    result, first = LinkResult(), None
+    for run in range(runs):
+        seed = job.config.seed + run
+        held = hold_out_edges(graph.edge_index, graph.num_nodes, val, test, seed, directed=graph.directed)
+        estimator = make_estimator(job.config.replace(seed=seed))
+        training = estimator.prepare(held.training_data(job.loaded.data), directed=graph.directed)
+        embeddings = estimator.fit(training)
+        result.runs.append(score_links(embeddings, held, seed))
+        if first is None:
+            first = (estimator, embeddings, held)
+    estimator, embeddings, held = first
+    record = {"val_share": val, "test_share": test, "runs": runs, "train_edges": int(held.train_edge_index.shape[1]),
+              "val_pairs": int(held.val_pos.shape[1]), "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
+    return result, estimator, embeddings, record

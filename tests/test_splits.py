@@ -1,0 +1,114 @@
+"""Evaluation splits (random fractions, public, few labels) and the F1 scores, against hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import f1_score
+
+from gca.evaluate import EvaluationError, linear_evaluation
+from gca.probe import macro_f1s
+from gca.splits import SplitSetting, few_label_splits, random_splits
+
+
+def _labels(sizes=(30, 20, 10)) -> np.ndarray:
+    return np.concatenate([np.full(n, c) for c, n in enumerate(sizes)])
+
+
+def test_few_label_training_sets_hold_exactly_k_of_every_class_and_never_touch_the_other_parts():
+    y = _labels()
+    for train, val, test in few_label_splits(y, 5, shots=3, val=0.2, seed=1):
+        assert np.bincount(y[train]).tolist() == [3, 3, 3]
+        assert len(val) == 12 and len(test) == 60 - 9 - 12
+        assert len(set(train) | set(val) | set(test)) == 60  # disjoint and covering
+
+
+def test_splits_are_deterministic_per_seed_and_differ_between_seeds():
+    y = torch.from_numpy(_labels())
+    for setting in (SplitSetting("random", 3), SplitSetting("fewshot", 3, shots=2)):
+        a, b, c = setting.draw(y, seed=5), setting.draw(y, seed=5), setting.draw(y, seed=6)
+        assert all(np.array_equal(p, q) for s, t in zip(a, b, strict=True) for p, q in zip(s, t, strict=True))
+        assert not np.array_equal(a[0][0], c[0][0])
+
+
+def test_random_fractions_are_respected_and_the_test_part_may_be_smaller_than_the_rest():
+    (train, val, test), = random_splits(100, 1, train=0.2, val=0.3, test=0.4, seed=0)
+    assert (len(train), len(val), len(test)) == (20, 30, 40) and not set(test) & (set(train) | set(val))
+    with pytest.raises(EvaluationError, match="add up to more than 1"):
+        SplitSetting("random", train=0.5, val=0.4, test=0.2).check()
+
+
+def test_a_k_above_the_smallest_class_and_a_public_split_a_dataset_lacks_are_one_line_errors():
+    with pytest.raises(EvaluationError, match="none of class 2"):
+        SplitSetting("fewshot", 2, shots=10).draw(torch.from_numpy(_labels()))
+    with pytest.raises(EvaluationError, match="has no public split"):
+        SplitSetting("public").draw(torch.from_numpy(_labels()), dataset="Karate")
+    with pytest.raises(EvaluationError, match="goes with --eval-split fewshot"):
+        SplitSetting("random", shots=3).check()
+
+
+def test_unlabelled_nodes_are_never_in_a_split():
+    y = torch.from_numpy(_labels())
+    y[::7] = -1
+    for split in SplitSetting("fewshot", 2, shots=2).draw(y) + SplitSetting("random", 2).draw(y):
+        assert all((y[torch.from_numpy(part)] >= 0).all() for part in split)
+
+
+def test_auto_takes_the_prescribed_splits_and_public_the_public_one():
+    y = torch.from_numpy(_labels())
+    own = [(np.arange(3), np.arange(3, 6), np.arange(6, 60))]
+    assert SplitSetting("auto").draw(y, prescribed=own) is not own and len(SplitSetting("auto").draw(y)) == 20
+    assert np.array_equal(SplitSetting("public").draw(y, public=own)[0][2], own[0][2])
+    assert SplitSetting("auto").draw(y, prescribed=own)[0][0].tolist() == [0, 1, 2]
+
+
+def test_macro_f1_by_hand_and_against_scikit_learn():
+    # true 0 0 1 1 2, predicted 0 1 1 1 0: F1(0) = 2·1/(2+2) = 0.5, F1(1) = 2·2/(3+2) = 0.8, F1(2) = 0 → 0.4333…
+    truth = torch.tensor([0, 0, 1, 1, 2])
+    guess = torch.tensor([[0, 1, 1, 1, 0]])
+    (score,) = macro_f1s(guess, truth, [torch.arange(5)], 3)
+    assert score == pytest.approx((0.5 + 0.8 + 0.0) / 3)
+    rng = np.random.default_rng(0)
+    t, p = rng.integers(0, 5, 200), rng.integers(0, 4, 200)  # class 4 is never predicted
+    (ours,) = macro_f1s(torch.from_numpy(p)[None], torch.from_numpy(t), [torch.arange(200)], 5)
+    assert ours == pytest.approx(f1_score(t, p, average="macro", zero_division=0))
+
+
+def test_linear_evaluation_reports_micro_f1_equal_to_accuracy_and_macro_f1():
+    y = _labels((40, 40, 20))
+    x = np.eye(3)[y] + 0.8 * np.random.default_rng(1).standard_normal((100, 3))
+    result = linear_evaluation(x, y, random_splits(100, 3, seed=0, labels=y))
+    np.testing.assert_allclose(result.micro_f1, result.accuracies)
+    assert len(result.macro_f1) == 3 and all(0 < f <= 100 for f in result.macro_f1)
+    record = result.to_dict()
+    assert set(record["macro_f1"]) == {"mean", "std", "runs"} and "macro-F1" in str(result)
+
+
+def test_coras_public_split_is_planetoids_20_per_class_500_and_1000(shared_data, cache_dir):
+    from gca.datasets import load_dataset
+
+    loaded = load_dataset("Cora", data_dir=shared_data)
+    assert loaded.splits is None  # by default Cora is judged on random splits, as in GRACE and GCA
+    ((train, val, test),) = SplitSetting("public").draw(loaded.data.y, public=loaded.public)
+    assert (len(train), len(val), len(test)) == (140, 500, 1000)
+    assert np.bincount(loaded.data.y.numpy()[train]).tolist() == [20] * 7
+
+
+def test_gca_train_records_the_split_scheme_and_the_f1_scores(tmp_path, capsys):
+    import json
+
+    from gca.cli import main
+
+    out = tmp_path / "few"
+    assert main(["train", "--epochs", "2", "--quiet", "--eval-split", "fewshot", "--shots", "3", "--splits", "4",
+                 "--out", str(out)]) == 0  # fmt: skip
+    record = json.loads((out / "results.json").read_text())
+    assert record["evaluation_split"] == {"scheme": "fewshot", "shots": 3, "val": 0.1, "test": None, "count": 4,
+                                          "sizes": [6, 3, 25]}  # fmt: skip
+    assert len(record["accuracy"]["macro_f1"]["runs"]) == 4 and record["accuracy"]["micro_f1"]["mean"] > 0
+    assert "macro-F1" in capsys.readouterr().out
+    assert main(["train", "--epochs", "1", "--eval-split", "public", "--out", str(tmp_path / "p")]) == 2
+    assert "Karate has no public split" in capsys.readouterr().err
+    assert main(["train", "--eval-split", "random", "--train-frac", "0.7", "--val-frac", "0.4"]) == 2
+    assert "add up to more than 1" in capsys.readouterr().err

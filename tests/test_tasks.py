@@ -1,0 +1,103 @@
+"""Link prediction without leakage and node clustering: hand-checked cases and the command line."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.transforms import RandomLinkSplit
+
+from gca.clustering import cluster_embeddings
+from gca.datasets import karate_club
+from gca.graph import prepare_graph
+from gca.linkpred import hold_out_edges, score_links
+from gca.splits import EvaluationError
+
+
+def _pairs(edge_index: torch.Tensor) -> set[tuple[int, int]]:
+    return set(map(tuple, edge_index.t().tolist()))
+
+
+def test_held_out_edges_never_appear_in_the_training_graph_in_either_direction():
+    graph = prepare_graph(karate_club())
+    held = hold_out_edges(graph.edge_index, graph.num_nodes, val=0.1, test=0.2, seed=3)
+    train = _pairs(held.train_edge_index)
+    for pos in (held.val_pos, held.test_pos):
+        for u, v in pos.t().tolist():
+            assert (u, v) not in train and (v, u) not in train
+    assert all((v, u) in train for u, v in train)  # the training graph stays undirected
+    assert held.val_pos.shape == held.val_neg.shape and held.test_pos.shape == held.test_neg.shape
+    everything = _pairs(graph.edge_index)
+    for neg in (held.val_neg, held.test_neg):  # negatives are not edges of the graph
+        assert not any(pair in everything for pair in _pairs(neg))
+    # 78 undirected edges: int(0.1·78) = 7 for validation, int(0.2·78) = 15 for testing, both directions removed
+    assert (held.val_pos.shape[1], held.test_pos.shape[1]) == (7, 15)
+    assert held.train_edge_index.shape[1] == 2 * (78 - 7 - 15)
+
+
+def test_the_hold_out_is_deterministic_per_seed_and_equals_pygs_random_link_split():
+    graph = prepare_graph(karate_club())
+    a = hold_out_edges(graph.edge_index, graph.num_nodes, seed=1)
+    b = hold_out_edges(graph.edge_index, graph.num_nodes, seed=1)
+    c = hold_out_edges(graph.edge_index, graph.num_nodes, seed=2)
+    assert torch.equal(a.test_pos, b.test_pos) and torch.equal(a.test_neg, b.test_neg)
+    assert not torch.equal(a.test_pos, c.test_pos)
+    torch.manual_seed(1)
+    random.seed(1)
+    split = RandomLinkSplit(num_val=0.05, num_test=0.1, is_undirected=True, split_labels=True,
+                            add_negative_train_samples=False)  # fmt: skip
+    reference = split(Data(edge_index=graph.edge_index, num_nodes=34))
+    assert torch.equal(reference[2].pos_edge_label_index, a.test_pos)
+    assert torch.equal(reference[0].edge_index, a.train_edge_index)
+
+
+def test_a_graph_too_small_to_hold_edges_out_is_one_line():
+    edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    with pytest.raises(EvaluationError, match="too few to hold out"):
+        hold_out_edges(edges, 3)
+
+
+def test_embeddings_that_encode_the_edges_score_perfectly_and_noise_scores_about_half():
+    graph = prepare_graph(karate_club())
+    held = hold_out_edges(graph.edge_index, graph.num_nodes, val=0.1, test=0.2, seed=0)
+    adjacency = torch.zeros(34, 34)
+    adjacency[graph.edge_index[0], graph.edge_index[1]] = 1
+    oracle = adjacency + 30 * torch.eye(34)  # each row: itself strongly, its neighbours weakly
+    scores = score_links(oracle, held)
+    assert scores["cosine"]["auc"] > 90
+    noise = score_links(torch.randn(34, 16, generator=torch.Generator().manual_seed(0)), held)
+    assert 20 < noise["cosine"]["auc"] < 80 and set(noise["hadamard"]) >= {"auc", "ap", "chosen_C", "val_auc"}
+
+
+def test_clustering_finds_well_separated_classes_and_scores_a_permuted_labelling_the_same():
+    y = np.repeat([0, 1, 2], 20)
+    z = np.eye(3)[y] * 5 + np.random.default_rng(0).normal(size=(60, 3)) * 0.1
+    result = cluster_embeddings(z, y, seeds=3)
+    assert result.nmi == pytest.approx([100.0] * 3) and result.ari == pytest.approx([100.0] * 3)
+    assert cluster_embeddings(z, (y + 1) % 3, seeds=1).nmi[0] == pytest.approx(100.0)
+    y_unlabelled = y.copy()
+    y_unlabelled[::5] = -1  # left out, not a class
+    assert cluster_embeddings(z, y_unlabelled, seeds=1).clusters == 3
+    with pytest.raises(EvaluationError, match="two or more classes"):
+        cluster_embeddings(z, np.zeros(60, dtype=int))
+
+
+def test_gca_train_runs_the_link_and_cluster_tasks(tmp_path, capsys):
+    from gca.cli import main
+
+    assert main(["train", "--task", "link", "--epochs", "3", "--splits", "2", "--link-val", "0.1", "--link-test",
+                 "0.2", "--quiet", "--out", str(tmp_path / "link")]) == 0  # fmt: skip
+    record = json.loads((tmp_path / "link" / "results.json").read_text())
+    assert record["task"] == "link" and len(record["link_prediction"]["runs"]) == 2
+    assert set(record["link_prediction"]) >= {"cosine_auc", "cosine_ap", "hadamard_auc", "hadamard_ap"}
+    assert "ROC-AUC" in capsys.readouterr().out
+    assert main(["train", "--task", "cluster", "--epochs", "3", "--splits", "2", "--quiet",
+                 "--out", str(tmp_path / "cluster")]) == 0  # fmt: skip
+    clustering = json.loads((tmp_path / "cluster" / "results.json").read_text())["clustering"]
+    assert clustering["clusters"] == 2 and len(clustering["nmi"]["runs"]) == 2
+    assert main(["train", "--task", "link", "--resume", "--out", str(tmp_path / "x")]) == 2
+    assert "--task link" in capsys.readouterr().err
