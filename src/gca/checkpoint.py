@@ -96,7 +96,8 @@ def check_resumable(
     if state.get("format") != TRAINING_FORMAT:
         raise CheckpointError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
     saved = state["config"]
-    changed = [k for k in config if k != "epochs" and saved.get(k) != config[k]]
+    # a key the checkpoint lacks was added to the config after it was made; the run then resumes with its value
+    changed = [k for k in config if k != "epochs" and k in saved and saved[k] != config[k]]
     if changed:
         k = changed[0]
         raise CheckpointError(

@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import UserError
 from .io import parse_document, read_user_text
-from .names import CENTRALITY_CHOICES, canonical_name
+from .names import CENTRALITY_CHOICES, ENCODERS, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -34,6 +34,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "feature_norm": ("row", "none"),
     "loss_backend": ("auto", "blocked", "attention"),
     "precision": ("auto", "fp32", "tf32", "bf16"),
+    "encoder": ENCODERS,
 }
 
 
@@ -72,7 +73,9 @@ class GCAConfig:
     # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only) | auto: bf16 + attention on a
     # GPU with bf16 tensor cores, fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
     precision: str = "auto"
-    # Encoder and projection head.
+    # Encoder and projection head. gcn: gca's own sparse GCN (the paper's); gat, sage, gin: PyTorch Geometric's
+    # GATConv, SAGEConv, GINConv layers (gca.encoders).
+    encoder: str = "gcn"
     layers: int = 2
     hidden: int = 128  # embedding width F'; inner GCN layers are first_layer_factor × hidden wide
     first_layer_factor: int = 2

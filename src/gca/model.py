@@ -10,7 +10,8 @@ from torch import nn
 
 from .config import GCAConfig
 from .encoder import GCNEncoder, ProjectionHead
-from .graph import SparseMatrix
+from .encoders import MessagePassingEncoder, dense_features
+from .graph import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
 from .objective import ContrastiveObjective, RowShare
 
 
@@ -29,12 +30,17 @@ class GCAModel(nn.Module):
         self.objective = objective
 
     @classmethod
-    def from_config(
-        cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None, share: RowShare | None = None
-    ) -> GCAModel:
-        """The paper's encoder and projection head sized by ``config``; its objective unless one is given (this
-        process's ``share`` of it under torch.distributed, :mod:`gca.distributed`)."""
-        encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, config.first_layer_factor)
+    def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None,
+                    share: RowShare | None = None, encoder: nn.Module | None = None) -> GCAModel:  # fmt: skip
+        """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
+        head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
+        torch.distributed, :mod:`gca.distributed`)."""
+        factor = config.first_layer_factor
+        if encoder is None and config.encoder == "gcn":
+            encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
+        elif encoder is None:
+            encoder = MessagePassingEncoder(config.encoder, in_channels, config.hidden, config.layers,
+                                            config.activation, factor)  # fmt: skip
         projector = ProjectionHead(config.hidden, config.proj_hidden)
         objective = objective or ContrastiveObjective(
             config.tau, config.block_size, share=share, backend=config.loss_backend, precision=config.precision
@@ -42,7 +48,8 @@ class GCAModel(nn.Module):
         return cls(encoder, projector, objective)
 
     @classmethod
-    def from_weights(cls, weights: Any, in_channels: int, config: GCAConfig) -> GCAModel:
+    def from_weights(cls, weights: Any, in_channels: int, config: GCAConfig, encoder: nn.Module | None = None
+                     ) -> GCAModel:  # fmt: skip
         """The model ``config`` describes holding ``weights`` (a checkpoint's). Names and shapes are compared on
         PyTorch's meta device first, so a file whose config claims a huge width is refused before anything of that
         size is built; a mismatch raises ``ValueError`` or ``TypeError``."""
@@ -50,20 +57,40 @@ class GCAModel(nn.Module):
             raise TypeError("its 'model' entry is not a table of tensors")
         if in_channels < 1:
             raise ValueError(f"in_channels is {in_channels}")
-        with torch.device("meta"):
-            expected = {k: tuple(v.shape) for k, v in cls.from_config(in_channels, config).state_dict().items()}
+        with torch.device("meta"):  # a user's encoder exists already, at its own size
+            model = cls.from_config(in_channels, config, encoder=encoder)
+            expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         found = {k: tuple(v.shape) for k, v in weights.items()}
         for name in sorted(set(expected) | set(found)):
             if expected.get(name) != found.get(name):
                 raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds "
                                  f"{found.get(name)}")  # fmt: skip
-        model = cls.from_config(in_channels, config)
+        model = cls.from_config(in_channels, config, encoder=encoder)
         model.load_state_dict(weights)
         return model
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()
         self.projector.reset_parameters()
+
+    @property
+    def takes_edge_index(self) -> bool:
+        """Whether the encoder is called as PyTorch Geometric's, ``encoder(x, edge_index)`` (:mod:`gca.encoders`),
+        rather than with gca's normalised sparse adjacency."""
+        return not isinstance(self.encoder, GCNEncoder)
+
+    def encode(self, features: torch.Tensor | SparseMatrix, edge_index: torch.Tensor, num_nodes: int,
+               symmetric: bool = False, layer_rows: Sequence[int] | None = None,
+               feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
+        per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features."""
+        if self.takes_edge_index:
+            return self.encoder(dense_features(features, feature_mask), edge_index)
+        if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
+            adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
+        else:
+            adjacency = normalized_adjacency(edge_index, num_nodes, symmetric=symmetric)
+        return self.encoder(features, adjacency, feature_mask)
 
     def forward(self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix | Sequence[SparseMatrix],
                 feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip

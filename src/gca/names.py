@@ -17,6 +17,8 @@ CENTRALITY_CHOICES = (*CENTRALITIES, "uniform")
 PROTOCOLS = ("sklearn", "authors")
 #: Which labelled nodes train, validate and test that judge (gca.splits).
 SPLIT_SCHEMES = ("auto", "random", "public", "fewshot")
+#: The encoders f a config can name: gca's own GCN (the paper's) and PyTorch Geometric's GAT, GraphSAGE and GIN.
+ENCODERS = ("gcn", "gat", "sage", "gin")
 #: What a run measures with the embeddings (gca.tasks): node classification, link prediction or clustering.
 TASKS = ("classify", "link", "cluster")
 

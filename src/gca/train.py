@@ -4,7 +4,8 @@ Once per graph, :func:`prepare` cleans the graph and computes centrality and bot
 probabilities. Then every step of :func:`train` runs, top to bottom (:func:`train_step`):
 
 1. sample two views t, t' ~ T of the batch's graph — kept edges and a feature mask each (:mod:`gca.augment`);
-2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph`);
+2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph`; other encoders take the
+   kept edges, :meth:`gca.model.GCAModel.encode`);
 3. embed both views with the shared encoder f (:mod:`gca.encoder`);
 4. compute the objective (−J of Eq. 2) on the projections g(·) of the batch's anchors (:mod:`gca.objective`);
 5. take one optimiser step.
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,8 +35,9 @@ from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, m
 from .collapse import CollapseWatch
 from .config import GCAConfig
 from .distributed import Placement
+from .encoders import check_output_width
 from .errors import UserError
-from .graph import Graph, layered_normalized_adjacency, normalized_adjacency, prepare_graph
+from .graph import Graph, normalized_adjacency, prepare_graph
 from .model import GCAModel
 from .progress import Progress
 
@@ -104,11 +107,8 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
     embeddings = []
     for view in batch.views:
         edges = view.sample_edges(generator)
-        if batch.layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
-            adjacency = layered_normalized_adjacency(edges, batch.num_nodes, batch.layer_rows)
-        else:
-            adjacency = normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)
-        h = model(batch.features, adjacency, view.sample_feature_mask(generator))
+        h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows,
+                         view.sample_feature_mask(generator))  # fmt: skip
         embeddings.append(h if batch.anchors is None else h[batch.anchors])
     loss = model.loss(*embeddings)
     optimizer.zero_grad(set_to_none=True)
@@ -197,6 +197,8 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
     about two of one layer's activations (:meth:`gca.encoder.GCNEncoder.forward_in_chunks`).
     """
     model.eval()
+    if model.takes_edge_index:
+        return model.encode(graph.features, graph.edge_index, graph.num_nodes).detach()
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
     encoder = model.encoder
     if chunk_rows > 0 and graph.num_nodes > chunk_rows and hasattr(encoder, "forward_in_chunks"):
@@ -213,6 +215,20 @@ def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
     return embeddings
 
 
+def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | None, share: Any,
+           encoder: torch.nn.Module | None, graph: Graph, device: torch.device) -> GCAModel:  # fmt: skip
+    """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
+    if encoder is not None:
+        check_output_width(encoder.to(device), graph.features.to(device), config.hidden)
+    return GCAModel.from_config(in_channels, config, objective, share, encoder).to(device)
+
+
+def _collapse_watch(config: GCAConfig) -> CollapseWatch:
+    """Collapse detection whose message says which of the run's settings to change."""
+    return CollapseWatch(advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
+                                f"(warmup_steps={config.warmup_updates} now)")  # fmt: skip
+
+
 class GCA:
     """Self-supervised node embeddings with GCA: ``GCA(GCAConfig(epochs=200)).fit(data)`` (a PyG ``Data``).
 
@@ -226,16 +242,16 @@ class GCA:
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
                  objective: torch.nn.Module | None = None,
                  batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
-                 placement: Placement | None = None) -> None:  # fmt: skip
+                 placement: Placement | None = None, encoder: torch.nn.Module | None = None) -> None:  # fmt: skip
         self.config = config or GCAConfig()
         self.config.validate()
         self.device = placement.device if placement is not None else resolve_device(device)
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
+        self.encoder = encoder  # None: the one config.encoder names (gca.encoders)
         self.model: GCAModel | None = None  # learned state: set by fit or load
         self.in_channels: int | None = None
         self.prepared: PreparedGraph | None = None
-        self.losses: list[float] = []
-        self.train_seconds = self.embed_seconds = 0.0
+        self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
 
     graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
     prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
@@ -267,7 +283,7 @@ class GCA:
         seed_everything(cfg.seed)
         self.in_channels = graph.num_features
         share = place.objective_share(cfg.batch_size)
-        self.model = model = GCAModel.from_config(self.in_channels, cfg, self.objective, share).to(self.device)
+        self.model = model = _model(self.in_channels, cfg, self.objective, share, self.encoder, graph, self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         place.attach(optimizer, cfg.batch_size)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
@@ -280,11 +296,9 @@ class GCA:
             if on_epoch is not None:
                 on_epoch(epoch, lambda: encode_graph(model, graph.to(self.device)).cpu())
 
-        warmup = cfg.warmup_updates
-        advice = f"lower the learning rate (lr={cfg.lr:g}) or lengthen the warm-up (warmup_steps={warmup} now)"
         self.losses[saves.first_epoch :] = train(
             model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
-            learning_rate=warmup_schedule(cfg.lr, warmup), collapse=CollapseWatch(advice=advice))  # fmt: skip
+            learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg))  # fmt: skip
         source = None  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":
             torch.cuda.synchronize()
@@ -321,13 +335,14 @@ class GCA:
         save_checkpoint(path, self.state())
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto") -> GCA:
-        """A trained estimator from :meth:`save` (or from a training checkpoint); see :func:`load_checkpoint`."""
+    def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
+        """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
+        trained with a user's ``encoder`` loads into a fresh instance of it."""
         state = load_checkpoint(path)
         try:
-            estimator = cls(GCAConfig(**state["config"]), device=device)
+            estimator = cls(GCAConfig(**state["config"]), device=device, encoder=encoder)
             estimator.in_channels = int(state["in_channels"])
-            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config)
+            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, encoder)
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]

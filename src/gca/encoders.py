@@ -1,0 +1,82 @@
+"""Encoders f from PyTorch Geometric's convolutions — GAT, GraphSAGE and GIN — and the rule for users' own.
+
+The paper's framework is encoder-agnostic ("a GNN encoder f"); its experiments, and gca's default, use the GCN of
+:mod:`gca.encoder`, which keeps gca's own sparse path. The encoders here are called as PyTorch Geometric's are,
+``encoder(x, edge_index) → [N, out]``, on dense features: a view's dropped edges are absent from ``edge_index``
+and its feature mask multiplies x's columns. Widths and activation follow the config as for the GCN: k layers,
+in → factor·hidden → … → hidden, the activation after every layer.
+
+* ``gat`` — ``GATConv`` with :data:`GAT_HEADS` concatenated heads in the inner layers (one head in the last);
+* ``sage`` — ``SAGEConv`` with mean aggregation (Hamilton et al., 2017);
+* ``gin`` — ``GINConv`` around a two-layer perceptron (Xu et al., 2019).
+
+A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call whose output width is
+``config.hidden`` (the projection head's input); it is checked on the first nodes before training.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .encoder import make_activation
+from .graph import SparseMatrix
+
+#: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.
+GAT_HEADS = 4
+
+
+def dense_features(features: torch.Tensor | SparseMatrix, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features)."""
+    x = features.to_dense() if isinstance(features, SparseMatrix) else features
+    return x if mask is None else x * mask
+
+
+class MessagePassingEncoder(nn.Module):
+    """k convolutions of one PyTorch Geometric kind, each followed by the activation."""
+
+    def __init__(self, kind: str, in_channels: int, hidden: int, num_layers: int, activation: str,
+                 first_layer_factor: int = 2) -> None:  # fmt: skip
+        super().__init__()
+        if num_layers < 2:
+            raise ValueError("the encoder needs at least two layers")
+        inner = first_layer_factor * hidden
+        widths = [in_channels] + [inner] * (num_layers - 1) + [hidden]
+        self.kind = kind
+        self.convs = nn.ModuleList(_conv(kind, a, b, last=i == num_layers - 1)
+                                   for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)))  # fmt: skip
+        self.activations = nn.ModuleList(make_activation(activation, b) for b in widths[1:])
+
+    def reset_parameters(self) -> None:
+        for conv in self.convs:
+            conv.reset_parameters()
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        for conv, activation in zip(self.convs, self.activations, strict=True):
+            x = activation(conv(x, edge_index))
+        return x
+
+
+def _conv(kind: str, in_channels: int, out_channels: int, last: bool) -> nn.Module:
+    from torch_geometric.nn import GATConv, GINConv, SAGEConv
+
+    if kind == "gat":
+        heads = 1 if last or out_channels % GAT_HEADS else GAT_HEADS
+        return GATConv(in_channels, out_channels // heads, heads=heads)
+    if kind == "sage":
+        return SAGEConv(in_channels, out_channels)
+    if kind == "gin":
+        mlp = nn.Sequential(nn.Linear(in_channels, out_channels), nn.ReLU(), nn.Linear(out_channels, out_channels))
+        return GINConv(mlp)
+    raise ValueError(f"unknown encoder {kind!r}")
+
+
+def check_output_width(encoder: nn.Module, features: torch.Tensor | SparseMatrix, hidden: int) -> None:
+    """Refuse a user's encoder whose output is not ``hidden`` wide, from one forward pass on a few nodes."""
+    rows = min(4, features.shape[0])
+    x = dense_features(features)[:rows] if isinstance(features, SparseMatrix) else features[:rows]
+    with torch.no_grad():
+        out = encoder(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
+    if out.dim() != 2 or out.shape[1] != hidden:
+        raise ValueError(f"the encoder's output is {tuple(out.shape)} for {rows} nodes, but the projection head takes "
+                         f"hidden = {hidden} columns; set hidden to the encoder's output width")  # fmt: skip
