@@ -77,3 +77,20 @@ def test_training_checkpoints_refuse_a_negative_period_and_are_unused_without_a_
     assert not TrainingCheckpoints(None, every=5).used
     assert not TrainingCheckpoints(tmp_path / "c.pt").used
     assert TrainingCheckpoints(tmp_path / "c.pt", resume=True).used
+
+
+def test_a_mini_batch_run_keeps_the_full_graph_settings_updates_unless_epochs_are_given(tmp_path):
+    karate = load_dataset("Karate")  # 34 nodes; its shipped setting trains 100 full-graph epochs
+    job = Job.open(karate, None, {"batch_size": 8})  # ⌈34 / 8⌉ = 5 updates per epoch
+    assert job.config.epochs == 20 and job.schedule == {"full_graph_epochs": 100, "updates_per_epoch": 5,
+                                                        "epochs": 20}  # fmt: skip
+    assert Job.open(karate, None, {"batch_size": 8}, world_size=2).config.epochs == 34  # ⌈34 / 16⌉ = 3 per process
+    assert Job.open(karate, None, {"batch_size": 8, "steps_per_epoch": 7}).config.epochs == 15  # ⌈100 / 7⌉
+    explicit = Job.open(karate, None, {"batch_size": 8, "epochs": 40})
+    assert explicit.config.epochs == 40 and explicit.schedule is None
+    own = tmp_path / "mine.toml"
+    own.write_text("epochs = 30\nbatch_size = 8\n")
+    assert Job.open(karate, str(own)).config.epochs == 30  # the user's own file is obeyed too
+    assert Job.open(karate).schedule is None  # full-graph training is left alone
+    job.prepare(GCA(job.config, device="cpu"))
+    assert "20 epochs of 5 updates keep the full-graph setting's 100 updates" in job.summary(GCA(job.config))

@@ -122,8 +122,8 @@ def _fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tenso
     model.eval()
 
 
-def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> float:
+def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> torch.Tensor:
+    """DGI's embeddings of every node (module docstring); the graph in ``data.edge_index`` is all it sees."""
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
     x, edge_index = _seeded_inputs(data, seed, device)
@@ -135,40 +135,54 @@ def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
     ).to(device)
     _fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300, patience=20)
     with torch.no_grad():
-        z, _, _ = model(x, edge_index)
-    return _evaluate(z, data, split, protocol)
+        return model(x, edge_index)[0]
+
+
+def dgi(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> float:
+    return _evaluate(dgi_embeddings(data, seed, quick, device), data, split, protocol)
+
+
+class _AutoEncoderGCN(nn.Module):
+    """GAE's and VGAE's encoder: GCN 256 → 128 (μ), plus log σ for VGAE."""
+
+    def __init__(self, in_channels: int, variational: bool) -> None:
+        from torch_geometric.nn import GCNConv
+
+        super().__init__()
+        self.conv1 = GCNConv(in_channels, 256)
+        self.mu = GCNConv(256, 128)
+        self.logstd = GCNConv(256, 128) if variational else None
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor):
+        h = F.relu(self.conv1(x, edge_index))
+        if self.logstd is None:
+            return self.mu(h, edge_index)
+        return self.mu(h, edge_index), self.logstd(h, edge_index)
+
+
+def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.device,
+                           variational: bool = False) -> torch.Tensor:  # fmt: skip
+    """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``."""
+    from torch_geometric.nn import GAE, VGAE
+
+    x, edge_index = _seeded_inputs(data, seed, device)
+    model = (VGAE if variational else GAE)(_AutoEncoderGCN(x.shape[1], variational)).to(device)
+
+    def loss(m: nn.Module) -> torch.Tensor:
+        z = m.encode(x, edge_index)
+        return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
+
+    _fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
+    with torch.no_grad():
+        z = model.encoder(x, edge_index)
+    return z[0] if variational else z  # the mean μ is the embedding
 
 
 def _autoencoder(variational: bool) -> Baseline:
     def run(data: Data, split: Split, seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> float:
-        from torch_geometric.nn import GAE, VGAE, GCNConv
-
-        x, edge_index = _seeded_inputs(data, seed, device)
-
-        class Encoder(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.conv1 = GCNConv(x.shape[1], 256)
-                self.mu = GCNConv(256, 128)
-                self.logstd = GCNConv(256, 128) if variational else None
-
-            def forward(self, x: torch.Tensor, edge_index: torch.Tensor):
-                h = F.relu(self.conv1(x, edge_index))
-                if self.logstd is None:
-                    return self.mu(h, edge_index)
-                return self.mu(h, edge_index), self.logstd(h, edge_index)
-
-        model = (VGAE if variational else GAE)(Encoder()).to(device)
-        def loss(m: nn.Module) -> torch.Tensor:
-            z = m.encode(x, edge_index)
-            return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
-
-        _fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
-        with torch.no_grad():
-            z = model.encoder(x, edge_index)
-            z = z[0] if variational else z  # the mean μ is the embedding
-        return _evaluate(z, data, split, protocol)
+            protocol: str = "sklearn") -> float:  # fmt: skip
+        return _evaluate(autoencoder_embeddings(data, seed, quick, device, variational), data, split, protocol)
 
     return run
 

@@ -327,6 +327,24 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
     return layer
 
 
+def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
+    """Whether the user set ``epochs`` (``--epochs``, ``--set epochs=…`` or their own config file) rather than
+    taking a shipped setting's."""
+    if "epochs" in (overrides or {}):
+        return True
+    return config_file is not None and not is_named_config(config_file) and "epochs" in read_config_file(config_file)
+
+
+def mini_batch_epochs(epochs: int, num_nodes: int, batch_size: int, steps_per_epoch: int = 0,
+                      world_size: int = 1) -> tuple[int, int]:  # fmt: skip
+    """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: a
+    mini-batch epoch makes ``steps_per_epoch`` updates, or ⌈N / (B·K)⌉ over K processes (one pass), so about
+    ``epochs`` / that many epochs make as many updates as the full-graph setting — its schedule, which a longer run
+    would overshoot (measured on Cora: docs/large-graphs.md)."""
+    steps = steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
+    return max(1, math.ceil(epochs / steps)) if epochs else 0, steps
+
+
 def build_config(
     dataset: str | None = None,
     config_file: str | Path | None = None,

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .config import ConfigError, GCAConfig, build_config, is_named_config
+from .config import ConfigError, GCAConfig, build_config, epochs_given, is_named_config, mini_batch_epochs
 from .datasets.base import LoadedDataset
 from .graph import Graph, GraphError, prepare_graph
 from .splits import Split, SplitSetting
@@ -31,15 +31,27 @@ class Job:
     prepared: PreparedGraph | None = None
     graph: Graph | None = field(default=None, repr=False)  # the cleaned graph, once prepared or cleaned
     split_record: dict | None = field(default=None, repr=False)  # what splits() drew
+    schedule: dict | None = None  # mini-batch epochs chosen to keep the full-graph setting's updates, if they were
 
     @classmethod
-    def open(cls, loaded: LoadedDataset, config_file: str | None = None,
-             overrides: dict[str, Any] | None = None) -> Job:  # fmt: skip
-        """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``."""
+    def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
+             world_size: int = 1) -> Job:  # fmt: skip
+        """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
+
+        A mini-batch run (``batch_size`` > 0) whose epochs the user did not give keeps the full-graph setting's
+        number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
+        then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed."""
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
                               "is not one of them; give a TOML or JSON file")  # fmt: skip
-        return cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides or {}))
+        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides or {}))
+        cfg = job.config
+        if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
+            epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
+                                              world_size)  # fmt: skip
+            job.schedule = {"full_graph_epochs": cfg.epochs, "updates_per_epoch": steps, "epochs": epochs}
+            job.config = cfg.replace(epochs=epochs)
+        return job
 
     @property
     def name(self) -> str:
@@ -84,7 +96,7 @@ class Job:
 
     def summary(self, estimator: GCA) -> str:
         """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""
-        from .objective import resolve_objective
+        from .objective import objective_reason, resolve_objective
 
         graph, cfg, place = self.graph, self.config, estimator.placement
         assert graph is not None, "prepare() first"
@@ -93,11 +105,16 @@ class Job:
                 f" centrality={cfg.centrality}, epochs={cfg.epochs}, device={estimator.device.type}")  # fmt: skip
         if place is not None and place.distributed:
             line += f", {place.world_size} processes"
-        line += f", objective={' '.join(resolve_objective(cfg.loss_backend, cfg.precision, estimator.device))}"
+        chosen = " ".join(resolve_objective(cfg.loss_backend, cfg.precision, estimator.device))
+        line += f", objective={chosen} ({objective_reason(cfg.loss_backend, cfg.precision, estimator.device)})"
         if cfg.warmup_updates > 1 and cfg.epochs > 0:
             line += f", lr warm-up over {cfg.warmup_updates} updates"
         if cfg.batch_size:
             line += f"; mini-batches of {cfg.batch_size} anchors, fan-out {','.join(map(str, cfg.fanouts))}"
+        if self.schedule:
+            s = self.schedule
+            line += (f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
+                     f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
         return line
 
     @property

@@ -43,8 +43,11 @@ def _objective_used(estimator: GCA) -> dict[str, str]:
     objective = getattr(estimator.model, "objective", None)
     if not hasattr(objective, "resolved"):
         return {}
+    from .objective import objective_reason
+
     backend, precision = objective.resolved(estimator.device)
-    return {"objective": f"{backend} {precision}"}
+    why = objective_reason(objective.backend, objective.precision, estimator.device)
+    return {"objective": f"{backend} {precision}", "objective_reason": why}
 
 
 def run_gca(

@@ -89,7 +89,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     from ..train import GCA, resolve_device
 
     place = Placement.from_environment(resolve_device(args.device))  # joins the process group under torchrun
-    job = Job.open(load_graph(args), args.config, overrides)
+    job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
     prepared = job.prepare(estimator)
     judged = place.writes and not args.no_eval
@@ -118,7 +118,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
-        result.record.update(place.record(), **({"evaluation_split": job.split_record} if splits else {}))
+        result.record.update(place.record(), **({"evaluation_split": job.split_record} if splits else {}),
+                             **({"mini_batch_schedule": job.schedule} if job.schedule else {}))
         clusters = None
         if judged and args.task == "cluster" and job.labels is not None:
             clusters = cluster_embeddings(result.embeddings, job.labels, args.splits, job.config.seed)

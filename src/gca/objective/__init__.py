@@ -28,12 +28,13 @@ from ..collapse import uniform_loss
 from .attention import attention_loss
 from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
 from .reference import reference_loss
-from .selection import bf16_tensor_cores, resolve_objective, tf32_products
+from .selection import bf16_tensor_cores, cpu_bf16_matrix_units, objective_reason, resolve_objective, tf32_products
 from .share import RowShare
 
 __all__ = [
     "CPU_BLOCK_ELEMENTS", "CUDA_BLOCK_ELEMENTS", "ContrastiveObjective", "RowShare", "attention_loss",
-    "auto_block_size", "bf16_tensor_cores", "contrastive_loss", "reference_loss", "resolve_objective", "tf32_products",
+    "auto_block_size", "bf16_tensor_cores", "contrastive_loss", "cpu_bf16_matrix_units", "objective_reason",
+    "reference_loss", "resolve_objective", "tf32_products",
 ]  # fmt: skip
 
 

@@ -38,6 +38,29 @@ def _capable(device: torch.device) -> bool:
         return False
 
 
+@functools.cache
+def cpu_bf16_matrix_units() -> bool:
+    """Whether this CPU multiplies bf16 matrices on AMX tile units (Intel Sapphire Rapids and later), as PyTorch
+    reports it; ``False`` where PyTorch cannot tell."""
+    try:
+        return bool(torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def objective_reason(backend: str, precision: str, device: torch.device | str) -> str:
+    """Why :func:`resolve_objective` picks what it picks on ``device`` — for the run's header and record."""
+    if backend != "auto" and precision != "auto":
+        return "as set"
+    device = torch.device(device)
+    if device.type == "cuda":
+        return "bf16 tensor cores" if bf16_tensor_cores(device) else "no bf16 tensor cores on this GPU"
+    if cpu_bf16_matrix_units():
+        return ("this CPU has AMX bf16 units; fp32 stays the default on CPUs until bf16 is measured faster at equal "
+                "accuracy on one (--set loss_backend=attention --set precision=bf16 uses them)")  # fmt: skip
+    return "no bf16 matrix units (AMX) on this CPU"
+
+
 def resolve_objective(
     backend: str, precision: str, device: torch.device | str, tensor_cores: bool | None = None
 ) -> tuple[str, str]:
