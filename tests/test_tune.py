@@ -104,8 +104,11 @@ def test_a_folder_holds_one_search(tmp_path):
 
 
 def _finished(db: Path) -> list[tuple[int, str]]:
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute("select number, state from trials order by number").fetchall()
+    try:
+        with sqlite3.connect(db) as connection:
+            rows = connection.execute("select number, state from trials order by number").fetchall()
+    except sqlite3.OperationalError:  # the file exists before Optuna has created its tables
+        return []
     return [(number, state) for number, state in rows if state in ("COMPLETE", "PRUNED")]
 
 
