@@ -7,8 +7,10 @@ and its feature mask multiplies x's columns. Widths and activation follow the co
 in → factor·hidden → … → hidden, the activation after every layer.
 
 * ``gat`` — ``GATConv`` with :data:`GAT_HEADS` concatenated heads in the inner layers (one head in the last);
-* ``sage`` — ``SAGEConv`` with mean aggregation (Hamilton et al., 2017);
-* ``gin`` — ``GINConv`` around a two-layer perceptron (Xu et al., 2019).
+* ``sage`` — ``SAGEConv`` with mean aggregation, each layer's output ℓ2-normalised after its activation, as
+  GraphSAGE's Algorithm 1 (line 7) does (Hamilton et al., 2017);
+* ``gin`` — ``GINConv`` around a two-layer perceptron with batch normalisation, as in the GIN paper's experiments
+  (Xu et al., 2019, §7).
 
 A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call whose output width is
 ``config.hidden`` (the projection head's input); it is checked on the first nodes before training.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .encoder import make_activation
 from .graph import SparseMatrix
@@ -54,6 +57,8 @@ class MessagePassingEncoder(nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         for conv, activation in zip(self.convs, self.activations, strict=True):
             x = activation(conv(x, edge_index))
+            if self.kind == "sage":
+                x = F.normalize(x, dim=1)
         return x
 
 
@@ -66,7 +71,8 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool) -> nn.Modu
     if kind == "sage":
         return SAGEConv(in_channels, out_channels)
     if kind == "gin":
-        mlp = nn.Sequential(nn.Linear(in_channels, out_channels), nn.ReLU(), nn.Linear(out_channels, out_channels))
+        mlp = nn.Sequential(nn.Linear(in_channels, out_channels), nn.BatchNorm1d(out_channels), nn.ReLU(),
+                            nn.Linear(out_channels, out_channels))  # fmt: skip
         return GINConv(mlp)
     raise ValueError(f"unknown encoder {kind!r}")
 
