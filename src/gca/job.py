@@ -117,6 +117,11 @@ class Job:
                      f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
         return line
 
+    def record(self) -> dict:
+        """What ``results.json`` adds about the job: the splits drawn, the mini-batch schedule chosen."""
+        extra = {"evaluation_split": self.split_record} if self.split_record else {}
+        return {**extra, **({"mini_batch_schedule": self.schedule} if self.schedule else {})}
+
     @property
     def node_ids(self) -> list[str] | None:
         """The input files' node id of each row (user files), else ``None`` (rows are nodes 0..N−1)."""

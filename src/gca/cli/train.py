@@ -78,13 +78,9 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
-    import torch
-
     from ..clustering import cluster_embeddings
     from ..distributed import Placement
-    from ..io import json_bytes
     from ..job import Job
-    from ..plots import MIN_TSNE_NODES
     from ..run import run_gca
     from ..train import GCA, resolve_device
 
@@ -96,13 +92,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     splits = job.splits(split_setting) if judged and args.task == "classify" else None
     plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
     if place.writes:
-        if not args.no_eval and job.labels is None:
-            warn("the graph has no labels; skipping evaluation")
-        if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
-            warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
-        for warning in job.warnings:
-            warn(warning)
-        print(job.summary(estimator))
+        _announce(job, estimator, args, plots)
     if args.task == "link":
         return _link_into(outputs, args, job, estimator.device)
     # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
@@ -118,18 +108,14 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
-        result.record.update(place.record(), **({"evaluation_split": job.split_record} if splits else {}),
-                             **({"mini_batch_schedule": job.schedule} if job.schedule else {}))
+        result.record.update(place.record(), **job.record())
         clusters = None
         if judged and args.task == "cluster" and job.labels is not None:
             clusters = cluster_embeddings(result.embeddings, job.labels, args.splits, job.config.seed)
             result.record["clustering"] = clusters.to_dict()
         for path in result.plots:
             outputs.wrote(path.name)
-        outputs.write_embeddings(result.embeddings.numpy(), job.node_ids)
-        outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
-        outputs.write("results.json", lambda f: f.write(json_bytes(result.record)))
-        written = outputs.commit()
+        written = _write_run(outputs, result.embeddings, estimator, result.record, job.node_ids)
     if result.evaluation is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
     if clusters is not None:
@@ -140,11 +126,33 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     return 0
 
 
-def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
-    """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
+def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
+    """The warnings and the run's one-line summary (printed by the process that writes)."""
+    from ..plots import MIN_TSNE_NODES
+
+    if not args.no_eval and job.labels is None:
+        warn("the graph has no labels; skipping evaluation")
+    if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
+        warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
+    for warning in job.warnings:
+        warn(warning)
+    print(job.summary(estimator))
+
+
+def _write_run(outputs, embeddings, estimator, record: dict, node_ids) -> list:
+    """Stage the run's embeddings (and export), model and record, and commit them together."""
     import torch
 
     from ..io import json_bytes
+
+    outputs.write_embeddings(embeddings.numpy(), node_ids)
+    outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
+    outputs.write("results.json", lambda f: f.write(json_bytes(record)))
+    return outputs.commit()
+
+
+def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
+    """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
     from ..tasks import link_prediction
     from ..train import GCA
 
@@ -154,10 +162,7 @@ def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
               "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
               "config": job.config.to_dict()}  # fmt: skip
     with outputs:
-        outputs.write_embeddings(embeddings.numpy(), job.node_ids)
-        outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
-        outputs.write("results.json", lambda f: f.write(json_bytes(record)))
-        written = outputs.commit()
+        written = _write_run(outputs, embeddings, estimator, record, job.node_ids)
     print(f"link prediction (GCA, {job.config.centrality}): {result}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
