@@ -112,3 +112,20 @@ def test_gca_train_records_the_split_scheme_and_the_f1_scores(tmp_path, capsys):
     assert "Karate has no public split" in capsys.readouterr().err
     assert main(["train", "--eval-split", "random", "--train-frac", "0.7", "--val-frac", "0.4"]) == 2
     assert "add up to more than 1" in capsys.readouterr().err
+
+
+def test_reproduce_judges_run_i_on_split_i_of_the_scheme_asked_and_keys_runs_by_it():
+    from gca.datasets import load_dataset
+    from gca.reproduce import Mode, Planner, run_split
+
+    karate = load_dataset("Karate")
+    few = SplitSetting("fewshot", shots=3)
+    train, val, test = run_split(karate, 2, few)
+    assert np.bincount(karate.data.y.numpy()[train]).tolist() == [3, 3]
+    assert np.array_equal(run_split(karate, 2, few)[2], test)  # deterministic per run
+    default, fewshot = Mode.create(True), Mode.create(True, split=few)
+    assert default.judged() == {} and fewshot.judged()["split"]  # runs stored before the choice keep their keys
+    default_runs = Planner(default, ()).gca_runs("Karate", {}, 1, None)
+    few_runs = Planner(fewshot, ()).gca_runs("Karate", {}, 1, None)
+    assert default_runs[0] != few_runs[0] and default_runs[0].config == few_runs[0].config
+    assert "fewshot" in fewshot.describe()
