@@ -80,7 +80,8 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool) -> nn.Modu
 def check_output_width(encoder: nn.Module, features: torch.Tensor | SparseMatrix, hidden: int) -> None:
     """Refuse a user's encoder whose output is not ``hidden`` wide, from one forward pass on a few nodes."""
     rows = min(4, features.shape[0])
-    x = dense_features(features)[:rows] if isinstance(features, SparseMatrix) else features[:rows]
+    first = torch.arange(rows)
+    x = features.take_rows(first).to_dense() if isinstance(features, SparseMatrix) else features[first]
     with torch.no_grad():
         out = encoder(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
     if out.dim() != 2 or out.shape[1] != hidden:

@@ -28,6 +28,7 @@ class GCAModel(nn.Module):
         self.encoder = encoder
         self.projector = projector
         self.objective = objective
+        self._dense: tuple | None = None  # (features, their dense form) for a message-passing encoder
 
     @classmethod
     def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None,
@@ -85,7 +86,10 @@ class GCAModel(nn.Module):
         """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
         per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features."""
         if self.takes_edge_index:
-            return self.encoder(dense_features(features, feature_mask), edge_index)
+            if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
+                self._dense = (features, dense_features(features))
+            x = self._dense[1]
+            return self.encoder(x if feature_mask is None else x * feature_mask, edge_index)
         if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
             adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
         else:
