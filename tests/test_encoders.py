@@ -14,13 +14,17 @@ from gca.config import ConfigError
 from gca.datasets import karate_club
 from gca.encoders import MessagePassingEncoder
 
-KINDS = ["gat", "sage", "gin"]
+KINDS = ["gat", "sage", "sage-mean", "gin"]  # sage-mean: encoder=sage, sage_aggregator=mean
+
+
+def _encoder(kind: str) -> dict:
+    return {"encoder": "sage", "sage_aggregator": "mean"} if kind == "sage-mean" else {"encoder": kind}
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("batch_size", [0, 8])
 def test_each_encoder_trains_and_resumes_exactly_from_a_checkpoint(kind, batch_size, tmp_path):
-    config = GCAConfig(epochs=4, encoder=kind, batch_size=batch_size, fanout=(4, 4), hidden=16, proj_hidden=16)
+    config = GCAConfig(epochs=4, batch_size=batch_size, fanout=(4, 4), hidden=16, proj_hidden=16, **_encoder(kind))
     straight = GCA(config, device="cpu").fit(karate_club())
     assert straight.shape == (34, 16) and torch.isfinite(straight).all()
     checkpoint = tmp_path / "c.pt"
@@ -70,3 +74,30 @@ def test_a_gat_model_saves_loads_and_embeds_from_the_command_line(tmp_path, caps
     embedded = torch.from_numpy(np.load(tmp_path / "emb" / "embeddings.npy"))
     torch.testing.assert_close(embedded, loaded.embed(karate_club()))
     assert "wrote" in capsys.readouterr().out
+
+
+def test_graphsage_aggregators_by_hand():
+    """gcn: the mean over the node and its neighbours, one weight; mean: the node's own weight beside its
+    neighbours' mean. Identity weights, zero biases and non-negative inputs (ReLU changes nothing) on the path
+    0 – 1 – 2; every layer's rows ℓ2-normalised."""
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    closed = torch.tensor([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=torch.float32)  # A + I
+    neighbours = closed - torch.eye(3)
+
+    def rows(m: torch.Tensor) -> torch.Tensor:
+        return m / m.norm(dim=1, keepdim=True)
+
+    for aggregator, layer in (("gcn", lambda h: rows((closed @ h) / closed.sum(1, keepdim=True))),
+                              ("mean", lambda h: rows(h + (neighbours @ h) / neighbours.sum(1, keepdim=True)))):
+        encoder = MessagePassingEncoder("sage", 2, 2, 2, "relu", first_layer_factor=1, sage_aggregator=aggregator)
+        with torch.no_grad():
+            for conv in encoder.convs:
+                conv.lin_l.weight.copy_(torch.eye(2))
+                conv.lin_l.bias.zero_()
+                if conv.root_weight:
+                    conv.lin_r.weight.copy_(torch.eye(2))
+        assert encoder.convs[0].root_weight == (aggregator == "mean")
+        torch.testing.assert_close(encoder(x, edges), layer(layer(x)))
+    with pytest.raises(ConfigError, match="sage_aggregator must be one of gcn, mean"):
+        GCAConfig(sage_aggregator="max")

@@ -35,6 +35,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "loss_backend": ("auto", "blocked", "attention"),
     "precision": ("auto", "fp32", "tf32", "bf16"),
     "encoder": ENCODERS,
+    "sage_aggregator": ("gcn", "mean"),
 }
 
 
@@ -76,6 +77,9 @@ class GCAConfig:
     # Encoder and projection head. gcn: gca's own sparse GCN (the paper's); gat, sage, gin: PyTorch Geometric's
     # GATConv, SAGEConv, GINConv layers (gca.encoders).
     encoder: str = "gcn"
+    # GraphSAGE's aggregator (Hamilton et al., 2017, §3.3): gcn, the mean over the node and its neighbours with one
+    # weight (GraphSAGE-GCN); mean, the neighbours' mean beside the node's own weight (GraphSAGE-mean)
+    sage_aggregator: str = "gcn"
     layers: int = 2
     hidden: int = 128  # embedding width F'; inner GCN layers are first_layer_factor × hidden wide
     first_layer_factor: int = 2

@@ -41,7 +41,7 @@ class GCAModel(nn.Module):
             encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
         elif encoder is None:
             encoder = MessagePassingEncoder(config.encoder, in_channels, config.hidden, config.layers,
-                                            config.activation, factor)  # fmt: skip
+                                            config.activation, factor, config.sage_aggregator)  # fmt: skip
         projector = ProjectionHead(config.hidden, config.proj_hidden)
         objective = objective or ContrastiveObjective(
             config.tau, config.block_size, share=share, backend=config.loss_backend, precision=config.precision
@@ -89,7 +89,7 @@ class GCAModel(nn.Module):
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
                 self._dense = (features, dense_features(features))
             x = self._dense[1]
-            return self.encoder(x if feature_mask is None else x * feature_mask, edge_index)
+            return self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long())  # PyG's dtype
         if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
             adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
         else:
