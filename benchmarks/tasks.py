@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch_geometric.data import Data
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -45,6 +46,12 @@ def _config(job: Job, epochs: int | None, **changes):
     return config.replace(epochs=min(config.epochs, epochs)) if epochs else config
 
 
+def _data(job: Job) -> Data:
+    """The job's cleaned graph as a PyG ``Data`` (a prepared job keeps its edges in ``job.graph`` alone)."""
+    graph = job.graph
+    return Data(x=job.loaded.data.x, edge_index=graph.edge_index.long(), y=job.labels, num_nodes=graph.num_nodes)
+
+
 def _pm(values) -> str:
     return f"{np.mean(values):.2f} ± {np.std(values):.2f}"
 
@@ -54,7 +61,7 @@ def link(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     scores: dict[str, list] = {"GCA-DE": [], "GAE": [], "VGAE": []}
     for seed in range(seeds):
         held = hold_out_edges(graph.edge_index, graph.num_nodes, seed=seed)
-        training = held.training_data(job.loaded.data)
+        training = held.training_data(_data(job))
         gca = GCA(_config(job, epochs, seed=seed), device=device).fit(training)
         scores["GCA-DE"].append(score_links(gca, held, seed))
         for name, variational in (("GAE", False), ("VGAE", True)):
@@ -69,7 +76,7 @@ def link(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
 
 
 def cluster(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
-    data, labels = job.loaded.data, job.labels
+    data, labels = _data(job), job.labels
     results = {
         "GCA-DE": cluster_embeddings(GCA(_config(job, epochs), device=device).fit(data), labels).to_dict(),
         "DGI": cluster_embeddings(dgi_embeddings(data, 0, False, torch.device(device)).cpu(), labels).to_dict(),
@@ -86,7 +93,7 @@ def public(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     split = SplitSetting("public").draw(job.labels, 0, public=job.loaded.public, dataset=job.name)
     scores: dict[str, list] = {"sklearn": [], "authors": []}
     for seed in range(seeds):
-        z = GCA(_config(job, epochs, seed=seed), device=device).fit(job.loaded.data)
+        z = GCA(_config(job, epochs, seed=seed), device=device).fit(_data(job))
         for protocol in scores:
             scores[protocol].append(evaluate_embeddings(z, job.labels, split, protocol).mean)
     print(f"\n{job.name}, public split {[len(p) for p in split[0]]}: GCA-DE accuracy over {seeds} trainings")
@@ -101,7 +108,7 @@ def encoders(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     print(f"\n{job.name}, encoders (20 random 10/10/80 splits)\n| encoder | accuracy (%) | s/epoch |\n|---|---|---|")
     for kind in ("gcn", "gat", "sage", "gin"):
         estimator = GCA(_config(job, epochs, encoder=kind), device=device)
-        z = estimator.fit(job.loaded.data)
+        z = estimator.fit(_data(job))
         accuracy = evaluate_embeddings(z, job.labels, splits)
         per_epoch = estimator.train_seconds / max(estimator.config.epochs, 1)
         results[kind] = {"accuracy": accuracy.to_dict(), "seconds_per_epoch": per_epoch}

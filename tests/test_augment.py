@@ -178,7 +178,9 @@ def test_the_view_sampler_is_its_two_parts_composed():
     from gca.augment import EdgeDropper, FeatureMasker, ViewAugmentor
 
     units = torch.tensor([[0, 1, 2], [1, 2, 3]])
-    edges = EdgeDropper(units, True, torch.tensor([0.0, 1.0, 0.0]))  # keep, drop, keep
+    both = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])  # a coalesced undirected edge_index
+    edges = EdgeDropper(both, True, torch.tensor([0.0, 1.0, 0.0]))  # keep, drop, keep
+    assert torch.equal(edges.units, units)  # listed from the edge_index, u < v
     kept = edges(torch.Generator().manual_seed(0))
     assert kept.tolist() == [[0, 2, 1, 3], [1, 3, 0, 2]]  # the kept units, then their reverses
     assert FeatureMasker(torch.tensor([1.0, 0.0, 1.0]))().tolist() == [0.0, 1.0, 0.0]

@@ -141,7 +141,8 @@ def test_model_takes_its_parts():
 
 
 def test_chunked_inference_equals_the_whole_graph_pass():
-    """Layer by layer over row chunks (sparse and dense input, directed graph, PReLU): the same embeddings."""
+    """Over row blocks (sparse and dense input, directed and undirected graphs — the latter's operator built
+    block by block —, PReLU, layers handing H W over to the next): the same embeddings as one whole pass."""
     from gca.config import GCAConfig
     from gca.train import encode_graph
 
@@ -151,8 +152,29 @@ def test_chunked_inference_equals_the_whole_graph_pass():
     # 40 → 32 → 32 → 16 aggregates M (H W); 8 → 32 aggregates the narrower (M X) W first; and sparse input
     for x in (torch.rand(n, 40, generator=g), torch.rand(n, 8, generator=g),
               (torch.rand(n, 300, generator=g) < 0.03).float()):  # fmt: skip
-        graph = prepare_graph(Data(x=x, edge_index=edges), directed=True)
-        model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=3))
-        whole = encode_graph(model, graph, chunk_rows=0)
-        for rows in (1, 17, 64, 202):
-            torch.testing.assert_close(encode_graph(model, graph, chunk_rows=rows), whole, rtol=1e-5, atol=1e-6)
+        for directed in (True, False):
+            pairs = edges if directed else torch.cat([edges, edges.flip(0)], 1)
+            graph = prepare_graph(Data(x=x, edge_index=pairs), directed=directed)
+            for layers in (2, 3):
+                config = GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+                model = GCAModel.from_config(x.shape[1], config)
+                whole = encode_graph(model, graph, chunk_rows=0)
+                for rows in (1, 17, 64, 202):
+                    chunked = encode_graph(model, graph, chunk_rows=rows)
+                    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_adjacency_rows_equal_the_whole_operator():
+    """Blocks of AdjacencyRows hold exactly the entries of the same rows of the full normalised adjacency
+    (isolated nodes, the first and last rows, one-row blocks)."""
+    from gca.graph import AdjacencyRows
+
+    graph = prepare_graph(Data(x=torch.ones(7, 1), edge_index=undirected([(0, 1), (1, 2), (1, 5), (2, 5), (3, 6)])))
+    whole = normalized_adjacency(graph.edge_index, 7, symmetric=True, coalesced=True).to_dense()
+    rows = AdjacencyRows(graph.edge_index, 7)
+    for start, stop in ((0, 7), (0, 1), (1, 4), (4, 5), (6, 7)):
+        block = rows.row_slice(start, stop)
+        assert torch.equal(block.to_dense(), whole[start:stop])
+        assert torch.equal(block.col_indices(), block.to_sparse_coo().coalesce().indices()[1])  # columns sorted
+    # node 4 has no edge: its row is its self-loop alone, 1 / (0 + 1)
+    assert rows.row_slice(4, 5).to_dense()[0].tolist() == [0, 0, 0, 0, 1.0, 0, 0]

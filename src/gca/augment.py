@@ -41,13 +41,13 @@ def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.T
     informative = weights > 0
     if not informative.any():
         return probs
-    s = weights[informative].log()
+    s = weights[informative].log_()  # the one copy; the rest in place (10^8 edges: 0.8 GB each)
     s_max, s_mean = s.max(), s.mean()
     spread = s_max - s_mean
     if spread <= 1e-12 * max(1.0, float(s_max.abs())):
         probs[informative] = min(p, p_tau)
     else:
-        probs[informative] = ((s_max - s) / spread * p).clamp(max=p_tau)
+        probs[informative] = s.neg_().add_(s_max).div_(spread).mul_(p).clamp_(max=p_tau)  # (s_max − s) / spread · p
     return probs
 
 
@@ -74,7 +74,9 @@ def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, 
     source, target = units.cpu()
     if directed or scheme == "authors":
         return centrality[target]
-    return (centrality[source] + centrality[target]) / 2
+    weights = centrality[source]
+    weights += centrality[target]
+    return weights.div_(2)
 
 
 #: Rows of a dense feature matrix handled at once by :func:`is_binary` and :func:`feature_weights`, so neither
@@ -122,17 +124,29 @@ def feature_weights(
     return torch.from_numpy(np.asarray(weights, dtype=np.float64).ravel())
 
 
-@dataclass
 class EdgeDropper:
     """One view's topology augmentation: each unit — an edge, or on undirected graphs the pair (u, v), (v, u) —
-    removed with its own probability p^e, drawn afresh at every call."""
+    removed with its own probability p^e, drawn afresh at every call.
 
-    units: torch.Tensor  # [2, U] edges sampled as units
-    symmetric: bool  # each unit stands for (u, v) and (v, u)
-    prob: torch.Tensor  # [U] removal probabilities
+    It holds the graph's coalesced ``edge_index`` (shared, not copied) and, when ``symmetric``, lists the units
+    (u, v) with u < v from it on the first draw only: mini-batch training never draws whole-graph views, so on a
+    graph of 10^8 edges it never holds that second gigabyte-sized edge list.
+    """
+
+    def __init__(self, edge_index: torch.Tensor, symmetric: bool, prob: torch.Tensor) -> None:
+        self.edge_index, self.symmetric, self.prob = edge_index, symmetric, prob  # prob: [U] removal probabilities
+        self._units: torch.Tensor | None = None
+
+    @property
+    def units(self) -> torch.Tensor:
+        """[2, U]: the edges (u, v) with u < v in ``edge_index`` order when symmetric, else every edge."""
+        if self._units is None:
+            row, col = self.edge_index
+            self._units = self.edge_index[:, row < col] if self.symmetric else self.edge_index
+        return self._units
 
     def to(self, device: torch.device | str) -> EdgeDropper:
-        return EdgeDropper(self.units.to(device), self.symmetric, self.prob.to(device))
+        return EdgeDropper(self.edge_index.to(device), self.symmetric, self.prob.to(device))
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """The kept edges' edge_index (both directions of each kept unit when units are symmetric)."""
@@ -199,21 +213,23 @@ def build_augmentors(
 
     ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
     """
-    units, symmetric = edge_units(graph, edge_scheme)
+    units, symmetric = edge_units(graph, edge_scheme)  # listed here only to weigh them; the droppers list their own
+    count = units.shape[1]
     adaptive_edges = edge_drop == "adaptive" and centrality is not None
     adaptive_features = feature_mask == "adaptive" and centrality is not None
     e_weights = edge_weights(units, centrality, graph.directed, edge_scheme) if adaptive_edges else None
+    del units
     f_weights = feature_weights(graph.raw_features, centrality, feature_weighting) if adaptive_features else None
     views = []
     for pe, pf in zip(p_e, p_f, strict=True):
         edge_prob = (
-            drop_probabilities(e_weights, pe, p_tau) if adaptive_edges else uniform_probabilities(units.shape[1], pe)
+            drop_probabilities(e_weights, pe, p_tau) if adaptive_edges else uniform_probabilities(count, pe)
         )
         feature_prob = (
             drop_probabilities(f_weights, pf, p_tau)
             if adaptive_features
             else uniform_probabilities(graph.num_features, pf)
         )
-        edges, features = EdgeDropper(units, symmetric, edge_prob.float()), FeatureMasker(feature_prob.float())
-        views.append(ViewAugmentor(edges, features))
+        edges = EdgeDropper(graph.edge_index, symmetric, edge_prob.float())
+        views.append(ViewAugmentor(edges, FeatureMasker(feature_prob.float())))
     return views[0], views[1]

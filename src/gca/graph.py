@@ -23,6 +23,12 @@ from .errors import UserError
 SPARSE_FEATURE_DENSITY = 0.25
 
 
+def index_dtype(num_nodes: int) -> torch.dtype:
+    """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — half
+    the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes)."""
+    return torch.int32 if num_nodes < 2**31 else torch.long
+
+
 class GraphError(UserError, ValueError):
     """The input graph cannot be used; the message is one line meant for the user."""
 
@@ -95,13 +101,19 @@ class _SparseDenseMatmul(torch.autograd.Function):
         return None, None, ctx.transpose @ grad_out.contiguous()
 
 
+#: Edge ids hashed at a time by :meth:`Graph.fingerprint` (as int64, so a digest never depends on the dtype kept).
+_DIGEST_CHUNK = 1 << 24
+
+
 @dataclass
 class Graph:
     """A cleaned graph ready for GCA.
 
-    ``edge_index`` is coalesced and free of self-loops. On undirected graphs it holds both directions of every
-    edge and ``undirected_edges`` holds each edge once as (u, v) with u < v — the unit that topology augmentation
-    keeps or removes. ``features`` is a :class:`SparseMatrix` (sparse bag-of-words data) or a dense tensor.
+    ``edge_index`` is coalesced and free of self-loops, in :func:`index_dtype` (int32 below 2³¹ nodes; operators
+    built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by source —
+    the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge once
+    as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
+    :class:`SparseMatrix` (sparse bag-of-words data) or a dense tensor.
     """
 
     num_nodes: int
@@ -126,7 +138,9 @@ class Graph:
         training checkpoint can tell the graph it was made on from any other."""
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{self.num_nodes},{self.directed},{self.edge_index.shape[1]}".encode())
-        digest.update(self.edge_index.cpu().numpy().tobytes())
+        flat = self.edge_index.cpu().reshape(-1)
+        for start in range(0, flat.numel(), _DIGEST_CHUNK):  # the bytes of int64 ids, whatever the dtype kept
+            digest.update(flat[start : start + _DIGEST_CHUNK].long().numpy().tobytes())
         raw = self.raw_features
         parts = (raw.indptr, raw.indices, raw.data) if sp.issparse(raw) else (np.ascontiguousarray(raw),)
         digest.update(str(raw.shape).encode())
@@ -170,12 +184,15 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     edge_index = data.edge_index if data.edge_index is not None else torch.empty(2, 0, dtype=torch.long)
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise GraphError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
-    edge_index = edge_index.long().cpu()
+    edge_index = edge_index.cpu()
+    if edge_index.is_floating_point() or edge_index.is_complex():
+        edge_index = edge_index.long()
     if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
         raise GraphError(
             f"edge ids must lie in [0, {num_nodes - 1}] for {num_nodes} nodes; found ids in "
             f"[{int(edge_index.min())}, {int(edge_index.max())}]"
         )
+    edge_index = edge_index.to(index_dtype(num_nodes))  # compact from here on: the caller's copy can go
     warnings: list[str] = []
     num_raw = edge_index.shape[1]
     loops = edge_index[0] == edge_index[1]
@@ -183,9 +200,8 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     del loops
     if without_loops.shape[1] < num_raw:
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
-    edge_index = (
-        without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(without_loops, num_nodes=num_nodes)
-    )
+    edge_index = without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(
+        without_loops.long(), num_nodes=num_nodes).to(without_loops.dtype)  # PyG sorts 64-bit keys  # fmt: skip
     if directed is None:
         directed = not _is_symmetric(edge_index, num_nodes)
     if edge_index.shape[1] < without_loops.shape[1]:
@@ -206,13 +222,24 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
 
     features, raw_features = _feature_forms(x, feature_norm)
-    zero_columns = int((np.asarray(abs(raw_features).sum(0)).ravel() == 0).sum())
+    zero_columns = int((~_nonzero_columns(raw_features)).sum())
     if zero_columns:
         warnings.append(
             f"{zero_columns} of {x.shape[1]} feature columns are zero for every node; they carry no information "
             "(masking probability p_tau)"
         )
     return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
+
+
+def _nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:
+    """Which feature columns hold a non-zero value; a dense matrix is read a block of rows at a time (``abs(X)``
+    would be a second copy of it)."""
+    if sp.issparse(features):
+        return np.bincount(features.indices[features.data != 0], minlength=features.shape[1]) > 0
+    seen = np.zeros(features.shape[1], dtype=bool)
+    for start in range(0, features.shape[0], NORMALIZE_CHUNK_ROWS):
+        seen |= (features[start : start + NORMALIZE_CHUNK_ROWS] != 0).any(axis=0)
+    return seen
 
 
 def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
@@ -227,7 +254,8 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
     row, col = edge_index.numpy()
     indptr = np.zeros(num_nodes + 1, dtype=kind)
     np.cumsum(np.bincount(row, minlength=num_nodes), out=indptr[1:])
-    csr = sp.csr_matrix((np.ones(count, dtype=np.int8), col.astype(kind), indptr), shape=(num_nodes, num_nodes))
+    columns = np.asarray(col, dtype=kind)  # a compact graph's own column: no copy
+    csr = sp.csr_matrix((np.ones(count, dtype=np.int8), columns, indptr), shape=(num_nodes, num_nodes))
     csc = csr.tocsc()  # rows ascending within each column: a symmetric A gives back its own CSR arrays
     return np.array_equal(csc.indptr, csr.indptr) and np.array_equal(csc.indices, csr.indices)
 
@@ -236,8 +264,10 @@ def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
     """Sorted by (source, target) without repeats — what loaders usually give — so sorting again can be skipped."""
     if edge_index.shape[1] < 2:
         return True
-    keys = edge_index[0] * num_nodes + edge_index[1]
-    return bool((keys[1:] > keys[:-1]).all())
+    row, col = edge_index
+    # sorted by source, and by target within a source: compared pairwise without 64-bit keys for every edge
+    rising_row = row[1:] > row[:-1]
+    return bool((rising_row | ((row[1:] == row[:-1]) & (col[1:] > col[:-1]))).all())
 
 
 def _feature_forms(
@@ -265,11 +295,26 @@ def _feature_forms(
 def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     """Each row divided by the sum of its absolute values (all-zero rows stay zero): the usual GCN preprocessing.
 
-    scikit-learn's ``normalize(norm="l1")``; dense or SciPy sparse in, the same kind out.
+    scikit-learn's ``normalize(norm="l1")`` — for sparse input that very call; a dense matrix is scaled
+    :data:`NORMALIZE_CHUNK_ROWS` rows at a time into one new array with the same arithmetic (scikit-learn's holds
+    a whole |X| besides its copy: 1 GB more at ogbn-products' size). Dense or SciPy sparse in, the same kind out.
     """
-    from sklearn.preprocessing import normalize
+    if sp.issparse(x):
+        from sklearn.preprocessing import normalize
 
-    return normalize(x, norm="l1", axis=1, copy=True)
+        return normalize(x, norm="l1", axis=1, copy=True)
+    x = np.asarray(x)
+    out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float64)
+    for start in range(0, x.shape[0], NORMALIZE_CHUNK_ROWS):
+        block = x[start : start + NORMALIZE_CHUNK_ROWS]
+        norms = np.abs(block).sum(axis=1, keepdims=True).astype(out.dtype, copy=False)
+        norms[norms == 0] = 1.0
+        np.divide(block, norms, out=out[start : start + NORMALIZE_CHUNK_ROWS])
+    return out
+
+
+#: Rows of a dense feature matrix that :func:`normalize_rows` scales at a time.
+NORMALIZE_CHUNK_ROWS = 65_536
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
@@ -319,6 +364,7 @@ def normalized_adjacency(
     self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a :class:`Graph`'s
     is, which lets a symmetric matrix be built without sorting. Built with vectorised tensor operations only.
     """
+    edge_index = edge_index.long()
     if symmetric and coalesced:
         return _symmetric_normalized_adjacency(edge_index, num_nodes)
     source, target, values = _normalized_entries(edge_index, num_nodes)
@@ -352,7 +398,7 @@ def layered_normalized_adjacency(
     the second layer of a 2-layer encoder with fan-out 10 computes about 1/7 of the rows. An entry outside the
     block means the nodes are not numbered hop by hop: a :class:`ValueError`.
     """
-    source, target, values = _normalized_entries(edge_index, num_nodes)
+    source, target, values = _normalized_entries(edge_index.long(), num_nodes)
     blocks, columns = [], num_nodes
     for rows in layer_rows:
         keep = target < rows
@@ -388,6 +434,46 @@ def _symmetric_normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) ->
     columns[diagonal] = nodes
     values[diagonal] = inv_sqrt * inv_sqrt
     return SparseMatrix(csr_tensor(crow, columns, values, (num_nodes, num_nodes)), symmetric=True)
+
+
+class AdjacencyRows:
+    """D̂^{-1/2} Â D̂^{-1/2} of an undirected graph, built a block of rows at a time from its coalesced
+    ``edge_index`` (both directions of every edge, sorted by source — a :class:`Graph`'s).
+
+    Inference on a large graph reads the operator one block at a time (:meth:`row_slice`), so its N + E entries
+    and their 64-bit column indices are never held at once: the edge list's own target column is the CSR column
+    array, and only the row pointers and D̂^{-1/2} (N values each) are kept. Each block equals the same rows of
+    :func:`normalized_adjacency`, entry for entry.
+    """
+
+    def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
+        source, self.columns = edge_index[0], edge_index[1]
+        counts = torch.bincount(source, minlength=num_nodes)
+        self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=source.device)
+        torch.cumsum(counts, 0, out=self.indptr[1:])
+        self.inv_sqrt = (counts + 1).to(torch.float32).rsqrt()
+        self.shape = (num_nodes, num_nodes)
+
+    def row_slice(self, start: int, stop: int) -> torch.Tensor:
+        """Rows start … stop − 1 (self-loops included) as a CSR tensor with sorted columns, built without a sort:
+        each row's self-loop is slotted in after its columns below the diagonal, as
+        :func:`_symmetric_normalized_adjacency` does for the whole matrix."""
+        low, high, device = int(self.indptr[start]), int(self.indptr[stop]), self.columns.device
+        counts = self.indptr[start + 1 : stop + 1] - self.indptr[start:stop]
+        local = torch.repeat_interleave(torch.arange(stop - start, device=device), counts)
+        row, col = local + start, self.columns[low:high].long()
+        crow = torch.zeros(stop - start + 1, dtype=torch.long, device=device)
+        torch.cumsum(counts + 1, 0, out=crow[1:])
+        columns = torch.empty(int(crow[-1]), dtype=torch.long, device=device)
+        values = torch.empty(int(crow[-1]), dtype=torch.float32, device=device)
+        slot = torch.arange(high - low, device=device) + local + (col > row)
+        columns[slot] = col
+        values[slot] = self.inv_sqrt[row] * self.inv_sqrt[col]
+        diagonal = crow[:-1] + torch.bincount(local[col < row], minlength=stop - start)
+        nodes = torch.arange(start, stop, device=device)
+        columns[diagonal] = nodes
+        values[diagonal] = self.inv_sqrt[nodes] * self.inv_sqrt[nodes]
+        return csr_tensor(crow, columns, values, (stop - start, self.shape[1]))
 
 
 def square_csr(

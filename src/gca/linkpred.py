@@ -73,7 +73,7 @@ def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, 
     split = RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed, split_labels=True,
                             add_negative_train_samples=False)  # fmt: skip
     with _seeded(seed):
-        train, valid, tested = split(Data(edge_index=edge_index, num_nodes=num_nodes))
+        train, valid, tested = split(Data(edge_index=edge_index.long(), num_nodes=num_nodes))
     return HeldOutEdges(train.edge_index, valid.pos_edge_label_index, valid.neg_edge_label_index,
                         tested.pos_edge_label_index, tested.neg_edge_label_index, directed)  # fmt: skip
 

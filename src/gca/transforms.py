@@ -63,7 +63,7 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
 
     def forward(self, data: Data) -> Data:
         out = copy.copy(data)  # shallow: the other attributes are shared
-        out.edge_index = self.view(data).sample_edges(self.generator)
+        out.edge_index = self.view(data).sample_edges(self.generator).long()  # PyG's dtype, not gca's compact one
         return out
 
 
@@ -87,7 +87,7 @@ class AdaptiveAugmentation(_AdaptiveTransform):
 
     def forward(self, data: Data) -> Data:
         view = self.view(data)
-        edges = view.sample_edges(self.generator)  # in gca's order: the edges, then the mask
+        edges = view.sample_edges(self.generator).long()  # in gca's order: the edges, then the mask
         out = _masked(data, view.sample_feature_mask(self.generator))
         out.edge_index = edges
         return out

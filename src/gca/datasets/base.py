@@ -143,8 +143,11 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
     both = (listed + listed.T).tocsr()
     del listed
     both.sort_indices()
-    row = torch.repeat_interleave(torch.arange(num_nodes), torch.from_numpy(np.diff(both.indptr).astype(np.int64)))
-    return torch.stack([row, torch.from_numpy(both.indices.astype(np.int64))]), repeated
+    edge_index = torch.empty(2, both.nnz, dtype=torch.long)  # filled row by row: no stacked copy of both rows
+    pairs = edge_index.numpy()
+    pairs[0] = np.repeat(np.arange(num_nodes, dtype=both.indices.dtype), np.diff(both.indptr))
+    pairs[1] = both.indices
+    return edge_index, repeated
 
 
 def repeated_edges_warning(path: str | Path, repeated: int) -> str:

@@ -1,0 +1,78 @@
+"""What keeps a large graph's memory bounded: one compact edge list shared by every part, no second copy of it in
+the job, of the features' normalisation or of the augmentation units. Each test checks the arrangement on a small
+graph; benchmarks/minibatch.py measures the bytes at ogbn-products' size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import undirected
+from sklearn.preprocessing import normalize
+from torch_geometric.data import Data
+
+import gca.graph as graph_module
+from gca import GCA, GCAConfig
+from gca.datasets import karate_club
+from gca.datasets.base import LoadedDataset
+from gca.graph import Graph, prepare_graph
+from gca.job import Job
+from gca.sampling import NeighborSampler, reverse_positions
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_row_normalisation_in_blocks_equals_scikit_learns(monkeypatch, dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((50, 9)) * 4).astype(dtype)
+    x[[0, 17, 49]] = 0  # all-zero rows stay zero, also at a block's edges
+    monkeypatch.setattr(graph_module, "NORMALIZE_CHUNK_ROWS", 7)
+    ours = graph_module.normalize_rows(x)
+    theirs = normalize(x, norm="l1", axis=1, copy=True)
+    assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+
+
+def test_a_cleaned_graph_keeps_int32_edges_and_the_same_fingerprint():
+    data = karate_club()
+    graph = prepare_graph(data)
+    assert graph.edge_index.dtype == torch.int32
+    wide = Graph(graph.num_nodes, graph.edge_index.long(), graph.directed, graph.features, graph.raw_features)
+    assert graph.fingerprint() == wide.fingerprint()  # checkpoints made with int64 edges still resume
+    assert graph_module.index_dtype(2**31) == torch.long
+
+
+def test_a_job_keeps_one_copy_of_the_edges():
+    data = karate_club()
+    job = Job.open(LoadedDataset("karate", data), overrides={"epochs": 1})
+    job.prepare(GCA(job.config))
+    assert job.loaded.data.edge_index is None  # the file's int64 edges are released ...
+    assert job.graph.edge_index.dtype == torch.int32 and job.graph.edge_index.shape[1] == 156  # ... the graph's kept
+    assert job.prepared.graph is job.graph and job.labels is not None
+
+
+def test_the_views_list_their_units_only_when_they_draw_whole_graph_views():
+    data = karate_club()
+    estimator = GCA(GCAConfig(epochs=1, batch_size=8, fanout=(3, 3)))
+    estimator.fit(data)
+    for view in estimator.prepared.views:  # mini-batch training never drew a whole-graph view
+        assert view.edges._units is None and view.edges.edge_index is estimator.graph.edge_index
+    full = GCA(GCAConfig(epochs=1))
+    full.fit(data)
+    units = full.prepared.views[0].units
+    assert units.shape[1] == 78 and bool((units[0] < units[1]).all())
+
+
+def test_the_sampler_reads_the_graphs_own_column():
+    graph = prepare_graph(karate_club())
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (2, 2))
+    assert sampler.neighbors.data_ptr() == graph.edge_index[1].data_ptr()  # no copy of the CSR columns
+    assert sampler.units.dtype == torch.int32
+
+
+def test_reverse_positions_by_hand():
+    graph = prepare_graph(Data(x=torch.ones(4, 1), edge_index=undirected([(0, 1), (0, 3), (1, 2)])))
+    pairs = graph.edge_index.t().tolist()  # (0,1) (0,3) (1,0) (1,2) (2,1) (3,0)
+    reverse = reverse_positions(graph.edge_index, 4)
+    assert reverse.dtype == torch.int32 and reverse.tolist() == [2, 5, 0, 4, 3, 1]
+    assert all(pairs[r] == [v, u] for (u, v), r in zip(pairs, reverse.tolist(), strict=True))
+    with pytest.raises(ValueError, match="reverse"):
+        reverse_positions(torch.tensor([[0, 1], [1, 2]], dtype=torch.int32), 3)
