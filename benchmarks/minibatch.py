@@ -34,6 +34,32 @@ GCA = [str(Path(sys.executable).with_name("gca"))] if Path(sys.executable).with_
     sys.executable, "-m", "gca"]  # fmt: skip
 
 
+#: (nodes, directed edge entries — both directions of every undirected edge —, dense features) of each size
+SIZES = {"arxiv": (169_343, 2 * 1_166_243, 128), "products": (2_449_029, 2 * 61_859_140, 100),
+         "papers100M": (111_059_956, 2 * 1_615_685_872, 128)}  # fmt: skip
+#: Resident bytes of the interpreter, PyTorch, SciPy and scikit-learn once imported (measured: 0.33 GB)
+BASE_BYTES = 0.33e9
+
+
+def memory_model(nodes: int, edges: int, features: int, hidden: int = 128) -> dict[str, tuple[int, int, float]]:
+    """Per phase, (bytes per directed edge, bytes per node, predicted resident bytes) of a mini-batch ``gca train``
+    on an undirected graph with dense float32 features (row-normalised, the default); ``edges`` counts both
+    directions of every edge (docs/large-graphs.md, "Memory").
+
+    Per directed edge: the int32 edge list (8 B), each view's removal probability per undirected edge (2 × 4 B / 2)
+    and, while training, the sampler's unit ids (4 B; 8 B from 2³¹ edges on). Per node: the raw features (4F B),
+    their row norms (4), centrality (8), labels (8), and while training the sampler's row pointers and id map
+    (8 + 8); inference adds its row pointers and D̂^{-1/2} (12) and two N × hidden float32 matrices — or, during the
+    first layer, X̂ and one of them. Sampled batches add a few MB.
+    """
+    unit_bytes = 4 if edges < 2**31 else 8
+    per_edge = {"training": 8 + 4 + unit_bytes, "inference": 8 + 4}
+    per_node = {"training": 4 * features + 4 + 8 + 8 + 16,
+                "inference": 4 * features + 4 + 8 + 8 + 12 + max(4 * features + 4 * hidden, 8 * hidden)}  # fmt: skip
+    return {phase: (per_edge[phase], per_node[phase], per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES)
+            for phase in per_edge}  # fmt: skip
+
+
 def ensure_graph(size: str, folder: Path) -> Path:
     path = folder / f"{size}_size.npz"
     if not path.exists():
@@ -63,7 +89,14 @@ def main() -> None:
     parser.add_argument("--exact-bf16", action="store_true", help="and the same with the bf16 attention objective")
     parser.add_argument("--exact-epochs", type=int, default=1, help="epochs of the exact runs (the first warms up)")
     parser.add_argument("--device", default="auto", help="passed to gca train")
+    parser.add_argument("--predict", choices=list(SIZES), help="only print the memory model's prediction for a size")
     args = parser.parse_args()
+    if args.predict:
+        nodes, edges, features = SIZES[args.predict]
+        for phase, (per_edge, per_node, total) in memory_model(nodes, edges, features).items():
+            print(f"{args.predict} size ({nodes:,} nodes, {edges:,} directed edges, {features} features), {phase}: "
+                  f"{per_edge} B per edge + {per_node:,} B per node + 0.33 GB = {total / 1e9:,.1f} GB")  # fmt: skip
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = []
     if not args.skip_arxiv:
@@ -83,6 +116,7 @@ def main() -> None:
         "| peak RSS | peak GPU memory | objective |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    memory: list[str] = []
     for number, (size, label, settings) in enumerate(runs):
         graph = ensure_graph(size, args.dir)
         out = args.dir / f"run-{number}-{size}"
@@ -92,14 +126,24 @@ def main() -> None:
                                    "--out", str(out)])  # fmt: skip
         record = json.loads((out / "results.json").read_text())
         batch = record["config"]["batch_size"]
-        nodes = {"arxiv": 169_343, "products": 2_449_029}[size]
+        nodes, edges, features = SIZES[size]
         steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
         train = record["train_seconds"]
         print(f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
               f"{wall - train - record['embed_seconds']:.1f} | {record['embed_seconds']:.1f} | {wall:.1f} | "
-              f"{peak:,.0f} MB | {record.get('gpu_peak_mb', '—')} | {record.get('objective', '')} |",
+              f"{peak:,.0f} MiB | {record.get('gpu_peak_mb', '—')} | {record.get('objective', '')} |",
               flush=True)  # fmt: skip
-
+        if batch:
+            model = memory_model(nodes, edges, features)
+            phase = max(model, key=lambda k: model[k][2])
+            per_edge, per_node, predicted = model[phase]
+            memory.append(f"| {size} size | {peak * 2**20 / 1e9:.2f} GB | {predicted / 1e9:.2f} GB ({phase}) | "
+                          f"{per_node:,} | {per_edge} |")  # fmt: skip
+    if memory:
+        print("\nPeak RSS against the memory model (docs/large-graphs.md; GB = 10⁹ bytes; the model's bytes per node "
+              "and per directed edge in its largest phase, plus 0.33 GB of libraries):")
+        print("| graph | measured peak | predicted | bytes per node | bytes per edge |\n|---|---|---|---|---|")
+        print("\n".join(memory))
 
 if __name__ == "__main__":
     main()

@@ -76,3 +76,35 @@ def test_reverse_positions_by_hand():
     assert all(pairs[r] == [v, u] for (u, v), r in zip(pairs, reverse.tolist(), strict=True))
     with pytest.raises(ValueError, match="reverse"):
         reverse_positions(torch.tensor([[0, 1], [1, 2]], dtype=torch.int32), 3)
+
+
+def test_row_normalised_features_are_read_not_copied(monkeypatch):
+    """Under feature_norm = "row" a dense graph keeps its raw features once; sampled batches divide the rows they
+    read, bit for bit as normalize_rows, and never build the whole normalised matrix."""
+    from gca.batches import NeighborBatches
+    from gca.graph import RowNormalizedFeatures, normalize_rows
+    from gca.train import prepare
+
+    x = torch.rand(34, 6, generator=torch.Generator().manual_seed(0)) - 0.5
+    x[5] = 0  # an all-zero row stays zero
+    data = karate_club()
+    data.x = x
+    prepared = prepare(data, GCAConfig())
+    graph = prepared.graph
+    assert isinstance(graph.features, RowNormalizedFeatures)
+    assert graph.features.raw.data_ptr() == graph.raw_features.__array_interface__["data"][0]  # shared, not copied
+    expected = torch.from_numpy(normalize_rows(graph.raw_features))
+    assert torch.equal(graph.features.to_dense(), expected)
+    assert torch.equal(graph.features.row_slice(3, 9), expected[3:9])
+
+    def whole(self):
+        raise AssertionError("a mini-batch step built the whole normalised matrix")
+
+    monkeypatch.setattr(RowNormalizedFeatures, "to_dense", whole)
+    source = NeighborBatches(graph, prepared.views, batch_size=8, fanouts=(3, 3))
+    sampled = []
+    sample = source.sampler.sample
+    monkeypatch.setattr(source.sampler, "sample", lambda anchors, g: sampled.append(sample(anchors, g)) or sampled[-1])
+    for batch in source.batches(0, torch.Generator()):
+        assert torch.equal(batch.features, expected[sampled[-1].nodes])
+    assert len(sampled) == 5  # ⌈34 / 8⌉ batches, each checked

@@ -10,6 +10,7 @@ from gca import GCA, GCAConfig
 from gca.batches import Batch, BatchSource, FullGraphBatches
 from gca.checkpoint import load_checkpoint
 from gca.datasets import karate_club
+from gca.graph import normalize_rows
 from gca.model import GCAModel
 from gca.train import PreparedGraph, encode_graph, prepare, train
 
@@ -55,10 +56,13 @@ def test_the_loop_runs_any_batch_source_and_averages_its_steps():
 
 def test_full_graph_source_is_algorithm_1():
     config = GCAConfig(epochs=2, hidden=4, proj_hidden=4)
-    prepared = prepare(path_graph(5), config)
+    prepared = prepare(path_graph(5, torch.arange(15.0).reshape(5, 3)), config)  # dense features
     source = FullGraphBatches(prepared.graph, prepared.views)
     (batch,) = list(source.batches(0, torch.Generator()))
-    assert batch.features is prepared.graph.features and batch.num_nodes == 5 and batch.anchors is None
+    (again,) = list(source.batches(1, torch.Generator()))
+    assert again.features is batch.features and batch.num_nodes == 5 and batch.anchors is None  # built once
+    expected = normalize_rows(prepared.graph.raw_features)  # the encoder's input: rows scaled to sum 1
+    assert torch.equal(batch.features, torch.from_numpy(expected))
     assert source.state_dict() == {}
 
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import torch
 
 from .augment import FeatureMasker, ViewAugmentor
-from .graph import Graph, SparseMatrix
+from .graph import Graph, RowNormalizedFeatures, SparseMatrix, dense_input, read_rows
 from .sampling import NeighborSampler, SampledSubgraph
 
 
@@ -48,7 +48,7 @@ class Batch:
     """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
     the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``."""
 
-    features: torch.Tensor | SparseMatrix
+    features: torch.Tensor | SparseMatrix | RowNormalizedFeatures
     num_nodes: int
     views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node
@@ -60,7 +60,8 @@ class Batch:
     def of_graph(
         cls, graph: Graph, views: tuple[ViewSampler, ViewSampler], anchors: torch.Tensor | None = None
     ) -> Batch:
-        return cls(graph.features, graph.num_nodes, views, anchors)
+        """The whole graph's batch; row-normalised features are built whole at each call (keep the batch)."""
+        return cls(dense_input(graph.features), graph.num_nodes, views, anchors)
 
 
 class BatchSource(ABC):
@@ -81,7 +82,7 @@ class FullGraphBatches(BatchSource):
     """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it)."""
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
-        self.batch = Batch.of_graph(graph, views)
+        self.batch = Batch.of_graph(graph, views)  # X̂ built once for every epoch
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
         yield self.batch
@@ -188,8 +189,7 @@ class NeighborBatches(BatchSource):
             SubgraphView(sub.edge_index, unit, edge_prob[present], masker)
             for edge_prob, masker in zip(self.edge_prob, self.maskers, strict=True)
         )
-        features = self.features
-        rows = features.take_rows(sub.nodes) if isinstance(features, SparseMatrix) else features[sub.nodes]
+        rows = read_rows(self.features, sub.nodes)
         anchors = torch.arange(sub.num_anchors, device=sub.nodes.device)
         layer_rows = tuple(reversed(sub.hop_sizes[:-1]))  # layer i of L is read within L − 1 − i hops
         return Batch(rows, sub.num_nodes, views, anchors, layer_rows)

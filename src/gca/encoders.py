@@ -27,15 +27,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from .encoder import make_activation
-from .graph import SparseMatrix
+from .graph import RowNormalizedFeatures, SparseMatrix, read_rows
 
 #: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.
 GAT_HEADS = 4
 
 
-def dense_features(features: torch.Tensor | SparseMatrix, mask: torch.Tensor | None = None) -> torch.Tensor:
+def dense_features(features: torch.Tensor | SparseMatrix | RowNormalizedFeatures, mask: torch.Tensor | None = None
+                   ) -> torch.Tensor:  # fmt: skip
     """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features)."""
-    x = features.to_dense() if isinstance(features, SparseMatrix) else features
+    x = features if isinstance(features, torch.Tensor) else features.to_dense()
     return x if mask is None else x * mask
 
 
@@ -88,11 +89,12 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weigh
     raise ValueError(f"unknown encoder {kind!r}")
 
 
-def check_output_width(encoder: nn.Module, features: torch.Tensor | SparseMatrix, hidden: int) -> None:
+def check_output_width(encoder: nn.Module, features: torch.Tensor | SparseMatrix | RowNormalizedFeatures,
+                       hidden: int) -> None:  # fmt: skip
     """Refuse a user's encoder whose output is not ``hidden`` wide, from one forward pass on a few nodes."""
     rows = min(4, features.shape[0])
-    first = torch.arange(rows)
-    x = features.take_rows(first).to_dense() if isinstance(features, SparseMatrix) else features[first]
+    x = read_rows(features, torch.arange(rows))
+    x = x.to_dense() if isinstance(x, SparseMatrix) else x
     with torch.no_grad():
         out = encoder(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
     if out.dim() != 2 or out.shape[1] != hidden:

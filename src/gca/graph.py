@@ -101,6 +101,53 @@ class _SparseDenseMatmul(torch.autograd.Function):
         return None, None, ctx.transpose @ grad_out.contiguous()
 
 
+class RowNormalizedFeatures:
+    """X̂ = X / ‖x_v‖₁ row by row (all-zero rows stay zero) for dense features X kept as given: the encoder's input
+    under ``feature_norm = "row"``, with rows divided as they are read.
+
+    The augmentation's feature weights need X itself, so holding X̂ as well would keep two copies of the features
+    for the whole run (1 GB more at ogbn-products' size). Mini-batch steps read the rows they sample
+    (:meth:`take_rows`); whole-graph training, message-passing encoders and the first layer of inference build X̂
+    once (:meth:`to_dense`) and let it go when done. Every value equals :func:`normalize_rows`'s, bit for bit.
+    """
+
+    def __init__(self, raw: torch.Tensor, norms: torch.Tensor) -> None:
+        self.raw, self.norms = raw, norms  # norms: [N, 1] row sums of |x|, 1 for all-zero rows
+        self.shape = tuple(raw.shape)
+
+    @classmethod
+    def of(cls, raw: np.ndarray) -> RowNormalizedFeatures:
+        """``raw`` (float32, C-contiguous; shared, not copied) with its row norms, computed in blocks."""
+        norms = np.empty((raw.shape[0], 1), dtype=raw.dtype)
+        for start in range(0, raw.shape[0], NORMALIZE_CHUNK_ROWS):
+            norms[start : start + NORMALIZE_CHUNK_ROWS] = _l1_norms(raw[start : start + NORMALIZE_CHUNK_ROWS])
+        return cls(torch.from_numpy(raw), torch.from_numpy(norms))
+
+    def take_rows(self, index: torch.Tensor) -> torch.Tensor:
+        index = index.to(self.raw.device)
+        return self.raw[index] / self.norms[index]
+
+    def row_slice(self, start: int, stop: int) -> torch.Tensor:
+        return self.raw[start:stop] / self.norms[start:stop]
+
+    def to_dense(self) -> torch.Tensor:
+        return torch.div(self.raw, self.norms)
+
+    def to(self, device: torch.device | str) -> RowNormalizedFeatures:
+        return RowNormalizedFeatures(self.raw.to(device), self.norms.to(device))
+
+
+def dense_input(features: torch.Tensor | SparseMatrix | RowNormalizedFeatures) -> torch.Tensor | SparseMatrix:
+    """The encoder's input as a tensor or a :class:`SparseMatrix` (row-normalised dense features built whole)."""
+    return features.to_dense() if isinstance(features, RowNormalizedFeatures) else features
+
+
+def read_rows(features: torch.Tensor | SparseMatrix | RowNormalizedFeatures, index: torch.Tensor
+              ) -> torch.Tensor | SparseMatrix:  # fmt: skip
+    """The rows ``index`` of the encoder's input, of the same kind (a sampled subgraph's features)."""
+    return features[index] if isinstance(features, torch.Tensor) else features.take_rows(index)
+
+
 #: Edge ids hashed at a time by :meth:`Graph.fingerprint` (as int64, so a digest never depends on the dtype kept).
 _DIGEST_CHUNK = 1 << 24
 
@@ -113,13 +160,14 @@ class Graph:
     built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by source —
     the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge once
     as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
-    :class:`SparseMatrix` (sparse bag-of-words data) or a dense tensor.
+    :class:`SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they are read
+    (:class:`RowNormalizedFeatures`; :func:`dense_input` and :func:`read_rows` take any of the three).
     """
 
     num_nodes: int
     edge_index: torch.Tensor
     directed: bool
-    features: SparseMatrix | torch.Tensor
+    features: SparseMatrix | torch.Tensor | RowNormalizedFeatures
     raw_features: sp.csr_matrix | np.ndarray
     y: torch.Tensor | None = None
     warnings: list[str] = field(default_factory=list)
@@ -272,9 +320,9 @@ def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 def _feature_forms(
     x: torch.Tensor, feature_norm: str = "none"
-) -> tuple[SparseMatrix | torch.Tensor, sp.csr_matrix | np.ndarray]:
+) -> tuple[SparseMatrix | torch.Tensor | RowNormalizedFeatures, sp.csr_matrix | np.ndarray]:
     """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
-    needs no masked copy of X."""
+    needs no masked copy of X. Dense data is the raw array itself, normalised as it is read under "row"."""
     if feature_norm not in ("row", "none"):
         raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if x.is_sparse or x.layout == torch.sparse_csr:
@@ -286,8 +334,8 @@ def _feature_forms(
         dense = x.float().numpy()
         nnz = int(np.count_nonzero(dense))
         if nnz > SPARSE_FEATURE_DENSITY * dense.size:
-            scaled = normalize_rows(dense) if feature_norm == "row" else dense
-            return torch.from_numpy(np.ascontiguousarray(scaled, dtype=np.float32)), dense
+            dense = np.ascontiguousarray(dense, dtype=np.float32)
+            return (RowNormalizedFeatures.of(dense) if feature_norm == "row" else torch.from_numpy(dense)), dense
         raw = sp.csr_matrix(dense)
     return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw), raw
 
@@ -307,10 +355,15 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float64)
     for start in range(0, x.shape[0], NORMALIZE_CHUNK_ROWS):
         block = x[start : start + NORMALIZE_CHUNK_ROWS]
-        norms = np.abs(block).sum(axis=1, keepdims=True).astype(out.dtype, copy=False)
-        norms[norms == 0] = 1.0
-        np.divide(block, norms, out=out[start : start + NORMALIZE_CHUNK_ROWS])
+        np.divide(block, _l1_norms(block).astype(out.dtype, copy=False), out=out[start : start + NORMALIZE_CHUNK_ROWS])
     return out
+
+
+def _l1_norms(block: np.ndarray) -> np.ndarray:
+    """Σ_i |x_vi| of each row as a column, 1 for an all-zero row (as scikit-learn's ``normalize``)."""
+    norms = np.abs(block).sum(axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return norms
 
 
 #: Rows of a dense feature matrix that :func:`normalize_rows` scales at a time.

@@ -37,7 +37,7 @@ from .config import GCAConfig
 from .distributed import Placement
 from .encoders import check_output_width
 from .errors import UserError
-from .graph import AdjacencyRows, Graph, normalized_adjacency, prepare_graph
+from .graph import AdjacencyRows, Graph, dense_input, normalized_adjacency, prepare_graph
 from .model import GCAModel
 from .progress import Progress
 
@@ -206,7 +206,7 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
                 normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True))  # fmt: skip
         return encoder.forward_in_chunks(graph.features, rows, chunk_rows)
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
-    return model(graph.features, adjacency).detach()
+    return model(dense_input(graph.features), adjacency).detach()
 
 
 def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
