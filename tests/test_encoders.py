@@ -101,3 +101,15 @@ def test_graphsage_aggregators_by_hand():
         torch.testing.assert_close(encoder(x, edges), layer(layer(x)))
     with pytest.raises(ConfigError, match="sage_aggregator must be one of gcn, mean"):
         GCAConfig(sage_aggregator="max")
+
+
+def test_a_graphsage_model_saved_before_the_aggregator_setting_loads_as_it_was_trained(tmp_path):
+    config = GCAConfig(epochs=1, encoder="sage", sage_aggregator="mean", hidden=8, proj_hidden=8)
+    estimator = GCA(config, device="cpu")
+    estimator.fit(karate_club())
+    state = estimator.state()
+    del state["config"]["sage_aggregator"]  # as gca wrote it before the setting existed
+    torch.save(state, tmp_path / "old.pt")
+    loaded = GCA.load(tmp_path / "old.pt", device="cpu")
+    assert loaded.config.sage_aggregator == "mean"
+    torch.testing.assert_close(loaded.embed(karate_club()), estimator.embed(karate_club()))

@@ -344,7 +344,10 @@ class GCA:
         trained with a user's ``encoder`` loads into a fresh instance of it."""
         state = load_checkpoint(path)
         try:
-            estimator = cls(GCAConfig(**state["config"]), device=device, encoder=encoder)
+            saved = dict(state["config"])
+            if saved.get("encoder") == "sage":  # written before the aggregator was a setting: PyG's mean aggregator
+                saved.setdefault("sage_aggregator", "mean")
+            estimator = cls(GCAConfig(**saved), device=device, encoder=encoder)
             estimator.in_channels = int(state["in_channels"])
             model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, encoder)
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
