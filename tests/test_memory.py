@@ -108,3 +108,28 @@ def test_row_normalised_features_are_read_not_copied(monkeypatch):
     for batch in source.batches(0, torch.Generator()):
         assert torch.equal(batch.features, expected[sampled[-1].nodes])
     assert len(sampled) == 5  # ⌈34 / 8⌉ batches, each checked
+
+
+def test_dense_features_stored_uncompressed_are_memory_mapped(tmp_path):
+    """.npy feature files and the dense attr_matrix of an npz graph written by numpy.savez are read through a
+    copy-on-write memory map; compressed members and other layouts are read whole, with the same values."""
+    import scipy.sparse as sp
+
+    from gca.datasets.files import read_features
+    from gca.datasets.npz import mapped_member, read_npz_graph
+
+    x = np.random.default_rng(0).random((34, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    features, _ = read_features(tmp_path / "x.npy")
+    assert isinstance(features, np.memmap) and np.array_equal(features, x)
+    adj = sp.csr_matrix((np.ones(156, dtype=np.float32), karate_club().edge_index.numpy()), shape=(34, 34))
+    arrays = {"adj_data": adj.data, "adj_indices": adj.indices, "adj_indptr": adj.indptr, "adj_shape": adj.shape}
+    np.savez(tmp_path / "stored.npz", attr_matrix=x, **arrays)
+    np.savez_compressed(tmp_path / "compressed.npz", attr_matrix=x, **arrays)
+    np.savez(tmp_path / "fortran.npz", attr_matrix=np.asfortranarray(x), **arrays)
+    assert isinstance(mapped_member(tmp_path / "stored.npz", "attr_matrix"), np.memmap)
+    assert mapped_member(tmp_path / "compressed.npz", "attr_matrix") is None
+    assert mapped_member(tmp_path / "stored.npz", "labels") is None
+    for name in ("stored", "compressed", "fortran"):
+        data = read_npz_graph(tmp_path / f"{name}.npz")
+        assert torch.equal(data.x, torch.from_numpy(x)) and data.edge_index.shape[1] == 156

@@ -99,6 +99,20 @@ def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
     return sources, targets, integer
 
 
+def _mapped_npy(path: Path) -> np.ndarray:
+    """An .npy file's array through a copy-on-write memory map: its pages are read as training touches them and
+    stay reclaimable page cache, never a private copy (float32 arrays are used as they are). Anything NumPy cannot
+    map is read the usual way, with NumPy's own errors."""
+    try:
+        return np.load(path, mmap_mode="c", allow_pickle=False)
+    except ValueError as exc:
+        if "object" in str(exc).lower():
+            raise
+    except OSError:
+        pass
+    return np.load(path, allow_pickle=False)
+
+
 def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[str] | None]:
     """(matrix, node ids or ``None`` when row i is node i)."""
     path = Path(path)
@@ -109,7 +123,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
             if f.read(6) != b"\x93NUMPY":
                 raise DatasetError(f"feature file {path} is not a readable .npy file (no NumPy header)")
         try:
-            matrix = np.load(path, allow_pickle=False)
+            matrix = _mapped_npy(path)
         except ValueError:
             raise DatasetError(
                 f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "

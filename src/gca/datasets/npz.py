@@ -1,7 +1,13 @@
-"""Graph files in the gnn-benchmark npz layout (``adj_*`` and ``attr_*`` CSR arrays, optional ``labels``)."""
+"""Graph files in the gnn-benchmark npz layout (``adj_*`` and ``attr_*`` CSR arrays, optional ``labels``).
+
+Dense features (``attr_matrix``) in a file written with ``numpy.savez`` (members stored uncompressed) are read
+through a copy-on-write memory map (:func:`mapped_member`): the file's pages are the features, reclaimable page
+cache rather than a private copy. ``numpy.savez_compressed`` files are read whole.
+"""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +16,37 @@ import torch
 from torch_geometric.data import Data
 
 from .base import DatasetError, class_labels, edge_list, float32_features, repeated_edges_warning
+
+
+def mapped_member(path: Path, name: str) -> np.ndarray | None:
+    """The ``name`` array of an .npz file as a copy-on-write memory map, or ``None`` where it cannot be mapped: no
+    such member, a compressed one, or a header other than .npy format 1.0/2.0."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo(f"{name}.npy")
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return None
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    with path.open("rb") as f:
+        f.seek(info.header_offset)
+        local = f.read(30)  # the member's local header: its name and extra field lengths at bytes 26-29
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            return None
+        name_length, extra_length = int.from_bytes(local[26:28], "little"), int.from_bytes(local[28:30], "little")
+        f.seek(info.header_offset + 30 + name_length + extra_length)
+        try:
+            version = np.lib.format.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                return None
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+        except ValueError:
+            return None
+        offset = f.tell()
+    if dtype.hasobject or offset + int(np.prod(shape)) * dtype.itemsize > path.stat().st_size:
+        return None
+    return np.memmap(path, dtype=dtype, mode="c", shape=shape, order="F" if fortran else "C", offset=offset)
 
 
 def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
@@ -25,8 +62,13 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     if not path.is_file():
         raise DatasetError(f"graph file {path} does not exist")
     try:
+        mapped = mapped_member(path, "attr_matrix")  # dense features stored uncompressed: mapped, not read
+        skip = {"node_names", "attr_names", "class_names", "idx_to_node"} | ({"attr_matrix"} if mapped is not None
+                                                                             else set())  # fmt: skip
         with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files if k not in ("node_names", "attr_names", "class_names", "idx_to_node")}
+            arrays = {k: f[k] for k in f.files if k not in skip}
+        if mapped is not None:
+            arrays["attr_matrix"] = mapped
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         raise DatasetError(f"cannot read {path} as an .npz graph file ({type(exc).__name__}: {exc})") from None
     try:
