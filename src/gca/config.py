@@ -143,6 +143,15 @@ class GCAConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> GCAConfig:
+        """The configuration a checkpoint recorded (:meth:`to_dict`), read as it was meant when written: a GraphSAGE
+        model saved before ``sage_aggregator`` existed used PyTorch Geometric's mean aggregator."""
+        saved = dict(saved)
+        if saved.get("encoder") == "sage":
+            saved.setdefault("sage_aggregator", "mean")
+        return cls(**saved)
+
 
 _FIELDS = {f.name: f for f in fields(GCAConfig)}
 _TYPES = {"float": float, "int": int, "str": str, "tuple[int, ...]": tuple}

@@ -344,10 +344,7 @@ class GCA:
         trained with a user's ``encoder`` loads into a fresh instance of it."""
         state = load_checkpoint(path)
         try:
-            saved = dict(state["config"])
-            if saved.get("encoder") == "sage":  # written before the aggregator was a setting: PyG's mean aggregator
-                saved.setdefault("sage_aggregator", "mean")
-            estimator = cls(GCAConfig(**saved), device=device, encoder=encoder)
+            estimator = cls(GCAConfig.from_saved(state["config"]), device=device, encoder=encoder)
             estimator.in_channels = int(state["in_channels"])
             model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, encoder)
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
