@@ -122,6 +122,38 @@ def test_a_run_projected_past_an_hour_says_so_once_with_what_shortens_it():
     assert "the other 199 epochs need about 1.7 h" in line
 
 
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_them(inherited, monkeypatch):
+    import signal
+    from types import SimpleNamespace
+
+    from gca.cli import dispatch, train
+    from gca.cli.console import signals_held
+    from gca.cli.shell import terminate
+
+    start = signal.default_int_handler if inherited == "default" else signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, start)
+    try:
+        with signals_held() as held:  # while libraries load: recorded, not acted on
+            signal.raise_signal(signal.SIGINT)
+        seen = {}
+
+        def run(args):
+            seen.update({number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)})
+            return 0
+
+        monkeypatch.setitem(dispatch.COMMANDS, "train", SimpleNamespace(add_parser=train.add_parser, run=run))
+        assert dispatch.main(["train"]) == 0
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if inherited == "default":
+        assert held == [signal.SIGINT] and seen[signal.SIGINT] is terminate  # a Ctrl-C in a finalizer is not lost
+    else:  # a background job of a script: a Ctrl-C meant for the foreground is none of its business
+        assert held == [] and seen[signal.SIGINT] is signal.SIG_IGN
+    assert seen[signal.SIGTERM] is terminate and after is start
+
+
 def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
     import signal
     import sys

@@ -340,10 +340,22 @@ def _wait_for_gca_handlers(pid: int, limit: float = 60.0) -> None:
         time.sleep(0.001)
 
 
+def _start_endless_run(out: Path, sigint) -> subprocess.Popen:
+    """``gca train`` for 100,000 epochs, started with SIGINT's disposition ``sigint``. A child keeps only an
+    *ignored* disposition across exec, and takes it from whoever ran the tests (a shell without job control starts
+    ``pytest … &`` with SIGINT ignored), so the disposition is set here, around the start, for the test to mean one
+    thing wherever it runs."""
+    previous = signal.signal(signal.SIGINT, sigint)
+    try:
+        return subprocess.Popen([*GCA_BINARY, "train", "--epochs", "100000", "--quiet", "--out", str(out)],
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.3, 1.0, 1.3, 2.0])
 def test_ctrl_c_at_any_moment_is_one_line(delay, tmp_path):
-    proc = subprocess.Popen([*GCA_BINARY, "train", "--epochs", "100000", "--quiet", "--out", str(tmp_path / "o")],
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = _start_endless_run(tmp_path / "o", signal.default_int_handler)  # a terminal's foreground job
     _wait_for_gca_handlers(proc.pid)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
@@ -351,6 +363,24 @@ def test_ctrl_c_at_any_moment_is_one_line(delay, tmp_path):
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not (tmp_path / "o" / "results.json").exists()
 
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.3, 2.0])
+def test_an_ignored_ctrl_c_stays_ignored_and_sigterm_still_stops_the_run(delay, tmp_path):
+    """A background job of a script (SIGINT ignored) is not ended by a Ctrl-C at any moment — not while it loads,
+    not while it trains — and a SIGTERM still ends it with one line."""
+    proc = _start_endless_run(tmp_path / "o", signal.SIG_IGN)
+    _wait_for_gca_handlers(proc.pid)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    try:
+        time.sleep(1.0)
+        assert proc.poll() is None, "the ignored Ctrl-C ended the run"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert not (tmp_path / "o" / "results.json").exists()
 
 def test_progress_in_a_log_file_is_plain_lines(tmp_path):
     log = tmp_path / "log.txt"

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Sequence
 
 from . import embed, reproduce, train, tune
+from .console import STOP_SIGNALS, catchable
 from .shell import Parser, leave_process_group, run_guarded, terminate
 
 COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce}
@@ -28,10 +29,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
         return 130
-    try:  # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does
-        previous = signal.signal(signal.SIGTERM, terminate)
+    # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer
+    previous = {}
+    try:
+        for number in filter(catchable, STOP_SIGNALS):
+            previous[number] = signal.signal(number, terminate)
     except ValueError:  # not the main thread: leave signals alone
-        previous = None
+        pass
     try:
         with warnings.catch_warnings():
             if not sys.warnoptions:
@@ -40,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 warnings.simplefilter("ignore")
             return run_guarded(COMMANDS[args.command].run, args)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         leave_process_group()
 
 

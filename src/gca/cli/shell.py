@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
+from .console import signals_held
 
 
 class Parser(argparse.ArgumentParser):
@@ -23,8 +23,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def terminate(signum, frame) -> None:
-    """SIGTERM ends the command as Ctrl-C does. Inside an object's finalizer (``__del__``, e.g. a progress bar's)
-    Python would swallow the exception and print a traceback, so the signal is sent again a moment later."""
+    """Ctrl-C and SIGTERM end the command with ``KeyboardInterrupt``. Inside an object's finalizer (``__del__``,
+    e.g. a progress bar's) Python would print the exception and swallow it — the run would go on — so there the
+    signal is sent again a moment later."""
     while frame is not None:
         if frame.f_code.co_name == "__del__":
             import threading
@@ -44,17 +45,8 @@ def import_libraries() -> None:
     # Matplotlib logs warnings of its own when HOME is unusable (it then works from a temporary folder): not the
     # user's concern, so only its errors are shown.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
-    held: list[int] = []
-    try:
-        previous = {n: signal.signal(n, lambda signum, frame: held.append(signum))
-                    for n in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
-    except ValueError:  # not the main thread: signals are not ours to hold
-        previous = {}
-    try:
+    with signals_held() as held:
         from .. import datasets, run, train  # noqa: F401 - imported for their libraries
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     if held:
         raise KeyboardInterrupt
 
