@@ -47,6 +47,51 @@ def test_fast_matches_reference_value_and_gradient_fp32(n, d, block):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-5 * float(b.abs().max()))
 
 
+
+@pytest.mark.parametrize("keep_blocks", [1, 3, 99])
+def test_blocks_kept_for_the_backward_pass_give_the_same_bits_as_recomputing(keep_blocks):
+    """The forward pass keeps blocks of E within a byte budget (none, some, all) and the backward pass uses them
+    instead of recomputing: the same tensors, so the same loss and gradients to the bit — also for a second backward
+    pass over the same graph, which finds the kept blocks used up and recomputes them."""
+    g = torch.Generator().manual_seed(5)
+    n, d, block = 40, 8, 16  # 2N = 80 rows: blocks of 16×80, 16×64, …, 16×16 floats
+    u0, v0 = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
+    first_blocks = sum(16 * (80 - 16 * i) * 4 for i in range(keep_blocks))  # bytes of the first blocks exactly
+
+    def loss_and_grads(keep_bytes, twice=False):
+        u, v = u0.clone().requires_grad_(), v0.clone().requires_grad_()
+        loss = contrastive_loss(u, v, 0.3, block_size=block, keep_bytes=keep_bytes)
+        grads = torch.autograd.grad(loss, (u, v), retain_graph=twice)
+        if twice:
+            grads = torch.autograd.grad(loss, (u, v))
+        return loss, grads
+
+    recomputed = loss_and_grads(0)
+    for kept in (loss_and_grads(first_blocks), loss_and_grads(first_blocks, twice=True)):
+        assert torch.equal(kept[0], recomputed[0])
+        assert all(torch.equal(a, b) for a, b in zip(kept[1], recomputed[1], strict=True))
+
+
+def test_the_kept_blocks_stay_within_their_budget(monkeypatch):
+    import gca.objective.blocked as blocked
+
+    sizes = []
+    original = blocked._OffDiagonalLogSumExp.forward
+
+    def forward(ctx, *args):
+        out = original(ctx, *args)
+        sizes.append(sum(e.numel() * e.element_size() for e in ctx.kept.values()))
+        return out
+
+    monkeypatch.setattr(blocked._OffDiagonalLogSumExp, "forward", staticmethod(forward))
+    u = torch.randn(40, 8, requires_grad=True)
+    for budget in (0, 5_000, 10_000, 10**9):
+        contrastive_loss(u, u.detach() + 1, 0.3, block_size=16, keep_bytes=budget).backward()
+    # blocks of 16×80, 16×64, 16×48, 16×32, 16×16 floats: 5,120, 4,096, 3,072, 2,048 and 1,024 bytes; each is kept
+    # if it fits in what the blocks before it left of the budget
+    assert sizes == [0, 4_096, 5_120 + 4_096, 15_360]
+    assert blocked.keep_budget("cpu") == blocked.CPU_KEEP_BYTES and blocked.keep_budget("cuda") == 0
+
 def test_fast_gradient_matches_finite_differences():
     g = torch.Generator().manual_seed(1)
     u = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
