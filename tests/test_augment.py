@@ -167,7 +167,7 @@ def test_dense_features_are_weighed_chunk_by_chunk_like_all_at_once(monkeypatch)
     whole = [feature_weights(m, phi, w) for m in (x, binary) for w in ("dense", "binary")]
     late = binary.copy()
     late[10, 3] = 0.5  # the only non-binary value, in the last chunk
-    monkeypatch.setattr(augment, "DENSE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(augment, "ROW_BLOCK", 3)
     chunked = [feature_weights(m, phi, w) for m in (x, binary) for w in ("dense", "binary")]
     for a, b in zip(whole, chunked, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=0)

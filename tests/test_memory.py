@@ -25,7 +25,7 @@ def test_row_normalisation_in_blocks_equals_scikit_learns(monkeypatch, dtype):
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((50, 9)) * 4).astype(dtype)
     x[[0, 17, 49]] = 0  # all-zero rows stay zero, also at a block's edges
-    monkeypatch.setattr(graph_module, "NORMALIZE_CHUNK_ROWS", 7)
+    monkeypatch.setattr(graph_module, "ROW_BLOCK", 7)
     ours = graph_module.normalize_rows(x)
     theirs = normalize(x, norm="l1", axis=1, copy=True)
     assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .graph import Graph
+from .graph import ROW_BLOCK, Graph
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
@@ -79,19 +79,14 @@ def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, 
     return weights.div_(2)
 
 
-#: Rows of a dense feature matrix handled at once by :func:`is_binary` and :func:`feature_weights`, so neither
-#: makes a float64 copy of a 10^8-entry matrix (ogbn-products: 2.4 M × 100).
-DENSE_CHUNK_ROWS = 65_536
-
-
 def is_binary(features: sp.csr_matrix | np.ndarray) -> bool:
     """Whether every value is 0 or 1; a dense matrix is read in row chunks and the answer is no at the first
     chunk holding another value (real-valued features: the first chunk)."""
     if sp.issparse(features):
         return bool(np.isin(features.data, (0.0, 1.0)).all())
     values = np.asarray(features)
-    for start in range(0, values.shape[0], DENSE_CHUNK_ROWS):
-        chunk = values[start : start + DENSE_CHUNK_ROWS]
+    for start in range(0, values.shape[0], ROW_BLOCK):
+        chunk = values[start : start + ROW_BLOCK]
         if not ((chunk == 0) | (chunk == 1)).all():
             return False
     return True
@@ -117,10 +112,10 @@ def feature_weights(
     else:
         dense = np.asarray(features)
         weights = np.zeros(dense.shape[1], dtype=np.float64)
-        for start in range(0, dense.shape[0], DENSE_CHUNK_ROWS):  # float64 one chunk at a time
-            chunk = dense[start : start + DENSE_CHUNK_ROWS].astype(np.float64)
+        for start in range(0, dense.shape[0], ROW_BLOCK):  # float64 one chunk at a time
+            chunk = dense[start : start + ROW_BLOCK].astype(np.float64)
             chunk = (chunk != 0).astype(np.float64) if weighting == "binary" else np.abs(chunk, out=chunk)
-            weights += chunk.T @ phi[start : start + DENSE_CHUNK_ROWS]
+            weights += chunk.T @ phi[start : start + ROW_BLOCK]
     return torch.from_numpy(np.asarray(weights, dtype=np.float64).ravel())
 
 

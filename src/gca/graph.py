@@ -119,8 +119,8 @@ class RowNormalizedFeatures:
     def of(cls, raw: np.ndarray) -> RowNormalizedFeatures:
         """``raw`` (float32, C-contiguous; shared, not copied) with its row norms, computed in blocks."""
         norms = np.empty((raw.shape[0], 1), dtype=raw.dtype)
-        for start in range(0, raw.shape[0], NORMALIZE_CHUNK_ROWS):
-            norms[start : start + NORMALIZE_CHUNK_ROWS] = _l1_norms(raw[start : start + NORMALIZE_CHUNK_ROWS])
+        for start in range(0, raw.shape[0], ROW_BLOCK):
+            norms[start : start + ROW_BLOCK] = _l1_norms(raw[start : start + ROW_BLOCK])
         return cls(torch.from_numpy(raw), torch.from_numpy(norms))
 
     def take_rows(self, index: torch.Tensor) -> torch.Tensor:
@@ -285,9 +285,22 @@ def _nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:
     if sp.issparse(features):
         return np.bincount(features.indices[features.data != 0], minlength=features.shape[1]) > 0
     seen = np.zeros(features.shape[1], dtype=bool)
-    for start in range(0, features.shape[0], NORMALIZE_CHUNK_ROWS):
-        seen |= (features[start : start + NORMALIZE_CHUNK_ROWS] != 0).any(axis=0)
+    for start in range(0, features.shape[0], ROW_BLOCK):
+        seen |= (features[start : start + ROW_BLOCK] != 0).any(axis=0)
     return seen
+
+
+def edge_list_csr(edge_index: torch.Tensor, num_nodes: int, data: np.ndarray) -> sp.csr_matrix:
+    """A (num_nodes × num_nodes) SciPy CSR whose row v holds the edges (v, u) of an ``edge_index`` sorted by
+    source, with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. The
+    target column is the column array itself (no copy for a compact graph); only the row pointers are new. Its
+    ``tocsc()`` (SciPy's linear-time counting sort) is the cheap transpose that symmetry checks and reverse
+    positions read."""
+    kind = np.int32 if max(edge_index.shape[1], num_nodes) < 2**31 else np.int64
+    source, target = edge_index.cpu().numpy()
+    indptr = np.zeros(num_nodes + 1, dtype=kind)
+    np.cumsum(np.bincount(source, minlength=num_nodes), out=indptr[1:])
+    return sp.csr_matrix((data, np.asarray(target, dtype=kind), indptr), shape=(num_nodes, num_nodes))
 
 
 def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
@@ -298,12 +311,7 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
     count = edge_index.shape[1]
     if count == 0:
         return True
-    kind = np.int32 if max(count, num_nodes) < 2**31 else np.int64
-    row, col = edge_index.numpy()
-    indptr = np.zeros(num_nodes + 1, dtype=kind)
-    np.cumsum(np.bincount(row, minlength=num_nodes), out=indptr[1:])
-    columns = np.asarray(col, dtype=kind)  # a compact graph's own column: no copy
-    csr = sp.csr_matrix((np.ones(count, dtype=np.int8), columns, indptr), shape=(num_nodes, num_nodes))
+    csr = edge_list_csr(edge_index, num_nodes, np.ones(count, dtype=np.int8))
     csc = csr.tocsc()  # rows ascending within each column: a symmetric A gives back its own CSR arrays
     return np.array_equal(csc.indptr, csr.indptr) and np.array_equal(csc.indices, csr.indices)
 
@@ -344,7 +352,7 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     """Each row divided by the sum of its absolute values (all-zero rows stay zero): the usual GCN preprocessing.
 
     scikit-learn's ``normalize(norm="l1")`` — for sparse input that very call; a dense matrix is scaled
-    :data:`NORMALIZE_CHUNK_ROWS` rows at a time into one new array with the same arithmetic (scikit-learn's holds
+    :data:`ROW_BLOCK` rows at a time into one new array with the same arithmetic (scikit-learn's holds
     a whole |X| besides its copy: 1 GB more at ogbn-products' size). Dense or SciPy sparse in, the same kind out.
     """
     if sp.issparse(x):
@@ -353,9 +361,9 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
         return normalize(x, norm="l1", axis=1, copy=True)
     x = np.asarray(x)
     out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float64)
-    for start in range(0, x.shape[0], NORMALIZE_CHUNK_ROWS):
-        block = x[start : start + NORMALIZE_CHUNK_ROWS]
-        np.divide(block, _l1_norms(block).astype(out.dtype, copy=False), out=out[start : start + NORMALIZE_CHUNK_ROWS])
+    for start in range(0, x.shape[0], ROW_BLOCK):
+        block = x[start : start + ROW_BLOCK]
+        np.divide(block, _l1_norms(block).astype(out.dtype, copy=False), out=out[start : start + ROW_BLOCK])
     return out
 
 
@@ -366,8 +374,10 @@ def _l1_norms(block: np.ndarray) -> np.ndarray:
     return norms
 
 
-#: Rows of a dense feature matrix that :func:`normalize_rows` scales at a time.
-NORMALIZE_CHUNK_ROWS = 65_536
+#: Rows of a dense N × F matrix handled at a time wherever gca scans, scales or sums one (row norms, zero columns,
+#: binary checks, feature weights), so none makes a whole temporary of it: a float64 copy of ogbn-products'
+#: 2.4 M × 100 features would be 2 GB.
+ROW_BLOCK = 65_536
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .graph import segment_ranges
+from .graph import edge_list_csr, segment_ranges
 
 
 @dataclass
@@ -53,17 +53,13 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     on 10^8 edges about 1.5 GB for a moment, where sorting 64-bit keys takes several times that.
     """
     import numpy as np
-    import scipy.sparse as sp
 
     count = edge_index.shape[1]
-    kind = np.int32 if max(count, num_nodes) < 2**31 else np.int64
     source, target = edge_index.cpu().numpy()
     if count and not bool((source[1:] >= source[:-1]).all()):
         raise ValueError("edge_index must be coalesced (sorted by source)")
-    indptr = np.zeros(num_nodes + 1, dtype=kind)
-    np.cumsum(np.bincount(source, minlength=num_nodes), out=indptr[1:])
-    positions = sp.csr_matrix((np.arange(count, dtype=kind), np.asarray(target, dtype=kind), indptr),
-                              shape=(num_nodes, num_nodes))  # fmt: skip
+    positions = edge_list_csr(edge_index, num_nodes, np.arange(count, dtype=np.int32 if count < 2**31 else np.int64))
+    indptr = positions.indptr
     columns = positions.tocsc()  # rows ascending within each column
     del positions
     if not (np.array_equal(columns.indptr, indptr) and np.array_equal(columns.indices, target)):
