@@ -128,8 +128,8 @@ def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_t
     from types import SimpleNamespace
 
     from gca.cli import dispatch, train
-    from gca.cli.console import signals_held
     from gca.cli.shell import terminate
+    from gca.cli.signals import signals_held
 
     start = signal.default_int_handler if inherited == "default" else signal.SIG_IGN
     previous = signal.signal(signal.SIGINT, start)

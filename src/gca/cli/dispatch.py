@@ -9,8 +9,8 @@ import warnings
 from collections.abc import Sequence
 
 from . import embed, reproduce, train, tune
-from .console import STOP_SIGNALS, catchable
 from .shell import Parser, leave_process_group, run_guarded, terminate
+from .signals import STOP_SIGNALS, catchable
 
 COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce}
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
-from .console import signals_held
+from .signals import signals_held
 
 
 class Parser(argparse.ArgumentParser):
