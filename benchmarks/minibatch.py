@@ -41,21 +41,23 @@ SIZES = {"arxiv": (169_343, 2 * 1_166_243, 128), "products": (2_449_029, 2 * 61_
 BASE_BYTES = 0.33e9
 
 
-def memory_model(nodes: int, edges: int, features: int, hidden: int = 128) -> dict[str, tuple[int, int, float]]:
+def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4
+                 ) -> dict[str, tuple[int, int, float]]:  # fmt: skip
     """Per phase, (bytes per directed edge, bytes per node, predicted resident bytes) of a mini-batch ``gca train``
-    on an undirected graph with dense float32 features (row-normalised, the default); ``edges`` counts both
-    directions of every edge (docs/large-graphs.md, "Memory").
+    on an undirected graph with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
+    row-normalised, the default); ``edges`` counts both directions of every edge (docs/large-graphs.md, "Memory").
 
     Per directed edge: the int32 edge list (8 B), each view's removal probability per undirected edge (2 × 4 B / 2)
-    and, while training, the sampler's unit ids (4 B; 8 B from 2³¹ edges on). Per node: the raw features (4F B),
+    and, while training, the sampler's unit ids (4 B; 8 B from 2³¹ edges on). Per node: the raw features (bF B),
     their row norms (4), centrality (8), labels (8), and while training the sampler's row pointers and id map
     (8 + 8); inference adds its row pointers and D̂^{-1/2} (12) and two N × hidden float32 matrices — or, during the
     first layer, X̂ and one of them. Sampled batches add a few MB.
     """
     unit_bytes = 4 if edges < 2**31 else 8
     per_edge = {"training": 8 + 4 + unit_bytes, "inference": 8 + 4}
-    per_node = {"training": 4 * features + 4 + 8 + 8 + 16,
-                "inference": 4 * features + 4 + 8 + 8 + 12 + max(4 * features + 4 * hidden, 8 * hidden)}  # fmt: skip
+    stored = feature_bytes * features
+    per_node = {"training": stored + 4 + 8 + 8 + 16,
+                "inference": stored + 4 + 8 + 8 + 12 + max(4 * features + 4 * hidden, 8 * hidden)}  # fmt: skip
     return {phase: (per_edge[phase], per_node[phase], per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES)
             for phase in per_edge}  # fmt: skip
 
@@ -90,12 +92,16 @@ def main() -> None:
     parser.add_argument("--exact-epochs", type=int, default=1, help="epochs of the exact runs (the first warms up)")
     parser.add_argument("--device", default="auto", help="passed to gca train")
     parser.add_argument("--predict", choices=list(SIZES), help="only print the memory model's prediction for a size")
+    parser.add_argument("--feature-bytes", type=int, choices=(4, 2), default=4,
+                        help="with --predict: features stored as float32 (4) or float16 (2)")  # fmt: skip
     args = parser.parse_args()
     if args.predict:
         nodes, edges, features = SIZES[args.predict]
-        for phase, (per_edge, per_node, total) in memory_model(nodes, edges, features).items():
-            print(f"{args.predict} size ({nodes:,} nodes, {edges:,} directed edges, {features} features), {phase}: "
-                  f"{per_edge} B per edge + {per_node:,} B per node + 0.33 GB = {total / 1e9:,.1f} GB")  # fmt: skip
+        model = memory_model(nodes, edges, features, feature_bytes=args.feature_bytes)
+        kind = {4: "float32", 2: "float16"}[args.feature_bytes]
+        for phase, (per_edge, per_node, total) in model.items():
+            print(f"{args.predict} size ({nodes:,} nodes, {edges:,} directed edges, {features} {kind} features), "
+                  f"{phase}: {per_edge} B per edge + {per_node:,} B per node + 0.33 GB = {total / 1e9:,.1f} GB")
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = []

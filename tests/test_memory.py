@@ -133,3 +133,35 @@ def test_dense_features_stored_uncompressed_are_memory_mapped(tmp_path):
     for name in ("stored", "compressed", "fortran"):
         data = read_npz_graph(tmp_path / f"{name}.npz")
         assert torch.equal(data.x, torch.from_numpy(x)) and data.edge_index.shape[1] == 156
+
+
+@pytest.mark.parametrize("feature_norm", ["row", "none"])
+@pytest.mark.parametrize("batch_size", [0, 8])
+def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(tmp_path, feature_norm, batch_size):
+    """A float16 feature file stays float16 in memory (memory-mapped, half float32's bytes) and is widened as it is
+    read. Every float16 value is exactly a float32 one, so training on it is bit for bit training on the same
+    values stored as float32 — whole-graph and on sampled mini-batches, normalised or not."""
+    from gca.datasets import load_files
+    from gca.graph import DenseFeatures
+
+    half = (np.random.default_rng(1).random((34, 6)) * 3).astype(np.float16)
+    half[5] = 0
+    edges = karate_club().edge_index.numpy().T
+    np.savetxt(tmp_path / "edges.csv", edges[edges[:, 0] < edges[:, 1]], fmt="%d", delimiter=",")
+    np.save(tmp_path / "half.npy", half)
+    np.save(tmp_path / "single.npy", half.astype(np.float32))
+    config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, feature_norm=feature_norm, batch_size=batch_size,
+                       fanout=(3, 3), seed=0)  # fmt: skip
+    runs = {}
+    for name in ("half", "single"):
+        loaded = load_files(tmp_path / "edges.csv", tmp_path / f"{name}.npy")
+        estimator = GCA(config)
+        prepared = estimator.prepare(loaded.data)
+        runs[name] = (prepared.graph, estimator.fit(prepared), loaded.data.x)
+    graph, _, file_view = runs["half"]
+    assert isinstance(graph.features, DenseFeatures) and graph.features.raw.dtype == torch.float16
+    assert graph.features.raw.data_ptr() == file_view.data_ptr()  # the file's memory map itself: no copy
+    assert graph.raw_features.dtype == np.float16
+    assert torch.equal(graph.features.to_dense(), runs["single"][0].features.to_dense()
+                       if isinstance(runs["single"][0].features, DenseFeatures) else runs["single"][0].features)
+    assert torch.equal(runs["half"][1], runs["single"][1])

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import torch
 
 from .augment import FeatureMasker, ViewAugmentor
-from .graph import Graph, RowNormalizedFeatures, SparseMatrix, dense_input, read_rows
+from .graph import Features, Graph, dense_input, read_rows
 from .sampling import NeighborSampler, SampledSubgraph
 
 
@@ -48,7 +48,7 @@ class Batch:
     """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
     the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``."""
 
-    features: torch.Tensor | SparseMatrix | RowNormalizedFeatures
+    features: Features
     num_nodes: int
     views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node

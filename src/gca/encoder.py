@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .graph import RowNormalizedFeatures, SparseMatrix, dense_input
+from .graph import Features, SparseMatrix, dense_input
 
 
 def make_activation(name: str, channels: int) -> nn.Module:
@@ -145,7 +145,7 @@ class GCNEncoder(nn.Module):
         return h
 
     @torch.no_grad()
-    def forward_in_chunks(self, features: torch.Tensor | SparseMatrix | RowNormalizedFeatures, adjacency: RowSlices,
+    def forward_in_chunks(self, features: Features, adjacency: RowSlices,
                           rows: int) -> torch.Tensor:  # fmt: skip
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
 

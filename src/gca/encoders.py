@@ -27,13 +27,13 @@ from torch import nn
 from torch.nn import functional as F
 
 from .encoder import make_activation
-from .graph import RowNormalizedFeatures, SparseMatrix, read_rows
+from .graph import Features, SparseMatrix, read_rows
 
 #: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.
 GAT_HEADS = 4
 
 
-def dense_features(features: torch.Tensor | SparseMatrix | RowNormalizedFeatures, mask: torch.Tensor | None = None
+def dense_features(features: Features, mask: torch.Tensor | None = None
                    ) -> torch.Tensor:  # fmt: skip
     """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features)."""
     x = features if isinstance(features, torch.Tensor) else features.to_dense()
@@ -89,7 +89,7 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weigh
     raise ValueError(f"unknown encoder {kind!r}")
 
 
-def check_output_width(encoder: nn.Module, features: torch.Tensor | SparseMatrix | RowNormalizedFeatures,
+def check_output_width(encoder: nn.Module, features: Features,
                        hidden: int) -> None:  # fmt: skip
     """Refuse a user's encoder whose output is not ``hidden`` wide, from one forward pass on a few nodes."""
     rows = min(4, features.shape[0])

@@ -71,6 +71,13 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     return values.astype(np.float32)
 
 
+def stored_features(values: np.ndarray, path: str | Path) -> np.ndarray:
+    """A dense feature array as gca holds it: float16 stays float16 — half float32's memory, widened to float32 a
+    block of rows at a time as it is read (:class:`gca.graph.DenseFeatures`) — and anything else becomes float32
+    (:func:`float32_features`)."""
+    return values if values.dtype == np.float16 else float32_features(values, path)
+
+
 def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[torch.Tensor, list[str]]:
     """One class number per node from a file's label column, and the warnings to print.
 

@@ -27,7 +27,15 @@ import torch
 from torch_geometric.data import Data
 
 from ..io import read_user_text
-from .base import DatasetError, LoadedDataset, check_regular_file, edge_list, float32_features, repeated_edges_warning
+from .base import (
+    DatasetError,
+    LoadedDataset,
+    check_regular_file,
+    edge_list,
+    float32_features,
+    repeated_edges_warning,
+    stored_features,
+)
 
 HEADER_NAMES = {
     "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
@@ -133,7 +141,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
             raise DatasetError(f"feature file {path} is not a readable .npy file ({exc})") from None
         if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
             raise DatasetError(f"feature file {path} must hold a 2-D numeric array, got {matrix.dtype} {matrix.shape}")
-        return float32_features(matrix, path), None
+        return stored_features(matrix, path), None
     if suffix == ".npz":
         try:
             matrix = sp.load_npz(path)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .base import DatasetError, class_labels, edge_list, float32_features, repeated_edges_warning
+from .base import DatasetError, class_labels, edge_list, float32_features, repeated_edges_warning, stored_features
 
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
@@ -114,7 +114,7 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
             check_invariants=True,
         ).coalesce()
     else:
-        x = torch.from_numpy(np.ascontiguousarray(float32_features(attr, path)))
+        x = torch.from_numpy(np.ascontiguousarray(stored_features(attr, path)))
     data = Data(x=x, edge_index=edge_index, num_nodes=num_nodes)
     notes = [repeated_edges_warning(path, repeated)] if repeated else []
     if "labels" in arrays:
