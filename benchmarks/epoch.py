@@ -88,6 +88,25 @@ class PlainEncoder(torch.nn.Module):
         return self.fc2(torch.nn.functional.elu(self.fc1(h)))
 
 
+def cpu_description() -> str:
+    """The CPU's model and the vector and matrix units PyTorch uses on it: what an epoch's speed depends on."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:
+        pass
+    units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    amx = bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    return (f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
+            f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, AMX tiles: {amx}")
+
+
 def _sync(device: str) -> None:
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize()
@@ -153,7 +172,7 @@ def main() -> None:
         print(json.dumps(run_case(args.case[0], args.case[1], args.epochs, args.data_dir, args.nnz)))
         return
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}")
+    print(f"machine: {cpu_description()}")
     print("| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |")
     print("|---|---|---|---|---|---|")
     cases = [("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")]
