@@ -8,11 +8,13 @@
     8,415 sparse binary features, d = 128).
 (d) with ``--paper-datasets``: (b) on the real Amazon-Photo, Amazon-Computers and Coauthor-CS graphs from
     ``--data-dir``, each with its shipped setting's widths (Table 5's hidden size, the authors' projection width).
+(e) with ``--bf16``: gca with the attention objective in bf16 beside it (the ratio fp32 / bf16 is what decides
+    whether ``auto`` should pick bf16 on a CPU with bf16 matrix units; docs/benchmarks.md).
 
 Each measurement runs in its own subprocess. Synthetic graphs: uniformly random edges, and each node has
 ``--nnz`` random features set to 1 (the benchmark files' features are sparse bag-of-words).
 
-    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics] [--paper-datasets]
+    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics] [--paper-datasets] [--bf16]
 """
 
 from __future__ import annotations
@@ -142,10 +144,13 @@ def plain_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device:
     return (time.perf_counter() - start) / epochs
 
 
-def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu") -> float:
+def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu", bf16: bool = False
+               ) -> float:  # fmt: skip
     from gca import GCA, GCAConfig
 
     config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
+    if bf16:  # the attention objective in bf16: what `auto` would pick on CPUs with bf16 matrix units
+        config = config.replace(loss_backend="attention", precision="bf16")
     GCA(config.replace(epochs=1), device=device).fit(data)  # warm-up
     estimator = GCA(config, device=device)
     estimator.fit(data)
@@ -154,8 +159,10 @@ def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: s
 
 def run_case(method: str, name: str, epochs: int, data_dir: str, nnz: int) -> dict:
     data, dims = load(name, data_dir, nnz)
-    fn = plain_epochs if method == "plain" else gca_epochs
-    seconds = fn(data, dims["hidden"], dims["proj_hidden"], epochs)
+    if method == "plain":
+        seconds = plain_epochs(data, dims["hidden"], dims["proj_hidden"], epochs)
+    else:
+        seconds = gca_epochs(data, dims["hidden"], dims["proj_hidden"], epochs, bf16=method == "gca-bf16")
     return {"seconds_per_epoch": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -166,6 +173,8 @@ def main() -> None:
     parser.add_argument("--nnz", type=int, default=30, help="features per node in the synthetic graphs")
     parser.add_argument("--skip-physics", action="store_true")
     parser.add_argument("--paper-datasets", action="store_true", help="also the real Photo, Computers and CS graphs")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also gca with the attention objective in bf16 (its column: bf16 s/epoch, ratio to fp32)")
     parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -173,8 +182,9 @@ def main() -> None:
         return
 
     print(f"machine: {cpu_description()}")
-    print("| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |")
-    print("|---|---|---|---|---|---|")
+    extra = " gca bf16 s/epoch | fp32 / bf16 |" if args.bf16 else ""
+    print(f"| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |{extra}")
+    print("|---|---|---|---|---|---|" + "---|---|" * args.bf16)
     cases = [("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")]
     if args.paper_datasets:
         cases += [(key, f"{name} (real)") for key, name in PAPER_GRAPHS.items()]
@@ -182,9 +192,15 @@ def main() -> None:
         plain = _case("plain", name, args)
         ours = _case("gca", name, args)
         speed = f"{plain['seconds_per_epoch'] / ours['seconds_per_epoch']:.1f}×" if plain and ours else "—"
+        extra = ""
+        if args.bf16:
+            half = _case("gca-bf16", name, args)
+            ratio = f"{ours['seconds_per_epoch'] / half['seconds_per_epoch']:.2f}×" if ours and half else "—"
+            extra = f" {_fmt(half, 'seconds_per_epoch', '{:.3f}')} | {ratio} |"
         print(
             f"| {label} | {_fmt(plain, 'seconds_per_epoch', '{:.3f}')} | {_fmt(plain, 'peak_rss_mb', '{:.0f} MB')} | "
-            f"{_fmt(ours, 'seconds_per_epoch', '{:.3f}')} | {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')} | {speed} |",
+            f"{_fmt(ours, 'seconds_per_epoch', '{:.3f}')} | {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')} | {speed} |"
+            + extra,
             flush=True,
         )
     if not args.skip_physics:
