@@ -14,7 +14,8 @@ from torch.nn import functional as F
 
 from .share import RowShare
 
-CPU_BLOCK_ELEMENTS = 1 << 19
+CPU_BLOCK_ELEMENTS = 1 << 22
+CPU_MAX_BLOCK_ROWS = 256
 CUDA_BLOCK_ELEMENTS = 1 << 26
 # Blocks of E the forward pass keeps for the backward pass, in bytes. On CPUs the matrix products are the bound
 # (2 cores of an AMD EPYC run them at 150–190 GFLOP/s of a ~190 peak), and a kept block saves the backward pass one
@@ -31,16 +32,23 @@ def keep_budget(device: torch.device | str) -> int:
 
 
 def auto_block_size(num_rows: int, budget_elements: int | None = None, device: torch.device | str = "cpu") -> int:
-    """Rows per block: about ``budget_elements`` similarities per block, at least 64 rows.
+    """Rows per block: about ``budget_elements`` similarities per block, at least 64 rows (on CPUs at most 256).
 
-    The default budget depends on the device. CPU: 2^19 (2 MiB in fp32) — measured on a 2-core Xeon
-    (benchmarks/objective.py), 64–128 rows are fastest for 2N = 5,416 and 15,300; 16–32 rows starve the matrix
-    multiply, and blocks far beyond the L2 cache slow the exponentials. CUDA: 2^26 (256 MiB) — a GPU needs
-    large products to fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
+    The default budget depends on the device. CPU: 2^22 (16 MiB in fp32), 64–256 rows. Each row block adds its
+    transposed share M_r·ᵀ Z_r to the gradient of every later row — a product with only ``block`` terms that reads
+    and writes the later rows' N × d gradient — so with the forward pass's blocks kept, taller blocks pay: on
+    2 cores of an AMD EPYC (AVX-512, PyTorch 2.13, 2026-11-27; 3-epoch runs as `benchmarks/epoch.py`) an epoch at
+    2N = 15,300, d = 256 took 1.43 s with 64-row blocks, 1.29–1.32 with 128, 1.27–1.30 with 256, 1.30–1.33 with
+    512; at Cora's 2N = 5,416, d = 128, 0.110–0.114 s with 96 rows, 0.099–0.100 with 192 and 384, 0.107–0.110 with
+    768. (Without kept blocks, on a 2-core Xeon, 64–128 rows were fastest: 16–32 rows starve the matrix multiply.)
+    From 2N ≈ 65,000 on the rule gives the 64-row minimum. CUDA: 2^26 (256 MiB) — a GPU needs large products to
+    fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
     """
+    cuda = torch.device(device).type == "cuda"
     if budget_elements is None:
-        budget_elements = CUDA_BLOCK_ELEMENTS if torch.device(device).type == "cuda" else CPU_BLOCK_ELEMENTS
-    return int(min(num_rows, max(64, budget_elements // max(num_rows, 1))))
+        budget_elements = CUDA_BLOCK_ELEMENTS if cuda else CPU_BLOCK_ELEMENTS
+    rows = max(64, budget_elements // max(num_rows, 1))
+    return int(min(num_rows, rows if cuda else min(rows, CPU_MAX_BLOCK_ROWS)))
 
 
 class _OffDiagonalLogSumExp(torch.autograd.Function):
