@@ -104,7 +104,9 @@ def cpu_description() -> str:
     except OSError:
         pass
     units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    amx = bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    from gca.objective import cpu_bf16_matrix_units
+
+    amx = cpu_bf16_matrix_units()
     return (f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
             f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, AMX tiles: {amx}")
 

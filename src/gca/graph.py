@@ -151,7 +151,7 @@ class RowNormalizedFeatures(DenseFeatures):
         return cls(torch.from_numpy(raw), torch.from_numpy(norms))
 
     def _read(self, rows: torch.Tensor, where: torch.Tensor | slice) -> torch.Tensor:
-        return torch.div(rows.float(), self.norms[where])
+        return torch.div(rows, self.norms[where])  # float16 rows are widened by the division itself: no second copy
 
     def to(self, device: torch.device | str) -> RowNormalizedFeatures:
         return RowNormalizedFeatures(self.raw.to(device), self.norms.to(device))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import warnings
 from collections.abc import Sequence
 
 from . import embed, reproduce, train, tune
 from .shell import Parser, leave_process_group, run_guarded, terminate
-from .signals import STOP_SIGNALS, catchable
+from .signals import stop_signals_to
 
 COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce}
 
@@ -30,22 +29,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer
-    previous = {}
     try:
-        for number in filter(catchable, STOP_SIGNALS):
-            previous[number] = signal.signal(number, terminate)
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-    try:
-        with warnings.catch_warnings():
+        with stop_signals_to(terminate), warnings.catch_warnings():
             if not sys.warnoptions:
                 # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source
                 # line) are noise to a user. `python -W default -m gca.cli …` shows them for debugging.
                 warnings.simplefilter("ignore")
             return run_guarded(COMMANDS[args.command].run, args)
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
         leave_process_group()
 
 

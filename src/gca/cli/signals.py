@@ -18,18 +18,26 @@ def catchable(number: int) -> bool:
 
 
 @contextlib.contextmanager
-def signals_held():
-    """Within the block, Ctrl-C and SIGTERM are recorded instead of acted on; yields the list they are recorded in.
-    Outside the main thread, where signals are not ours to hold, nothing is held."""
-    held: list[int] = []
+def stop_signals_to(handler):
+    """Within the block, Ctrl-C and SIGTERM go to ``handler`` (``handler(signum, frame)``) — each unless the process
+    was started ignoring it; afterwards the previous handlers are back. Outside the main thread, where signals are
+    not ours to handle, nothing changes."""
     previous = {}
     try:
         for number in filter(catchable, STOP_SIGNALS):
-            previous[number] = signal.signal(number, lambda signum, frame: held.append(signum))
+            previous[number] = signal.signal(number, handler)
     except ValueError:  # not the main thread
         pass
     try:
-        yield held
+        yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, earlier in previous.items():
+            signal.signal(number, earlier)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Within the block, Ctrl-C and SIGTERM are recorded instead of acted on; yields the list they are recorded in."""
+    held: list[int] = []
+    with stop_signals_to(lambda signum, frame: held.append(signum)):
+        yield held
