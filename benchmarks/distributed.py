@@ -1,7 +1,7 @@
 """Exact GCA on 1 and on 2 processes with one thread each (torchrun, gloo, CPU): seconds per epoch and exactness.
 
 Both runs train the same model from the same seed on the same graph; the two-process run splits the objective's
-similarity blocks between the ranks (gca.distributed). Printed: training seconds per epoch of each, the speed-up,
+similarity blocks between the ranks (gca.train.distributed). Printed: training seconds per epoch of each, the speed-up,
 the largest difference of the embeddings relative to their largest entry, and of the per-epoch losses.
 
     python benchmarks/distributed.py [--epochs 5] [--graph cora|photo] [--data-dir ../shared/data]

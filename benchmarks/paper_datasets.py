@@ -6,7 +6,7 @@ For each dataset (default: Amazon-Photo, Amazon-Computers, Coauthor-CS from ``--
    an interrupted measurement continues where it stopped when the same command is run again (``--resume``);
 2. Random-Init: the same encoder untrained (``gca train --epochs 0``);
 3. every embedding and the raw features judged on the same 20 random 10/10/80 splits under both protocols
-   (``sklearn``: gca's default; ``authors``: the GCA authors' script, :mod:`gca.probe`).
+   (``sklearn``: gca's default; ``authors``: the GCA authors' script, :mod:`gca.evaluate.probe`).
 
 Results go to ``OUT/<dataset>/`` (each ``gca train`` run folder, and ``summary.json``); the table is printed in
 Markdown. A dataset whose training has not finished is reported as unfinished, with its last checkpoint's epoch;
@@ -50,8 +50,8 @@ def gca_train(dataset: str, data_dir: str, out: Path, extra: list[str]) -> dict 
 def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
     """A record like results.json for the last checkpoint of an unfinished training (sklearn protocol), holding
     the embeddings themselves; None when there is no checkpoint."""
-    from gca.evaluate import evaluate_embeddings
-    from gca.train import GCA
+    from gca.evaluate.classification import evaluate_embeddings
+    from gca.train.estimator import GCA
 
     path = _last_checkpoint(out)
     if path is None:
@@ -66,7 +66,7 @@ def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
 
 def _last_checkpoint(out: Path) -> Path | None:
     """The checkpoint of the training in ``out``: the in-progress one, else that of a finished run."""
-    from gca.outputs import IN_PROGRESS
+    from gca.outputs.folder import IN_PROGRESS
 
     return next((p for p in (out / IN_PROGRESS, out / "checkpoint.pt") if p.is_file()), None)
 
@@ -91,8 +91,8 @@ def main() -> None:
 
     from gca.config import build_config
     from gca.datasets import load_dataset
-    from gca.evaluate import evaluate_embeddings, label_splits, raw_feature_input
-    from gca.graph import prepare_graph
+    from gca.evaluate.classification import evaluate_embeddings, label_splits, raw_feature_input
+    from gca.graph.core import prepare_graph
     from gca.reproduce import PAPER_TABLE3
 
     extra = [arg for item in args.set for arg in ("--set", item)]

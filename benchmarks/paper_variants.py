@@ -47,7 +47,7 @@ def variants() -> dict[str, tuple[str, dict]]:
 
 def _judge_sklearn(embeddings: np.ndarray, labels: np.ndarray, splits: list) -> dict:
     """Runs in a worker process: gca's default protocol (scikit-learn) on one embedding."""
-    from gca.evaluate import linear_evaluation
+    from gca.evaluate.classification import linear_evaluation
 
     start = time.perf_counter()
     result = linear_evaluation(embeddings, labels, splits).to_dict()
@@ -91,9 +91,9 @@ def main() -> None:
     from gca import GCA
     from gca.config import build_config
     from gca.datasets import load_dataset
-    from gca.evaluate import evaluate_embeddings, label_splits
+    from gca.evaluate.classification import evaluate_embeddings, label_splits
     from gca.reproduce import PAPER_TABLE3, PAPER_TABLE4
-    from gca.train import TrainingError
+    from gca.train.loop import TrainingError
 
     table = variants()
     chosen = args.variant or list(table)

@@ -7,7 +7,7 @@ Sections (each prints a Markdown table and adds to OUT/tasks.json):
 
 * ``link`` — link prediction on the same held-out edges (5 % validation, 10 % test, seed i for hold-out i): GCA-DE
   (the dataset's shipped setting) against PyTorch Geometric's GAE and VGAE, every model trained on the edges left;
-  ROC-AUC and AP of the cosine and of the Hadamard logistic regression (gca.linkpred), mean ± std over seeds.
+  ROC-AUC and AP of the cosine and of the Hadamard logistic regression (gca.evaluate.linkpred), mean ± std over seeds.
 * ``cluster`` — k-means NMI and ARI (10 k-means seeds) of GCA-DE, DGI and the raw features.
 * ``public`` — accuracy on the dataset's public split (Cora: Planetoid's 140/500/1,000), GCA-DE trained with seeds
   0 … seeds − 1, under the sklearn and the authors' protocol.
@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gca import GCA  # noqa: E402
-from gca.baselines import autoencoder_embeddings, dgi_embeddings, row_normalized_features  # noqa: E402
-from gca.clustering import cluster_embeddings  # noqa: E402
-from gca.evaluate import evaluate_embeddings  # noqa: E402
-from gca.job import Job  # noqa: E402
-from gca.linkpred import hold_out_edges, score_links  # noqa: E402
-from gca.splits import SplitSetting  # noqa: E402
-from gca.train import CollapseError  # noqa: E402
+from gca.evaluate.classification import evaluate_embeddings  # noqa: E402
+from gca.evaluate.clustering import cluster_embeddings  # noqa: E402
+from gca.evaluate.linkpred import hold_out_edges, score_links  # noqa: E402
+from gca.evaluate.splits import SplitSetting  # noqa: E402
+from gca.reproduce.baselines import autoencoder_embeddings, dgi_embeddings, row_normalized_features  # noqa: E402
+from gca.run.job import Job  # noqa: E402
+from gca.train.loop import CollapseError  # noqa: E402
 
 
 def _config(job: Job, epochs: int | None, **changes):

@@ -7,9 +7,9 @@ import torch
 from conftest import path_graph, star_graph, undirected
 from torch_geometric.data import Data
 
-from gca.augment import build_augmentors, drop_probabilities, edge_units, edge_weights, feature_weights
-from gca.centrality import degree_centrality
-from gca.graph import prepare_graph
+from gca.augment.augmentors import build_augmentors, drop_probabilities, edge_units, edge_weights, feature_weights
+from gca.augment.centrality import degree_centrality
+from gca.graph.core import prepare_graph
 
 
 def test_path_graph_edge_probabilities_by_hand():
@@ -158,7 +158,7 @@ def test_log_is_natural_but_any_base_gives_same_probabilities():
 
 
 def test_dense_features_are_weighed_chunk_by_chunk_like_all_at_once(monkeypatch):
-    import gca.augment as augment
+    import gca.augment.augmentors as augment
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(11, 4)).astype(np.float32)
@@ -175,7 +175,7 @@ def test_dense_features_are_weighed_chunk_by_chunk_like_all_at_once(monkeypatch)
 
 
 def test_the_view_sampler_is_its_two_parts_composed():
-    from gca.augment import EdgeDropper, FeatureMasker, ViewAugmentor
+    from gca.augment.augmentors import EdgeDropper, FeatureMasker, ViewAugmentor
 
     units = torch.tensor([[0, 1, 2], [1, 2, 3]])
     both = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])  # a coalesced undirected edge_index

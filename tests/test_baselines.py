@@ -8,12 +8,12 @@ import torch
 from conftest import path_graph, undirected
 from torch_geometric.data import Data
 
-from gca.baselines import deepwalk, dgi, node2vec, row_normalized_features
 from gca.datasets import karate_club
-from gca.evaluate import random_splits
-from gca.graph import binary_adjacency, prepare_graph
-from gca.train import TrainingError
-from gca.walks import random_walks
+from gca.evaluate.classification import random_splits
+from gca.graph.core import binary_adjacency, prepare_graph
+from gca.graph.walks import random_walks
+from gca.reproduce.baselines import deepwalk, dgi, node2vec, row_normalized_features
+from gca.train.loop import TrainingError
 
 
 def test_uniform_walks_follow_edges_and_stop_at_dead_ends():

@@ -4,7 +4,7 @@ import pytest
 import torch
 from conftest import undirected
 
-from gca.centrality import degree_centrality, eigenvector_centrality, node_centrality, pagerank_centrality
+from gca.augment.centrality import degree_centrality, eigenvector_centrality, node_centrality, pagerank_centrality
 
 
 def path_edges(n):
@@ -75,7 +75,7 @@ def test_eigenvector_matches_dense_solver_on_connected_graph():
 
 
 def test_eigenvector_large_component_uses_sparse_solver(monkeypatch):
-    import gca.centrality as c
+    import gca.augment.centrality as c
 
     g = nx.barabasi_albert_graph(300, 3, seed=1)
     edges = undirected(list(g.edges()))

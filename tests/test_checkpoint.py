@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from gca.checkpoint import CheckpointError, load_checkpoint
 from gca.cli import main
-from gca.train import GCA
+from gca.train.checkpoint import CheckpointError, load_checkpoint
+from gca.train.estimator import GCA
 
 TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7"]
 

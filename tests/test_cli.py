@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gca.cli import main
-from gca.train import GCA
+from gca.train.estimator import GCA
 
 
 def test_train_on_karate_writes_results(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Collapse (gca.collapse): a loss that sits at log(2N − 1) ends training with one line; warm-up is exact."""
+"""Collapse (gca.objective.collapse): a loss that sits at log(2N − 1) ends training with one line; warm-up is exact."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 import torch
 from conftest import path_graph
 
-import gca.encoder as encoder
+import gca.nn.gcn as encoder
 from gca import GCA, GCAConfig
 from gca.cli import main
-from gca.collapse import COLLAPSE_EPOCHS, CollapseWatch, uniform_loss
 from gca.datasets import karate_club
 from gca.objective import reference_loss
-from gca.train import CollapseError, warmup_schedule
+from gca.objective.collapse import COLLAPSE_EPOCHS, CollapseWatch, uniform_loss
+from gca.train.loop import CollapseError, warmup_schedule
 
 
 def test_uniform_similarities_give_log_2n_minus_1_for_any_tau():
@@ -88,9 +88,10 @@ def test_warmup_rises_linearly_then_holds_and_resume_is_exact(tmp_path):
 
 
 def test_warmup_counts_updates_not_epochs():
-    from gca.batches import Batch, BatchSource
-    from gca.model import GCAModel
-    from gca.train import prepare, train
+    from gca.augment.prepared import prepare
+    from gca.nn.model import GCAModel
+    from gca.train.batches import Batch, BatchSource
+    from gca.train.loop import train
 
     config = GCAConfig(hidden=4, proj_hidden=4)
     prepared = prepare(karate_club(), config)

@@ -9,7 +9,7 @@ import torch
 from conftest import path_graph
 
 from gca import GCA, GCAConfig
-from gca.graph import SparseMatrix
+from gca.graph.core import SparseMatrix
 from gca.objective import bf16_tensor_cores, contrastive_loss, reference_loss
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -101,8 +101,8 @@ def test_authors_probe_on_cuda_matches_the_cpu():
     # accuracies up to float rounding (which may move a chosen check by one), dense and sparse input alike.
     import scipy.sparse as sp
 
-    from gca.evaluate import random_splits
-    from gca.probe import adam_probe
+    from gca.evaluate.classification import random_splits
+    from gca.evaluate.probe import adam_probe
 
     generator = torch.Generator().manual_seed(0)
     y = torch.randint(0, 3, (300,), generator=generator)

@@ -16,8 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from gca.distributed import BlockShare
 from gca.objective import attention_loss, contrastive_loss
+from gca.train.distributed import BlockShare
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 

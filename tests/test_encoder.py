@@ -5,9 +5,9 @@ from conftest import path_graph, undirected
 from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv
 
-from gca.encoder import GCNEncoder, ProjectionHead
-from gca.graph import normalized_adjacency, prepare_graph, scipy_to_sparse
-from gca.model import GCAModel
+from gca.graph.core import normalized_adjacency, prepare_graph, scipy_to_sparse
+from gca.nn.gcn import GCNEncoder, ProjectionHead
+from gca.nn.model import GCAModel
 from gca.objective import ContrastiveObjective
 
 
@@ -144,7 +144,7 @@ def test_chunked_inference_equals_the_whole_graph_pass():
     """Over row blocks (sparse and dense input, directed and undirected graphs — the latter's operator built
     block by block —, PReLU, layers handing H W over to the next): the same embeddings as one whole pass."""
     from gca.config import GCAConfig
-    from gca.train import encode_graph
+    from gca.train.loop import encode_graph
 
     g = torch.Generator().manual_seed(0)
     n = 203
@@ -167,7 +167,7 @@ def test_chunked_inference_equals_the_whole_graph_pass():
 def test_adjacency_rows_equal_the_whole_operator():
     """Blocks of AdjacencyRows hold exactly the entries of the same rows of the full normalised adjacency
     (isolated nodes, the first and last rows, one-row blocks)."""
-    from gca.graph import AdjacencyRows
+    from gca.graph.core import AdjacencyRows
 
     graph = prepare_graph(Data(x=torch.ones(7, 1), edge_index=undirected([(0, 1), (1, 2), (1, 5), (2, 5), (3, 6)])))
     whole = normalized_adjacency(graph.edge_index, 7, symmetric=True, coalesced=True).to_dense()

@@ -12,7 +12,7 @@ from gca import GCA, GCAConfig
 from gca.cli import main
 from gca.config import ConfigError
 from gca.datasets import karate_club
-from gca.encoders import MessagePassingEncoder
+from gca.nn.encoders import MessagePassingEncoder
 
 KINDS = ["gat", "sage", "sage-mean", "gin"]  # sage-mean: encoder=sage, sage_aggregator=mean
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from gca.datasets import mask_splits
-from gca.evaluate import EvaluationError, linear_evaluation, random_splits
+from gca.evaluate.classification import EvaluationError, linear_evaluation, random_splits
 
 
 def test_random_splits_partition_the_nodes_10_10_80():

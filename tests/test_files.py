@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from gca.cli import main
 from gca.datasets import karate_club, load_files, read_edge_list
-from gca.export import ExportError, export_embeddings
+from gca.outputs.export import ExportError, export_embeddings
 
 NAMES = [f"n{i}" for i in range(34)]
 

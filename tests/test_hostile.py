@@ -63,7 +63,7 @@ def test_non_finite_embeddings_are_an_error_never_an_output(tmp_path):
     """The loss is finite before every update, but the last update makes the weights NaN: the check after
     training catches what the loss cannot."""
     from gca import GCA, GCAConfig
-    from gca.train import TrainingError
+    from gca.train.loop import TrainingError
 
     class InfiniteGradient(torch.nn.Module):
         def forward(self, u, v):  # value 0, gradient 1 / (2·sqrt(0)) = inf → Adam's update is NaN
@@ -207,7 +207,7 @@ def test_semicolons_with_decimal_commas(tmp_path, capsys):
 def test_undirected_duplicates_are_counted_as_pairs():
     from torch_geometric.data import Data
 
-    from gca.graph import prepare_graph
+    from gca.graph.core import prepare_graph
 
     pairs = [(0, 1), (1, 2), (0, 1)]  # (0, 1) twice, each in both directions
     edges = torch.tensor([p for u, v in pairs for p in ((u, v), (v, u))]).t()
@@ -228,7 +228,7 @@ def test_export_that_cannot_be_written_is_refused_before_training(karate, tmp_pa
 
 
 def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, tmp_path, capsys, monkeypatch):
-    import gca.outputs
+    import gca.outputs.folder
 
     before = _snapshot(karate["out"])
 
@@ -236,7 +236,7 @@ def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, 
         Path(path).write_text("partial")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(gca.outputs, "export_embeddings", full_disk)
+    monkeypatch.setattr(gca.outputs.folder, "export_embeddings", full_disk)
     export = tmp_path / "emb.csv"
     error = _error(["train", *_files(karate), "--export", str(export), "--out", str(karate["out"]), *QUICK], capsys)
     assert error == f"gca: error: cannot write {export}: No space left on device"  # the user's path, not a temp file
@@ -245,14 +245,14 @@ def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, 
 
 
 def test_a_failing_plot_leaves_no_loss_png(karate, capsys, monkeypatch):
-    import gca.plots
+    import gca.outputs.plots
 
     before = _snapshot(karate["out"])
 
     def broken(*args, **kwargs):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(gca.plots, "tsne_map", broken)
+    monkeypatch.setattr(gca.outputs.plots, "tsne_map", broken)
     _error(["train", *_files(karate), "--plots", "--out", str(karate["out"]), *QUICK], capsys)
     assert _snapshot(karate["out"]) == before
 
@@ -282,7 +282,7 @@ def test_tiny_graph_with_plots_skips_tsne(tmp_path, capsys):
 
 
 def test_memory_exhaustion_is_one_line(karate, capsys, monkeypatch):
-    from gca.train import GCA
+    from gca.train.estimator import GCA
 
     def exhausted(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:116] . DefaultCPUAllocator: not enough memory: you tried "

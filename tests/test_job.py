@@ -9,13 +9,13 @@ import torch
 from torch_geometric.data import Data
 
 from gca import GCA
-from gca.checkpoint import CheckpointError, TrainingCheckpoints
 from gca.config import ConfigError
 from gca.datasets import karate_club, load_dataset
 from gca.datasets.base import LoadedDataset
-from gca.distributed import BlockShare, Placement
-from gca.graph import GraphError
-from gca.job import Job
+from gca.graph.core import GraphError
+from gca.run.job import Job
+from gca.train.checkpoint import CheckpointError, TrainingCheckpoints
+from gca.train.distributed import BlockShare, Placement
 
 
 def test_a_job_layers_the_dataset_setting_a_config_and_overrides():

@@ -11,13 +11,13 @@ from conftest import undirected
 from sklearn.preprocessing import normalize
 from torch_geometric.data import Data
 
-import gca.graph as graph_module
+import gca.graph.core as graph_module
 from gca import GCA, GCAConfig
 from gca.datasets import karate_club
 from gca.datasets.base import LoadedDataset
-from gca.graph import Graph, prepare_graph
-from gca.job import Job
-from gca.sampling import NeighborSampler, reverse_positions
+from gca.graph.core import Graph, prepare_graph
+from gca.graph.sampling import NeighborSampler, reverse_positions
+from gca.run.job import Job
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
@@ -81,9 +81,9 @@ def test_reverse_positions_by_hand():
 def test_row_normalised_features_are_read_not_copied(monkeypatch):
     """Under feature_norm = "row" a dense graph keeps its raw features once; sampled batches divide the rows they
     read, bit for bit as normalize_rows, and never build the whole normalised matrix."""
-    from gca.batches import NeighborBatches
-    from gca.graph import RowNormalizedFeatures, normalize_rows
-    from gca.train import prepare
+    from gca.augment.prepared import prepare
+    from gca.graph.core import RowNormalizedFeatures, normalize_rows
+    from gca.train.batches import NeighborBatches
 
     x = torch.rand(34, 6, generator=torch.Generator().manual_seed(0)) - 0.5
     x[5] = 0  # an all-zero row stays zero
@@ -142,7 +142,7 @@ def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(t
     read. Every float16 value is exactly a float32 one, so training on it is bit for bit training on the same
     values stored as float32 — whole-graph and on sampled mini-batches, normalised or not."""
     from gca.datasets import load_files
-    from gca.graph import DenseFeatures
+    from gca.graph.core import DenseFeatures
 
     half = (np.random.default_rng(1).random((34, 6)) * 3).astype(np.float16)
     half[5] = 0

@@ -138,7 +138,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_previous_run(small_disk, capsys, 
 
 
 def test_reproduce_refuses_a_folder_another_run_holds(tmp_path, capsys):
-    from gca.outputs import hold_folder, release_folder
+    from gca.outputs.folder import hold_folder, release_folder
 
     held = hold_folder(tmp_path)  # as a running gca reproduce (or train) holds it
     try:

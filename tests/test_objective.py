@@ -197,7 +197,7 @@ def test_the_record_names_the_objective_that_ran(tmp_path):
     from conftest import path_graph
 
     from gca import GCA, GCAConfig
-    from gca.run import run_gca
+    from gca.run.pipeline import run_gca
 
     data = path_graph(8, torch.eye(8))
     estimator = GCA(GCAConfig(epochs=1, hidden=4, proj_hidden=4), device="cpu")

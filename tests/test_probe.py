@@ -1,4 +1,4 @@
-"""The GCA authors' evaluation protocol (gca.probe): their rules, batched exactly, behind --eval-protocol."""
+"""The GCA authors' evaluation protocol (gca.evaluate.probe): their rules, batched exactly, behind --eval-protocol."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-import gca.probe as probe
+import gca.evaluate.probe as probe
 from gca.cli import main
-from gca.evaluate import EvaluationError, evaluate_embeddings, random_splits, validation_accuracy
-from gca.probe import adam_probe, best_validation_check
+from gca.evaluate.classification import EvaluationError, evaluate_embeddings, random_splits, validation_accuracy
+from gca.evaluate.probe import adam_probe, best_validation_check
 
 
 def _separable(n: int = 300, classes: int = 3, seed: int = 0):

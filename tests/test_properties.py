@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from torch_geometric.data import Data
 
 from gca import GCA, GCAConfig
-from gca.augment import build_augmentors
-from gca.centrality import node_centrality
-from gca.graph import normalized_adjacency, prepare_graph
+from gca.augment.augmentors import build_augmentors
+from gca.augment.centrality import node_centrality
+from gca.graph.core import normalized_adjacency, prepare_graph
 
 
 @st.composite
@@ -93,7 +93,7 @@ def test_training_never_crashes_or_returns_nan(data, centrality):
 def test_symmetry_check_agrees_with_pyg_is_undirected(n, pairs, mirror):
     from torch_geometric.utils import coalesce, is_undirected
 
-    from gca.graph import _is_symmetric
+    from gca.graph.core import _is_symmetric
 
     pairs = [(a % n, b % n) for a, b in pairs if a % n != b % n]
     if mirror:  # half the examples undirected by construction, so both answers are exercised
@@ -115,7 +115,7 @@ def test_degree_centrality_counts_each_neighbour_once_on_any_edge_list(n, pairs,
     """The count-of-targets shortcut for prepared edges and the sparse-matrix path agree on every input."""
     from torch_geometric.utils import coalesce, remove_self_loops
 
-    from gca.centrality import degree_centrality
+    from gca.augment.centrality import degree_centrality
 
     pairs = [(a % n, b % n) for a, b in pairs]
     if mirror:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from gca.cli import main
-from gca.plots import karate_edge_centrality
+from gca.outputs.plots import karate_edge_centrality
 from gca.reproduce import (
     PAPER_DATASETS,
     PAPER_TABLE3,
@@ -205,7 +205,7 @@ def test_tsne_draws_unlabelled_nodes_apart_from_every_class(tmp_path, monkeypatc
     """Label −1 means "no label": it must not be coloured as if it were a class."""
     import matplotlib.colors as mcolors
 
-    import gca.plots as plots
+    import gca.outputs.plots as plots
 
     figures = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, path, dpi=150: figures.append(fig))

@@ -12,14 +12,15 @@ from conftest import undirected
 from torch_geometric.data import Data
 
 from gca import GCA, GCAConfig
-from gca.augment import FeatureMasker
-from gca.batches import NeighborBatches, SubgraphView
+from gca.augment.augmentors import FeatureMasker
+from gca.augment.prepared import prepare
 from gca.config import ConfigError
 from gca.datasets import karate_club
-from gca.graph import prepare_graph, scipy_to_sparse
-from gca.model import GCAModel
-from gca.sampling import NeighborSampler, edge_unit_ids, floyd_sample
-from gca.train import prepare, train_step
+from gca.graph.core import prepare_graph, scipy_to_sparse
+from gca.graph.sampling import NeighborSampler, edge_unit_ids, floyd_sample
+from gca.nn.model import GCAModel
+from gca.train.batches import NeighborBatches, SubgraphView
+from gca.train.loop import train_step
 
 
 def _random_graph(n: int = 60, m: int = 200, seed: int = 0) -> Data:
@@ -216,8 +217,8 @@ def test_mini_batch_config_keys_are_checked():
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("width", [6, 16])  # into a 16-wide first layer: (M X) W, and M (X W)
 def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_gradients(directed, width):
-    from gca.encoder import GCNEncoder
-    from gca.graph import layered_normalized_adjacency, normalized_adjacency
+    from gca.graph.core import layered_normalized_adjacency, normalized_adjacency
+    from gca.nn.gcn import GCNEncoder
 
     data = _random_graph(300, 1500, seed=3)
     data.x = torch.rand(300, width, generator=torch.Generator().manual_seed(4)) if width != 6 else data.x

@@ -11,11 +11,11 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import RandomLinkSplit
 
-from gca.clustering import cluster_embeddings
 from gca.datasets import karate_club
-from gca.graph import prepare_graph
-from gca.linkpred import hold_out_edges, score_links
-from gca.splits import EvaluationError
+from gca.evaluate.clustering import cluster_embeddings
+from gca.evaluate.linkpred import hold_out_edges, score_links
+from gca.evaluate.splits import EvaluationError
+from gca.graph.core import prepare_graph
 
 
 def _pairs(edge_index: torch.Tensor) -> set[tuple[int, int]]:

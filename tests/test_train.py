@@ -7,12 +7,13 @@ import torch
 from conftest import path_graph
 
 from gca import GCA, GCAConfig
-from gca.batches import Batch, BatchSource, FullGraphBatches
-from gca.checkpoint import load_checkpoint
+from gca.augment.prepared import PreparedGraph, prepare
 from gca.datasets import karate_club
-from gca.graph import normalize_rows
-from gca.model import GCAModel
-from gca.train import PreparedGraph, encode_graph, prepare, train
+from gca.graph.core import normalize_rows
+from gca.nn.model import GCAModel
+from gca.train.batches import Batch, BatchSource, FullGraphBatches
+from gca.train.checkpoint import load_checkpoint
+from gca.train.loop import encode_graph, train
 
 
 class TwoHalves(BatchSource):

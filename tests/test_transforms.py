@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from gca import GCAConfig
+from gca.augment.prepared import prepare
+from gca.augment.transforms import AdaptiveAugmentation, AdaptiveEdgeDropping, AdaptiveFeatureMasking
 from gca.datasets import karate_club
-from gca.train import prepare
-from gca.transforms import AdaptiveAugmentation, AdaptiveEdgeDropping, AdaptiveFeatureMasking
 
 
 def _gca_view(p_e: float, p_f: float, centrality: str = "pagerank"):

@@ -17,8 +17,8 @@ optuna = pytest.importorskip("optuna", reason="gca tune needs the tune extra (in
 
 from gca.config import GCAConfig, read_config_file  # noqa: E402
 from gca.datasets import karate_club  # noqa: E402
-from gca.evaluate import label_splits  # noqa: E402
-from gca.graph import prepare_graph  # noqa: E402
+from gca.evaluate.classification import label_splits  # noqa: E402
+from gca.graph.core import prepare_graph  # noqa: E402
 from gca.tune import DEFAULT_SPACE, Search, SearchSettings, TuneError, best_toml, read_space  # noqa: E402
 
 GCA_BIN = str(Path(sys.executable).with_name("gca"))
@@ -151,7 +151,7 @@ def test_tune_errors_are_one_line(tmp_path):
 
 
 def test_a_collapsing_trial_is_pruned_at_once_with_its_reason(tmp_path, monkeypatch):
-    import gca.encoder as encoder
+    import gca.nn.gcn as encoder
 
     def zero(self):  # every weight 0: ReLU passes no gradient, the loss sits at log(2N − 1) from the first epoch
         torch.nn.init.zeros_(self.weight)

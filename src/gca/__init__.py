@@ -12,33 +12,21 @@ loading PyTorch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .lazy import lazy_exports
 
 __version__ = "0.3.0"
 
 _EXPORTS = {
-    "GCA": "train",
+    "GCA": "train.estimator",
     "GCAConfig": "config",
-    "GCAModel": "model",
+    "GCAModel": "nn.model",
     "build_config": "config",
-    "evaluate_embeddings": "evaluate",
-    "linear_evaluation": "evaluate",
+    "evaluate_embeddings": "evaluate.classification",
+    "linear_evaluation": "evaluate.classification",
     "load_dataset": "datasets",
-    "prepare_graph": "graph",
-    "random_splits": "evaluate",
+    "prepare_graph": "graph.core",
+    "random_splits": "evaluate.splits",
     "read_npz_graph": "datasets",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'gca' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

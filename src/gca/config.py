@@ -75,7 +75,7 @@ class GCAConfig:
     # GPU with bf16 tensor cores, fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
     precision: str = "auto"
     # Encoder and projection head. gcn: gca's own sparse GCN (the paper's); gat, sage, gin: PyTorch Geometric's
-    # GATConv, SAGEConv, GINConv layers (gca.encoders).
+    # GATConv, SAGEConv, GINConv layers (gca.nn.encoders).
     encoder: str = "gcn"
     # GraphSAGE's aggregator (Hamilton et al., 2017, §3.3): gcn, the mean over the node and its neighbours with one
     # weight (GraphSAGE-GCN); mean, the neighbours' mean beside the node's own weight (GraphSAGE-mean)
@@ -85,16 +85,16 @@ class GCAConfig:
     first_layer_factor: int = 2
     proj_hidden: int = 128
     activation: str = "relu"
-    # Mini-batch training on sampled subgraphs (gca.batches.NeighborBatches); batch_size = 0 trains on the whole
+    # Mini-batch training on sampled subgraphs (gca.train.batches.NeighborBatches); batch_size = 0 trains on the whole
     # graph every step, as the paper does.
     batch_size: int = 0  # anchor nodes per step
     fanout: tuple[int, ...] = (10, 10)  # neighbours sampled per node at each hop (−1: all); one value: every hop
     steps_per_epoch: int = 0  # 0: one pass over all nodes per epoch
     # Optimisation (Algorithm 1, Appendix A).
     lr: float = 5e-4
-    # Updates over which the learning rate rises linearly to lr (gca.train.warmup_schedule); 0: Adam at lr from the
-    # first update, as Algorithm 1; -1: automatic, ceil(lr / 0.001) — see warmup_updates. One update per epoch on
-    # the whole graph.
+    # Updates over which the learning rate rises linearly to lr (gca.train.loop.warmup_schedule); 0: Adam at lr from
+    # the first update, as Algorithm 1; -1: automatic, ceil(lr / 0.001) — see warmup_updates. One update per epoch
+    # on the whole graph.
     warmup_steps: int = -1
     weight_decay: float = 1e-5
     epochs: int = 500

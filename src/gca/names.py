@@ -12,14 +12,14 @@ import re
 CENTRALITIES = ("degree", "eigenvector", "pagerank")
 #: What ``centrality`` may be set to: a measure, or ``uniform`` (no centrality: GCA–T–A, i.e. GRACE).
 CENTRALITY_CHOICES = (*CENTRALITIES, "uniform")
-#: How frozen embeddings are judged (gca.evaluate): scikit-learn's logistic regression (the default) or the GCA
-#: authors' script (gca.probe).
+#: How frozen embeddings are judged (gca.evaluate.classification): scikit-learn's logistic regression (the default) or
+#: the GCA authors' script (gca.evaluate.probe).
 PROTOCOLS = ("sklearn", "authors")
-#: Which labelled nodes train, validate and test that judge (gca.splits).
+#: Which labelled nodes train, validate and test that judge (gca.evaluate.splits).
 SPLIT_SCHEMES = ("auto", "random", "public", "fewshot")
 #: The encoders f a config can name: gca's own GCN (the paper's) and PyTorch Geometric's GAT, GraphSAGE and GIN.
 ENCODERS = ("gcn", "gat", "sage", "gin")
-#: What a run measures with the embeddings (gca.tasks): node classification, link prediction or clustering.
+#: What a run measures with the embeddings (gca.run.tasks): node classification, link prediction or clustering.
 TASKS = ("classify", "link", "cluster")
 
 

@@ -15,7 +15,7 @@ GCA's settings matter per graph — the paper tuned them per dataset (its Table 
   exactly by ``gca train --config DIR/best.toml``.
 * **Pruning** — Optuna's median rule stops a trial whose accuracy at a check is below the median of earlier
   trials' accuracies at that check (after five trials and the first two checks), so hopeless settings cost a
-  fraction of a training. A trial whose training collapses (:mod:`gca.collapse`; the range of ``lr`` reaches
+  fraction of a training. A trial whose training collapses (:mod:`gca.objective.collapse`; the range of ``lr`` reaches
   0.1, where Adam's first steps can do that) is pruned as soon as the collapse is seen, with the reason kept in
   the trial's ``stopped`` attribute.
 * **Storage** — the study is a SQLite database in the output folder (Optuna's RDB storage, with a heartbeat):
@@ -42,7 +42,7 @@ from typing import Any
 from .config import GCAConfig
 from .errors import UserError
 from .io import atomic_write, parse_document
-from .outputs import hold_folder, release_folder
+from .outputs.folder import hold_folder, release_folder
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
 DEFAULT_SPACE: dict[str, dict[str, Any]] = {
@@ -162,7 +162,7 @@ class SearchSettings:
     splits: int
     base: dict[str, Any]
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
-    protocol: str = "sklearn"  # how validation accuracy is measured (gca.evaluate.PROTOCOLS)
+    protocol: str = "sklearn"  # how validation accuracy is measured (gca.evaluate.classification.PROTOCOLS)
 
     def key(self) -> dict[str, Any]:
         key = {"dataset": self.dataset, "max_epochs": self.max_epochs, "eval_every": self.eval_every,
@@ -288,9 +288,10 @@ class Search:
         return GCAConfig(**self.settings.base).replace(**params, epochs=epochs or self.settings.max_epochs)
 
     def objective(self, trial: Any) -> float:
-        from .evaluate import validation_accuracy
-        from .run import run_gca
-        from .train import GCA, CollapseError
+        from .evaluate.classification import validation_accuracy
+        from .run.pipeline import run_gca
+        from .train.estimator import GCA
+        from .train.loop import CollapseError
 
         config = self.config(suggest(trial, self.settings.space))
         every, last = self.settings.eval_every, config.epochs
@@ -339,8 +340,8 @@ class Search:
         on the test nodes of every one of ``splits`` — which the search never saw (``labels`` are all of them).
         ``final.json`` records it; returns (that record, the test evaluation, the files written)."""
         from .io import json_bytes
-        from .run import run_gca
-        from .train import GCA
+        from .run.pipeline import run_gca
+        from .train.estimator import GCA
 
         params, val_acc, epochs, number = self.best()
         best = self.config(params, epochs)
@@ -429,7 +430,7 @@ def plot_search(search: Search, trials_path: Path, importance_path: Path | None)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plots import save_figure
+    from .outputs.plots import save_figure
 
     optuna = search.optuna
     done = [t for t in search.study.trials if t.state == optuna.trial.TrialState.COMPLETE]

@@ -11,7 +11,8 @@ from ..names import PROTOCOLS, SPLIT_SCHEMES
 
 
 def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str = "evaluation splits (default 20)") -> None:
-    """How frozen embeddings are judged: the protocol, and which nodes train, validate and test (gca.splits)."""
+    """How frozen embeddings are judged: the protocol, and which nodes train, validate and test
+    (gca.evaluate.splits)."""
     protocol_argument(parser)
     parser.add_argument("--splits", type=int, default=20, help=count_help)
     split_arguments(parser)
@@ -32,7 +33,7 @@ def split_arguments(parser: argparse.ArgumentParser) -> None:
 
 def split_setting(args: argparse.Namespace):
     """The evaluation splits the arguments ask for, checked before anything is loaded."""
-    from ..splits import EvaluationError, SplitSetting
+    from ..evaluate.splits import EvaluationError, SplitSetting
 
     count = getattr(args, "splits", 1)  # gca reproduce judges run i on one split drawn from seed i
     setting = SplitSetting(args.eval_split, count, args.train_frac, args.val_frac, args.test_frac, args.shots)

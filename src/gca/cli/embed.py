@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..outputs import RunOutputs
+    from ..outputs.folder import RunOutputs
 
     outputs = RunOutputs(args.out, args.export, inputs(args))
     try:
@@ -32,8 +32,9 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
     import_libraries()
 
-    from ..job import Job
-    from ..train import GCA, resolve_device
+    from ..run.job import Job
+    from ..train.distributed import resolve_device
+    from ..train.estimator import GCA
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
     job = Job(load_graph(args), estimator.config)

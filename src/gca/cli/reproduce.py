@@ -40,9 +40,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..baselines import BASELINES
-    from ..outputs import check_folder, hold_folder, release_folder
+    from ..outputs.folder import check_folder, hold_folder, release_folder
     from ..reproduce import PAPER_DATASETS
+    from ..reproduce.baselines import BASELINES
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")

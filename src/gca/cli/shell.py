@@ -46,7 +46,9 @@ def import_libraries() -> None:
     # user's concern, so only its errors are shown.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     with signals_held() as held:
-        from .. import datasets, run, train  # noqa: F401 - imported for their libraries
+        from .. import datasets  # noqa: F401 - imported for their libraries
+        from ..run import pipeline  # noqa: F401
+        from ..train import estimator  # noqa: F401
     if held:
         raise KeyboardInterrupt
 

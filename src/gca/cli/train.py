@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.splits is None:
         args.splits = {"classify": 20, "link": 3, "cluster": 10}[args.task]
     splits = split_setting(args)
-    from ..outputs import RunOutputs
+    from ..outputs.folder import RunOutputs
 
     # under torchrun only rank 0 writes, so only it holds the folder's lock
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
@@ -78,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
-    from ..clustering import cluster_embeddings
-    from ..distributed import Placement
-    from ..job import Job
-    from ..run import run_gca
-    from ..train import GCA, resolve_device
+    from ..evaluate.clustering import cluster_embeddings
+    from ..run.job import Job
+    from ..run.pipeline import run_gca
+    from ..train.distributed import Placement, resolve_device
+    from ..train.estimator import GCA
 
     place = Placement.from_environment(resolve_device(args.device))  # joins the process group under torchrun
     job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
@@ -128,7 +128,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
 def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
     """The warnings and the run's one-line summary (printed by the process that writes)."""
-    from ..plots import MIN_TSNE_NODES
+    from ..outputs.plots import MIN_TSNE_NODES
 
     if not args.no_eval and job.labels is None:
         warn("the graph has no labels; skipping evaluation")
@@ -153,8 +153,8 @@ def _write_run(outputs, embeddings, estimator, record: dict, node_ids) -> list:
 
 def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
     """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
-    from ..tasks import link_prediction
-    from ..train import GCA
+    from ..run.tasks import link_prediction
+    from ..train.estimator import GCA
 
     make = lambda config: GCA(config, device=device, progress=not args.quiet)  # noqa: E731
     result, estimator, embeddings, held = link_prediction(job, make, args.splits, args.link_val, args.link_test)

@@ -78,13 +78,14 @@ def _fixed_and_searched(args: argparse.Namespace) -> tuple[dict[str, Any], dict]
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     overrides, space = _fixed_and_searched(args)
-    from ..outputs import check_folder
+    from ..outputs.folder import check_folder
 
     out = check_folder(args.out, "--out")
     import_libraries()
-    from .. import distributed
-    from ..job import Job
-    from ..train import GCA, resolve_device
+    from ..run.job import Job
+    from ..train import distributed
+    from ..train.distributed import resolve_device
+    from ..train.estimator import GCA
     from ..tune import Search, SearchSettings, TuneError
 
     if distributed.launched():

@@ -24,9 +24,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..collapse import uniform_loss
 from .attention import attention_loss
 from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
+from .collapse import uniform_loss
 from .reference import reference_loss
 from .selection import bf16_tensor_cores, cpu_bf16_matrix_units, objective_reason, resolve_objective, tf32_products
 from .share import RowShare
@@ -41,7 +41,7 @@ __all__ = [
 class ContrastiveObjective(nn.Module):
     """−J of Eq. 2 as a module: ``objective(u, v)`` for the projections of the two views' anchors.
 
-    The part of :class:`gca.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
+    The part of :class:`gca.nn.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
     one process's share of the rows) can take its place. No parameters.
     """
 
@@ -75,7 +75,7 @@ class ContrastiveObjective(nn.Module):
 
     def uniform_loss(self, anchors: int) -> float:
         """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at
-        (:mod:`gca.collapse`)."""
+        (:mod:`gca.objective.collapse`)."""
         return uniform_loss(anchors)
 
     def extra_repr(self) -> str:

@@ -132,7 +132,7 @@ def contrastive_loss(
 ) -> torch.Tensor:
     """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`.
 
-    With ``share`` (several processes, :mod:`gca.distributed`), this process computes only its share of the
+    With ``share`` (several processes, :mod:`gca.train.distributed`), this process computes only its share of the
     blocks; two all-reduces (the 2N denominators, the 2N×d gradient) make the value and the gradient with respect
     to u and v the full ones on every process. ``keep_bytes`` (default :func:`keep_budget` of the device) is the
     memory the forward pass may spend on blocks of E it keeps for the backward pass.

@@ -1,4 +1,4 @@
-"""How several processes split the objective's rows (:mod:`gca.distributed` makes the shares)."""
+"""How several processes split the objective's rows (:mod:`gca.train.distributed` makes the shares)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ them. Four parts, each replaceable:
 * the run store (:mod:`.store`) — one atomically written JSON file per finished run, keyed by everything that
   determines it (resolved configuration and gca version included), so interrupted reproductions continue and
   identical runs are shared between tables;
-* execution (:mod:`.execute`) — trains what the store lacks, GCA through :func:`gca.run.run_gca`;
+* execution (:mod:`.execute`) — trains what the store lacks, GCA through :func:`gca.run.pipeline.run_gca`;
 * reporting (:mod:`.report`) — tables beside the paper's numbers, and figures.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..baselines import BASELINES
 from ..datasets import LoadedDataset, dataset_display_name
-from ..splits import SplitSetting
+from ..evaluate.splits import SplitSetting
+from .baselines import BASELINES
 from .execute import DatasetCache, Executor, run_split
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
 from .plan import Cell, Mode, Planner, Run
@@ -99,7 +99,7 @@ class Reproduction:
         if "figure4" in plans:
             written += self.reporter.figure4(plans["figure4"], self.figure4_datasets)
         if "figure3" in tasks:
-            from ..plots import karate_edge_centrality
+            from ..outputs.plots import karate_edge_centrality
 
             karate_edge_centrality(self.out / "figure3.png")
             written.append(self.out / "figure3.png")

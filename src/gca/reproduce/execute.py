@@ -8,15 +8,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..baselines import BASELINES, BaselineUnavailable
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
+from ..evaluate.splits import SplitSetting
 from ..names import canonical_name
 from ..progress import Progress
-from ..run import run_gca
-from ..splits import SplitSetting
-from ..train import GCA, TrainingError, resolve_device
+from ..run.pipeline import run_gca
+from ..train.distributed import resolve_device
+from ..train.estimator import GCA
+from ..train.loop import TrainingError
+from .baselines import BASELINES, BaselineUnavailable
 from .plan import Cell, Mode, Run
 from .store import RunStore
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..baselines import BASELINES
 from ..config import build_config
 from ..datasets import dataset_display_name
-from ..splits import SplitSetting
+from ..evaluate.splits import SplitSetting
+from .baselines import BASELINES
 
 # GCA rows: (label, switches). Every switch is named so that identical runs are recognised as such.
 TABLE3_GCA = (
@@ -39,7 +39,7 @@ TABLE4_ROWS = (
 @dataclass(frozen=True)
 class Mode:
     """How much to run and how runs are judged. ``quick`` is sized for a laptop CPU; the full mode follows the
-    paper. ``protocol`` is the evaluation protocol (:data:`gca.evaluate.PROTOCOLS`)."""
+    paper. ``protocol`` is the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`)."""
 
     runs: int
     max_epochs: int | None  # cap on GCA's epochs (None: the dataset's Table 5 value)

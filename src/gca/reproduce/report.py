@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ..baselines import BASELINES
 from ..datasets import LoadedDataset
 from ..io import atomic_write_text
 from ..names import canonical_name
+from .baselines import BASELINES
 from .execute import DatasetCache
 from .paper import PAPER_TABLE3, PAPER_TABLE4
 from .plan import Cell, Mode
@@ -96,7 +96,7 @@ class Reporter:
         return [self.out / "table4.md", self.out / "table4.csv"]
 
     def figure4(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
-        from ..plots import sensitivity_heatmap
+        from ..outputs.plots import sensitivity_heatmap
 
         written = []
         grid = self.mode.grid

@@ -18,11 +18,12 @@ from typing import Any
 
 import torch
 
-from .config import ConfigError, GCAConfig, build_config, epochs_given, is_named_config, mini_batch_epochs
-from .datasets.base import LoadedDataset
-from .graph import Graph, GraphError, prepare_graph
-from .splits import Split, SplitSetting
-from .train import GCA, PreparedGraph
+from ..augment.prepared import PreparedGraph
+from ..config import ConfigError, GCAConfig, build_config, epochs_given, is_named_config, mini_batch_epochs
+from ..datasets.base import LoadedDataset
+from ..evaluate.splits import Split, SplitSetting
+from ..graph.core import Graph, GraphError, prepare_graph
+from ..train.estimator import GCA
 
 
 @dataclass
@@ -110,7 +111,7 @@ class Job:
 
     def summary(self, estimator: GCA) -> str:
         """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""
-        from .objective import objective_reason, resolve_objective
+        from ..objective import objective_reason, resolve_objective
 
         graph, cfg, place = self.graph, self.config, estimator.placement
         assert graph is not None, "prepare() first"

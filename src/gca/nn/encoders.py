@@ -1,7 +1,7 @@
 """Encoders f from PyTorch Geometric's convolutions — GAT, GraphSAGE and GIN — and the rule for users' own.
 
 The paper's framework is encoder-agnostic ("a GNN encoder f"); its experiments, and gca's default, use the GCN of
-:mod:`gca.encoder`, which keeps gca's own sparse path. The encoders here are called as PyTorch Geometric's are,
+:mod:`gca.nn.gcn`, which keeps gca's own sparse path. The encoders here are called as PyTorch Geometric's are,
 ``encoder(x, edge_index) → [N, out]``, on dense features: a view's dropped edges are absent from ``edge_index``
 and its feature mask multiplies x's columns. Widths and activation follow the config as for the GCN: k layers,
 in → factor·hidden → … → hidden, the activation after every layer.
@@ -26,8 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .encoder import make_activation
-from .graph import Features, SparseMatrix, read_rows
+from ..graph.core import Features, SparseMatrix, read_rows
+from .gcn import make_activation
 
 #: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.
 GAT_HEADS = 4

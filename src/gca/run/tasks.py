@@ -1,5 +1,6 @@
-"""What a run measures with its embeddings (:data:`gca.names.TASKS`): node classification (:mod:`gca.evaluate`,
-the default), link prediction (:mod:`gca.linkpred`) or node clustering (:mod:`gca.clustering`).
+"""What a run measures with its embeddings (:data:`gca.names.TASKS`): node classification
+(:mod:`gca.evaluate.classification`, the default), link prediction (:mod:`gca.evaluate.linkpred`) or node
+clustering (:mod:`gca.evaluate.clustering`).
 
 Classification and clustering judge the embeddings of one training on the whole graph. Link prediction must hold
 edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws hold-out i from seed
@@ -14,10 +15,10 @@ from typing import Any
 
 import torch
 
-from .config import GCAConfig
+from ..config import GCAConfig
+from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
+from ..train.estimator import GCA
 from .job import Job
-from .linkpred import LinkResult, hold_out_edges, score_links
-from .train import GCA
 
 
 def link_prediction(job: Job, make_estimator: Callable[[GCAConfig], GCA], runs: int = 3, val: float = 0.05,

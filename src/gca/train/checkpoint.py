@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import UserError
-from .io import atomic_write
+from ..errors import UserError
+from ..io import atomic_write
 
 MODEL_FORMAT = "gca-checkpoint-1"
 TRAINING_FORMAT = "gca-training-checkpoint-1"
@@ -56,7 +56,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float]) -> dict:
-    """A model checkpoint: what :meth:`gca.train.GCA.load` needs to embed graphs."""
+    """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs."""
     return {
         "format": MODEL_FORMAT,
         "config": dict(config),

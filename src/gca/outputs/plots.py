@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from .io import atomic_write  # noqa: E402
+from ..io import atomic_write  # noqa: E402
 
 #: t-SNE (scikit-learn) needs more points than its perplexity; below this a map says nothing anyway.
 MIN_TSNE_NODES = 5
@@ -130,9 +130,9 @@ def karate_edge_centrality(path: str | Path, seed: int = 0) -> dict[str, np.ndar
     """Figure 3: the Karate club's edge centrality w_uv = (φ(u) + φ(v))/2 under degree, eigenvector and
     PageRank centrality, side by side; edge width ∝ w_uv (scaled to each panel's largest), nodes coloured by
     faction, the two leaders ("coaches") in orange. Returns the edge weights per scheme (undirected edges u < v)."""
-    from .augment import edge_weights
-    from .centrality import node_centrality
-    from .datasets import KARATE_LEADERS, karate_club
+    from ..augment.augmentors import edge_weights
+    from ..augment.centrality import node_centrality
+    from ..datasets import KARATE_LEADERS, karate_club
 
     data = karate_club()
     n = data.num_nodes

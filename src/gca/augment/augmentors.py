@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .graph import ROW_BLOCK, Graph
+from ..graph.core import ROW_BLOCK, Graph
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:

@@ -7,11 +7,11 @@ objective. Two sources ship:
 * :class:`FullGraphBatches` — the whole graph once per epoch, every node an anchor: Algorithm 1 as the paper
   states it (exact; the objective is O(N²·d));
 * :class:`NeighborBatches` — mini-batch GCA: each step B anchor nodes (a fresh permutation each epoch), their
-  L-hop neighbourhood sampled with fixed fan-outs (:mod:`gca.sampling`), both views drawn on that subgraph with
+  L-hop neighbourhood sampled with fixed fan-outs (:mod:`gca.graph.sampling`), both views drawn on that subgraph with
   the removal and masking probabilities computed once on the full graph, and the objective over the 2B anchor
   embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
 
-The training loop (:func:`gca.train.train`) is the same for both. A source that keeps state across epochs
+The training loop (:func:`gca.train.loop.train`) is the same for both. A source that keeps state across epochs
 exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so ``--resume``
 continues exactly.
 """
@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import torch
 
-from .augment import FeatureMasker, ViewAugmentor
-from .graph import Features, Graph, dense_input, read_rows
-from .sampling import NeighborSampler, SampledSubgraph
+from ..augment.augmentors import FeatureMasker, ViewAugmentor
+from ..graph.core import Features, Graph, dense_input, read_rows
+from ..graph.sampling import NeighborSampler, SampledSubgraph
 
 
 class ViewSampler(Protocol):
@@ -53,7 +53,7 @@ class Batch:
     views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node
     #: per encoder layer, how many leading nodes' outputs are read later (nodes numbered hop by hop, anchors
-    #: first); None: every node's (:func:`gca.graph.layered_normalized_adjacency`)
+    #: first); None: every node's (:func:`gca.graph.core.layered_normalized_adjacency`)
     layer_rows: tuple[int, ...] | None = None
 
     @classmethod

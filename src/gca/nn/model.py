@@ -8,11 +8,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import GCAConfig
-from .encoder import GCNEncoder, ProjectionHead
+from ..config import GCAConfig
+from ..graph.core import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
+from ..objective import ContrastiveObjective, RowShare
 from .encoders import MessagePassingEncoder, dense_features
-from .graph import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
-from .objective import ContrastiveObjective, RowShare
+from .gcn import GCNEncoder, ProjectionHead
 
 
 class GCAModel(nn.Module):
@@ -35,7 +35,7 @@ class GCAModel(nn.Module):
                     share: RowShare | None = None, encoder: nn.Module | None = None) -> GCAModel:  # fmt: skip
         """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
         head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
-        torch.distributed, :mod:`gca.distributed`)."""
+        torch.distributed, :mod:`gca.train.distributed`)."""
         factor = config.first_layer_factor
         if encoder is None and config.encoder == "gcn":
             encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
@@ -76,7 +76,7 @@ class GCAModel(nn.Module):
 
     @property
     def takes_edge_index(self) -> bool:
-        """Whether the encoder is called as PyTorch Geometric's, ``encoder(x, edge_index)`` (:mod:`gca.encoders`),
+        """Whether the encoder is called as PyTorch Geometric's, ``encoder(x, edge_index)`` (:mod:`gca.nn.encoders`),
         rather than with gca's normalised sparse adjacency."""
         return not isinstance(self.encoder, GCNEncoder)
 
@@ -99,7 +99,7 @@ class GCAModel(nn.Module):
     def forward(self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix | Sequence[SparseMatrix],
                 feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
-        per layer (:meth:`gca.encoder.GCNEncoder.forward`)."""
+        per layer (:meth:`gca.nn.gcn.GCNEncoder.forward`)."""
         return self.encoder(features, adjacency, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,8 @@ embeddings are judged as if they meant something.
 
 :class:`CollapseWatch` spots such a run: after :data:`COLLAPSE_EPOCHS` consecutive epochs whose mean loss is
 within :data:`COLLAPSE_TOLERANCE` of log(2N − 1) (per step, with each step's own N — mini-batches differ) it
-returns a one-line message, and :func:`gca.train.train` ends training with a :class:`gca.train.CollapseError`.
+returns a one-line message, and :func:`gca.train.loop.train` ends training with a
+:class:`gca.train.loop.CollapseError`.
 A healthy run passes that value at most briefly: at initialisation the loss starts below it (the views' own
 similarities already favour the positive pairs) and it falls from there.
 """

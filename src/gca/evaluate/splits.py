@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import UserError
-from .names import SPLIT_SCHEMES
+from ..errors import UserError
+from ..names import SPLIT_SCHEMES
 
 #: (train, validation, test) node indices.
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -9,8 +9,8 @@ nodes per split, so that evaluation stays bounded in time.
 Two protocols judge the same splits (:data:`PROTOCOLS`, :func:`evaluate_embeddings`):
 
 * ``sklearn`` (the default) — the logistic regression above on ℓ2-normalised inputs, C chosen on validation;
-* ``authors`` — what the GCA authors' public script does (:mod:`gca.probe`): a linear layer trained with Adam on
-  the unnormalised embeddings, test accuracy at the best of the validation checks made every 20 epochs.
+* ``authors`` — what the GCA authors' public script does (:mod:`gca.evaluate.probe`): a linear layer trained with
+  Adam on the unnormalised embeddings, test accuracy at the best of the validation checks made every 20 epochs.
 
 The two give different numbers for the same embeddings (raw features of Amazon-Photo: 87.6 under ``sklearn``, the
 paper's 78.5 under its own); a comparison with published figures names the protocol behind each.
@@ -30,7 +30,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
-from .names import PROTOCOLS
+from ..names import PROTOCOLS
 from .splits import EvaluationError, Split, label_splits, random_splits
 
 __all__ = ["EvaluationError", "EvaluationResult", "evaluate_embeddings", "label_splits", "linear_evaluation",
@@ -127,7 +127,7 @@ def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarra
     ``NormalizeFeatures`` on every dataset)."""
     if check_protocol(protocol) == "sklearn":
         return raw
-    from .graph import normalize_rows
+    from ..graph.core import normalize_rows
 
     return normalize_rows(raw)
 

@@ -13,11 +13,12 @@ The blocked objective computes the upper block-triangle only: row block r costs 
 row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work. The
 attention objective computes whole rows, so there equal row counts are equal work.
 
-Mini-batch training (``batch_size > 0``, :class:`gca.batches.NeighborBatches`) is data-parallel instead: each
+Mini-batch training (``batch_size > 0``, :class:`gca.train.batches.NeighborBatches`) is data-parallel instead: each
 rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
 ranks before every optimiser step (:func:`average_gradients`).
 
-Rank 0 alone evaluates and writes results, checkpoints and exports.
+Rank 0 alone evaluates and writes results, checkpoints and exports. One process alone is a :class:`Placement` too:
+its device (:func:`resolve_device`), rank 0 of 1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,34 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from . import environment
+from .. import environment
+from .loop import TrainingError
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``auto`` → CUDA when available, else CPU. ``cpu``, ``cuda``, ``cuda:N`` and ``mps`` are accepted where this
+    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise TrainingError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise TrainingError(f"--device {device} was requested but no CUDA device is available; use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise TrainingError(
+                f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+            )
+    elif device.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise TrainingError("--device mps was requested but Apple's MPS backend is not available; use cpu")
+    elif device.type != "cpu" or device.index not in (None, 0):
+        raise TrainingError(f"device {str(device)!r} cannot train gca; use auto, cpu, cuda or cuda:N")
+    return device
+
+
 
 #: How long a collective waits for the other ranks before this one gives up (a rank that died without torchrun
 #: noticing, e.g. across machines). ``GCA_DIST_TIMEOUT`` (seconds) overrides it.
@@ -105,9 +133,11 @@ class Placement:
     world_size: int = 1
 
     @classmethod
-    def from_environment(cls, device: torch.device) -> Placement:
-        """This process's placement as torchrun describes it: outside torchrun, ``device`` alone; under it, the
-        process group joined (NCCL for CUDA, gloo otherwise) and a bare ``cuda`` made ``cuda:LOCAL_RANK``."""
+    def from_environment(cls, device: str | torch.device = "auto") -> Placement:
+        """This process's placement as torchrun describes it: outside torchrun, ``device`` alone (checked by
+        :func:`resolve_device`); under it, the process group joined (NCCL for CUDA, gloo otherwise) and a bare
+        ``cuda`` made ``cuda:LOCAL_RANK``."""
+        device = resolve_device(device)
         if not launched():
             return cls(device)
         local_rank = environment.local_rank()  # checked before anything joins

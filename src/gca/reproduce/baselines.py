@@ -2,7 +2,7 @@
 
 Each baseline is a function ``(data, split, seed, quick, device) -> test accuracy in %``:
 
-* ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.evaluate_embeddings`).
+* ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`).
 * ``dgi`` — Deep Graph Infomax (Veličković et al., 2019) with PyTorch Geometric's ``DeepGraphInfomax``: one GCN
   layer of 512 units with PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss, as in DGI's
   reference setting.
@@ -22,13 +22,13 @@ Each baseline is a function ``(data, split, seed, quick, device) -> test accurac
 * ``deepwalk+features`` — the DeepWalk embedding concatenated with the raw features (each block ℓ2-normalised
   per row first, so neither dominates by scale).
 
-  Walks are sampled by :mod:`gca.walks` (vectorised over all walkers; PyG's ``Node2Vec`` needs the compiled
+  Walks are sampled by :mod:`gca.graph.walks` (vectorised over all walkers; PyG's ``Node2Vec`` needs the compiled
   ``pyg-lib``, which has no wheel for recent PyTorch) and skip-gram is gensim's ``Word2Vec``, as in both
   reference implementations (optional extra ``gca-graph[baselines]``). Quick mode: γ = 10 DeepWalk walks.
 
-Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.normalize_rows`;
+Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.core.normalize_rows`;
 their reference code does so too) and are judged by the same logistic regression as GCA (C chosen on the split's
-validation nodes). A baseline whose loss is not finite raises :class:`gca.train.TrainingError`, which a
+validation nodes). A baseline whose loss is not finite raises :class:`gca.train.loop.TrainingError`, which a
 reproduction records as a diverged run.
 """
 
@@ -45,11 +45,11 @@ from torch.nn import functional as F
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from .datasets.base import Split
-from .evaluate import evaluate_embeddings, raw_feature_input
-from .graph import binary_adjacency, normalize_rows
-from .train import TrainingError
-from .walks import random_walks
+from ..datasets.base import Split
+from ..evaluate.classification import evaluate_embeddings, raw_feature_input
+from ..graph.core import binary_adjacency, normalize_rows
+from ..graph.walks import random_walks
+from ..train.loop import TrainingError
 
 
 class BaselineUnavailable(RuntimeError):
@@ -57,12 +57,13 @@ class BaselineUnavailable(RuntimeError):
 
 
 #: ``(data, split, seed, quick, device, protocol="sklearn") -> test accuracy in %``; ``protocol`` names how an
-#: unsupervised baseline's embeddings are judged (:data:`gca.evaluate.PROTOCOLS`); supervised ones ignore it.
+#: unsupervised baseline's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`); supervised ones
+#: ignore it.
 Baseline = Callable[..., float]
 
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
-    """The features as a dense tensor, rows scaled as GCA's encoder input (:func:`gca.graph.normalize_rows`)."""
+    """The features as a dense tensor, rows scaled as GCA's encoder input (:func:`gca.graph.core.normalize_rows`)."""
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import torch
 
-from .datasets.base import Split
-from .evaluate import EvaluationResult, evaluate_embeddings, raw_feature_input
-from .train import GCA, PreparedGraph
+from ..augment.prepared import PreparedGraph
+from ..datasets.base import Split
+from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
+from ..train.estimator import GCA
 
 
 @dataclass
@@ -43,7 +44,7 @@ def _objective_used(estimator: GCA) -> dict[str, str]:
     objective = getattr(estimator.model, "objective", None)
     if not hasattr(objective, "resolved"):
         return {}
-    from .objective import objective_reason
+    from ..objective import objective_reason
 
     backend, precision = objective.resolved(estimator.device)
     why = objective_reason(objective.backend, objective.precision, estimator.device)
@@ -67,7 +68,7 @@ def run_gca(
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
-    (:data:`gca.evaluate.PROTOCOLS`), plot to
+    (:data:`gca.evaluate.classification.PROTOCOLS`), plot to
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
     passed to :meth:`GCA.fit` (validation during training)."""
     config = estimator.config
@@ -103,7 +104,7 @@ def run_gca(
             record["raw_features_accuracy"] = raw.to_dict()
     written: list[Path] = []
     if plots is not None:
-        from .plots import MIN_TSNE_NODES, loss_curve, tsne_map
+        from ..outputs.plots import MIN_TSNE_NODES, loss_curve, tsne_map
 
         loss_path, tsne_path = plots
         loss_curve(estimator.losses, loss_path, f"{plot_title}: GCA training loss")

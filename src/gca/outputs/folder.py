@@ -31,9 +31,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import UserError
+from ..errors import UserError
+from ..io import atomic_write
 from .export import export_embeddings
-from .io import atomic_write
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
 RUN_FILES = ("embeddings.npy", "model.pt", "checkpoint.pt", "loss.png", "tsne.png", "results.json")
@@ -148,7 +148,7 @@ class RunOutputs:
 
     def write_embeddings(self, embeddings: np.ndarray, node_ids: list[str] | None = None) -> None:
         """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
-        (default 0..N−1) in the export's format (:func:`gca.export.export_embeddings`)."""
+        (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`)."""
         self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
             ids = node_ids or [str(i) for i in range(embeddings.shape[0])]

@@ -14,8 +14,8 @@ rounds for a fan-out of k, each costing O(|frontier|·k), whatever the degrees �
 cost no more than leaves.
 
 Every sampled edge also carries its *unit*: the index of the item that topology augmentation keeps or removes
-(:func:`gca.augment.edge_units` — on undirected graphs the edge {u, v} with both its directions), so a view of
-the subgraph removes edges with the probabilities computed once on the full graph.
+(:func:`gca.augment.augmentors.edge_units` — on undirected graphs the edge {u, v} with both its directions), so a view
+of the subgraph removes edges with the probabilities computed once on the full graph.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .graph import edge_list_csr, segment_ranges
+from .core import edge_list_csr, segment_ranges
 
 
 @dataclass
@@ -72,8 +72,8 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
     edges).
 
     With ``symmetric_units`` the units are the edges (u, v) with u < v in ``edge_index`` order (as
-    :func:`gca.augment.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every directed
-    edge is its own unit.
+    :func:`gca.augment.augmentors.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every
+    directed edge is its own unit.
     """
     source, target = edge_index
     kind = torch.int32 if max(source.numel(), num_nodes) < 2**31 else torch.long
@@ -89,10 +89,10 @@ class NeighborSampler:
     """Samples L-hop subgraphs around anchor nodes from the in-neighbour CSR of a graph (module docstring).
 
     ``fanouts[ℓ]`` is the number of neighbours drawn per node at hop ℓ + 1 (−1: all). ``edge_index`` is coalesced
-    (:class:`gca.graph.Graph`); ``undirected`` says it holds both directions of every edge — then in-neighbours
+    (:class:`gca.graph.core.Graph`); ``undirected`` says it holds both directions of every edge — then in-neighbours
     are out-neighbours and its own row order is the CSR, so nothing is sorted. ``symmetric_units`` says topology
-    augmentation keeps or removes both directions of an edge together (:func:`gca.augment.edge_units`). Indices
-    are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.
+    augmentation keeps or removes both directions of an edge together (:func:`gca.augment.augmentors.edge_units`).
+    Indices are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.
     """
 
     def __init__(

@@ -17,7 +17,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from .errors import UserError
+from ..errors import UserError
 
 #: Node features with at most this fraction of non-zeros are kept as a sparse matrix.
 SPARSE_FEATURE_DENSITY = 0.25

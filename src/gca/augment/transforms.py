@@ -1,6 +1,6 @@
 """GCA's adaptive augmentation as PyTorch Geometric transforms, for pipelines that keep their own trainer.
 
->>> from gca.transforms import AdaptiveAugmentation
+>>> from gca.augment.transforms import AdaptiveAugmentation
 >>> view = AdaptiveAugmentation(p_e=0.3, p_f=0.2, centrality="degree")
 >>> v1, v2 = view(data), view(data)    # two views of a torch_geometric.data.Data  # doctest: +SKIP
 
@@ -12,7 +12,7 @@ edges dropped) — and cached for as long as its ``edge_index`` and ``x`` tensor
 draws. Both depend on the *original* graph (centrality on its edges, feature weights on its features), so give
 each transform the original graph — not the output of the other; :class:`AdaptiveAugmentation` is the two
 together. Given a ``generator``, a transform draws exactly what gca's own view sampler
-(:class:`gca.augment.ViewAugmentor`) draws from it. The returned ``Data`` shares everything but the changed
+(:class:`gca.augment.augmentors.ViewAugmentor`) draws from it. The returned ``Data`` shares everything but the changed
 attributes with the input.
 """
 
@@ -25,8 +25,9 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from .augment import ViewAugmentor
-from .config import GCAConfig
+from ..config import GCAConfig
+from .augmentors import ViewAugmentor
+from .prepared import prepare
 
 
 class _AdaptiveTransform(BaseTransform):
@@ -42,8 +43,6 @@ class _AdaptiveTransform(BaseTransform):
         held = self._views.get(key)
         if held is not None and held[0]() is data.edge_index and held[1]() is data.x:
             return held[2]
-        from .train import prepare
-
         view = prepare(data, self.config).views[0]
         self._views[key] = (weakref.ref(data.edge_index), weakref.ref(data.x), view)
         weakref.finalize(data.edge_index, self._views.pop, key, None)  # forgotten with the graph

@@ -13,9 +13,10 @@ The splits' classifiers are independent (Adam is elementwise, each split's loss 
 they train as one batched tensor program: weights ``[S, d, C]``, one optimiser. The result is the same as
 training them one after another with the same initial weights.
 
-Unlike gca's default protocol (:func:`gca.evaluate.linear_evaluation`), which ℓ2-normalises its inputs and picks an
-ℓ2 penalty on validation, this protocol reports the test accuracy at a validation-selected *epoch*, which makes it
-sensitive to the scale of the embeddings. The two are not on the same scale: report which one a number used.
+Unlike gca's default protocol (:func:`gca.evaluate.classification.linear_evaluation`), which ℓ2-normalises its
+inputs and picks an ℓ2 penalty on validation, this protocol reports the test accuracy at a validation-selected
+*epoch*, which makes it sensitive to the scale of the embeddings. The two are not on the same scale: report which
+one a number used.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
-from .graph import csr_tensor
+from ..graph.core import csr_tensor
 
 #: The authors' settings (``pGRACE/eval.py`` and ``train.py``).
 PROBE_EPOCHS = 3000

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import UserError
-from .io import atomic_write, atomic_write_text
+from ..errors import UserError
+from ..io import atomic_write, atomic_write_text
 
 
 class ExportError(UserError, ValueError):

@@ -1,0 +1,48 @@
+"""What GCA computes once per graph before training: the cleaned graph, node centrality and both views' samplers.
+
+:func:`prepare` cleans the graph (:func:`gca.graph.core.prepare_graph`, unless it is a :class:`~gca.graph.core.Graph`
+already), computes node centrality φ_c (:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds
+the two views' removal and masking probabilities (:func:`gca.augment.augmentors.build_augmentors`). Training
+(:mod:`gca.train`) and the PyTorch Geometric transforms (:mod:`gca.augment.transforms`) start from it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from torch_geometric.data import Data
+
+from ..config import GCAConfig
+from ..graph.core import Graph, prepare_graph
+from .augmentors import ViewAugmentor, build_augmentors
+from .centrality import node_centrality
+
+
+@dataclass
+class PreparedGraph:
+    """What GCA computes once per graph: the cleaned graph, node centrality (``None`` for uniform augmentation)
+    and the two view samplers with their per-edge and per-feature probabilities."""
+
+    graph: Graph
+    centrality: torch.Tensor | None
+    views: tuple[ViewAugmentor, ViewAugmentor]
+    seconds: float = 0.0
+
+
+def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None) -> PreparedGraph:
+    """Clean ``data`` (unless it is a :class:`Graph` already) and compute centrality and both views' probabilities."""
+    start = time.perf_counter()
+    graph = data if isinstance(data, Graph) else prepare_graph(data, directed, config.feature_norm)
+    adaptive = config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
+    centrality = None
+    if adaptive:
+        centrality = node_centrality(config.centrality, graph.edge_index, graph.num_nodes, graph.directed)
+    views = build_augmentors(
+        graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
+        edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
+        feature_weighting=config.feature_weighting,
+    )  # fmt: skip
+    return PreparedGraph(graph, centrality, views, time.perf_counter() - start)
+

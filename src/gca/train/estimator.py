@@ -1,0 +1,174 @@
+"""The :class:`GCA` estimator: the configuration, the parts it wires together, and ``fit`` / ``embed``.
+
+``fit`` prepares the graph once (:mod:`gca.augment.prepared`), builds the model (:mod:`gca.nn`), the optimiser and
+the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
+checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
+and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch_geometric import seed_everything
+from torch_geometric.data import Data
+
+from ..augment.prepared import PreparedGraph, prepare
+from ..config import GCAConfig
+from ..errors import UserError
+from ..graph.core import Graph, prepare_graph
+from ..nn.encoders import check_output_width
+from ..nn.model import GCAModel
+from ..objective.collapse import CollapseWatch
+from .batches import BatchSource, batch_source
+from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
+from .distributed import Placement, resolve_device
+from .loop import INFERENCE_CHUNK_ROWS, TrainingError, encode_graph, train, warmup_schedule
+
+
+def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
+    """``embeddings``, refused when not finite: the last update is checked here, its loss is never computed."""
+    # a block of rows at a time: isfinite's temporaries on all of them are 1.6× the embeddings (2 GB at ogbn-products)
+    if not all(bool(torch.isfinite(block).all()) for block in embeddings.split(INFERENCE_CHUNK_ROWS)):
+        bad = float((~torch.isfinite(embeddings)).float().mean())
+        raise TrainingError(f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning "
+                            f"rate (lr={lr})")  # fmt: skip
+    return embeddings
+
+
+def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | None, share: Any,
+           encoder: torch.nn.Module | None, graph: Graph, device: torch.device) -> GCAModel:  # fmt: skip
+    """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
+    if encoder is not None:
+        check_output_width(encoder.to(device), graph.features.to(device), config.hidden)
+    return GCAModel.from_config(in_channels, config, objective, share, encoder).to(device)
+
+
+def _collapse_watch(config: GCAConfig) -> CollapseWatch:
+    """Collapse detection whose message says which of the run's settings to change."""
+    return CollapseWatch(advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
+                                f"(warmup_steps={config.warmup_updates} now)")  # fmt: skip
+
+
+class GCA:
+    """Self-supervised node embeddings with GCA: ``GCA(GCAConfig(epochs=200)).fit(data)`` (a PyG ``Data``).
+
+    ``fit`` (alias ``fit_transform``) trains ``config.epochs`` epochs and returns every node's embedding (float32, on
+    the CPU). Learned state: ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
+    only), ``embed_seconds`` (the final inference), ``prepare_seconds``. Replaceable parts: ``objective`` (a module
+    ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
+    and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
+    """
+
+    def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
+                 objective: torch.nn.Module | None = None,
+                 batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
+                 placement: Placement | None = None, encoder: torch.nn.Module | None = None) -> None:  # fmt: skip
+        self.config = config or GCAConfig()
+        self.config.validate()
+        self.device = placement.device if placement is not None else resolve_device(device)
+        self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
+        self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
+        self.model: GCAModel | None = None  # learned state: set by fit or load
+        self.in_channels: int | None = None
+        self.prepared: PreparedGraph | None = None
+        self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
+
+    graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
+    prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
+
+    def prepare(self, data: Data | Graph, directed: bool | None = None) -> PreparedGraph:
+        """Clean the graph and compute centrality and both views' probabilities (once per graph)."""
+        return prepare(data, self.config, directed)
+
+    def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
+        """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement."""
+        if self.batches is not None:
+            return self.batches(prepared, self.device)
+        place = placement or self.placement or Placement.joined(self.device)
+        return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size)
+
+    def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
+            checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
+            on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None) -> torch.Tensor:  # fmt: skip
+        """Train on ``data`` and return the embeddings of its nodes.
+
+        ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
+        of every node (``gca tune`` stops unpromising trials with it). ``checkpoint``, ``checkpoint_every`` and
+        ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
+        """
+        cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
+        self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
+        graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
+        fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
+        seed_everything(cfg.seed)
+        self.in_channels = graph.num_features
+        share = place.objective_share(cfg.batch_size)
+        self.model = model = _model(self.in_channels, cfg, self.objective, share, self.encoder, graph, self.device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        place.attach(optimizer, cfg.batch_size)
+        generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        source = self.batch_source(self.prepared, place)
+        self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
+
+        def after_epoch(epoch: int, losses: list[float]) -> None:
+            self.losses[saves.first_epoch :] = losses
+            saves.after_epoch(epoch, self.state, optimizer, generator, fingerprint, source)
+            if on_epoch is not None:
+                on_epoch(epoch, lambda: encode_graph(model, graph.to(self.device)).cpu())
+
+        self.losses[saves.first_epoch :] = train(
+            model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
+            learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg))  # fmt: skip
+        source = None  # a sampler's arrays are not needed for inference
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.train_seconds = saves.seconds
+        start = time.perf_counter()
+        embeddings = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
+        self.embed_seconds = time.perf_counter() - start
+        return embeddings
+
+    def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
+        """scikit-learn's name for :meth:`fit`, which already returns the embeddings of ``data``'s nodes."""
+        return self.fit(data, directed, **kwargs)
+
+    def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
+        """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
+        if self.model is None or (data is None and self.graph is None):
+            untrained = self.model is None
+            raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
+        data = self.graph if data is None else data
+        graph = data if isinstance(data, Graph) else prepare_graph(data, feature_norm=self.config.feature_norm)
+        if graph.num_features != self.in_channels:
+            raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
+                                f"{self.in_channels}")  # fmt: skip
+        return encode_graph(self.model, graph.to(self.device)).cpu()
+
+    def state(self) -> dict:
+        """A model checkpoint made of tensors and plain values only (loadable with ``weights_only=True``)."""
+        if self.model is None:
+            raise TrainingError("the model is not trained yet; call fit() first")
+        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses)
+
+    def save(self, path: str | Path) -> None:
+        """Write the model checkpoint atomically (temporary file, then rename)."""
+        save_checkpoint(path, self.state())
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
+        """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
+        trained with a user's ``encoder`` loads into a fresh instance of it."""
+        state = load_checkpoint(path)
+        try:
+            estimator = cls(GCAConfig.from_saved(state["config"]), device=device, encoder=encoder)
+            estimator.in_channels = int(state["in_channels"])
+            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, encoder)
+        except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
+            raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
+        estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
+        return estimator

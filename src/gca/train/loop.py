@@ -1,0 +1,148 @@
+"""Training: Algorithm 1 of Zhu et al., WWW 2021, one step and the loop over epochs.
+
+Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch that a
+:class:`~gca.train.batches.BatchSource` gives (the whole graph every epoch, or sampled subgraphs):
+
+1. sample two views t, t' ~ T of the batch's graph — kept edges and a feature mask each (:mod:`gca.augment`);
+2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph.core`; other encoders take the
+   kept edges, :meth:`gca.nn.model.GCAModel.encode`);
+3. embed both views with the shared encoder f (:mod:`gca.nn.gcn`);
+4. compute the objective (−J of Eq. 2) on the projections g(·) of the batch's anchors (:mod:`gca.objective`);
+5. take one optimiser step.
+
+The loop takes its pieces as parts — the batch source, a :class:`~gca.nn.model.GCAModel` (encoder, projection head
+and objective passed in) and an optimiser — and hooks: ``after_epoch`` (checkpoints,
+:class:`gca.train.checkpoint.TrainingCheckpoints`), the learning rate's warm-up and the collapse watch.
+:func:`encode_graph` gives the frozen embeddings once training ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from ..errors import UserError
+from ..graph.core import AdjacencyRows, Graph, dense_input, normalized_adjacency
+from ..nn.model import GCAModel
+from ..objective.collapse import CollapseWatch
+from ..progress import Progress
+from .batches import Batch, BatchSource
+
+
+class TrainingError(UserError, RuntimeError):
+    """Training cannot go on (e.g. the loss diverged); the message is one line meant for the user."""
+
+
+class CollapseError(TrainingError):
+    """Training collapsed: the loss sat at its value for uniform similarities (:mod:`gca.objective.collapse`)."""
+
+
+def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator) -> float:
+    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update."""
+    model.train()
+    embeddings = []
+    for view in batch.views:
+        edges = view.sample_edges(generator)
+        h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows,
+                         view.sample_feature_mask(generator))  # fmt: skip
+        embeddings.append(h if batch.anchors is None else h[batch.anchors])
+    loss = model.loss(*embeddings)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return float(loss.detach())
+
+
+def train(
+    model: GCAModel,
+    optimizer: torch.optim.Optimizer,
+    source: BatchSource,
+    epochs: int,
+    generator: torch.Generator,
+    first_epoch: int = 0,
+    after_epoch: Callable[[int, list[float]], None] | None = None,
+    progress: bool = False,
+    learning_rate: Callable[[int], float] | None = None,
+    collapse: CollapseWatch | None = None,
+) -> list[float]:
+    """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
+
+    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(t)`` sets the
+    optimiser's rate before update t (the warm-up; t is the optimiser's own count, so a resumed run follows the
+    same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
+    and one that sits at its value for uniform similarities — collapse, watched by ``collapse`` (default
+    :class:`~gca.objective.collapse.CollapseWatch`) when the objective knows that value — with a :class:`CollapseError`.
+    """
+    losses: list[float] = []
+    uniform = getattr(model.objective, "uniform_loss", None)
+    collapse = collapse or CollapseWatch()
+    bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
+    for epoch in range(first_epoch, epochs):
+        step_losses, flat_values = [], []
+        for batch in source.batches(epoch, generator):
+            if learning_rate is not None:
+                rate = learning_rate(updates_taken(optimizer))
+                for group in optimizer.param_groups:
+                    group["lr"] = rate
+            step_losses.append(train_step(model, optimizer, batch, generator))
+            if uniform is not None:
+                flat_values.append(uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors)))
+        loss = float(np.mean(step_losses))
+        if not np.isfinite(loss):
+            raise TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
+        if uniform is not None:
+            gaps = [step - flat for step, flat in zip(step_losses, flat_values, strict=True)]
+            message = collapse.update(epoch + 1, gaps, flat_values[0])
+            if message:
+                bar.close()
+                raise CollapseError(message)
+        losses.append(loss)
+        bar.update(loss=f"{loss:.4f}")
+        if after_epoch is not None:
+            after_epoch(epoch + 1, losses)
+    bar.close()
+    return losses
+
+
+def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
+    """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
+    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
+    if warmup_steps <= 1:
+        return None
+    return lambda step: lr * min(1.0, (step + 1) / warmup_steps)
+
+
+def updates_taken(optimizer: torch.optim.Optimizer) -> int:
+    """How many updates ``optimizer`` has made — Adam's own step count, which checkpoints carry, so a resumed run
+    continues a schedule keyed on it exactly."""
+    for state in optimizer.state.values():
+        if "step" in state:
+            return int(state["step"])
+    return 0
+
+
+#: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`).
+INFERENCE_CHUNK_ROWS = 65_536
+
+
+@torch.no_grad()
+def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUNK_ROWS) -> torch.Tensor:
+    """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
+
+    Graphs with more than ``chunk_rows`` nodes are embedded over blocks of rows
+    (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`), an undirected graph's operator built block by block
+    (:class:`gca.graph.core.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph.
+    """
+    model.eval()
+    if model.takes_edge_index:
+        return model.encode(graph.features, graph.edge_index, graph.num_nodes).detach()
+    encoder = model.encoder
+    if chunk_rows > 0 and graph.num_nodes > chunk_rows and hasattr(encoder, "forward_in_chunks"):
+        rows = (AdjacencyRows(graph.edge_index, graph.num_nodes) if not graph.directed else
+                normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True))  # fmt: skip
+        return encoder.forward_in_chunks(graph.features, rows, chunk_rows)
+    adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
+    return model(dense_input(graph.features), adjacency).detach()
+

@@ -1,0 +1,31 @@
+"""The packages' faces: each public name a package hands on is the object its module defines, found on first use;
+and the modules the command line checks arguments with load without PyTorch."""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGES = ["gca", "gca.cli", "gca.graph", "gca.augment", "gca.nn", "gca.train", "gca.evaluate", "gca.run",
+            "gca.outputs"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_name_a_package_hands_on_is_its_modules_own(name):
+    package = importlib.import_module(name)
+    assert sorted(package._EXPORTS) == package.__all__
+    for public, module in package._EXPORTS.items():
+        defined = getattr(importlib.import_module(f"{name}.{module}"), public)
+        assert getattr(package, public) is defined, (name, public)
+        assert public in dir(package)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        package.no_such_name  # noqa: B018
+
+
+def test_the_modules_that_check_arguments_load_without_pytorch():
+    code = ("import sys\n"
+            "import gca, gca.cli.common, gca.config, gca.evaluate.splits, gca.outputs.folder, gca.train, gca.evaluate\n"
+            "print('torch' in sys.modules)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stdout + done.stderr
