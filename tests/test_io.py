@@ -1,4 +1,5 @@
-"""Atomic result files: permissions from the umask without touching process-wide state, no leaks on failure."""
+"""Atomic result files: permissions from the umask without touching process-wide state, no leaks on failure; users'
+documents (config and search-space files) read, or refused in one line."""
 
 from __future__ import annotations
 
@@ -54,3 +55,28 @@ def test_a_failure_leaks_no_descriptor_and_no_file(tmp_path, monkeypatch):
         atomic_write(tmp_path / "d.txt", failing_write)
     assert _open_descriptors() == before
     assert sorted(p.name for p in tmp_path.iterdir()) in (["c.txt"], [])
+
+
+def test_a_users_document_is_read_or_refused_in_one_line(tmp_path):
+    from gca.config import ConfigError, read_config_file
+    from gca.io import read_document
+    from gca.tune import TuneError, read_space
+
+    (tmp_path / "ok.toml").write_text("tau = 0.5\n[gca]\nlr = 0.01\n")
+    (tmp_path / "ok.json").write_text('{"tau": 0.5}')
+    assert read_document(tmp_path / "ok.toml", "config", ConfigError) == {"tau": 0.5, "gca": {"lr": 0.01}}
+    assert read_document(tmp_path / "ok.json", "config", ConfigError) == {"tau": 0.5}
+    (tmp_path / "latin1.toml").write_bytes("tau = 0.5 # é\n".encode("latin-1"))
+    (tmp_path / "bad.toml").write_text("tau = \n")
+    (tmp_path / "bad.json").write_text("{tau: 0.5}")
+    (tmp_path / "folder.toml").mkdir()
+    for name, message in [("missing.toml", "does not exist"), ("folder.toml", "is not a regular file"),
+                          ("latin1.toml", "is not UTF-8 text; save it as UTF-8"), ("bad.toml", "is not valid TOML"),
+                          ("bad.json", "is not valid JSON")]:  # fmt: skip
+        with pytest.raises(ConfigError) as config_error:
+            read_config_file(tmp_path / name)
+        with pytest.raises(TuneError) as space_error:
+            read_space(tmp_path / name)
+        for error, what in ((config_error, "config"), (space_error, "search space")):
+            line = str(error.value)
+            assert line.startswith(f"{what} file {tmp_path / name} ") and message in line and "\n" not in line

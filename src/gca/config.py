@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .io import parse_document, read_user_text
+from .io import parse_document, read_document
 from .names import CENTRALITY_CHOICES, ENCODERS, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
@@ -287,14 +287,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Read a TOML or JSON file of config keys (a ``[gca]`` table in TOML is also accepted)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
-    text = read_user_text(path, "config", ConfigError, "save it as UTF-8 TOML or JSON")
-    try:
-        data = parse_document(text, "json" if path.suffix == ".json" else "toml")
-    except ValueError as exc:
-        raise ConfigError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'TOML'}: {exc}") from None
+    data = read_document(path, "config", ConfigError)
     if isinstance(data, dict) and isinstance(data.get("gca"), dict):
         data = data["gca"]
     if not isinstance(data, dict):

@@ -1,4 +1,5 @@
-"""Writing result files so that an interruption (Ctrl-C, kill -9, a full disk) never leaves a half-written one."""
+"""Files in and out: result files written so that an interruption (Ctrl-C, kill -9, a full disk) never leaves a
+half-written one, and users' text files and TOML/JSON documents read with one-line errors."""
 
 from __future__ import annotations
 
@@ -88,6 +89,19 @@ def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> 
         raise error(f"{what} file {path} is not UTF-8 text; {hint}") from None
     except OSError as exc:
         raise error(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
+def read_document(path: str | Path, what: str, error: type[Exception], kinds: str = "TOML or JSON") -> Any:
+    """The TOML or JSON document in the user's file ``path`` (JSON where it ends in ``.json``), or ``error`` with one
+    line: the file is missing or not a regular file, not UTF-8 text, or not valid TOML/JSON (and why)."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{what} file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
+    text = read_user_text(path, what, error, f"save it as UTF-8 {kinds}")
+    try:
+        return parse_document(text, "json" if path.suffix == ".json" else "toml")
+    except ValueError as exc:
+        raise error(f"{what} file {path} is not valid {path.suffix.lstrip('.').upper() or 'TOML'}: {exc}") from None
 
 
 def parse_document(text: str, kind: str) -> Any:

@@ -41,7 +41,7 @@ from typing import Any
 
 from .config import GCAConfig
 from .errors import UserError
-from .io import atomic_write, parse_document
+from .io import atomic_write, read_document
 from .outputs.folder import hold_folder, release_folder
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
@@ -69,14 +69,7 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
     """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked."""
     space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise TuneError(f"search space file {path} " + ("is not a regular file" if path.exists() else
-                                                           "does not exist"))  # fmt: skip
-        try:
-            given = parse_document(path.read_text(encoding="utf-8-sig"), "toml")
-        except ValueError as exc:  # UnicodeDecodeError is one
-            raise TuneError(f"search space file {path} is not valid TOML: {exc}") from None
+        given = read_document(path, "search space", TuneError, "TOML")
         for key, spec in given.items():
             if not isinstance(spec, dict):
                 raise TuneError(f"{path}: [{key}] must be a table with low/high[/log], choices or value")
