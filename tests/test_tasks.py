@@ -101,3 +101,19 @@ def test_gca_train_runs_the_link_and_cluster_tasks(tmp_path, capsys):
     assert clustering["clusters"] == 2 and len(clustering["nmi"]["runs"]) == 2
     assert main(["train", "--task", "link", "--resume", "--out", str(tmp_path / "x")]) == 2
     assert "--task link" in capsys.readouterr().err
+
+
+def test_the_run_path_clusters_the_embeddings_it_trained_and_records_the_same_scores():
+    from gca.config import GCAConfig
+    from gca.run.pipeline import run_gca
+    from gca.train.estimator import GCA
+
+    data = karate_club()
+    estimator = GCA(GCAConfig(epochs=3, hidden=16, proj_hidden=16, seed=5))
+    result = run_gca(estimator, estimator.prepare(data), dataset="Karate", labels=data.y, clusters=3)
+    expected = cluster_embeddings(result.embeddings, data.y, seeds=3, first_seed=5)
+    assert result.clusters.nmi == pytest.approx(expected.nmi) and result.clusters.ari == pytest.approx(expected.ari)
+    assert result.record["clustering"] == expected.to_dict() and result.evaluation is None
+    unjudged = run_gca(GCA(GCAConfig(epochs=1, hidden=16, proj_hidden=16)), estimator.prepare(data),
+                       dataset="Karate", labels=data.y)  # fmt: skip
+    assert unjudged.clusters is None and "clustering" not in unjudged.record

@@ -78,13 +78,12 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
-    from ..evaluate.clustering import cluster_embeddings
     from ..run.job import Job
     from ..run.pipeline import run_gca
-    from ..train.distributed import Placement, resolve_device
+    from ..train.distributed import Placement
     from ..train.estimator import GCA
 
-    place = Placement.from_environment(resolve_device(args.device))  # joins the process group under torchrun
+    place = Placement.from_environment(args.device)  # joins the process group under torchrun
     job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
     prepared = job.prepare(estimator)
@@ -102,24 +101,21 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     with outputs:
         result = run_gca(
             estimator, prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
-            protocol=args.eval_protocol, checkpoint=checkpoint, resume=args.resume,
-            checkpoint_every=args.checkpoint_every if place.writes else 0, plots=plots, plot_title=job.name,
+            protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
+            checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
+            plots=plots, plot_title=job.name,
             on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
-        result.record.update(place.record(), **job.record())
-        clusters = None
-        if judged and args.task == "cluster" and job.labels is not None:
-            clusters = cluster_embeddings(result.embeddings, job.labels, args.splits, job.config.seed)
-            result.record["clustering"] = clusters.to_dict()
+        result.record.update(job.record())
         for path in result.plots:
             outputs.wrote(path.name)
         written = _write_run(outputs, result.embeddings, estimator, result.record, job.node_ids)
     if result.evaluation is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
-    if clusters is not None:
-        print(f"clustering (GCA, {job.config.centrality}): {clusters}")
+    if result.clusters is not None:
+        print(f"clustering (GCA, {job.config.centrality}): {result.clusters}")
     if result.raw_evaluation is not None:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
@@ -157,10 +153,7 @@ def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
     from ..train.estimator import GCA
 
     make = lambda config: GCA(config, device=device, progress=not args.quiet)  # noqa: E731
-    result, estimator, embeddings, held = link_prediction(job, make, args.splits, args.link_val, args.link_test)
-    record = {"dataset": job.name, "task": "link", "held_out": held, "link_prediction": result.to_dict(),
-              "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
-              "config": job.config.to_dict()}  # fmt: skip
+    result, estimator, embeddings, record = link_prediction(job, make, args.splits, args.link_val, args.link_test)
     with outputs:
         written = _write_run(outputs, embeddings, estimator, record, job.node_ids)
     print(f"link prediction (GCA, {job.config.centrality}): {result}")

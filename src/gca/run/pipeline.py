@@ -1,9 +1,10 @@
-"""One GCA run — fit → evaluate → plots → result record — the path both ``gca train`` and ``gca reproduce`` take.
+"""One GCA run — fit → judge → plots → result record — the path ``gca train``, ``gca reproduce`` and ``gca tune`` take.
 
 The caller loads the graph, builds the estimator and prepares the graph (so it can report on it first); then
-:func:`run_gca` trains, judges the frozen embeddings by linear evaluation on the given splits, draws the loss curve
-and t-SNE map if asked, and returns a :class:`RunResult` whose :attr:`~RunResult.record` is the JSON-ready summary
-(``results.json`` of ``gca train``, one run file of ``gca reproduce``). Nothing here prints or writes results
+:func:`run_gca` trains, judges the frozen embeddings — by linear evaluation on the given splits, and by k-means
+clustering if asked — draws the loss curve and t-SNE map if asked, and returns a :class:`RunResult` whose
+:attr:`~RunResult.record` is the JSON-ready summary (``results.json`` of ``gca train``, one run file of
+``gca reproduce``), including where the run trained among several processes. Nothing here prints or writes results
 other than the plots asked for.
 """
 
@@ -20,6 +21,7 @@ import torch
 from ..augment.prepared import PreparedGraph
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
+from ..evaluate.clustering import ClusterResult, cluster_embeddings
 from ..train.estimator import GCA
 
 
@@ -30,6 +32,7 @@ class RunResult:
     raw_evaluation: EvaluationResult | None
     record: dict[str, Any]
     plots: list[Path] = field(default_factory=list)
+    clusters: ClusterResult | None = None
 
 
 def _gpu_peak(device: torch.device) -> dict[str, float]:
@@ -60,6 +63,7 @@ def run_gca(
     splits: list[Split] | None = None,
     eval_raw: bool = False,
     protocol: str = "sklearn",
+    clusters: int = 0,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
@@ -68,7 +72,7 @@ def run_gca(
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
-    (:data:`gca.evaluate.classification.PROTOCOLS`), plot to
+    (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
     passed to :meth:`GCA.fit` (validation during training)."""
     config = estimator.config
@@ -88,6 +92,7 @@ def run_gca(
         "device": str(estimator.device),
         **_gpu_peak(estimator.device),
         **_objective_used(estimator),
+        **(estimator.placement.record() if estimator.placement is not None else {}),
         "config": config.to_dict(),
         "accuracy": None,
     }
@@ -102,6 +107,10 @@ def run_gca(
             raw = evaluate_embeddings(raw_feature_input(prepared.graph.raw_features, protocol), labels, splits,
                                       protocol, device=estimator.device)  # fmt: skip
             record["raw_features_accuracy"] = raw.to_dict()
+    grouped = None
+    if clusters and labels is not None:
+        grouped = cluster_embeddings(embeddings, labels, clusters, config.seed)
+        record["clustering"] = grouped.to_dict()
     written: list[Path] = []
     if plots is not None:
         from ..outputs.plots import MIN_TSNE_NODES, loss_curve, tsne_map
@@ -112,4 +121,4 @@ def run_gca(
         if labels is not None and len(embeddings) >= MIN_TSNE_NODES:
             tsne_map(embeddings, labels, tsne_path, f"{plot_title}: t-SNE of GCA embeddings", config.seed)
             written.append(Path(tsne_path))
-    return RunResult(embeddings, evaluation, raw, record, written)
+    return RunResult(embeddings, evaluation, raw, record, written, grouped)

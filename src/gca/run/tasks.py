@@ -25,7 +25,8 @@ def link_prediction(job: Job, make_estimator: Callable[[GCAConfig], GCA], runs: 
                     test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
     """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
     trained by ``make_estimator(config)``; returns the scores, the first run's estimator and embeddings (of its
-    training graph) and a record of what was held out."""
+    training graph) and the run's record (``results.json``: what was held out, the scores, the first training's
+    time, device and configuration)."""
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None
@@ -39,6 +40,10 @@ def link_prediction(job: Job, make_estimator: Callable[[GCAConfig], GCA], runs: 
         if first is None:
             first = (estimator, embeddings, held)
     estimator, embeddings, held = first
-    record = {"val_share": val, "test_share": test, "runs": runs, "train_edges": int(held.train_edge_index.shape[1]),
-              "val_pairs": int(held.val_pos.shape[1]), "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
+    held_out = {"val_share": val, "test_share": test, "runs": runs,
+                "train_edges": int(held.train_edge_index.shape[1]), "val_pairs": int(held.val_pos.shape[1]),
+                "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
+    record = {"dataset": job.name, "task": "link", "held_out": held_out, "link_prediction": result.to_dict(),
+              "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
+              "config": job.config.to_dict()}  # fmt: skip
     return result, estimator, embeddings, record
