@@ -92,7 +92,7 @@ def main() -> None:
     from gca.config import build_config
     from gca.datasets import load_dataset
     from gca.evaluate.classification import evaluate_embeddings, label_splits, raw_feature_input
-    from gca.graph.core import prepare_graph
+    from gca.graph.graph import prepare_graph
     from gca.reproduce import PAPER_TABLE3
 
     extra = [arg for item in args.set for arg in ("--set", item)]

@@ -9,7 +9,7 @@ from torch_geometric.data import Data
 
 from gca.augment.augmentors import build_augmentors, drop_probabilities, edge_units, edge_weights, feature_weights
 from gca.augment.centrality import degree_centrality
-from gca.graph.core import prepare_graph
+from gca.graph.graph import prepare_graph
 
 
 def test_path_graph_edge_probabilities_by_hand():

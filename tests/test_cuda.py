@@ -9,7 +9,7 @@ import torch
 from conftest import path_graph
 
 from gca import GCA, GCAConfig
-from gca.graph.core import SparseMatrix
+from gca.graph.sparse import SparseMatrix
 from gca.objective import bf16_tensor_cores, contrastive_loss, reference_loss
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -147,7 +147,7 @@ def test_path_or_name_is_decided_by_what_exists(shared_data, cache_dir, tmp_path
 def test_both_directions_listed_is_not_a_duplicate(tmp_path):
     """The common export lists (u, v) and (v, u); the npz and the edge-file readers agree on what that is."""
     from gca.datasets import load_files
-    from gca.graph.core import prepare_graph
+    from gca.graph.graph import prepare_graph
 
     pairs = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
     both = pairs + [(v, u) for u, v in pairs]

@@ -5,7 +5,8 @@ from conftest import path_graph, undirected
 from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv
 
-from gca.graph.core import normalized_adjacency, prepare_graph, scipy_to_sparse
+from gca.graph.graph import prepare_graph
+from gca.graph.sparse import normalized_adjacency, scipy_to_sparse
 from gca.nn.gcn import GCNEncoder, ProjectionHead
 from gca.nn.model import GCAModel
 from gca.objective import ContrastiveObjective
@@ -167,7 +168,7 @@ def test_chunked_inference_equals_the_whole_graph_pass():
 def test_adjacency_rows_equal_the_whole_operator():
     """Blocks of AdjacencyRows hold exactly the entries of the same rows of the full normalised adjacency
     (isolated nodes, the first and last rows, one-row blocks)."""
-    from gca.graph.core import AdjacencyRows
+    from gca.graph.sparse import AdjacencyRows
 
     graph = prepare_graph(Data(x=torch.ones(7, 1), edge_index=undirected([(0, 1), (1, 2), (1, 5), (2, 5), (3, 6)])))
     whole = normalized_adjacency(graph.edge_index, 7, symmetric=True, coalesced=True).to_dense()

@@ -207,7 +207,7 @@ def test_semicolons_with_decimal_commas(tmp_path, capsys):
 def test_undirected_duplicates_are_counted_as_pairs():
     from torch_geometric.data import Data
 
-    from gca.graph.core import prepare_graph
+    from gca.graph.graph import prepare_graph
 
     pairs = [(0, 1), (1, 2), (0, 1)]  # (0, 1) twice, each in both directions
     edges = torch.tensor([p for u, v in pairs for p in ((u, v), (v, u))]).t()

@@ -93,7 +93,7 @@ DELIMITERS = st.sampled_from([",", "\t", ";", " "])
 @given(edges=LINES, features=LINES, labels=st.one_of(st.none(), LINES), delimiter=DELIMITERS)
 def test_any_files_load_to_a_valid_graph_or_one_error(tmp_path, edges, features, labels, delimiter):
     from gca.datasets import load_files
-    from gca.graph.core import prepare_graph
+    from gca.graph.graph import prepare_graph
 
     paths = {}
     for name, lines in (("e", edges), ("x", features), ("y", labels)):

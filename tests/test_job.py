@@ -12,7 +12,7 @@ from gca import GCA
 from gca.config import ConfigError
 from gca.datasets import karate_club, load_dataset
 from gca.datasets.base import LoadedDataset
-from gca.graph.core import GraphError
+from gca.graph.graph import GraphError
 from gca.run.job import Job
 from gca.train.checkpoint import CheckpointError, TrainingCheckpoints
 from gca.train.distributed import BlockShare, Placement

@@ -11,12 +11,13 @@ from conftest import undirected
 from sklearn.preprocessing import normalize
 from torch_geometric.data import Data
 
-import gca.graph.core as graph_module
+import gca.graph.features as features_module
 from gca import GCA, GCAConfig
 from gca.datasets import karate_club
 from gca.datasets.base import LoadedDataset
-from gca.graph.core import Graph, prepare_graph
+from gca.graph.graph import Graph, prepare_graph
 from gca.graph.sampling import NeighborSampler, reverse_positions
+from gca.graph.sparse import index_dtype
 from gca.run.job import Job
 
 
@@ -25,8 +26,8 @@ def test_row_normalisation_in_blocks_equals_scikit_learns(monkeypatch, dtype):
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((50, 9)) * 4).astype(dtype)
     x[[0, 17, 49]] = 0  # all-zero rows stay zero, also at a block's edges
-    monkeypatch.setattr(graph_module, "ROW_BLOCK", 7)
-    ours = graph_module.normalize_rows(x)
+    monkeypatch.setattr(features_module, "ROW_BLOCK", 7)
+    ours = features_module.normalize_rows(x)
     theirs = normalize(x, norm="l1", axis=1, copy=True)
     assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
 
@@ -37,7 +38,7 @@ def test_a_cleaned_graph_keeps_int32_edges_and_the_same_fingerprint():
     assert graph.edge_index.dtype == torch.int32
     wide = Graph(graph.num_nodes, graph.edge_index.long(), graph.directed, graph.features, graph.raw_features)
     assert graph.fingerprint() == wide.fingerprint()  # checkpoints made with int64 edges still resume
-    assert graph_module.index_dtype(2**31) == torch.long
+    assert index_dtype(2**31) == torch.long
 
 
 def test_a_job_keeps_one_copy_of_the_edges():
@@ -82,7 +83,7 @@ def test_row_normalised_features_are_read_not_copied(monkeypatch):
     """Under feature_norm = "row" a dense graph keeps its raw features once; sampled batches divide the rows they
     read, bit for bit as normalize_rows, and never build the whole normalised matrix."""
     from gca.augment.prepared import prepare
-    from gca.graph.core import RowNormalizedFeatures, normalize_rows
+    from gca.graph.features import RowNormalizedFeatures, normalize_rows
     from gca.train.batches import NeighborBatches
 
     x = torch.rand(34, 6, generator=torch.Generator().manual_seed(0)) - 0.5
@@ -142,7 +143,7 @@ def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(t
     read. Every float16 value is exactly a float32 one, so training on it is bit for bit training on the same
     values stored as float32 — whole-graph and on sampled mini-batches, normalised or not."""
     from gca.datasets import load_files
-    from gca.graph.core import DenseFeatures
+    from gca.graph.features import DenseFeatures
 
     half = (np.random.default_rng(1).random((34, 6)) * 3).astype(np.float16)
     half[5] = 0

@@ -7,7 +7,7 @@ import pytest
 from conftest import SHARED_DATA, make_read_only
 
 from gca.datasets import load_dataset
-from gca.graph.core import prepare_graph
+from gca.graph.graph import prepare_graph
 
 # Table 1 of Zhu et al. (WWW 2021): nodes, undirected edges, features, classes.
 TABLE1 = {

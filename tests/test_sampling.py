@@ -16,8 +16,9 @@ from gca.augment.augmentors import FeatureMasker
 from gca.augment.prepared import prepare
 from gca.config import ConfigError
 from gca.datasets import karate_club
-from gca.graph.core import prepare_graph, scipy_to_sparse
+from gca.graph.graph import prepare_graph
 from gca.graph.sampling import NeighborSampler, edge_unit_ids, floyd_sample
+from gca.graph.sparse import scipy_to_sparse
 from gca.nn.model import GCAModel
 from gca.train.batches import NeighborBatches, SubgraphView
 from gca.train.loop import train_step
@@ -217,7 +218,7 @@ def test_mini_batch_config_keys_are_checked():
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("width", [6, 16])  # into a 16-wide first layer: (M X) W, and M (X W)
 def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_gradients(directed, width):
-    from gca.graph.core import layered_normalized_adjacency, normalized_adjacency
+    from gca.graph.sparse import layered_normalized_adjacency, normalized_adjacency
     from gca.nn.gcn import GCNEncoder
 
     data = _random_graph(300, 1500, seed=3)

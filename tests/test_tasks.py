@@ -15,7 +15,7 @@ from gca.datasets import karate_club
 from gca.evaluate.clustering import cluster_embeddings
 from gca.evaluate.linkpred import hold_out_edges, score_links
 from gca.evaluate.splits import EvaluationError
-from gca.graph.core import prepare_graph
+from gca.graph.graph import prepare_graph
 
 
 def _pairs(edge_index: torch.Tensor) -> set[tuple[int, int]]:

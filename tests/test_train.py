@@ -9,7 +9,7 @@ from conftest import path_graph
 from gca import GCA, GCAConfig
 from gca.augment.prepared import PreparedGraph, prepare
 from gca.datasets import karate_club
-from gca.graph.core import normalize_rows
+from gca.graph.features import normalize_rows
 from gca.nn.model import GCAModel
 from gca.train.batches import Batch, BatchSource, FullGraphBatches
 from gca.train.checkpoint import load_checkpoint

@@ -24,7 +24,7 @@ _EXPORTS = {
     "evaluate_embeddings": "evaluate.classification",
     "linear_evaluation": "evaluate.classification",
     "load_dataset": "datasets",
-    "prepare_graph": "graph.core",
+    "prepare_graph": "graph.graph",
     "random_splits": "evaluate.splits",
     "read_npz_graph": "datasets",
 }

@@ -29,7 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ..graph.core import ROW_BLOCK, Graph
+from ..graph.features import ROW_BLOCK
+from ..graph.graph import Graph
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """What GCA computes once per graph before training: the cleaned graph, node centrality and both views' samplers.
 
-:func:`prepare` cleans the graph (:func:`gca.graph.core.prepare_graph`, unless it is a :class:`~gca.graph.core.Graph`
+:func:`prepare` cleans the graph (:func:`gca.graph.graph.prepare_graph`, unless it is a :class:`~gca.graph.graph.Graph`
 already), computes node centrality φ_c (:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds
 the two views' removal and masking probabilities (:func:`gca.augment.augmentors.build_augmentors`). Training
 (:mod:`gca.train`) and the PyTorch Geometric transforms (:mod:`gca.augment.transforms`) start from it.
@@ -15,7 +15,7 @@ import torch
 from torch_geometric.data import Data
 
 from ..config import GCAConfig
-from ..graph.core import Graph, prepare_graph
+from ..graph.graph import Graph, prepare_graph
 from .augmentors import ViewAugmentor, build_augmentors
 from .centrality import node_centrality
 

@@ -73,8 +73,8 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
 
 def stored_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     """A dense feature array as gca holds it: float16 stays float16 — half float32's memory, widened to float32 a
-    block of rows at a time as it is read (:class:`gca.graph.core.DenseFeatures`) — and anything else becomes float32
-    (:func:`float32_features`)."""
+    block of rows at a time as it is read (:class:`gca.graph.features.DenseFeatures`) — and anything else becomes
+    float32 (:func:`float32_features`)."""
     return values if values.dtype == np.float16 else float32_features(values, path)
 
 
@@ -137,7 +137,7 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
     A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
     edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
     edge_index holds both directions of every edge once. A directed edge_index keeps the repeats (and
-    :func:`gca.graph.core.prepare_graph` merges them).
+    :func:`gca.graph.graph.prepare_graph` merges them).
     """
     if directed:
         pairs = torch.from_numpy(np.vstack([source, target]).astype(np.int64))

@@ -127,7 +127,7 @@ def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarra
     ``NormalizeFeatures`` on every dataset)."""
     if check_protocol(protocol) == "sklearn":
         return raw
-    from ..graph.core import normalize_rows
+    from ..graph.features import normalize_rows
 
     return normalize_rows(raw)
 

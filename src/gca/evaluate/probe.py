@@ -29,7 +29,7 @@ import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
-from ..graph.core import csr_tensor
+from ..graph.sparse import csr_tensor
 
 #: The authors' settings (``pGRACE/eval.py`` and ``train.py``).
 PROBE_EPOCHS = 3000

@@ -1,5 +1,6 @@
-"""Graphs as training uses them: the checked graph and its sparse forms (:mod:`.core`), neighbourhood sampling for
-mini-batches (:mod:`.sampling`) and random walks for the DeepWalk and node2vec baselines (:mod:`.walks`).
+"""Graphs as training uses them: the checked graph (:mod:`.graph`), its sparse operators (:mod:`.sparse`) and
+feature forms (:mod:`.features`), neighbourhood sampling for mini-batches (:mod:`.sampling`) and random walks for the
+DeepWalk and node2vec baselines (:mod:`.walks`).
 
 Names are imported on first use (PEP 562).
 """
@@ -7,13 +8,13 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Graph": "core",
-    "GraphError": "core",
-    "prepare_graph": "core",
-    "SparseMatrix": "core",
-    "DenseFeatures": "core",
-    "normalized_adjacency": "core",
-    "normalize_rows": "core",
+    "Graph": "graph",
+    "GraphError": "graph",
+    "prepare_graph": "graph",
+    "SparseMatrix": "sparse",
+    "normalized_adjacency": "sparse",
+    "DenseFeatures": "features",
+    "normalize_rows": "features",
     "NeighborSampler": "sampling",
     "SampledSubgraph": "sampling",
     "random_walks": "walks",

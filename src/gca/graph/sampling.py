@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .core import edge_list_csr, segment_ranges
+from .sparse import edge_list_csr, segment_ranges
 
 
 @dataclass
@@ -89,7 +89,7 @@ class NeighborSampler:
     """Samples L-hop subgraphs around anchor nodes from the in-neighbour CSR of a graph (module docstring).
 
     ``fanouts[ℓ]`` is the number of neighbours drawn per node at hop ℓ + 1 (−1: all). ``edge_index`` is coalesced
-    (:class:`gca.graph.core.Graph`); ``undirected`` says it holds both directions of every edge — then in-neighbours
+    (:class:`gca.graph.graph.Graph`); ``undirected`` says it holds both directions of every edge — then in-neighbours
     are out-neighbours and its own row order is the CSR, so nothing is sorted. ``symmetric_units`` says topology
     augmentation keeps or removes both directions of an edge together (:func:`gca.augment.augmentors.edge_units`).
     Indices are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.

@@ -26,7 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph.core import Features, SparseMatrix, read_rows
+from ..graph.features import Features, read_rows
+from ..graph.sparse import SparseMatrix
 from .gcn import make_activation
 
 #: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.

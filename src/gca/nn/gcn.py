@@ -18,7 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph.core import Features, SparseMatrix, dense_input
+from ..graph.features import Features, dense_input
+from ..graph.sparse import SparseMatrix
 
 
 def make_activation(name: str, channels: int) -> nn.Module:
@@ -90,8 +91,8 @@ class GCNLayer(nn.Module):
 
 
 class RowSlices(Protocol):
-    """A sparse operator M read a block of rows at a time (:class:`gca.graph.core.SparseMatrix`,
-    :class:`gca.graph.core.AdjacencyRows`)."""
+    """A sparse operator M read a block of rows at a time (:class:`gca.graph.sparse.SparseMatrix`,
+    :class:`gca.graph.sparse.AdjacencyRows`)."""
 
     shape: tuple[int, int]
 
@@ -135,7 +136,7 @@ class GCNEncoder(nn.Module):
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """f(X̃, Ã). ``adjacency`` is one operator for every layer, or one per layer — each restricted to the rows
-        whose output is read later, as on a sampled subgraph (:func:`gca.graph.core.layered_normalized_adjacency`)."""
+        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`)."""
         per_layer = adjacency if isinstance(adjacency, Sequence) else [adjacency] * len(self.layers)
         if len(per_layer) != len(self.layers):
             raise ValueError(f"{len(per_layer)} adjacency operators for {len(self.layers)} layers")

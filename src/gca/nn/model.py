@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..config import GCAConfig
-from ..graph.core import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
+from ..graph.sparse import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
 from ..objective import ContrastiveObjective, RowShare
 from .encoders import MessagePassingEncoder, dense_features
 from .gcn import GCNEncoder, ProjectionHead

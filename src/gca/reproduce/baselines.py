@@ -26,7 +26,7 @@ Each baseline is a function ``(data, split, seed, quick, device) -> test accurac
   ``pyg-lib``, which has no wheel for recent PyTorch) and skip-gram is gensim's ``Word2Vec``, as in both
   reference implementations (optional extra ``gca-graph[baselines]``). Quick mode: γ = 10 DeepWalk walks.
 
-Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.core.normalize_rows`;
+Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.features.normalize_rows`;
 their reference code does so too) and are judged by the same logistic regression as GCA (C chosen on the split's
 validation nodes). A baseline whose loss is not finite raises :class:`gca.train.loop.TrainingError`, which a
 reproduction records as a diverged run.
@@ -47,7 +47,8 @@ from torch_geometric.data import Data
 
 from ..datasets.base import Split
 from ..evaluate.classification import evaluate_embeddings, raw_feature_input
-from ..graph.core import binary_adjacency, normalize_rows
+from ..graph.features import normalize_rows
+from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
 from ..train.loop import TrainingError
 
@@ -63,7 +64,8 @@ Baseline = Callable[..., float]
 
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
-    """The features as a dense tensor, rows scaled as GCA's encoder input (:func:`gca.graph.core.normalize_rows`)."""
+    """The features as a dense tensor, rows scaled as GCA's encoder input
+    (:func:`gca.graph.features.normalize_rows`)."""
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 

@@ -22,7 +22,7 @@ from ..augment.prepared import PreparedGraph
 from ..config import ConfigError, GCAConfig, build_config, epochs_given, is_named_config, mini_batch_epochs
 from ..datasets.base import LoadedDataset
 from ..evaluate.splits import Split, SplitSetting
-from ..graph.core import Graph, GraphError, prepare_graph
+from ..graph.graph import Graph, GraphError, prepare_graph
 from ..train.estimator import GCA
 
 

@@ -27,7 +27,8 @@ from typing import Any, Protocol
 import torch
 
 from ..augment.augmentors import FeatureMasker, ViewAugmentor
-from ..graph.core import Features, Graph, dense_input, read_rows
+from ..graph.features import Features, dense_input, read_rows
+from ..graph.graph import Graph
 from ..graph.sampling import NeighborSampler, SampledSubgraph
 
 
@@ -53,7 +54,7 @@ class Batch:
     views: tuple[ViewSampler, ViewSampler]
     anchors: torch.Tensor | None = None  # row indices into the batch graph's embeddings; None: every node
     #: per encoder layer, how many leading nodes' outputs are read later (nodes numbered hop by hop, anchors
-    #: first); None: every node's (:func:`gca.graph.core.layered_normalized_adjacency`)
+    #: first); None: every node's (:func:`gca.graph.sparse.layered_normalized_adjacency`)
     layer_rows: tuple[int, ...] | None = None
 
     @classmethod

@@ -20,7 +20,7 @@ from torch_geometric.data import Data
 from ..augment.prepared import PreparedGraph, prepare
 from ..config import GCAConfig
 from ..errors import UserError
-from ..graph.core import Graph, prepare_graph
+from ..graph.graph import Graph, prepare_graph
 from ..nn.encoders import check_output_width
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch

@@ -4,7 +4,7 @@ Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch
 :class:`~gca.train.batches.BatchSource` gives (the whole graph every epoch, or sampled subgraphs):
 
 1. sample two views t, t' ~ T of the batch's graph — kept edges and a feature mask each (:mod:`gca.augment`);
-2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph.core`; other encoders take the
+2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph.sparse`; other encoders take the
    kept edges, :meth:`gca.nn.model.GCAModel.encode`);
 3. embed both views with the shared encoder f (:mod:`gca.nn.gcn`);
 4. compute the objective (−J of Eq. 2) on the projections g(·) of the batch's anchors (:mod:`gca.objective`);
@@ -24,7 +24,9 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..graph.core import AdjacencyRows, Graph, dense_input, normalized_adjacency
+from ..graph.features import dense_input
+from ..graph.graph import Graph
+from ..graph.sparse import AdjacencyRows, normalized_adjacency
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch
 from ..progress import Progress
@@ -133,7 +135,7 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
 
     Graphs with more than ``chunk_rows`` nodes are embedded over blocks of rows
     (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`), an undirected graph's operator built block by block
-    (:class:`gca.graph.core.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph.
+    (:class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph.
     """
     model.eval()
     if model.takes_edge_index:

@@ -1,36 +1,25 @@
-"""Checks a PyTorch Geometric ``Data`` object and prepares the sparse forms that training uses.
+"""Sparse operators on a graph: the sparse matrix training multiplies by, and the GCN's normalised adjacency.
 
-Nothing here is specific to one view: :func:`prepare_graph` runs once per graph, and
-:func:`normalized_adjacency` runs once per view to build D̂^{-1/2}(A + I)D̂^{-1/2} as a sparse matrix.
+:func:`normalized_adjacency` runs once per view to build D̂^{-1/2}(A + I)D̂^{-1/2} as a :class:`SparseMatrix`
+(a CSR tensor whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds
+a sampled subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's operator a block of rows
+at a time for inference on large graphs. Edge lists are kept in :func:`index_dtype`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from torch_geometric.data import Data
-from torch_geometric.utils import coalesce, remove_self_loops
-
-from ..errors import UserError
-
-#: Node features with at most this fraction of non-zeros are kept as a sparse matrix.
-SPARSE_FEATURE_DENSITY = 0.25
 
 
 def index_dtype(num_nodes: int) -> torch.dtype:
     """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — half
     the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes)."""
     return torch.int32 if num_nodes < 2**31 else torch.long
-
-
-class GraphError(UserError, ValueError):
-    """The input graph cannot be used; the message is one line meant for the user."""
 
 
 class SparseMatrix:
@@ -101,217 +90,6 @@ class _SparseDenseMatmul(torch.autograd.Function):
         return None, None, ctx.transpose @ grad_out.contiguous()
 
 
-class DenseFeatures:
-    """Dense features X held as stored and read as float32: float16 from a file that keeps them so (half the
-    memory of float32; ogbn-products' 2.4 M × 100 features take 0.49 GB instead of 0.98) is widened row block by
-    row block as it is read. Mini-batch steps read the rows they sample (:meth:`take_rows`); whole-graph training,
-    message-passing encoders and the first layer of inference build the float32 matrix once (:meth:`to_dense`)
-    and let it go when done."""
-
-    def __init__(self, raw: torch.Tensor) -> None:
-        self.raw = raw
-        self.shape = tuple(raw.shape)
-
-    def _read(self, rows: torch.Tensor, where: torch.Tensor | slice) -> torch.Tensor:
-        return rows.float()
-
-    def take_rows(self, index: torch.Tensor) -> torch.Tensor:
-        index = index.to(self.raw.device)
-        return self._read(self.raw[index], index)
-
-    def row_slice(self, start: int, stop: int) -> torch.Tensor:
-        return self._read(self.raw[start:stop], slice(start, stop))
-
-    def to_dense(self) -> torch.Tensor:
-        return self._read(self.raw, slice(None))
-
-    def to(self, device: torch.device | str) -> DenseFeatures:
-        return DenseFeatures(self.raw.to(device))
-
-
-class RowNormalizedFeatures(DenseFeatures):
-    """X̂ = X / ‖x_v‖₁ row by row (all-zero rows stay zero) for dense features X kept as stored: the encoder's
-    input under ``feature_norm = "row"``, with rows divided as they are read.
-
-    The augmentation's feature weights need X itself, so holding X̂ as well would keep two copies of the features
-    for the whole run (1 GB more at ogbn-products' size). Every value equals :func:`normalize_rows`'s, bit for bit
-    (of float16 features: of their float32 values).
-    """
-
-    def __init__(self, raw: torch.Tensor, norms: torch.Tensor) -> None:
-        super().__init__(raw)
-        self.norms = norms  # [N, 1] float32 row sums of |x|, 1 for all-zero rows
-
-    @classmethod
-    def of(cls, raw: np.ndarray) -> RowNormalizedFeatures:
-        """``raw`` (float32 or float16, C-contiguous; shared, not copied) with its row norms, computed in blocks."""
-        norms = np.empty((raw.shape[0], 1), dtype=np.float32)
-        for start in range(0, raw.shape[0], ROW_BLOCK):
-            norms[start : start + ROW_BLOCK] = _l1_norms(raw[start : start + ROW_BLOCK].astype(np.float32, copy=False))
-        return cls(torch.from_numpy(raw), torch.from_numpy(norms))
-
-    def _read(self, rows: torch.Tensor, where: torch.Tensor | slice) -> torch.Tensor:
-        return torch.div(rows, self.norms[where])  # float16 rows are widened by the division itself: no second copy
-
-    def to(self, device: torch.device | str) -> RowNormalizedFeatures:
-        return RowNormalizedFeatures(self.raw.to(device), self.norms.to(device))
-
-
-Features = torch.Tensor | SparseMatrix | DenseFeatures  # what a Graph holds as the encoder's input
-
-
-def dense_input(features: Features) -> torch.Tensor | SparseMatrix:
-    """The encoder's input as a tensor or a :class:`SparseMatrix` (dense features held as stored: built whole)."""
-    return features.to_dense() if isinstance(features, DenseFeatures) else features
-
-
-def read_rows(features: Features, index: torch.Tensor) -> torch.Tensor | SparseMatrix:
-    """The rows ``index`` of the encoder's input, of the same kind (a sampled subgraph's features)."""
-    return features[index] if isinstance(features, torch.Tensor) else features.take_rows(index)
-
-
-#: Edge ids hashed at a time by :meth:`Graph.fingerprint` (as int64, so a digest never depends on the dtype kept).
-_DIGEST_CHUNK = 1 << 24
-
-
-@dataclass
-class Graph:
-    """A cleaned graph ready for GCA.
-
-    ``edge_index`` is coalesced and free of self-loops, in :func:`index_dtype` (int32 below 2³¹ nodes; operators
-    built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by source —
-    the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge once
-    as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
-    :class:`SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they are read
-    (:class:`RowNormalizedFeatures`; :func:`dense_input` and :func:`read_rows` take any of the three).
-    """
-
-    num_nodes: int
-    edge_index: torch.Tensor
-    directed: bool
-    features: Features
-    raw_features: sp.csr_matrix | np.ndarray
-    y: torch.Tensor | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def num_features(self) -> int:
-        return int(self.features.shape[1])
-
-    @property
-    def undirected_edges(self) -> torch.Tensor:
-        row, col = self.edge_index
-        return self.edge_index[:, row < col]
-
-    def fingerprint(self) -> str:
-        """A digest of the graph as trained on — node count, direction, edges and raw feature values — so a
-        training checkpoint can tell the graph it was made on from any other."""
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(f"{self.num_nodes},{self.directed},{self.edge_index.shape[1]}".encode())
-        flat = self.edge_index.cpu().reshape(-1)
-        for start in range(0, flat.numel(), _DIGEST_CHUNK):  # the bytes of int64 ids, whatever the dtype kept
-            digest.update(flat[start : start + _DIGEST_CHUNK].long().numpy().tobytes())
-        raw = self.raw_features
-        parts = (raw.indptr, raw.indices, raw.data) if sp.issparse(raw) else (np.ascontiguousarray(raw),)
-        digest.update(str(raw.shape).encode())
-        for part in parts:
-            digest.update(np.ascontiguousarray(part).tobytes())
-        return digest.hexdigest()
-
-    def to(self, device: torch.device | str) -> Graph:
-        return Graph(
-            num_nodes=self.num_nodes,
-            edge_index=self.edge_index.to(device),
-            directed=self.directed,
-            features=self.features.to(device),
-            raw_features=self.raw_features,
-            y=None if self.y is None else self.y.to(device),
-            warnings=list(self.warnings),
-        )
-
-
-def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = "none") -> Graph:
-    """Validate ``data`` and build a :class:`Graph`.
-
-    ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
-    self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
-    out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
-    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero, :func:`normalize_rows`);
-    ``raw_features`` keeps the raw values, from which the feature weights w_i of the augmentation are computed.
-    """
-    if data.x is None:
-        raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
-    x = data.x
-    num_nodes = int(x.shape[0])
-    if x.dim() != 2 or num_nodes == 0 or x.shape[1] == 0:
-        raise GraphError(f"node features must be a non-empty 2-D matrix, got shape {tuple(x.shape)}")
-    if data.num_nodes is not None and int(data.num_nodes) != num_nodes:
-        raise GraphError(f"the graph has {int(data.num_nodes)} nodes but {num_nodes} feature rows")
-    values = x.coalesce().values() if x.is_sparse else x
-    if not torch.isfinite(values).all():
-        raise GraphError("node features contain NaN or infinite values; clean or impute them first")
-
-    edge_index = data.edge_index if data.edge_index is not None else torch.empty(2, 0, dtype=torch.long)
-    if edge_index.dim() != 2 or edge_index.shape[0] != 2:
-        raise GraphError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
-    edge_index = edge_index.cpu()
-    if edge_index.is_floating_point() or edge_index.is_complex():
-        edge_index = edge_index.long()
-    if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
-        raise GraphError(
-            f"edge ids must lie in [0, {num_nodes - 1}] for {num_nodes} nodes; found ids in "
-            f"[{int(edge_index.min())}, {int(edge_index.max())}]"
-        )
-    edge_index = edge_index.to(index_dtype(num_nodes))  # compact from here on: the caller's copy can go
-    warnings: list[str] = []
-    num_raw = edge_index.shape[1]
-    loops = edge_index[0] == edge_index[1]
-    without_loops = remove_self_loops(edge_index)[0] if bool(loops.any()) else edge_index
-    del loops
-    if without_loops.shape[1] < num_raw:
-        warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
-    edge_index = without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(
-        without_loops.long(), num_nodes=num_nodes).to(without_loops.dtype)  # PyG sorts 64-bit keys  # fmt: skip
-    if directed is None:
-        directed = not _is_symmetric(edge_index, num_nodes)
-    if edge_index.shape[1] < without_loops.shape[1]:
-        # On an undirected graph an edge is one pair in both directions: count duplicate pairs, not directed copies.
-        if directed:
-            merged = without_loops.shape[1] - edge_index.shape[1]
-        else:
-            merged = int((without_loops[0] < without_loops[1]).sum() - (edge_index[0] < edge_index[1]).sum())
-        warnings.append(f"merged {merged} duplicate edge{'s' if merged != 1 else ''}")
-    isolated = num_nodes - int((torch.bincount(edge_index.reshape(-1), minlength=num_nodes) > 0).sum())
-    if isolated:
-        warnings.append(
-            f"{isolated} of {num_nodes} nodes have no edges; they are embedded from their own features only"
-        )
-
-    y = data.y if getattr(data, "y", None) is not None else None
-    if y is not None and y.shape[0] != num_nodes:
-        raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
-
-    features, raw_features = _feature_forms(x, feature_norm)
-    zero_columns = int((~_nonzero_columns(raw_features)).sum())
-    if zero_columns:
-        warnings.append(
-            f"{zero_columns} of {x.shape[1]} feature columns are zero for every node; they carry no information "
-            "(masking probability p_tau)"
-        )
-    return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
-
-
-def _nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:
-    """Which feature columns hold a non-zero value; a dense matrix is read a block of rows at a time (``abs(X)``
-    would be a second copy of it)."""
-    if sp.issparse(features):
-        return np.bincount(features.indices[features.data != 0], minlength=features.shape[1]) > 0
-    seen = np.zeros(features.shape[1], dtype=bool)
-    for start in range(0, features.shape[0], ROW_BLOCK):
-        seen |= (features[start : start + ROW_BLOCK] != 0).any(axis=0)
-    return seen
-
-
 def edge_list_csr(edge_index: torch.Tensor, num_nodes: int, data: np.ndarray) -> sp.csr_matrix:
     """A (num_nodes × num_nodes) SciPy CSR whose row v holds the edges (v, u) of an ``edge_index`` sorted by
     source, with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. The
@@ -346,64 +124,6 @@ def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
     # sorted by source, and by target within a source: compared pairwise without 64-bit keys for every edge
     rising_row = row[1:] > row[:-1]
     return bool((rising_row | ((row[1:] == row[:-1]) & (col[1:] > col[:-1]))).all())
-
-
-def _feature_forms(
-    x: torch.Tensor, feature_norm: str = "none"
-) -> tuple[Features, sp.csr_matrix | np.ndarray]:
-    """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
-    needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 — normalised as it is
-    read under "row"."""
-    if feature_norm not in ("row", "none"):
-        raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
-    if x.is_sparse or x.layout == torch.sparse_csr:
-        coo = x.to_sparse_coo().coalesce()
-        rows, cols = coo.indices().numpy()
-        raw = sp.csr_matrix((coo.values().float().numpy(), (rows, cols)), shape=tuple(x.shape))
-        raw.sort_indices()
-    else:
-        dense = (x if x.dtype == torch.float16 else x.float()).numpy()
-        nnz = int(np.count_nonzero(dense))
-        if nnz > SPARSE_FEATURE_DENSITY * dense.size:
-            dense = np.ascontiguousarray(dense)
-            if feature_norm == "row":
-                return RowNormalizedFeatures.of(dense), dense
-            stored = torch.from_numpy(dense)
-            return (DenseFeatures(stored) if dense.dtype == np.float16 else stored), dense
-        raw = sp.csr_matrix(dense, dtype=np.float32)
-    return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw), raw
-
-
-def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
-    """Each row divided by the sum of its absolute values (all-zero rows stay zero): the usual GCN preprocessing.
-
-    scikit-learn's ``normalize(norm="l1")`` — for sparse input that very call; a dense matrix is scaled
-    :data:`ROW_BLOCK` rows at a time into one new array with the same arithmetic (scikit-learn's holds
-    a whole |X| besides its copy: 1 GB more at ogbn-products' size). Dense or SciPy sparse in, the same kind out.
-    """
-    if sp.issparse(x):
-        from sklearn.preprocessing import normalize
-
-        return normalize(x, norm="l1", axis=1, copy=True)
-    x = np.asarray(x)
-    out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float32) if x.dtype.kind == "f" else np.float64)
-    for start in range(0, x.shape[0], ROW_BLOCK):
-        block = x[start : start + ROW_BLOCK]
-        np.divide(block, _l1_norms(block).astype(out.dtype, copy=False), out=out[start : start + ROW_BLOCK])
-    return out
-
-
-def _l1_norms(block: np.ndarray) -> np.ndarray:
-    """Σ_i |x_vi| of each row as a column, 1 for an all-zero row (as scikit-learn's ``normalize``)."""
-    norms = np.abs(block).sum(axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return norms
-
-
-#: Rows of a dense N × F matrix handled at a time wherever gca scans, scales or sums one (row norms, zero columns,
-#: binary checks, feature weights), so none makes a whole temporary of it: a float64 copy of ogbn-products'
-#: 2.4 M × 100 features would be 2 GB.
-ROW_BLOCK = 65_536
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
