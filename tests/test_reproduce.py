@@ -7,7 +7,6 @@ import json
 import numpy as np
 
 from gca.cli import main
-from gca.outputs.plots import karate_edge_centrality
 from gca.reproduce import (
     PAPER_DATASETS,
     PAPER_TABLE3,
@@ -20,6 +19,7 @@ from gca.reproduce import (
     reproduce,
     run_key,
 )
+from gca.reproduce.figures import karate_edge_centrality
 
 TINY = Mode(runs=2, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
 

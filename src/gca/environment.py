@@ -14,8 +14,8 @@ from pathlib import Path
 
 from .errors import UserError
 
-#: Set once this process has joined a process group (:func:`gca.train.distributed.start`): from then on an error is its
-#: own, before that every rank meets the same input and only rank 0 reports it.
+#: Set once this process has joined a process group (:meth:`gca.train.distributed.Placement.from_environment`): from
+#: then on an error is its own, before that every rank meets the same input and only rank 0 reports it.
 group_joined = False
 
 

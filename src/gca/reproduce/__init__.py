@@ -99,7 +99,7 @@ class Reproduction:
         if "figure4" in plans:
             written += self.reporter.figure4(plans["figure4"], self.figure4_datasets)
         if "figure3" in tasks:
-            from ..outputs.plots import karate_edge_centrality
+            from .figures import karate_edge_centrality
 
             karate_edge_centrality(self.out / "figure3.png")
             written.append(self.out / "figure3.png")

@@ -96,7 +96,7 @@ class Reporter:
         return [self.out / "table4.md", self.out / "table4.csv"]
 
     def figure4(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
-        from ..outputs.plots import sensitivity_heatmap
+        from .figures import sensitivity_heatmap
 
         written = []
         grid = self.mode.grid
