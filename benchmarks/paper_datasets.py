@@ -91,7 +91,8 @@ def main() -> None:
 
     from gca.config import build_config
     from gca.datasets import load_dataset
-    from gca.evaluate.classification import evaluate_embeddings, label_splits, raw_feature_input
+    from gca.evaluate.classification import evaluate_embeddings, raw_feature_input
+    from gca.evaluate.splits import label_splits
     from gca.graph.graph import prepare_graph
     from gca.reproduce import PAPER_TABLE3
 

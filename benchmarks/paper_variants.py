@@ -91,7 +91,8 @@ def main() -> None:
     from gca import GCA
     from gca.config import build_config
     from gca.datasets import load_dataset
-    from gca.evaluate.classification import evaluate_embeddings, label_splits
+    from gca.evaluate.classification import evaluate_embeddings
+    from gca.evaluate.splits import label_splits
     from gca.reproduce import PAPER_TABLE3, PAPER_TABLE4
     from gca.train.loop import TrainingError
 

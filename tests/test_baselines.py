@@ -9,7 +9,7 @@ from conftest import path_graph, undirected
 from torch_geometric.data import Data
 
 from gca.datasets import karate_club
-from gca.evaluate.classification import random_splits
+from gca.evaluate.splits import random_splits
 from gca.graph.graph import prepare_graph
 from gca.graph.sparse import binary_adjacency
 from gca.graph.walks import random_walks

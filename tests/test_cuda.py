@@ -101,8 +101,8 @@ def test_authors_probe_on_cuda_matches_the_cpu():
     # accuracies up to float rounding (which may move a chosen check by one), dense and sparse input alike.
     import scipy.sparse as sp
 
-    from gca.evaluate.classification import random_splits
     from gca.evaluate.probe import adam_probe
+    from gca.evaluate.splits import random_splits
 
     generator = torch.Generator().manual_seed(0)
     y = torch.randint(0, 3, (300,), generator=generator)

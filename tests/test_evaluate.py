@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from gca.datasets import mask_splits
-from gca.evaluate.classification import EvaluationError, linear_evaluation, random_splits
+from gca.evaluate.classification import linear_evaluation
+from gca.evaluate.splits import EvaluationError, random_splits
 
 
 def test_random_splits_partition_the_nodes_10_10_80():

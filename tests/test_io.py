@@ -77,6 +77,10 @@ def test_a_users_document_is_read_or_refused_in_one_line(tmp_path):
             read_config_file(tmp_path / name)
         with pytest.raises(TuneError) as space_error:
             read_space(tmp_path / name)
-        for error, what in ((config_error, "config"), (space_error, "search space")):
+        space_message = message.replace("JSON", "TOML")  # a search space is TOML whatever its name
+        for error, what, said in ((config_error, "config", message), (space_error, "search space", space_message)):
             line = str(error.value)
-            assert line.startswith(f"{what} file {tmp_path / name} ") and message in line and "\n" not in line
+            assert line.startswith(f"{what} file {tmp_path / name} ") and said in line and "\n" not in line
+    (tmp_path / "space.yaml").write_text("[tau\n")
+    with pytest.raises(TuneError, match="is not valid TOML"):  # named by how it was read, not by its suffix
+        read_space(tmp_path / "space.yaml")

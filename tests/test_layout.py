@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from gca.lazy import module_path
+
 PACKAGES = ["gca", "gca.cli", "gca.graph", "gca.augment", "gca.nn", "gca.train", "gca.evaluate", "gca.run",
             "gca.outputs"]  # fmt: skip
 
@@ -16,7 +18,7 @@ def test_every_name_a_package_hands_on_is_its_modules_own(name):
     package = importlib.import_module(name)
     assert sorted(package._EXPORTS) == package.__all__
     for public, module in package._EXPORTS.items():
-        defined = getattr(importlib.import_module(f"{name}.{module}"), public)
+        defined = getattr(importlib.import_module(module_path(module), name), public)
         assert getattr(package, public) is defined, (name, public)
         assert public in dir(package)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):

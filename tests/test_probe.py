@@ -11,8 +11,9 @@ import torch
 
 import gca.evaluate.probe as probe
 from gca.cli import main
-from gca.evaluate.classification import EvaluationError, evaluate_embeddings, random_splits, validation_accuracy
+from gca.evaluate.classification import evaluate_embeddings, validation_accuracy
 from gca.evaluate.probe import adam_probe, best_validation_check
+from gca.evaluate.splits import EvaluationError, random_splits
 
 
 def _separable(n: int = 300, classes: int = 3, seed: int = 0):

@@ -7,9 +7,9 @@ import pytest
 import torch
 from sklearn.metrics import f1_score
 
-from gca.evaluate.classification import EvaluationError, linear_evaluation
+from gca.evaluate.classification import linear_evaluation
 from gca.evaluate.probe import macro_f1s
-from gca.evaluate.splits import SplitSetting, few_label_splits, random_splits
+from gca.evaluate.splits import EvaluationError, SplitSetting, few_label_splits, random_splits
 
 
 def _labels(sizes=(30, 20, 10)) -> np.ndarray:

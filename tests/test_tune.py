@@ -17,7 +17,7 @@ optuna = pytest.importorskip("optuna", reason="gca tune needs the tune extra (in
 
 from gca.config import GCAConfig, read_config_file  # noqa: E402
 from gca.datasets import karate_club  # noqa: E402
-from gca.evaluate.classification import label_splits  # noqa: E402
+from gca.evaluate.splits import label_splits  # noqa: E402
 from gca.graph.graph import prepare_graph  # noqa: E402
 from gca.tune import DEFAULT_SPACE, Search, SearchSettings, TuneError, best_toml, read_space  # noqa: E402
 

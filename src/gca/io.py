@@ -91,17 +91,19 @@ def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> 
         raise error(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
 
 
-def read_document(path: str | Path, what: str, error: type[Exception], kinds: str = "TOML or JSON") -> Any:
-    """The TOML or JSON document in the user's file ``path`` (JSON where it ends in ``.json``), or ``error`` with one
-    line: the file is missing or not a regular file, not UTF-8 text, or not valid TOML/JSON (and why)."""
+def read_document(path: str | Path, what: str, error: type[Exception], allow_json: bool = True) -> Any:
+    """The TOML document in the user's file ``path`` — JSON where it ends in ``.json`` and ``allow_json`` — or
+    ``error`` with one line: the file is missing or not a regular file, not UTF-8 text, or not valid TOML/JSON (and
+    why)."""
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
-    text = read_user_text(path, what, error, f"save it as UTF-8 {kinds}")
+    kind = "json" if allow_json and path.suffix.lower() == ".json" else "toml"
+    text = read_user_text(path, what, error, "save it as UTF-8 " + ("TOML or JSON" if allow_json else "TOML"))
     try:
-        return parse_document(text, "json" if path.suffix == ".json" else "toml")
+        return parse_document(text, kind)
     except ValueError as exc:
-        raise error(f"{what} file {path} is not valid {path.suffix.lstrip('.').upper() or 'TOML'}: {exc}") from None
+        raise error(f"{what} file {path} is not valid {kind.upper()}: {exc}") from None
 
 
 def parse_document(text: str, kind: str) -> Any:

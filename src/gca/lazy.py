@@ -2,7 +2,8 @@
 
 A package's ``__init__`` says where each of its public names lives and imports nothing until one is asked for: the
 command line checks its arguments with light modules such as :mod:`gca.evaluate.splits` before PyTorch loads, and
-importing one module of a package must not load the package's heavy neighbours.
+importing one module of a package must not load the package's heavy neighbours. (``gca.objective``,
+``gca.datasets`` and ``gca.reproduce`` import their modules at once: none of them is needed before PyTorch is.)
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Any
 
 
 def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``, whose public name ``n`` lives in its module ``exports[n]``."""
+    """``__getattr__`` and ``__dir__`` for ``package``, whose public name ``n`` lives in its module ``exports[n]``
+    (or, written with two leading dots, in a module of a sibling package: ``"..augment.prepared"``)."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f".{exports[name]}", package), name)
+        value = getattr(importlib.import_module(module_path(exports[name]), package), name)
         setattr(sys.modules[package], name, value)  # found directly from now on
         return value
 
@@ -27,3 +29,8 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
         return sorted({*vars(sys.modules[package]), *exports})
 
     return __getattr__, __dir__
+
+
+def module_path(module: str) -> str:
+    """The relative import path of an ``exports`` entry: a module of the package, or of a sibling package."""
+    return module if module.startswith("..") else f".{module}"

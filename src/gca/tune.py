@@ -69,7 +69,7 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
     """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked."""
     space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
     if path is not None:
-        given = read_document(path, "search space", TuneError, "TOML")
+        given = read_document(path, "search space", TuneError, allow_json=False)
         for key, spec in given.items():
             if not isinstance(spec, dict):
                 raise TuneError(f"{path}: [{key}] must be a table with low/high[/log], choices or value")

@@ -18,6 +18,14 @@ _EXPORTS = {
     "hold_out_edges": "linkpred",
     "score_links": "linkpred",
     "cluster_embeddings": "clustering",
+    "label_splits": "splits",
+    "few_label_splits": "splits",
+    "raw_feature_input": "classification",
+    "validation_accuracy": "classification",
+    "ProbeResult": "probe",
+    "HeldOutEdges": "linkpred",
+    "LinkResult": "linkpred",
+    "ClusterResult": "clustering",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

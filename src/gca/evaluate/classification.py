@@ -31,10 +31,7 @@ from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
 from ..names import PROTOCOLS
-from .splits import EvaluationError, Split, label_splits, random_splits
-
-__all__ = ["EvaluationError", "EvaluationResult", "evaluate_embeddings", "label_splits", "linear_evaluation",
-           "random_splits", "validation_accuracy"]
+from .splits import EvaluationError, Split
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))

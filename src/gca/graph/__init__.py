@@ -18,6 +18,15 @@ _EXPORTS = {
     "NeighborSampler": "sampling",
     "SampledSubgraph": "sampling",
     "random_walks": "walks",
+    "RowNormalizedFeatures": "features",
+    "dense_input": "features",
+    "read_rows": "features",
+    "AdjacencyRows": "sparse",
+    "layered_normalized_adjacency": "sparse",
+    "index_dtype": "sparse",
+    "csr_tensor": "sparse",
+    "scipy_to_sparse": "sparse",
+    "binary_adjacency": "sparse",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -97,6 +97,8 @@ def feature_forms(
     """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
     needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 — normalised as it is
     read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph` checks it)."""
+    if feature_norm not in ("row", "none"):
+        raise ValueError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if x.is_sparse or x.layout == torch.sparse_csr:
         coo = x.to_sparse_coo().coalesce()
         rows, cols = coo.indices().numpy()

@@ -31,12 +31,13 @@ _DIGEST_CHUNK = 1 << 24
 class Graph:
     """A cleaned graph ready for GCA.
 
-    ``edge_index`` is coalesced and free of self-loops, in :func:`index_dtype` (int32 below 2³¹ nodes; operators
-    built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by source —
-    the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge once
-    as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
-    :class:`SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they are read
-    (:class:`RowNormalizedFeatures`; :func:`dense_input` and :func:`read_rows` take any of the three).
+    ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.sparse.index_dtype` (int32 below 2³¹ nodes;
+    operators built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by
+    source — the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge
+    once as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
+    :class:`~gca.graph.sparse.SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they
+    are read (:class:`~gca.graph.features.RowNormalizedFeatures`; :func:`~gca.graph.features.dense_input` and
+    :func:`~gca.graph.features.read_rows` take any of the three).
     """
 
     num_nodes: int
@@ -89,7 +90,8 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
     self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
     out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
-    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero, :func:`normalize_rows`);
+    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero,
+    :func:`~gca.graph.features.normalize_rows`);
     ``raw_features`` keeps the raw values, from which the feature weights w_i of the augmentation are computed.
     """
     if feature_norm not in ("row", "none"):

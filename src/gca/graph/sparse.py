@@ -170,8 +170,9 @@ def normalized_adjacency(
     """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the sparse operator M with (M H)_v = Σ_{u → v} M_vu h_u.
 
     D̂ counts incoming edges plus the self-loop (the degree on undirected graphs). ``edge_index`` must be free of
-    self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a :class:`Graph`'s
-    is, which lets a symmetric matrix be built without sorting. Built with vectorised tensor operations only.
+    self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a
+    :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built without sorting. Built with
+    vectorised tensor operations only.
     """
     edge_index = edge_index.long()
     if symmetric and coalesced:
@@ -247,7 +248,7 @@ def _symmetric_normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) ->
 
 class AdjacencyRows:
     """D̂^{-1/2} Â D̂^{-1/2} of an undirected graph, built a block of rows at a time from its coalesced
-    ``edge_index`` (both directions of every edge, sorted by source — a :class:`Graph`'s).
+    ``edge_index`` (both directions of every edge, sorted by source — a :class:`~gca.graph.graph.Graph`'s).
 
     Inference on a large graph reads the operator one block at a time (:meth:`row_slice`), so its N + E entries
     and their 64-bit column indices are never held at once: the edge list's own target column is the CSR column

@@ -12,6 +12,10 @@ _EXPORTS = {
     "export_embeddings": "export",
     "loss_curve": "plots",
     "tsne_map": "plots",
+    "check_folder": "folder",
+    "hold_folder": "folder",
+    "release_folder": "folder",
+    "ExportError": "export",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,5 +1,5 @@
-"""The paper's figures (Zhu et al., WWW 2021): the Karate club's edge centrality (Figure 3) and the sensitivity of
-accuracy to the removal and masking probabilities (Figure 4), drawn with a spring layout of our own."""
+"""The paper's figures (Zhu et al., WWW 2021): the Karate club's edge centrality (Figure 3, on a force-directed
+layout of our own) and the sensitivity of accuracy to the removal and masking probabilities (Figure 4, a heatmap)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,10 @@ _EXPORTS = {
     "save_checkpoint": "checkpoint",
     "Placement": "distributed",
     "resolve_device": "distributed",
+    "prepare": "..augment.prepared",
+    "PreparedGraph": "..augment.prepared",
+    "warmup_schedule": "loop",
+    "updates_taken": "loop",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -57,7 +57,6 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return device
 
 
-
 #: How long a collective waits for the other ranks before this one gives up (a rank that died without torchrun
 #: noticing, e.g. across machines). ``GCA_DIST_TIMEOUT`` (seconds) overrides it.
 DEFAULT_TIMEOUT_S = 300
