@@ -16,8 +16,8 @@ PACKAGES = ["gca", "gca.cli", "gca.graph", "gca.augment", "gca.nn", "gca.train",
 @pytest.mark.parametrize("name", PACKAGES)
 def test_every_name_a_package_hands_on_is_its_modules_own(name):
     package = importlib.import_module(name)
-    assert sorted(package._EXPORTS) == package.__all__
-    for public, module in package._EXPORTS.items():
+    assert sorted(n for names in package._EXPORTS.values() for n in names) == package.__all__
+    for module, public in ((m, n) for m, names in package._EXPORTS.items() for n in names):
         defined = getattr(importlib.import_module(module_path(module), name), public)
         assert getattr(package, public) is defined, (name, public)
         assert public in dir(package)

@@ -17,16 +17,12 @@ from .lazy import lazy_exports
 __version__ = "0.3.0"
 
 _EXPORTS = {
-    "GCA": "train.estimator",
-    "GCAConfig": "config",
-    "GCAModel": "nn.model",
-    "build_config": "config",
-    "evaluate_embeddings": "evaluate.classification",
-    "linear_evaluation": "evaluate.classification",
-    "load_dataset": "datasets",
-    "prepare_graph": "graph.graph",
-    "random_splits": "evaluate.splits",
-    "read_npz_graph": "datasets",
+    "train.estimator": ("GCA",),
+    "config": ("GCAConfig", "build_config"),
+    "nn.model": ("GCAModel",),
+    "evaluate.classification": ("evaluate_embeddings", "linear_evaluation"),
+    "datasets": ("load_dataset", "read_npz_graph"),
+    "graph.graph": ("prepare_graph",),
+    "evaluate.splits": ("random_splits",),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

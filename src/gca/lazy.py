@@ -14,21 +14,24 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``, whose public name ``n`` lives in its module ``exports[n]``
-    (or, written with two leading dots, in a module of a sibling package: ``"..augment.prepared"``)."""
+def lazy_exports(
+    package: str, exports: dict[str, tuple[str, ...]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names ``exports[m]`` live in its
+    module ``m`` (or, written with two leading dots, in a module of a sibling package: ``"..augment.prepared"``)."""
+    where = {name: module for module, names in exports.items() for name in names}
 
     def __getattr__(name: str) -> Any:
-        if name not in exports:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module_path(exports[name]), package), name)
+        value = getattr(importlib.import_module(module_path(where[name]), package), name)
         setattr(sys.modules[package], name, value)  # found directly from now on
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[package]), *exports})
+        return sorted({*vars(sys.modules[package]), *where})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(where)
 
 
 def module_path(module: str) -> str:

@@ -8,19 +8,12 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "node_centrality": "centrality",
-    "EdgeDropper": "augmentors",
-    "FeatureMasker": "augmentors",
-    "ViewAugmentor": "augmentors",
-    "build_augmentors": "augmentors",
-    "drop_probabilities": "augmentors",
-    "edge_weights": "augmentors",
-    "feature_weights": "augmentors",
-    "PreparedGraph": "prepared",
-    "prepare": "prepared",
-    "AdaptiveAugmentation": "transforms",
-    "AdaptiveEdgeDropping": "transforms",
-    "AdaptiveFeatureMasking": "transforms",
+    "centrality": ("node_centrality",),
+    "augmentors": (
+        "EdgeDropper", "FeatureMasker", "ViewAugmentor", "build_augmentors", "drop_probabilities",
+        "edge_weights", "feature_weights",
+    ),
+    "prepared": ("PreparedGraph", "prepare"),
+    "transforms": ("AdaptiveAugmentation", "AdaptiveEdgeDropping", "AdaptiveFeatureMasking"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {"main": "dispatch", "entry": "dispatch", "LongRunHint": "train"}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_EXPORTS = {
+    "dispatch": ("main", "entry"),
+    "train": ("LongRunHint",),
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -8,24 +8,13 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "EvaluationResult": "classification",
-    "evaluate_embeddings": "classification",
-    "linear_evaluation": "classification",
-    "adam_probe": "probe",
-    "EvaluationError": "splits",
-    "SplitSetting": "splits",
-    "random_splits": "splits",
-    "hold_out_edges": "linkpred",
-    "score_links": "linkpred",
-    "cluster_embeddings": "clustering",
-    "label_splits": "splits",
-    "few_label_splits": "splits",
-    "raw_feature_input": "classification",
-    "validation_accuracy": "classification",
-    "ProbeResult": "probe",
-    "HeldOutEdges": "linkpred",
-    "LinkResult": "linkpred",
-    "ClusterResult": "clustering",
+    "classification": (
+        "EvaluationResult", "evaluate_embeddings", "linear_evaluation", "raw_feature_input",
+        "validation_accuracy",
+    ),
+    "probe": ("adam_probe", "ProbeResult"),
+    "splits": ("EvaluationError", "SplitSetting", "random_splits", "label_splits", "few_label_splits"),
+    "linkpred": ("hold_out_edges", "score_links", "HeldOutEdges", "LinkResult"),
+    "clustering": ("cluster_embeddings", "ClusterResult"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -8,25 +8,13 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Graph": "graph",
-    "GraphError": "graph",
-    "prepare_graph": "graph",
-    "SparseMatrix": "sparse",
-    "normalized_adjacency": "sparse",
-    "DenseFeatures": "features",
-    "normalize_rows": "features",
-    "NeighborSampler": "sampling",
-    "SampledSubgraph": "sampling",
-    "random_walks": "walks",
-    "RowNormalizedFeatures": "features",
-    "dense_input": "features",
-    "read_rows": "features",
-    "AdjacencyRows": "sparse",
-    "layered_normalized_adjacency": "sparse",
-    "index_dtype": "sparse",
-    "csr_tensor": "sparse",
-    "scipy_to_sparse": "sparse",
-    "binary_adjacency": "sparse",
+    "graph": ("Graph", "GraphError", "prepare_graph"),
+    "sparse": (
+        "SparseMatrix", "normalized_adjacency", "AdjacencyRows", "layered_normalized_adjacency", "index_dtype",
+        "csr_tensor", "scipy_to_sparse", "binary_adjacency",
+    ),
+    "features": ("DenseFeatures", "normalize_rows", "RowNormalizedFeatures", "dense_input", "read_rows"),
+    "sampling": ("NeighborSampler", "SampledSubgraph"),
+    "walks": ("random_walks",),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -8,10 +8,8 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "GCNEncoder": "gcn",
-    "ProjectionHead": "gcn",
-    "MessagePassingEncoder": "encoders",
-    "GCAModel": "model",
+    "gcn": ("GCNEncoder", "ProjectionHead"),
+    "encoders": ("MessagePassingEncoder",),
+    "model": ("GCAModel",),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -7,15 +7,8 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "RunOutputs": "folder",
-    "OutputError": "folder",
-    "export_embeddings": "export",
-    "loss_curve": "plots",
-    "tsne_map": "plots",
-    "check_folder": "folder",
-    "hold_folder": "folder",
-    "release_folder": "folder",
-    "ExportError": "export",
+    "folder": ("RunOutputs", "OutputError", "check_folder", "hold_folder", "release_folder"),
+    "export": ("export_embeddings", "ExportError"),
+    "plots": ("loss_curve", "tsne_map"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -8,10 +8,8 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "Job": "job",
-    "RunResult": "pipeline",
-    "run_gca": "pipeline",
-    "link_prediction": "tasks",
+    "job": ("Job",),
+    "pipeline": ("RunResult", "run_gca"),
+    "tasks": ("link_prediction",),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -8,24 +8,14 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "GCA": "estimator",
-    "train": "loop",
-    "train_step": "loop",
-    "encode_graph": "loop",
-    "TrainingError": "loop",
-    "CollapseError": "loop",
-    "Batch": "batches",
-    "BatchSource": "batches",
-    "batch_source": "batches",
-    "TrainingCheckpoints": "checkpoint",
-    "load_checkpoint": "checkpoint",
-    "save_checkpoint": "checkpoint",
-    "Placement": "distributed",
-    "resolve_device": "distributed",
-    "prepare": "..augment.prepared",
-    "PreparedGraph": "..augment.prepared",
-    "warmup_schedule": "loop",
-    "updates_taken": "loop",
+    "estimator": ("GCA",),
+    "loop": (
+        "train", "train_step", "encode_graph", "TrainingError", "CollapseError", "warmup_schedule",
+        "updates_taken",
+    ),
+    "batches": ("Batch", "BatchSource", "batch_source"),
+    "checkpoint": ("TrainingCheckpoints", "load_checkpoint", "save_checkpoint"),
+    "distributed": ("Placement", "resolve_device"),
+    "..augment.prepared": ("prepare", "PreparedGraph"),
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
