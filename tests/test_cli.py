@@ -95,33 +95,6 @@ def test_train_plots_write_loss_curve_and_tsne(tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _hint_lines(config, nodes: int, first_epoch_seconds: float, epoch: int = 1) -> list[str]:
-    from gca.cli import LongRunHint
-
-    times = iter([0.0, first_epoch_seconds])
-    lines: list[str] = []
-    hint = LongRunHint(config, nodes, clock=lambda: next(times), emit=lines.append)
-    hint(epoch)
-    hint(epoch + 1)  # said once at most
-    return lines
-
-
-def test_a_run_projected_past_an_hour_says_so_once_with_what_shortens_it():
-    from gca import GCAConfig
-
-    exact = GCAConfig(epochs=500)
-    assert _hint_lines(exact, 169_343, 7.0) == []  # 499 × 7 s = 58 min: no warning
-    (line,) = _hint_lines(exact, 169_343, 8.0)  # 499 × 8 s = 1.1 h
-    assert line.startswith("gca: warning: the first epoch took 8.0 s, so the other 499 epochs need about 1.1 h")
-    assert "338,686² pairs" in line and "--set batch_size=1024" in line
-    (line,) = _hint_lines(exact, 5_000, 8.0)  # a small graph: mini-batches are not the answer
-    assert "--epochs" in line and "batch_size" not in line
-    (line,) = _hint_lines(GCAConfig(epochs=500, batch_size=1024), 169_343, 60.0)
-    assert "each epoch makes 166 updates" in line and "steps_per_epoch" in line
-    (line,) = _hint_lines(exact, 169_343, 30.0, epoch=301)  # resumed at epoch 300: 199 epochs are left
-    assert "the other 199 epochs need about 1.7 h" in line
-
-
 @pytest.mark.parametrize("inherited", ["default", "ignored"])
 def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_them(inherited, monkeypatch):
     import signal

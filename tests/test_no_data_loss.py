@@ -150,3 +150,31 @@ def test_reproduce_refuses_a_folder_another_run_holds(tmp_path, capsys):
         assert not (tmp_path / "runs").exists()
     finally:
         release_folder(held)
+
+
+def test_write_run_commits_a_runs_files_together_and_drops_the_earlier_runs_others(tmp_path):
+    import numpy as np
+    import torch
+
+    from gca.outputs.folder import RunOutputs
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tsne.png").write_bytes(b"an earlier run's map")
+    outputs = RunOutputs(out, tmp_path / "z.csv")
+    z = np.arange(6, dtype=np.float32).reshape(3, 2)
+    try:
+        with outputs:
+            plot = outputs.stage_path("loss.png")
+            plot.write_bytes(b"this run's curve")
+            written = outputs.write_run(z, {"weights": torch.ones(2)}, {"accuracy": 81.5}, ["a", "b", "c"], [plot])
+    finally:
+        outputs.release()
+    assert [p.name for p in written] == ["loss.png", "embeddings.npy", "model.pt", "results.json", "z.csv"]
+    assert np.array_equal(np.load(out / "embeddings.npy"), z)
+    assert torch.equal(torch.load(out / "model.pt", weights_only=True)["weights"], torch.ones(2))
+    assert json.loads((out / "results.json").read_text()) == {"accuracy": 81.5}
+    assert (tmp_path / "z.csv").read_text().splitlines()[1].startswith("a,")
+    assert not (out / "tsne.png").exists()  # not this run's: a folder holds one run's files
+    assert (out / "loss.png").read_bytes() == b"this run's curve"
+    assert sorted(p.name for p in out.iterdir()) == ["embeddings.npy", "loss.png", "model.pt", "results.json"]

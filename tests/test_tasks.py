@@ -117,3 +117,43 @@ def test_the_run_path_clusters_the_embeddings_it_trained_and_records_the_same_sc
     unjudged = run_gca(GCA(GCAConfig(epochs=1, hidden=16, proj_hidden=16)), estimator.prepare(data),
                        dataset="Karate", labels=data.y)  # fmt: skip
     assert unjudged.clusters is None and "clustering" not in unjudged.record
+
+
+def test_clone_is_an_untrained_copy_with_the_same_parts_and_the_changes():
+    from torch_geometric.nn import GCNConv
+
+    from gca.config import GCAConfig
+    from gca.train.estimator import GCA, clone
+
+    encoder = GCNConv(34, 8)
+    original = GCA(GCAConfig(epochs=2, hidden=8, proj_hidden=8, seed=3), device="cpu", encoder=encoder)
+    before = encoder.lin.weight.detach().clone()
+    copy = clone(original, seed=5, epochs=1)
+    assert copy.config == original.config.replace(seed=5, epochs=1) and original.config.seed == 3
+    assert copy.model is None and copy.device == original.device and copy.progress == original.progress
+    assert copy.encoder is not encoder and torch.equal(copy.encoder.lin.weight, before)
+    copy.fit(karate_club())
+    assert torch.equal(encoder.lin.weight, before)  # training the copy leaves the original's encoder as it was
+    assert len(copy.losses) == 1 and original.model is None
+
+
+def test_link_prediction_trains_a_fresh_copy_of_the_given_estimator_per_hold_out():
+    from torch_geometric.nn import GCNConv
+
+    from gca.datasets import load_dataset
+    from gca.run.job import Job
+    from gca.run.tasks import link_prediction
+    from gca.train.estimator import GCA
+
+    job = Job.open(load_dataset("Karate"), None, {"epochs": 2, "hidden": 8, "proj_hidden": 8, "seed": 4})
+    encoder = GCNConv(34, 8)
+    template = GCA(job.config, device="cpu", encoder=encoder)
+    job.clean(job.config.feature_norm)
+    result, first, embeddings, record = link_prediction(job, template, runs=2, val=0.1, test=0.2)
+    assert template.model is None  # the template is not trained; each hold-out trains its own copy
+    assert first.encoder is not encoder and first.config.seed == 4 and len(first.losses) == 2
+    assert embeddings.shape == (34, 8) and len(result.runs) == 2
+    # hold-out i is drawn from seed 4 + i, as its training is seeded
+    held = hold_out_edges(job.graph.edge_index, 34, 0.1, 0.2, seed=4)
+    assert record["held_out"]["train_edges"] == held.train_edge_index.shape[1]
+    assert record["config"]["seed"] == 4 and record["task"] == "link"

@@ -31,7 +31,7 @@ def _search(folder: Path, labels: torch.Tensor, space=None, max_epochs: int = 10
     base = {k: v for k, v in GCAConfig().to_dict().items() if k not in space}
     settings = SearchSettings("Karate", max_epochs, every, len(splits), base, space)
     folder.mkdir(parents=True, exist_ok=True)
-    return Search(folder, settings, prepare_graph(data), labels, splits, device="cpu", seed=0, log=lambda m: None)
+    return Search(folder, settings, prepare_graph(data), labels, splits, device="cpu", seed=0, log=None)
 
 
 def test_the_search_never_reads_a_label_outside_its_splits_training_and_validation_nodes(tmp_path):

@@ -35,6 +35,7 @@ import csv
 import io
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from .config import GCAConfig
 from .errors import UserError
 from .io import atomic_write, read_document
 from .outputs.folder import hold_folder, release_folder
+from .progress import to_stderr
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.
 DEFAULT_SPACE: dict[str, dict[str, Any]] = {
@@ -212,14 +214,20 @@ def check_study_file(path: Path) -> None:
                         "another --out")  # fmt: skip
 
 
+def _silent(message: str) -> None:
+    pass
+
+
 class Search:
     """One resumable search over a prepared graph (module docstring). ``run`` adds trials; ``best`` reports."""
 
     def __init__(self, out: Path, settings: SearchSettings, graph: Any, labels: Any, splits: list,
-                 device: str = "auto", seed: int = 0, log=print) -> None:  # fmt: skip
+                 device: str = "auto", seed: int = 0, log: Callable[[str], None] | None = to_stderr,
+                 ) -> None:  # fmt: skip
         import optuna
 
-        self.out, self.settings, self.graph, self.device, self.log = out, settings, graph, device, log
+        self.out, self.settings, self.graph, self.device = out, settings, graph, device
+        self.log = log or _silent  # a line per trial; None: none
         self.seed = seed
         self.splits = splits
         self.labels = search_labels(labels, splits)  # the only labels a trial sees

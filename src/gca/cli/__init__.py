@@ -11,6 +11,5 @@ from ..lazy import lazy_exports
 
 _EXPORTS = {
     "dispatch": ("main", "entry"),
-    "train": ("LongRunHint",),
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -73,7 +73,6 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
         out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
         plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,
         protocol=args.eval_protocol, split=split_setting(args),
-        log=lambda message: print(message, file=sys.stderr),
     )  # fmt: skip
     start = time.perf_counter()
     try:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any
 
 from .. import environment
 from ..config import ConfigError
@@ -78,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
+    from ..progress import LongRunHint
     from ..run.job import Job
     from ..run.pipeline import run_gca
     from ..train.distributed import Placement
@@ -93,7 +92,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     if place.writes:
         _announce(job, estimator, args, plots)
     if args.task == "link":
-        return _link_into(outputs, args, job, estimator.device)
+        return _link_into(outputs, args, job, estimator)
     # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
     checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes)
     if note:
@@ -109,9 +108,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
         result.record.update(job.record())
-        for path in result.plots:
-            outputs.wrote(path.name)
-        written = _write_run(outputs, result.embeddings, estimator, result.record, job.node_ids)
+        written = outputs.write_run(result.embeddings.numpy(), estimator.state(), result.record, job.node_ids,
+                                    result.plots)  # fmt: skip
     if result.evaluation is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
     if result.clusters is not None:
@@ -135,71 +133,13 @@ def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
     print(job.summary(estimator))
 
 
-def _write_run(outputs, embeddings, estimator, record: dict, node_ids) -> list:
-    """Stage the run's embeddings (and export), model and record, and commit them together."""
-    import torch
-
-    from ..io import json_bytes
-
-    outputs.write_embeddings(embeddings.numpy(), node_ids)
-    outputs.write("model.pt", lambda f: torch.save(estimator.state(), f))
-    outputs.write("results.json", lambda f: f.write(json_bytes(record)))
-    return outputs.commit()
-
-
-def _link_into(outputs, args: argparse.Namespace, job, device) -> int:
+def _link_into(outputs, args: argparse.Namespace, job, estimator) -> int:
     """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
     from ..run.tasks import link_prediction
-    from ..train.estimator import GCA
 
-    make = lambda config: GCA(config, device=device, progress=not args.quiet)  # noqa: E731
-    result, estimator, embeddings, record = link_prediction(job, make, args.splits, args.link_val, args.link_test)
+    result, trained, embeddings, record = link_prediction(job, estimator, args.splits, args.link_val, args.link_test)
     with outputs:
-        written = _write_run(outputs, embeddings, estimator, record, job.node_ids)
+        written = outputs.write_run(embeddings.numpy(), trained.state(), record, job.node_ids)
     print(f"link prediction (GCA, {job.config.centrality}): {result}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
-
-
-#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
-LONG_RUN_SECONDS = 3600.0
-
-
-class LongRunHint:
-    """``on_epoch`` hook: after the first epoch, if all epochs would take over ``limit`` seconds, one warning line
-    saying how long and what shortens it — mini-batches for exact training on a large graph, fewer updates for a
-    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged."""
-
-    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
-                 emit=None) -> None:  # fmt: skip
-        self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
-        self.emit = emit or _print_above_progress
-        self.start = clock()
-        self.done = False
-
-    def __call__(self, epoch: int, embed: Any = None) -> None:
-        if self.done:
-            return
-        self.done = True  # the first epoch this process ran (epoch counts from 1, and on from a resumed checkpoint)
-        per_epoch = self.clock() - self.start
-        remaining = per_epoch * (self.config.epochs - epoch)
-        if remaining <= self.limit:
-            return
-        config, n = self.config, self.num_nodes
-        head = (f"the first epoch took {per_epoch:,.1f} s, so the other {config.epochs - epoch:,} epochs need about "
-                f"{remaining / 3600:,.1f} h")  # fmt: skip
-        if not config.batch_size:
-            advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes every epoch; for a graph "
-                      "this large, sampled mini-batches are far cheaper (--set batch_size=1024; README: Large graphs)"
-                      if n >= 20_000 else "lower --epochs, or train on a GPU (--device cuda)")  # fmt: skip
-        else:
-            steps = config.steps_per_epoch or -(-n // config.batch_size)
-            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
-                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
-        self.emit(f"gca: warning: {head}; {advice}")
-
-
-def _print_above_progress(line: str) -> None:
-    from tqdm.auto import tqdm
-
-    tqdm.write(line, file=sys.stderr)

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_folder(args.out, "--out")
     import_libraries()
+    from ..progress import to_stderr
     from ..run.job import Job
     from ..train import distributed
     from ..train.distributed import resolve_device
@@ -106,9 +107,8 @@ def run(args: argparse.Namespace) -> int:
     base = {k: v for k, v in job.config.to_dict().items() if k not in space}
     searching = min(args.search_splits, len(splits))  # a public split may be one
     settings = SearchSettings(job.name, max_epochs, eval_every, searching, base, space, args.eval_protocol)
-    log = (lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     search = Search(out, settings, graph, job.labels, splits[:searching], device=str(device),
-                    seed=job.config.seed, log=log)  # fmt: skip
+                    seed=job.config.seed, log=None if args.quiet else to_stderr)  # fmt: skip
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
     print(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
           f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "

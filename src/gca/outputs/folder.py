@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import UserError
-from ..io import atomic_write
+from ..io import atomic_write, json_bytes
 from .export import export_embeddings
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
@@ -155,6 +155,20 @@ class RunOutputs:
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
             self._export_staged = staged  # a hidden name with the target's suffix, beside it
             self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids))
+
+    def write_run(self, embeddings: np.ndarray, model_state: dict[str, Any], record: dict[str, Any],
+                  node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip
+        """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
+        :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
+        ``plots`` drawn at :meth:`stage_path`. Returns the paths written."""
+        import torch  # here, not above: the folder is checked before the command line loads PyTorch
+
+        for plot in plots:
+            self.wrote(Path(plot).name)
+        self.write_embeddings(embeddings, node_ids)
+        self.write("model.pt", lambda f: torch.save(model_state, f))
+        self.write("results.json", lambda f: f.write(json_bytes(record)))
+        return self.commit()
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
         """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run."""

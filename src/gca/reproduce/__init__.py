@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..datasets import LoadedDataset, dataset_display_name
 from ..evaluate.splits import SplitSetting
+from ..progress import to_stderr
 from .baselines import BASELINES
 from .execute import DatasetCache, Executor, run_split
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
@@ -49,7 +50,7 @@ class Reproduction:
         plots: bool = True,
         progress: bool = True,
         baselines: Iterable[str] | None = None,
-        log: Callable[[str], None] = print,
+        log: Callable[[str], None] = to_stderr,
         figure4_datasets: Iterable[str] | None = None,
         mode: Mode | None = None,
         protocol: str = "sklearn",

@@ -10,40 +10,39 @@ scores the held-out pairs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..config import GCAConfig
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
-from ..train.estimator import GCA
+from ..train.estimator import GCA, clone
 from .job import Job
 
 
-def link_prediction(job: Job, make_estimator: Callable[[GCAConfig], GCA], runs: int = 3, val: float = 0.05,
+def link_prediction(job: Job, estimator: GCA, runs: int = 3, val: float = 0.05,
                     test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
     """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
-    trained by ``make_estimator(config)``; returns the scores, the first run's estimator and embeddings (of its
-    training graph) and the run's record (``results.json``: what was held out, the scores, the first training's
-    time, device and configuration)."""
+    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts and device, seed
+    ``seed + i``); returns the scores, the first run's estimator and embeddings (of its training graph) and the
+    run's record (``results.json``: what was held out, the scores, the first training's time, device and
+    configuration). ``estimator`` itself is not trained."""
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None
     for run in range(runs):
-        seed = job.config.seed + run
+        seed = estimator.config.seed + run
         held = hold_out_edges(graph.edge_index, graph.num_nodes, val, test, seed, directed=graph.directed)
-        estimator = make_estimator(job.config.replace(seed=seed))
-        training = estimator.prepare(held.training_data(job.loaded.data), directed=graph.directed)
-        embeddings = estimator.fit(training)
+        trained = clone(estimator, seed=seed)
+        training = trained.prepare(held.training_data(job.loaded.data), directed=graph.directed)
+        embeddings = trained.fit(training)
         result.runs.append(score_links(embeddings, held, seed))
         if first is None:
-            first = (estimator, embeddings, held)
+            first = (trained, embeddings, held)
     estimator, embeddings, held = first
     held_out = {"val_share": val, "test_share": test, "runs": runs,
                 "train_edges": int(held.train_edge_index.shape[1]), "val_pairs": int(held.val_pos.shape[1]),
                 "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
     record = {"dataset": job.name, "task": "link", "held_out": held_out, "link_prediction": result.to_dict(),
               "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
-              "config": job.config.to_dict()}  # fmt: skip
+              "config": estimator.config.to_dict()}  # fmt: skip
     return result, estimator, embeddings, record

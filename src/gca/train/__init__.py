@@ -8,7 +8,7 @@ Names are imported on first use (PEP 562).
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "estimator": ("GCA",),
+    "estimator": ("GCA", "clone"),
     "loop": (
         "train", "train_step", "encode_graph", "TrainingError", "CollapseError", "warmup_schedule",
         "updates_taken",

@@ -8,6 +8,7 @@ and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,3 +173,12 @@ class GCA:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         return estimator
+
+
+def clone(estimator: GCA, **changes: Any) -> GCA:
+    """A fresh, untrained estimator with ``estimator``'s device, placement and parts, and its configuration with
+    ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A replaced objective
+    or encoder is deep-copied as it is now, so clone before ``fit`` for a part with fresh weights."""
+    return GCA(estimator.config.replace(**changes), device=estimator.device, progress=estimator.progress,
+               objective=copy.deepcopy(estimator.objective), batches=estimator.batches,
+               placement=estimator.placement, encoder=copy.deepcopy(estimator.encoder))  # fmt: skip
