@@ -85,7 +85,10 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
     job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
-    prepared = job.prepare(estimator)
+    if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
+        job.clean(job.config.feature_norm, require_edges=True)
+    else:
+        job.prepare(estimator)
     judged = place.writes and not args.no_eval
     splits = job.splits(split_setting) if judged and args.task == "classify" else None
     plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
@@ -99,7 +102,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         print(f"gca: {note}", file=sys.stderr)
     with outputs:
         result = run_gca(
-            estimator, prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
+            estimator, job.prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
             protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
             plots=plots, plot_title=job.name,

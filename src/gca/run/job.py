@@ -4,8 +4,9 @@ script of a user's) run on.
 :meth:`Job.open` takes a loaded dataset (:func:`gca.datasets.load_dataset`, :func:`gca.datasets.load_files`) and
 builds the configuration in layers: the dataset's shipped setting (the paper's datasets only), then a config file
 (or a named setting such as ``authors``), then single overrides. :meth:`Job.prepare` cleans the graph and computes
-what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder). Then the job
-answers what every command asks of it: the warnings to print (about the files read and the graph cleaned), the
+what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder, or link
+prediction, whose hold-outs each prepare their own training graph). Then the job answers what every command asks
+of it: the warnings to print (about the files read and the graph cleaned), the
 evaluation splits (the dataset's own, else random ones from the config's seed), a one-line summary and the node ids
 of an export. Nothing here prints or writes.
 """
@@ -64,24 +65,23 @@ class Job:
         return self.loaded.data.y
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
-        """Clean the graph and compute centrality and the views' probabilities for ``estimator``. A training run on
-        a graph without edges is refused (``require_edges``): the library embeds one, but for a user's run an empty
-        edge list is almost always a broken input."""
+        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``."""
         start = time.perf_counter()
-        self.graph = prepare_graph(self.loaded.data, self.loaded.directed, estimator.config.feature_norm)
+        self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
         cleaning = time.perf_counter() - start
-        if require_edges and self.graph.edge_index.shape[1] == 0:
-            raw_edges = self.loaded.data.edge_index
-            what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
-            raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
-        self._release_raw_edges()  # before centrality and the views' probabilities add their own arrays
         self.prepared = estimator.prepare(self.graph)
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
         return self.prepared
 
-    def clean(self, feature_norm: str) -> Graph:
-        """The cleaned graph alone, features normalised as a trained encoder expects (``gca embed``)."""
+    def clean(self, feature_norm: str, require_edges: bool = False) -> Graph:
+        """The cleaned graph alone, features normalised as ``feature_norm`` says (``gca embed``: as the trained
+        encoder expects). A training run on a graph without edges is refused (``require_edges``): the library
+        embeds one, but for a user's run an empty edge list is almost always a broken input."""
         self.graph = prepare_graph(self.loaded.data, self.loaded.directed, feature_norm)
+        if require_edges and self.graph.edge_index.shape[1] == 0:
+            raw_edges = self.loaded.data.edge_index
+            what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
+            raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
         self._release_raw_edges()
         return self.graph
 

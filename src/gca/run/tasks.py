@@ -38,11 +38,11 @@ def link_prediction(job: Job, estimator: GCA, runs: int = 3, val: float = 0.05,
         result.runs.append(score_links(embeddings, held, seed))
         if first is None:
             first = (trained, embeddings, held)
-    estimator, embeddings, held = first
+    trained, embeddings, held = first
     held_out = {"val_share": val, "test_share": test, "runs": runs,
                 "train_edges": int(held.train_edge_index.shape[1]), "val_pairs": int(held.val_pos.shape[1]),
                 "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
     record = {"dataset": job.name, "task": "link", "held_out": held_out, "link_prediction": result.to_dict(),
-              "train_seconds": round(estimator.train_seconds, 3), "device": str(estimator.device),
-              "config": estimator.config.to_dict()}  # fmt: skip
-    return result, estimator, embeddings, record
+              "train_seconds": round(trained.train_seconds, 3), "device": str(trained.device),
+              "config": trained.config.to_dict()}  # fmt: skip
+    return result, trained, embeddings, record
