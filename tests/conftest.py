@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 from torch_geometric.data import Data
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("GCA_TEST_DATA", REPO.parent / "shared" / "data"))
+
+# Property tests draw the same examples on every run, as Hypothesis's own profile for CI does: a test passes or fails
+# whoever runs it, and a user's `make test` checks exactly what CI checked.
+settings.register_profile(
+    "deterministic", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("deterministic")
 
 
 @pytest.fixture(scope="session")
