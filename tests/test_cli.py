@@ -153,3 +153,12 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
     assert outcome == ["deferred"] and sent == [signal.SIGTERM]
     with pytest.raises(KeyboardInterrupt):  # anywhere else it ends the command at once
         cli.terminate(signal.SIGTERM, sys._getframe())
+
+
+def test_gca_version_prints_the_package_version(capsys):
+    import gca
+    from gca.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"gca {gca.__version__}"

@@ -140,3 +140,19 @@ def test_a_downloaded_archive_cannot_write_outside_the_data_folder(tmp_path, mon
     assert not Path("/tmp/absolute-gca-test.txt").exists()
     inside = {p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*") if p.is_file()}
     assert all(".." not in part for path in inside for part in path.split("/"))
+
+
+@pytest.mark.parametrize("split", ["public", "auto"])
+@pytest.mark.parametrize("protocol", ["sklearn", "authors"])
+def test_unlabelled_nodes_of_the_official_split_are_removed_and_counted(ogb_folder, tmp_path, split, protocol):
+    """Nodes 10 and 11 (test) and 9 (train) have NaN labels: evaluation scores the labelled test node alone, and
+    results.json says how many were removed from each part."""
+    _write(ogb_folder / "raw" / "node-label.csv.gz", [[0]] * 6 + [[1]] * 3 + [["nan"]] * 3, "{}")
+    out = tmp_path / f"out-{split}-{protocol}"
+    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "2", "--quiet", "--set", "hidden=8",
+                 "--set", "proj_hidden=8", "--eval-split", split, "--eval-protocol", protocol,
+                 "--out", str(out)]) == 0  # fmt: skip
+    record = json.loads((out / "results.json").read_text())
+    assert record["evaluation_split"]["sizes"] == [5, 3, 1]
+    assert record["evaluation_split"]["unlabelled_removed"] == {"train": 1, "val": 0, "test": 2}
+    assert len(record["accuracy"]["runs"]) == 1 and record["accuracy"]["runs"][0] in (0.0, 100.0)

@@ -40,7 +40,7 @@ def test_random_fractions_are_respected_and_the_test_part_may_be_smaller_than_th
 
 
 def test_a_k_above_the_smallest_class_and_a_public_split_a_dataset_lacks_are_one_line_errors():
-    with pytest.raises(EvaluationError, match="none of class 2"):
+    with pytest.raises(EvaluationError, match="no node of class 2 .* give --shots 9 or fewer"):
         SplitSetting("fewshot", 2, shots=10).draw(torch.from_numpy(_labels()))
     with pytest.raises(EvaluationError, match="has no public split"):
         SplitSetting("public").draw(torch.from_numpy(_labels()), dataset="Karate")
@@ -105,7 +105,8 @@ def test_gca_train_records_the_split_scheme_and_the_f1_scores(tmp_path, capsys):
                  "--out", str(out)]) == 0  # fmt: skip
     record = json.loads((out / "results.json").read_text())
     assert record["evaluation_split"] == {"scheme": "fewshot", "shots": 3, "val": 0.1, "test": None, "count": 4,
-                                          "sizes": [6, 3, 25]}  # fmt: skip
+                                          "sizes": [6, 3, 25],
+                                          "unlabelled_removed": {"train": 0, "val": 0, "test": 0}}  # fmt: skip
     assert len(record["accuracy"]["macro_f1"]["runs"]) == 4 and record["accuracy"]["micro_f1"]["mean"] > 0
     assert "macro-F1" in capsys.readouterr().out
     assert main(["train", "--epochs", "1", "--eval-split", "public", "--out", str(tmp_path / "p")]) == 2
@@ -129,3 +130,74 @@ def test_reproduce_judges_run_i_on_split_i_of_the_scheme_asked_and_keys_runs_by_
     few_runs = Planner(fewshot, ()).gca_runs("Karate", {}, 1, None)
     assert default_runs[0] != few_runs[0] and default_runs[0].config == few_runs[0].config
     assert "fewshot" in fewshot.describe()
+
+
+def _official_with_unlabelled():
+    """Labels with ids encoded: node i of class i % 3, except nodes 3, 7 (test) and 11 (train) unlabelled."""
+    y = np.arange(30) % 3
+    y[[3, 7, 11]] = -1
+    split = (np.array([0, 1, 2, 11, 12, 13]), np.array([4, 5, 6, 8]), np.array([3, 7, 9, 10, 14, 15, 16, 17]))
+    return torch.from_numpy(y), [split]
+
+
+@pytest.mark.parametrize("scheme", ["public", "auto"])
+def test_an_official_split_loses_its_unlabelled_nodes_and_says_how_many_from_each_part(scheme):
+    y, official = _official_with_unlabelled()
+    setting = SplitSetting(scheme, 1)
+    drawn = setting.draw(y, prescribed=official, public=official)
+    train, val, test = drawn[0]
+    assert train.tolist() == [0, 1, 2, 12, 13] and val.tolist() == [4, 5, 6, 8]
+    assert test.tolist() == [9, 10, 14, 15, 16, 17]
+    assert drawn.removed == {"train": 1, "val": 0, "test": 2}
+    assert setting.record(drawn)["unlabelled_removed"] == {"train": 1, "val": 0, "test": 2}
+
+
+def test_a_part_of_unlabelled_nodes_only_is_one_line_and_random_draws_never_hold_one():
+    y, _ = _official_with_unlabelled()
+    with pytest.raises(EvaluationError, match="test part of Toy's split 1 holds no labelled node"):
+        SplitSetting("public").draw(y, public=[(np.array([0, 1]), np.array([2]), np.array([3, 7]))], dataset="Toy")
+    for setting in (SplitSetting("random", 5), SplitSetting("fewshot", 5, shots=2)):
+        for split in setting.draw(y, seed=1):
+            assert all((y[part] >= 0).all() for part in split)
+
+
+@pytest.mark.parametrize("protocol", ["sklearn", "authors"])
+def test_unlabelled_nodes_in_a_users_split_are_refused_not_scored(protocol):
+    from gca.evaluate.classification import evaluate_embeddings
+
+    y, official = _official_with_unlabelled()
+    z = torch.nn.functional.one_hot(y.clamp(min=0), 3).float()
+    with pytest.raises(EvaluationError, match="train part of split 1 holds 1 node"):
+        evaluate_embeddings(z, y, official, protocol)
+
+
+@pytest.mark.parametrize("protocol", ["sklearn", "authors"])
+def test_public_split_with_unlabelled_test_nodes_scores_the_labelled_ones_only(protocol):
+    """Embeddings that separate the classes perfectly: 100 % on the labelled test nodes. Scoring the unlabelled
+    ones (as a class no one predicts) would give 6 of 8 = 75 %."""
+    from gca.evaluate.classification import evaluate_embeddings
+
+    y, official = _official_with_unlabelled()
+    z = torch.nn.functional.one_hot(y.clamp(min=0), 3).float() * 5
+    drawn = SplitSetting("public").draw(y, public=official)
+    assert evaluate_embeddings(z, y, drawn, protocol).accuracies == [100.0]
+
+
+@pytest.mark.parametrize("protocol", ["sklearn", "authors"])
+def test_class_values_far_apart_are_renumbered_once_for_every_protocol(protocol):
+    """Classes 0 and 10^9 are two classes: the same accuracy as classes 0 and 1, and no 10^9-wide layer."""
+    from gca.evaluate.classification import evaluate_embeddings
+
+    y = np.arange(40) % 2
+    z = torch.from_numpy(np.stack([y, 1 - y], 1)).float() + 0.01 * torch.arange(40.0)[:, None] / 40
+    splits = random_splits(40, 2, seed=3, labels=y)
+    near = evaluate_embeddings(z, torch.from_numpy(y), splits, protocol)
+    far = evaluate_embeddings(z, torch.from_numpy(y * 10**9), splits, protocol)
+    assert far.accuracies == near.accuracies
+
+
+def test_a_class_of_one_node_is_named_not_answered_with_shots_below_one():
+    y = np.array([0] * 10 + [1] * 10 + [2])
+    with pytest.raises(EvaluationError, match="class 2 has a single labelled node .* no --shots") as caught:
+        SplitSetting("fewshot", 2, shots=1).draw(torch.from_numpy(y))
+    assert "below 1" not in str(caught.value)

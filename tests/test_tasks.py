@@ -153,7 +153,95 @@ def test_link_prediction_trains_a_fresh_copy_of_the_given_estimator_per_hold_out
     assert template.model is None  # the template is not trained; each hold-out trains its own copy
     assert first.encoder is not encoder and first.config.seed == 4 and len(first.losses) == 2
     assert embeddings.shape == (34, 8) and len(result.runs) == 2
-    # hold-out i is drawn from seed 4 + i, as its training is seeded
+    # hold-out 0 is drawn from the seed itself, as its training is seeded
     held = hold_out_edges(job.graph.edge_index, 34, 0.1, 0.2, seed=4)
     assert record["held_out"]["train_edges"] == held.train_edge_index.shape[1]
     assert record["config"]["seed"] == 4 and record["task"] == "link"
+
+
+def _complete(n: int, missing: tuple[tuple[int, int], ...] = ()) -> torch.Tensor:
+    pairs = [(u, v) for u in range(n) for v in range(n) if u != v and (min(u, v), max(u, v)) not in missing]
+    return torch.tensor(pairs).t()
+
+
+def test_a_complete_graph_has_no_negatives_and_is_refused_with_one_line(tmp_path, capsys):
+    from gca.cli import main
+
+    with pytest.raises(EvaluationError, match="complete graph"):
+        hold_out_edges(_complete(8), 8, val=0.1, test=0.2)
+    edges = tmp_path / "edges.csv"
+    edges.write_text("".join(f"{u},{v}\n" for u, v in _complete(8).t().tolist() if u < v))
+    features = tmp_path / "x.csv"
+    features.write_text("".join(f"{i},{i % 3},{i % 2}\n" for i in range(8)))
+    out = tmp_path / "out"
+    assert main(["train", "--task", "link", "--edges", str(edges), "--features", str(features), "--epochs", "1",
+                 "--link-val", "0.1", "--link-test", "0.2", "--quiet", "--out", str(out)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "complete graph" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_held_out_negatives_are_distinct_undirected_pairs_even_on_a_nearly_complete_graph():
+    """K_12 less 8 edges: exactly 8 non-edges exist and validation plus testing need 2 + 5 = 7 of them; each must be
+    a different unordered pair, none an edge, none in both parts."""
+    missing = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (0, 11), (3, 8))
+    graph_edges = _complete(12, missing)
+    for seed in range(20):
+        held = hold_out_edges(graph_edges, 12, val=0.04, test=0.1, seed=seed)
+        negatives = torch.cat([held.val_neg, held.test_neg], dim=1).t().tolist()
+        unordered = {(min(u, v), max(u, v)) for u, v in negatives}
+        assert len(unordered) == len(negatives) == held.val_pos.shape[1] + held.test_pos.shape[1]
+        assert unordered <= set(missing)
+
+
+def test_the_hadamard_classifier_never_trains_on_a_held_out_pair(monkeypatch):
+    import gca.evaluate.linkpred as linkpred
+
+    graph = prepare_graph(karate_club())
+    held = hold_out_edges(graph.edge_index, 34, val=0.1, test=0.2, seed=0)
+    seen = []
+    original = linkpred.LogisticRegression.fit
+
+    def record_fit(self, x, y):
+        seen.append(x)
+        return original(self, x, y)
+
+    monkeypatch.setattr(linkpred.LogisticRegression, "fit", record_fit)
+    # embeddings with ids encoded: z_u ⊙ z_v is a one-hot of the unordered pair, so training rows name their pairs
+    index = {pair: i for i, pair in enumerate((u, v) for u in range(34) for v in range(u + 1, 34))}
+    z = torch.zeros(34, len(index))
+    for (u, v), i in index.items():
+        z[u, i], z[v, i] = 1.0, 1.0
+    score_links(z, held, seed=0)
+    trained_on = {int(i) for i in np.flatnonzero(np.asarray(seen[0]).max(0) > 0)}
+    held_out = torch.cat([held.val_pos, held.val_neg, held.test_pos, held.test_neg], dim=1).t().tolist()
+    assert not trained_on & {index[(min(u, v), max(u, v))] for u, v in held_out}
+
+
+def test_the_largest_seed_works_in_every_repeated_task(tmp_path):
+    from gca.cli import main
+    from gca.seeds import MAX_SEED, run_seeds
+
+    seeds = run_seeds(MAX_SEED, 5)
+    assert seeds[0] == MAX_SEED and len(set(seeds)) == 5 and all(0 <= s <= MAX_SEED for s in seeds)
+    assert run_seeds(7, 3) == run_seeds(7, 3) and run_seeds(7, 1) == [7]
+    for task in ("link", "cluster"):
+        assert main(["train", "--task", task, "--seed", str(MAX_SEED), "--epochs", "1", "--splits", "2", "--quiet",
+                     "--set", "hidden=8", "--set", "proj_hidden=8", "--out", str(tmp_path / task)]) == 0  # fmt: skip
+
+
+def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
+    from gca.cli import main
+    from gca.names import TASK_COUNTS
+
+    assert TASK_COUNTS == {"classify": 20, "link": 3, "cluster": 10}
+    assert main(["train", "--task", "link", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set",
+                 "proj_hidden=8", "--out", str(tmp_path / "link")]) == 0  # fmt: skip
+    assert "over 3 hold-outs" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "link" / "results.json").read_text())["link_prediction"]["runs"]) == 3
+    assert main(["train", "--task", "cluster", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set",
+                 "proj_hidden=8", "--out", str(tmp_path / "cluster")]) == 0  # fmt: skip
+    assert len(json.loads((tmp_path / "cluster" / "results.json").read_text())["clustering"]["nmi"]["runs"]) == 10
+    assert main(["train", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set", "proj_hidden=8",
+                 "--out", str(tmp_path / "classify")]) == 0  # fmt: skip
+    assert len(json.loads((tmp_path / "classify" / "results.json").read_text())["accuracy"]["runs"]) == 20

@@ -21,6 +21,9 @@ SPLIT_SCHEMES = ("auto", "random", "public", "fewshot")
 ENCODERS = ("gcn", "gat", "sage", "gin")
 #: What a run measures with the embeddings (gca.run.tasks): node classification, link prediction or clustering.
 TASKS = ("classify", "link", "cluster")
+#: How many times each task judges a run when ``--splits`` is not given: evaluation splits (classify), hold-outs
+#: each with its own training (link), k-means seeds (cluster). The one source of these defaults.
+TASK_COUNTS = {"classify": 20, "link": 3, "cluster": 10}
 
 
 def canonical_name(name: str) -> str:

@@ -7,14 +7,16 @@ import argparse
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from ..names import PROTOCOLS, SPLIT_SCHEMES
+from ..names import PROTOCOLS, SPLIT_SCHEMES, TASK_COUNTS
 
 
-def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str = "evaluation splits (default 20)") -> None:
+def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str | None = None) -> None:
     """How frozen embeddings are judged: the protocol, and which nodes train, validate and test
-    (gca.evaluate.splits)."""
+    (gca.evaluate.splits). ``--splits`` stays ``None`` when not given: each command fills in its task's default
+    (:data:`gca.names.TASK_COUNTS`) with :func:`split_count`."""
     protocol_argument(parser)
-    parser.add_argument("--splits", type=int, default=20, help=count_help)
+    count_help = count_help or f"evaluation splits (default {TASK_COUNTS['classify']})"
+    parser.add_argument("--splits", type=int, default=None, help=count_help)
     split_arguments(parser)
 
 
@@ -29,6 +31,13 @@ def split_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-frac", type=float, default=0.1, help="random/fewshot: validation fraction (0.1)")
     parser.add_argument("--test-frac", type=float, help="random/fewshot: test fraction (default: the rest)")
     parser.add_argument("--shots", type=int, default=0, metavar="K", help="fewshot: training nodes per class")
+
+
+def split_count(args: argparse.Namespace, task: str = "classify") -> int:
+    """``--splits`` as given, else ``task``'s default (:data:`gca.names.TASK_COUNTS`); set on ``args`` too."""
+    if getattr(args, "splits", None) is None:
+        args.splits = TASK_COUNTS[task]
+    return args.splits
 
 
 def split_setting(args: argparse.Namespace):

@@ -7,6 +7,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from .. import __version__
 from . import embed, reproduce, train, tune
 from .shell import Parser, leave_process_group, run_guarded, terminate
 from .signals import stop_signals_to
@@ -17,6 +18,7 @@ COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce
 def build_parser() -> Parser:
     parser = Parser(prog="gca", description="Graph Contrastive learning with Adaptive augmentation (Zhu et al., "
                     "WWW 2021).")  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"gca {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS.values():
         command.add_parser(sub)

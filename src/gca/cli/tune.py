@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from .common import evaluation_arguments, graph_arguments, load_graph, split_setting
+from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
 from .shell import import_libraries, warn
 
 
@@ -52,7 +52,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError(f"--eval-every must be at least 1, got {args.eval_every}")
     if args.eval_every and args.max_epochs and args.eval_every > args.max_epochs:
         raise ConfigError(f"--eval-every must lie in [1, --max-epochs], got {args.eval_every}")
-    if not 1 <= args.search_splits <= args.splits <= 1000:
+    if not 1 <= args.search_splits <= split_count(args) <= 1000:
         raise ConfigError("--search-splits must lie in [1, --splits] and --splits in [1, 1000]")
     split_setting(args)
     if args.timeout is not None and not args.timeout > 0:

@@ -31,7 +31,7 @@ from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
 from ..names import PROTOCOLS
-from .splits import EvaluationError, Split
+from .splits import PARTS, EvaluationError, Split, renumber_classes, unlabelled_in
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
@@ -109,7 +109,7 @@ def evaluate_embeddings(
         return linear_evaluation(features, labels, splits)
     from .probe import adam_probe
 
-    y = _checked_labels(features, labels)
+    y = _checked_labels(features, labels, splits)
     test, val, epochs, macro = adam_probe(features, y, splits, device=device)
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
@@ -129,11 +129,27 @@ def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarra
     return normalize_rows(raw)
 
 
-def _checked_labels(features, labels) -> np.ndarray:
+def _checked_labels(features, labels, splits: list[Split] | None = None, parts: tuple[str, ...] = PARTS) -> np.ndarray:
+    """One class number per node, renumbered 0 … C−1 in the order of the class values (−1, no label, stays −1)
+    — the same for both protocols, so class values such as 0 and 10⁹ cost two classes, not 10⁹ — with
+    ``splits`` checked to hold labelled nodes only in the ``parts`` read (:func:`gca.evaluate.splits.drop_unlabelled`
+    removes them)."""
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != features.shape[0]:
         raise EvaluationError(f"expected one label per node ({features.shape[0]}), got shape {y.shape}")
-    return y
+    integral = y.dtype.kind in "iub" or (y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y)))))
+    if not integral:
+        raise EvaluationError(f"labels must be class numbers 0, 1, 2, … (−1 for a node without one), got {y.dtype} "
+                              "values that are not all whole numbers")  # fmt: skip
+    renumbered = renumber_classes(y)
+    if splits is not None:
+        found = unlabelled_in(splits, renumbered, parts)
+        if found:
+            number, part, count = found
+            raise EvaluationError(f"the {part} part of split {number} holds {count} node(s) without a label (−1); "
+                                  "evaluation scores labelled nodes only — remove them (gca.evaluate.splits."
+                                  "drop_unlabelled)")  # fmt: skip
+    return renumbered
 
 
 def _prepare(features: torch.Tensor | np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
@@ -147,10 +163,11 @@ def _prepare(features: torch.Tensor | np.ndarray | sp.spmatrix) -> np.ndarray | 
     return normalize(np.asarray(features, dtype=np.float64))
 
 
-def _inputs(features, labels) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
-    """Normalised features and labels as NumPy, one label per node checked."""
+def _inputs(features, labels, splits: list[Split], parts: tuple[str, ...] = PARTS
+            ) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:  # fmt: skip
+    """Normalised features and labels as NumPy, one label per node and labelled splits checked."""
     x = _prepare(features)
-    return x, _checked_labels(x, labels)
+    return x, _checked_labels(x, labels, splits, parts)
 
 
 def linear_evaluation(
@@ -165,7 +182,7 @@ def linear_evaluation(
 
     A split with more than ``max_train`` training nodes fits on a random ``max_train`` of them (seeded by the
     split's number), walking the C grid from strong to weak regularisation with warm starts."""
-    x, y = _inputs(features, labels)
+    x, y = _inputs(features, labels, splits)
     result = EvaluationResult([])
     for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
         val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
@@ -189,10 +206,10 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
     if check_protocol(protocol) == "authors":
         from .probe import adam_probe
 
-        y = _checked_labels(features, labels)
+        y = _checked_labels(features, labels, splits, parts=("train", "val"))  # test labels are not read
         blind = [(train, val, val[:1]) for train, val, _ in splits]  # no test node's label enters the search
         return 100.0 * float(np.mean(adam_probe(features, y, blind)[1]))
-    x, y = _inputs(features, labels)
+    x, y = _inputs(features, labels, splits, parts=("train", "val"))  # test labels are not read
     scores = [
         _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train)[0]
         for number, (train_idx, val_idx, _) in enumerate(splits, start=1)

@@ -13,6 +13,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.preprocessing import normalize
 
+from ..names import TASK_COUNTS
+from ..seeds import run_seeds
 from .splits import EvaluationError
 
 
@@ -34,9 +36,10 @@ class ClusterResult:
                 f"{np.std(self.ari):.2f} % over {len(self.nmi)} k-means seeds (k = {self.clusters})")  # fmt: skip
 
 
-def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray, seeds: int = 10,
-                       first_seed: int = 0) -> ClusterResult:  # fmt: skip
-    """k-means with k = the number of classes among the labelled nodes (label ≥ 0), ``seeds`` times."""
+def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray,
+                       seeds: int = TASK_COUNTS["cluster"], first_seed: int = 0) -> ClusterResult:  # fmt: skip
+    """k-means with k = the number of classes among the labelled nodes (label ≥ 0), ``seeds`` times: the
+    initialisations are seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``, so any accepted seed works."""
     z = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.shape[0] != z.shape[0]:
@@ -48,7 +51,7 @@ def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tens
                               f"hold {k} class{'es' if k != 1 else ''} over {int(labelled.sum())} nodes")  # fmt: skip
     x = normalize(z[labelled].astype(np.float64))
     result = ClusterResult(clusters=k)
-    for seed in range(first_seed, first_seed + seeds):
+    for seed in run_seeds(first_seed, seeds):
         assigned = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(x)
         result.nmi.append(100.0 * float(normalized_mutual_info_score(y[labelled], assigned)))
         result.ari.append(100.0 * float(adjusted_rand_score(y[labelled], assigned)))

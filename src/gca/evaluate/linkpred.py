@@ -2,16 +2,19 @@
 
 Held out *before* pre-training (:func:`hold_out_edges`, PyTorch Geometric's ``RandomLinkSplit``): a ``val`` share
 (default 5 %) and a ``test`` share (10 %) of the edges — an undirected edge counts once and leaves with both its
-directions — together with as many sampled node pairs that are not edges of the graph (negatives). The encoder
-trains on the edges that are left; every node is then embedded on that training graph, so no held-out edge reaches
-an embedding through message passing either.
+directions — together with as many sampled node pairs that are not edges of the graph (negatives,
+:func:`sample_non_edges`: distinct pairs, an undirected pair counted once whichever its direction, so no pair is
+in both validation and testing). The encoder trains on the edges that are left; every node is then embedded on
+that training graph, so no held-out edge reaches an embedding through message passing either. A graph with too
+few non-edges (a complete graph has none) is refused with one line.
 
 Held-out pairs are scored two ways (:func:`score_links`):
 
 * ``cosine`` — the cosine similarity of the two embeddings (no parameters);
 * ``hadamard`` — a logistic regression on the element-wise product z_u ⊙ z_v, trained on training edges and as
-  many pairs that are not training edges (at most :data:`MAX_CLASSIFIER_PAIRS` of each), its C chosen on the
-  validation pairs' ROC-AUC.
+  many pairs that are neither edges nor held out (at most :data:`MAX_CLASSIFIER_PAIRS` of each: no held-out
+  pair, positive or negative, is among the classifier's training pairs), its C chosen on the validation pairs'
+  ROC-AUC.
 
 Metrics are scikit-learn's ROC-AUC and average precision on the test pairs; over several hold-outs (one per seed,
 each with its own training) they are reported as mean ± std.
@@ -59,7 +62,9 @@ class HeldOutEdges:
 def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, test: float = 0.1, seed: int = 0,
                    directed: bool = False) -> HeldOutEdges:  # fmt: skip
     """Split the edges of a cleaned graph (no self-loops, no repeats; both directions of every undirected edge) as
-    PyG's ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, drawn from ``seed``."""
+    PyG's ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, drawn from ``seed``;
+    the negatives are drawn by :func:`sample_non_edges`: distinct pairs of the graph's complement (an undirected
+    pair once, whichever its direction), none in both validation and testing."""
     from torch_geometric.transforms import RandomLinkSplit
 
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
@@ -71,11 +76,68 @@ def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, 
         raise EvaluationError(f"the graph has {units} {kind} edges: too few to hold out {val:.0%} for validation and "
                               f"{test:.0%} for testing and train on the rest")  # fmt: skip
     split = RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed, split_labels=True,
-                            add_negative_train_samples=False)  # fmt: skip
+                            add_negative_train_samples=False, neg_sampling_ratio=0.0)  # fmt: skip
     with _seeded(seed):
         train, valid, tested = split(Data(edge_index=edge_index.long(), num_nodes=num_nodes))
-    return HeldOutEdges(train.edge_index, valid.pos_edge_label_index, valid.neg_edge_label_index,
-                        tested.pos_edge_label_index, tested.neg_edge_label_index, directed)  # fmt: skip
+    val_pos, test_pos = valid.pos_edge_label_index, tested.pos_edge_label_index
+    negatives = sample_non_edges(edge_index, num_nodes, val_pos.shape[1] + test_pos.shape[1], seed, directed,
+                                 purpose="held-out negatives")  # fmt: skip
+    return HeldOutEdges(train.edge_index, val_pos, negatives[:, : val_pos.shape[1]], test_pos,
+                        negatives[:, val_pos.shape[1] :], directed)  # fmt: skip
+
+
+#: Pair sets up to this size are enumerated when drawing non-edges; above it pairs are drawn and rejected.
+_ENUMERATE_PAIRS = 4_000_000
+
+
+def _pair_keys(pairs: np.ndarray, num_nodes: int, directed: bool) -> np.ndarray:
+    """One int64 key per node pair, ``u·N + v``; an undirected pair keyed by its smaller node first."""
+    u, v = pairs[0].astype(np.int64), pairs[1].astype(np.int64)
+    if not directed:
+        u, v = np.minimum(u, v), np.maximum(u, v)
+    return u * num_nodes + v
+
+
+def sample_non_edges(taken: torch.Tensor, num_nodes: int, count: int, seed: int, directed: bool = False,
+                     at_most: bool = False, purpose: str = "negatives") -> torch.Tensor:  # fmt: skip
+    """``count`` distinct node pairs ``[2, count]`` that are not in ``taken`` (``[2, k]`` pairs: the graph's edges,
+    and any pair already used) and not self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is
+    unordered: (u, v) and (v, u) are one pair, returned once (smaller node first), and ``taken`` holds it in either
+    direction. Fewer pairs than ``count`` exist: with ``at_most`` all of them, else an :class:`EvaluationError`
+    (a complete graph has none)."""
+    rng = np.random.default_rng(seed)
+    taken_keys = np.unique(_pair_keys(taken.cpu().numpy(), num_nodes, directed))
+    total = num_nodes * (num_nodes - 1) // (1 if directed else 2)
+    available = total - taken_keys.size  # taken pairs are never self-loops on a cleaned graph
+    if available < count and not at_most:
+        raise EvaluationError(
+            f"link prediction needs {count} node pairs without an edge as {purpose}, and the graph has {available} "
+            f"({'a complete graph' if available <= 0 else 'nearly complete'}); give a sparser graph or smaller "
+            "--link-val/--link-test shares")  # fmt: skip
+    count = min(count, max(available, 0))
+    if count == 0:
+        return torch.empty(2, 0, dtype=torch.long)
+    if total <= _ENUMERATE_PAIRS:  # small or dense: every pair enumerated, the free ones chosen without repeats
+        u, v = (np.nonzero(~np.eye(num_nodes, dtype=bool)) if directed else np.triu_indices(num_nodes, 1))
+        keys = u.astype(np.int64) * num_nodes + v
+        free = keys[~np.isin(keys, taken_keys, assume_unique=True)]
+        chosen = rng.choice(free, size=count, replace=False)
+    else:  # large and sparse: draw pairs, drop self-loops, taken pairs and repeats, until enough
+        chosen = np.empty(0, dtype=np.int64)
+        for _ in range(1000):
+            u, v = rng.integers(0, num_nodes, size=(2, 2 * (count - chosen.size) + 16))
+            keep = u != v
+            keys = _pair_keys(np.vstack([u[keep], v[keep]]), num_nodes, directed)
+            keys = keys[~np.isin(keys, taken_keys)]
+            merged = np.concatenate([chosen, keys])
+            _, first = np.unique(merged, return_index=True)
+            chosen = merged[np.sort(first)][:count]  # first draws kept, in the order drawn
+            if chosen.size == count:
+                break
+        else:
+            raise EvaluationError(f"could not draw {count} node pairs without an edge as {purpose}; the graph is "
+                                  "too dense for link prediction")  # fmt: skip
+    return torch.from_numpy(np.vstack([chosen // num_nodes, chosen % num_nodes]))
 
 
 @contextlib.contextmanager
@@ -105,8 +167,6 @@ def _metrics(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> dict[str, dict[str, float]]:
     """ROC-AUC and average precision (in %) of each scorer on the test pairs: ``{scorer: {"auc", "ap"}}``; the
     Hadamard classifier also records the C chosen and its validation AUC."""
-    from torch_geometric.utils import negative_sampling
-
     z = torch.nn.functional.normalize(embeddings.detach().float().cpu(), dim=1).numpy()
     val_pairs, val_y = _pairs_and_labels(held.val_pos, held.val_neg)
     test_pairs, test_y = _pairs_and_labels(held.test_pos, held.test_neg)
@@ -115,8 +175,12 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
     train = held.train_edge_index
     train = train if held.directed else train[:, train[0] < train[1]]  # an undirected edge once
     keep = rng.permutation(train.shape[1])[:MAX_CLASSIFIER_PAIRS]
-    with _seeded(seed):
-        negatives = negative_sampling(held.train_edge_index, num_nodes=z.shape[0], num_neg_samples=len(keep))
+    # the classifier's negatives: no edge of the graph and no held-out pair, positive or negative, is among them
+    held_out = torch.cat([held.train_edge_index, held.val_pos, held.val_neg, held.test_pos, held.test_neg], dim=1)
+    negatives = sample_non_edges(held_out, z.shape[0], len(keep), seed, held.directed, at_most=True)
+    if negatives.shape[1] == 0:
+        raise EvaluationError("every node pair is an edge or held out; the Hadamard classifier has no negative pair "
+                              "to train on — give a sparser graph or smaller --link-val/--link-test shares")
     fit_pairs, fit_y = _pairs_and_labels(train[:, torch.from_numpy(keep)], negatives)
     best = (-1.0, None, None)
     for c in C_GRID:

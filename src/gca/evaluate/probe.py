@@ -30,6 +30,7 @@ import torch
 from torch.nn import functional as F
 
 from ..graph.sparse import csr_tensor
+from .splits import renumber_classes
 
 #: The authors' settings (``pGRACE/eval.py`` and ``train.py``).
 PROBE_EPOCHS = 3000
@@ -97,8 +98,8 @@ def adam_probe(
         device = features.device if dense_tensor else "cpu"
     device = torch.device(device)
     x = _as_torch(features)
-    y = torch.as_tensor(np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels), dtype=torch.long)
-    y = y.to(device)
+    # classes renumbered 0 … C−1: one output per class present, whatever the class values
+    y = torch.from_numpy(renumber_classes(labels.cpu() if isinstance(labels, torch.Tensor) else labels)).to(device)
     num_splits, dim = len(splits), x.shape[1]
     num_classes = int(y.max()) + 1
     sparse = sp.issparse(x)

@@ -14,7 +14,11 @@ A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and dra
 * ``auto`` (the default) — the dataset's own splits where its benchmark prescribes them (Wiki-CS, OGB), else
   ``random``.
 
-Nodes labelled −1 (unlabelled) are never in a split. A split is a tuple ``(train, val, test)`` of node indices.
+Nodes labelled −1 (unlabelled; a NaN in a file's labels) are never in a split, whatever the scheme: random and
+few-label splits are drawn among the labelled nodes, and a dataset's own split (public, Wiki-CS's, OGB's official
+one) has its unlabelled nodes removed from each part by :func:`drop_unlabelled` — the splits :meth:`SplitSetting.draw`
+returns say how many were removed from each part (:attr:`DrawnSplits.removed`, recorded in ``results.json``). A
+part left empty is an error. A split is a tuple ``(train, val, test)`` of node indices.
 """
 
 from __future__ import annotations
@@ -24,10 +28,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UserError
-from ..names import SPLIT_SCHEMES
+from ..names import SPLIT_SCHEMES, TASK_COUNTS
 
 #: (train, validation, test) node indices.
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
+PARTS = ("train", "val", "test")
+
+
+class DrawnSplits(list):
+    """The splits drawn (a list of :data:`Split`), and :attr:`removed`: how many unlabelled nodes were removed from
+    each part of the dataset's own split, summed over its splits (``{"train": 0, "val": 0, "test": 0}`` for
+    splits drawn among the labelled nodes)."""
+
+    def __init__(self, splits, removed: dict[str, int] | None = None):
+        super().__init__(splits)
+        self.removed = removed or dict.fromkeys(PARTS, 0)
 
 
 class EvaluationError(UserError, ValueError):
@@ -42,7 +57,7 @@ def _as_numpy(labels) -> np.ndarray:
 
 def random_splits(
     num_nodes: int,
-    num_splits: int = 20,
+    num_splits: int = TASK_COUNTS["classify"],
     train: float = 0.1,
     val: float = 0.1,
     seed: int = 0,
@@ -76,6 +91,50 @@ def random_splits(
     return splits
 
 
+def renumber_classes(labels) -> np.ndarray:
+    """Class numbers 0 … C−1 in the order of the class values; −1 (no label) stays −1. Every protocol judges
+    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs."""
+    y = _as_numpy(labels).astype(np.int64)
+    labelled = y >= 0
+    renumbered = np.full(y.shape, -1, dtype=np.int64)
+    renumbered[labelled] = np.unique(y[labelled], return_inverse=True)[1]
+    return renumbered
+
+
+def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> DrawnSplits:
+    """``splits`` with every node labelled −1 removed from each part, and how many were removed from each part.
+    A part that holds no labelled node is an :class:`EvaluationError`."""
+    y = _as_numpy(labels)
+    removed = dict.fromkeys(PARTS, 0)
+    kept = []
+    for number, split in enumerate(splits, start=1):
+        parts = []
+        for name, part in zip(PARTS, split, strict=True):
+            part = np.asarray(part)
+            labelled = part[y[part] >= 0]
+            removed[name] += int(part.size - labelled.size)
+            if labelled.size == 0:
+                raise EvaluationError(f"the {name} part of {dataset}'s split {number} holds no labelled node "
+                                      f"({part.size} nodes, all without a label); use --eval-split random")  # fmt: skip
+            parts.append(labelled)
+        kept.append(tuple(parts))
+    return DrawnSplits(kept, removed)
+
+
+def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -> tuple[int, str, int] | None:
+    """(split number, part, count) of the first of ``parts`` of ``splits`` that holds nodes labelled −1, else
+    ``None``."""
+    y = _as_numpy(labels)
+    for number, split in enumerate(splits, start=1):
+        for name, part in zip(PARTS, split, strict=True):
+            if name not in parts:
+                continue
+            count = int((y[np.asarray(part)] < 0).sum())
+            if count:
+                return number, name, count
+    return None
+
+
 def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float = 0.1, seed: int = 0,
                      test: float | None = None) -> list[Split]:  # fmt: skip
     """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0)."""
@@ -83,9 +142,17 @@ def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float
     if shots < 1:
         raise EvaluationError(f"few-label splits need at least 1 training node per class, got {shots}")
     if shots >= sizes.min():
-        small = classes[sizes.argmin()]
-        raise EvaluationError(f"{shots} training nodes per class leave none of class {small} ({sizes.min()} nodes) "
-                              f"for validation and testing; give --shots below {sizes.min()}")  # fmt: skip
+        small = classes[sizes <= shots]
+        named = ", ".join(str(c) for c in small[:5]) + (f" and {small.size - 5} more" if small.size > 5 else "")
+        what = f"class{'es' if small.size > 1 else ''} {named}"
+        if sizes.min() == 1:  # no --shots helps: a class of one node has nothing left to test on
+            single = classes[sizes == 1]
+            raise EvaluationError(f"class {single[0]} has a single labelled node ({single.size} such class"
+                                  f"{'es' if single.size > 1 else ''}), so no --shots leaves one of it for validation "
+                                  "and testing; label more nodes of it or use --eval-split random")  # fmt: skip
+        raise EvaluationError(f"{shots} training nodes per class leave no node of {what} (smallest: class "
+                              f"{classes[sizes.argmin()]}, {sizes.min()} nodes) for validation and testing; give "
+                              f"--shots {sizes.min() - 1} or fewer")  # fmt: skip
     n = labels.shape[0]
     n_val = max(1, int(round(val * n)))
     rng = np.random.default_rng(seed)
@@ -106,7 +173,7 @@ class SplitSetting:
     """How evaluation splits are drawn (module docstring)."""
 
     scheme: str = "auto"
-    count: int = 20
+    count: int = TASK_COUNTS["classify"]
     train: float = 0.1
     val: float = 0.1
     test: float | None = None  # None: every labelled node not in training or validation
@@ -132,16 +199,17 @@ class SplitSetting:
         return self
 
     def draw(self, labels, seed: int = 0, prescribed: list[Split] | None = None,
-             public: list[Split] | None = None, dataset: str = "the graph") -> list[Split]:  # fmt: skip
+             public: list[Split] | None = None, dataset: str = "the graph") -> DrawnSplits:  # fmt: skip
         """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
-        evaluates on (``auto`` takes them); ``public``: its public split, if it has one."""
+        evaluates on (``auto`` takes them); ``public``: its public split, if it has one — either has its unlabelled
+        nodes removed (:func:`drop_unlabelled`)."""
         self.check()
         if self.scheme == "public" or (self.scheme == "auto" and prescribed):
             own = prescribed if self.scheme == "auto" else public
             if not own:
                 raise EvaluationError(f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
                                       "and OGB datasets have one); use --eval-split random or fewshot")  # fmt: skip
-            return list(own)
+            return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
         labelled = np.flatnonzero(y >= 0)
         classes = np.unique(y[labelled])
@@ -153,8 +221,8 @@ class SplitSetting:
         else:
             inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test)
         if labelled.size == y.shape[0]:
-            return inner
-        return [tuple(labelled[part] for part in split) for split in inner]
+            return DrawnSplits(inner)
+        return DrawnSplits([tuple(labelled[part] for part in split) for split in inner])
 
     def record(self, splits: list[Split] | None = None) -> dict:
         """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn."""
@@ -165,6 +233,7 @@ class SplitSetting:
             entry.update(train=self.train, val=self.val, test=self.test)
         if splits:
             entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])
+            entry["unlabelled_removed"] = dict(getattr(splits, "removed", None) or dict.fromkeys(PARTS, 0))
         return entry
 
 

@@ -4,8 +4,8 @@ clustering (:mod:`gca.evaluate.clustering`).
 
 Classification and clustering judge the embeddings of one training on the whole graph. Link prediction must hold
 edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws hold-out i from seed
-``config.seed + i``, trains GCA with that seed on the edges left, embeds every node on that training graph and
-scores the held-out pairs.
+``run_seeds(config.seed, runs)[i]`` (:mod:`gca.seeds`: the seed itself first), trains GCA with that seed on the
+edges left, embeds every node on that training graph and scores the held-out pairs.
 """
 
 from __future__ import annotations
@@ -15,22 +15,23 @@ from typing import Any
 import torch
 
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
+from ..names import TASK_COUNTS
+from ..seeds import run_seeds
 from ..train.estimator import GCA, clone
 from .job import Job
 
 
-def link_prediction(job: Job, estimator: GCA, runs: int = 3, val: float = 0.05,
+def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05,
                     test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
     """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
-    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts and device, seed
-    ``seed + i``); returns the scores, the first run's estimator and embeddings (of its training graph) and the
-    run's record (``results.json``: what was held out, the scores, the first training's time, device and
+    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts and device, the
+    hold-out's seed from :func:`gca.seeds.run_seeds`); returns the scores, the first run's estimator and
+    embeddings (of its training graph) and the run's record (``results.json``: what was held out, the scores, the first training's time, device and
     configuration). ``estimator`` itself is not trained."""
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None
-    for run in range(runs):
-        seed = estimator.config.seed + run
+    for seed in run_seeds(estimator.config.seed, runs):
         held = hold_out_edges(graph.edge_index, graph.num_nodes, val, test, seed, directed=graph.directed)
         trained = clone(estimator, seed=seed)
         training = trained.prepare(held.training_data(job.loaded.data), directed=graph.directed)
