@@ -12,7 +12,7 @@ from gca import GCA, GCAConfig
 from gca.cli import main
 from gca.config import ConfigError
 from gca.datasets import karate_club
-from gca.nn.encoders import MessagePassingEncoder
+from gca.nn.encoders import EncoderError, MessagePassingEncoder
 
 KINDS = ["gat", "sage", "sage-mean", "gin"]  # sage-mean: encoder=sage, sage_aggregator=mean
 
@@ -56,8 +56,10 @@ def test_views_reach_a_message_passing_encoder_as_kept_edges_and_masked_columns(
 
 
 def test_a_users_encoder_of_the_wrong_width_is_refused_before_training():
-    with pytest.raises(ValueError, match="projection head takes hidden = 128"):
+    with pytest.raises(EncoderError) as error:
         GCA(GCAConfig(epochs=1), device="cpu", encoder=GCNConv(34, 7)).fit(karate_club())
+    assert str(error.value) == ("encoder GCNConv returned shape (4, 7) for 4 nodes, but the projection head takes "
+                                "hidden = 128 columns: (4, 128); set hidden to the encoder's output width")  # fmt: skip
 
 
 def test_an_unknown_encoder_name_is_a_config_error():

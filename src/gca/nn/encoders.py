@@ -16,8 +16,12 @@ in → factor·hidden → … → hidden, the activation after every layer.
 * ``gin`` — ``GINConv`` around a two-layer perceptron with batch normalisation, as in the GIN paper's experiments
   (Xu et al., 2019, §7).
 
-A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call whose output width is
-``config.hidden`` (the projection head's input); it is checked on the first nodes before training.
+A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call that returns one row per
+row of ``x`` — a floating-point ``[N, config.hidden]`` tensor, ``config.hidden`` being the projection head's input
+width. :func:`check_encoder` runs it once on the graph's first nodes before training, and
+:func:`check_encoder_output` checks every output it gives in training and inference (the whole graph's nodes, or a
+sampled subgraph's in mini-batch mode); anything else is an :class:`EncoderError` of one line naming the encoder's
+class, the shape it returned and the shape it must return.
 """
 
 from __future__ import annotations
@@ -26,9 +30,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..errors import UserError
 from ..graph.features import Features, read_rows
 from ..graph.sparse import SparseMatrix
 from .gcn import make_activation
+
+
+class EncoderError(UserError, ValueError):
+    """A user's encoder returned something other than one ``hidden``-wide floating-point row per node."""
+
 
 #: Attention heads of GAT's inner layers (concatenated, so each head is width / heads wide), as BGRL's GAT.
 GAT_HEADS = 4
@@ -90,14 +100,38 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weigh
     raise ValueError(f"unknown encoder {kind!r}")
 
 
-def check_output_width(encoder: nn.Module, features: Features,
-                       hidden: int) -> None:  # fmt: skip
-    """Refuse a user's encoder whose output is not ``hidden`` wide, from one forward pass on a few nodes."""
+def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int | None = None) -> torch.Tensor:
+    """``out``, what ``encoder`` returned for ``rows`` nodes, if it is a floating-point tensor of shape
+    ``(rows, hidden)`` (any width when ``hidden`` is ``None``); else an :class:`EncoderError` naming both shapes."""
+    name = type(encoder).__name__
+    wanted = f"({rows}, {'hidden' if hidden is None else hidden})"
+    if not isinstance(out, torch.Tensor):
+        raise EncoderError(f"encoder {name} returned a {type(out).__name__}, not a tensor, for {rows} nodes; it must "
+                           f"return one row per node: {wanted}")  # fmt: skip
+    shape = tuple(out.shape)
+    if out.dim() != 2 or out.shape[0] != rows:
+        raise EncoderError(f"encoder {name} returned shape {shape} for {rows} nodes; it must return one row per node: "
+                           f"{wanted}")  # fmt: skip
+    if hidden is not None and out.shape[1] != hidden:
+        raise EncoderError(f"encoder {name} returned shape {shape} for {rows} nodes, but the projection head "
+                           f"takes hidden = {hidden} columns: {wanted}; set hidden to the encoder's output "
+                           f"width")  # fmt: skip
+    if not out.is_floating_point():
+        raise EncoderError(f"encoder {name} returned shape {shape} of dtype {out.dtype} for {rows} nodes; it must "
+                           f"return floating-point embeddings")  # fmt: skip
+    return out
+
+
+def check_encoder(encoder: nn.Module, features: Features, hidden: int) -> None:
+    """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one
+    forward pass (in eval mode, without autograd) on the first few nodes and no edges."""
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))
     x = x.to_dense() if isinstance(x, SparseMatrix) else x
-    with torch.no_grad():
-        out = encoder(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
-    if out.dim() != 2 or out.shape[1] != hidden:
-        raise ValueError(f"the encoder's output is {tuple(out.shape)} for {rows} nodes, but the projection head takes "
-                         f"hidden = {hidden} columns; set hidden to the encoder's output width")  # fmt: skip
+    training = encoder.training
+    try:
+        with torch.no_grad():
+            out = encoder.eval()(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
+    finally:
+        encoder.train(training)
+    check_encoder_output(encoder, out, rows, hidden)

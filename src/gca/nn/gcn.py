@@ -64,7 +64,6 @@ class GCNLayer(nn.Module):
         # M (H W): a layer that maps F ≫ F' channels down (bag-of-words features) aggregates the narrow side.
         return self.activation(adjacency @ (h @ weight) + self.bias)
 
-
     def transforms_first(self, h: torch.Tensor | SparseMatrix) -> bool:
         """Whether this layer computes M (H W) for the input ``h`` (else (M H) W)."""
         return not _aggregate_first(h, self.weight)
@@ -181,6 +180,7 @@ class ProjectionHead(nn.Module):
 
     def __init__(self, channels: int, hidden_channels: int) -> None:
         super().__init__()
+        self.channels = channels  # the width of the embeddings it takes
         self.fc1 = nn.Linear(channels, hidden_channels)
         self.fc2 = nn.Linear(hidden_channels, channels)
         self.reset_parameters()

@@ -1,4 +1,11 @@
-"""GCA's trainable model: the shared encoder f, the projection head g and the objective (Section 3.1)."""
+"""GCA's trainable model: the shared encoder f, the projection head g and the objective (Section 3.1).
+
+An encoder called as PyTorch Geometric's (``encoder(x, edge_index)``: gca's GAT, GraphSAGE and GIN, or a user's) has
+every output checked — a floating-point tensor with one row per row of ``x``, as wide as the projection head's input
+(:func:`gca.nn.encoders.check_encoder_output`) — so a wrong shape is one line, never a silently wrong result. The
+cache of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle``
+leave it out.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from torch import nn
 from ..config import GCAConfig
 from ..graph.sparse import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
 from ..objective import ContrastiveObjective, RowShare
-from .encoders import MessagePassingEncoder, dense_features
+from .encoders import MessagePassingEncoder, check_encoder_output, dense_features
 from .gcn import GCNEncoder, ProjectionHead
 
 
@@ -29,6 +36,13 @@ class GCAModel(nn.Module):
         self.projector = projector
         self.objective = objective
         self._dense: tuple | None = None  # (features, their dense form) for a message-passing encoder
+
+    def __getstate__(self) -> dict:
+        """The module's state without the dense-features cache (a copy of the input, and maybe of a sparse
+        matrix that ``copy.deepcopy`` cannot copy): copies and pickles rebuild it on first use."""
+        state = super().__getstate__()
+        state["_dense"] = None
+        return state
 
     @classmethod
     def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None,
@@ -89,7 +103,8 @@ class GCAModel(nn.Module):
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
                 self._dense = (features, dense_features(features))
             x = self._dense[1]
-            return self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long())  # PyG's dtype
+            out = self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long())  # PyG's dtype
+            return check_encoder_output(self.encoder, out, x.shape[0], getattr(self.projector, "channels", None))
         if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
             adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
         else:

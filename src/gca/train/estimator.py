@@ -4,11 +4,27 @@
 the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
 checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
 and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`).
+
+Rules for the parts a user passes in (``encoder=``, ``objective=``), as scikit-learn's estimators treat their
+parameters:
+
+* the module passed in is never changed — not trained, not moved to another device. ``fit`` trains a copy of it,
+  ``model.encoder`` (``model.objective``);
+* every ``fit`` starts from the weights the module had when the estimator was made: the estimator keeps a deep copy
+  of it (on the CPU) taken then, so fitting twice equals fitting once, and a later change to the module passed in
+  does not reach the estimator. The weights are kept, not re-drawn with ``reset_parameters``, which would replace
+  the weights the user gave. gca's own parts are built afresh by every ``fit`` after seeding with ``config.seed``,
+  so the same seed gives the same initial weights;
+* :func:`clone` gives an untrained estimator whose parts are copies of those initial modules, never of trained ones
+  — so every hold-out of :func:`gca.run.tasks.link_prediction` trains from the same initial state.
+
+``copy.deepcopy`` and ``pickle`` of an estimator, fitted or not, both give one that embeds exactly as it does.
 """
 
 from __future__ import annotations
 
 import copy
+import pickle
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,10 +35,10 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..augment.prepared import PreparedGraph, prepare
-from ..config import GCAConfig
+from ..config import ConfigError, GCAConfig
 from ..errors import UserError
 from ..graph.graph import Graph, prepare_graph
-from ..nn.encoders import check_output_width
+from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch
 from .batches import BatchSource, batch_source
@@ -41,11 +57,29 @@ def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
     return embeddings
 
 
+def _initial_copy(part: Any, what: str) -> Any:
+    """A deep copy of a user's part as it is now (a module's on the CPU): the state every ``fit`` starts from."""
+    if part is None:
+        return None
+    try:
+        kept = copy.deepcopy(part)
+    except Exception as exc:  # whatever the module holds that cannot be copied; one line for the user
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise ConfigError(f"the {what} {type(part).__name__} cannot be copied with copy.deepcopy ({type(exc).__name__}"
+                          f": {reason}); GCA trains a copy of it and keeps its initial weights") from None  # fmt: skip
+    return kept.cpu() if isinstance(kept, torch.nn.Module) else kept
+
+
+def _fresh(initial: Any) -> Any:
+    """A copy of a kept initial part to train (``None`` stays ``None``)."""
+    return None if initial is None else copy.deepcopy(initial)
+
+
 def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | None, share: Any,
            encoder: torch.nn.Module | None, graph: Graph, device: torch.device) -> GCAModel:  # fmt: skip
     """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
     if encoder is not None:
-        check_output_width(encoder.to(device), graph.features.to(device), config.hidden)
+        check_encoder(encoder.to(device), graph.features.to(device), config.hidden)
     return GCAModel.from_config(in_channels, config, objective, share, encoder).to(device)
 
 
@@ -63,6 +97,10 @@ class GCA:
     only), ``embed_seconds`` (the final inference), ``prepare_seconds``. Replaceable parts: ``objective`` (a module
     ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
     and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
+
+    A user's ``encoder`` (and ``objective``) is copied when the estimator is made and never changed: each ``fit``
+    trains a fresh copy of those initial weights (``model.encoder`` after it), so fitting twice gives the same
+    embeddings as fitting once. ``copy.deepcopy`` and ``pickle`` work on a fitted estimator.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
@@ -74,10 +112,23 @@ class GCA:
         self.device = placement.device if placement is not None else resolve_device(device)
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
         self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
+        # what every fit starts from: copies taken now, so neither training nor later changes to the modules reach it
+        self._initial_encoder = _initial_copy(encoder, "encoder")
+        self._initial_objective = _initial_copy(objective, "objective")
         self.model: GCAModel | None = None  # learned state: set by fit or load
         self.in_channels: int | None = None
         self.prepared: PreparedGraph | None = None
         self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
+
+    def __deepcopy__(self, memo: dict) -> GCA:
+        """A deep copy; the prepared graph goes through pickle, as ``copy.deepcopy`` cannot copy sparse CSR tensors
+        (its features may be one) while pickle can."""
+        if self.prepared is not None and id(self.prepared) not in memo:
+            memo[id(self.prepared)] = pickle.loads(pickle.dumps(self.prepared))
+        twin = object.__new__(type(self))
+        memo[id(self)] = twin
+        twin.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return twin
 
     graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
     prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
@@ -109,7 +160,8 @@ class GCA:
         seed_everything(cfg.seed)
         self.in_channels = graph.num_features
         share = place.objective_share(cfg.batch_size)
-        self.model = model = _model(self.in_channels, cfg, self.objective, share, self.encoder, graph, self.device)
+        encoder, objective = _fresh(self._initial_encoder), _fresh(self._initial_objective)
+        self.model = model = _model(self.in_channels, cfg, objective, share, encoder, graph, self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         place.attach(optimizer, cfg.batch_size)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
@@ -163,12 +215,14 @@ class GCA:
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
         """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
-        trained with a user's ``encoder`` loads into a fresh instance of it."""
+        trained with a user's ``encoder`` loads into a copy of a fresh instance of it (which stays as it is)."""
         state = load_checkpoint(path)
+        initial = _initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
         try:
-            estimator = cls(GCAConfig.from_saved(state["config"]), device=device, encoder=encoder)
+            estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
+            estimator.encoder, estimator._initial_encoder = encoder, initial
             estimator.in_channels = int(state["in_channels"])
-            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, encoder)
+            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
@@ -177,8 +231,9 @@ class GCA:
 
 def clone(estimator: GCA, **changes: Any) -> GCA:
     """A fresh, untrained estimator with ``estimator``'s device, placement and parts, and its configuration with
-    ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A replaced objective
-    or encoder is deep-copied as it is now, so clone before ``fit`` for a part with fresh weights."""
+    ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
+    objective is a copy of the one ``estimator`` was made with, at its initial weights — never trained ones, whether
+    ``estimator`` was fitted or not."""
     return GCA(estimator.config.replace(**changes), device=estimator.device, progress=estimator.progress,
-               objective=copy.deepcopy(estimator.objective), batches=estimator.batches,
-               placement=estimator.placement, encoder=copy.deepcopy(estimator.encoder))  # fmt: skip
+               objective=_fresh(estimator._initial_objective), batches=estimator.batches,
+               placement=estimator.placement, encoder=_fresh(estimator._initial_encoder))  # fmt: skip
