@@ -9,7 +9,7 @@ from ..lazy import lazy_exports
 
 _EXPORTS = {
     "gcn": ("GCNEncoder", "ProjectionHead"),
-    "encoders": ("MessagePassingEncoder",),
+    "encoders": ("MessagePassingEncoder", "EncoderError"),
     "model": ("GCAModel",),
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
