@@ -31,3 +31,28 @@ def test_the_modules_that_check_arguments_load_without_pytorch():
             "print('torch' in sys.modules)")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_type_checkers_see_every_name_a_package_hands_on(name):
+    """The ``if TYPE_CHECKING:`` imports of each package face name exactly its lazy exports, from the same modules:
+    what mypy and IDEs see is what ``import`` gives at run time."""
+    import ast
+    from pathlib import Path
+
+    package = importlib.import_module(name)
+    tree = ast.parse(Path(package.__file__).read_text())
+    (guarded,) = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") ==
+                  "TYPE_CHECKING"]  # fmt: skip
+    seen = {(node.module if node.level == 0 else "." * (node.level - 1) + node.module, alias.name, alias.asname)
+            for node in guarded.body for alias in node.names}  # fmt: skip
+    expected = {(m[1:] if m.startswith("..") else m, n, n) for m, names in package._EXPORTS.items() for n in names}
+    assert seen == expected
+
+
+def test_the_package_declares_its_types():
+    from pathlib import Path
+
+    import gca
+
+    assert (Path(gca.__file__).parent / "py.typed").is_file()

@@ -12,6 +12,8 @@ loading PyTorch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .lazy import lazy_exports
 
 __version__ = "0.3.0"
@@ -25,4 +27,17 @@ _EXPORTS = {
     "graph.graph": ("prepare_graph",),
     "evaluate.splits": ("random_splits",),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .config import GCAConfig as GCAConfig
+    from .config import build_config as build_config
+    from .datasets import load_dataset as load_dataset
+    from .datasets import read_npz_graph as read_npz_graph
+    from .evaluate.classification import evaluate_embeddings as evaluate_embeddings
+    from .evaluate.classification import linear_evaluation as linear_evaluation
+    from .evaluate.splits import random_splits as random_splits
+    from .graph.graph import prepare_graph as prepare_graph
+    from .nn.model import GCAModel as GCAModel
+    from .train.estimator import GCA as GCA
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

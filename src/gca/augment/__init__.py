@@ -5,6 +5,8 @@ once per graph (:mod:`.prepared`), and the same augmentation as PyTorch Geometri
 Names are imported on first use (PEP 562).
 """
 
+from typing import TYPE_CHECKING
+
 from ..lazy import lazy_exports
 
 _EXPORTS = {
@@ -16,4 +18,20 @@ _EXPORTS = {
     "prepared": ("PreparedGraph", "prepare"),
     "transforms": ("AdaptiveAugmentation", "AdaptiveEdgeDropping", "AdaptiveFeatureMasking"),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .augmentors import EdgeDropper as EdgeDropper
+    from .augmentors import FeatureMasker as FeatureMasker
+    from .augmentors import ViewAugmentor as ViewAugmentor
+    from .augmentors import build_augmentors as build_augmentors
+    from .augmentors import drop_probabilities as drop_probabilities
+    from .augmentors import edge_weights as edge_weights
+    from .augmentors import feature_weights as feature_weights
+    from .centrality import node_centrality as node_centrality
+    from .prepared import PreparedGraph as PreparedGraph
+    from .prepared import prepare as prepare
+    from .transforms import AdaptiveAugmentation as AdaptiveAugmentation
+    from .transforms import AdaptiveEdgeDropping as AdaptiveEdgeDropping
+    from .transforms import AdaptiveFeatureMasking as AdaptiveFeatureMasking
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

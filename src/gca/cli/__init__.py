@@ -7,9 +7,16 @@ Names are imported on first use (PEP 562), so the console module holds Ctrl-C be
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..lazy import lazy_exports
 
 _EXPORTS = {
     "dispatch": ("main", "entry"),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .dispatch import entry as entry
+    from .dispatch import main as main
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -5,6 +5,8 @@ them with the objective (:mod:`.model`).
 Names are imported on first use (PEP 562).
 """
 
+from typing import TYPE_CHECKING
+
 from ..lazy import lazy_exports
 
 _EXPORTS = {
@@ -12,4 +14,12 @@ _EXPORTS = {
     "encoders": ("MessagePassingEncoder", "EncoderError"),
     "model": ("GCAModel",),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .encoders import EncoderError as EncoderError
+    from .encoders import MessagePassingEncoder as MessagePassingEncoder
+    from .gcn import GCNEncoder as GCNEncoder
+    from .gcn import ProjectionHead as ProjectionHead
+    from .model import GCAModel as GCAModel
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -4,6 +4,8 @@ by node id (:mod:`.export`) and figures (:mod:`.plots`).
 Names are imported on first use (PEP 562).
 """
 
+from typing import TYPE_CHECKING
+
 from ..lazy import lazy_exports
 
 _EXPORTS = {
@@ -11,4 +13,16 @@ _EXPORTS = {
     "export": ("export_embeddings", "ExportError"),
     "plots": ("loss_curve", "tsne_map"),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .export import ExportError as ExportError
+    from .export import export_embeddings as export_embeddings
+    from .folder import OutputError as OutputError
+    from .folder import RunOutputs as RunOutputs
+    from .folder import check_folder as check_folder
+    from .folder import hold_folder as hold_folder
+    from .folder import release_folder as release_folder
+    from .plots import loss_curve as loss_curve
+    from .plots import tsne_map as tsne_map
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -24,10 +24,11 @@ from .job import Job
 def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05,
                     test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
     """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
-    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts and device, the
-    hold-out's seed from :func:`gca.seeds.run_seeds`); returns the scores, the first run's estimator and
-    embeddings (of its training graph) and the run's record (``results.json``: what was held out, the scores, the first training's time, device and
-    configuration). ``estimator`` itself is not trained."""
+    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts at their initial
+    weights, even if ``estimator`` was fitted, its device, the hold-out's seed from :func:`gca.seeds.run_seeds`);
+    returns the scores, the first run's estimator and embeddings (of its training graph) and the run's record
+    (``results.json``: what was held out, the scores, the first training's time, device and configuration).
+    ``estimator`` itself is not trained."""
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None

@@ -5,6 +5,8 @@ checkpoints (:mod:`.checkpoint`), where a process trains among several (:mod:`.d
 Names are imported on first use (PEP 562).
 """
 
+from typing import TYPE_CHECKING
+
 from ..lazy import lazy_exports
 
 _EXPORTS = {
@@ -18,4 +20,26 @@ _EXPORTS = {
     "distributed": ("Placement", "resolve_device"),
     "..augment.prepared": ("prepare", "PreparedGraph"),
 }
+
+if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from ..augment.prepared import PreparedGraph as PreparedGraph
+    from ..augment.prepared import prepare as prepare
+    from .batches import Batch as Batch
+    from .batches import BatchSource as BatchSource
+    from .batches import batch_source as batch_source
+    from .checkpoint import TrainingCheckpoints as TrainingCheckpoints
+    from .checkpoint import load_checkpoint as load_checkpoint
+    from .checkpoint import save_checkpoint as save_checkpoint
+    from .distributed import Placement as Placement
+    from .distributed import resolve_device as resolve_device
+    from .estimator import GCA as GCA
+    from .estimator import clone as clone
+    from .loop import CollapseError as CollapseError
+    from .loop import TrainingError as TrainingError
+    from .loop import encode_graph as encode_graph
+    from .loop import train as train
+    from .loop import train_step as train_step
+    from .loop import updates_taken as updates_taken
+    from .loop import warmup_schedule as warmup_schedule
+
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
