@@ -6,10 +6,16 @@
 #             against the plain formulation on the same GPU (benchmarks/gpu.py --epoch-graphs);
 #   variants  the paper's GCA variants on those three graphs, both protocols, as many seeds as the budget allows
 #             (benchmarks/paper_variants.py; it gets what is left of the budget, less 15 s);
-#   objective the objective at N = 34,493, 169,343 and 10^6 per backend and precision (benchmarks/gpu_scale.py);
+#   paper-minibatch  mini-batch against exact training on those three graphs (Table 5's settings, gca's default
+#             schedule): exact, B = 1024, then B = 2048 and 512 while the budget lasts, each one `gca train` —
+#             accuracy under both protocols, seconds, peak GPU memory and RSS (benchmarks/paper_minibatch.py,
+#             arguments in PAPER_MB_ARGS; it gets what is left of the budget, less 15 s; OUT/paper_minibatch.json);
+#   objective the objective at N = 34,493, 169,343 and 10^6 per backend and precision (benchmarks/gpu_scale.py,
+#             arguments in SCALE_ARGS: "--sizes 1000000 --backends attention --precisions bf16" for 10^6 in bf16 alone);
 #   cora      Cora GCA-DE, 20 splits, objective in fp32 (blocked), tf32 (blocked), fp32 and bf16 (attention);
 #   arxiv     ogbn-arxiv size: a mini-batch epoch and exact full-graph epochs (benchmarks/minibatch.py);
-#   products  ogbn-products size, 50 mini-batch steps — only if at least 330 s of the budget are left.
+#   products  ogbn-products size, 50 mini-batch steps (PRODUCTS_ARGS, e.g. "--products-steps 200"): steps per second
+#             and the seconds to embed every node — only if at least 330 s of the budget are left.
 # Everything is printed and kept in OUT/gpu.log (plus OUT/*.json).
 #
 #   bash benchmarks/gpu_all.sh OUT DATA_DIR [BUDGET_SECONDS]
@@ -18,6 +24,8 @@
 # (PyTorch Geometric writes processed/ beside raw/). A dry run on a CPU:
 # DEVICE=cpu SECTIONS="epoch variants" EPOCH_ARGS="--epochs 1" VARIANT_ARGS="--epochs 2 --seeds 1 --variant GCA-DE"
 # bash benchmarks/gpu_all.sh /tmp/dry DATA 300
+# DEVICE=cpu SECTIONS=paper-minibatch PAPER_MB_ARGS="--datasets Amazon-Photo --batch-sizes 0 1024 --epochs 2
+# --splits 2 --sklearn-splits 2" bash benchmarks/gpu_all.sh /tmp/dry DATA 120
 set -u
 OUT=${1:?output folder}
 DATA=${2:?data folder}
@@ -55,6 +63,13 @@ if run variants; then
   # shellcheck disable=SC2086
   $PY benchmarks/paper_variants.py --data-dir "$DATA" --out "$OUT" --device "$DEVICE" --seeds 3 \
     --deadline $(( BUDGET - SECONDS - 15 )) ${VARIANT_ARGS:-}
+fi
+
+if run paper-minibatch; then
+  echo "== paper-minibatch: mini-batch against exact training, Table 5's settings, both protocols ($SECONDS s)"
+  # shellcheck disable=SC2086
+  $PY benchmarks/paper_minibatch.py --data-dir "$DATA" --out "$OUT" --device "$DEVICE" --work "$WORK/paper-minibatch" \
+    --deadline $(( BUDGET - SECONDS - 15 )) ${PAPER_MB_ARGS:-}
 fi
 
 if run objective; then
@@ -97,9 +112,10 @@ fi
 
 if run products; then
   if (( BUDGET - SECONDS >= 330 )); then
-    echo "== ogbn-products size, 50 steps ($SECONDS s)"
+    echo "== ogbn-products size, mini-batch steps per second and inference ($SECONDS s)"
+    # shellcheck disable=SC2086
     timeout $(( BUDGET - SECONDS - 10 )) $PY benchmarks/minibatch.py --dir "$WORK/bench" --device "$DEVICE" \
-      --skip-arxiv
+      --skip-arxiv ${PRODUCTS_ARGS:-}
   else
     echo "== ogbn-products size: not run ($(( BUDGET - SECONDS )) s of the budget left, 330 s needed)"
   fi

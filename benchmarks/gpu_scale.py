@@ -11,6 +11,12 @@ without TF32 for the fp32 cases). Units: one full ZZᵀ costs u = 2·(2N)²·d f
 products in each of its two kernel calls).
 
     python benchmarks/gpu_scale.py [--sizes 34493 169343 1000000] [--dim 128] [--deadline 240] [--json FILE]
+                                   [--backends blocked attention] [--precisions fp32 tf32 bf16]
+                                   [--kernels auto flash efficient]
+
+``--backends``, ``--precisions`` and ``--kernels`` keep only the cases they name (the exact objective at 10^6 nodes
+against its bf16 bound alone: ``--sizes 1000000 --backends attention --precisions bf16``); the dense throughput is
+measured only for the precisions kept.
 
 Cases left when ``--deadline`` seconds have passed are reported as not run, never estimated.
 """
@@ -91,11 +97,18 @@ def main() -> None:
                         help="at N ≥ this, leave out the fp32 cases (minutes each on an H100)")  # fmt: skip
     parser.add_argument("--deadline", type=float, default=240.0, help="seconds; later cases are reported not run")
     parser.add_argument("--json", help="also write the numbers to this JSON file")
+    parser.add_argument("--backends", nargs="+", choices=("blocked", "attention"), default=["blocked", "attention"])
+    parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32", "tf32", "bf16"])
+    parser.add_argument("--kernels", nargs="+", choices=("auto", "flash", "efficient"),
+                        default=["auto", "flash", "efficient"], help="auto: the blocked cases' label")  # fmt: skip
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: a dry run of this script
     args = parser.parse_args()
     device, name = chosen_device(args.device, "benchmarks/gpu_scale.py")
     begin = time.perf_counter()
-    peaks = {p: dense_throughput(p, device) for p in ("fp32", "tf32", "bf16")}
+    chosen = [c for c in CASES if c[1] in args.backends and c[2] in args.precisions and c[3] in args.kernels]
+    if not chosen:
+        sys.exit("gpu_scale.py: no case left by --backends, --precisions and --kernels")
+    peaks = {p: dense_throughput(p, device) for p in ("fp32", "tf32", "bf16") if any(c[2] == p for c in chosen)}
     print(f"device: {name}, torch {torch.__version__}")
     print("dense 8192³ product: " + ", ".join(f"{p} {t / 1e12:.0f} TFLOP/s" for p, t in peaks.items()))
     print("\n| N | case | seconds | peak GPU memory | bound s | seconds / bound | loss |")
@@ -104,7 +117,7 @@ def main() -> None:
     for n in args.sizes:
         single = n >= args.single_run_from
         # where one run takes many seconds, the case a deadline must not cut goes first
-        cases = sorted(CASES, key=lambda c: c[2] != "bf16") if single else CASES
+        cases = sorted(chosen, key=lambda c: c[2] != "bf16") if single else chosen
         for case in cases:
             label, _, precision, _, units = case
             bound = units * 2.0 * (2 * n) ** 2 * args.dim / peaks[precision]

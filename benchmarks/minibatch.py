@@ -6,7 +6,7 @@ once and reused): arxiv size 169,343 nodes, 1,166,243 edges, 128 dense features;
 61,859,140 edges, 100 dense features. Each run is
 
     gca train --dataset FILE --epochs 1 --no-eval --set hidden=128 --set batch_size=1024 --set fanout=10,10
-              [--set steps_per_epoch=50]      # products size
+              [--set steps_per_epoch=50]      # products size (--products-steps)
 
 and its peak RSS is the child process's own (``os.wait4``). ``--exact`` adds one full-graph epoch at arxiv size
 (the exact O(N²·d) objective, fp32) for comparison — several minutes on two cores, seconds on a GPU, where
@@ -15,7 +15,10 @@ and its peak RSS is the child process's own (``os.wait4``). ``--exact`` adds one
 allocated GPU memory (``gpu_peak_mb`` of results.json).
 
     python benchmarks/minibatch.py [--dir /tmp/gca-bench] [--skip-arxiv] [--skip-products] [--exact] [--exact-bf16]
-                                   [--exact-epochs E] [--device D]
+                                   [--exact-epochs E] [--products-steps 50] [--device D]
+
+The table gives, per run, the training steps per second (steps ÷ training seconds, the first step's warm-up
+included) and the seconds to embed every node after training (inference, ``embed_seconds`` of results.json).
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="also one exact full-graph epoch at arxiv size")
     parser.add_argument("--exact-bf16", action="store_true", help="and the same with the bf16 attention objective")
     parser.add_argument("--exact-epochs", type=int, default=1, help="epochs of the exact runs (the first warms up)")
+    parser.add_argument("--products-steps", type=int, default=50, help="mini-batch steps at products size")
     parser.add_argument("--device", default="auto", help="passed to gca train")
     parser.add_argument("--predict", choices=list(SIZES), help="only print the memory model's prediction for a size")
     parser.add_argument("--feature-bytes", type=int, choices=(4, 2), default=4,
@@ -109,8 +113,9 @@ def main() -> None:
         runs.append(("arxiv", "mini-batch B = 1024, fan-out 10,10",
                      ["--set", "batch_size=1024", "--set", "fanout=10,10"]))  # fmt: skip
     if not args.skip_products:
-        runs.append(("products", "mini-batch B = 1024, fan-out 10,10, 50 steps",
-                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set", "steps_per_epoch=50"]))  # fmt: skip
+        runs.append(("products", f"mini-batch B = 1024, fan-out 10,10, {args.products_steps} steps",
+                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set",
+                      f"steps_per_epoch={args.products_steps}"]))  # fmt: skip
     if args.exact:
         runs.append(("arxiv", "exact (full graph)", ["--set", "precision=fp32"]))
     if args.exact_bf16:
@@ -118,10 +123,10 @@ def main() -> None:
                      ["--set", "loss_backend=attention", "--set", "precision=bf16"]))  # fmt: skip
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; torch threads: default")
     print(
-        "| graph | training | steps × epochs | s/epoch | s/step | start, load, prepare, write s | embed all s | wall s "
-        "| peak RSS | peak GPU memory | objective |"
+        "| graph | training | steps × epochs | s/epoch | s/step | steps/s | start, load, prepare, write s "
+        "| embed all s (inference) | wall s | peak RSS | peak GPU memory | objective |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     memory: list[str] = []
     for number, (size, label, settings) in enumerate(runs):
         graph = ensure_graph(size, args.dir)
@@ -136,6 +141,7 @@ def main() -> None:
         steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
         train = record["train_seconds"]
         print(f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
+              f"{steps * epochs / max(train, 1e-9):.1f} | "
               f"{wall - train - record['embed_seconds']:.1f} | {record['embed_seconds']:.1f} | {wall:.1f} | "
               f"{peak:,.0f} MiB | {record.get('gpu_peak_mb', '—')} | {record.get('objective', '')} |",
               flush=True)  # fmt: skip
