@@ -53,6 +53,7 @@ def test_a_failing_run_leaves_the_previous_run_whole(tmp_path, capsys, case):
     extra, damage, words = FAILURES[case]
     if damage is not None:
         damage(out)
+    damaged = _run_files(out)
     capsys.readouterr()
     assert main([*TRAIN, "--checkpoint-every", "2", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -60,6 +61,8 @@ def test_a_failing_run_leaves_the_previous_run_whole(tmp_path, capsys, case):
     assert all(line.startswith("gca: ") and "error" not in line for line in err[:-1]), err  # notes only before
     after = _run_files(out)
     assert {name: after[name] for name in before} == before  # every file of the earlier run, byte for byte
+    if case.startswith("resume refused"):  # refused before anything was copied or written
+        assert after == damaged and len(err) == 1, err
 
 
 def test_any_two_runs_leave_the_last_successful_one(tmp_path):
@@ -81,6 +84,8 @@ def test_any_two_runs_leave_the_last_successful_one(tmp_path):
             after = _run_files(out)
             assert {n: after.get(n) for n in last} == last, (first, second)
             assert set(after) - set(last) <= {"checkpoint.in-progress.pt"}  # a failed run's state, for --resume
+            if second is fail[1]:
+                assert after == last, (first, second)  # a refused resume writes nothing
 
 
 def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_path):

@@ -7,8 +7,8 @@ import sys
 
 from .. import environment
 from ..config import ConfigError
-from ..names import CENTRALITY_CHOICES, TASKS
-from .common import evaluation_arguments, graph_arguments, inputs, load_graph, settings, split_setting
+from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
+from .common import evaluation_arguments, graph_arguments, inputs, load_graph, settings, split_count, split_setting
 from .shell import import_libraries, warn
 
 
@@ -38,8 +38,9 @@ def add_parser(sub) -> None:
         help="what the embeddings are judged by: classify (default: node classification), link (link prediction on "
         "edges held out before training) or cluster (k-means, NMI and ARI)",
     )  # fmt: skip
-    evaluation_arguments(train, "classify: evaluation splits (default 20); link: hold-outs, each its own training "
-                                "(default 3); cluster: k-means seeds (default 10)")  # fmt: skip
+    evaluation_arguments(train, f"classify: evaluation splits (default {TASK_COUNTS['classify']}); link: hold-outs, "
+                                f"each its own training (default {TASK_COUNTS['link']}); cluster: k-means seeds "
+                                f"(default {TASK_COUNTS['cluster']})")  # fmt: skip
     train.add_argument("--link-val", type=float, default=0.05, help="link: share of edges held out for validation")
     train.add_argument("--link-test", type=float, default=0.1, help="link: share of edges held out for testing")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -49,7 +50,8 @@ def add_parser(sub) -> None:
         "--checkpoint-every", type=int, default=0, metavar="N", help="save OUT/checkpoint.pt every N epochs"
     )
     train.add_argument(
-        "--resume", action="store_true", help="continue from OUT/checkpoint.pt (same settings) if it exists"
+        "--resume", action="store_true", help="continue the run in OUT (its in-progress checkpoint, else "
+        "OUT/checkpoint.pt; same settings) if there is one"
     )
 
 
@@ -60,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.task == "link" and (args.checkpoint_every or args.resume or environment.world_size() > 1):
         raise ConfigError("--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
                           "--resume or torchrun")  # fmt: skip
-    if args.splits is None:
-        args.splits = {"classify": 20, "link": 3, "cluster": 10}[args.task]
+    split_count(args, args.task)
     splits = split_setting(args)
     from ..outputs.folder import RunOutputs
 
@@ -96,8 +97,12 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         _announce(job, estimator, args, plots)
     if args.task == "link":
         return _link_into(outputs, args, job, estimator)
-    # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it.
-    checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes)
+    # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it. A resume
+    # that training would refuse is refused here, before a checkpoint is copied (gca.outputs.folder).
+    from ..train.checkpoint import resume_check
+
+    checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes,
+                                                   resume_check(estimator, job.prepared))  # fmt: skip
     if note:
         print(f"gca: {note}", file=sys.stderr)
     with outputs:
@@ -127,7 +132,7 @@ def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
     """The warnings and the run's one-line summary (printed by the process that writes)."""
     from ..outputs.plots import MIN_TSNE_NODES
 
-    if not args.no_eval and job.labels is None:
+    if not args.no_eval and job.labels is None and args.task != "link":  # link prediction needs no labels
         warn("the graph has no labels; skipping evaluation")
     if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
         warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")

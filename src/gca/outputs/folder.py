@@ -10,9 +10,21 @@ interruption it holds the previous run, or no ``results.json`` at all — never 
 moved and the staged files are removed. Messages name the user's paths, never a temporary file.
 
 Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
-previous complete run, which stays untouched until this run commits; the commit moves the last one to
-``checkpoint.pt``. ``--resume`` continues from the in-progress file, or else from the ``checkpoint.pt`` of the
-run in the folder (copied, so that run stays whole until the new one commits).
+previous complete run, which stays untouched until this run commits. ``--resume`` continues from the in-progress
+file, or else from the ``checkpoint.pt`` of the run in the folder (copied, so that run stays whole until the new
+one commits). Rules for the in-progress file:
+
+* a resume that will be refused (the file is damaged, or was made with other settings or on another graph) is
+  refused before anything is copied or written: :meth:`~RunOutputs.training_checkpoint` runs the training's own
+  check on the file first;
+* a run owns the in-progress file only when it resumes from it (or from the copy it made) or writes its own
+  checkpoints; one that writes checkpoints without ``--resume`` removes an earlier one when it starts;
+* on commit, the in-progress file becomes ``checkpoint.pt`` when the run owns it; otherwise it is removed, and so
+  is the ``checkpoint.pt`` of the earlier run (a run without checkpoints leaves none): after a commit the folder
+  holds no checkpoint of any other run;
+* a run that fails after it copied ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy
+  (it holds nothing ``checkpoint.pt`` does not); an in-progress file with the progress of a failed or killed run
+  stays, for ``--resume``.
 
 One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``flock``, released by the operating
 system when the process ends, however it ends) from the moment it is made; a second run on the same folder is
@@ -22,6 +34,7 @@ refused with one line, and only the holder removes staging folders left by a kil
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import os
 import secrets
 import shutil
@@ -65,6 +78,8 @@ class RunOutputs:
         self._staging = self.out / f".gca-staging-{secrets.token_hex(4)}"
         self._staged: dict[str, Path] = {}
         self._export_staged: Path | None = None
+        self._owns_checkpoint = False  # whether the in-progress file is this run's (see the module docstring)
+        self._copied_checkpoint = False  # whether this run made it by copying checkpoint.pt
 
     def _check_export(self, inputs: list[Path]) -> None:
         export = self.export
@@ -97,32 +112,43 @@ class RunOutputs:
         """Where this run's training checkpoints go while it runs (atomically, so a kill keeps the last one)."""
         return self.out / IN_PROGRESS
 
-    def resume_from(self) -> Path | None:
+    def resume_from(self, check: Callable[[Path], Any] | None = None) -> Path | None:
         """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
-        the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none."""
-        if self.checkpoint.is_file():
-            return self.checkpoint
+        the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none.
+        ``check(path)`` raises when the run would refuse that file: it is called first, so a refused resume
+        copies and writes nothing."""
         finished = self.out / "checkpoint.pt"
-        if not finished.is_file():
+        source = self.checkpoint if self.checkpoint.is_file() else finished if finished.is_file() else None
+        if source is None:
             return None
-        def copy(f: IO[bytes]) -> None:  # streamed: a checkpoint may be larger than we want in memory
-            with open(finished, "rb") as source:
-                shutil.copyfileobj(source, f)
+        if check is not None:
+            check(source)
+        if source == finished:
+            def copy(f: IO[bytes]) -> None:  # streamed: a checkpoint may be larger than we want in memory
+                with open(finished, "rb") as original:
+                    shutil.copyfileobj(original, f)
 
-        self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, copy))
-        return finished
+            self._guard(self.checkpoint, lambda: atomic_write(self.checkpoint, copy))
+            self._copied_checkpoint = True
+        self._owns_checkpoint = True
+        return source
 
-    def training_checkpoint(self, resume: bool, every: int, writes: bool = True) -> tuple[Path, str | None]:
+    def training_checkpoint(self, resume: bool, every: int, writes: bool = True,
+                            check: Callable[[Path], Any] | None = None) -> tuple[Path, str | None]:  # fmt: skip
         """The checkpoint path a training run hands to :meth:`gca.GCA.fit`, and a line for the user. Resuming, the
-        writing process prepares the file to continue from (:meth:`resume_from`); another process of the run only
-        reads what it resumes from. A fresh run that writes checkpoints drops an interrupted run's."""
+        writing process checks the file it would continue from with ``check`` (the training's own refusals, so
+        they come before anything is written) and prepares it (:meth:`resume_from`); another process of the run
+        only reads what it resumes from. A fresh run that writes checkpoints drops an interrupted run's; one that
+        writes none leaves it until it commits, which removes it (see the module docstring)."""
         if resume and writes:
-            source = self.resume_from()
+            source = self.resume_from(check)
+            self._owns_checkpoint = True  # continued from, or written by this run from its first epoch
             return self.checkpoint, f"resuming from {source}" if source else f"no checkpoint yet in {self.out}"
         if resume:
             return (self.checkpoint if self.checkpoint.is_file() else self.out / "checkpoint.pt"), None
         if writes and every:
             self.start_fresh()
+            self._owns_checkpoint = True
         return self.checkpoint, None
 
     def start_fresh(self) -> None:
@@ -171,8 +197,9 @@ class RunOutputs:
         return self.commit()
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
-        """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run."""
-        others = [n for n in RUN_FILES if n not in owned and (self.out / n).exists()]
+        """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run (or the
+        in-progress checkpoint of one)."""
+        others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
             raise OutputError(
                 f"--out {self.out} holds another run's {others[0]}; give {command} a folder of its own"
@@ -180,14 +207,16 @@ class RunOutputs:
 
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
-        ``owned``, except those named in ``keep``. A checkpoint this run wrote (:attr:`checkpoint`) becomes
-        ``checkpoint.pt``. Returns the paths written."""
+        ``owned``, except those named in ``keep``. With ``checkpoint.pt`` in ``owned``, the in-progress checkpoint
+        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written."""
         written = []
         keep, owned = set(keep), tuple(owned)
-        if "checkpoint.pt" in owned and self.checkpoint.is_file():
+        if "checkpoint.pt" in owned and self._owns_checkpoint and self.checkpoint.is_file():
             self._staged["checkpoint.pt"] = self.checkpoint
         if "results.json" in owned:  # first: from here until the end the folder holds no complete run
             self._guard(self.out / "results.json", lambda: (self.out / "results.json").unlink(missing_ok=True))
+        if "checkpoint.pt" in owned and "checkpoint.pt" not in self._staged:  # another run's: never this run's
+            self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
         for name in owned:
             if name not in self._staged and name not in keep:
                 self._guard(self.out / name, lambda name=name: (self.out / name).unlink(missing_ok=True))
@@ -222,6 +251,20 @@ class RunOutputs:
 
     def __exit__(self, kind, value, traceback) -> None:
         self.discard()
+        if kind is not None:
+            self.drop_unused_copy()
+
+    def drop_unused_copy(self) -> None:
+        """After a failure: remove the in-progress file when it is still the copy of ``checkpoint.pt`` that
+        :meth:`resume_from` made (nothing is lost: ``checkpoint.pt`` holds the same), so a failed resume leaves the
+        folder as it was; a checkpoint the run wrote since stays, for ``--resume``."""
+        if not self._copied_checkpoint:
+            return
+        self._copied_checkpoint = False
+        finished = self.out / "checkpoint.pt"
+        with contextlib.suppress(OSError):
+            if finished.is_file() and filecmp.cmp(self.checkpoint, finished, shallow=False):
+                self.checkpoint.unlink()
 
     @staticmethod
     def _guard(user_path: Path, action: Callable[[], Any]) -> Any:

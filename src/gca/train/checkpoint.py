@@ -3,16 +3,27 @@
 Two kinds of file, both plain dicts of tensors and Python values (so ``torch.load(weights_only=True)`` reads
 them and a crafted file cannot run code):
 
-* a **model** checkpoint (``model.pt``): the configuration, the input width and the weights;
+* a **model** checkpoint (``model.pt``): the configuration, the input width, the weights and the losses per epoch;
 * a **training** checkpoint (``checkpoint.pt``): a model checkpoint plus everything needed to continue exactly —
-  the epoch, the losses so far, Adam's moments, every random-number generator's state, the batch source's
+  the epoch, the training time, Adam's moments, every random-number generator's state, the batch source's
   position and a fingerprint of the graph trained on.
+
+Rules for reading one. Every file is read by :func:`load_checkpoint`, which checks every entry that is ever read
+from it (:func:`check_checkpoint`) before returning it: present, of its type, numbers finite and in range, the
+losses one per finished epoch, the weights and Adam's moments finite tensors, each generator state one that the
+generator accepts. A file that fails is a :class:`CheckpointError` of one line naming the file and the entry —
+never a ``KeyError`` or ``ValueError`` later on. What depends on the run resuming it (the settings, the graph, the
+shapes of the weights and moments, the training generator's device) is checked by :func:`check_resume`, for a
+command that copies or adopts a checkpoint before training through :func:`resume_check`, and by
+:meth:`TrainingCheckpoints.restore` again just before the state is loaded.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +48,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a gca checkpoint with ``torch.load(weights_only=True)``: only tensors and plain Python values are
-    unpickled, so a crafted file cannot run code; truncated, foreign or crafted files raise :class:`CheckpointError`."""
+    unpickled, so a crafted file cannot run code; truncated, foreign, crafted or damaged files (any entry missing,
+    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist" if not path.exists() else f"{path} is not a file")
@@ -52,7 +64,212 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} is not a readable gca checkpoint ({reason}); nothing in it was run") from None
     if not isinstance(state, dict) or state.get("format") not in (MODEL_FORMAT, TRAINING_FORMAT):
         raise CheckpointError(f"{path} is not a gca checkpoint (no gca format marker)")
+    return check_checkpoint(state, path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checking what a file holds: one place for every entry that is read from a checkpoint
+
+
+def _damaged(path: str | Path, problem: str) -> CheckpointError:
+    return CheckpointError(f"{path} is a damaged gca checkpoint ({_one_line(problem)})")
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _shown(value: Any) -> str:
+    """A short description of a value found in a file: its repr, cut short when long."""
+    if isinstance(value, torch.Tensor):
+        text = f"a tensor of shape {tuple(value.shape)}" if value.numel() != 1 else f"a tensor holding {value.item()!r}"
+    else:
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _entry(table: dict, key: str, path: str | Path, where: str = "") -> Any:
+    if key not in table:
+        raise _damaged(path, f"no '{where}{key}' entry")
+    return table[key]
+
+
+def _count(value: Any, name: str, path: str | Path, low: int = 0) -> int:
+    """A whole number ≥ ``low`` (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _damaged(path, f"'{name}' is {_shown(value)}, not a whole number ≥ {low}")
+    return value
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a real number with a finite float value (a bool is not a number here; an int too large
+    for a float is not finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _number(value: Any, name: str, path: str | Path, low: float | None = None) -> None:
+    """A finite real number (≥ ``low`` when given)."""
+    if not _finite(value) or (low is not None and value < low):
+        bound = "" if low is None else f" ≥ {low:g}"
+        raise _damaged(path, f"'{name}' is {_shown(value)}, not a finite number{bound}")
+
+
+def _table(value: Any, name: str, path: str | Path, what: str = "a table") -> dict:
+    if not isinstance(value, dict):
+        raise _damaged(path, f"'{name}' is {_shown(value)}, not {what}")
+    return value
+
+
+def _tensor(value: Any, name: str, path: str | Path, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A dense tensor (of ``dtype`` when given) whose floating-point values are all finite."""
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided or value.is_meta or value.is_quantized:
+        raise _damaged(path, f"'{name}' is {_shown(value)}, not a dense tensor")
+    if dtype is not None and value.dtype != dtype:
+        raise _damaged(path, f"'{name}' is a {value.dtype} tensor, not {dtype}")
+    if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+        raise _damaged(path, f"'{name}' holds values that are not finite")
+    return value
+
+
+def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """``state`` (a checkpoint read from ``path``) when every entry that gca reads from it is sound, else a
+    :class:`CheckpointError` of one line naming ``path`` and the entry. Both kinds: ``config`` (a configuration
+    :class:`~gca.config.GCAConfig` accepts), ``in_channels`` (≥ 1), ``model`` (a non-empty table of finite
+    tensors), ``losses`` (finite numbers). A training checkpoint also: ``epoch`` (0 … its config's epochs, one loss
+    each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table), ``optimizer`` (Adam's
+    state: parameter groups of finite settings, per-parameter moments that are finite tensors and a step count)
+    and ``rng`` (generator states that the generators accept). Shapes that depend on the run resuming it are
+    :func:`check_resume`'s."""
+    from dataclasses import fields
+
+    from ..config import GCAConfig  # here: the configuration module is not needed to read a format marker
+
+    config = _table(_entry(state, "config", path), "config", path, "a table of settings")
+    known = {f.name for f in fields(GCAConfig)}
+    unknown = [k for k in config if k not in known]
+    if unknown:
+        raise _damaged(path, f"'config' has a setting this version of gca does not know: {_shown(unknown[0])}")
+    try:
+        GCAConfig.from_saved(config)
+    except (TypeError, ValueError, ArithmeticError, UserError) as exc:  # ArithmeticError: an int too large
+        raise _damaged(path, f"'config' is not a valid configuration: {exc}") from None
+    _count(_entry(state, "in_channels", path), "in_channels", path, low=1)
+    weights = _table(_entry(state, "model", path), "model", path, "a table of tensors")
+    if not weights:
+        raise _damaged(path, "'model' holds no weights")
+    for name, value in weights.items():
+        if not isinstance(name, str):
+            raise _damaged(path, f"'model' has a key {_shown(name)} that is not text")
+        _tensor(value, f"model.{name}", path)
+    losses = _entry(state, "losses", path)
+    if not isinstance(losses, list):
+        raise _damaged(path, f"'losses' is {_shown(losses)}, not a list of numbers")
+    for number, loss in enumerate(losses):
+        _number(loss, f"losses[{number}]", path)
+    if state["format"] == TRAINING_FORMAT:
+        _check_training_entries(state, path, config)
     return state
+
+
+def _check_training_entries(state: dict[str, Any], path: str | Path, config: dict[str, Any]) -> None:
+    epoch = _count(_entry(state, "epoch", path), "epoch", path)
+    epochs = config.get("epochs")
+    if isinstance(epochs, int) and epoch > epochs:
+        raise _damaged(path, f"'epoch' is {_shown(epoch)}, beyond the {epochs} epochs of its own config")
+    if len(state["losses"]) != epoch:
+        count = len(state["losses"])
+        raise _damaged(path, f"'losses' holds {count} value{'' if count == 1 else 's'} for {epoch} finished epochs")
+    _number(_entry(state, "train_seconds", path), "train_seconds", path, low=0.0)
+    if not isinstance(_entry(state, "graph", path), str):
+        raise _damaged(path, f"'graph' is {_shown(state['graph'])}, not a fingerprint")
+    batches = _table(_entry(state, "batches", path), "batches", path)
+    if not all(isinstance(k, str) for k in batches):
+        raise _damaged(path, "'batches' has a key that is not text")
+    _check_optimizer(_entry(state, "optimizer", path), path)
+    _check_rng(_entry(state, "rng", path), path)
+
+
+def _check_optimizer(optimizer: Any, path: str | Path) -> None:
+    """Adam's ``state_dict()``: parameter groups (finite settings, distinct parameter numbers) and, per parameter,
+    a step count and moments that are finite tensors."""
+    _table(optimizer, "optimizer", path, "an optimiser state")
+    groups = _entry(optimizer, "param_groups", path, "optimizer.")
+    if not isinstance(groups, list) or not groups:
+        raise _damaged(path, f"'optimizer.param_groups' is {_shown(groups)}, not a list of parameter groups")
+    numbers: list[int] = []
+    for g, group in enumerate(groups):
+        where = f"optimizer.param_groups[{g}]"
+        _table(group, where, path, "a parameter group")
+        params = _entry(group, "params", path, f"{where}.")
+        if not isinstance(params, list):
+            raise _damaged(path, f"'{where}.params' is {_shown(params)}, not a list of parameter numbers")
+        numbers += [_count(p, f"{where}.params", path) for p in params]
+        _number(_entry(group, "lr", path, f"{where}."), f"{where}.lr", path, low=0.0)
+        for key, value in group.items():
+            if key in ("params", "lr"):
+                continue
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(item, (int, float)) and not isinstance(item, bool):
+                    _number(item, f"{where}.{key}", path)
+    if len(set(numbers)) != len(numbers):
+        raise _damaged(path, "'optimizer.param_groups' names a parameter twice")
+    moments = _table(_entry(optimizer, "state", path, "optimizer."), "optimizer.state", path, "a table")
+    for number, entries in moments.items():
+        where = f"optimizer.state[{_shown(number)}]"
+        if number not in numbers or isinstance(number, bool):
+            raise _damaged(path, f"'{where}' is for a parameter that no parameter group holds")
+        _table(entries, where, path, "a table of tensors")
+        for key, value in entries.items():
+            if key == "step":
+                step = _tensor(value, f"{where}.step", path) if isinstance(value, torch.Tensor) else value
+                count = step.item() if isinstance(step, torch.Tensor) and step.numel() == 1 else step
+                if not _finite(count) or count < 0 or count != int(count):
+                    raise _damaged(path, f"'{where}.step' is {_shown(value)}, not a count of updates")
+            else:
+                _tensor(value, f"{where}.{key}", path)
+
+
+def _check_rng(rng: Any, path: str | Path) -> None:
+    """Every generator state, set on a generator of its own kind made for the test (the run's are untouched)."""
+    _table(rng, "rng", path, "a table of generator states")
+    _tensor(_entry(rng, "generator", path, "rng."), "rng.generator", path, torch.uint8)  # its device: check_resume
+    cpu = _tensor(_entry(rng, "torch", path, "rng."), "rng.torch", path, torch.uint8)
+    try:
+        torch.Generator().set_state(cpu)
+    except (RuntimeError, TypeError, ValueError):
+        raise _damaged(path, "'rng.torch' is not a state of PyTorch's generator") from None
+    cuda = _entry(rng, "cuda", path, "rng.")
+    if not isinstance(cuda, list):
+        raise _damaged(path, f"'rng.cuda' is {_shown(cuda)}, not a list of generator states")
+    for device, value in enumerate(cuda):
+        _tensor(value, f"rng.cuda[{device}]", path, torch.uint8)
+    python = _entry(rng, "python", path, "rng.")
+    try:
+        version, internal, gauss = python
+        random.Random().setstate((version, tuple(internal), gauss))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise _damaged(path, "'rng.python' is not a state of Python's generator") from None
+    numpy = _table(_entry(rng, "numpy", path, "rng."), "rng.numpy", path, "a table")
+    keys = _tensor(_entry(numpy, "keys", path, "rng.numpy."), "rng.numpy.keys", path, torch.int64)
+    try:
+        if keys.shape != (624,) or bool((keys < 0).any()) or bool((keys >= 2**32).any()):  # MT19937's 624 words
+            raise ValueError("keys out of range")
+        parts = [_entry(numpy, k, path, "rng.numpy.") for k in ("name", "pos", "has_gauss", "cached")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts[1:]):
+            raise TypeError("not numbers")
+        name, pos, has_gauss, cached = parts
+        np.random.RandomState().set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))  # noqa: NPY002
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise _damaged(path, "'rng.numpy' is not a state of NumPy's generator") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
 
 
 def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float]) -> dict:
@@ -88,11 +305,15 @@ def training_state(
     }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Resuming
+
+
 def check_resumable(
     state: dict[str, Any], config: dict[str, Any], in_channels: int, graph_fingerprint: str
 ) -> None:
-    """Raise :class:`CheckpointError` unless ``state`` continues this very run: same settings (the number of
-    epochs may grow), same input width, same graph."""
+    """Raise :class:`CheckpointError` unless ``state`` (checked by :func:`check_checkpoint`) continues this very
+    run: same settings (the number of epochs may grow), same input width, same graph."""
     if state.get("format") != TRAINING_FORMAT:
         raise CheckpointError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
     saved = state["config"]
@@ -117,6 +338,103 @@ def check_resumable(
         raise CheckpointError(
             f"the checkpoint is at epoch {state['epoch']}, beyond this run's {config['epochs']} epochs"
         )
+
+
+def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+               generator: torch.Generator) -> None:  # fmt: skip
+    """Raise :class:`CheckpointError` unless the training state ``state`` loads into these parts (they may live on
+    PyTorch's meta device: only names and shapes are compared): the same weights, Adam's moments shaped as their
+    parameters, the same optimiser settings, a training-generator state for ``generator``'s device."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in state["model"].items()}
+    for name in sorted(set(expected) | set(found)):
+        if expected.get(name) != found.get(name):
+            raise CheckpointError(f"cannot resume from {path}: this run's model needs {name} of shape "
+                                  f"{expected.get(name)}, the file holds {found.get(name)}")  # fmt: skip
+    saved, current = state["optimizer"], optimizer.state_dict()
+    shape = [len(g["params"]) for g in saved["param_groups"]]
+    if shape != [len(g["params"]) for g in current["param_groups"]]:
+        raise CheckpointError(f"cannot resume from {path}: its optimiser state is for other parameters")
+    parameters = {}  # the file's parameter number → this run's parameter (as torch.optim maps them)
+    for group, mine in zip(saved["param_groups"], optimizer.param_groups, strict=True):
+        parameters.update(zip(group["params"], mine["params"], strict=True))
+        for key, value in group.items():
+            if key not in ("params", "lr") and key in mine and _plain(value) != _plain(mine[key]):
+                raise CheckpointError(f"cannot resume from {path}: its optimiser has {key}={value!r}, this run "
+                                      f"{key}={mine[key]!r}")  # fmt: skip
+    for number, entries in saved["state"].items():
+        for key, value in entries.items():
+            if key != "step" and tuple(value.shape) != tuple(parameters[number].shape):
+                raise CheckpointError(f"cannot resume from {path}: its optimiser's {key} of parameter {number} has "
+                                      f"shape {tuple(value.shape)}, the parameter {tuple(parameters[number].shape)}")
+    try:
+        torch.Generator(device=generator.device).set_state(state["rng"]["generator"])
+    except (RuntimeError, TypeError, ValueError):
+        raise CheckpointError(f"cannot resume from {path}: its 'rng.generator' is not a state of this run's "
+                              f"generator (on {generator.device})") from None  # fmt: skip
+    cuda = state["rng"]["cuda"]
+    if torch.cuda.is_available() and cuda:
+        if len(cuda) > torch.cuda.device_count():
+            raise CheckpointError(f"cannot resume from {path}: it holds the generators of {len(cuda)} GPUs, this "
+                                  f"machine has {torch.cuda.device_count()}")  # fmt: skip
+        for device, value in enumerate(cuda):
+            if value.shape != torch.cuda.get_rng_state(device).shape:
+                raise CheckpointError(f"cannot resume from {path}: its 'rng.cuda[{device}]' is not a GPU generator's")
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def check_resume(
+    path: str | Path,
+    config: dict[str, Any],
+    in_channels: int,
+    fingerprint: str,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+) -> dict[str, Any]:
+    """The training state in ``path`` when this run (``config`` on a graph of ``in_channels`` features and this
+    ``fingerprint``, with these parts) can continue it; otherwise one :class:`CheckpointError`: the file cannot
+    be read or is damaged (:func:`load_checkpoint`), differs in settings or graph (:func:`check_resumable`) or
+    does not load into the parts (:func:`check_fits`)."""
+    state = load_checkpoint(path)
+    try:
+        check_resumable(state, config, in_channels, fingerprint)
+    except CheckpointError as exc:
+        raise CheckpointError(f"cannot resume from {path}: {exc}") from None
+    check_fits(state, path, model, optimizer, generator)
+    return state
+
+
+def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
+    """What ``estimator.fit(prepared, resume=True)`` (a :class:`~gca.train.estimator.GCA` and its prepared graph)
+    would refuse in a checkpoint, as a function of the checkpoint's path that raises :class:`CheckpointError` —
+    for a command to call before it copies or adopts the file, so a refused resume writes nothing. The run's model
+    and optimiser are built on PyTorch's meta device: shapes only, no memory."""
+
+    def check(path: Path) -> None:
+        from ..nn.model import GCAModel
+
+        config, graph = estimator.config, prepared.graph
+        with torch.device("meta"):
+            model = GCAModel.from_config(graph.num_features, config, estimator.objective, None, estimator.encoder)
+            optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        generator = torch.Generator(device=estimator.device)
+        state = check_resume(path, config.to_dict(), graph.num_features, graph.fingerprint(), model, optimizer,
+                             generator)  # fmt: skip
+        if estimator.batches is None and config.batch_size:  # gca's sampler: NeighborBatches.load_state_dict's rules
+            batches, processes = state["batches"], 1 if estimator.placement is None else estimator.placement.world_size
+            if batches.get("kind") != "neighbor":
+                raise CheckpointError(f"cannot resume from {path}: it was written by full-graph training, not "
+                                      "mini-batch training")  # fmt: skip
+            if batches.get("world_size") != processes:
+                raise CheckpointError(f"cannot resume from {path}: it was written by a run of "
+                                      f"{batches.get('world_size')} processes; resume it with as many for an exact "
+                                      "continuation")  # fmt: skip
+
+    return check
 
 
 def restore_training_state(
@@ -157,7 +475,7 @@ def set_global_rng_state(state: dict[str, Any]) -> None:
 class TrainingCheckpoints:
     """The part of a training run that writes a training checkpoint to ``path`` every ``every`` epochs and, with
     ``resume``, continues from the one there — so the run ends exactly where an uninterrupted run with the same seed
-    ends. A checkpoint made with other settings or on another graph is refused (:func:`check_resumable`).
+    ends. A damaged checkpoint, or one made with other settings or on another graph, is refused (:func:`check_resume`).
 
     The run hands it what a checkpoint holds; it keeps the clock, so ``seconds`` counts training time across resumes.
     """
@@ -186,13 +504,14 @@ class TrainingCheckpoints:
         (empty for a fresh run). The clock starts here."""
         losses: list[float] = []
         if self.resume and self.path is not None and self.path.is_file():
-            state = load_checkpoint(self.path)
-            check_resumable(state, config, in_channels, fingerprint)
-            restore_training_state(state, model, optimizer, generator)
+            state = check_resume(self.path, config, in_channels, fingerprint, model, optimizer, generator)
             try:
+                restore_training_state(state, model, optimizer, generator)
                 source.load_state_dict(state["batches"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CheckpointError(f"cannot resume from {self.path}: {exc}") from None
+            except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as exc:
+                if isinstance(exc, UserError):
+                    raise
+                raise CheckpointError(f"cannot resume from {self.path}: {_one_line(exc)}") from None
             losses = [float(v) for v in state["losses"]]
             self.first_epoch, self.earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
         self.started = time.perf_counter()
