@@ -4,7 +4,8 @@
   weights, are ignored; blank lines and lines starting with ``#`` are skipped). Node ids are integers or any
   strings. A first line is read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``,
   ``from,to``, ``node1,node2``, …) or when it is the only line that is not numeric.
-* **features** — ``.npy`` (a 2-D numeric array; pickles are refused), ``.npz`` (a SciPy sparse matrix saved with
+* **features** — ``.npy`` (a 2-D numeric array; pickles are refused, and the header is checked against the file's
+  size before anything is read: :func:`read_npy`), ``.npz`` (a SciPy sparse matrix saved with
   ``scipy.sparse.save_npz``) or CSV/TSV. Row i belongs to node i, or, for CSV/TSV, to the node named in the first
   column when that column is headed ``id``/``node``/``node_id``/``name`` or holds non-numeric ids. String node ids
   need such an id column; integer ids without one must lie in [0, rows).
@@ -18,6 +19,8 @@ the line and what to do.
 from __future__ import annotations
 
 import csv
+import math
+import os
 import re
 from pathlib import Path
 
@@ -107,18 +110,69 @@ def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
     return sources, targets, integer
 
 
-def _mapped_npy(path: Path) -> np.ndarray:
-    """An .npy file's array through a copy-on-write memory map: its pages are read as training touches them and
-    stay reclaimable page cache, never a private copy (float32 arrays are used as they are). Anything NumPy cannot
-    map is read the usual way, with NumPy's own errors."""
+#: .npy format versions whose header :func:`read_npy` reads (``numpy.save`` writes 1.0, or 2.0 for a header over
+#: 64 KiB; 3.0 only for structured arrays with non-Latin-1 field names, which are not features anyway).
+NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(n) for n in shape)
+
+
+def read_npy(path: Path) -> np.ndarray:
+    """The 2-D numeric array of an .npy feature file, checked from its header before any of it is read.
+
+    The header is parsed by NumPy's header readers (a size-limited literal, never unpickled). Refused, with one
+    line naming the file: no NumPy magic; a format version other than 1.0/2.0; a header NumPy cannot parse (cut
+    short, not a dictionary, a bad shape or dtype); Python objects (a pickle: loading it can run code); a shape with
+    a negative dimension or other than 2-D; a non-numeric dtype; and data that is not exactly the header's
+    rows × columns × itemsize bytes — a truncated file says how many bytes the header promises and how many the
+    file holds, so a 190-byte file claiming 10¹² rows is caught before anything is mapped or allocated.
+
+    A checked array is used through a copy-on-write memory map: its pages are read as training touches them and
+    stay reclaimable page cache, never a private copy (float32 arrays are used as they are). Fortran-ordered arrays
+    are mapped in their order and read correctly. Where the file cannot be mapped it is read whole.
+    """
+    with path.open("rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise DatasetError(f"feature file {path} is not a readable .npy file (no NumPy header)")
+        f.seek(0)
+        try:
+            version = np.lib.format.read_magic(f)
+        except ValueError:
+            raise DatasetError(f"feature file {path} is not a readable .npy file (its header is cut short)") from None
+        if version not in NPY_VERSIONS:
+            raise DatasetError(f"feature file {path} is .npy format {version[0]}.{version[1]}, which gca does not "
+                               "read; save a numeric array with numpy.save")  # fmt: skip
+        try:
+            shape, fortran, dtype = NPY_VERSIONS[version](f)
+        except (ValueError, SyntaxError, TypeError) as exc:  # cut short, or a header that is not the format's
+            reason = " ".join(str(exc).split())
+            reason = reason if len(reason) <= 160 else reason[:157] + "..."
+            raise DatasetError(f"feature file {path} has a damaged .npy header ({reason})") from None
+        offset, size = f.tell(), os.fstat(f.fileno()).st_size
+    if dtype.hasobject:
+        raise DatasetError(f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "
+                           "save a numeric array")  # fmt: skip
+    if any(n < 0 for n in shape):
+        raise DatasetError(f"feature file {path} has a damaged .npy header: its shape {shape} has a negative size")
+    if len(shape) != 2 or not np.issubdtype(dtype, np.number) or dtype.fields is not None:
+        raise DatasetError(f"feature file {path} must hold a 2-D numeric array, got {dtype} {shape}")
+    need, have = math.prod(shape) * dtype.itemsize, size - offset  # Python integers: no overflow at any shape
+    described = f"its header says {_shape_text(shape)} {dtype.name} ({need:,} bytes)"
+    if have < need:
+        raise DatasetError(f"feature file {path} is truncated: {described} but the file holds {have:,} bytes after "
+                           "the header; write it again with numpy.save")  # fmt: skip
+    if have > need:
+        raise DatasetError(f"feature file {path} does not match its header: {described} but the file holds "
+                           f"{have:,} bytes after the header; write it again with numpy.save")  # fmt: skip
+    order = "F" if fortran else "C"
+    if need == 0:
+        return np.empty(shape, dtype=dtype, order=order)
     try:
-        return np.load(path, mmap_mode="c", allow_pickle=False)
-    except ValueError as exc:
-        if "object" in str(exc).lower():
-            raise
-    except OSError:
-        pass
-    return np.load(path, allow_pickle=False)
+        return np.memmap(path, dtype=dtype, mode="c", shape=shape, order=order, offset=offset)
+    except (OSError, ValueError):  # a file system without memory maps
+        return np.fromfile(path, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape, order=order)
 
 
 def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[str] | None]:
@@ -127,20 +181,10 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
     suffix = path.suffix.lower()
     check_regular_file(path, "feature")
     if suffix == ".npy":
-        with path.open("rb") as f:
-            if f.read(6) != b"\x93NUMPY":
-                raise DatasetError(f"feature file {path} is not a readable .npy file (no NumPy header)")
         try:
-            matrix = _mapped_npy(path)
-        except ValueError:
-            raise DatasetError(
-                f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "
-                "save a numeric array"
-            ) from None
+            matrix = read_npy(path)
         except OSError as exc:
-            raise DatasetError(f"feature file {path} is not a readable .npy file ({exc})") from None
-        if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.number):
-            raise DatasetError(f"feature file {path} must hold a 2-D numeric array, got {matrix.dtype} {matrix.shape}")
+            raise DatasetError(f"feature file {path} is not a readable .npy file ({exc.strerror or exc})") from None
         return stored_features(matrix, path), None
     if suffix == ".npz":
         try:

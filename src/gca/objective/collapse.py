@@ -10,23 +10,44 @@ nothing the views can tell apart, and its gradients are too weak to leave (the p
 saturated or dead). It is no slower than a healthy run, so without a check it trains to the end and its
 embeddings are judged as if they meant something.
 
-:class:`CollapseWatch` spots such a run: after :data:`COLLAPSE_EPOCHS` consecutive epochs whose mean loss is
-within :data:`COLLAPSE_TOLERANCE` of log(2N − 1) (per step, with each step's own N — mini-batches differ) it
-returns a one-line message, and :func:`gca.train.loop.train` ends training with a
-:class:`gca.train.loop.CollapseError`.
-A healthy run passes that value at most briefly: at initialisation the loss starts below it (the views' own
-similarities already favour the positive pairs) and it falls from there.
+:class:`CollapseWatch` spots such a run. The rules:
+
+* An update is *flat* when its loss is within :data:`COLLAPSE_TOLERANCE` of log(2N − 1), N that update's own
+  number of anchors (mini-batches differ). Updates are optimiser steps, not epochs: a mini-batch epoch makes many,
+  a full-graph epoch one.
+* During training, :data:`COLLAPSE_UPDATES` flat updates in a row are collapse.
+* At the end of training, a run whose last :data:`COLLAPSE_END_UPDATES` updates were flat — or every one of its
+  updates, when it made fewer — ended collapsed, however short the flat stretch was.
+
+Either way :func:`gca.train.loop.train` stops with a one-line :class:`gca.train.loop.CollapseError`, so nothing
+from the run is saved. Its message names the likely cause (:func:`likely_cause`): node features that are all zero
+(no setting can help: every node looks the same to the encoder), a learning rate above :data:`HIGH_LR`, a weight
+decay of at least :data:`HIGH_WEIGHT_DECAY` — else the generic advice.
+
+A healthy run passes that value at most briefly: at initialisation the loss is already away from it (random
+weights give unequal similarities) and training moves it further; a single update close to it happens, a run of
+them does not.
 """
 
 from __future__ import annotations
 
 import math
 
-#: Consecutive epochs at the uniform value that count as collapse.
-COLLAPSE_EPOCHS = 20
-#: How close (absolute, in nats) an epoch's loss must be to log(2N − 1). A collapsed Amazon-Photo run sits within
-#: 1e-5 of 9.6355; healthy runs move by more than this every few epochs.
+#: Consecutive flat updates (optimiser steps) during training that count as collapse.
+COLLAPSE_UPDATES = 20
+#: The former name of :data:`COLLAPSE_UPDATES`, from when the watch counted epochs (a full-graph epoch is one update).
+COLLAPSE_EPOCHS = COLLAPSE_UPDATES
+#: Flat updates at the end of training (or all of a shorter run's) that count as a run ended collapsed.
+COLLAPSE_END_UPDATES = 5
+#: How close (absolute, in nats) an update's loss must be to log(2N − 1) to be flat. A collapsed Amazon-Photo run
+#: sits within 1e-5 of 9.6355; healthy runs are more than this away after their first few updates.
 COLLAPSE_TOLERANCE = 1e-3
+#: A learning rate above this is named as the likely cause of a collapse: the paper's settings use at most 0.01,
+#: except Amazon-Photo's 0.1, which collapses without its warm-up.
+HIGH_LR = 0.01
+#: A weight decay at least this is named as the likely cause: it pulls every weight towards zero, where all
+#: embeddings are alike (the paper uses 1e-5 throughout).
+HIGH_WEIGHT_DECAY = 1e-3
 
 
 def uniform_loss(anchors: int) -> float:
@@ -36,30 +57,70 @@ def uniform_loss(anchors: int) -> float:
     return math.log(2 * anchors - 1)
 
 
-class CollapseWatch:
-    """Counts consecutive epochs whose loss sits at :func:`uniform_loss`; :meth:`update` says so, in one line,
-    once there are ``patience`` of them."""
+def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bool, advice: str = "",
+                 identical_features: bool = False) -> str:  # fmt: skip
+    """The part of a collapse message that says what to change, from the run's settings: all-zero or identical
+    features first (nothing else can help), then a high learning rate and/or weight decay, else ``advice`` (the
+    generic one)."""
+    if zero_features:
+        return ("likely cause: every node's features are zero, so all nodes look the same to the encoder; "
+                "train on features that differ between nodes")  # fmt: skip
+    if identical_features:
+        return ("likely cause: every node has the same features as the encoder sees them (a single feature column "
+                "becomes 1 for every node under feature_norm=row), so all nodes look the same to the encoder; "
+                "train on features that differ between nodes, or set feature_norm=none")  # fmt: skip
+    causes, remedies = [], []
+    if lr is not None and lr > HIGH_LR:
+        causes.append(f"the learning rate lr={lr:g} is high")
+        remedies.append("lower the learning rate or lengthen the warm-up (warmup_steps)")
+    if weight_decay is not None and weight_decay >= HIGH_WEIGHT_DECAY:
+        causes.append(f"weight_decay={weight_decay:g} is high (it pulls every weight towards zero)")
+        remedies.append("lower weight_decay (the paper uses 1e-5)")
+    if causes:
+        return f"likely cause: {' and '.join(causes)}; {', '.join(remedies)}"
+    return advice or "lower the learning rate or lengthen the warm-up (warmup_steps), or try another seed"
 
-    def __init__(self, patience: int = COLLAPSE_EPOCHS, tolerance: float = COLLAPSE_TOLERANCE, advice: str = ""):
+
+class CollapseWatch:
+    """Counts consecutive flat updates (module docstring): :meth:`update` after each optimiser step says whether
+    training has collapsed, :meth:`ended_collapsed` after the last whether the run ended so, and :meth:`message`
+    says it in one line. ``advice`` is the generic advice (:func:`likely_cause`)."""
+
+    def __init__(self, patience: int = COLLAPSE_UPDATES, tolerance: float = COLLAPSE_TOLERANCE, advice: str = "",
+                 end_updates: int = COLLAPSE_END_UPDATES) -> None:  # fmt: skip
         self.patience = patience
         self.tolerance = tolerance
         self.advice = advice
-        self.since: int | None = None  # first epoch (from 1) of the current run of flat epochs
-        self.value = 0.0
+        self.end_updates = end_updates
+        self.updates = 0  # updates seen
+        self.flat = 0  # length of the current run of flat updates
+        self.since: int | None = None  # epoch (from 1) of the current run's first flat update
+        self.epoch = 0  # epoch of the latest update
+        self.value = 0.0  # the largest log(2N − 1) in the current run (a full batch's)
 
-    def update(self, epoch: int, gaps: list[float], value: float) -> str | None:
-        """After epoch ``epoch`` (numbered from 1): ``gaps`` are each step's loss minus its uniform value,
-        ``value`` the uniform value of a full step. Returns the message once training has collapsed, else None."""
-        flat = bool(gaps) and abs(sum(gaps) / len(gaps)) < self.tolerance
-        if not flat:
-            self.since = None
-            return None
-        if self.since is None:
+    def update(self, epoch: int, gap: float, value: float) -> bool:
+        """After one update in epoch ``epoch`` (from 1): ``gap`` is its loss minus ``value``, its log(2N − 1).
+        True once :attr:`patience` updates in a row have been flat."""
+        self.updates += 1
+        self.epoch = epoch
+        if not abs(gap) < self.tolerance:  # a NaN gap is not flat
+            self.flat, self.since = 0, None
+            return False
+        if self.flat == 0:
             self.since, self.value = epoch, value
-        if epoch - self.since + 1 < self.patience:
-            return None
+        self.flat += 1
+        self.value = max(self.value, value)
+        return self.flat >= self.patience
+
+    def ended_collapsed(self) -> bool:
+        """After the last update: whether the last :attr:`end_updates` updates (all, if fewer) were flat."""
+        return self.updates > 0 and self.flat >= min(self.end_updates, self.updates)
+
+    def message(self, cause: str = "", ended: bool = False) -> str:
+        """The one-line report of the current flat run; ``cause`` (:func:`likely_cause`) replaces the advice."""
+        span = f"from epoch {self.since} to " + (f"the end (epoch {self.epoch}; " if ended else f"{self.epoch} (")
         return (
-            f"training collapsed: from epoch {self.since} to {epoch} the loss stayed at log(2N-1) = {self.value:.4f},"
-            " the value when all similarities are equal, so the embeddings carry no signal"
-            + (f"; {self.advice}" if self.advice else "")
+            f"training collapsed: {span}{self.flat} update{'s' if self.flat != 1 else ''}) the loss stayed at "
+            f"log(2N-1) = {self.value:.4f}, the value when all similarities are equal, so the embeddings carry no "
+            "signal" + (f"; {cause or self.advice}" if cause or self.advice else "")
         )

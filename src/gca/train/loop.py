@@ -24,11 +24,11 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..graph.features import dense_input
+from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
-from ..graph.sparse import AdjacencyRows, normalized_adjacency
+from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
 from ..nn.model import GCAModel
-from ..objective.collapse import CollapseWatch
+from ..objective.collapse import CollapseWatch, likely_cause
 from ..progress import Progress
 from .batches import Batch, BatchSource
 
@@ -74,15 +74,18 @@ def train(
     ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(t)`` sets the
     optimiser's rate before update t (the warm-up; t is the optimiser's own count, so a resumed run follows the
     same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
-    and one that sits at its value for uniform similarities — collapse, watched by ``collapse`` (default
-    :class:`~gca.objective.collapse.CollapseWatch`) when the objective knows that value — with a :class:`CollapseError`.
+    and one that sits at its value for uniform similarities — collapse, watched update by update by ``collapse``
+    (default :class:`~gca.objective.collapse.CollapseWatch`) when the objective knows that value — with a
+    :class:`CollapseError`: during training after a run of flat updates, and after the last update (before the
+    last ``after_epoch``) when the run ended collapsed. Its message names the likely cause (:func:`collapse_cause`).
     """
     losses: list[float] = []
     uniform = getattr(model.objective, "uniform_loss", None)
     collapse = collapse or CollapseWatch()
     bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
+    batch = None
     for epoch in range(first_epoch, epochs):
-        step_losses, flat_values = [], []
+        step_losses = []
         for batch in source.batches(epoch, generator):
             if learning_rate is not None:
                 rate = learning_rate(updates_taken(optimizer))
@@ -90,22 +93,77 @@ def train(
                     group["lr"] = rate
             step_losses.append(train_step(model, optimizer, batch, generator))
             if uniform is not None:
-                flat_values.append(uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors)))
+                flat = uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors))
+                if collapse.update(epoch + 1, step_losses[-1] - flat, flat):
+                    bar.close()
+                    raise CollapseError(collapse.message(collapse_cause(optimizer, source, batch, collapse.advice)))
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
             raise TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
-        if uniform is not None:
-            gaps = [step - flat for step, flat in zip(step_losses, flat_values, strict=True)]
-            message = collapse.update(epoch + 1, gaps, flat_values[0])
-            if message:
-                bar.close()
-                raise CollapseError(message)
+        if epoch + 1 == epochs and uniform is not None and collapse.ended_collapsed():
+            bar.close()
+            cause = collapse_cause(optimizer, source, batch, collapse.advice)
+            raise CollapseError(collapse.message(cause, ended=True))
         losses.append(loss)
         bar.update(loss=f"{loss:.4f}")
         if after_epoch is not None:
             after_epoch(epoch + 1, losses)
     bar.close()
     return losses
+
+
+def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch: Batch | None,
+                   advice: str = "") -> str:  # fmt: skip
+    """What a collapse message advises (:func:`gca.objective.collapse.likely_cause`), from the optimiser's own
+    settings — the learning rate it was made with (a warm-up lowers the current one), its largest weight decay —
+    and whether the graph's features (the source's ``features`` if it has them, else the last batch's) are all
+    zero."""
+    lr = optimizer.defaults.get("lr")
+    decays = [float(group.get("weight_decay", 0.0) or 0.0) for group in optimizer.param_groups]
+    features = getattr(source, "features", None)
+    if features is None:
+        features = getattr(getattr(source, "batch", None), "features", None)
+    if features is None and batch is not None:
+        features = batch.features
+    zero = features is not None and all_zero(features)
+    same = features is not None and not zero and identical_rows(features)
+    return likely_cause(None if lr is None else float(lr), max(decays, default=None), zero, advice, same)
+
+
+def identical_rows(features: Features | SparseMatrix) -> bool:
+    """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
+    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
+    if isinstance(features, SparseMatrix):
+        matrix = features.matrix
+        if matrix.layout != torch.sparse_csr:
+            return False
+        counts = matrix.crow_indices().diff()
+        if counts.numel() == 0 or not bool((counts == counts[0]).all()):
+            return False
+        width = int(counts[0])
+        columns, values = matrix.col_indices().view(-1, width), matrix.values().view(-1, width)
+        return bool((columns == columns[:1]).all()) and bool((values == values[:1]).all())
+    if isinstance(features, DenseFeatures):  # rows as read: row-normalised ones divided as the encoder sees them
+        n = features.shape[0]
+        if n == 0:
+            return False
+        first = features.row_slice(0, 1)
+        return all(bool((features.row_slice(i, min(i + ROW_BLOCK, n)) == first).all()) for i in range(0, n, ROW_BLOCK))
+    if not isinstance(features, torch.Tensor) or features.layout != torch.strided or features.dim() != 2:
+        return False
+    return features.shape[0] > 0 and all(bool((block == features[:1]).all()) for block in features.split(ROW_BLOCK))
+
+
+def all_zero(features: Features | SparseMatrix) -> bool:
+    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
+    if isinstance(features, SparseMatrix):
+        return not bool(features.matrix.values().any())
+    raw = features.raw if isinstance(features, DenseFeatures) else features
+    if not isinstance(raw, torch.Tensor):
+        return False
+    if raw.layout != torch.strided:
+        raw = raw.to_sparse_coo().coalesce().values()
+    return not any(bool(block.any()) for block in (raw.split(ROW_BLOCK) if raw.dim() else (raw,)))
 
 
 def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
@@ -147,4 +205,3 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUN
         return encoder.forward_in_chunks(graph.features, rows, chunk_rows)
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
     return model(dense_input(graph.features), adjacency).detach()
-
