@@ -144,9 +144,14 @@ class EdgeDropper:
     def to(self, device: torch.device | str) -> EdgeDropper:
         return EdgeDropper(self.edge_index.to(device), self.symmetric, self.prob.to(device))
 
+    def draw(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """[U] bool: which units one view keeps — one uniform draw r_u per unit, in ``units`` order, kept when
+        r_u ≥ p_u. Every sampler of edges (this one's call, :mod:`gca.augment.transforms`) draws through here."""
+        return torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
+
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """The kept edges' edge_index (both directions of each kept unit when units are symmetric)."""
-        keep = torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
+        keep = self.draw(generator)
         kept = self.units[:, keep]
         return torch.cat([kept, kept.flip(0)], dim=1) if self.symmetric else kept
 

@@ -4,49 +4,226 @@
 >>> view = AdaptiveAugmentation(p_e=0.3, p_f=0.2, centrality="degree")
 >>> v1, v2 = view(data), view(data)    # two views of a torch_geometric.data.Data  # doctest: +SKIP
 
-:class:`AdaptiveEdgeDropping` removes each edge (an undirected edge with both its directions) with the probability
-of Eq. (3)–(6) of Zhu et al. (WWW 2021) for the chosen centrality; :class:`AdaptiveFeatureMasking` zeroes each
-feature column with the probability of Eq. (7)–(10); :class:`AdaptiveAugmentation` does both, as one GCA view.
-The probabilities are computed once per graph — on the graph cleaned as gca cleans it (self-loops and repeated
-edges dropped) — and cached for as long as its ``edge_index`` and ``x`` tensors live, so every later call only
-draws. Both depend on the *original* graph (centrality on its edges, feature weights on its features), so give
-each transform the original graph — not the output of the other; :class:`AdaptiveAugmentation` is the two
-together. Given a ``generator``, a transform draws exactly what gca's own view sampler
-(:class:`gca.augment.augmentors.ViewAugmentor`) draws from it. The returned ``Data`` shares everything but the changed
-attributes with the input.
+:class:`AdaptiveEdgeDropping` removes edges with the probability of Eq. (3)–(6) of Zhu et al. (WWW 2021) for the
+chosen centrality; :class:`AdaptiveFeatureMasking` zeroes each feature column with the probability of Eq. (7)–(10);
+:class:`AdaptiveAugmentation` does both, as one GCA view. The rules:
+
+* **Input.** A homogeneous ``Data`` (a ``Batch`` of them is one graph) with ``edge_index``. Feature masking also
+  needs ``x``; edge dropping needs only the node count (``data.num_nodes``). Anything else — ``HeteroData``, a
+  ``Data`` without ``edge_index`` — is refused in one line (:class:`TransformError`), and so is a graph gca cannot
+  use (:class:`~gca.graph.graph.GraphError`: ids out of range, NaN features, …).
+* **Which edges go.** The probabilities belong to the graph as gca cleans it (:func:`~gca.graph.graph.prepare_graph`:
+  self-loops dropped, repeated edges merged, undirected when every edge has its reverse). Each *unit* of that graph —
+  an undirected edge {u, v}, or on a directed graph an edge (u, v) — is kept or dropped as one, and every input edge
+  goes with its unit: both directions of an undirected edge and all repeats of an edge are kept or dropped together.
+  Self-loops are no part of GCA's graph (its GCN adds its own): they are never dropped.
+* **What is returned.** The input's own edges — the kept ones, in the input's order, dtype and device — and every
+  per-edge attribute indexed with them, so row i stays with edge i: each key for which PyG's ``Data.is_edge_attr``
+  holds (``edge_attr``, ``edge_weight``, ``edge_type``, …; tensors, arrays and lists). Keys naming ``edge_label``
+  are left as they are: they hold the supervision pairs of a link split, not edges of the graph, and their count
+  can equal the number of edges (``RandomLinkSplit``'s training split). A ``Batch``'s per-graph edge slices follow
+  the kept edges. A ``Data`` that holds its edges a second time as a sparse adjacency (``adj``, ``adj_t``) is
+  refused by edge dropping, which could not drop them there. Everything else is shared with the input, which is
+  left as it was.
+* **What is computed once.** Centrality and the edge probabilities depend only on the edges: they are computed once
+  per ``edge_index`` tensor (and node count). The feature probabilities depend on the values of ``x`` too: they are
+  computed again only when those change. The transform holds the latest ``x`` of each graph, and a new ``x`` tensor
+  equal to it — ``Compose([NormalizeFeatures(), AdaptiveAugmentation()])`` makes one at every call — is recognised
+  by one comparison; other values are weighed afresh (what :func:`~gca.augment.prepared.prepare` computes for them).
+  A tensor changed in place is noticed (its version counter). A transform holds at most ``cache_size`` graphs (a
+  class attribute, 4), the least recently used dropped first, and forgets a graph when its ``edge_index`` is freed.
+  A pipeline that makes a new ``edge_index`` at every call (``ToUndirected`` or ``AddSelfLoops`` before the
+  transform) computes centrality at every call: give such steps to the dataset's ``pre_transform``. Copies and
+  pickles of a transform start with nothing held.
+* **What is drawn.** Each call draws one uniform number per unit, in the order of the cleaned graph's units
+  (:meth:`~gca.augment.augmentors.EdgeDropper.draw`), then, when it masks, one per feature column: given a
+  ``generator``, a transform draws exactly what gca's own view sampler (:class:`gca.augment.augmentors.ViewAugmentor`)
+  draws from it, and on an already clean graph keeps the very edges the sampler returns (in the input's order, not
+  the sampler's).
+
+Both probabilities belong to the *original* graph (centrality on its edges, feature weights on its features), so
+give each transform the original graph — not the output of the other; :class:`AdaptiveAugmentation` is the two
+together.
 """
 
 from __future__ import annotations
 
 import copy
 import weakref
+from collections import OrderedDict
+from typing import Any
 
+import numpy as np
+import scipy.sparse as sp
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Batch, Data, HeteroData
 from torch_geometric.transforms import BaseTransform
+from torch_geometric.utils import select
 
 from ..config import GCAConfig
-from .augmentors import ViewAugmentor
+from ..errors import UserError
+from ..graph.features import ROW_BLOCK, feature_forms
+from ..graph.graph import GraphError, prepare_graph
+from .augmentors import (
+    EdgeDropper,
+    FeatureMasker,
+    ViewAugmentor,
+    drop_probabilities,
+    feature_weights,
+    uniform_probabilities,
+)
 from .prepared import prepare
 
 
+class TransformError(UserError, TypeError):
+    """A transform was given something it cannot take; the message is one line meant for the user."""
+
+
+class _GraphPart:
+    """What a transform keeps for one graph: the edge part (from ``edge_index`` and the node count alone) and the
+    view of the latest ``x`` seen with it."""
+
+    def __init__(self, edge_index: torch.Tensor, num_nodes: int, config: GCAConfig) -> None:
+        # The edges as gca cleans them; the one-column stand-in for x is never read (centrality needs no features).
+        graph = prepare_graph(Data(x=torch.ones(num_nodes, 1), edge_index=edge_index))
+        if graph.edge_index.untyped_storage().data_ptr() == edge_index.untyped_storage().data_ptr():
+            graph.edge_index = graph.edge_index.clone()  # clean input in gca's dtype: held by us, not the caller's
+        prepared = prepare(graph, config)
+        self.edges: EdgeDropper = prepared.views[0].edges
+        self.centrality = prepared.centrality
+        self.num_nodes = num_nodes
+        self.ref = weakref.ref(edge_index)
+        self.version = _version(edge_index)
+        self.finalizer: weakref.finalize | None = None
+        self.view: tuple[torch.Tensor, int | None, ViewAugmentor] | None = None  # (latest x, its version, the view)
+        self._unit_of: torch.Tensor | None = None  # made by the first edge draw: feature masking needs none
+
+    def holds(self, edge_index: torch.Tensor, num_nodes: int) -> bool:
+        return self.ref() is edge_index and self.num_nodes == num_nodes and self.version == _version(edge_index)
+
+    def unit_of(self, edge_index: torch.Tensor) -> torch.Tensor:
+        """[E] int64: for each edge of ``edge_index`` (the one this part :meth:`holds`), the position of its unit in
+        ``edges.units``; −1 for a self-loop."""
+        if self._unit_of is None:
+            self._unit_of = _unit_positions(edge_index, self.edges, self.num_nodes)
+        return self._unit_of
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter, which every in-place change bumps."""
+    try:
+        return tensor._version
+    except RuntimeError:  # inference-mode tensors keep none
+        return None
+
+
+def _unit_positions(edge_index: torch.Tensor, edges: EdgeDropper, num_nodes: int) -> torch.Tensor:
+    """Each input edge's unit: (min, max) of its ends on undirected graphs, the edge itself on directed ones; found
+    by binary search in the units, which the cleaned (coalesced) graph lists sorted by (source, target)."""
+    source, target = edge_index.detach().cpu().long()
+    if edges.symmetric:
+        source, target = torch.minimum(source, target), torch.maximum(source, target)
+    keys = source * num_nodes + target
+    units = edges.units.cpu().long()
+    unit_keys = units[0] * num_nodes + units[1]
+    loops = source == target
+    found = torch.searchsorted(unit_keys, keys)
+    if unit_keys.numel():
+        matched = unit_keys[found.clamp_(max=unit_keys.numel() - 1)] == keys
+    else:
+        matched = torch.zeros_like(loops)
+    if not bool((matched | loops).all()):  # cannot happen: every edge that is no self-loop is in the cleaned graph
+        raise RuntimeError("an input edge has no unit in the cleaned graph")
+    return found.masked_fill_(loops, -1)
+
+
+def _forget(transform_ref: weakref.ref, key: int) -> None:
+    """Called when a cached graph's ``edge_index`` is freed."""
+    transform = transform_ref()
+    if transform is not None:
+        transform._graphs.pop(key, None)
+
+
 class _AdaptiveTransform(BaseTransform):
+    #: Graphs whose probabilities a transform holds at once; the least recently used is dropped first.
+    cache_size: int = 4
+
     def __init__(self, p_e: float, p_f: float, p_tau: float, centrality: str,
                  generator: torch.Generator | None) -> None:  # fmt: skip
         self.config = GCAConfig(p_e1=p_e, p_f1=p_f, p_tau=p_tau, centrality=centrality)  # checks the values
         self.generator = generator
-        self._views: dict[tuple[int, int], tuple] = {}  # ids of edge_index and x → (their weak refs, the sampler)
+        self._graphs: OrderedDict[int, _GraphPart] = OrderedDict()  # id of edge_index → its part, oldest first
 
     def view(self, data: Data) -> ViewAugmentor:
         """The view sampler of ``data`` (computed on the first call for this graph, then cached)."""
-        key = (id(data.edge_index), id(data.x))
-        held = self._views.get(key)
-        if held is not None and held[0]() is data.edge_index and held[1]() is data.x:
+        return self._view(data, self._graph(data))
+
+    def _graph(self, data: Data) -> _GraphPart:
+        edge_index, num_nodes = self._checked(data)
+        key = id(edge_index)
+        held = self._graphs.get(key)
+        if held is not None and held.holds(edge_index, num_nodes):
+            self._graphs.move_to_end(key)
+            return held
+        if held is not None:  # changed in place, or another node count: replaced
+            self._drop(key)
+        held = _GraphPart(edge_index, num_nodes, self.config)
+        held.finalizer = weakref.finalize(edge_index, _forget, weakref.ref(self), key)  # forgotten with the graph
+        self._graphs[key] = held
+        while len(self._graphs) > self.cache_size:
+            self._drop(next(iter(self._graphs)))  # the least recently used
+        return held
+
+    def _drop(self, key: int) -> None:
+        held = self._graphs.pop(key, None)  # a finaliser may have run since the key was read
+        if held is not None and held.finalizer is not None:
+            held.finalizer.detach()  # no finaliser outlives its entry
+
+    def _view(self, data: Data, graph: _GraphPart) -> ViewAugmentor:
+        x = data.x
+        held = graph.view
+        if held is not None and held[1] == _version(held[0]) and _same_values(x, held[0]):
+            graph.view = (x, _version(x), held[2])  # the newest x is the one the next call is compared with
             return held[2]
-        view = prepare(data, self.config).views[0]
-        self._views[key] = (weakref.ref(data.edge_index), weakref.ref(data.x), view)
-        weakref.finalize(data.edge_index, self._views.pop, key, None)  # forgotten with the graph
+        view = ViewAugmentor(graph.edges, _feature_masker(x, graph, self.config))
+        graph.view = (x, _version(x), view)
         return view
+
+    def _checked(self, data: Any) -> tuple[torch.Tensor, int]:
+        name = type(self).__name__
+        if isinstance(data, HeteroData):
+            raise TransformError(
+                f"{name} takes a homogeneous Data, not HeteroData: convert it with data.to_homogeneous() (node_type "
+                "and edge_type come along), or apply it to a Data holding one node type and its edges"
+            )
+        if not isinstance(data, Data):
+            raise TransformError(f"{name} takes a torch_geometric.data.Data, got {type(data).__name__}")
+        edge_index = data.edge_index
+        if edge_index is None:
+            raise TransformError(
+                f"{name} needs data.edge_index, the edges as a [2, E] tensor (ToSparseTensor removes it: apply "
+                f"{name} before ToSparseTensor)"
+            )
+        if not isinstance(edge_index, torch.Tensor) or edge_index.layout != torch.strided:
+            got = type(edge_index).__name__
+            raise TransformError(f"{name} needs data.edge_index as a dense [2, E] tensor, got {got}")
+        num_nodes = data.num_nodes
+        if not num_nodes:
+            raise TransformError(f"{name} needs a graph with nodes; data.num_nodes is {num_nodes}")
+        return edge_index, int(num_nodes)
+
+    def _refuse_adjacency(self, data: Data) -> None:
+        for key in ("adj", "adj_t"):
+            if key in data:
+                raise TransformError(
+                    f"{type(self).__name__} drops edges from data.edge_index, but data.{key} holds them too and would "
+                    f"keep them all; apply {type(self).__name__} before ToSparseTensor, or delete data.{key}"
+                )
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_graphs"] = OrderedDict()  # copies and pickles start with an empty cache
+        return state
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(p_e={self.config.p_e1}, p_f={self.config.p_f1}, p_tau={self.config.p_tau}, "
@@ -54,16 +231,20 @@ class _AdaptiveTransform(BaseTransform):
 
 
 class AdaptiveEdgeDropping(_AdaptiveTransform):
-    """Drop edges with GCA's adaptive probabilities: p^e_uv = min((s_max − s_uv)/(s_max − μ_s) · p, p_τ)."""
+    """Drop edges with GCA's adaptive probabilities: p^e_uv = min((s_max − s_uv)/(s_max − μ_s) · p, p_τ).
+
+    Returns the kept input edges with every per-edge attribute (``edge_attr``, ``edge_weight``, …) indexed alike;
+    self-loops are kept (module docstring).
+    """
 
     def __init__(self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
                  generator: torch.Generator | None = None) -> None:  # fmt: skip
         super().__init__(p, 0.0, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
-        out = copy.copy(data)  # shallow: the other attributes are shared
-        out.edge_index = self.view(data).sample_edges(self.generator).long()  # PyG's dtype, not gca's compact one
-        return out
+        graph = self._graph(data)
+        self._refuse_adjacency(data)
+        return _kept(data, graph, graph.edges.draw(self.generator))
 
 
 class AdaptiveFeatureMasking(_AdaptiveTransform):
@@ -85,16 +266,88 @@ class AdaptiveAugmentation(_AdaptiveTransform):
         super().__init__(p_e, p_f, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
-        view = self.view(data)
-        edges = view.sample_edges(self.generator).long()  # in gca's order: the edges, then the mask
-        out = _masked(data, view.sample_feature_mask(self.generator))
-        out.edge_index = edges
-        return out
+        graph = self._graph(data)
+        self._refuse_adjacency(data)
+        view = self._view(data, graph)
+        keep = graph.edges.draw(self.generator)  # in gca's order: the edges, then the mask
+        return _masked(_kept(data, graph, keep), view.sample_feature_mask(self.generator))
+
+
+def _same_values(x: Any, held: torch.Tensor) -> bool:
+    """Whether ``x`` is ``held`` or a dense tensor equal to it (one comparison; sparse ones are not compared)."""
+    if x is held:
+        return True
+    return (
+        isinstance(x, torch.Tensor) and x.layout == held.layout == torch.strided and x.dtype == held.dtype
+        and x.shape == held.shape and x.device == held.device and torch.equal(x, held)
+    )  # fmt: skip
+
+
+def _feature_masker(x: Any, graph: _GraphPart, config: GCAConfig) -> FeatureMasker:
+    """The masking probabilities of ``x`` for the graph's centrality, as :func:`~gca.augment.prepared.prepare`
+    computes them (the same feature form, weights and normalisation), with prepare_graph's checks of ``x``."""
+    if x is None:
+        raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] == 0:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise GraphError(f"node features must be a non-empty 2-D matrix, got {shape}")
+    if x.shape[0] != graph.num_nodes:
+        raise GraphError(f"the graph has {graph.num_nodes} nodes but {x.shape[0]} feature rows")
+    raw = feature_forms(x.detach().cpu(), "none")[1]
+    if not _finite(raw):
+        raise GraphError("node features contain NaN or infinite values; clean or impute them first")
+    if config.feature_mask == "adaptive" and graph.centrality is not None:
+        weights = feature_weights(raw, graph.centrality, config.feature_weighting)
+        prob = drop_probabilities(weights, config.p_f1, config.p_tau)
+    else:
+        prob = uniform_probabilities(raw.shape[1], config.p_f1)
+    return FeatureMasker(prob.float())
+
+
+def _finite(raw: sp.csr_matrix | np.ndarray) -> bool:
+    if sp.issparse(raw):
+        return bool(np.isfinite(raw.data).all())
+    return all(np.isfinite(raw[start : start + ROW_BLOCK]).all() for start in range(0, raw.shape[0], ROW_BLOCK))
+
+
+def _kept(data: Data, graph: _GraphPart, keep_units: torch.Tensor) -> Data:
+    """A shallow copy of ``data`` with the input edges whose unit is kept (self-loops always) and every per-edge
+    attribute indexed alike."""
+    unit_of = graph.unit_of(data.edge_index)
+    keep = torch.cat([keep_units.cpu(), torch.ones(1, dtype=torch.bool)])[unit_of]  # −1, a self-loop: kept
+    positions = keep.nonzero().view(-1)
+    out = copy.copy(data)
+    edge_keys = ["edge_index"]
+    slices = getattr(data, "_slice_dict", None) if isinstance(data, Batch) else None
+    for key, value in data:
+        if key == "edge_index" or "edge_label" in key or not data.is_edge_attr(key):
+            continue
+        if slices is not None and not (key in slices and _same(slices[key], slices.get("edge_index"))):
+            continue  # in a Batch, only what was batched edge by edge (not ptr, which may have E entries)
+        out[key] = _select(value, positions, data.__cat_dim__(key, value))
+        edge_keys.append(key)
+    out.edge_index = _select(data.edge_index, positions, 1)
+    if slices is not None and "edge_index" in slices:  # each graph's edges: the kept ones before its end
+        before = torch.cat([torch.zeros(1, dtype=torch.long), keep.long().cumsum(0)])
+        out._slice_dict = {**slices, **{key: before[slices[key]] for key in edge_keys}}
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+
+
+def _select(value: Any, positions: torch.Tensor, dim: int) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.index_select(dim, positions.to(value.device))
+    if isinstance(value, np.ndarray):
+        return np.take(value, positions.numpy(), axis=dim)
+    return select(value, positions, dim)  # lists, tuples, TensorFrames: PyG's own selection
 
 
 def _masked(data: Data, mask: torch.Tensor) -> Data:
     """A shallow copy of ``data`` with X ∘ m (dense)."""
     out = copy.copy(data)
     x = data.x.to_dense() if data.x.is_sparse else data.x
-    out.x = x * mask.to(x.dtype)
+    out.x = x * mask.to(device=x.device, dtype=x.dtype)
     return out
