@@ -40,7 +40,7 @@ from gca.datasets import read_npz_graph  # noqa: E402
 def one_run(data, name: str, epochs: int, batch_size: int) -> dict:
     config = build_config(name if name == "Cora" else None, overrides={"epochs": epochs, "batch_size": batch_size})
     estimator = GCA(config, device="cpu")
-    embeddings = estimator.fit(data)
+    embeddings = estimator.fit_transform(data)
     result = linear_evaluation(embeddings, data.y, random_splits(len(embeddings), 20, labels=data.y))
     return {"batch_size": batch_size, "epochs": epochs, "mean": result.mean, "std": result.std,
             "train_seconds": estimator.train_seconds, "final_loss": estimator.losses[-1]}  # fmt: skip

@@ -153,7 +153,7 @@ def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: s
     config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
     if bf16:  # the attention objective in bf16: what `auto` would pick on CPUs with bf16 matrix units
         config = config.replace(loss_backend="attention", precision="bf16")
-    GCA(config.replace(epochs=1), device=device).fit(data)  # warm-up
+    GCA(config.replace(epochs=1), device=device).fit_transform(data)  # warm-up
     estimator = GCA(config, device=device)
     estimator.fit(data)
     return estimator.train_seconds / epochs

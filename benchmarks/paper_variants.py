@@ -144,7 +144,7 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         try:
-            embeddings = estimator.fit(estimator.prepare(data.data, data.directed))
+            embeddings = estimator.fit_transform(estimator.prepare(data.data, data.directed))
         except TrainingError as exc:  # a collapse is a result too
             report.add({**record, "status": f"training failed: {exc}"})
             print(f"{name} {variant} seed {seed}: {exc}", flush=True)

@@ -64,7 +64,7 @@ def link(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     for seed in range(seeds):
         held = hold_out_edges(graph.edge_index, graph.num_nodes, seed=seed)
         training = held.training_data(_data(job))
-        gca = GCA(_config(job, epochs, seed=seed), device=device).fit(training)
+        gca = GCA(_config(job, epochs, seed=seed), device=device).fit_transform(training)
         scores["GCA-DE"].append(score_links(gca, held, seed))
         for name, variational in (("GAE", False), ("VGAE", True)):
             z = autoencoder_embeddings(training, seed, False, torch.device(device), variational)
@@ -80,7 +80,7 @@ def link(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
 def cluster(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     data, labels = _data(job), job.labels
     results = {
-        "GCA-DE": cluster_embeddings(GCA(_config(job, epochs), device=device).fit(data), labels).to_dict(),
+        "GCA-DE": cluster_embeddings(GCA(_config(job, epochs), device=device).fit_transform(data), labels).to_dict(),
         "DGI": cluster_embeddings(dgi_embeddings(data, 0, False, torch.device(device)).cpu(), labels).to_dict(),
         "Raw features": cluster_embeddings(row_normalized_features(data, torch.device("cpu")), labels).to_dict(),
     }
@@ -95,7 +95,7 @@ def public(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     split = SplitSetting("public").draw(job.labels, 0, public=job.loaded.public, dataset=job.name)
     scores: dict[str, list] = {"sklearn": [], "authors": []}
     for seed in range(seeds):
-        z = GCA(_config(job, epochs, seed=seed), device=device).fit(_data(job))
+        z = GCA(_config(job, epochs, seed=seed), device=device).fit_transform(_data(job))
         for protocol in scores:
             scores[protocol].append(evaluate_embeddings(z, job.labels, split, protocol).mean)
     print(f"\n{job.name}, public split {[len(p) for p in split[0]]}: GCA-DE accuracy over {seeds} trainings")
@@ -120,7 +120,7 @@ def encoders(job: Job, seeds: int, epochs: int | None, device: str, names: list[
             continue
         estimator = GCA(_config(job, epochs, **changes), device=device)
         try:
-            z = estimator.fit(job.graph)
+            z = estimator.fit_transform(job.graph)
         except CollapseError as exc:  # a row that says so, and the other encoders still run
             results[name] = {"collapsed": str(exc)}
             print(f"| {name} | collapsed: {exc} | | | |", flush=True)

@@ -85,3 +85,10 @@ def test_the_automatic_warmup_starts_every_run_at_lr_0_001():
     assert GCAConfig(lr=0.1, warmup_steps=7).warmup_updates == 7
     with pytest.raises(ConfigError, match=r"warmup_steps must be an integer in \[-1, 10000000\] \(-1 chooses"):
         GCAConfig(warmup_steps=-2)
+
+
+def test_an_integer_beyond_a_floats_range_is_one_line_not_an_overflow():
+    with pytest.raises(ConfigError, match="hidden must be an integer in .* got a number of 400 digits"):
+        GCAConfig(hidden=int("9" * 400))
+    with pytest.raises(ConfigError, match="lr must be"):
+        GCAConfig(lr=int("9" * 400))

@@ -43,7 +43,7 @@ def test_training_on_cuda_returns_finite_cpu_embeddings():
     data = path_graph(12, torch.rand(12, 5, generator=torch.Generator().manual_seed(0)))
     config = GCAConfig(epochs=5, hidden=8, proj_hidden=8, centrality="degree")
     gpu = GCA(config, device="cuda")
-    out = gpu.fit(data)
+    out = gpu.fit_transform(data)
     assert gpu.device.type == "cuda" and next(gpu.model.parameters()).device.type == "cuda"
     # the measured default on GPUs with bf16 tensor cores; the blocked fp32 kernel on older ones
     expected = ("attention", "bf16") if bf16_tensor_cores(gpu.device) else ("blocked", "fp32")
@@ -87,7 +87,7 @@ def test_minibatch_and_bf16_training_on_cuda_give_finite_embeddings(overrides):
     data = path_graph(12, torch.rand(12, 5, generator=torch.Generator().manual_seed(0)))
     config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, centrality="degree", **overrides)
     gpu = GCA(config, device="cuda")
-    out = gpu.fit(data)
+    out = gpu.fit_transform(data)
     assert out.device.type == "cpu" and out.shape == (12, 8) and torch.isfinite(out).all()
     assert len(gpu.losses) == 3 and all(torch.isfinite(torch.tensor(gpu.losses)))
     if overrides.get("precision") == "bf16":  # same seed, same device: the same first views, so the first loss

@@ -9,7 +9,7 @@ def test_short_cora_run_beats_raw_features(shared_data, cache_dir):
     loaded = load_dataset("Cora", data_dir=shared_data)
     config = build_config("Cora", overrides={"epochs": 60, "seed": 0})
     estimator = GCA(config, device="cpu")
-    embeddings = estimator.fit(loaded.data)
+    embeddings = estimator.fit_transform(loaded.data)
     assert embeddings.shape == (2708, config.hidden) and np.isfinite(embeddings.numpy()).all()
     # −J falls as training proceeds
     assert np.mean(estimator.losses[-10:]) < np.mean(estimator.losses[:10])
@@ -23,7 +23,7 @@ def test_training_is_repeatable_with_a_seed(shared_data, cache_dir):
     loaded = load_dataset("Cora", data_dir=shared_data)
     config = build_config("Cora", overrides={"epochs": 3, "seed": 5, "activation": "rrelu"})
     first, second = GCA(config, device="cpu"), GCA(config, device="cpu")
-    z1, z2 = first.fit(loaded.data), second.fit(loaded.data)
+    z1, z2 = first.fit_transform(loaded.data), second.fit_transform(loaded.data)
     assert first.losses == second.losses
     assert np.array_equal(z1.numpy(), z2.numpy())
 

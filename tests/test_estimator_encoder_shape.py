@@ -87,7 +87,7 @@ class DropsLastInInference(_Linear):
 
 def _refused(config: GCAConfig, encoder: nn.Module) -> str:
     with pytest.raises(EncoderError) as error:
-        gca.GCA(config, device="cpu", encoder=encoder).fit(karate_club())
+        gca.GCA(config, device="cpu", encoder=encoder).fit_transform(karate_club())
     message = str(error.value)
     assert isinstance(error.value, UserError) and "\n" not in message
     return message

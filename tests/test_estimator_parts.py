@@ -41,10 +41,10 @@ def _encoder(seed: int = 0) -> GCNConv:
 def test_fitting_twice_with_a_users_encoder_equals_fitting_once(batch_size):
     config = CONFIG.replace(batch_size=batch_size, fanout=(4, 4))
     estimator = GCA(config, device="cpu", encoder=_encoder())
-    first = estimator.fit(karate_club())
-    second = estimator.fit(karate_club())
+    first = estimator.fit_transform(karate_club())
+    second = estimator.fit_transform(karate_club())
     torch.testing.assert_close(second, first, rtol=0, atol=0)
-    once = GCA(config, device="cpu", encoder=_encoder()).fit(karate_club())  # a new estimator, the same weights
+    once = GCA(config, device="cpu", encoder=_encoder()).fit_transform(karate_club())  # a new estimator, same weights
     torch.testing.assert_close(once, first, rtol=0, atol=0)
 
 
@@ -52,13 +52,13 @@ def test_the_module_passed_in_is_never_trained_and_the_estimator_keeps_its_initi
     encoder = _encoder()
     initial = _weights(encoder)
     estimator = GCA(CONFIG, device="cpu", encoder=encoder)
-    first = estimator.fit(karate_club())
+    first = estimator.fit_transform(karate_club())
     assert _same(_weights(encoder), initial)  # not trained in place
     assert estimator.encoder is encoder and estimator.model.encoder is not encoder
     assert not _same(_weights(estimator.model.encoder), initial)  # the copy was trained
     with torch.no_grad():  # a change made after the estimator was made does not reach it
         encoder.lin.weight.add_(1.0)
-    torch.testing.assert_close(estimator.fit(karate_club()), first, rtol=0, atol=0)
+    torch.testing.assert_close(estimator.fit_transform(karate_club()), first, rtol=0, atol=0)
 
 
 def test_a_users_objective_is_copied_and_every_fit_starts_from_its_initial_state():
@@ -73,18 +73,18 @@ def test_a_users_objective_is_copied_and_every_fit_starts_from_its_initial_state
 
     objective = LearnedTemperature()
     estimator = GCA(CONFIG, device="cpu", objective=objective)
-    first = estimator.fit(karate_club())
+    first = estimator.fit_transform(karate_club())
     assert objective.log_tau.item() == pytest.approx(-0.7) and estimator.model.objective is not objective
     assert estimator.model.objective.log_tau.item() != pytest.approx(-0.7, abs=1e-6)  # the copy learned
-    torch.testing.assert_close(estimator.fit(karate_club()), first, rtol=0, atol=0)
+    torch.testing.assert_close(estimator.fit_transform(karate_club()), first, rtol=0, atol=0)
 
 
 def test_the_built_in_gcn_starts_from_the_same_weights_for_the_same_seed():
     estimator = GCA(CONFIG, device="cpu")
-    first = estimator.fit(karate_club())
-    torch.testing.assert_close(estimator.fit(karate_club()), first, rtol=0, atol=0)
-    torch.testing.assert_close(GCA(CONFIG, device="cpu").fit(karate_club()), first, rtol=0, atol=0)
-    other = GCA(CONFIG.replace(seed=4), device="cpu").fit(karate_club())
+    first = estimator.fit_transform(karate_club())
+    torch.testing.assert_close(estimator.fit_transform(karate_club()), first, rtol=0, atol=0)
+    torch.testing.assert_close(GCA(CONFIG, device="cpu").fit_transform(karate_club()), first, rtol=0, atol=0)
+    other = GCA(CONFIG.replace(seed=4), device="cpu").fit_transform(karate_club())
     assert not torch.equal(other, first)
 
 
@@ -92,11 +92,11 @@ def test_clone_of_a_fitted_estimator_has_the_initial_weights_passed_in():
     encoder = _encoder()
     initial = _weights(encoder)
     estimator = GCA(CONFIG, device="cpu", encoder=encoder)
-    first = estimator.fit(karate_club())
+    first = estimator.fit_transform(karate_club())
     twin = clone(estimator)
     assert twin.model is None and twin.encoder is not encoder
     assert _same(_weights(twin.encoder), initial)
-    torch.testing.assert_close(twin.fit(karate_club()), first, rtol=0, atol=0)
+    torch.testing.assert_close(twin.fit_transform(karate_club()), first, rtol=0, atol=0)
     assert _same(_weights(encoder), initial)
 
 
@@ -128,7 +128,7 @@ def test_deepcopy_and_pickle_of_a_fitted_estimator_embed_as_it_does(parts):
     # karate's identity features are kept as a sparse CSR matrix, the tensor copy.deepcopy cannot copy by itself
     config = CONFIG.replace(encoder="gat") if parts == "gat" else CONFIG
     estimator = GCA(config, device="cpu", encoder=_encoder() if parts == "users-encoder" else None)
-    embeddings = estimator.fit(karate_club())
+    embeddings = estimator.fit_transform(karate_club())
     expected = estimator.embed()
     torch.testing.assert_close(expected, embeddings, rtol=0, atol=0)
     for twin in (copy.deepcopy(estimator), pickle.loads(pickle.dumps(estimator))):
@@ -139,18 +139,19 @@ def test_deepcopy_and_pickle_of_a_fitted_estimator_embed_as_it_does(parts):
         with torch.no_grad():  # independent: changing the copy leaves the original as it was
             next(twin.model.parameters()).add_(1.0)
         torch.testing.assert_close(estimator.embed(), expected, rtol=0, atol=0)
-        torch.testing.assert_close(twin.fit(karate_club()), embeddings, rtol=0, atol=0)  # and it fits alike
+        torch.testing.assert_close(twin.fit_transform(karate_club()), embeddings, rtol=0, atol=0)  # and it fits alike
 
 
 def test_deepcopy_of_an_unfitted_estimator_fits_as_it_does():
     estimator = GCA(CONFIG, device="cpu", encoder=_encoder())
     twin = copy.deepcopy(estimator)
-    torch.testing.assert_close(twin.fit(karate_club()), estimator.fit(karate_club()), rtol=0, atol=0)
+    again = estimator.fit_transform(karate_club())
+    torch.testing.assert_close(twin.fit_transform(karate_club()), again, rtol=0, atol=0)
 
 
 def test_a_loaded_users_encoder_is_copied_not_changed(tmp_path):
     estimator = GCA(CONFIG, device="cpu", encoder=_encoder())
-    embeddings = estimator.fit(karate_club())
+    embeddings = estimator.fit_transform(karate_club())
     estimator.save(tmp_path / "m.pt")
     fresh = _encoder(seed=1)
     initial = _weights(fresh)

@@ -158,7 +158,7 @@ def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(t
         loaded = load_files(tmp_path / "edges.csv", tmp_path / f"{name}.npy")
         estimator = GCA(config)
         prepared = estimator.prepare(loaded.data)
-        runs[name] = (prepared.graph, estimator.fit(prepared), loaded.data.x)
+        runs[name] = (prepared.graph, estimator.fit_transform(prepared), loaded.data.x)
     graph, _, file_view = runs["half"]
     assert isinstance(graph.features, DenseFeatures) and graph.features.raw.dtype == torch.float16
     assert graph.features.raw.data_ptr() == file_view.data_ptr()  # the file's memory map itself: no copy

@@ -196,11 +196,11 @@ def test_mini_batch_with_every_node_and_neighbour_is_the_full_graph_objective():
 def test_mini_batch_training_resumes_exactly(tmp_path):
     config = GCAConfig(epochs=4, hidden=8, proj_hidden=8, batch_size=8, fanout=(3,), lr=0.01)
     data = karate_club()
-    straight = GCA(config, device="cpu").fit(data)
+    straight = GCA(config, device="cpu").fit_transform(data)
     first = GCA(config.replace(epochs=2), device="cpu")
     first.fit(data, checkpoint=tmp_path / "c.pt", checkpoint_every=2)
     resumed = GCA(config, device="cpu")
-    again = resumed.fit(data, checkpoint=tmp_path / "c.pt", checkpoint_every=2, resume=True)
+    again = resumed.fit_transform(data, checkpoint=tmp_path / "c.pt", checkpoint_every=2, resume=True)
     assert torch.equal(again, straight)
 
 

@@ -76,14 +76,14 @@ def test_estimator_takes_a_batch_source_and_checkpoints_its_state(tmp_path):
         return sources[-1]
 
     straight = GCA(config, device="cpu", batches=halves)
-    z = straight.fit(karate_club())
+    z = straight.fit_transform(karate_club())
     assert len(straight.losses) == 4 and sources[-1].served == 8
     # stop after two epochs (a checkpoint every 2), then resume: the source continues from its saved position
     first = GCA(config.replace(epochs=2), device="cpu", batches=halves)
     first.fit(karate_club(), checkpoint=tmp_path / "c.pt", checkpoint_every=2)
     assert load_checkpoint(tmp_path / "c.pt")["batches"] == {"served": 4}
     resumed = GCA(config, device="cpu", batches=halves)
-    z_resumed = resumed.fit(karate_club(), checkpoint=tmp_path / "c.pt", checkpoint_every=2, resume=True)
+    z_resumed = resumed.fit_transform(karate_club(), checkpoint=tmp_path / "c.pt", checkpoint_every=2, resume=True)
     assert sources[-1].served == 8
     assert resumed.losses == straight.losses
     torch.testing.assert_close(z_resumed, z, rtol=0, atol=0)
@@ -102,6 +102,6 @@ def test_fit_transform_is_fit():
 
     data = karate_club()
     config = GCAConfig(epochs=3, hidden=8, proj_hidden=8)
-    a = GCA(config, device="cpu").fit(data)
+    a = GCA(config, device="cpu").fit_transform(data)
     b = GCA(config, device="cpu").fit_transform(data)
     assert torch.equal(a, b)

@@ -2,7 +2,7 @@
 
 >>> from gca import GCA, GCAConfig, evaluate_embeddings, linear_evaluation, load_dataset, random_splits
 >>> loaded = load_dataset("Cora", data_dir="data")                      # doctest: +SKIP
->>> z = GCA(GCAConfig(centrality="degree")).fit(loaded.data)            # doctest: +SKIP
+>>> z = GCA(GCAConfig(centrality="degree")).fit_transform(loaded.data)            # doctest: +SKIP
 >>> print(linear_evaluation(z, loaded.data.y, random_splits(len(z))))   # doctest: +SKIP
 >>> print(evaluate_embeddings(z, loaded.data.y, random_splits(len(z)), protocol="authors"))  # doctest: +SKIP
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass, fields
@@ -45,6 +46,11 @@ WARMUP_FIRST_RATE = 1e-3
 
 class ConfigError(UserError, ValueError):
     """A configuration value or file is invalid; the message is one line meant for the user."""
+
+
+class UnknownKeyError(ConfigError, TypeError):
+    """A key that is no field of :class:`GCAConfig`; a ``TypeError`` too, as Python's own for an unexpected
+    keyword argument is."""
 
 
 @dataclass
@@ -162,7 +168,21 @@ def _check_keys(keys: Any) -> None:
         if key not in _FIELDS:
             close = difflib.get_close_matches(key, list(_FIELDS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(_FIELDS)}"
-            raise ConfigError(f"unknown config key {key!r}{hint}")
+            raise UnknownKeyError(f"unknown config key {key!r}{hint}")
+
+
+_dataclass_init = GCAConfig.__init__
+
+
+@functools.wraps(_dataclass_init)
+def _checked_init(self: GCAConfig, *args: Any, **kwargs: Any) -> None:
+    """The dataclass's ``__init__``, with an unknown keyword named and a near key suggested:
+    ``GCAConfig(lrr=0.1)`` → "unknown config key 'lrr'; did you mean 'lr'?"."""
+    _check_keys(kwargs)
+    _dataclass_init(self, *args, **kwargs)
+
+
+GCAConfig.__init__ = _checked_init  # type: ignore[method-assign]
 
 
 #: Numeric keys: (lowest, highest, lowest allowed?, highest allowed?). Bounds beyond the paper's values keep a typo
@@ -226,10 +246,12 @@ def _check_value(key: str, value: Any) -> None:
         raise ConfigError(f"{key} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
     low, high, low_ok, high_ok = RANGES[key]
     inside = (value >= low if low_ok else value > low) and (value <= high if high_ok else value < high)
-    if not math.isfinite(value) or not inside:
+    finite = isinstance(value, int) or math.isfinite(value)  # an int beyond a float's range is finite, and no error
+    if not finite or not inside:
         span = f"[{low}, {high}]" if kind is int else f"{'[('[not low_ok]}{low:g}, {high:g}{'])'[not high_ok]}"
         what = "an integer" if kind is int else "a probability" if key.startswith("p_") else "a finite number"
-        raise ConfigError(f"{key} must be {what} in {span}{_NOTES.get(key, '')}, got {value!r}")
+        shown = repr(value) if len(repr(value)) <= 40 else f"a number of {len(str(abs(value)))} digits"
+        raise ConfigError(f"{key} must be {what} in {span}{_NOTES.get(key, '')}, got {shown}")
 
 
 def _coerce(key: str, value: Any) -> Any:

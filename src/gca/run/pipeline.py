@@ -76,8 +76,8 @@ def run_gca(
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
     passed to :meth:`GCA.fit` (validation during training)."""
     config = estimator.config
-    embeddings = estimator.fit(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                               on_epoch=on_epoch)  # fmt: skip
+    embeddings = estimator.fit_transform(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                                         resume=resume, on_epoch=on_epoch)  # fmt: skip
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,

@@ -36,7 +36,7 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
         held = hold_out_edges(graph.edge_index, graph.num_nodes, val, test, seed, directed=graph.directed)
         trained = clone(estimator, seed=seed)
         training = trained.prepare(held.training_data(job.loaded.data), directed=graph.directed)
-        embeddings = trained.fit(training)
+        embeddings = trained.fit_transform(training)
         result.runs.append(score_links(embeddings, held, seed))
         if first is None:
             first = (trained, embeddings, held)

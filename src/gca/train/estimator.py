@@ -90,10 +90,15 @@ def _collapse_watch(config: GCAConfig) -> CollapseWatch:
 
 
 class GCA:
-    """Self-supervised node embeddings with GCA: ``GCA(GCAConfig(epochs=200)).fit(data)`` (a PyG ``Data``).
+    """Self-supervised node embeddings with GCA: ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` (a PyG
+    ``Data``).
 
-    ``fit`` (alias ``fit_transform``) trains ``config.epochs`` epochs and returns every node's embedding (float32, on
-    the CPU). Learned state: ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
+    A scikit-learn estimator: ``fit`` trains ``config.epochs`` epochs and returns the estimator, whose
+    ``embedding_`` holds every node's embedding (float32, on the CPU); ``fit_transform`` returns that embedding;
+    ``transform(data)`` embeds a graph with the trained encoder (default: the training graph). ``get_params`` /
+    ``set_params`` read and change the constructor's arguments and, by their own names, the fields of ``config``
+    (``set_params(lr=0.01, tau=0.5)``), so ``sklearn.base.clone`` and scikit-learn's searches work. Learned state:
+    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
     only), ``embed_seconds`` (the final inference), ``prepare_seconds``. Replaceable parts: ``objective`` (a module
     ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
     and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
@@ -107,6 +112,9 @@ class GCA:
                  objective: torch.nn.Module | None = None,
                  batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
                  placement: Placement | None = None, encoder: torch.nn.Module | None = None) -> None:  # fmt: skip
+        # the arguments as given, for get_params: scikit-learn's clone rebuilds the estimator from them
+        self._params = {"config": config, "device": device, "progress": progress, "objective": objective,
+                        "batches": batches, "placement": placement, "encoder": encoder}  # fmt: skip
         self.config = config or GCAConfig()
         self.config.validate()
         self.device = placement.device if placement is not None else resolve_device(device)
@@ -119,6 +127,42 @@ class GCA:
         self.in_channels: int | None = None
         self.prepared: PreparedGraph | None = None
         self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
+        self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name."""
+        params = dict(self._params)
+        return {**params, **self.config.to_dict()} if deep else params
+
+    def set_params(self, **params: Any) -> GCA:
+        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``); the estimator is then
+        untrained. An unknown name is an error with a suggestion."""
+        fields = {k: v for k, v in params.items() if k not in self._params}
+        given = {k: v for k, v in params.items() if k in self._params}
+        config = given.get("config", self._params["config"]) or GCAConfig()
+        if fields:
+            config = config.replace(**fields)  # checks the keys and values
+        if fields or "config" in given:
+            given["config"] = config
+        self.__init__(**{**self._params, **given})
+        return self
+
+    def __sklearn_clone__(self) -> GCA:
+        """``sklearn.base.clone``: :func:`clone` (an untrained copy, a user's parts at their initial weights)."""
+        return clone(self)
+
+    def __repr__(self) -> str:
+        """Like scikit-learn's: the arguments and config fields that differ from the defaults."""
+        defaults = GCAConfig().to_dict()
+        changed = [f"{k}={v!r}" for k, v in self.config.to_dict().items() if v != defaults[k]]
+        shown = [f"config=GCAConfig({', '.join(changed)})"] if changed else []
+        for name, default in (("device", "auto"), ("progress", False)):
+            if self._params[name] != default:
+                shown.append(f"{name}={self._params[name]!r}")
+        for name in ("objective", "batches", "placement", "encoder"):
+            if self._params[name] is not None:
+                shown.append(f"{name}={type(self._params[name]).__name__}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def __deepcopy__(self, memo: dict) -> GCA:
         """A deep copy; the prepared graph goes through pickle, as ``copy.deepcopy`` cannot copy sparse CSR tensors
@@ -146,8 +190,8 @@ class GCA:
 
     def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
-            on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None) -> torch.Tensor:  # fmt: skip
-        """Train on ``data`` and return the embeddings of its nodes.
+            on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None) -> GCA:  # fmt: skip
+        """Train on ``data``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
         of every node (``gca tune`` stops unpromising trials with it). ``checkpoint``, ``checkpoint_every`` and
@@ -182,13 +226,17 @@ class GCA:
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
         start = time.perf_counter()
-        embeddings = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
+        self.embedding_ = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
         self.embed_seconds = time.perf_counter() - start
-        return embeddings
+        return self
 
     def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
-        """scikit-learn's name for :meth:`fit`, which already returns the embeddings of ``data``'s nodes."""
-        return self.fit(data, directed, **kwargs)
+        """:meth:`fit`, then the embeddings of ``data``'s nodes (:attr:`embedding_`)."""
+        return self.fit(data, directed, **kwargs).embedding_
+
+    def transform(self, data: Data | Graph | None = None) -> torch.Tensor:
+        """scikit-learn's name for :meth:`embed`: ``data``'s embeddings with the trained encoder."""
+        return self.embed(data)
 
     def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
@@ -221,6 +269,7 @@ class GCA:
         try:
             estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
             estimator.encoder, estimator._initial_encoder = encoder, initial
+            estimator._params["encoder"] = encoder
             estimator.in_channels = int(state["in_channels"])
             model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
