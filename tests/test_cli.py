@@ -162,3 +162,14 @@ def test_gca_version_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"gca {gca.__version__}"
+
+
+def test_train_help_names_every_dataset_the_registry_knows(capsys, monkeypatch):
+    from gca.datasets.registry import DATASET_NAMES
+
+    monkeypatch.setenv("COLUMNS", "2000")  # argparse wraps at hyphens otherwise
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
+    assert [name for name in DATASET_NAMES if name not in shown] == []

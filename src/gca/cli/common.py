@@ -65,8 +65,8 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         help="Karate (built in, the default), Wiki-CS, Amazon-Computers, Amazon-Photo, Coauthor-CS, "
-        "Coauthor-Physics, Cora, CiteSeer, PubMed; or the path of an .npz graph file or of a dataset folder "
-        "(what exists on disk is a path, anything else a name)",
+        "Coauthor-Physics, Cora, CiteSeer, PubMed, ogbn-arxiv, ogbn-products; or the path of an .npz graph file or "
+        "of a dataset folder (what exists on disk is a path, anything else a name)",
     )
     parser.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
     parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV, integer or string node ids)")

@@ -44,14 +44,15 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         raise TrainingError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise TrainingError(f"--device {device} was requested but no CUDA device is available; use --device cpu")
+            raise TrainingError(f"device {str(device)!r} was requested but no CUDA device is available; use 'cpu' "
+                                "(or 'auto')")  # fmt: skip
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise TrainingError(
-                f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+                f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
             )
     elif device.type == "mps":
         if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-            raise TrainingError("--device mps was requested but Apple's MPS backend is not available; use cpu")
+            raise TrainingError("device 'mps' was requested but Apple's MPS backend is not available; use 'cpu'")
     elif device.type != "cpu" or device.index not in (None, 0):
         raise TrainingError(f"device {str(device)!r} cannot train gca; use auto, cpu, cuda or cuda:N")
     return device
