@@ -12,9 +12,14 @@ loading PyTorch.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
+
+# A library configures no logging of its own: records under "gca" go nowhere until the application adds a handler
+# (the logging HOWTO's rule for libraries; gca.loggers says what is logged).
+logging.getLogger("gca").addHandler(logging.NullHandler())
 
 __version__ = "0.3.0"
 

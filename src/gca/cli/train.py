@@ -53,6 +53,15 @@ def add_parser(sub) -> None:
         "--resume", action="store_true", help="continue the run in OUT (its in-progress checkpoint, else "
         "OUT/checkpoint.pt; same settings) if there is one"
     )
+    train.add_argument("--log-csv", metavar="FILE", help="write each epoch's loss and learning rate to FILE (CSV)")
+    train.add_argument(
+        "--tensorboard", metavar="DIR", help="write the losses and learning rate as TensorBoard events into DIR "
+        "(needs pip install 'gca-graph[tensorboard]')",
+    )  # fmt: skip
+    train.add_argument(
+        "--wandb", metavar="PROJECT", help="log the losses and learning rate to the Weights & Biases project PROJECT "
+        "(its local files in OUT/wandb; needs pip install 'gca-graph[wandb]')",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     if args.task == "link" and (args.checkpoint_every or args.resume or environment.world_size() > 1):
         raise ConfigError("--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
                           "--resume or torchrun")  # fmt: skip
+    logged = [flag for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard),
+                                       ("--wandb", args.wandb)) if value is not None]  # fmt: skip
+    if args.task == "link" and logged:
+        raise ConfigError(f"--task link trains once per hold-out; it takes no {logged[0]} (log one training with "
+                          "--task classify or cluster)")  # fmt: skip
     split_count(args, args.task)
     splits = split_setting(args)
     from ..outputs.folder import RunOutputs
@@ -69,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     # under torchrun only rank 0 writes, so only it holds the folder's lock
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
     try:
+        _check_log_paths(args, outputs)
         return _train_into(outputs, args, overrides, splits)
     finally:
         outputs.release()
@@ -84,8 +99,9 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     from ..train.estimator import GCA
 
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
+    loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
     job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
-    estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place)
+    estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
         job.clean(job.config.feature_norm, require_edges=True)
     else:
@@ -126,6 +142,51 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _check_log_paths(args: argparse.Namespace, outputs) -> None:
+    """--log-csv and --tensorboard name paths the run may write: never an input, the export or one of the run's own
+    files in --out (a log inside --out stays there: the run's commit replaces only its own files)."""
+    from pathlib import Path
+
+    from ..outputs.folder import IN_PROGRESS, LOCK, RUN_FILES, OutputError
+
+    out = outputs.out.resolve()
+    for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard)):
+        if value is None:
+            continue
+        if not value.strip():
+            raise OutputError(f"{flag} is empty; name a {'file' if flag == '--log-csv' else 'folder'}")
+        path = Path(value)
+        if path.resolve().parent == out and (path.name in (*RUN_FILES, IN_PROGRESS, LOCK)
+                                             or path.name.startswith(".gca-")):  # fmt: skip
+            raise OutputError(f"{flag} {path} would overwrite the run's own {path.name}; choose another name")
+        if flag == "--tensorboard":
+            if path.exists() and not path.is_dir():
+                raise OutputError(f"--tensorboard {path} exists and is not a folder")
+            continue
+        if path.is_dir():
+            raise OutputError(f"--log-csv {path} is a folder; name a file in it")
+        if not path.parent.is_dir():
+            raise OutputError(f"--log-csv {path}: the folder {path.parent} does not exist; create it first")
+        for other in [*inputs(args), *([args.export] if args.export else [])]:
+            if path.resolve() == Path(other).resolve():
+                raise OutputError(f"--log-csv {path} is also {other}, which the run reads or writes; choose another "
+                                  "name")  # fmt: skip
+
+
+def _loggers(args: argparse.Namespace, outputs) -> list:
+    """The metric loggers the flags ask for (gca.loggers)."""
+    from ..loggers import CSVLogger, TensorBoardLogger, WandbLogger
+
+    loggers: list = []
+    if args.log_csv is not None:
+        loggers.append(CSVLogger(args.log_csv))
+    if args.tensorboard is not None:
+        loggers.append(TensorBoardLogger(args.tensorboard))
+    if args.wandb is not None:
+        loggers.append(WandbLogger(project=args.wandb, dir=str(outputs.out)))
+    return loggers
 
 
 def _announce(job, estimator, args: argparse.Namespace, plots) -> None:

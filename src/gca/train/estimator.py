@@ -23,10 +23,12 @@ parameters:
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import inspect
 import pickle
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from ..augment.prepared import PreparedGraph, prepare
 from ..config import ConfigError, GCAConfig
 from ..errors import UserError
 from ..graph.graph import Graph, prepare_graph
+from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch
@@ -45,6 +48,8 @@ from .batches import BatchSource, batch_source
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
 from .loop import INFERENCE_CHUNK_ROWS, TrainingError, encode_graph, train, warmup_schedule
+
+log = LOG.getChild("train.estimator")
 
 
 def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
@@ -83,6 +88,16 @@ def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | Non
     return GCAModel.from_config(in_channels, config, objective, share, encoder).to(device)
 
 
+def _takes_loss(hook: Callable[..., Any]) -> bool:
+    """Whether the ``on_epoch`` hook takes the loss: a parameter named ``loss`` (or ``**kwargs``). Hooks of two
+    arguments, ``on_epoch(epoch, embed)``, are called as before."""
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):  # a callable Python cannot inspect: called the old way
+        return False
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "loss" and p.kind != p.POSITIONAL_ONLY) for p in parameters)
+
+
 def _collapse_watch(config: GCAConfig) -> CollapseWatch:
     """Collapse detection whose message says which of the run's settings to change."""
     return CollapseWatch(advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
@@ -99,7 +114,10 @@ class GCA:
     ``set_params`` read and change the constructor's arguments and, by their own names, the fields of ``config``
     (``set_params(lr=0.01, tau=0.5)``), so ``sklearn.base.clone`` and scikit-learn's searches work. Learned state:
     ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
-    only), ``embed_seconds`` (the final inference), ``prepare_seconds``. Replaceable parts: ``objective`` (a module
+    only), ``embed_seconds`` (the final inference), ``prepare_seconds``. ``loggers``: metric loggers
+    (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with ``log(metrics,
+    step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so ``get_params`` and
+    :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
     ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
     and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
 
@@ -111,12 +129,15 @@ class GCA:
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
                  objective: torch.nn.Module | None = None,
                  batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
-                 placement: Placement | None = None, encoder: torch.nn.Module | None = None) -> None:  # fmt: skip
+                 placement: Placement | None = None, encoder: torch.nn.Module | None = None,
+                 loggers: Sequence[Any] | None = None) -> None:  # fmt: skip
         # the arguments as given, for get_params: scikit-learn's clone rebuilds the estimator from them
         self._params = {"config": config, "device": device, "progress": progress, "objective": objective,
-                        "batches": batches, "placement": placement, "encoder": encoder}  # fmt: skip
+                        "batches": batches, "placement": placement, "encoder": encoder,
+                        "loggers": loggers}  # fmt: skip
         self.config = config or GCAConfig()
         self.config.validate()
+        self.loggers = check_loggers(loggers)
         self.device = placement.device if placement is not None else resolve_device(device)
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
         self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
@@ -162,6 +183,8 @@ class GCA:
         for name in ("objective", "batches", "placement", "encoder"):
             if self._params[name] is not None:
                 shown.append(f"{name}={type(self._params[name]).__name__}")
+        if self.loggers:
+            shown.append(f"loggers=[{', '.join(type(logger).__name__ for logger in self.loggers)}]")
         return f"{type(self).__name__}({', '.join(shown)})"
 
     def __deepcopy__(self, memo: dict) -> GCA:
@@ -190,11 +213,14 @@ class GCA:
 
     def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
-            on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None) -> GCA:  # fmt: skip
+            on_epoch: Callable[..., None] | None = None) -> GCA:  # fmt: skip
         """Train on ``data``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
-        of every node (``gca tune`` stops unpromising trials with it). ``checkpoint``, ``checkpoint_every`` and
+        of every node (``gca tune`` stops unpromising trials with it). A hook with a parameter named ``loss`` (or
+        ``**kwargs``), ``on_epoch(epoch, embed, loss=None)``, also gets the epoch's mean loss by that keyword
+        (``losses[epoch - 1]``); a hook of two arguments is called as before. The estimator's ``loggers`` get every
+        epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         """
         cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
@@ -211,16 +237,33 @@ class GCA:
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         source = self.batch_source(self.prepared, place)
         self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
+        with_loss = on_epoch is not None and _takes_loss(on_epoch)
+        log.info("training on %d nodes, %d features: epochs %d to %d on %s", graph.num_nodes, self.in_channels,
+                 saves.first_epoch + 1, cfg.epochs, self.device)  # fmt: skip
 
         def after_epoch(epoch: int, losses: list[float]) -> None:
             self.losses[saves.first_epoch :] = losses
             saves.after_epoch(epoch, self.state, optimizer, generator, fingerprint, source)
-            if on_epoch is not None:
-                on_epoch(epoch, lambda: encode_graph(model, graph.to(self.device)).cpu())
+            if on_epoch is None:
+                return
+            if with_loss:
+                on_epoch(epoch, embed, loss=losses[-1])
+            else:
+                on_epoch(epoch, embed)
 
-        self.losses[saves.first_epoch :] = train(
-            model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
-            learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg))  # fmt: skip
+        def embed() -> torch.Tensor:
+            return encode_graph(model, graph.to(self.device)).cpu()
+
+        try:
+            self.losses[saves.first_epoch :] = train(
+                model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
+                learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg),
+                loggers=self.loggers)  # fmt: skip
+        except BaseException:
+            with contextlib.suppress(Exception):  # the training's own error is the one the user sees
+                close_loggers(self.loggers)
+            raise
+        close_loggers(self.loggers)
         source = None  # a sampler's arrays are not needed for inference
         if self.device.type == "cuda":
             torch.cuda.synchronize()
@@ -228,6 +271,8 @@ class GCA:
         start = time.perf_counter()
         self.embedding_ = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
         self.embed_seconds = time.perf_counter() - start
+        log.info("trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes,
+                 self.embed_seconds)  # fmt: skip
         return self
 
     def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
@@ -282,7 +327,8 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
     """A fresh, untrained estimator with ``estimator``'s device, placement and parts, and its configuration with
     ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
     objective is a copy of the one ``estimator`` was made with, at its initial weights — never trained ones, whether
-    ``estimator`` was fitted or not."""
+    ``estimator`` was fitted or not. Its ``loggers`` are the same objects: a logger names where metrics go."""
     return GCA(estimator.config.replace(**changes), device=estimator.device, progress=estimator.progress,
                objective=_fresh(estimator._initial_objective), batches=estimator.batches,
-               placement=estimator.placement, encoder=_fresh(estimator._initial_encoder))  # fmt: skip
+               placement=estimator.placement, encoder=_fresh(estimator._initial_encoder),
+               loggers=estimator._params["loggers"])  # fmt: skip

@@ -12,13 +12,16 @@ Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch
 
 The loop takes its pieces as parts — the batch source, a :class:`~gca.nn.model.GCAModel` (encoder, projection head
 and objective passed in) and an optimiser — and hooks: ``after_epoch`` (checkpoints,
-:class:`gca.train.checkpoint.TrainingCheckpoints`), the learning rate's warm-up and the collapse watch.
+:class:`gca.train.checkpoint.TrainingCheckpoints`), the learning rate's warm-up, the collapse watch and metric
+loggers (:mod:`gca.loggers`). It reports through the ``logging`` logger ``"gca.train.loop"``: each epoch at DEBUG,
+the end of training at INFO, a collapse or a diverged loss at WARNING.
 :func:`encode_graph` gives the frozen embeddings once training ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,10 +30,13 @@ from ..errors import UserError
 from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
 from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
+from ..loggers import LOG
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
 from ..progress import Progress
 from .batches import Batch, BatchSource
+
+log = LOG.getChild("train.loop")
 
 
 class TrainingError(UserError, RuntimeError):
@@ -68,6 +74,7 @@ def train(
     progress: bool = False,
     learning_rate: Callable[[int], float] | None = None,
     collapse: CollapseWatch | None = None,
+    loggers: Sequence[Any] = (),
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
@@ -78,8 +85,15 @@ def train(
     (default :class:`~gca.objective.collapse.CollapseWatch`) when the objective knows that value — with a
     :class:`CollapseError`: during training after a run of flat updates, and after the last update (before the
     last ``after_epoch``) when the run ended collapsed. Its message names the likely cause (:func:`collapse_cause`).
+
+    ``loggers`` (:mod:`gca.loggers`) get ``log({"loss", "lr"}, step=epoch)`` after every epoch (before
+    ``after_epoch``), and those with a true ``per_update`` get ``log({"loss/update"}, step=update)`` after every
+    update (counted from 1 over the run, on from the optimiser's own count when resumed). An epoch that stops
+    training is not logged.
     """
     losses: list[float] = []
+    per_update = [logger for logger in loggers if getattr(logger, "per_update", False)]
+    update = updates_taken(optimizer) if loggers else 0
     uniform = getattr(model.objective, "uniform_loss", None)
     collapse = collapse or CollapseWatch()
     bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
@@ -92,24 +106,41 @@ def train(
                 for group in optimizer.param_groups:
                     group["lr"] = rate
             step_losses.append(train_step(model, optimizer, batch, generator))
+            update += 1
+            for logger in per_update:
+                logger.log({"loss/update": step_losses[-1]}, update)
             if uniform is not None:
                 flat = uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors))
                 if collapse.update(epoch + 1, step_losses[-1] - flat, flat):
                     bar.close()
-                    raise CollapseError(collapse.message(collapse_cause(optimizer, source, batch, collapse.advice)))
+                    raise _stopped(CollapseError(collapse.message(collapse_cause(optimizer, source, batch,
+                                                                                  collapse.advice))))  # fmt: skip
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
-            raise TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
+            raise _stopped(TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or "
+                                         "raise tau"))  # fmt: skip
         if epoch + 1 == epochs and uniform is not None and collapse.ended_collapsed():
             bar.close()
             cause = collapse_cause(optimizer, source, batch, collapse.advice)
-            raise CollapseError(collapse.message(cause, ended=True))
+            raise _stopped(CollapseError(collapse.message(cause, ended=True)))
         losses.append(loss)
+        rate = float(optimizer.param_groups[0]["lr"])
+        log.debug("epoch %d/%d: loss %.6f, lr %g", epoch + 1, epochs, loss, rate)
+        for logger in loggers:
+            logger.log({"loss": loss, "lr": rate}, epoch + 1)
         bar.update(loss=f"{loss:.4f}")
         if after_epoch is not None:
             after_epoch(epoch + 1, losses)
     bar.close()
+    if losses:
+        log.info("trained epochs %d to %d: final loss %.6f", first_epoch + 1, epochs, losses[-1])
     return losses
+
+
+def _stopped(error: TrainingError) -> TrainingError:
+    """``error``, reported at WARNING on the package's logger first (the command line prints it itself)."""
+    log.warning("%s", error)
+    return error
 
 
 def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch: Batch | None,
