@@ -21,7 +21,7 @@ test: $(BIN)/gca
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/gca
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/hooks
 
 # The documentation site (MkDocs, Material, API reference from the docstrings); --strict: a broken link fails.
 docs: $(BIN)/gca

@@ -79,7 +79,7 @@ class _Index:
 
         def shared(path: str) -> int:
             count = 0
-            for a, b in zip(path.split("."), near.split(".")):
+            for a, b in zip(path.split("."), near.split("."), strict=False):
                 if a != b:
                     break
                 count += 1
