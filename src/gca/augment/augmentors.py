@@ -19,6 +19,13 @@ Edge cases, defined here because the formula is undefined there:
 * **No items** (a graph without edges): an empty probability vector; sampling returns no edges.
 
 The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = GRACE) give every item probability p.
+
+**Weighted graphs.** On a graph with ``edge_weight`` (or ``edge_attr``, :mod:`gca.graph.graph`) every kept edge keeps
+its own weight and features: a view's edge list is an :class:`~gca.graph.sparse.EdgeList` carrying them, so the GCN
+of that view uses the weighted adjacency of the kept edges (both directions of a kept undirected unit carry the same
+weight — the cleaned graph guarantees it). The removal probabilities themselves stay the paper's: centrality φ is
+computed on the unweighted graph (:mod:`gca.augment.centrality`), so a weighted graph and the same graph without
+weights drop the same edges with the same draws.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import torch
 
 from ..graph.features import ROW_BLOCK
 from ..graph.graph import Graph
+from ..graph.sparse import edge_list, edge_values
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
@@ -132,13 +140,20 @@ class EdgeDropper:
     def __init__(self, edge_index: torch.Tensor, symmetric: bool, prob: torch.Tensor) -> None:
         self.edge_index, self.symmetric, self.prob = edge_index, symmetric, prob  # prob: [U] removal probabilities
         self._units: torch.Tensor | None = None
+        self._unit_values: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)
 
     @property
     def units(self) -> torch.Tensor:
         """[2, U]: the edges (u, v) with u < v in ``edge_index`` order when symmetric, else every edge."""
         if self._units is None:
             row, col = self.edge_index
-            self._units = self.edge_index[:, row < col] if self.symmetric else self.edge_index
+            forward = row < col
+            self._units = self.edge_index[:, forward] if self.symmetric else self.edge_index
+            weight, attr = edge_values(self.edge_index)
+            if self.symmetric:  # each unit's values: those of (u, v), equal to (v, u)'s on a cleaned graph
+                weight = None if weight is None else weight[forward]
+                attr = None if attr is None else attr[forward]
+            self._unit_values = (weight, attr)
         return self._units
 
     def to(self, device: torch.device | str) -> EdgeDropper:
@@ -150,10 +165,16 @@ class EdgeDropper:
         return torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The kept edges' edge_index (both directions of each kept unit when units are symmetric)."""
+        """The kept edges' edge_index (both directions of each kept unit when units are symmetric); on a weighted
+        graph an :class:`~gca.graph.sparse.EdgeList` carrying each kept edge's own weight and features."""
         keep = self.draw(generator)
         kept = self.units[:, keep]
-        return torch.cat([kept, kept.flip(0)], dim=1) if self.symmetric else kept
+        weight, attr = (None if v is None else v[keep] for v in self._unit_values)
+        if not self.symmetric:
+            return edge_list(kept, weight, attr)
+        both = torch.cat([kept, kept.flip(0)], dim=1)
+        return edge_list(both, None if weight is None else torch.cat([weight, weight]),
+                         None if attr is None else torch.cat([attr, attr]))  # fmt: skip
 
 
 @dataclass

@@ -1,6 +1,23 @@
 """The checked graph: :func:`prepare_graph` turns a PyTorch Geometric ``Data`` object into the :class:`Graph` that
 training uses — edges coalesced, self-loops dropped, features in their form (:mod:`.features`) — once per graph.
 Nothing here is specific to one view; each view's operator is built from the graph's edges (:mod:`.sparse`).
+
+**Edge weights and edge features.** ``data.edge_weight`` ([E], non-negative, finite) and ``data.edge_attr`` ([E] or
+[E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` /
+``Graph.edge_attr`` and carried by ``Graph.edge_index`` (a :class:`~gca.graph.sparse.EdgeList`), so each view's kept
+edges keep their own values (:mod:`gca.augment.augmentors`) and the GCN uses the weighted adjacency
+D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
+
+* a self-loop is dropped with its weight and features (the GCN adds every node's own loop with weight 1);
+* repeated edges (u, v) are merged into one whose weight — and each feature — is the **sum** of theirs, as
+  ``scipy.sparse`` and PyTorch Geometric's ``coalesce`` do; the merge is reported in ``Graph.warnings``;
+* on an undirected graph both directions of an edge must carry the **same** weight and features after merging:
+  the graph's edges are the unit that augmentation keeps or removes, and its operator is symmetric. A graph whose
+  directions differ is refused with one line (make them equal, or pass ``directed=True`` to keep both);
+* negative, NaN or infinite weights, NaN or infinite features, a wrong shape or a non-numeric dtype: one line
+  (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
+
+A graph without either keeps a plain ``edge_index`` and is cleaned exactly as before.
 """
 
 from __future__ import annotations
@@ -16,7 +33,7 @@ from torch_geometric.utils import coalesce, remove_self_loops
 
 from ..errors import UserError
 from .features import Features, feature_forms, nonzero_columns
-from .sparse import _is_coalesced, _is_symmetric, index_dtype
+from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype
 
 
 class GraphError(UserError, ValueError):
@@ -47,6 +64,16 @@ class Graph:
     raw_features: sp.csr_matrix | np.ndarray
     y: torch.Tensor | None = None
     warnings: list[str] = field(default_factory=list)
+    edge_weight: torch.Tensor | None = None
+    edge_attr: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        self.edge_index = edge_list(self.edge_index, self.edge_weight, self.edge_attr)
+
+    @property
+    def edge_dim(self) -> int | None:
+        """The width D of ``edge_attr`` (``None`` without edge features)."""
+        return None if self.edge_attr is None else int(self.edge_attr.shape[1])
 
     @property
     def num_features(self) -> int:
@@ -70,6 +97,10 @@ class Graph:
         digest.update(str(raw.shape).encode())
         for part in parts:
             digest.update(np.ascontiguousarray(part).tobytes())
+        for name, values in (("edge_weight", self.edge_weight), ("edge_attr", self.edge_attr)):
+            if values is not None:  # only when present: an unweighted graph's digest is as before
+                digest.update(f"{name}{tuple(values.shape)}{values.dtype}".encode())
+                digest.update(values.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()
 
     def to(self, device: torch.device | str) -> Graph:
@@ -81,6 +112,8 @@ class Graph:
             raw_features=self.raw_features,
             y=None if self.y is None else self.y.to(device),
             warnings=list(self.warnings),
+            edge_weight=None if self.edge_weight is None else self.edge_weight.to(device),
+            edge_attr=None if self.edge_attr is None else self.edge_attr.to(device),
         )
 
 
@@ -96,6 +129,11 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     """
     if feature_norm not in ("row", "none"):
         raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
+    if type(data).__name__ == "HeteroData":
+        raise GraphError("GCA trains on one node and one edge type: give a homogeneous Data (for a HeteroData, "
+                         "data.to_homogeneous() or one node type's subgraph)")  # fmt: skip
+    if not (hasattr(data, "x") and hasattr(data, "edge_index")):
+        raise GraphError(f"GCA trains on a torch_geometric.data.Data (x and edge_index), got {type(data).__name__}")
     if data.x is None:
         raise GraphError("the graph has no node features (data.x is None); pass a feature matrix")
     x = data.x
@@ -119,6 +157,10 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
             f"edge ids must lie in [0, {num_nodes - 1}] for {num_nodes} nodes; found ids in "
             f"[{int(edge_index.min())}, {int(edge_index.max())}]"
         )
+    weight = _edge_weight(data, edge_index.shape[1])
+    attr = _edge_attr(data, edge_index.shape[1])
+    if weight is not None or attr is not None:
+        return _prepare_weighted(data, x, num_nodes, edge_index, weight, attr, directed, feature_norm)
     edge_index = edge_index.to(index_dtype(num_nodes))  # compact from here on: the caller's copy can go
     warnings: list[str] = []
     num_raw = edge_index.shape[1]
@@ -143,7 +185,13 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         warnings.append(
             f"{isolated} of {num_nodes} nodes have no edges; they are embedded from their own features only"
         )
+    return _finish(data, x, num_nodes, edge_index, bool(directed), feature_norm, warnings)
 
+
+def _finish(data: Data, x: torch.Tensor, num_nodes: int, edge_index: torch.Tensor, directed: bool,
+            feature_norm: str, warnings: list[str], weight: torch.Tensor | None = None,
+            attr: torch.Tensor | None = None) -> Graph:  # fmt: skip
+    """Labels and features checked and formed; the :class:`Graph`."""
     y = data.y if getattr(data, "y", None) is not None else None
     if y is not None and y.shape[0] != num_nodes:
         raise GraphError(f"the graph has {num_nodes} nodes but {y.shape[0]} labels")
@@ -152,7 +200,122 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     zero_columns = int((~nonzero_columns(raw_features)).sum())
     if zero_columns:
         warnings.append(
-            f"{zero_columns} of {x.shape[1]} feature columns are zero for every node; they carry no information "
-            "(masking probability p_tau)"
+            f"{zero_columns} of {x.shape[1]} feature columns are zero for every node; they carry no information"
+        )  # (training masks them with the cap p_tau: docs/method.md; the line says nothing of masking, as
+        # gca embed prints it too)
+    return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings, weight, attr)
+
+
+def _edge_weight(data: Data, count: int) -> torch.Tensor | None:
+    """``data.edge_weight`` checked (module docstring) as float64 on the CPU (merged so; kept as float32), or
+    ``None``."""
+    weight = getattr(data, "edge_weight", None)
+    if weight is None:
+        return None
+    if not isinstance(weight, torch.Tensor):
+        raise GraphError(f"edge_weight must be a tensor of shape [{count}], got a {type(weight).__name__}")
+    if weight.dim() != 1 or weight.shape[0] != count:
+        raise GraphError(f"edge_weight must have shape [{count}] (one weight per edge of edge_index), got "
+                         f"{tuple(weight.shape)}")  # fmt: skip
+    if weight.is_complex() or weight.dtype == torch.bool:
+        raise GraphError(f"edge_weight must hold real numbers, got dtype {weight.dtype}")
+    weight = weight.detach().cpu().to(torch.float64)
+    bad = ~torch.isfinite(weight)
+    if bool(bad.any()):
+        first = int(bad.nonzero()[0])
+        raise GraphError(f"edge_weight holds {int(bad.sum())} NaN or infinite values (first at edge {first}: "
+                         f"{float(weight[first])}); clean them first")  # fmt: skip
+    if bool((weight < 0).any()):
+        first = int((weight < 0).nonzero()[0])
+        raise GraphError(f"edge_weight holds {int((weight < 0).sum())} negative values (first at edge {first}: "
+                         f"{float(weight[first]):g}); GCN weights must be non-negative")  # fmt: skip
+    return weight
+
+
+def _edge_attr(data: Data, count: int) -> torch.Tensor | None:
+    """``data.edge_attr`` checked (module docstring) as [E, D] on the CPU, or ``None``."""
+    attr = getattr(data, "edge_attr", None)
+    if attr is None:
+        return None
+    if not isinstance(attr, torch.Tensor):
+        raise GraphError(f"edge_attr must be a tensor of shape [{count}, D], got a {type(attr).__name__}")
+    if attr.dim() not in (1, 2) or attr.shape[0] != count or (attr.dim() == 2 and attr.shape[1] == 0):
+        raise GraphError(f"edge_attr must have shape [{count}, D] or [{count}] (one row per edge of edge_index), "
+                         f"got {tuple(attr.shape)}")  # fmt: skip
+    if attr.is_complex():
+        raise GraphError(f"edge_attr must hold real numbers, got dtype {attr.dtype}")
+    attr = attr.detach().cpu()
+    attr = attr.unsqueeze(1) if attr.dim() == 1 else attr
+    attr = attr.to(torch.float32) if attr.dtype == torch.bool else attr
+    if attr.is_floating_point() and not bool(torch.isfinite(attr).all()):
+        raise GraphError("edge_attr holds NaN or infinite values; clean or impute them first")
+    return attr
+
+
+def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: torch.Tensor,
+                      weight: torch.Tensor | None, attr: torch.Tensor | None, directed: bool | None,
+                      feature_norm: str) -> Graph:  # fmt: skip
+    """:func:`prepare_graph` for a graph with edge weights or features: the same cleaning, with every edge's values
+    dropped, merged (summed) and checked alongside it (module docstring)."""
+    warnings: list[str] = []
+    edge_index = edge_index.long()
+    keep = edge_index[0] != edge_index[1]
+    loops = int((~keep).sum())
+    if loops:
+        edge_index = edge_index[:, keep]
+        weight = None if weight is None else weight[keep]
+        attr = None if attr is None else attr[keep]
+        warnings.append(f"removed {loops} self-loops with their weights (GCN adds its own, of weight 1)")
+    num_kept = edge_index.shape[1]
+    values = [v for v in (weight, attr.to(torch.float64) if attr is not None and attr.is_floating_point() else attr)
+              if v is not None]  # fmt: skip
+    merged_index, merged = coalesce(edge_index, values, num_nodes=num_nodes, reduce="sum")
+    merged = list(merged)
+    new_weight = merged.pop(0) if weight is not None else None
+    new_attr = merged.pop(0) if attr is not None else None
+    if directed is None:
+        directed = not _is_symmetric(merged_index, num_nodes)
+    if merged_index.shape[1] < num_kept:
+        if directed:
+            count = num_kept - merged_index.shape[1]
+        else:
+            count = int((edge_index[0] < edge_index[1]).sum() - (merged_index[0] < merged_index[1]).sum())
+        warnings.append(f"merged {count} duplicate edge{'s' if count != 1 else ''} (their weights and edge features "
+                        f"summed)")  # fmt: skip
+    if new_weight is not None and not bool(torch.isfinite(new_weight.to(torch.float32)).all()):
+        raise GraphError("merged duplicate edges' weights overflow float32; rescale edge_weight")
+    if not directed:
+        _check_symmetric_values(merged_index, num_nodes, new_weight, new_attr)
+    isolated = num_nodes - int((torch.bincount(merged_index.reshape(-1), minlength=num_nodes) > 0).sum())
+    if isolated:
+        warnings.append(
+            f"{isolated} of {num_nodes} nodes have no edges; they are embedded from their own features only"
         )
-    return Graph(num_nodes, edge_index, bool(directed), features, raw_features, y, warnings)
+    new_weight = None if new_weight is None else new_weight.to(torch.float32)
+    if new_attr is not None and attr is not None and new_attr.dtype != attr.dtype:
+        new_attr = new_attr.to(attr.dtype)
+    index = merged_index.to(index_dtype(num_nodes))
+    return _finish(data, x, num_nodes, index, bool(directed), feature_norm, warnings, new_weight, new_attr)
+
+
+def _check_symmetric_values(edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None,
+                            attr: torch.Tensor | None) -> None:  # fmt: skip
+    """Refuse an undirected graph whose edge (u, v) and its reverse (v, u) carry different weights or features."""
+    source, target = edge_index
+    keys = source * num_nodes + target  # sorted: edge_index is coalesced
+    reverse = target * num_nodes + source
+    position = torch.searchsorted(keys, reverse).clamp_(max=max(keys.numel() - 1, 0))
+    found = keys[position] == reverse if keys.numel() else torch.zeros(0, dtype=torch.bool)
+    for name, values in (("weight", weight), ("edge_attr", attr)):
+        if values is None:
+            continue
+        own, other = values[found], values[position[found]]
+        differ = own != other if own.dim() == 1 else (own != other).any(1)
+        if bool(differ.any()):
+            at = int(found.nonzero()[differ.nonzero()[0]])
+            u, v = int(source[at]), int(target[at])
+            shown = (f"{float(values[at]):g} but ({v}, {u}) has {float(values[position[at]]):g}" if own.dim() == 1
+                     else f"a row that differs from ({v}, {u})'s")  # fmt: skip
+            raise GraphError(f"the graph is undirected but {int(differ.sum()) // 2 or 1} edges carry a different "
+                             f"{name} in each direction, e.g. ({u}, {v}) has {shown}; give both directions the same "
+                             f"{name}, or pass directed=True")  # fmt: skip

@@ -38,6 +38,9 @@ class SampledSubgraph:
     num_anchors: int
     #: nodes within 0, 1, …, L hops of the anchors (local ids are numbered hop by hop, so each is a prefix)
     hop_sizes: tuple[int, ...] = ()
+    #: for each sampled edge, the position in the full graph's edge_index of the edge whose weight and features it
+    #: carries (itself on a directed graph, its reverse — of equal values — on an undirected one)
+    edge_ids: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -108,6 +111,7 @@ class NeighborSampler:
         if symmetric_units and not undirected:
             raise ValueError("symmetric augmentation units need an undirected graph")
         self.num_nodes = num_nodes
+        self.undirected = undirected
         self.fanouts = tuple(int(k) for k in fanouts)
         device = edge_index.device
         source, target = edge_index
@@ -140,7 +144,7 @@ class NeighborSampler:
         anchors = anchors.to(device=device, dtype=torch.long)
         local = self._local
         local[anchors] = torch.arange(anchors.numel(), device=device)
-        nodes, sources, targets, units = [anchors], [], [], []
+        nodes, sources, targets, units, ids = [anchors], [], [], [], []
         frontier, count = anchors, anchors.numel()
         sizes = [count]
         try:
@@ -155,6 +159,7 @@ class NeighborSampler:
                 sources.append(local[neighbor])
                 targets.append(local[target])
                 units.append(self.units[positions].long())
+                ids.append(positions if self.undirected else self.units[positions].long())
                 nodes.append(new)
                 sizes.append(count)
                 frontier = new
@@ -165,7 +170,7 @@ class NeighborSampler:
         edge_index = torch.stack([torch.cat(sources or [empty]), torch.cat(targets or [empty])])
         sizes += [count] * (len(self.fanouts) + 1 - len(sizes))  # hops after an empty frontier add nobody
         return SampledSubgraph(all_nodes, edge_index, torch.cat(units or [empty]), int(anchors.numel()),
-                               tuple(int(c) for c in sizes))  # fmt: skip
+                               tuple(int(c) for c in sizes), torch.cat(ids or [empty]))  # fmt: skip
 
     def _hop(
         self, frontier: torch.Tensor, fanout: int, generator: torch.Generator | None

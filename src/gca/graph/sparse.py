@@ -4,6 +4,17 @@
 (a CSR tensor whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds
 a sampled subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's operator a block of rows
 at a time for inference on large graphs. Edge lists are kept in :func:`index_dtype`.
+
+**Weighted graphs.** An edge list may be an :class:`EdgeList`: the ``[2, E]`` index carrying one non-negative weight
+per edge (``edge_weight``, aligned with its columns) and optionally ``[E, D]`` edge features (``edge_attr``). Every
+operator here then uses the weighted adjacency, as PyTorch Geometric's ``GCNConv`` with ``edge_weight`` does:
+
+    M = D̃^{-1/2} (A_w + I) D̃^{-1/2},   (A_w)_vu = w_uv for every edge u → v,   D̃_vv = 1 + Σ_{u → v} w_uv,
+
+so M_vu = w_uv / sqrt(D̃_uu D̃_vv) and every self-loop has weight 1. An edge of weight 0 contributes nothing. Without
+weights (a plain tensor, or an :class:`EdgeList` whose ``edge_weight`` is ``None``) every w_uv is 1 and the operators
+are computed exactly as before, bit for bit; with every weight 1.0 they are equal bit for bit too (degrees are sums of
+whole numbers, exact in float64, and each entry is the unweighted entry times 1.0).
 """
 
 from __future__ import annotations
@@ -20,6 +31,80 @@ def index_dtype(num_nodes: int) -> torch.dtype:
     """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — half
     the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes)."""
     return torch.int32 if num_nodes < 2**31 else torch.long
+
+
+class EdgeList(torch.Tensor):
+    """A ``[2, E]`` edge index that carries its edges' values: ``edge_weight`` ([E] float32 or ``None``) and
+    ``edge_attr`` ([E, …] or ``None``), row i belonging to column i.
+
+    Made with :func:`edge_list`. Torch operations on it return plain tensors (its torch-function override is
+    disabled), so an indexed, permuted or concatenated copy never keeps values that no longer line up with its
+    columns; :meth:`to`, :meth:`cpu` and :meth:`long`, which keep the column order, carry them along. Read them
+    with :func:`edge_values`, which gives ``(None, None)`` for a plain tensor.
+    """
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    edge_weight: torch.Tensor | None
+    edge_attr: torch.Tensor | None
+
+    def _carried(self, out: torch.Tensor) -> torch.Tensor:
+        if out is self:
+            return self
+        device = out.device
+        weight, attr = self.edge_weight, self.edge_attr
+        return edge_list(out, None if weight is None else weight.to(device), None if attr is None else attr.to(device))
+
+    def to(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.to(self, *args, **kwargs))
+
+    def cpu(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.cpu(self, *args, **kwargs))
+
+    def long(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.long(self, *args, **kwargs))
+
+    def __deepcopy__(self, memo: dict) -> torch.Tensor:
+        import copy
+
+        return edge_list(torch.Tensor.clone(self), copy.deepcopy(self.edge_weight, memo),
+                         copy.deepcopy(self.edge_attr, memo))  # fmt: skip
+
+
+def edge_list(edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
+              edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """``edge_index`` carrying ``edge_weight`` and ``edge_attr`` (one row per column), as an :class:`EdgeList`;
+    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied."""
+    if edge_weight is None and edge_attr is None:
+        return edge_index.as_subclass(torch.Tensor) if isinstance(edge_index, EdgeList) else edge_index
+    count = edge_index.shape[1]
+    for name, values in (("edge_weight", edge_weight), ("edge_attr", edge_attr)):
+        if values is not None and values.shape[0] != count:
+            raise ValueError(f"{name} has {values.shape[0]} rows for {count} edges")
+    out = edge_index.as_subclass(EdgeList) if not isinstance(edge_index, EdgeList) else \
+        edge_index.as_subclass(torch.Tensor).as_subclass(EdgeList)  # a new object: never relabel the caller's
+    out.edge_weight, out.edge_attr = edge_weight, edge_attr
+    return out
+
+
+def edge_values(edge_index: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor."""
+    return getattr(edge_index, "edge_weight", None), getattr(edge_index, "edge_attr", None)
+
+
+def _inverse_sqrt_degree(index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None) -> torch.Tensor:
+    """D̃^{-1/2} with D̃_vv = 1 + (number of entries of ``index`` equal to v), or 1 + the sum of their weights
+    (summed in float64, so whole-number weights give exactly the unweighted degrees)."""
+    if weight is None:
+        return (torch.bincount(index, minlength=num_nodes) + 1).to(torch.float32).rsqrt()
+    degree = torch.ones(num_nodes, dtype=torch.float64, device=index.device)
+    degree.index_add_(0, index, weight.to(device=index.device, dtype=torch.float64))
+    return degree.to(torch.float32).rsqrt()
+
+
+def _weighted(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Entries times their edges' weights (unchanged without weights)."""
+    return values if weight is None else values * weight.to(device=values.device, dtype=values.dtype)
 
 
 class SparseMatrix:
@@ -172,27 +257,34 @@ def normalized_adjacency(
     D̂ counts incoming edges plus the self-loop (the degree on undirected graphs). ``edge_index`` must be free of
     self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a
     :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built without sorting. Built with
-    vectorised tensor operations only.
+    vectorised tensor operations only. An :class:`EdgeList` with weights gives the weighted operator (module
+    docstring); ``symmetric`` then also asserts that both directions of an edge carry the same weight.
     """
+    weight = edge_values(edge_index)[0]
     edge_index = edge_index.long()
     if symmetric and coalesced:
-        return _symmetric_normalized_adjacency(edge_index, num_nodes)
-    source, target, values = _normalized_entries(edge_index, num_nodes)
+        return _symmetric_normalized_adjacency(edge_index, num_nodes, weight)
+    source, target, values = _normalized_entries(edge_index, num_nodes, weight)
     matrix = square_csr(target, source, values, num_nodes)
     transpose = None if symmetric else square_csr(source, target, values, num_nodes)
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
 
 
 def _normalized_entries(
-    edge_index: torch.Tensor, num_nodes: int
+    edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(source, target, value) of every entry of D̂^{-1/2} Â D̂^{-1/2}: the edges, then one self-loop per node;
-    D̂ counts incoming edges plus the self-loop."""
+    D̂ counts incoming edges plus the self-loop (with ``weight``, sums the incoming weights plus 1)."""
     loops = torch.arange(num_nodes, device=edge_index.device)
     source = torch.cat([edge_index[0], loops])
     target = torch.cat([edge_index[1], loops])
-    inv_sqrt = torch.bincount(target, minlength=num_nodes).to(torch.float32).rsqrt()
-    return source, target, inv_sqrt[source] * inv_sqrt[target]
+    if weight is None:
+        inv_sqrt = torch.bincount(target, minlength=num_nodes).to(torch.float32).rsqrt()
+        return source, target, inv_sqrt[source] * inv_sqrt[target]
+    inv_sqrt = _inverse_sqrt_degree(edge_index[1], num_nodes, weight)
+    weight = torch.cat([weight.to(device=loops.device, dtype=torch.float32),
+                        torch.ones(num_nodes, dtype=torch.float32, device=loops.device)])  # fmt: skip
+    return source, target, _weighted(inv_sqrt[source] * inv_sqrt[target], weight)
 
 
 def layered_normalized_adjacency(
@@ -206,9 +298,10 @@ def layered_normalized_adjacency(
     its own ``layer_rows[i − 1]`` leading nodes (all nodes for the first layer). The degrees are those of the
     whole subgraph, so every kept entry equals the full matrix's and the anchors' embeddings are unchanged — while
     the second layer of a 2-layer encoder with fan-out 10 computes about 1/7 of the rows. An entry outside the
-    block means the nodes are not numbered hop by hop: a :class:`ValueError`.
+    block means the nodes are not numbered hop by hop: a :class:`ValueError`. An :class:`EdgeList` with weights
+    gives the weighted operator's rows (module docstring).
     """
-    source, target, values = _normalized_entries(edge_index.long(), num_nodes)
+    source, target, values = _normalized_entries(edge_index.long(), num_nodes, edge_values(edge_index)[0])
     blocks, columns = [], num_nodes
     for rows in layer_rows:
         keep = target < rows
@@ -221,23 +314,27 @@ def layered_normalized_adjacency(
     return blocks
 
 
-def _symmetric_normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseMatrix:
+def _symmetric_normalized_adjacency(
+    edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None
+) -> SparseMatrix:
     """:func:`normalized_adjacency` of a symmetric, coalesced edge_index without a sort: each row's self-loop is
-    slotted in after the row's columns below the diagonal. On 10^8 edges this saves a 64-bit sort's memory."""
+    slotted in after the row's columns below the diagonal. On 10^8 edges this saves a 64-bit sort's memory.
+    ``weight`` (symmetric: w_uv = w_vu) gives the weighted operator."""
     device = edge_index.device
     row, col = edge_index
     counts = torch.bincount(row, minlength=num_nodes)
     below = torch.bincount(row[col < row], minlength=num_nodes)  # columns before the diagonal, per row
     crow = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
     torch.cumsum(counts + 1, 0, out=crow[1:])
-    inv_sqrt = (counts + 1).to(torch.float32).rsqrt()
+    inv_sqrt = (counts + 1).to(torch.float32).rsqrt() if weight is None else \
+        _inverse_sqrt_degree(row, num_nodes, weight)  # fmt: skip
     total = row.numel() + num_nodes
     columns = torch.empty(total, dtype=torch.long, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
     # an edge moves right by one slot per earlier row's self-loop, and by one more if it lies above the diagonal
     slot = torch.arange(row.numel(), device=device) + row + (col > row)
     columns[slot] = col
-    values[slot] = inv_sqrt[row] * inv_sqrt[col]
+    values[slot] = _weighted(inv_sqrt[row] * inv_sqrt[col], weight)
     del slot
     nodes = torch.arange(num_nodes, device=device)
     diagonal = crow[:-1] + below
@@ -253,15 +350,18 @@ class AdjacencyRows:
     Inference on a large graph reads the operator one block at a time (:meth:`row_slice`), so its N + E entries
     and their 64-bit column indices are never held at once: the edge list's own target column is the CSR column
     array, and only the row pointers and D̂^{-1/2} (N values each) are kept. Each block equals the same rows of
-    :func:`normalized_adjacency`, entry for entry.
+    :func:`normalized_adjacency`, entry for entry — weighted when ``edge_index`` is an :class:`EdgeList` with weights
+    (symmetric ones, as a :class:`~gca.graph.graph.Graph` keeps them).
     """
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
+        self.weight = edge_values(edge_index)[0]
         source, self.columns = edge_index[0], edge_index[1]
         counts = torch.bincount(source, minlength=num_nodes)
         self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=source.device)
         torch.cumsum(counts, 0, out=self.indptr[1:])
-        self.inv_sqrt = (counts + 1).to(torch.float32).rsqrt()
+        self.inv_sqrt = (counts + 1).to(torch.float32).rsqrt() if self.weight is None else \
+            _inverse_sqrt_degree(source, num_nodes, self.weight)  # fmt: skip
         self.shape = (num_nodes, num_nodes)
 
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
@@ -278,7 +378,8 @@ class AdjacencyRows:
         values = torch.empty(int(crow[-1]), dtype=torch.float32, device=device)
         slot = torch.arange(high - low, device=device) + local + (col > row)
         columns[slot] = col
-        values[slot] = self.inv_sqrt[row] * self.inv_sqrt[col]
+        values[slot] = _weighted(self.inv_sqrt[row] * self.inv_sqrt[col],
+                                 None if self.weight is None else self.weight[low:high])  # fmt: skip
         diagonal = crow[:-1] + torch.bincount(local[col < row], minlength=stop - start)
         nodes = torch.arange(start, stop, device=device)
         columns[diagonal] = nodes

@@ -22,9 +22,20 @@ width. :func:`check_encoder` runs it once on the graph's first nodes before trai
 :func:`check_encoder_output` checks every output it gives in training and inference (the whole graph's nodes, or a
 sampled subgraph's in mini-batch mode); anything else is an :class:`EncoderError` of one line naming the encoder's
 class, the shape it returned and the shape it must return.
+
+**Edge weights and edge features** (:mod:`gca.graph.graph`). An encoder called as PyTorch Geometric's gets a view's
+per-edge values, aligned with that view's kept edges, through the keyword arguments its ``forward`` names
+(:func:`edge_arguments`): ``edge_weight`` ([E] float32) and ``edge_attr`` ([E, D]) — when the graph has them. One
+that requires an argument (no default) on a graph without it is refused with one :class:`EncoderError` line. gca's
+``gat`` built with ``edge_dim`` (:class:`MessagePassingEncoder`) passes ``edge_attr`` to every ``GATConv``; a
+convolution whose ``forward`` takes ``edge_weight`` (``GCNConv``, ``GraphConv``, …) gets the weights. PyTorch
+Geometric's ``GATConv``, ``SAGEConv`` and ``GINConv`` take no ``edge_weight``: gca's gat, sage and gin ignore
+weights, which :func:`unused_edge_values` names so that the graph's warnings say so.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 from torch import nn
@@ -32,7 +43,7 @@ from torch.nn import functional as F
 
 from ..errors import UserError
 from ..graph.features import Features, read_rows
-from ..graph.sparse import SparseMatrix
+from ..graph.sparse import SparseMatrix, edge_values
 from .gcn import make_activation
 
 
@@ -51,12 +62,77 @@ def dense_features(features: Features, mask: torch.Tensor | None = None
     return x if mask is None else x * mask
 
 
+#: The per-edge arguments an encoder's ``forward`` may take, by their PyTorch Geometric names.
+EDGE_ARGUMENTS = ("edge_weight", "edge_attr")
+
+
+def edge_arguments(module: nn.Module) -> dict[str, bool]:
+    """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) that ``module.forward`` names, each mapped to whether
+    it is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for."""
+    try:
+        parameters = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):  # a forward without a signature (a C extension): pass nothing
+        return {}
+    taken = {}
+    for name in EDGE_ARGUMENTS:
+        parameter = parameters.get(name)
+        if parameter is not None and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            taken[name] = parameter.default is inspect.Parameter.empty
+    return taken
+
+
+def edge_keywords(encoder: nn.Module, edge_weight: torch.Tensor | None, edge_attr: torch.Tensor | None,
+                  taken: dict[str, bool] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    """The keyword arguments ``encoder`` gets for a view whose edges carry ``edge_weight`` / ``edge_attr`` (either
+    ``None``): those its ``forward`` names and the graph has. A required one the graph lacks is an
+    :class:`EncoderError`."""
+    taken = edge_arguments(encoder) if taken is None else taken
+    given = {"edge_weight": edge_weight, "edge_attr": edge_attr}
+    out = {}
+    for name, required in taken.items():
+        if given[name] is not None:
+            out[name] = given[name]
+        elif required:
+            raise EncoderError(f"encoder {type(encoder).__name__} requires {name} but the graph has none; give "
+                               f"the graph's Data a {name} (one row per edge) or give {name} a default of None"
+                               )  # fmt: skip
+    return out
+
+
+def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: bool) -> list[str]:
+    """Warnings naming the per-edge values a graph has that ``encoder`` (a module, or the name of gca's own:
+    gcn, gat, sage, gin) does not use. gca's gat uses ``edge_attr`` when built with ``edge_dim``."""
+    if isinstance(encoder, str):
+        used = {"gcn": {"edge_weight"}, "gat": {"edge_attr"}}.get(encoder, set())
+        name = encoder
+    elif isinstance(encoder, MessagePassingEncoder):
+        used = ({"edge_attr"} if encoder.edge_dim else set()) | (
+            {"edge_weight"} if any("edge_weight" in edge_arguments(conv) for conv in encoder.convs) else set())
+        name = encoder.kind
+    else:
+        used, name = set(edge_arguments(encoder)), type(encoder).__name__
+    notes = []
+    if has_attr and "edge_attr" not in used:
+        advice = ("use encoder=gat (edge_dim) or give edge_weight" if name == "gcn" else
+                  "use encoder=gat (edge_dim), or an encoder whose forward takes edge_attr")  # fmt: skip
+        notes.append(f"edge_attr is not used by the {name} encoder; {advice}")
+    if has_weight and "edge_weight" not in used:
+        notes.append(f"edge_weight is not used by the {name} encoder; use encoder=gcn, or an encoder whose forward "
+                     "takes edge_weight")  # fmt: skip
+    return notes
+
+
 class MessagePassingEncoder(nn.Module):
-    """k convolutions of one PyTorch Geometric kind, each followed by the activation."""
+    """k convolutions of one PyTorch Geometric kind, each followed by the activation. ``edge_dim`` (gat only): the
+    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``)."""
 
     def __init__(self, kind: str, in_channels: int, hidden: int, num_layers: int, activation: str,
-                 first_layer_factor: int = 2, sage_aggregator: str = "gcn") -> None:  # fmt: skip
+                 first_layer_factor: int = 2, sage_aggregator: str = "gcn",
+                 edge_dim: int | None = None) -> None:  # fmt: skip
         super().__init__()
+        if edge_dim is not None and kind != "gat":
+            raise ValueError(f"edge_dim is for the gat encoder, not {kind}")
+        self.edge_dim = edge_dim
         if num_layers < 2:
             raise ValueError("the encoder needs at least two layers")
         if sage_aggregator not in ("gcn", "mean"):
@@ -65,32 +141,52 @@ class MessagePassingEncoder(nn.Module):
         widths = [in_channels] + [inner] * (num_layers - 1) + [hidden]
         self.kind = kind
         self.self_loops = kind == "sage" and sage_aggregator == "gcn"  # the node itself enters the mean
-        self.convs = nn.ModuleList(_conv(kind, a, b, last=i == num_layers - 1, root_weight=not self.self_loops)
+        self.convs = nn.ModuleList(_conv(kind, a, b, last=i == num_layers - 1, root_weight=not self.self_loops,
+                                         edge_dim=edge_dim)
                                    for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)))  # fmt: skip
+        self._takes_weight = [("edge_weight" in edge_arguments(conv)) for conv in self.convs]
         self.activations = nn.ModuleList(make_activation(activation, b) for b in widths[1:])
 
     def reset_parameters(self) -> None:
         for conv in self.convs:
             conv.reset_parameters()
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
+                edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """The embeddings; ``edge_attr`` reaches each ``GATConv`` when built with ``edge_dim`` (required then), and
+        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there)."""
+        extra: dict[str, torch.Tensor] = {}
+        if self.edge_dim is not None:
+            if edge_attr is None:
+                raise EncoderError(f"the gat encoder was built with edge_dim={self.edge_dim} but the graph has no "
+                                   "edge_attr; give the graph's Data an edge_attr or train without edge_dim"
+                                   )  # fmt: skip
+            attr = edge_attr.unsqueeze(1) if edge_attr.dim() == 1 else edge_attr
+            if attr.shape[1] != self.edge_dim:
+                raise EncoderError(f"the gat encoder was built with edge_dim={self.edge_dim} but edge_attr has "
+                                   f"{attr.shape[1]} columns")  # fmt: skip
+            extra["edge_attr"] = attr.to(x.dtype)
         if self.self_loops:
             from torch_geometric.utils import add_self_loops
 
-            edge_index = add_self_loops(edge_index, num_nodes=x.shape[0])[0]
-        for conv, activation in zip(self.convs, self.activations, strict=True):
-            x = activation(conv(x, edge_index))
+            edge_index, edge_weight = add_self_loops(edge_index, edge_weight, fill_value=1.0, num_nodes=x.shape[0])
+        for conv, takes_weight, activation in zip(self.convs, self._takes_weight, self.activations, strict=True):
+            keywords = dict(extra, edge_weight=edge_weight) if takes_weight and edge_weight is not None else extra
+            x = activation(conv(x, edge_index, **keywords))
             if self.kind == "sage":
                 x = F.normalize(x, dim=1)
         return x
 
 
-def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weight: bool = True) -> nn.Module:
+def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weight: bool = True,
+          edge_dim: int | None = None) -> nn.Module:  # fmt: skip
     from torch_geometric.nn import GATConv, GINConv, SAGEConv
 
     if kind == "gat":
         heads = 1 if last or out_channels % GAT_HEADS else GAT_HEADS
-        return GATConv(in_channels, out_channels // heads, heads=heads)
+        if edge_dim is None:
+            return GATConv(in_channels, out_channels // heads, heads=heads)
+        return GATConv(in_channels, out_channels // heads, heads=heads, edge_dim=edge_dim)
     if kind == "sage":
         return SAGEConv(in_channels, out_channels, root_weight=root_weight)
     if kind == "gin":
@@ -122,16 +218,26 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
     return out
 
 
-def check_encoder(encoder: nn.Module, features: Features, hidden: int) -> None:
+def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: torch.Tensor | None = None) -> None:
     """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one
-    forward pass (in eval mode, without autograd) on the first few nodes and no edges."""
+    forward pass (in eval mode, without autograd) on the first few nodes and no edges.
+
+    ``edges`` (the graph's ``edge_index``, which carries its edge values) lets an encoder whose ``forward`` takes
+    ``edge_weight`` / ``edge_attr`` get empty ones of the right width, and refuses one that requires a value the
+    graph lacks. Without it, an encoder that requires one is checked at its first training step instead."""
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))
     x = x.to_dense() if isinstance(x, SparseMatrix) else x
+    taken = edge_arguments(encoder)
+    if edges is None and any(taken.values()):
+        return  # its edge values are unknown here; every output in training is checked
+    weight, attr = edge_values(edges) if edges is not None else (None, None)
+    keywords = {name: values[:0].to(x.device) for name, values in
+                edge_keywords(encoder, weight, attr, taken).items()}  # fmt: skip
     training = encoder.training
     try:
         with torch.no_grad():
-            out = encoder.eval()(x, torch.empty(2, 0, dtype=torch.long, device=x.device))
+            out = encoder.eval()(x, torch.empty(2, 0, dtype=torch.long, device=x.device), **keywords)
     finally:
         encoder.train(training)
     check_encoder_output(encoder, out, rows, hidden)

@@ -5,10 +5,16 @@ every output checked — a floating-point tensor with one row per row of ``x``, 
 (:func:`gca.nn.encoders.check_encoder_output`) — so a wrong shape is one line, never a silently wrong result. The
 cache of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle``
 leave it out.
+
+A view's edges may carry per-edge values (an :class:`~gca.graph.sparse.EdgeList`, :mod:`gca.graph.graph`): the GCN
+then uses the weighted normalised adjacency (:mod:`gca.graph.sparse`), and an encoder called as PyTorch Geometric's
+gets ``edge_weight`` / ``edge_attr`` as keywords when its ``forward`` names them
+(:func:`gca.nn.encoders.edge_keywords`), row i of each belonging to column i of that view's ``edge_index``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +22,9 @@ import torch
 from torch import nn
 
 from ..config import GCAConfig
-from ..graph.sparse import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
+from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
 from ..objective import ContrastiveObjective, RowShare
-from .encoders import MessagePassingEncoder, check_encoder_output, dense_features
+from .encoders import MessagePassingEncoder, check_encoder_output, dense_features, edge_arguments, edge_keywords
 from .gcn import GCNEncoder, ProjectionHead
 
 
@@ -36,26 +42,31 @@ class GCAModel(nn.Module):
         self.projector = projector
         self.objective = objective
         self._dense: tuple | None = None  # (features, their dense form) for a message-passing encoder
+        self._edge_arguments: dict[str, bool] | None = None  # the encoder's per-edge keywords, read once
 
     def __getstate__(self) -> dict:
         """The module's state without the dense-features cache (a copy of the input, and maybe of a sparse
         matrix that ``copy.deepcopy`` cannot copy): copies and pickles rebuild it on first use."""
         state = super().__getstate__()
         state["_dense"] = None
+        state["_edge_arguments"] = None
         return state
 
     @classmethod
     def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None,
-                    share: RowShare | None = None, encoder: nn.Module | None = None) -> GCAModel:  # fmt: skip
+                    share: RowShare | None = None, encoder: nn.Module | None = None,
+                    edge_dim: int | None = None) -> GCAModel:  # fmt: skip
         """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
         head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
-        torch.distributed, :mod:`gca.train.distributed`)."""
+        torch.distributed, :mod:`gca.train.distributed`). ``edge_dim`` (the graph's ``Graph.edge_dim``) builds
+        the gat encoder's convolutions to read ``edge_attr``; the other encoders of ``config`` ignore it."""
         factor = config.first_layer_factor
         if encoder is None and config.encoder == "gcn":
             encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
         elif encoder is None:
             encoder = MessagePassingEncoder(config.encoder, in_channels, config.hidden, config.layers,
-                                            config.activation, factor, config.sage_aggregator)  # fmt: skip
+                                            config.activation, factor, config.sage_aggregator,
+                                            edge_dim if config.encoder == "gat" else None)  # fmt: skip
         projector = ProjectionHead(config.hidden, config.proj_hidden)
         objective = objective or ContrastiveObjective(
             config.tau, config.block_size, share=share, backend=config.loss_backend, precision=config.precision
@@ -72,15 +83,17 @@ class GCAModel(nn.Module):
             raise TypeError("its 'model' entry is not a table of tensors")
         if in_channels < 1:
             raise ValueError(f"in_channels is {in_channels}")
+        edge_weight = weights.get("encoder.convs.0.lin_edge.weight") if encoder is None else None
+        edge_dim = None if edge_weight is None or edge_weight.dim() != 2 else int(edge_weight.shape[1])  # gat's
         with torch.device("meta"):  # a user's encoder exists already, at its own size
-            model = cls.from_config(in_channels, config, encoder=encoder)
+            model = cls.from_config(in_channels, config, encoder=encoder, edge_dim=edge_dim)
             expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         found = {k: tuple(v.shape) for k, v in weights.items()}
         for name in sorted(set(expected) | set(found)):
             if expected.get(name) != found.get(name):
                 raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds "
                                  f"{found.get(name)}")  # fmt: skip
-        model = cls.from_config(in_channels, config, encoder=encoder)
+        model = cls.from_config(in_channels, config, encoder=encoder, edge_dim=edge_dim)
         model.load_state_dict(weights)
         return model
 
@@ -98,12 +111,23 @@ class GCAModel(nn.Module):
                symmetric: bool = False, layer_rows: Sequence[int] | None = None,
                feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
-        per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features."""
+        per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features —
+        and the values ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`): the GCN's operator is
+        weighted, another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them."""
         if self.takes_edge_index:
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
                 self._dense = (features, dense_features(features))
             x = self._dense[1]
-            out = self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long())  # PyG's dtype
+            if self._edge_arguments is None:
+                self._edge_arguments = edge_arguments(self.encoder)
+                encoder = self.encoder
+                if (isinstance(encoder, MessagePassingEncoder) and encoder.kind == "gat" and encoder.edge_dim is None
+                        and edge_values(edge_index)[1] is not None):  # fmt: skip
+                    warnings.warn("edge_attr is not used by this gat encoder: it was built without edge_dim "
+                                  "(GCAModel.from_config(..., edge_dim=graph.edge_dim))", stacklevel=2)  # fmt: skip
+            keywords = edge_keywords(self.encoder, *edge_values(edge_index), self._edge_arguments)
+            out = self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long().as_subclass(
+                torch.Tensor), **keywords)  # PyG's dtype; a plain tensor  # fmt: skip
             return check_encoder_output(self.encoder, out, x.shape[0], getattr(self.projector, "channels", None))
         if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
             adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
