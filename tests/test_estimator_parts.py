@@ -179,3 +179,21 @@ def test_link_prediction_with_a_fitted_estimator_equals_one_with_an_unfitted_one
     (unfitted, z_unfitted), (fitted, z_fitted) = scores(False), scores(True)
     assert fitted == unfitted
     torch.testing.assert_close(z_fitted, z_unfitted, rtol=0, atol=0)
+
+
+def test_a_model_of_a_users_encoder_says_so_instead_of_damaged(tmp_path, capsys):
+    from gca.cli import main
+    from gca.train.checkpoint import CheckpointError
+
+    estimator = GCA(CONFIG, device="cpu", encoder=_encoder())
+    estimator.fit(karate_club())
+    estimator.save(tmp_path / "m.pt")
+    with pytest.raises(CheckpointError, match=r"trained with your own encoder \(.*\); load it in Python") as caught:
+        GCA.load(tmp_path / "m.pt", device="cpu")
+    assert "damaged" not in str(caught.value)
+    with pytest.raises(CheckpointError, match="does not fit the weights"):
+        GCA.load(tmp_path / "m.pt", device="cpu", encoder=torch.nn.Linear(3, 2))
+    assert main(["embed", "--checkpoint", str(tmp_path / "m.pt"), "--out", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trained with your own encoder" in err[0]
+    assert not (tmp_path / "e").exists() or not any((tmp_path / "e").iterdir())

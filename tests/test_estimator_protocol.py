@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 
+import numpy as np
 import pytest
 import sklearn.base
 import torch
@@ -73,3 +74,17 @@ def test_an_unknown_config_key_is_named_with_a_suggestion_and_is_a_type_error():
         GCAConfig(lrr=0.1)
     with pytest.raises(ConfigError):
         GCAConfig(lrr=0.1)
+
+
+def test_a_heterogeneous_graph_or_another_object_is_one_line():
+    from torch_geometric.data import HeteroData
+
+    from gca.graph.graph import GraphError
+
+    hetero = HeteroData()
+    hetero["paper"].x = torch.randn(5, 3)
+    hetero["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
+    with pytest.raises(GraphError, match="homogeneous Data .*to_homogeneous"):
+        GCA(CONFIG, device="cpu").fit(hetero)
+    with pytest.raises(GraphError, match="got ndarray"):
+        GCA(CONFIG, device="cpu").fit(np.zeros((3, 3)))

@@ -171,6 +171,9 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
         raise _damaged(path, f"'losses' is {_shown(losses)}, not a list of numbers")
     for number, loss in enumerate(losses):
         _number(loss, f"losses[{number}]", path)
+    user = state.get("user_encoder")
+    if user is not None and not isinstance(user, str):
+        raise _damaged(path, f"'user_encoder' is {_shown(user)}, not the name of a class")
     if state["format"] == TRAINING_FORMAT:
         _check_training_entries(state, path, config)
     return state
@@ -272,14 +275,17 @@ def _check_rng(rng: Any, path: str | Path) -> None:
 # Writing
 
 
-def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float]) -> dict:
-    """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs."""
+def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float],
+                user_encoder: str | None = None) -> dict:  # fmt: skip
+    """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs. ``user_encoder``: the
+    module and class name of a user's encoder the model was trained with (its weights need an instance of it)."""
     return {
         "format": MODEL_FORMAT,
         "config": dict(config),
         "in_channels": int(in_channels),
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "losses": [float(v) for v in losses],
+        **({"user_encoder": str(user_encoder)} if user_encoder else {}),
     }
 
 

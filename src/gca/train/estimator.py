@@ -84,8 +84,8 @@ def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | Non
            encoder: torch.nn.Module | None, graph: Graph, device: torch.device) -> GCAModel:  # fmt: skip
     """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
     if encoder is not None:
-        check_encoder(encoder.to(device), graph.features.to(device), config.hidden)
-    return GCAModel.from_config(in_channels, config, objective, share, encoder).to(device)
+        check_encoder(encoder.to(device), graph.features.to(device), config.hidden, graph.edge_index)
+    return GCAModel.from_config(in_channels, config, objective, share, encoder, edge_dim=graph.edge_dim).to(device)
 
 
 def _takes_loss(hook: Callable[..., Any]) -> bool:
@@ -202,7 +202,7 @@ class GCA:
 
     def prepare(self, data: Data | Graph, directed: bool | None = None) -> PreparedGraph:
         """Clean the graph and compute centrality and both views' probabilities (once per graph)."""
-        return prepare(data, self.config, directed)
+        return prepare(data, self.config, directed, encoder=self.encoder)
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
         """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement."""
@@ -299,7 +299,9 @@ class GCA:
         """A model checkpoint made of tensors and plain values only (loadable with ``weights_only=True``)."""
         if self.model is None:
             raise TrainingError("the model is not trained yet; call fit() first")
-        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses)
+        user = self._initial_encoder
+        named = None if user is None else f"{type(user).__module__}.{type(user).__qualname__}"
+        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named)
 
     def save(self, path: str | Path) -> None:
         """Write the model checkpoint atomically (temporary file, then rename)."""
@@ -310,6 +312,11 @@ class GCA:
         """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
         trained with a user's ``encoder`` loads into a copy of a fresh instance of it (which stays as it is)."""
         state = load_checkpoint(path)
+        user = state.get("user_encoder")
+        if user and encoder is None:
+            raise CheckpointError(f"{path} holds a model trained with your own encoder ({user}); load it in Python "
+                                  f"with GCA.load(path, encoder=<a new {user.rsplit('.', 1)[-1]} of the same "
+                                  "shape>)")  # fmt: skip
         initial = _initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
         try:
             estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
@@ -318,7 +325,12 @@ class GCA:
             estimator.in_channels = int(state["in_channels"])
             model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
-            raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc})") from None
+            if encoder is not None:  # the file is sound (checked above); the module given does not fit it
+                raise CheckpointError(f"the encoder given ({type(encoder).__name__}) does not fit the weights in "
+                                      f"{path} ({exc}); give a module of the class and shape it was trained with"
+                                      ) from None  # fmt: skip
+            raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc}); if it was "
+                                  "trained with your own encoder, load it with GCA.load(path, encoder=…)") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         return estimator
 
