@@ -11,6 +11,11 @@ objective. Two sources ship:
   the removal and masking probabilities computed once on the full graph, and the objective over the 2B anchor
   embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
 
+On a graph with ``edge_weight`` / ``edge_attr`` (:mod:`gca.graph.graph`) both sources draw views whose edge lists
+carry each kept edge's own values (:class:`~gca.graph.sparse.EdgeList`): a sampled subgraph's edges take theirs from
+the full graph's edge they stand for (:attr:`~gca.graph.sampling.SampledSubgraph.edge_ids`), so the GCN's operator
+on a subgraph is weighted as on the whole graph (degrees, as unweighted, are the subgraph's).
+
 The training loop (:func:`gca.train.loop.train`) is the same for both. A source that keeps state across epochs
 exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so ``--resume``
 continues exactly.
@@ -30,6 +35,7 @@ from ..augment.augmentors import FeatureMasker, ViewAugmentor
 from ..graph.features import Features, dense_input, read_rows
 from ..graph.graph import Graph
 from ..graph.sampling import NeighborSampler, SampledSubgraph
+from ..graph.sparse import edge_list
 
 
 class ViewSampler(Protocol):
@@ -98,12 +104,17 @@ class SubgraphView:
     unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
     unit_prob: torch.Tensor  # [U] removal probability of each unit present
     features: FeatureMasker  # the full graph's masking
+    edge_weight: torch.Tensor | None = None  # [E] each sampled edge's weight (None: an unweighted graph)
+    edge_attr: torch.Tensor | None = None  # [E, D] each sampled edge's features
 
     symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
         keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
-        return self.edge_index[:, keep[self.unit]]
+        kept = keep[self.unit]
+        return edge_list(self.edge_index[:, kept], None if self.edge_weight is None else self.edge_weight[kept],
+                         None if self.edge_attr is None else self.edge_attr[kept])  # fmt: skip
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
         return self.features(generator)
@@ -186,8 +197,13 @@ class NeighborBatches(BatchSource):
     def batch(self, sub: SampledSubgraph) -> Batch:
         """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
         present, unit = torch.unique(sub.units, return_inverse=True)
+        weight, attr = self.graph.edge_weight, self.graph.edge_attr
+        if (weight is not None or attr is not None) and sub.edge_ids is None:
+            raise ValueError("the sampler gave no edge ids: a weighted graph's subgraph cannot carry its weights")
+        weight = None if weight is None else weight[sub.edge_ids]
+        attr = None if attr is None else attr[sub.edge_ids]
         views = tuple(
-            SubgraphView(sub.edge_index, unit, edge_prob[present], masker)
+            SubgraphView(sub.edge_index, unit, edge_prob[present], masker, weight, attr)
             for edge_prob, masker in zip(self.edge_prob, self.maskers, strict=True)
         )
         rows = read_rows(self.features, sub.nodes)
