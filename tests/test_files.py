@@ -196,3 +196,12 @@ def test_export_to_a_missing_folder_fails_before_training(karate_files, tmp_path
             "--epochs", "2", "--quiet", "--out", str(out), "--export", str(tmp_path / "nowhere" / "e.csv")]  # fmt: skip
     assert "does not exist" in _error(args, capsys)
     assert not list(out.iterdir())  # nothing trained, nothing written
+
+
+def test_a_weight_column_is_not_silently_dropped(tmp_path):
+    (tmp_path / "e.csv").write_text("source,target,weight\n0,1,2.5\n1,2,0.5\n")
+    (tmp_path / "x.csv").write_text("1,0\n0,1\n1,1\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert any("1 column after source and target" in w and "not read" in w for w in loaded.warnings)
+    (tmp_path / "plain.csv").write_text("0,1\n1,2\n")
+    assert not load_files(tmp_path / "plain.csv", tmp_path / "x.csv").warnings

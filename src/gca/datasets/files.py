@@ -1,7 +1,8 @@
 """Users' own graphs from plain files: an edge list, a feature matrix and optionally labels.
 
-* **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (further columns, e.g.
-  weights, are ignored; blank lines and lines starting with ``#`` are skipped). Node ids are integers or any
+* **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (blank lines and lines
+  starting with ``#`` are skipped). Further columns, e.g. weights, are not read, and a warning says so: give
+  weights as ``Data.edge_weight`` in Python (:mod:`gca.graph.graph` carries them). Node ids are integers or any
   strings. A first line is read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``,
   ``from,to``, ``node1,node2``, …) or when it is the only line that is not numeric.
 * **features** — ``.npy`` (a 2-D numeric array; pickles are refused, and the header is checked against the file's
@@ -94,20 +95,26 @@ def _looks_like_header(rows: list[tuple[int, list[str]]], columns: int) -> bool:
 
 def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
     """(sources, targets, integer_ids) as the tokens in the file."""
+    return _edge_rows(path)[:3]
+
+
+def _edge_rows(path: str | Path) -> tuple[list[str], list[str], bool, int]:
+    """:func:`read_edge_list`'s answer and how many columns beyond ``source target`` its widest line has."""
     path = Path(path)
     rows = _rows(path, "edge")
     if rows and _looks_like_header(rows, 2):
         rows = rows[1:]
     if not rows:
         raise DatasetError(f"edge file {path} holds no edges; give one 'source target' pair per line")
-    sources, targets = [], []
+    sources, targets, extra = [], [], 0
     for number, fields in rows:
+        extra = max(extra, len(fields) - 2)
         if len(fields) < 2 or not fields[0] or not fields[1]:
             raise DatasetError(f"{path}, line {number}: expected two node ids per line, got {','.join(fields)!r}")
         sources.append(fields[0])
         targets.append(fields[1])
     integer = all(_INTEGER.match(t) for t in sources) and all(_INTEGER.match(t) for t in targets)
-    return sources, targets, integer
+    return sources, targets, integer, extra
 
 
 #: .npy format versions whose header :func:`read_npy` reads (``numpy.save`` writes 1.0, or 2.0 for a header over
@@ -256,7 +263,7 @@ def load_files(
     edges: str | Path, features: str | Path, labels: str | Path | None = None, directed: bool = False
 ) -> LoadedDataset:
     """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files."""
-    sources, targets, integer = read_edge_list(edges)
+    sources, targets, integer, extra = _edge_rows(edges)
     matrix, ids = read_features(features)
     num_nodes = matrix.shape[0]
     if num_nodes == 0 or matrix.shape[1] == 0:
@@ -296,6 +303,10 @@ def load_files(
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     name = Path(edges).stem
     notes = [repeated_edges_warning(edges, repeated)] if repeated else []
+    if extra:
+        notes.append(f"{edges} has {extra} column{'s' if extra > 1 else ''} after source and target (weights?); "
+                     "they are not read — the graph is trained unweighted (give weights as Data.edge_weight in "
+                     "Python)")  # fmt: skip
     return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes)
 
 
