@@ -155,11 +155,31 @@ class SparseMatrix:
         out_crow = torch.zeros(index.numel() + 1, dtype=torch.long, device=crow.device)
         torch.cumsum(length, 0, out=out_crow[1:])
         positions = segment_ranges(start, length)
-        row = torch.repeat_interleave(torch.arange(index.numel(), device=crow.device), length)
         size = (index.numel(), self.shape[1])
-        rows = csr_tensor(out_crow, col[positions], values[positions], size)
-        transpose = square_csr(col[positions], row, values[positions], size[1], size[0])
-        return SparseMatrix(rows, transpose)
+        columns, entries = col[positions], values[positions]
+        transpose = csr_transpose(out_crow, columns, entries, size)  # shared by both views' weight gradients
+        return SparseMatrix(csr_tensor(out_crow, columns, entries, size), transpose)
+
+    def keep(self, rows: torch.Tensor | None = None, columns: torch.Tensor | None = None) -> SparseMatrix:
+        """The same-shaped matrix holding only the entries in the ``rows`` and ``columns`` marked true (boolean
+        masks; None: every one), in their order, with its transpose filtered from the stored one (no sort)."""
+        return SparseMatrix(_keep_entries(self.matrix, rows, columns), _keep_entries(self.transpose, columns, rows))
+
+
+def _keep_entries(matrix: torch.Tensor, rows: torch.Tensor | None, columns: torch.Tensor | None) -> torch.Tensor:
+    """The CSR ``matrix`` without its entries outside the rows and columns marked true (:meth:`SparseMatrix.keep`);
+    the kept entries stay in their order, so a product's row sums run over the same terms, less the dropped ones."""
+    crow, col, values = matrix.crow_indices(), matrix.col_indices(), matrix.values()
+    keep = None if columns is None else columns[col]
+    if rows is not None:
+        in_row = torch.repeat_interleave(rows, crow.diff(), output_size=col.numel())
+        keep = in_row if keep is None else keep & in_row
+    if keep is None:
+        return matrix
+    before = torch.zeros(col.numel() + 1, dtype=crow.dtype, device=crow.device)  # kept entries before each one
+    torch.cumsum(keep, 0, out=before[1:])
+    kept = keep.nonzero().squeeze(1)  # once for both arrays: boolean indexing would find them twice, slower
+    return csr_tensor(before[crow], col.index_select(0, kept), values.index_select(0, kept), tuple(matrix.shape))
 
 
 class _SparseDenseMatmul(torch.autograd.Function):
@@ -398,6 +418,32 @@ def square_csr(
     crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)
     crow[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
     return csr_tensor(crow, col, values, (n, columns))
+
+
+def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows —
+    the arrays :func:`square_csr` gives, entry for entry. On the CPU it is SciPy's linear-time counting sort
+    (``tocsc``; a mini-batch of Coauthor-CS's features, 0.9 M entries, in about 3 ms instead of 20 ms for sorting
+    64-bit keys); elsewhere a stable sort of the columns."""
+    rows, columns = size
+    if (crow.device.type == "cpu" and values.dtype in (torch.float32, torch.float64)
+            and max(col.numel(), rows, columns) < 2**31):  # fmt: skip
+        csc = sp.csr_matrix((values.detach().numpy(), col.numpy().astype(np.int32), crow.numpy().astype(np.int32)),
+                            shape=size).tocsc()  # fmt: skip
+        return csr_tensor(torch.from_numpy(csc.indptr.astype(np.int64)), torch.from_numpy(csc.indices.astype(np.int64)),
+                          torch.from_numpy(csc.data), (columns, rows))  # fmt: skip
+    return _sorted_transpose(crow, col, values, size)
+
+
+def _sorted_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+                      ) -> torch.Tensor:  # fmt: skip
+    """:func:`csr_transpose` on any device: a stable sort of the columns keeps each column's entries in row order."""
+    rows, columns = size
+    order = torch.sort(col, stable=True).indices
+    row = torch.repeat_interleave(torch.arange(rows, device=crow.device), crow.diff(), output_size=col.numel())
+    out_crow = torch.zeros(columns + 1, dtype=torch.long, device=crow.device)
+    torch.cumsum(torch.bincount(col, minlength=columns), 0, out=out_crow[1:])
+    return csr_tensor(out_crow, row[order], values[order], (columns, rows))
 
 
 def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:

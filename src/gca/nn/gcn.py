@@ -62,7 +62,18 @@ class GCNLayer(nn.Module):
         if _aggregate_first(h, weight):
             return self.activation((adjacency @ h) @ weight + self.bias)
         # M (H W): a layer that maps F ≫ F' channels down (bag-of-words features) aggregates the narrow side.
-        return self.activation(adjacency @ (h @ weight) + self.bias)
+        return self.activation(adjacency @ self.input_times_weight(h, adjacency, feature_mask, weight) + self.bias)
+
+    def input_times_weight(self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix,
+                           feature_mask: torch.Tensor | None = None,
+                           weight: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """H (diag(m) W) as :meth:`forward` reads it (``weight``: diag(m) W when already formed); a sparse H skips
+        the entries whose terms are exact zeros or never read (:func:`_entries_read`)."""
+        if weight is None:
+            weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
+        if isinstance(h, SparseMatrix):
+            h = _entries_read(h, adjacency, feature_mask)
+        return h @ weight
 
     def transforms_first(self, h: torch.Tensor | SparseMatrix) -> bool:
         """Whether this layer computes M (H W) for the input ``h`` (else (M H) W)."""
@@ -104,6 +115,27 @@ def _aggregate_first(h: torch.Tensor | SparseMatrix, weight: torch.Tensor) -> bo
     and on a sampled subgraph the dense product runs only on the rows kept. A sparse H (bag-of-words features)
     keeps M (H W), which also avoids a sparse × sparse product."""
     return isinstance(h, torch.Tensor) and not h.is_sparse and h.shape[1] < weight.shape[1]
+
+
+def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.Tensor | None) -> SparseMatrix:
+    """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: those in a
+    feature column the mask zeroes, and those in a node row that no entry of M reads (a sampled subgraph's first
+    layer, whose operator has fewer rows than the subgraph has nodes: the nodes of the last hop whose edges the
+    view dropped). The gradient of W reads Hᵀ G, and G is zero on those rows, so it loses only zero terms too: with
+    finite weights the output and every gradient are unchanged, bit for bit, while the layer's two sparse products
+    (H W forward, Hᵀ G backward) skip those entries — a quarter of them on Coauthor-CS's mini-batches
+    (docs/benchmarks.md). The filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
+    columns = None if feature_mask is None else feature_mask != 0
+    if columns is not None and bool(columns.all()):
+        columns = None
+    rows, operator = None, getattr(adjacency, "matrix", None)
+    if (isinstance(operator, torch.Tensor) and operator.layout == torch.sparse_csr
+            and operator.shape[0] < operator.shape[1] == h.shape[0]):  # fmt: skip
+        rows = torch.zeros(h.shape[0], dtype=torch.bool, device=operator.device)
+        rows[operator.col_indices()] = True
+        if bool(rows.all()):
+            rows = None
+    return h if rows is None and columns is None else h.keep(rows, columns)
 
 
 class GCNEncoder(nn.Module):
