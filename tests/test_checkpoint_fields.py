@@ -249,3 +249,18 @@ def test_a_mini_batch_position_of_another_kind_is_refused_before_anything_is_wri
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"gca: error: cannot resume from {out / 'checkpoint.pt'}: {words}"]
     assert _files(out) == before
+
+
+def test_integer_weights_in_a_model_file_are_refused_not_truncated(tmp_path):
+    from gca import GCA, GCAConfig
+    from gca.datasets import karate_club
+    from gca.train.checkpoint import CheckpointError
+
+    estimator = GCA(GCAConfig(epochs=1, hidden=8, proj_hidden=8), device="cpu")
+    estimator.fit(karate_club())
+    state = estimator.state()
+    name = next(iter(state["model"]))
+    state["model"][name] = state["model"][name].long()
+    torch.save(state, tmp_path / "m.pt")
+    with pytest.raises(CheckpointError, match=f"{name} holds int64 values where the model keeps floating-point"):
+        GCA.load(tmp_path / "m.pt", device="cpu")

@@ -264,3 +264,13 @@ def test_features_the_encoder_sees_as_identical_are_named_as_the_cause():
     assert identical_rows(SparseMatrix(same)) and not identical_rows(SparseMatrix(torch.eye(3).to_sparse_csr()))
     message = likely_cause(5e-4, 1e-5, False, "generic", identical_features=True)
     assert "same features" in message and "feature_norm=none" in message and "generic" not in message
+
+
+def test_embeddings_equal_for_every_node_are_a_collapse_even_when_the_loss_is_not_flat(tmp_path, capsys):
+    """Identical features on a regular graph (a ring): the views differ in training, so the loss stays above
+    log(2N − 1), yet every node embeds alike — refused with one line, nothing written."""
+    n = 30
+    ring = torch.tensor([[i, (i + 1) % n] for i in range(n)] + [[(i + 1) % n, i] for i in range(n)]).t()
+    data = Data(x=torch.ones(n, 5), edge_index=ring)
+    with pytest.raises(CollapseError, match="every node's embedding is the same.*same features"):
+        GCA(GCAConfig(epochs=5, hidden=8, proj_hidden=8), device="cpu").fit(data)

@@ -172,3 +172,18 @@ def test_the_shape_rule_by_hand():
         with pytest.raises(EncoderError) as error:
             check_encoder_output(encoder, out, rows, hidden)
         assert str(error.value) == "encoder Identity " + expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+def test_an_encoder_of_another_float_precision_is_one_line(dtype):
+    class Widened(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(34, 8)
+
+        def forward(self, x, edge_index):
+            return self.lin(x).to(dtype)
+
+    config = gca.GCAConfig(epochs=1, hidden=8, proj_hidden=8)
+    with pytest.raises(EncoderError, match=f"returned {str(dtype).removeprefix('torch.')} embeddings; return float32"):
+        gca.GCA(config, device="cpu", encoder=Widened()).fit(karate_club())

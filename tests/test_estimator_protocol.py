@@ -88,3 +88,14 @@ def test_a_heterogeneous_graph_or_another_object_is_one_line():
         GCA(CONFIG, device="cpu").fit(hetero)
     with pytest.raises(GraphError, match="got ndarray"):
         GCA(CONFIG, device="cpu").fit(np.zeros((3, 3)))
+
+
+def test_scikit_learns_tags_and_html_repr_work_and_clone_keeps_the_device_as_given():
+    from sklearn.utils import estimator_html_repr, get_tags
+
+    estimator = GCA(CONFIG, device="cpu")
+    tags = get_tags(estimator)
+    assert tags.target_tags.required is False and tags.input_tags.two_d_array is False and tags.requires_fit
+    assert "GCA" in estimator_html_repr(estimator)
+    twin = sklearn.base.clone(estimator)
+    assert twin.get_params(deep=False)["device"] == "cpu" and repr(twin) == repr(estimator)

@@ -57,7 +57,7 @@ def test_evaluation_errors():
         random_splits(2)
     with pytest.raises(EvaluationError, match="one label per node"):
         linear_evaluation(np.zeros((5, 2)), np.zeros(4), random_splits(5, 1))
-    with pytest.raises(EvaluationError, match="drew only one of the labels"):
+    with pytest.raises(EvaluationError, match="holds only one of the labels"):
         linear_evaluation(np.random.default_rng(0).random((20, 2)), np.zeros(20), random_splits(20, 1))
 
 

@@ -205,3 +205,12 @@ def test_a_weight_column_is_not_silently_dropped(tmp_path):
     assert any("1 column after source and target" in w and "not read" in w for w in loaded.warnings)
     (tmp_path / "plain.csv").write_text("0,1\n1,2\n")
     assert not load_files(tmp_path / "plain.csv", tmp_path / "x.csv").warnings
+
+
+def test_nan_labels_in_a_label_file_are_unlabelled_nodes_not_a_class(tmp_path):
+    (tmp_path / "e.csv").write_text("".join(f"{i},{(i + 1) % 6}\n" for i in range(6)))
+    (tmp_path / "x.csv").write_text("".join(f"{i % 2},{i % 3}\n" for i in range(6)))
+    (tmp_path / "y.csv").write_text("0,nan\n1,NaN\n2,0\n3,1\n4,0\n5,1\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
+    assert loaded.data.y.tolist() == [-1, -1, 0, 1, 0, 1]
+    assert any("2 of the nodes listed" in w and "no label" in w for w in loaded.warnings)

@@ -104,6 +104,8 @@ def test_other_damage_is_named(tmp_path):
         "shape.npy": (_header((2, 2)).replace(b"(2, 2)", b"'ab'  "), "has a damaged .npy header (shape is not valid"),
         "bools.npy": (_header((2, 2), descr="|b1") + bytes(4), "must hold a 2-D numeric array, got bool (2, 2)"),
         "fields.npy": (_header((2, 2), descr=[("a", "<f4")]) + bytes(16), "must hold a 2-D numeric array"),
+        "unclosed.npy": (b"\x93NUMPY\x01\x00\x76\x00{'descr': __import__(" + b" " * 96 + b"\n", "has a damaged .npy "
+                                                                                       "header"),
     }  # fmt: skip
     for name, (content, words) in cases.items():
         (tmp_path / name).write_bytes(content)

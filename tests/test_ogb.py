@@ -153,6 +153,18 @@ def test_unlabelled_nodes_of_the_official_split_are_removed_and_counted(ogb_fold
                  "--set", "proj_hidden=8", "--eval-split", split, "--eval-protocol", protocol,
                  "--out", str(out)]) == 0  # fmt: skip
     record = json.loads((out / "results.json").read_text())
+    assert record["evaluation_split"]["used"] == "the dataset's own split" and "train" not in record["evaluation_split"]
     assert record["evaluation_split"]["sizes"] == [5, 3, 1]
     assert record["evaluation_split"]["unlabelled_removed"] == {"train": 1, "val": 0, "test": 2}
     assert len(record["accuracy"]["runs"]) == 1 and record["accuracy"]["runs"][0] in (0.0, 100.0)
+
+
+def test_reproduce_judges_an_official_split_without_its_unlabelled_nodes(ogb_folder):
+    from gca.evaluate.splits import SplitSetting
+    from gca.reproduce.execute import run_split
+
+    _write(ogb_folder / "raw" / "node-label.csv.gz", [[0]] * 6 + [[1]] * 3 + [["nan"]] * 3, "{}")
+    loaded = load_dataset(str(ogb_folder))
+    for scheme in ("auto", "public"):
+        train, val, test = run_split(loaded, 0, SplitSetting(scheme, 1))
+        assert train.tolist() == [0, 1, 6, 7, 3] and val.tolist() == [2, 8, 4] and test.tolist() == [5]

@@ -201,3 +201,14 @@ def test_a_class_of_one_node_is_named_not_answered_with_shots_below_one():
     with pytest.raises(EvaluationError, match="class 2 has a single labelled node .* no --shots") as caught:
         SplitSetting("fewshot", 2, shots=1).draw(torch.from_numpy(y))
     assert "below 1" not in str(caught.value)
+
+
+@pytest.mark.parametrize("protocol", ["sklearn", "authors"])
+def test_a_training_part_of_one_class_is_refused_under_both_protocols(protocol):
+    """The authors' probe reported the majority class's share (50 %) as an accuracy."""
+    from gca.evaluate.classification import evaluate_embeddings
+
+    y = torch.from_numpy(np.arange(12) % 2)
+    split = (np.array([0, 2, 4]), np.array([1, 6]), np.array([3, 5, 7, 8, 9, 10, 11]))
+    with pytest.raises(EvaluationError, match="training part of split 1 .* holds only one"):
+        evaluate_embeddings(torch.randn(12, 4), y, [split], protocol)

@@ -199,3 +199,16 @@ def test_feature_checks_are_gcas():
         with pytest.raises(GraphError, match=words):
             AdaptiveFeatureMasking()(data)
     assert np.isfinite(AdaptiveEdgeDropping()(cases[1][0]).x[0].numpy()).all()  # edge dropping never reads x
+
+
+def test_a_bad_probability_names_the_transforms_own_argument():
+    from gca.augment.transforms import AdaptiveAugmentation, AdaptiveEdgeDropping, AdaptiveFeatureMasking
+    from gca.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^AdaptiveEdgeDropping: p must be a probability") as caught:
+        AdaptiveEdgeDropping(p=1.5)
+    assert "p_e1" not in str(caught.value)
+    with pytest.raises(ConfigError, match=r"^AdaptiveFeatureMasking: p must be"):
+        AdaptiveFeatureMasking(p=float("nan"))
+    with pytest.raises(ConfigError, match=r"^AdaptiveAugmentation: p_f must be"):
+        AdaptiveAugmentation(p_f=2.0)

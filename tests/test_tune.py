@@ -194,3 +194,17 @@ def test_two_searches_started_together_on_a_fresh_folder_share_the_study(tmp_pat
     results = [(p.wait(300), p.stderr.read()) for p in processes]
     assert all(code == 0 for code, _ in results), results
     assert len(_finished(out / "study.db")) >= 4  # one study: the second process counts the first one's trials
+
+
+def test_a_key_fixed_with_set_leaves_the_search_space(tmp_path, capsys):
+    from gca.cli import main
+
+    out = tmp_path / "fixed"
+    assert main(["tune", "--dataset", "Karate", "--trials", "1", "--max-epochs", "2", "--eval-every", "1",
+                 "--search-splits", "2", "--splits", "2", "--out", str(out), "--quiet", "--set", "tau=0.9",
+                 "--set", "lr=0.001"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    best = (out / "best.toml").read_text()
+    searched = best.split("# searched", 1)[1].split("# fixed", 1)[0]
+    assert "tau = 0.9" in best and "lr = 0.001" in best and "tau" not in searched and "lr =" not in searched
+    assert "(trial 0, 2 splits)" in captured.out

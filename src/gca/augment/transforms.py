@@ -60,7 +60,7 @@ from torch_geometric.data import Batch, Data, HeteroData
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import select
 
-from ..config import GCAConfig
+from ..config import ConfigError, GCAConfig
 from ..errors import UserError
 from ..graph.features import ROW_BLOCK, feature_forms
 from ..graph.graph import GraphError, prepare_graph
@@ -150,7 +150,15 @@ class _AdaptiveTransform(BaseTransform):
 
     def __init__(self, p_e: float, p_f: float, p_tau: float, centrality: str,
                  generator: torch.Generator | None) -> None:  # fmt: skip
-        self.config = GCAConfig(p_e1=p_e, p_f1=p_f, p_tau=p_tau, centrality=centrality)  # checks the values
+        try:  # checks the values; the message names the transform's own arguments, not the config's keys
+            self.config = GCAConfig(p_e1=p_e, p_f1=p_f, p_tau=p_tau, centrality=centrality)
+        except ConfigError as exc:
+            names = {"p_e1": "p_e", "p_f1": "p_f"} if type(self).__name__ == "AdaptiveAugmentation" else {
+                "p_e1": "p", "p_f1": "p"}  # fmt: skip
+            message = str(exc)
+            for key, name in names.items():
+                message = message.replace(key, name)
+            raise ConfigError(f"{type(self).__name__}: {message}") from None
         self.generator = generator
         self._graphs: OrderedDict[int, _GraphPart] = OrderedDict()  # id of edge_index → its part, oldest first
 

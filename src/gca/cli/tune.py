@@ -68,6 +68,10 @@ def _fixed_and_searched(args: argparse.Namespace) -> tuple[dict[str, Any], dict]
     from ..tune import read_space
 
     space = read_space(args.space)
+    for key in overrides:  # --set fixes a key: it leaves the search space (the help's "fix one setting")
+        space.pop(key, None)
+    if not any("value" not in spec for spec in space.values()):
+        raise ConfigError("--set fixes every key of the search space; leave one to search, or use gca train")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -124,6 +128,6 @@ def run(args: argparse.Namespace) -> int:
     written = search.write_trials()
     record, evaluation, concluded = search.conclude(job.labels, splits, time.perf_counter() - start)
     print(f"best validation accuracy {record['validation_accuracy']:.2f} % (trial {record['best_trial']}, "
-          f"{args.search_splits} splits); test accuracy of that setting: {evaluation}")  # fmt: skip
+          f"{searching} splits); test accuracy of that setting: {evaluation}")  # fmt: skip
     print("wrote " + ", ".join(str(p) for p in written + concluded))
     return 0

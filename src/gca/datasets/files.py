@@ -23,6 +23,7 @@ import csv
 import math
 import os
 import re
+import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -153,7 +154,8 @@ def read_npy(path: Path) -> np.ndarray:
                                "read; save a numeric array with numpy.save")  # fmt: skip
         try:
             shape, fortran, dtype = NPY_VERSIONS[version](f)
-        except (ValueError, SyntaxError, TypeError) as exc:  # cut short, or a header that is not the format's
+        # cut short, or a header that is not the format's (numpy tokenizes it: an unclosed bracket is a TokenError)
+        except (ValueError, SyntaxError, TypeError, tokenize.TokenError) as exc:
             reason = " ".join(str(exc).split())
             reason = reason if len(reason) <= 160 else reason[:157] + "..."
             raise DatasetError(f"feature file {path} has a damaged .npy header ({reason})") from None
@@ -299,10 +301,10 @@ def load_files(
         node_ids = list(ids)
     edge_index, repeated = edge_list(source, target, num_nodes, directed)
     x = _feature_tensor(matrix)
-    y = None if labels is None else _label_vector(labels, node_ids, num_nodes, integer_ids=ids is None)
+    y, label_notes = (None, []) if labels is None else _label_vector(labels, node_ids, num_nodes, ids is None)
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     name = Path(edges).stem
-    notes = [repeated_edges_warning(edges, repeated)] if repeated else []
+    notes = ([repeated_edges_warning(edges, repeated)] if repeated else []) + label_notes
     if extra:
         notes.append(f"{edges} has {extra} column{'s' if extra > 1 else ''} after source and target (weights?); "
                      "they are not read — the graph is trained unweighted (give weights as Data.edge_weight in "
@@ -321,11 +323,22 @@ def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, coo.shape, check_invariants=True).coalesce()
 
 
-def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int, integer_ids: bool) -> torch.Tensor:
-    """Labels per row; with integer ids (row i is node i) a label file's ``007`` is node 7, as in the edge file."""
+#: Label cells that mark a node without a label, as NaN does in OGB's files (compared case-insensitively).
+MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
+
+
+def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int,
+                  integer_ids: bool) -> tuple[torch.Tensor, list[str]]:  # fmt: skip
+    """Labels per row, and the warnings to print; with integer ids (row i is node i) a label file's ``007`` is node
+    7, as in the edge file. A label of ``nan`` (or ``NA``, ``null``, …: :data:`MISSING_LABELS`) marks a node
+    without one: it stays −1, out of evaluation, and a warning counts them — never a class of its own."""
     index = {node: i for i, node in enumerate(node_ids)}
     y = np.full(num_nodes, -1, dtype=np.int64)
-    rows = read_labels(path)
+    listed = read_labels(path)
+    rows = [row for row in listed if row[2].strip().lower() not in MISSING_LABELS]
+    missing = len(listed) - len(rows)
+    notes = [f"{missing} of the nodes listed in {path} have no label (nan); they are left out of evaluation"
+             ] if missing else []  # fmt: skip
     classes = sorted({label for _, _, label in rows})
     if all(_INTEGER.match(c) for c in classes):
         classes.sort(key=int)
@@ -342,5 +355,6 @@ def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int, integer
             raise DatasetError(f"{path}, line {number}: node {node!r} is labelled twice")
         y[index[node]] = code[label]
     if len(classes) < 2:
-        raise DatasetError(f"label file {path} holds only one class ({classes[0]!r}); evaluation needs two or more")
-    return torch.from_numpy(y)
+        what = f"only one class ({classes[0]!r})" if classes else "no label"
+        raise DatasetError(f"label file {path} holds {what}; evaluation needs two or more classes")
+    return torch.from_numpy(y), notes

@@ -110,6 +110,8 @@ def evaluate_embeddings(
     from .probe import adam_probe
 
     y = _checked_labels(features, labels, splits)
+    for number, (train_idx, _, _) in enumerate(splits, start=1):
+        _two_training_classes(y, train_idx, number)
     test, val, epochs, macro = adam_probe(features, y, splits, device=device)
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
@@ -207,6 +209,8 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
         from .probe import adam_probe
 
         y = _checked_labels(features, labels, splits, parts=("train", "val"))  # test labels are not read
+        for number, (train_idx, _, _) in enumerate(splits, start=1):
+            _two_training_classes(y, train_idx, number)
         blind = [(train, val, val[:1]) for train, val, _ in splits]  # no test node's label enters the search
         return 100.0 * float(np.mean(adam_probe(features, y, blind)[1]))
     x, y = _inputs(features, labels, splits, parts=("train", "val"))  # test labels are not read
@@ -217,13 +221,20 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
     return 100.0 * float(np.mean(scores))
 
 
-def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train):
-    """(validation accuracy, C, classifier, training nodes fitted on) of the C that does best on ``val_idx``."""
+def _two_training_classes(y: np.ndarray, train_idx: np.ndarray, number: int) -> None:
+    """A classifier needs two classes among a split's training nodes, under either protocol (the authors' probe
+    would otherwise report the majority class's share as an accuracy)."""
     if np.unique(y[train_idx]).shape[0] < 2:
         raise EvaluationError(
-            f"the training part of split {number} ({len(train_idx)} nodes) drew only one of the labels' "
-            f"{np.unique(y[y >= 0]).shape[0]} classes; label more nodes so that 10 % of them cover two classes"
+            f"the training part of split {number} ({len(train_idx)} nodes) holds only one of the labels' "
+            f"{np.unique(y[y >= 0]).shape[0]} classes; a classifier needs two — label more nodes, or use another "
+            "split (--eval-split random, --train-frac)"
         )
+
+
+def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train):
+    """(validation accuracy, C, classifier, training nodes fitted on) of the C that does best on ``val_idx``."""
+    _two_training_classes(y, train_idx, number)
     large = len(train_idx) > max_train
     if large:
         train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)

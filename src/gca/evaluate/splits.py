@@ -40,9 +40,10 @@ class DrawnSplits(list):
     each part of the dataset's own split, summed over its splits (``{"train": 0, "val": 0, "test": 0}`` for
     splits drawn among the labelled nodes)."""
 
-    def __init__(self, splits, removed: dict[str, int] | None = None):
+    def __init__(self, splits, removed: dict[str, int] | None = None, own: bool = False):
         super().__init__(splits)
         self.removed = removed or dict.fromkeys(PARTS, 0)
+        self.own = own  # the dataset's own split (public, Wiki-CS's, OGB's official one), not drawn by gca
 
 
 class EvaluationError(UserError, ValueError):
@@ -118,7 +119,7 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
                                       f"({part.size} nodes, all without a label); use --eval-split random")  # fmt: skip
             parts.append(labelled)
         kept.append(tuple(parts))
-    return DrawnSplits(kept, removed)
+    return DrawnSplits(kept, removed, own=True)
 
 
 def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -> tuple[int, str, int] | None:
@@ -227,7 +228,9 @@ class SplitSetting:
     def record(self, splits: list[Split] | None = None) -> dict:
         """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn."""
         entry: dict = {"scheme": self.scheme}
-        if self.scheme == "fewshot":
+        if getattr(splits, "own", False):  # the dataset's own split: no fraction of gca's played a part
+            entry["used"] = "the dataset's own split"
+        elif self.scheme == "fewshot":
             entry.update(shots=self.shots, val=self.val, test=self.test)
         elif self.scheme != "public":
             entry.update(train=self.train, val=self.val, test=self.test)

@@ -215,6 +215,9 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
     if not out.is_floating_point():
         raise EncoderError(f"encoder {name} returned shape {shape} of dtype {out.dtype} for {rows} nodes; it must "
                            f"return floating-point embeddings")  # fmt: skip
+    if out.dtype != torch.float32:  # the projection head and the objective compute in float32 (gca casts to bf16)
+        raise EncoderError(f"encoder {name} returned {str(out.dtype).removeprefix('torch.')} embeddings; return "
+                           "float32 (e.g. .float()), the precision the projection head and objective take")  # fmt: skip
     return out
 
 

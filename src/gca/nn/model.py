@@ -87,12 +87,16 @@ class GCAModel(nn.Module):
         edge_dim = None if edge_weight is None or edge_weight.dim() != 2 else int(edge_weight.shape[1])  # gat's
         with torch.device("meta"):  # a user's encoder exists already, at its own size
             model = cls.from_config(in_channels, config, encoder=encoder, edge_dim=edge_dim)
+            kinds = {k: v.is_floating_point() for k, v in model.state_dict().items()}
             expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         found = {k: tuple(v.shape) for k, v in weights.items()}
         for name in sorted(set(expected) | set(found)):
             if expected.get(name) != found.get(name):
                 raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds "
                                  f"{found.get(name)}")  # fmt: skip
+            if kinds[name] != weights[name].is_floating_point():  # integer weights would load truncated, silently
+                raise ValueError(f"{name} holds {str(weights[name].dtype).removeprefix('torch.')} values where the "
+                                 f"model keeps {'floating-point' if kinds[name] else 'integer'} ones")  # fmt: skip
         model = cls.from_config(in_channels, config, encoder=encoder, edge_dim=edge_dim)
         model.load_state_dict(weights)
         return model

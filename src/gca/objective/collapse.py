@@ -66,9 +66,9 @@ def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bo
         return ("likely cause: every node's features are zero, so all nodes look the same to the encoder; "
                 "train on features that differ between nodes")  # fmt: skip
     if identical_features:
-        return ("likely cause: every node has the same features as the encoder sees them (a single feature column "
-                "becomes 1 for every node under feature_norm=row), so all nodes look the same to the encoder; "
-                "train on features that differ between nodes, or set feature_norm=none")  # fmt: skip
+        return ("likely cause: every node has the same features as the encoder reads them (rows scaled to sum 1 "
+                "under feature_norm=row: a single feature column becomes 1 everywhere), so all nodes look the same "
+                "to the encoder; train on features that differ between nodes, or set feature_norm=none")  # fmt: skip
     causes, remedies = [], []
     if lr is not None and lr > HIGH_LR:
         causes.append(f"the learning rate lr={lr:g} is high")

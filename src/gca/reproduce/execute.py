@@ -11,7 +11,7 @@ from typing import Any
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
-from ..evaluate.splits import SplitSetting
+from ..evaluate.splits import SplitSetting, drop_unlabelled
 from ..names import canonical_name
 from ..progress import Progress
 from ..run.pipeline import run_gca
@@ -47,8 +47,8 @@ def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = N
     (Wiki-CS has 20), else a random one drawn from seed i; ``setting`` may ask for public or few-label splits."""
     setting = setting or SplitSetting(count=1)
     own = loaded.splits if setting.scheme == "auto" else loaded.public
-    if own and setting.scheme in ("auto", "public"):
-        return own[seed % len(own)]
+    if own and setting.scheme in ("auto", "public"):  # its unlabelled nodes removed, as every split path does
+        return drop_unlabelled([own[seed % len(own)]], loaded.data.y, loaded.name)[0]
     return setting.draw(loaded.data.y, seed, loaded.splits, loaded.public, loaded.name)[0]
 
 

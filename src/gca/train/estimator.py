@@ -43,11 +43,20 @@ from ..graph.graph import Graph, prepare_graph
 from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
-from ..objective.collapse import CollapseWatch
+from ..objective.collapse import CollapseWatch, likely_cause
 from .batches import BatchSource, batch_source
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
-from .loop import INFERENCE_CHUNK_ROWS, TrainingError, encode_graph, train, warmup_schedule
+from .loop import (
+    INFERENCE_CHUNK_ROWS,
+    CollapseError,
+    TrainingError,
+    all_zero,
+    encode_graph,
+    identical_rows,
+    train,
+    warmup_schedule,  # fmt: skip
+)
 
 log = LOG.getChild("train.estimator")
 
@@ -60,6 +69,25 @@ def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
         raise TrainingError(f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning "
                             f"rate (lr={lr})")  # fmt: skip
     return embeddings
+
+
+def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> torch.Tensor:
+    """``embeddings``, unless every node's is the same (to float32's resolution): then a :class:`CollapseError`.
+    The loss watch cannot see this case when the views differ in training while the graph itself leaves nothing to
+    tell nodes apart — identical features on a regular graph: the views' masks and dropped edges keep the loss off
+    log(2N − 1), yet the unaugmented graph embeds every node alike."""
+    if embeddings.shape[0] < 2:
+        return embeddings
+    spread = (embeddings - embeddings[:1]).abs().max()
+    if float(spread) > 1e-6 * max(float(embeddings.abs().max()), 1e-30):
+        return embeddings
+    zero = all_zero(graph.features)
+    cause = likely_cause(config.lr, config.weight_decay, zero, "", not zero and identical_rows(graph.features))
+    if cause.startswith("lower the learning rate"):  # no setting at fault: the graph is what holds nothing
+        cause = ("likely cause: no node differs from another in its features and neighbourhood as the encoder sees "
+                 "them (e.g. identical features on a regular graph); train on features that differ between nodes")
+    log.warning("training collapsed: every node's embedding is the same")
+    raise CollapseError(f"training collapsed: every node's embedding is the same, so they carry no signal; {cause}")
 
 
 def _initial_copy(part: Any, what: str) -> Any:
@@ -168,6 +196,13 @@ class GCA:
         self.__init__(**{**self._params, **given})
         return self
 
+    def __sklearn_tags__(self):  # noqa: ANN204 - scikit-learn's Tags, imported only when asked for
+        """scikit-learn's tags: a transformer of graphs (not of 2-D arrays), unsupervised, fitted before use."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=TransformerTags(),
+                    input_tags=InputTags(two_d_array=False), non_deterministic=self.device.type == "cuda")  # fmt: skip
+
     def __sklearn_clone__(self) -> GCA:
         """``sklearn.base.clone``: :func:`clone` (an untrained copy, a user's parts at their initial weights)."""
         return clone(self)
@@ -269,7 +304,7 @@ class GCA:
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
         start = time.perf_counter()
-        self.embedding_ = _finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr)
+        self.embedding_ = _not_constant(_finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr), graph, cfg)
         self.embed_seconds = time.perf_counter() - start
         log.info("trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes,
                  self.embed_seconds)  # fmt: skip
@@ -340,7 +375,8 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
     ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
     objective is a copy of the one ``estimator`` was made with, at its initial weights — never trained ones, whether
     ``estimator`` was fitted or not. Its ``loggers`` are the same objects: a logger names where metrics go."""
-    return GCA(estimator.config.replace(**changes), device=estimator.device, progress=estimator.progress,
+    # the device as given ("cpu", not torch.device("cpu")), so get_params of the copy equals the original's
+    return GCA(estimator.config.replace(**changes), device=estimator._params["device"], progress=estimator.progress,
                objective=_fresh(estimator._initial_objective), batches=estimator.batches,
                placement=estimator.placement, encoder=_fresh(estimator._initial_encoder),
                loggers=estimator._params["loggers"])  # fmt: skip
