@@ -214,3 +214,16 @@ def test_nan_labels_in_a_label_file_are_unlabelled_nodes_not_a_class(tmp_path):
     loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
     assert loaded.data.y.tolist() == [-1, -1, 0, 1, 0, 1]
     assert any("2 of the nodes listed" in w and "no label" in w for w in loaded.warnings)
+
+
+def test_a_shots_error_names_the_class_as_the_label_file_does(tmp_path, capsys):
+    from gca.cli import main
+
+    (tmp_path / "e.csv").write_text("".join(f"{i},{(i + 1) % 30}\n" for i in range(30)))
+    (tmp_path / "x.csv").write_text("".join(f"{i % 2},{i % 3},{i % 5}\n" for i in range(30)))
+    (tmp_path / "y.csv").write_text("".join(f"{i},{'dog' if i < 3 else 'cat'}\n" for i in range(30)))
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
+                 str(tmp_path / "y.csv"), "--epochs", "1", "--quiet", "--eval-split", "fewshot", "--shots", "3",
+                 "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "class 'dog'" in err and "give --shots 2 or fewer" in err

@@ -122,7 +122,7 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
         raise
     except KeyboardInterrupt:
         print("gca: interrupted; the output folder holds the previous run's files (finished runs of gca reproduce "
-              "are kept)", file=sys.stderr)  # fmt: skip
+              "are kept; a run saving checkpoints continues with --resume)", file=sys.stderr)  # fmt: skip
         return 130
 
 

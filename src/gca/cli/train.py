@@ -195,6 +195,8 @@ def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
 
     if not args.no_eval and job.labels is None and args.task != "link":  # link prediction needs no labels
         warn("the graph has no labels; skipping evaluation")
+    if job.config.epochs == 0:
+        warn("epochs=0: the encoder is not trained; its scores are those of its initial weights (a baseline)")
     if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
         warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
     for warning in job.warnings:

@@ -39,6 +39,7 @@ class LoadedDataset:
     node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
     directed: bool | None = None  # None: undirected exactly when every edge has its reverse
     warnings: list[str] = field(default_factory=list)  # one line each, about the files read
+    class_names: list[str] | None = None  # a label file's name of class number c, where the file named them
 
 
 def check_regular_file(path: Path, what: str) -> None:

@@ -301,7 +301,8 @@ def load_files(
         node_ids = list(ids)
     edge_index, repeated = edge_list(source, target, num_nodes, directed)
     x = _feature_tensor(matrix)
-    y, label_notes = (None, []) if labels is None else _label_vector(labels, node_ids, num_nodes, ids is None)
+    y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(labels, node_ids, num_nodes,
+                                                                                         ids is None)  # fmt: skip
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     name = Path(edges).stem
     notes = ([repeated_edges_warning(edges, repeated)] if repeated else []) + label_notes
@@ -309,7 +310,8 @@ def load_files(
         notes.append(f"{edges} has {extra} column{'s' if extra > 1 else ''} after source and target (weights?); "
                      "they are not read — the graph is trained unweighted (give weights as Data.edge_weight in "
                      "Python)")  # fmt: skip
-    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes)
+    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
+                         class_names=class_names)
 
 
 def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
@@ -328,7 +330,7 @@ MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
 
 
 def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int,
-                  integer_ids: bool) -> tuple[torch.Tensor, list[str]]:  # fmt: skip
+                  integer_ids: bool) -> tuple[torch.Tensor, list[str], list[str]]:  # fmt: skip
     """Labels per row, and the warnings to print; with integer ids (row i is node i) a label file's ``007`` is node
     7, as in the edge file. A label of ``nan`` (or ``NA``, ``null``, …: :data:`MISSING_LABELS`) marks a node
     without one: it stays −1, out of evaluation, and a warning counts them — never a class of its own."""
@@ -357,4 +359,4 @@ def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int,
     if len(classes) < 2:
         what = f"only one class ({classes[0]!r})" if classes else "no label"
         raise DatasetError(f"label file {path} holds {what}; evaluation needs two or more classes")
-    return torch.from_numpy(y), notes
+    return torch.from_numpy(y), notes, classes

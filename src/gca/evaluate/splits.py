@@ -137,23 +137,25 @@ def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -
 
 
 def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float = 0.1, seed: int = 0,
-                     test: float | None = None) -> list[Split]:  # fmt: skip
-    """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0)."""
+                     test: float | None = None, class_names: list[str] | None = None) -> list[Split]:  # fmt: skip
+    """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0).
+    ``class_names[c]``: how the user's files name class number c, for the messages (default: the number)."""
     classes, sizes = np.unique(labels, return_counts=True)
+    named_as = (lambda c: repr(class_names[c])) if class_names else str  # noqa: E731
     if shots < 1:
         raise EvaluationError(f"few-label splits need at least 1 training node per class, got {shots}")
     if shots >= sizes.min():
         small = classes[sizes <= shots]
-        named = ", ".join(str(c) for c in small[:5]) + (f" and {small.size - 5} more" if small.size > 5 else "")
+        named = ", ".join(named_as(c) for c in small[:5]) + (f" and {small.size - 5} more" if small.size > 5 else "")
         what = f"class{'es' if small.size > 1 else ''} {named}"
         if sizes.min() == 1:  # no --shots helps: a class of one node has nothing left to test on
             single = classes[sizes == 1]
-            raise EvaluationError(f"class {single[0]} has a single labelled node ({single.size} such class"
+            raise EvaluationError(f"class {named_as(single[0])} has a single labelled node ({single.size} such class"
                                   f"{'es' if single.size > 1 else ''}), so no --shots leaves one of it for validation "
                                   "and testing; label more nodes of it or use --eval-split random")  # fmt: skip
         raise EvaluationError(f"{shots} training nodes per class leave no node of {what} (smallest: class "
-                              f"{classes[sizes.argmin()]}, {sizes.min()} nodes) for validation and testing; give "
-                              f"--shots {sizes.min() - 1} or fewer")  # fmt: skip
+                              f"{named_as(classes[sizes.argmin()])}, {sizes.min()} nodes) for validation and testing; "
+                              f"give --shots {sizes.min() - 1} or fewer")  # fmt: skip
     n = labels.shape[0]
     n_val = max(1, int(round(val * n)))
     rng = np.random.default_rng(seed)
@@ -199,8 +201,8 @@ class SplitSetting:
             raise EvaluationError("--shots K (training nodes per class) goes with --eval-split fewshot, which needs it")
         return self
 
-    def draw(self, labels, seed: int = 0, prescribed: list[Split] | None = None,
-             public: list[Split] | None = None, dataset: str = "the graph") -> DrawnSplits:  # fmt: skip
+    def draw(self, labels, seed: int = 0, prescribed: list[Split] | None = None, public: list[Split] | None = None,
+             dataset: str = "the graph", class_names: list[str] | None = None) -> DrawnSplits:  # fmt: skip
         """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
         evaluates on (``auto`` takes them); ``public``: its public split, if it has one — either has its unlabelled
         nodes removed (:func:`drop_unlabelled`)."""
@@ -218,7 +220,7 @@ class SplitSetting:
             what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
             raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
         if self.scheme == "fewshot":
-            inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test)
+            inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test, class_names)
         else:
             inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test)
         if labelled.size == y.shape[0]:

@@ -105,7 +105,8 @@ class Job:
         if self.labels is None:
             return None
         setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
-        splits = setting.draw(self.labels, self.config.seed, self.loaded.splits, self.loaded.public, self.name)
+        splits = setting.draw(self.labels, self.config.seed, self.loaded.splits, self.loaded.public, self.name,
+                              self.loaded.class_names)
         self.split_record = setting.record(splits)
         return splits
 
