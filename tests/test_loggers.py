@@ -201,10 +201,10 @@ def test_get_params_clone_and_copies_carry_the_loggers(tmp_path):
         GCA(loggers=[object()])
 
 
-def test_gca_train_writes_the_csv_log_inside_out_and_keeps_it(tmp_path, capsys):
+def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
-    log = out / "losses.csv"
+    log = tmp_path / "losses.csv"
     args = ["train", "--epochs", "3", "--no-eval", "--quiet", "--out", str(out)]
     assert main(args) == 0
     plain = capsys.readouterr()
@@ -214,23 +214,27 @@ def test_gca_train_writes_the_csv_log_inside_out_and_keeps_it(tmp_path, capsys):
     losses = json.loads((out / "results.json").read_text())["losses"]
     header, *rows = _rows(log)
     assert header == ["epoch", "loss", "lr"] and [float(r[1]) for r in rows] == losses
-    assert main(args) == 0 and log.is_file()  # a later run's commit leaves it: only the run's own files are replaced
+    assert main(args) == 0 and log.is_file()  # a later run leaves it: it is no file of the run's
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--log-csv", "{out}/results.json"], "would overwrite the run's own results.json"),
-    (["--log-csv", "{out}"], "is a folder"),
-    (["--log-csv", "{out}/no/such.csv"], "does not exist"),
+    (["--log-csv", "{out}/results.json"], "lies inside --out"),
+    (["--log-csv", "{out}/losses.csv"], "lies inside --out"),
+    (["--tensorboard", "{out}/tb"], "lies inside --out"),
+    (["--log-csv", "{out}"], "lies inside --out"),
+    (["--log-csv", "{out}-no/such.csv"], "does not exist"),
+    (["--log-csv", "{out}-dir"], "is a folder"),
     (["--task", "link", "--log-csv", "{out}/l.csv"], "--task link trains once per hold-out; it takes no --log-csv"),
-    (["--tensorboard", "{out}/tb"], "pip install 'gca-graph[tensorboard]'"),
+    (["--tensorboard", "{out}-tb"], "pip install 'gca-graph[tensorboard]'"),
     (["--wandb", "project"], "pip install 'gca-graph[wandb]'"),
 ])  # fmt: skip
 def test_gca_train_refuses_unusable_logs_in_one_line(tmp_path, capsys, monkeypatch, extra, message):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
     monkeypatch.setitem(sys.modules, "wandb", None)
     out = tmp_path / "run"
+    (tmp_path / "run-dir").mkdir()
     extra = [a.format(out=out) for a in extra]
     assert main(["train", "--epochs", "2", "--no-eval", "--quiet", "--out", str(out), *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gca: error: ") and message in err[0], err
-    assert not (out / "results.json").exists()
+    assert not out.exists() or not any(out.iterdir())

@@ -212,3 +212,13 @@ def test_a_bad_probability_names_the_transforms_own_argument():
         AdaptiveFeatureMasking(p=float("nan"))
     with pytest.raises(ConfigError, match=r"^AdaptiveAugmentation: p_f must be"):
         AdaptiveAugmentation(p_f=2.0)
+
+
+def test_an_edge_attribute_of_another_length_is_refused_not_left_misaligned():
+    from gca.augment.transforms import AdaptiveEdgeDropping, TransformError
+
+    n = 8
+    ring = torch.tensor([[i, (i + 1) % n] for i in range(n)] + [[(i + 1) % n, i] for i in range(n)]).t()
+    data = Data(x=torch.eye(n), edge_index=ring, edge_weight=torch.ones(2 * n - 1))
+    with pytest.raises(TransformError, match="edge_weight has 15 rows but the graph has 16 edges"):
+        AdaptiveEdgeDropping(p=0.3)(data)

@@ -317,3 +317,16 @@ def test_a_weighted_graph_pickles_copies_and_moves_with_its_weights():
         assert torch.equal(twin.edge_weight, graph.edge_weight)
     assert graph.fingerprint() != prepare_graph(Data(x=_messy_undirected(5).x,
                                                      edge_index=_messy_undirected(5).edge_index)).fingerprint()
+
+
+def test_edge_values_an_encoder_ignores_are_said_to_a_python_user(caplog):
+    import logging
+
+    from gca import GCA, GCAConfig
+
+    n = 12
+    ring = torch.tensor([[i, (i + 1) % n] for i in range(n)] + [[(i + 1) % n, i] for i in range(n)]).t()
+    data = Data(x=torch.eye(n), edge_index=ring, edge_weight=torch.ones(2 * n))
+    with caplog.at_level(logging.WARNING, logger="gca"), pytest.warns(UserWarning, match="edge_weight is not used"):
+        GCA(GCAConfig(epochs=1, hidden=8, proj_hidden=8, encoder="sage"), device="cpu").fit(data)
+    assert any("edge_weight is not used" in r.getMessage() for r in caplog.records)

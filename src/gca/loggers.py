@@ -212,7 +212,9 @@ class WandbLogger:
 
     per_update = False
 
-    def __init__(self, **init_kwargs: Any) -> None:
+    def __init__(self, project: str | None = None, **init_kwargs: Any) -> None:
+        if project is not None:  # WandbLogger("my-project"), as wandb.init(project=...)
+            init_kwargs["project"] = project
         _wandb()  # a missing package is said now, before training
         self.init_kwargs = init_kwargs
         self._started = False

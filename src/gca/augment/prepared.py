@@ -13,7 +13,9 @@ computed on the unweighted graph whether or not it has weights.
 
 from __future__ import annotations
 
+import logging
 import time
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -48,6 +50,9 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
                                    graph.edge_weight is not None, graph.edge_attr is not None):  # fmt: skip
         if note not in graph.warnings:
             graph.warnings.append(note)
+            # said to a Python user too (the command line prints graph.warnings itself and hides Python's warnings)
+            warnings.warn(note, UserWarning, stacklevel=3)
+            logging.getLogger("gca.augment").warning(note)
     adaptive = config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
     centrality = None
     if adaptive:

@@ -327,7 +327,13 @@ def _kept(data: Data, graph: _GraphPart, keep_units: torch.Tensor) -> Data:
     out = copy.copy(data)
     edge_keys = ["edge_index"]
     slices = getattr(data, "_slice_dict", None) if isinstance(data, Batch) else None
+    edges = data.edge_index.shape[1]
     for key, value in data:
+        if key.startswith("edge_") and key != "edge_index" and "edge_label" not in key and \
+                isinstance(value, torch.Tensor) and value.dim() and value.shape[data.__cat_dim__(key, value)] != edges:
+            # PyG's is_edge_attr calls such a tensor no edge attribute, and it would stay beside fewer edges
+            raise TransformError(f"{key} has {value.shape[data.__cat_dim__(key, value)]} rows but the graph has "
+                                 f"{edges} edges; give one row per edge")  # fmt: skip
         if key == "edge_index" or "edge_label" in key or not data.is_edge_attr(key):
             continue
         if slices is not None and not (key in slices and _same(slices[key], slices.get("edge_index"))):

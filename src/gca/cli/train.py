@@ -60,7 +60,7 @@ def add_parser(sub) -> None:
     )  # fmt: skip
     train.add_argument(
         "--wandb", metavar="PROJECT", help="log the losses and learning rate to the Weights & Biases project PROJECT "
-        "(its local files in OUT/wandb; needs pip install 'gca-graph[wandb]')",
+        "(its local files in OUT-wandb/, beside OUT; needs pip install 'gca-graph[wandb]')",
     )  # fmt: skip
 
 
@@ -80,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
     splits = split_setting(args)
     from ..outputs.folder import RunOutputs
 
+    _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
     # under torchrun only rank 0 writes, so only it holds the folder's lock
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
     try:
-        _check_log_paths(args, outputs)
         return _train_into(outputs, args, overrides, splits)
     finally:
         outputs.release()
@@ -144,23 +144,25 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     return 0
 
 
-def _check_log_paths(args: argparse.Namespace, outputs) -> None:
-    """--log-csv and --tensorboard name paths the run may write: never an input, the export or one of the run's own
-    files in --out (a log inside --out stays there: the run's commit replaces only its own files)."""
+def _check_log_paths(args: argparse.Namespace) -> None:
+    """--log-csv and --tensorboard name paths the run writes as it trains: never an input, the export, or a path
+    inside --out — a log is written live, not committed with the run's files, so inside --out a failed or later run
+    would leave it beside another run's results.json."""
     from pathlib import Path
 
-    from ..outputs.folder import IN_PROGRESS, LOCK, RUN_FILES, OutputError
+    from ..outputs.folder import OutputError
 
-    out = outputs.out.resolve()
+    out = Path(args.out).resolve()
     for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard)):
         if value is None:
             continue
         if not value.strip():
             raise OutputError(f"{flag} is empty; name a {'file' if flag == '--log-csv' else 'folder'}")
         path = Path(value)
-        if path.resolve().parent == out and (path.name in (*RUN_FILES, IN_PROGRESS, LOCK)
-                                             or path.name.startswith(".gca-")):  # fmt: skip
-            raise OutputError(f"{flag} {path} would overwrite the run's own {path.name}; choose another name")
+        if path.resolve() == out or out in path.resolve().parents:
+            raise OutputError(f"{flag} {path} lies inside --out {args.out}, which holds one run's files only; write "
+                              f"the log beside it (e.g. {Path(args.out).name}-log"
+                              f"{'.csv' if flag == '--log-csv' else ''})")  # fmt: skip
         if flag == "--tensorboard":
             if path.exists() and not path.is_dir():
                 raise OutputError(f"--tensorboard {path} exists and is not a folder")
@@ -185,7 +187,10 @@ def _loggers(args: argparse.Namespace, outputs) -> list:
     if args.tensorboard is not None:
         loggers.append(TensorBoardLogger(args.tensorboard))
     if args.wandb is not None:
-        loggers.append(WandbLogger(project=args.wandb, dir=str(outputs.out)))
+        # beside --out, not in it: wandb writes as the run trains, and OUT holds one finished run's files only
+        beside = outputs.out.parent / f"{outputs.out.name}-wandb"
+        beside.mkdir(exist_ok=True)
+        loggers.append(WandbLogger(project=args.wandb, dir=str(beside)))
     return loggers
 
 

@@ -200,8 +200,9 @@ class GCA:
         """scikit-learn's tags: a transformer of graphs (not of 2-D arrays), unsupervised, fitted before use."""
         from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
 
-        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=TransformerTags(),
-                    input_tags=InputTags(two_d_array=False), non_deterministic=self.device.type == "cuda")  # fmt: skip
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    transformer_tags=TransformerTags(preserves_dtype=[]), input_tags=InputTags(two_d_array=False),
+                    non_deterministic=self.device.type == "cuda")  # fmt: skip
 
     def __sklearn_clone__(self) -> GCA:
         """``sklearn.base.clone``: :func:`clone` (an untrained copy, a user's parts at their initial weights)."""
