@@ -110,8 +110,6 @@ def evaluate_embeddings(
     from .probe import adam_probe
 
     y = _checked_labels(features, labels, splits)
-    for number, (train_idx, _, _) in enumerate(splits, start=1):
-        _two_training_classes(y, train_idx, number)
     test, val, epochs, macro = adam_probe(features, y, splits, device=device)
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
@@ -135,7 +133,7 @@ def _checked_labels(features, labels, splits: list[Split] | None = None, parts: 
     """One class number per node, renumbered 0 … C−1 in the order of the class values (−1, no label, stays −1)
     — the same for both protocols, so class values such as 0 and 10⁹ cost two classes, not 10⁹ — with
     ``splits`` checked to hold labelled nodes only in the ``parts`` read (:func:`gca.evaluate.splits.drop_unlabelled`
-    removes them)."""
+    removes them) and two classes in every training part."""
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != features.shape[0]:
         raise EvaluationError(f"expected one label per node ({features.shape[0]}), got shape {y.shape}")
@@ -151,6 +149,8 @@ def _checked_labels(features, labels, splits: list[Split] | None = None, parts: 
             raise EvaluationError(f"the {part} part of split {number} holds {count} node(s) without a label (−1); "
                                   "evaluation scores labelled nodes only — remove them (gca.evaluate.splits."
                                   "drop_unlabelled)")  # fmt: skip
+        for number, (train_idx, _, _) in enumerate(splits, start=1):  # one check for both protocols
+            _two_training_classes(renumbered, train_idx, number)
     return renumbered
 
 
@@ -209,8 +209,6 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
         from .probe import adam_probe
 
         y = _checked_labels(features, labels, splits, parts=("train", "val"))  # test labels are not read
-        for number, (train_idx, _, _) in enumerate(splits, start=1):
-            _two_training_classes(y, train_idx, number)
         blind = [(train, val, val[:1]) for train, val, _ in splits]  # no test node's label enters the search
         return 100.0 * float(np.mean(adam_probe(features, y, blind)[1]))
     x, y = _inputs(features, labels, splits, parts=("train", "val"))  # test labels are not read
@@ -234,7 +232,6 @@ def _two_training_classes(y: np.ndarray, train_idx: np.ndarray, number: int) -> 
 
 def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train):
     """(validation accuracy, C, classifier, training nodes fitted on) of the C that does best on ``val_idx``."""
-    _two_training_classes(y, train_idx, number)
     large = len(train_idx) > max_train
     if large:
         train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)
