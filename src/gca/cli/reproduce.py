@@ -28,6 +28,10 @@ def add_parser(sub) -> None:
     rep.add_argument("--quick", action="store_true", help="3 runs, fewer epochs, a 5×5 grid: sized for a laptop CPU")
     rep.add_argument("--runs", type=int, help="runs per table cell (default 20, or 3 with --quick)")
     rep.add_argument(
+        "--fast", action="store_true", help="train GCA's runs as gca train --fast does: exact or mini-batch, chosen "
+        "from each graph's size and the device; the tables say which training made each row",
+    )  # fmt: skip
+    rep.add_argument(
         "--baselines",
         help="comma-separated baselines for Table 3 (default: all of raw, node2vec, deepwalk, "
         "deepwalk+features, gae, vgae, dgi, gcn, gat; 'none' for none)",
@@ -72,7 +76,7 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
     repro = Reproduction(
         out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
         plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,
-        protocol=args.eval_protocol, split=split_setting(args),
+        protocol=args.eval_protocol, split=split_setting(args), fast=args.fast,
     )  # fmt: skip
     start = time.perf_counter()
     try:

@@ -28,6 +28,11 @@ def add_parser(sub) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
     )
     train.add_argument("--epochs", type=int, help="training epochs (overrides the config)")
+    train.add_argument(
+        "--fast", action="store_true", help="choose exact or mini-batch training from the graph's size and the "
+        "device (on a CPU: mini-batches of 1,024 anchors from 4,096 nodes up), keeping the setting's number of "
+        "updates; your own batch_size or fanout is kept. Said in the run's header and results.json",
+    )  # fmt: skip
     train.add_argument("--seed", type=int, help="random seed (default 0)")
     train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
@@ -100,7 +105,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
     loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
-    job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size)
+    job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size, fast=args.fast,
+                   device=place.device)  # fmt: skip
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
         job.clean(job.config.feature_norm, require_edges=True)
@@ -128,9 +134,12 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
             plots=plots, plot_title=job.name,
             on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
+            embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
+        if estimator.embedding_file_ is not None:  # written out of core, block by block, at the staged path
+            outputs.wrote("embeddings.npy")
         result.record.update(job.record())
         written = outputs.write_run(result.embeddings.numpy(), estimator.state(), result.record, job.node_ids,
                                     result.plots)  # fmt: skip

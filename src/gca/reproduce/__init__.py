@@ -20,6 +20,8 @@ from pathlib import Path
 from ..datasets import LoadedDataset, dataset_display_name
 from ..evaluate.splits import SplitSetting
 from ..progress import to_stderr
+from ..train.distributed import resolve_device
+from ..train.fast import FastChoice, fast_choice
 from .baselines import BASELINES
 from .execute import DatasetCache, Executor, run_split
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
@@ -55,6 +57,7 @@ class Reproduction:
         mode: Mode | None = None,
         protocol: str = "sklearn",
         split: SplitSetting | None = None,
+        fast: bool = False,
     ) -> None:
         self.out = Path(out)
         self.datasets = [dataset_display_name(d) for d in datasets]
@@ -63,12 +66,22 @@ class Reproduction:
         self.figure4_datasets = [dataset_display_name(d) for d in figure4]
         self.mode = mode or Mode.create(quick, runs, protocol, split)
         self.log = log
-        self.planner = Planner(self.mode, tuple(baselines) if baselines is not None else tuple(BASELINES))
+        self.device = device
+        self.planner = Planner(self.mode, tuple(baselines) if baselines is not None else tuple(BASELINES),
+                               self._fast_choice if fast else None)  # fmt: skip
         self.store = RunStore(self.out / "runs")
         self.data = DatasetCache(data_dir)
         self.executor = Executor(self.store, self.data, self.mode, device, self.out / "plots" if plots else None,
                                  progress)  # fmt: skip
         self.reporter = Reporter(self.out, self.store, self.data, self.mode, self.executor.unavailable)
+
+    def _fast_choice(self, dataset: str) -> tuple[FastChoice | None, int]:
+        """``--fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset
+        that cannot be loaded: it is skipped)."""
+        loaded = self.data.get(dataset)
+        if not isinstance(loaded, LoadedDataset):
+            return None, 0
+        return fast_choice(loaded.data.num_nodes, resolve_device(self.device)), loaded.data.num_nodes
 
     @property
     def trained(self) -> int:

@@ -8,13 +8,18 @@ different run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import build_config
 from ..datasets import dataset_display_name
 from ..evaluate.splits import SplitSetting
+from ..train.fast import FastChoice
 from .baselines import BASELINES
+
+#: ``gca reproduce --fast``: a dataset's name → the fast path's choice for it and its node count.
+Training = Callable[[str], tuple[FastChoice | None, int]]
 
 # GCA rows: (label, switches). Every switch is named so that identical runs are recognised as such.
 TABLE3_GCA = (
@@ -101,11 +106,15 @@ class Cell:
 
 
 class Planner:
-    """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time."""
+    """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time. With ``training`` (``--fast``) each
+    trained GCA run takes the fast path's choice for its dataset (:mod:`gca.train.fast`): a run it sends to
+    mini-batches records ``training`` in its settings, and keeps the planned epochs' number of updates."""
 
-    def __init__(self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES)) -> None:
+    def __init__(self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES),
+                 training: Training | None = None) -> None:  # fmt: skip
         self.mode = mode
         self.baselines = baselines
+        self.training = training
 
     def gca_runs(self, dataset: str, switches: dict[str, Any], runs: int, max_epochs: int | None) -> list[Run]:
         dataset = dataset_display_name(dataset)
@@ -113,11 +122,15 @@ class Planner:
         epochs = min(epochs, max_epochs) if max_epochs else epochs
         settings = {**switches, "epochs": epochs, **self.mode.judged()}
         config_keys = {k: v for k, v in settings.items() if k not in ("protocol", "split")}
-        return [
-            Run(dataset, "gca", seed, _items(settings),
-                _items(build_config(dataset, None, {**config_keys, "seed": seed}).to_dict()))
-            for seed in range(runs)
-        ]  # fmt: skip
+        choice, num_nodes = self.training(dataset) if self.training and epochs else (None, 0)
+        if choice is not None and choice.mini_batch:  # an exact choice is the plain run, shared with it
+            settings["training"] = f"mini-batch B={choice.batch_size}, fan-out {','.join(map(str, choice.fanout))}"
+
+        def config(seed: int) -> tuple[tuple[str, Any], ...]:
+            cfg = build_config(dataset, None, {**config_keys, "seed": seed})
+            return _items((choice.apply(cfg, num_nodes) if choice is not None else cfg).to_dict())
+
+        return [Run(dataset, "gca", seed, _items(settings), config(seed)) for seed in range(runs)]
 
     def baseline_runs(self, dataset: str, key: str) -> list[Run]:
         dataset = dataset_display_name(dataset)

@@ -45,13 +45,15 @@ class Reporter:
         method = cell.runs[0].method if cell.runs else "gca"
         if method in self.unavailable:
             return {"status": "not run", "reason": self.unavailable[method]}
+        training = _training(cell)
         records = [self.store.get(r) for r in cell.runs]
         errors = [r["error"] for r in records if r and r.get("error")]
         values = [v for v in map(accuracy, records) if v is not None]
         if not values:
-            return {"status": "failed" if errors else "missing", "reason": errors[0] if errors else "no finished runs"}
+            return {"status": "failed" if errors else "missing", "reason": errors[0] if errors else "no finished runs",
+                    "training": training}  # fmt: skip
         return {"status": "ok", "mean": float(np.mean(values)), "std": float(np.std(values)), "runs": len(values),
-                "failed_runs": len(errors)}  # fmt: skip
+                "failed_runs": len(errors), "training": training}  # fmt: skip
 
     def notes(self, datasets: list[str]) -> list[str]:
         notes = [f"Mode: {self.mode.describe()}. Each run trains with seed i and is judged on split i "
@@ -70,6 +72,18 @@ class Reporter:
             notes.append(f"† {', '.join(labels)}: not run here — {reason}.")
         return notes
 
+    def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
+        """Which training made the GCA rows of each dataset, when ``--fast`` sent some to mini-batches."""
+        by_dataset: dict[str, set[str]] = {}
+        for cell in cells:
+            if cell.runs and cell.runs[0].method == "gca" and dict(cell.runs[0].settings).get("epochs"):
+                by_dataset.setdefault(cell.dataset, set()).add(_training(cell))
+        if not any(t != "exact" for kinds in by_dataset.values() for t in kinds):
+            return []
+        said = "; ".join(f"{ds}: {', '.join(sorted(by_dataset[ds]))}" for ds in datasets if ds in by_dataset)
+        return [f"Training of the trained GCA rows (--fast, chosen from each graph's size and the device; mini-batch "
+                f"runs keep Table 5's number of updates): {said}. Baselines train as without --fast."]  # fmt: skip
+
     def _by_label(self, cells: list[Cell]) -> dict[str, dict[str, dict[str, Any]]]:
         table: dict[str, dict[str, dict[str, Any]]] = {}
         for cell in cells:
@@ -79,8 +93,8 @@ class Reporter:
     def table3(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
         data_used = {cell.label: cell.info["data"] for cell in cells}
         rows = [(label, [data_used[label]], by_ds) for label, by_ds in self._by_label(cells).items()]
-        notes = [*self.notes(datasets), "GCN and GAT are supervised (trained end to end on the split's training "
-                 "labels)."]  # fmt: skip
+        notes = [*self.notes(datasets), *self.training_notes(cells, datasets),
+                 "GCN and GAT are supervised (trained end to end on the split's training labels)."]  # fmt: skip
         write_table(self.out / "table3", "Table 3 — node classification accuracy (%)", rows,
                     ["Method", "Training data"], datasets, PAPER_TABLE3, notes)  # fmt: skip
         return [self.out / "table3.md", self.out / "table3.csv"]
@@ -89,8 +103,8 @@ class Reporter:
         info = {cell.label: cell.info for cell in cells}
         rows = [(label, [info[label]["topology"], info[label]["attribute"]], by_ds)
                 for label, by_ds in self._by_label(cells).items()]  # fmt: skip
-        notes = [*self.notes(datasets), "Degree centrality in every variant; GCA–T–A is GRACE (uniform removal and "
-                 "masking)."]  # fmt: skip
+        notes = [*self.notes(datasets), *self.training_notes(cells, datasets),
+                 "Degree centrality in every variant; GCA–T–A is GRACE (uniform removal and masking)."]  # fmt: skip
         write_table(self.out / "table4", "Table 4 — ablation: accuracy (%)", rows,
                     ["Variant", "Topology", "Attribute"], datasets, PAPER_TABLE4, notes)  # fmt: skip
         return [self.out / "table4.md", self.out / "table4.csv"]
@@ -124,6 +138,15 @@ class Reporter:
         return written
 
 
+def _training(cell: Cell) -> str:
+    """The training that made a cell's runs: ``exact`` or the mini-batch setting ``--fast`` chose; ``""`` for a
+    baseline."""
+    if not cell.runs or cell.runs[0].method != "gca":
+        return ""
+    settings = dict(cell.runs[0].settings)
+    return settings.get("training", "exact") if settings.get("epochs") else "untrained"
+
+
 def _fmt(summary: dict[str, Any]) -> str:
     if summary["status"] == "ok":
         return f"{summary['mean']:.2f} ± {summary['std']:.2f}"
@@ -151,7 +174,7 @@ def write_table(
     header = leading + [f"{ds} ({kind})" for ds in datasets for kind in ("ours", "paper")]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "runs",
-              "paper_mean", "paper_std", "differs_by_more_than_2_std", "status", "reason"]]  # fmt: skip
+              "paper_mean", "paper_std", "differs_by_more_than_2_std", "status", "reason", "training"]]  # fmt: skip
     for label, lead, by_dataset in rows:
         cells = [label, *lead]
         for ds in datasets:
@@ -164,7 +187,7 @@ def write_table(
             table.append([
                 label, *lead, ds, f"{summary['mean']:.4f}" if ok else "", f"{summary['std']:.4f}" if ok else "",
                 summary.get("runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
-                str(flag).lower(), summary["status"], summary.get("reason", ""),
+                str(flag).lower(), summary["status"], summary.get("reason", ""), summary.get("training", ""),
             ])  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *notes]

@@ -20,11 +20,20 @@ from typing import Any
 import torch
 
 from ..augment.prepared import PreparedGraph
-from ..config import ConfigError, GCAConfig, build_config, epochs_given, is_named_config, mini_batch_epochs
+from ..config import (
+    ConfigError,
+    GCAConfig,
+    build_config,
+    epochs_given,
+    is_named_config,
+    mini_batch_epochs,
+    read_config_file,
+)
 from ..datasets.base import LoadedDataset
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
 from ..train.estimator import GCA
+from ..train.fast import FastChoice, fast_choice
 
 
 @dataclass
@@ -35,11 +44,16 @@ class Job:
     graph: Graph | None = field(default=None, repr=False)  # the cleaned graph, once prepared or cleaned
     split_record: dict | None = field(default=None, repr=False)  # what splits() drew
     schedule: dict | None = None  # mini-batch epochs chosen to keep the full-graph setting's updates, if they were
+    fast: FastChoice | None = None  # the fast path's choice (--fast), if it was asked for
 
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
-             world_size: int = 1) -> Job:  # fmt: skip
+             world_size: int = 1, fast: bool = False, device: str | torch.device = "cpu") -> Job:  # fmt: skip
         """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
+
+        ``fast`` (``--fast``): the fast path chooses exact or mini-batch training from the graph's node count and
+        ``device`` (:func:`gca.train.fast.fast_choice`), a layer between the dataset's setting and the user's: a
+        ``batch_size`` or ``fanout`` in ``config_file`` or ``overrides`` is kept; :attr:`fast` says what was chosen.
 
         A mini-batch run (``batch_size`` > 0) whose epochs the user did not give keeps the full-graph setting's
         number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
@@ -47,7 +61,13 @@ class Job:
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
                               "is not one of them; give a TOML or JSON file")  # fmt: skip
-        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides or {}))
+        overrides = dict(overrides or {})
+        choice = None
+        if fast:
+            own_file = read_config_file(config_file) if config_file and not is_named_config(config_file) else {}
+            choice = fast_choice(loaded.data.num_nodes, device).keeping([*own_file, *overrides])
+            overrides = {**choice.layer(), **overrides}
+        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice)
         cfg = job.config
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
@@ -131,12 +151,15 @@ class Job:
             s = self.schedule
             line += (f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
                      f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
+        if self.fast is not None:
+            line += f"; {self.fast.describe()}"
         return line
 
     def record(self) -> dict:
         """What ``results.json`` adds about the job: the splits drawn, the mini-batch schedule chosen."""
         extra = {"evaluation_split": self.split_record} if self.split_record else {}
-        return {**extra, **({"mini_batch_schedule": self.schedule} if self.schedule else {})}
+        extra.update({"mini_batch_schedule": self.schedule} if self.schedule else {})
+        return {**extra, **({"fast_path": self.fast.record()} if self.fast is not None else {})}
 
     @property
     def node_ids(self) -> list[str] | None:
