@@ -46,8 +46,11 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
             f"{job.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "
             f"trained on {estimator.in_channels}; embed graphs with the same feature columns"
         )
-    embeddings = estimator.embed(graph)
     with outputs:
+        staged = outputs.stage_path("embeddings.npy")
+        embeddings = estimator.embed(graph, out=staged)  # a large graph's written there block by block
+        if staged.is_file():
+            outputs.wrote("embeddings.npy")
         outputs.write_embeddings(embeddings.numpy(), job.node_ids)
         written = outputs.commit(owned=("embeddings.npy",))
     print(f"{job.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "

@@ -11,14 +11,14 @@ first layer as X̃W = X (diag(m) W): the mask scales rows of W₁, so a sparse X
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..graph.features import Features, dense_input
+from ..graph.features import DenseFeatures, Features
 from ..graph.sparse import SparseMatrix
 
 
@@ -89,14 +89,16 @@ class GCNLayer(nn.Module):
         return self.activation(rows @ hw + self.bias)
 
     @torch.no_grad()
-    def times_weight(self, h: torch.Tensor | SparseMatrix, rows: int) -> torch.Tensor:
-        """H W, ``rows`` rows at a time (a sparse H is sliced, never densified)."""
-        n = h.shape[0]
-        hw = torch.empty(n, self.weight.shape[1], dtype=self.weight.dtype, device=self.weight.device)
+    def times_weight(self, h: torch.Tensor | SparseMatrix | DenseFeatures, rows: int,
+                     empty: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
+        """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
+        block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device)."""
+        n, shape, dtype = h.shape[0], (h.shape[0], self.weight.shape[1]), self.weight.dtype
+        hw = empty(shape, dtype) if empty is not None else torch.empty(shape, dtype=dtype, device=self.weight.device)
         for start in range(0, n, rows):
             stop = min(start + rows, n)
-            part = h.row_slice(start, stop) if isinstance(h, SparseMatrix) else h[start:stop]
-            torch.matmul(part, self.weight, out=hw[start:stop])
+            part = h[start:stop] if isinstance(h, torch.Tensor) else h.row_slice(start, stop)
+            torch.matmul(part.to(self.weight.device), self.weight, out=hw[start:stop])
         return hw
 
 
@@ -177,25 +179,40 @@ class GCNEncoder(nn.Module):
         return h
 
     @torch.no_grad()
-    def forward_in_chunks(self, features: Features, adjacency: RowSlices,
-                          rows: int) -> torch.Tensor:  # fmt: skip
+    def forward_in_chunks(self, features: Features, adjacency: RowSlices, rows: int,
+                          allocate: Allocate | None = None) -> torch.Tensor:  # fmt: skip
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
 
         A layer whose successor computes M (H W) hands over H W directly: each block of its output rows is
         multiplied by the next weight as soon as it is computed, so the wider inner activation H (N × 2·hidden)
         is never held for all nodes. Besides the input, memory is about two N × width matrices of the narrower
-        side — on ogbn-products' size with hidden = 128, 2.5 GB instead of 5 GB.
+        side — on ogbn-products' size with hidden = 128, 2.5 GB instead of 5 GB. Dense features stored as they
+        came (:class:`~gca.graph.features.DenseFeatures`) are read a block of rows at a time; a first layer that
+        aggregates first reads them as one float32 matrix X̂, filled block by block.
+
+        ``allocate(shape, dtype, final)`` gives each of those N-row matrices (``final``: the embeddings
+        returned); by default ``torch.empty`` on the weights' device. Out-of-core inference passes one that maps
+        files (:class:`gca.io.DiskArrays`), so the matrices are file-backed pages, not anonymous memory; each is
+        written once, in blocks of rows, and read by the next layer.
         """
-        n = adjacency.shape[0]
-        h, hw = dense_input(features), None  # X̂ of row-normalised features, let go after the first layer
+        n, last = adjacency.shape[0], len(self.layers) - 1
+        device = self.layers[0].weight.device
+
+        def empty(shape: tuple[int, int], dtype: torch.dtype, final: bool = False) -> torch.Tensor:
+            return allocate(shape, dtype, final) if allocate is not None else torch.empty(shape, dtype=dtype,
+                                                                                             device=device)  # fmt: skip
+
+        h, hw = features, None
         for i, layer in enumerate(self.layers):
+            if isinstance(h, DenseFeatures):  # X̂ whole only where the layer aggregates it first
+                h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows)
             if hw is None and layer.transforms_first(h):
-                hw, h = layer.times_weight(h, rows), None
-            following = self.layers[i + 1] if i + 1 < len(self.layers) else None
+                hw, h = layer.times_weight(h, rows, empty), None
+            following = self.layers[i + 1] if i < last else None
             # the next layer transforms first exactly when its input is no narrower than its output
             handover = following is not None and following.weight.shape[0] >= following.weight.shape[1]
             width = following.weight.shape[1] if handover else layer.weight.shape[1]
-            out = torch.empty(n, width, dtype=layer.weight.dtype, device=layer.weight.device)
+            out = empty((n, width), layer.weight.dtype, i == last)
             for start in range(0, n, rows):
                 stop = min(start + rows, n)
                 block = layer.output_rows(h, hw, adjacency, start, stop)
@@ -205,6 +222,20 @@ class GCNEncoder(nn.Module):
                     out[start:stop] = block
             h, hw = (None, out) if handover else (out, None)
         return h if hw is None else hw
+
+
+#: ``allocate(shape, dtype, final)``: an uninitialised N-row matrix for :meth:`GCNEncoder.forward_in_chunks`.
+Allocate = Callable[[tuple[int, int], torch.dtype, bool], torch.Tensor]
+
+
+def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: int) -> torch.Tensor:
+    """X̂ as one float32 matrix, read ``rows`` rows at a time into ``empty((N, F), float32)`` — the same values as
+    :meth:`DenseFeatures.to_dense`, bit for bit."""
+    n = features.shape[0]
+    out = empty((n, features.shape[1]), torch.float32)
+    for start in range(0, n, rows):
+        out[start : start + rows] = features.row_slice(start, min(start + rows, n))
+    return out
 
 
 class ProjectionHead(nn.Module):

@@ -174,8 +174,11 @@ class RunOutputs:
 
     def write_embeddings(self, embeddings: np.ndarray, node_ids: list[str] | None = None) -> None:
         """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
-        (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`)."""
-        self.write("embeddings.npy", lambda f: np.save(f, embeddings))
+        (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`). Embeddings written
+        at :meth:`stage_path` by the library itself (out-of-core inference) and recorded with :meth:`wrote` are
+        not written again."""
+        if "embeddings.npy" not in self._staged:
+            self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
             ids = node_ids or [str(i) for i in range(embeddings.shape[0])]
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"

@@ -70,14 +70,16 @@ def run_gca(
     plots: tuple[Path, Path] | None = None,
     plot_title: str = "",
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
+    embeddings_file: str | Path | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
     (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
-    passed to :meth:`GCA.fit` (validation during training)."""
+    passed to :meth:`GCA.fit` (validation during training); so is ``embeddings_file``, where a graph embedded in
+    blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so)."""
     config = estimator.config
     embeddings = estimator.fit_transform(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                         resume=resume, on_epoch=on_epoch)  # fmt: skip
+                                         resume=resume, on_epoch=on_epoch, embeddings_file=embeddings_file)  # fmt: skip
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,
@@ -87,6 +89,7 @@ def run_gca(
         "prepare_seconds": round(estimator.prepare_seconds, 3),
         "seconds_per_epoch": round(estimator.train_seconds / max(config.epochs, 1), 5),
         "embed_seconds": round(estimator.embed_seconds, 3),
+        "embeddings_out_of_core": estimator.embedding_file_ is not None,
         "final_loss": estimator.losses[-1] if estimator.losses else None,
         "losses": list(estimator.losses),
         "device": str(estimator.device),

@@ -78,8 +78,11 @@ def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> 
     log(2N − 1), yet the unaugmented graph embeds every node alike."""
     if embeddings.shape[0] < 2:
         return embeddings
-    spread = (embeddings - embeddings[:1]).abs().max()
-    if float(spread) > 1e-6 * max(float(embeddings.abs().max()), 1e-30):
+    first, spread, largest = embeddings[:1], 0.0, 1e-30  # a block at a time: no N × d temporary
+    for block in embeddings.split(INFERENCE_CHUNK_ROWS):
+        spread = max(spread, float((block - first).abs().max()))
+        largest = max(largest, float(block.abs().max()))
+    if spread > 1e-6 * largest:
         return embeddings
     zero = all_zero(graph.features)
     cause = likely_cause(config.lr, config.weight_decay, zero, "", not zero and identical_rows(graph.features))
@@ -177,6 +180,7 @@ class GCA:
         self.prepared: PreparedGraph | None = None
         self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
         self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
+        self.embedding_file_: Path | None = None  # the .npy file embedding_ maps, when fit embedded out of core
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name."""
@@ -249,8 +253,13 @@ class GCA:
 
     def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
-            on_epoch: Callable[..., None] | None = None) -> GCA:  # fmt: skip
+            on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None) -> GCA:  # fmt: skip
         """Train on ``data``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
+
+        ``embeddings_file`` (a new ``.npy`` path): embed out of core where the graph is embedded in blocks on the
+        CPU (:func:`gca.train.loop.encode_graph`) — the embeddings are written to that file as they are computed
+        and :attr:`embedding_` is its mapping; :attr:`embedding_file_` is then that path (else ``None``, and nothing
+        is written there).
 
         ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
         of every node (``gca tune`` stops unpromising trials with it). A hook with a parameter named ``loss`` (or
@@ -260,6 +269,8 @@ class GCA:
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         """
         cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
+        if embeddings_file is not None and Path(embeddings_file).exists():
+            raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
         fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
@@ -305,7 +316,9 @@ class GCA:
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
         start = time.perf_counter()
-        self.embedding_ = _not_constant(_finite(encode_graph(model, graph.to(self.device)).cpu(), cfg.lr), graph, cfg)
+        embedded = encode_graph(model, graph.to(self.device), out=embeddings_file).cpu()
+        self.embedding_file_ = Path(embeddings_file) if embeddings_file and Path(embeddings_file).is_file() else None
+        self.embedding_ = _not_constant(_finite(embedded, cfg.lr), graph, cfg)
         self.embed_seconds = time.perf_counter() - start
         log.info("trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes,
                  self.embed_seconds)  # fmt: skip
@@ -319,8 +332,10 @@ class GCA:
         """scikit-learn's name for :meth:`embed`: ``data``'s embeddings with the trained encoder."""
         return self.embed(data)
 
-    def embed(self, data: Data | Graph | None = None) -> torch.Tensor:
-        """Embeddings of ``data`` (default: the training graph) with the trained encoder."""
+    def embed(self, data: Data | Graph | None = None, out: str | Path | None = None) -> torch.Tensor:
+        """Embeddings of ``data`` (default: the training graph) with the trained encoder; with ``out`` (a new
+        ``.npy`` path), out of core where the graph is embedded in blocks on the CPU
+        (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping)."""
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
             raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
@@ -329,7 +344,7 @@ class GCA:
         if graph.num_features != self.in_channels:
             raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
                                 f"{self.in_channels}")  # fmt: skip
-        return encode_graph(self.model, graph.to(self.device)).cpu()
+        return encode_graph(self.model, graph.to(self.device), out=out).cpu()
 
     def state(self) -> dict:
         """A model checkpoint made of tensors and plain values only (loadable with ``weights_only=True``)."""

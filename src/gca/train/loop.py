@@ -21,11 +21,13 @@ the end of training at INFO, a collapse or a diverged loss at WARNING.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from ..disk import DiskArrays
 from ..errors import UserError
 from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
@@ -219,20 +221,36 @@ INFERENCE_CHUNK_ROWS = 65_536
 
 
 @torch.no_grad()
-def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int = INFERENCE_CHUNK_ROWS) -> torch.Tensor:
+def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None,
+                 out: str | Path | None = None) -> torch.Tensor:  # fmt: skip
     """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
 
-    Graphs with more than ``chunk_rows`` nodes are embedded over blocks of rows
+    Graphs with more than ``chunk_rows`` nodes (default :data:`INFERENCE_CHUNK_ROWS`) are embedded over blocks of rows
     (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`), an undirected graph's operator built block by block
     (:class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph.
+    With ``out`` (a ``.npy`` path) on the CPU those matrices are files mapped into memory
+    (:class:`gca.disk.DiskArrays`): each layer's output a scratch file, the embeddings the file ``out`` itself,
+    written block by block and flushed to disk — out-of-core inference, whose resident memory is the graph and
+    the pages the kernel keeps. The embeddings returned are then that file's mapping. Elsewhere (a small graph,
+    an encoder without blocks, a GPU) ``out`` is not written: the caller saves what is returned.
     """
     model.eval()
     if model.takes_edge_index:
         return model.encode(graph.features, graph.edge_index, graph.num_nodes).detach()
     encoder = model.encoder
+    chunk_rows = INFERENCE_CHUNK_ROWS if chunk_rows is None else chunk_rows
     if chunk_rows > 0 and graph.num_nodes > chunk_rows and hasattr(encoder, "forward_in_chunks"):
         rows = (AdjacencyRows(graph.edge_index, graph.num_nodes) if not graph.directed else
                 normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True))  # fmt: skip
-        return encoder.forward_in_chunks(graph.features, rows, chunk_rows)
+        disk = DiskArrays(out) if out is not None and model_device(model).type == "cpu" else None
+        embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk)
+        if disk is not None:
+            disk.flush()
+        return embeddings
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
     return model(dense_input(graph.features), adjacency).detach()
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where ``model``'s parameters lie (the CPU for a model without any)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))

@@ -1,0 +1,113 @@
+"""Out-of-core inference (issue 34): each layer's output and the embeddings as files mapped into memory, written
+a block of rows at a time — equal to in-memory inference bit for bit, nothing left behind, a full disk refused
+before anything is mapped — and evaluation that reads the labelled rows only."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import gca.train.loop as loop
+from gca.cli import main
+from gca.config import GCAConfig
+from gca.disk import DiskArrays, npy_map
+from gca.evaluate import classification
+from gca.evaluate.classification import NormalizedRows, linear_evaluation
+from gca.graph.graph import prepare_graph
+from gca.nn.model import GCAModel
+from gca.train.loop import encode_graph
+
+
+def _graphs():
+    g = torch.Generator().manual_seed(0)
+    n = 203
+    edges = torch.randint(0, n, (2, 900), generator=g)
+    # dense wider than the first layer (M (X W)), narrower (its X̂ filled block by block), float16 as stored,
+    # sparse bag-of-words
+    features = (torch.rand(n, 40, generator=g), torch.rand(n, 8, generator=g), torch.rand(n, 8, generator=g).half(),
+                (torch.rand(n, 300, generator=g) < 0.03).float())  # fmt: skip
+    for x in features:
+        for directed in (True, False):
+            pairs = edges if directed else torch.cat([edges, edges.flip(0)], 1)
+            for norm in ("row", "none"):
+                yield x, prepare_graph(Data(x=x, edge_index=pairs), directed=directed, feature_norm=norm)
+
+
+def test_streamed_inference_equals_in_memory_inference_bit_for_bit(tmp_path):
+    for case, (x, graph) in enumerate(_graphs()):
+        for layers in (2, 3):
+            config = GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+            model = GCAModel.from_config(x.shape[1], config)
+            for rows in (17, 64):
+                folder = tmp_path / f"{case}-{layers}-{rows}"
+                folder.mkdir()
+                in_memory = encode_graph(model, graph, chunk_rows=rows)
+                streamed = encode_graph(model, graph, chunk_rows=rows, out=folder / "embeddings.npy")
+                assert torch.equal(streamed, in_memory), (case, layers, rows)
+                assert np.array_equal(np.load(folder / "embeddings.npy"), in_memory.numpy())
+                assert sorted(p.name for p in folder.iterdir()) == ["embeddings.npy"]  # no scratch file left
+
+
+def test_a_small_graph_or_an_encoder_without_blocks_is_not_streamed(tmp_path):
+    x, graph = next(_graphs())
+    model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16))
+    assert torch.equal(encode_graph(model, graph, out=tmp_path / "a.npy"), encode_graph(model, graph))
+    sage = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, encoder="sage"))
+    assert torch.equal(encode_graph(sage, graph, chunk_rows=17, out=tmp_path / "b.npy"),
+                       encode_graph(sage, graph, chunk_rows=17))  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # the caller saves what was returned
+
+
+def test_a_full_disk_is_an_error_before_a_file_is_mapped(tmp_path, monkeypatch):
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        npy_map(tmp_path / "e.npy", (10, 4), np.float32)
+    with pytest.raises(OSError, match="No space left"):
+        DiskArrays(tmp_path / "e.npy")((10, 4), torch.float32, False)
+    assert list(tmp_path.iterdir()) == []  # neither the target nor a scratch file stays
+
+
+def test_a_mapped_file_reserves_its_space_and_reads_back_as_npy(tmp_path):
+    mapped = npy_map(tmp_path / "e.npy", (1000, 3), np.float32)
+    assert os.stat(tmp_path / "e.npy").st_blocks * 512 >= 1000 * 3 * 4  # reserved, not a sparse file
+    mapped[:] = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+    mapped.flush()
+    assert np.array_equal(np.load(tmp_path / "e.npy"), np.arange(3000, dtype=np.float32).reshape(1000, 3))
+
+
+def test_gca_train_writes_the_streamed_embeddings_once_and_equal_to_in_memory(tmp_path, monkeypatch):
+    args = ["train", "--epochs", "3", "--quiet", "--splits", "2"]
+    assert main([*args, "--out", str(tmp_path / "memory")]) == 0
+    monkeypatch.setattr(loop, "INFERENCE_CHUNK_ROWS", 16)  # Karate's 34 nodes in blocks of 16
+    assert main([*args, "--out", str(tmp_path / "disk")]) == 0
+    memory, disk = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("memory", "disk"))
+    assert not memory["embeddings_out_of_core"] and disk["embeddings_out_of_core"]
+    streamed = np.load(tmp_path / "disk" / "embeddings.npy")
+    np.testing.assert_allclose(streamed, np.load(tmp_path / "memory" / "embeddings.npy"), rtol=1e-5, atol=1e-6)
+    assert disk["accuracy"]["runs"] == memory["accuracy"]["runs"]
+    assert sorted(p.name for p in (tmp_path / "disk").iterdir() if not p.name.startswith(".gca-lock")) == [
+        "embeddings.npy", "model.pt", "results.json"]  # fmt: skip
+
+
+def test_evaluation_reads_rows_where_indexed_with_the_values_of_the_whole_matrix(monkeypatch):
+    g = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 100)
+    x = g.normal(size=(300, 5)) + y[:, None] * 1.5
+    whole = classification.normalize(x.astype(np.float64))
+    rows = NormalizedRows(torch.from_numpy(x.astype(np.float32)))
+    index = g.permutation(300)[:50]
+    assert np.array_equal(NormalizedRows(x)[index], whole[index])
+    splits = [(np.arange(0, 300, 3), np.arange(1, 300, 3), np.arange(2, 300, 3))]
+    once = linear_evaluation(x, y, splits)
+    monkeypatch.setattr(classification, "PREDICT_BLOCK", 7)  # validation and test predicted 7 rows at a time
+    assert linear_evaluation(x, y, splits).accuracies == once.accuracies
+    assert rows.shape == (300, 5)
