@@ -29,6 +29,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,16 +73,48 @@ def ensure_graph(size: str, folder: Path) -> Path:
     return path
 
 
-def measured_run(arguments: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one command, the peak being that process's own."""
+class MemorySampler(threading.Thread):
+    """Peaks of a running process's anonymous and file-backed resident memory (``RssAnon`` and ``RssFile`` of
+    /proc/PID/status, in MiB), read every ``period`` seconds until it ends: what the kernel must keep (anonymous)
+    and what it may drop and read again (pages of mapped files)."""
+
+    def __init__(self, pid: int, period: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.period = pid, period
+        self.peak = {"RssAnon": 0.0, "RssFile": 0.0}
+
+    def run(self) -> None:
+        status = Path(f"/proc/{self.pid}/status")
+        while True:
+            try:
+                lines = status.read_text().splitlines()
+            except OSError:
+                return
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key in self.peak:
+                    self.peak[key] = max(self.peak[key], int(value.split()[0]) / 1024)
+            if any(line.startswith("State:") and ("Z" in line or "X" in line) for line in lines):
+                return
+            time.sleep(self.period)
+
+
+def measured_run(arguments: list[str], samples: dict | None = None) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MiB) of one command, the peak being that process's own; ``samples`` gets the
+    peaks of its anonymous and file-backed resident memory (:class:`MemorySampler`, Linux)."""
     start = time.perf_counter()
     process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = MemorySampler(process.pid)
+    if Path("/proc").is_dir():
+        sampler.start()
+    err = process.stderr.read()  # read while it runs: a full pipe would block the child
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
-    err = process.stderr.read()
     if process.returncode != 0:
         raise SystemExit(f"failed ({process.returncode}): {' '.join(arguments)}\n{err[-2000:]}")
+    if samples is not None:
+        samples.update(sampler.peak)
     return wall, usage.ru_maxrss / 1024
 
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
@@ -137,24 +136,136 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
 
     A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
     edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
-    edge_index holds both directions of every edge once. A directed edge_index keeps the repeats (and
-    :func:`gca.graph.graph.prepare_graph` merges them).
+    edge_index holds both directions of every edge once, sorted by source then target (int32 below 2³¹ nodes:
+    :func:`undirected_edges`). A directed edge_index keeps the repeats (and :func:`gca.graph.graph.prepare_graph`
+    merges them).
     """
     if directed:
         pairs = torch.from_numpy(np.vstack([source, target]).astype(np.int64))
         repeated = int(pairs.shape[1] - torch.unique(pairs[0] * num_nodes + pairs[1]).numel()) if pairs.numel() else 0
         return pairs, repeated
-    # SciPy's CSR construction sums repeated pairs and its transpose is a linear-time counting sort, with 32-bit
-    # indices: on 10^8 edges a few times less memory than sorting 64-bit keys.
-    listed = sp.csr_matrix((np.ones(len(source), dtype=np.float32), (source, target)), shape=(num_nodes, num_nodes))
-    repeated = int(len(source) - listed.nnz)
-    both = (listed + listed.T).tocsr()
-    del listed
-    both.sort_indices()
-    edge_index = torch.empty(2, both.nnz, dtype=torch.long)  # filled row by row: no stacked copy of both rows
+
+    def blocks():
+        for start in range(0, len(source), EDGE_BLOCK):
+            yield source[start : start + EDGE_BLOCK], target[start : start + EDGE_BLOCK]
+
+    return undirected_edges(blocks, num_nodes, len(source))
+
+
+#: Listed edges handled at a time by :func:`undirected_edges`.
+EDGE_BLOCK = 1 << 22
+
+
+def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
+    """The edges of a CSR adjacency (a file's ``adj_indptr``/``adj_indices``) as (source, target) blocks of about
+    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array."""
+
+    def blocks():
+        rows = len(indptr) - 1
+        start = 0
+        while start < rows:
+            stop = max(start + 1, min(rows, int(np.searchsorted(indptr, indptr[start] + EDGE_BLOCK, "right")) - 1))
+            low, high = int(indptr[start]), int(indptr[stop])
+            yield np.repeat(np.arange(start, stop), np.diff(indptr[start : stop + 1])), indices[low:high]
+            start = stop
+
+    return blocks
+
+
+def _scatter(cursor: np.ndarray, rows: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
+    entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
+    entry ``order[i]`` goes to ``positions[i]``."""
+    order = np.argsort(rows, kind="stable" if stable else "quicksort")
+    ordered = rows[order]
+    index = np.arange(ordered.size)
+    first = np.empty(ordered.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    heads = np.flatnonzero(first)
+    positions = cursor[ordered] + (index - np.maximum.accumulate(np.where(first, index, 0)))
+    cursor[ordered[heads]] += np.diff(np.append(heads, ordered.size))
+    return order, positions
+
+
+def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor, int]:
+    """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
+    many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
+    read twice, ``listed`` entries in all.
+
+    Built a block at a time without a 64-bit array of the edges (on 3·10⁸ directed edges 3.4 GB, where SciPy's
+    A + Aᵀ and a 64-bit edge list took about 7 GB): (1) each listed pair goes under its smaller endpoint (an
+    int32 upper CSR and a direction byte per entry, counting-sort placed), (2) each row is sorted by (larger
+    endpoint, direction) in blocks — equal neighbours are one edge, equal (neighbour, direction) a repeat —
+    and compacted in place, (3) the upper rows are mirrored into the int32 ``[2, E]`` result, row u holding first
+    the smaller neighbours (from the rows before it, in ascending order), then its own row.
+    """
+    n = num_nodes
+    kind = np.int32 if n < 2**31 else np.int64
+    counts = np.zeros(n, dtype=np.int64)
+    for source, target in blocks():  # (1) entries per smaller endpoint
+        counts += np.bincount(np.minimum(source, target), minlength=n)
+    upper_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=upper_ptr[1:])
+    upper = np.empty(listed, dtype=kind)  # the larger endpoint of each listed pair, grouped by the smaller
+    forward = np.empty(listed, dtype=np.int8)  # listed smaller → larger (or a loop)
+    cursor = upper_ptr[:-1].copy()
+    for source, target in blocks():
+        small, large = np.minimum(source, target), np.maximum(source, target)
+        order, positions = _scatter(cursor, small, stable=False)  # (2) sorts each row
+        upper[positions] = large[order]
+        forward[positions] = (source <= target)[order]
+    del cursor
+    repeated, written, row = 0, 0, 0  # (2) sort each row, drop repeated neighbours, compact in place
+    while row < n:
+        stop = max(row + 1, min(n, row + EDGE_BLOCK,
+                                int(np.searchsorted(upper_ptr, upper_ptr[row] + EDGE_BLOCK, "right")) - 1))  # fmt: skip
+        low, high = int(upper_ptr[row]), int(upper_ptr[stop])
+        local = np.repeat(np.arange(stop - row, dtype=np.int64), counts[row:stop])
+        keys = (local * n + upper[low:high]) * 2 + forward[low:high]
+        keys.sort()
+        same = keys[1:] == keys[:-1]
+        repeated += int(same.sum())
+        pair = keys // 2  # local row · n + neighbour
+        first = np.empty(pair.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(pair[1:], pair[:-1], out=first[1:])
+        kept = pair[first]
+        upper[written : written + kept.size] = kept % n
+        counts[row:stop] = np.bincount(kept // n, minlength=stop - row)
+        written += kept.size
+        row = stop
+    del forward
+    np.cumsum(counts, out=upper_ptr[1:])  # the distinct upper rows, upper[:written]
+    # (3) mirror: row u = [its smaller neighbours v (from row v's upper entries) | its own upper row]
+    degree = counts.copy()
+    for start in range(0, written, EDGE_BLOCK):
+        part = upper[start : min(start + EDGE_BLOCK, written)]
+        rows = np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1
+        larger = part[part != rows]  # a loop is its own row's entry only
+        present, many = np.unique(larger, return_counts=True)
+        degree[present] += many
+    total = int(degree.sum())
+    edge_index = torch.empty(2, total, dtype=torch.int32 if kind is np.int32 else torch.long)
     pairs = edge_index.numpy()
-    pairs[0] = np.repeat(np.arange(num_nodes, dtype=both.indices.dtype), np.diff(both.indptr))
-    pairs[1] = both.indices
+    full_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degree, out=full_ptr[1:])
+    del degree
+    cursor = full_ptr[:-1].copy()
+    for start in range(0, written, EDGE_BLOCK):  # smaller neighbours, placed in ascending order
+        part = upper[start : min(start + EDGE_BLOCK, written)]
+        rows = (np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1).astype(kind)
+        mirrored = part != rows
+        order, positions = _scatter(cursor, part[mirrored])
+        pairs[1, positions] = rows[mirrored][order]
+    for start in range(0, written, EDGE_BLOCK):  # then each row's own (larger and loop) neighbours
+        part = upper[start : min(start + EDGE_BLOCK, written)]
+        rows = np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1
+        pairs[1, cursor[rows] + (np.arange(start, start + part.size) - upper_ptr[rows])] = part
+    for row in range(0, n, 1 << 16):  # the source row, a block of nodes at a time
+        stop = min(n, row + (1 << 16))
+        pairs[0, full_ptr[row] : full_ptr[stop]] = np.repeat(np.arange(row, stop, dtype=kind),
+                                                              np.diff(full_ptr[row : stop + 1]))  # fmt: skip
     return edge_index, repeated
 
 

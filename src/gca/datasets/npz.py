@@ -15,7 +15,19 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .base import DatasetError, class_labels, edge_list, float32_features, repeated_edges_warning, stored_features
+from .base import (
+    DatasetError,
+    class_labels,
+    csr_blocks,
+    edge_list,
+    float32_features,
+    repeated_edges_warning,
+    stored_features,
+    undirected_edges,
+)
+
+#: Members mapped from the file when stored uncompressed (:func:`mapped_member`).
+MAPPED = ("attr_matrix", "adj_data", "adj_indices", "adj_indptr")
 
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
@@ -62,13 +74,12 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     if not path.is_file():
         raise DatasetError(f"graph file {path} does not exist")
     try:
-        mapped = mapped_member(path, "attr_matrix")  # dense features stored uncompressed: mapped, not read
-        skip = {"node_names", "attr_names", "class_names", "idx_to_node"} | ({"attr_matrix"} if mapped is not None
-                                                                             else set())  # fmt: skip
+        # members stored uncompressed are mapped, not read: dense features and the adjacency's arrays
+        mapped = {name: member for name in MAPPED if (member := mapped_member(path, name)) is not None}
+        skip = {"node_names", "attr_names", "class_names", "idx_to_node", *mapped}
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in f.files if k not in skip}
-        if mapped is not None:
-            arrays["attr_matrix"] = mapped
+        arrays.update(mapped)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
         raise DatasetError(f"cannot read {path} as an .npz graph file ({type(exc).__name__}: {exc})") from None
     try:
@@ -98,11 +109,15 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
         raise DatasetError(f"{path} holds malformed sparse arrays: {exc}") from None
     if adj.shape[0] != adj.shape[1] or adj.shape[0] != attr.shape[0]:
         raise DatasetError(f"{path}: adjacency {adj.shape} and features {attr.shape} do not describe the same nodes")
-    coo = adj.tocoo()
-    del adj, arrays["adj_data"], arrays["adj_indices"]
-    edge_index, repeated = edge_list(coo.row, coo.col, coo.shape[0], directed)
-    num_nodes = coo.shape[0]
-    del coo
+    num_nodes = adj.shape[0]
+    if directed:
+        coo = adj.tocoo()
+        del adj, arrays["adj_data"], arrays["adj_indices"]
+        edge_index, repeated = edge_list(coo.row, coo.col, num_nodes, directed)
+        del coo
+    else:  # read a block of rows at a time: no row array, no 64-bit edge list
+        edge_index, repeated = undirected_edges(csr_blocks(adj.indptr, adj.indices), num_nodes, adj.nnz)
+        del adj, arrays["adj_data"], arrays["adj_indices"]
     if sp.issparse(attr):
         attr = attr.tocoo()
         attr.sum_duplicates()

@@ -37,7 +37,9 @@ FAST_BATCH_SIZE = 1024
 #: Neighbours sampled per node at every hop (one value serves every layer count).
 FAST_FANOUT: tuple[int, ...] = (10,)
 #: On a CPU, graphs of at least this many nodes train in mini-batches: 4 anchor sets. Cora (2,708 nodes) stays
-#: exact — 0.098 s per exact update on 2 cores, against 0.07 s per mini-batch one (docs/benchmarks.md).
+#: exact — 0.098 s per exact update on 2 cores, against 0.070 s per mini-batch one (``python
+#: benchmarks/update_profile.py --dataset Cora --threads 2``, 2026-11-27): at most 1.4× faster, while each
+#: update's anchors would be a third of the graph.
 CPU_MIN_NODES = 4 * FAST_BATCH_SIZE
 #: On a CUDA device, graphs of up to this many nodes train exactly (the crossover estimated above, rounded down).
 CUDA_MAX_EXACT_NODES = 40_000
