@@ -76,12 +76,32 @@ def test_a_full_disk_is_an_error_before_a_file_is_mapped(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # neither the target nor a scratch file stays
 
 
-def test_a_mapped_file_reserves_its_space_and_reads_back_as_npy(tmp_path):
-    mapped = npy_map(tmp_path / "e.npy", (1000, 3), np.float32)
-    assert os.stat(tmp_path / "e.npy").st_blocks * 512 >= 1000 * 3 * 4  # reserved, not a sparse file
-    mapped[:] = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+def test_a_mapped_file_reserves_its_space_and_reads_back_as_npy_after_its_rows_leave_memory(tmp_path):
+    mapped = npy_map(tmp_path / "e.npy", (100_000, 3), np.float32)
+    assert os.stat(tmp_path / "e.npy").st_blocks * 512 >= 100_000 * 3 * 4  # reserved, not a sparse file
+    values = np.arange(300_000, dtype=np.float32).reshape(100_000, 3)
+    mapped.array[:50_000] = values[:50_000]
+    mapped.drop(0, 50_001)  # written rows (and the page shared with row 50,000) leave the resident set …
+    mapped.array[50_000:] = values[50_000:]
+    assert np.array_equal(mapped.array, values)  # … and come back with their values
     mapped.flush()
-    assert np.array_equal(np.load(tmp_path / "e.npy"), np.arange(3000, dtype=np.float32).reshape(1000, 3))
+    assert np.array_equal(np.load(tmp_path / "e.npy"), values)
+
+
+def test_disk_arrays_let_a_scratch_matrix_go_with_its_tensor(tmp_path):
+    import gc
+
+    disk = DiskArrays(tmp_path / "e.npy")
+    scratch = disk((1000, 4), torch.float32, False)
+    scratch[:] = 1.0
+    disk.written(scratch, 0, 1000)
+    disk.written(torch.ones(3, 4), 0, 3)  # not one of its own: left alone
+    assert torch.equal(scratch, torch.ones(1000, 4))
+    ref = next(iter(disk._mapped.values()))[0]
+    del scratch
+    gc.collect()
+    assert ref() is None  # the mapping (and its unlinked file's space) went with the tensor
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_gca_train_writes_the_streamed_embeddings_once_and_equal_to_in_memory(tmp_path, monkeypatch):

@@ -13,31 +13,72 @@ from turning a fault into a crash or a leftover:
 
 from __future__ import annotations
 
+import mmap
 import os
 import secrets
+import weakref
 from pathlib import Path
 
 import numpy as np
 import torch
 
 
-def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type) -> np.memmap:
-    """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order), its whole
-    size reserved on disk, mapped for writing (``shape`` holds no zero). ``np.load(path)`` reads it once written."""
-    dtype = np.dtype(dtype)
+class Mapped:
+    """An ``.npy`` file mapped for writing: :attr:`array` (its data, C order) over :attr:`mapping` (the whole
+    file). :meth:`drop` lets rows already written leave this process's resident memory."""
+
+    def __init__(self, path: Path, mapping: mmap.mmap, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.path, self.mapping, self.offset = path, mapping, offset
+        count = int(np.prod(shape, dtype=np.int64))
+        self.array = np.frombuffer(mapping, dtype=dtype, count=count, offset=offset).reshape(shape)
+        self.row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+
+    def drop(self, start: int, stop: int) -> None:
+        """Rows ``start`` … ``stop`` − 1 out of the resident set (:func:`drop_rows`)."""
+        drop_rows(self.mapping, self.offset, self.row_bytes, start, stop)
+
+    def flush(self) -> None:
+        """The written pages to the file, and the file to disk."""
+        self.mapping.flush()
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def drop_rows(mapping: mmap.mmap, offset: int, row_bytes: int, start: int, stop: int) -> None:
+    """``MADV_DONTNEED`` on the pages of rows ``start`` … ``stop`` − 1 of a shared file mapping: they leave the
+    process's resident set, stay in the page cache, are written back to the file and come back on the next read
+    (pages the range shares with other rows go too, and come back the same way). Where the platform has no
+    ``madvise``, nothing happens."""
+    if not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    page = mmap.PAGESIZE
+    low = (offset + start * row_bytes) // page * page
+    high = min(-(-(offset + stop * row_bytes) // page) * page, len(mapping))
+    if high > low:
+        mapping.madvise(mmap.MADV_DONTNEED, low, high - low)
+
+
+def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type) -> Mapped:
+    """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order; no zero
+    in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written."""
+    path, dtype = Path(path), np.dtype(dtype)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    with open(path, "wb") as f:
+    with open(path, "w+b") as f:
         np.lib.format.write_array_header_1_0(f, header)
         offset = f.tell()
         f.flush()
         try:
-            os.posix_fallocate(f.fileno(), 0, offset + max(size, 1))
+            os.posix_fallocate(f.fileno(), 0, offset + size)
         except OSError:
             f.close()
-            Path(path).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
             raise
-    return np.memmap(path, dtype=dtype, mode="r+", offset=offset, shape=tuple(shape))
+        mapping = mmap.mmap(f.fileno(), offset + size)  # shared, read-write; outlives the file object
+    return Mapped(path, mapping, offset, tuple(shape), dtype)
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
@@ -47,31 +88,39 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
 class DiskArrays:
     """``allocate(shape, dtype, final)`` for out-of-core inference: the final matrix is the ``.npy`` file
     ``target`` (the run's staged ``embeddings.npy``); every other one a scratch ``.npy`` in ``scratch`` (default:
-    ``target``'s folder), unlinked once mapped. :attr:`final` is the target's mapping once made; :meth:`flush`
-    writes its pages to disk."""
+    ``target``'s folder), unlinked once mapped. :meth:`written` drops rows already written from the resident set;
+    :meth:`flush` writes the final matrix to disk."""
 
     def __init__(self, target: str | Path, scratch: str | Path | None = None) -> None:
         self.target = Path(target)
         self.scratch = Path(scratch) if scratch is not None else self.target.parent
-        self.final: np.memmap | None = None
+        self.final: Mapped | None = None
+        # by the address of each matrix handed out: its mapping (weakly: a scratch file goes with its matrix),
+        # header size and row size
+        self._mapped: dict[int, tuple[weakref.ref, int, int]] = {}
 
     def __call__(self, shape: tuple[int, int], dtype: torch.dtype, final: bool) -> torch.Tensor:
         if final:
-            self.final = npy_map(self.target, shape, numpy_dtype(dtype))
-            return torch.from_numpy(self.final)
-        path = self.scratch / f".gca-scratch-{secrets.token_hex(6)}.npy"
-        try:
-            mapped = npy_map(path, shape, numpy_dtype(dtype))
-        finally:
-            path.unlink(missing_ok=True)  # the mapping keeps the pages; the name goes now
-        return torch.from_numpy(mapped)
+            self.final = mapped = npy_map(self.target, shape, numpy_dtype(dtype))
+        else:
+            path = self.scratch / f".gca-scratch-{secrets.token_hex(6)}.npy"
+            try:
+                mapped = npy_map(path, shape, numpy_dtype(dtype))
+            finally:
+                path.unlink(missing_ok=True)  # the mapping keeps the pages; the name goes now
+        tensor = torch.from_numpy(mapped.array)
+        self._mapped = {k: v for k, v in self._mapped.items() if v[0]() is not None}
+        self._mapped[tensor.data_ptr()] = (weakref.ref(mapped.mapping), mapped.offset, mapped.row_bytes)
+        return tensor
+
+    def written(self, tensor: torch.Tensor, start: int, stop: int) -> None:
+        """Rows ``start`` … ``stop`` − 1 of a matrix this allocated are written: out of the resident set with them
+        (a later read brings them back from the page cache). Any other tensor is left alone."""
+        mapping, offset, row_bytes = self._mapped.get(tensor.data_ptr(), (lambda: None, 0, 0))
+        if mapping() is not None:
+            drop_rows(mapping(), offset, row_bytes, start, stop)
 
     def flush(self) -> None:
         """Write the final matrix's pages to the file and the file to disk (``msync``, then ``fsync``)."""
         if self.final is not None:
             self.final.flush()
-            fd = os.open(self.target, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)

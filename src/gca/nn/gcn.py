@@ -90,15 +90,19 @@ class GCNLayer(nn.Module):
 
     @torch.no_grad()
     def times_weight(self, h: torch.Tensor | SparseMatrix | DenseFeatures, rows: int,
-                     empty: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
+                     empty: Callable[..., torch.Tensor] | None = None,
+                     written: Callable[[torch.Tensor, int, int], None] | None = None) -> torch.Tensor:  # fmt: skip
         """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
-        block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device)."""
+        block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device);
+        ``written(HW, start, stop)`` after each block."""
         n, shape, dtype = h.shape[0], (h.shape[0], self.weight.shape[1]), self.weight.dtype
         hw = empty(shape, dtype) if empty is not None else torch.empty(shape, dtype=dtype, device=self.weight.device)
         for start in range(0, n, rows):
             stop = min(start + rows, n)
             part = h[start:stop] if isinstance(h, torch.Tensor) else h.row_slice(start, stop)
             torch.matmul(part.to(self.weight.device), self.weight, out=hw[start:stop])
+            if written is not None:
+                written(hw, start, stop)
         return hw
 
 
@@ -192,11 +196,13 @@ class GCNEncoder(nn.Module):
 
         ``allocate(shape, dtype, final)`` gives each of those N-row matrices (``final``: the embeddings
         returned); by default ``torch.empty`` on the weights' device. Out-of-core inference passes one that maps
-        files (:class:`gca.io.DiskArrays`), so the matrices are file-backed pages, not anonymous memory; each is
-        written once, in blocks of rows, and read by the next layer.
+        files (:class:`gca.disk.DiskArrays`), so the matrices are file-backed pages, not anonymous memory; each is
+        written once, in blocks of rows, and read by the next layer. Its ``written(matrix, start, stop)``, where
+        it has one, is told of every block of rows written (it lets them leave the resident set).
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
+        written = getattr(allocate, "written", None) or _nothing
 
         def empty(shape: tuple[int, int], dtype: torch.dtype, final: bool = False) -> torch.Tensor:
             return allocate(shape, dtype, final) if allocate is not None else torch.empty(shape, dtype=dtype,
@@ -205,9 +211,9 @@ class GCNEncoder(nn.Module):
         h, hw = features, None
         for i, layer in enumerate(self.layers):
             if isinstance(h, DenseFeatures):  # X̂ whole only where the layer aggregates it first
-                h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows)
+                h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows, written)
             if hw is None and layer.transforms_first(h):
-                hw, h = layer.times_weight(h, rows, empty), None
+                hw, h = layer.times_weight(h, rows, empty, written), None
             following = self.layers[i + 1] if i < last else None
             # the next layer transforms first exactly when its input is no narrower than its output
             handover = following is not None and following.weight.shape[0] >= following.weight.shape[1]
@@ -220,6 +226,7 @@ class GCNEncoder(nn.Module):
                     torch.matmul(block, following.weight, out=out[start:stop])
                 else:
                     out[start:stop] = block
+                written(out, start, stop)
             h, hw = (None, out) if handover else (out, None)
         return h if hw is None else hw
 
@@ -228,13 +235,20 @@ class GCNEncoder(nn.Module):
 Allocate = Callable[[tuple[int, int], torch.dtype, bool], torch.Tensor]
 
 
-def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: int) -> torch.Tensor:
+def _nothing(matrix: torch.Tensor, start: int, stop: int) -> None:
+    pass
+
+
+def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: int,
+            written: Callable[[torch.Tensor, int, int], None] = _nothing) -> torch.Tensor:  # fmt: skip
     """X̂ as one float32 matrix, read ``rows`` rows at a time into ``empty((N, F), float32)`` — the same values as
     :meth:`DenseFeatures.to_dense`, bit for bit."""
     n = features.shape[0]
     out = empty((n, features.shape[1]), torch.float32)
     for start in range(0, n, rows):
-        out[start : start + rows] = features.row_slice(start, min(start + rows, n))
+        stop = min(start + rows, n)
+        out[start:stop] = features.row_slice(start, stop)
+        written(out, start, stop)
     return out
 
 
