@@ -163,3 +163,57 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
         np.cumsum(np.bincount(source, minlength=n), out=indptr[1:])
         from_csr, again = base.undirected_edges(base.csr_blocks(indptr, target[order]), n, m)
         assert np.array_equal(from_csr.numpy(), expected) and again == repeats, case
+
+
+def test_unit_ids_built_block_by_block_equal_those_read_through_each_edges_reverse(monkeypatch):
+    """Units of random undirected graphs, in blocks of 1 to 9 edges, equal the cumulative count of forward edges
+    read at each edge's reverse position — and a graph whose counts match but whose edges do not pair up is
+    refused, as the reverse positions refused it."""
+    from gca.graph import sparse
+    from gca.graph.sampling import edge_unit_ids, reverse_positions
+
+    rng = np.random.default_rng(1)
+    for case in range(100):
+        n = int(rng.integers(2, 30))
+        pairs = rng.integers(0, n, (2, int(rng.integers(1, 80))))
+        graph = prepare_graph(Data(x=torch.ones(n, 1), edge_index=torch.from_numpy(
+            np.hstack([pairs, pairs[::-1]]))), directed=False)  # fmt: skip
+        if graph.edge_index.shape[1] == 0:
+            continue
+        source, target = graph.edge_index.long()
+        forward = source < target
+        position_unit = torch.cumsum(forward, 0) - 1
+        expected = torch.where(forward, position_unit, position_unit[reverse_positions(graph.edge_index, n).long()])
+        monkeypatch.setattr(sparse, "PAIR_BLOCK", int(rng.integers(1, 10)))
+        assert torch.equal(edge_unit_ids(graph.edge_index, n, True).long(), expected), case
+    crossed = torch.tensor([[0, 1, 2, 3], [2, 3, 1, 0]], dtype=torch.int32)  # 0→2, 1→3, 2→1, 3→0
+    with pytest.raises(ValueError, match="every edge's reverse"):
+        edge_unit_ids(crossed, 4, True)
+
+
+def test_the_symmetry_check_read_block_by_block_agrees_with_the_transpose(monkeypatch):
+    """Coalesced random graphs — symmetric, with self-loops, with one reverse missing or replaced — in blocks of
+    1 to 9 edges: symmetric exactly when A equals Aᵀ."""
+    import scipy.sparse as sp
+
+    from gca.graph import sparse
+
+    rng = np.random.default_rng(2)
+    for case in range(200):
+        n = int(rng.integers(1, 25))
+        pairs = rng.integers(0, n, (2, int(rng.integers(1, 60))))
+        kind = case % 3  # symmetric, symmetric with a reverse dropped, or a directed draw
+        edges = np.hstack([pairs, pairs[::-1]]) if kind < 2 else pairs
+        a = sp.coo_matrix((np.ones(edges.shape[1]), (edges[0], edges[1])), shape=(n, n)).tocsr()
+        a.sum_duplicates()
+        a.sort_indices()
+        if kind == 1 and a.nnz:
+            keep = np.ones(a.nnz, dtype=bool)
+            keep[int(rng.integers(0, a.nnz))] = False
+            a = sp.csr_matrix((a.data[keep], (np.repeat(np.arange(n), np.diff(a.indptr))[keep], a.indices[keep])),
+                              shape=(n, n))  # fmt: skip
+        a.data[:] = 1  # structure only
+        rows = np.repeat(np.arange(n), np.diff(a.indptr))
+        edge_index = torch.from_numpy(np.vstack([rows, a.indices]).astype(np.int32))
+        monkeypatch.setattr(sparse, "PAIR_BLOCK", int(rng.integers(1, 10)))
+        assert sparse._is_symmetric(edge_index, n) == ((a != a.T).nnz == 0), case

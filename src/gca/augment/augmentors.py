@@ -30,6 +30,7 @@ weights drop the same edges with the same draws.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,58 @@ def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.T
     else:
         probs[informative] = s.neg_().add_(s_max).div_(spread).mul_(p).clamp_(max=p_tau)  # (s_max − s) / spread · p
     return probs
+
+
+#: Edge units weighed at a time by :func:`edge_drop_probabilities`.
+UNIT_BLOCK = 1 << 22
+
+
+def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, symmetric: bool,
+                            p_e: tuple[float, ...], p_tau: float) -> list[torch.Tensor]:  # fmt: skip
+    """Each view's p^e_uv (float32, in :func:`edge_units` order: the edges u < v of ``edge_index`` when
+    ``symmetric``, else every edge) from the edge centralities w_uv (:func:`edge_weights`), as
+    :func:`drop_probabilities` gives them — computed :data:`UNIT_BLOCK` units at a time: a first pass finds
+    max s and the mean of s = log w over the units with w > 0, a second writes every view's probabilities. No
+    unit list, weight or float64 array of all units is made (on 1.6·10⁹ units, 39 GB of temporaries before),
+    only the results; the mean is a sum of block sums, equal to the whole array's within float64 rounding."""
+    centrality = centrality.to(torch.float64).cpu()
+    source, target = edge_index.cpu()
+
+    def blocks():
+        for start in range(0, source.numel(), UNIT_BLOCK):
+            s, t = source[start : start + UNIT_BLOCK], target[start : start + UNIT_BLOCK]
+            if symmetric:
+                forward = s < t
+                s, t = s[forward], t[forward]
+            yield edge_weights(torch.stack([s, t]), centrality, not symmetric, "paper" if symmetric else "authors")
+
+    s_max, s_sum, informative, count = -math.inf, 0.0, 0, 0
+    for weights in blocks():
+        if weights.numel() and (weights < 0).any():
+            raise ValueError("importance weights must be non-negative")
+        count += weights.numel()
+        logs = weights[weights > 0].log_()
+        if logs.numel():
+            s_max = max(s_max, float(logs.max()))
+            s_sum += float(logs.sum())
+            informative += logs.numel()
+    results = [torch.empty(count, dtype=torch.float32) for _ in p_e]
+    if not informative:
+        for out in results:
+            out.fill_(p_tau)
+        return results
+    spread = s_max - s_sum / informative
+    flat = spread <= 1e-12 * max(1.0, abs(s_max))
+    written = 0
+    for weights in blocks():
+        positive = weights > 0
+        logs = weights[positive].log_()
+        for out, p in zip(results, p_e, strict=True):
+            probs = torch.full_like(weights, p_tau)
+            probs[positive] = min(p, p_tau) if flat else (s_max - logs).div_(spread).mul_(p).clamp_(max=p_tau)
+            out[written : written + weights.numel()] = probs
+        written += weights.numel()
+    return results
 
 
 def uniform_probabilities(count: int, p: float) -> torch.Tensor:
@@ -235,18 +288,18 @@ def build_augmentors(
 
     ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
     """
-    units, symmetric = edge_units(graph, edge_scheme)  # listed here only to weigh them; the droppers list their own
-    count = units.shape[1]
+    symmetric = not (graph.directed or edge_scheme == "authors")
     adaptive_edges = edge_drop == "adaptive" and centrality is not None
     adaptive_features = feature_mask == "adaptive" and centrality is not None
-    e_weights = edge_weights(units, centrality, graph.directed, edge_scheme) if adaptive_edges else None
-    del units
+    if adaptive_edges:
+        edge_probs = edge_drop_probabilities(graph.edge_index, centrality, symmetric, p_e, p_tau)
+    else:
+        count = int((graph.edge_index[0] < graph.edge_index[1]).sum()) if symmetric else graph.edge_index.shape[1]
+        edge_probs = [uniform_probabilities(count, pe) for pe in p_e]
     f_weights = feature_weights(graph.raw_features, centrality, feature_weighting) if adaptive_features else None
     views = []
-    for pe, pf in zip(p_e, p_f, strict=True):
-        edge_prob = (
-            drop_probabilities(e_weights, pe, p_tau) if adaptive_edges else uniform_probabilities(count, pe)
-        )
+    for edge_prob, pf in zip(edge_probs, p_f, strict=True):
+        edge_prob = edge_prob
         feature_prob = (
             drop_probabilities(f_weights, pf, p_tau)
             if adaptive_features

@@ -59,7 +59,10 @@ def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool =
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
         # is a count of targets — no 10^8-entry sparse matrix to build (11 s at ogbn-products' size)
-        in_degree = np.bincount(edge_index[1].cpu().numpy(), minlength=num_nodes).astype(np.float64)
+        targets = edge_index[1].cpu().numpy()
+        in_degree = np.zeros(num_nodes, dtype=np.float64)
+        for start in range(0, targets.size, 1 << 22):  # a block at a time: no 64-bit copy of the targets
+            in_degree += np.bincount(targets[start : start + (1 << 22)], minlength=num_nodes)
     else:
         adj = binary_adjacency(edge_index, num_nodes)
         if not directed:

@@ -13,6 +13,7 @@ from torch_geometric.data import Data
 from ..environment import env_folder
 from ..errors import UserError
 from ..evaluate.splits import Split
+from ..graph.sparse import scatter_positions
 
 #: One split of the labelled nodes: (train, validation, test) node indices.
 
@@ -172,22 +173,6 @@ def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     return blocks
 
 
-def _scatter(cursor: np.ndarray, rows: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
-    entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
-    entry ``order[i]`` goes to ``positions[i]``."""
-    order = np.argsort(rows, kind="stable" if stable else "quicksort")
-    ordered = rows[order]
-    index = np.arange(ordered.size)
-    first = np.empty(ordered.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    heads = np.flatnonzero(first)
-    positions = cursor[ordered] + (index - np.maximum.accumulate(np.where(first, index, 0)))
-    cursor[ordered[heads]] += np.diff(np.append(heads, ordered.size))
-    return order, positions
-
-
 def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor, int]:
     """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
     many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
@@ -212,7 +197,7 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     cursor = upper_ptr[:-1].copy()
     for source, target in blocks():
         small, large = np.minimum(source, target), np.maximum(source, target)
-        order, positions = _scatter(cursor, small, stable=False)  # (2) sorts each row
+        order, positions = scatter_positions(cursor, small, stable=False)  # (2) sorts each row
         upper[positions] = large[order]
         forward[positions] = (source <= target)[order]
     del cursor
@@ -256,7 +241,7 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         part = upper[start : min(start + EDGE_BLOCK, written)]
         rows = (np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1).astype(kind)
         mirrored = part != rows
-        order, positions = _scatter(cursor, part[mirrored])
+        order, positions = scatter_positions(cursor, part[mirrored])
         pairs[1, positions] = rows[mirrored][order]
     for start in range(0, written, EDGE_BLOCK):  # then each row's own (larger and loop) neighbours
         part = upper[start : min(start + EDGE_BLOCK, written)]

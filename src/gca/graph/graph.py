@@ -32,7 +32,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from ..errors import UserError
-from .features import Features, feature_forms, nonzero_columns
+from .features import ROW_BLOCK, Features, feature_forms, nonzero_columns
 from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype
 
 
@@ -143,7 +143,7 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if data.num_nodes is not None and int(data.num_nodes) != num_nodes:
         raise GraphError(f"the graph has {int(data.num_nodes)} nodes but {num_nodes} feature rows")
     values = x.coalesce().values() if x.is_sparse else x
-    if not torch.isfinite(values).all():
+    if not all(bool(torch.isfinite(block).all()) for block in values.split(ROW_BLOCK)):  # no N × F temporary
         raise GraphError("node features contain NaN or infinite values; clean or impute them first")
 
     edge_index = data.edge_index if data.edge_index is not None else torch.empty(2, 0, dtype=torch.long)
@@ -180,12 +180,22 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         else:
             merged = int((without_loops[0] < without_loops[1]).sum() - (edge_index[0] < edge_index[1]).sum())
         warnings.append(f"merged {merged} duplicate edge{'s' if merged != 1 else ''}")
-    isolated = num_nodes - int((torch.bincount(edge_index.reshape(-1), minlength=num_nodes) > 0).sum())
+    isolated = num_nodes - int(_nodes_with_edges(edge_index, num_nodes).sum())
     if isolated:
         warnings.append(
             f"{isolated} of {num_nodes} nodes have no edges; they are embedded from their own features only"
         )
     return _finish(data, x, num_nodes, edge_index, bool(directed), feature_norm, warnings)
+
+
+def _nodes_with_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """[N] bool: which nodes are an end of some edge — read :data:`~gca.graph.features.ROW_BLOCK` · 64 edges at
+    a time, so no 64-bit copy of the edge list is made (a ``bincount`` of it took 16 bytes per edge)."""
+    seen = torch.zeros(num_nodes, dtype=torch.bool, device=edge_index.device)
+    for block in edge_index.split(ROW_BLOCK * 64, dim=1):
+        seen[block[0].long()] = True
+        seen[block[1].long()] = True
+    return seen
 
 
 def _finish(data: Data, x: torch.Tensor, num_nodes: int, edge_index: torch.Tensor, directed: bool,

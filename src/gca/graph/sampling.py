@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sparse import edge_list_csr, segment_ranges
+from .sparse import edge_list_csr, pair_reverse_edges, segment_ranges
 
 
 @dataclass
@@ -72,20 +72,27 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
 
 def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: bool) -> torch.Tensor:
     """For every directed edge of a coalesced ``edge_index``, the index of its augmentation unit (int32 below 2³¹
-    edges).
+    units and nodes).
 
     With ``symmetric_units`` the units are the edges (u, v) with u < v in ``edge_index`` order (as
     :func:`gca.augment.augmentors.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every
     directed edge is its own unit.
+
+    Computed a block at a time, with no edge-sized temporary besides the result and one int per unit
+    (:func:`gca.graph.sparse.pair_reverse_edges`).
     """
+
     source, target = edge_index
-    kind = torch.int32 if max(source.numel(), num_nodes) < 2**31 else torch.long
+    count = source.numel()
+    kind = torch.int32 if max(count, num_nodes) < 2**31 else torch.long
     if not symmetric_units:
-        return torch.arange(source.numel(), device=edge_index.device, dtype=kind)
-    forward = source < target
-    unit_of_position = torch.cumsum(forward, 0, dtype=kind) - 1  # unit index of each forward edge
-    reverse = reverse_positions(edge_index, num_nodes)
-    return torch.where(forward, unit_of_position, unit_of_position[reverse])
+        return torch.arange(count, device=edge_index.device, dtype=kind)
+    if count and not bool((source[1:] >= source[:-1]).all()):
+        raise ValueError("edge_index must be coalesced (sorted by source)")
+    units = torch.empty(count, dtype=kind)
+    if bool((source == target).any()) or not pair_reverse_edges(edge_index, num_nodes, units.numpy()):
+        raise ValueError("symmetric augmentation units need every edge's reverse in a coalesced edge_index")
+    return units.to(edge_index.device)
 
 
 class NeighborSampler:
