@@ -72,7 +72,7 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
 
 def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: bool) -> torch.Tensor:
     """For every directed edge of a coalesced ``edge_index``, the index of its augmentation unit (int32 below 2³¹
-    units and nodes).
+    units).
 
     With ``symmetric_units`` the units are the edges (u, v) with u < v in ``edge_index`` order (as
     :func:`gca.augment.augmentors.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every
@@ -84,15 +84,23 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
 
     source, target = edge_index
     count = source.numel()
-    kind = torch.int32 if max(count, num_nodes) < 2**31 else torch.long
     if not symmetric_units:
-        return torch.arange(count, device=edge_index.device, dtype=kind)
+        return torch.arange(count, device=edge_index.device, dtype=torch.int32 if count < 2**31 else torch.long)
+    kind = torch.int32 if max(count // 2 + 1, num_nodes) < 2**31 else torch.long
     if count and not bool((source[1:] >= source[:-1]).all()):
         raise ValueError("edge_index must be coalesced (sorted by source)")
     units = torch.empty(count, dtype=kind)
     if bool((source == target).any()) or not pair_reverse_edges(edge_index, num_nodes, units.numpy()):
         raise ValueError("symmetric augmentation units need every edge's reverse in a coalesced edge_index")
     return units.to(edge_index.device)
+
+
+def _counts(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row."""
+    counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
+    for block in ids.split(1 << 22):
+        counts += torch.bincount(block, minlength=num_nodes)
+    return counts
 
 
 class NeighborSampler:
@@ -122,24 +130,28 @@ class NeighborSampler:
         self.fanouts = tuple(int(k) for k in fanouts)
         device = edge_index.device
         source, target = edge_index
-        small = torch.int32 if max(num_nodes, source.numel()) < 2**31 else torch.long
+        # node ids below 2³¹ nodes, unit ids below 2³¹ units in int32 (ogbn-papers100M: 3.2·10⁹ directed edges,
+        # 1.6·10⁹ undirected units)
+        nodes_kind = torch.int32 if num_nodes < 2**31 else torch.long
+        unit_count = source.numel() // 2 + 1 if undirected and symmetric_units else source.numel()
+        units_kind = torch.int32 if unit_count < 2**31 else torch.long
         if undirected:
             # row v lists the edges (v, u); edge (u → v) is the reverse, in the same unit when units are symmetric
-            self.neighbors = target.to(small)
+            self.neighbors = target.to(nodes_kind)
             units = (
                 edge_unit_ids(edge_index, num_nodes, True)
                 if symmetric_units
                 else reverse_positions(edge_index, num_nodes)
             )
-            self.units = units.to(small)
+            self.units = units.to(units_kind)
             del units
-            counts = torch.bincount(source, minlength=num_nodes)
+            counts = _counts(source, num_nodes)
         else:
             order = torch.argsort(target, stable=True)  # group edges by the node they point to
-            self.neighbors = source[order].to(small)
-            self.units = order.to(small)  # every directed edge is its own unit
+            self.neighbors = source[order].to(nodes_kind)
+            self.units = order.to(units_kind)  # every directed edge is its own unit
             del order
-            counts = torch.bincount(target, minlength=num_nodes)
+            counts = _counts(target, num_nodes)
         self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
         self.indptr[1:] = torch.cumsum(counts, 0)
         # full-graph id → local id during one sample (−1: not reached); reset after each sample
