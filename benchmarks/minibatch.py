@@ -40,30 +40,52 @@ GCA = [str(Path(sys.executable).with_name("gca"))] if Path(sys.executable).with_
 
 #: (nodes, directed edge entries — both directions of every undirected edge —, dense features) of each size
 SIZES = {"arxiv": (169_343, 2 * 1_166_243, 128), "products": (2_449_029, 2 * 61_859_140, 100),
-         "papers100M": (111_059_956, 2 * 1_615_685_872, 128)}  # fmt: skip
+         "papers100M": (111_059_956, 2 * 1_615_685_872, 128), "tenth": (10_000_000, 2 * 150_000_000, 128)}  # fmt: skip
+#: Bytes a feature value takes in each size's file (float16 for the generated tenth and, as predicted, papers100M)
+FEATURE_BYTES = {"tenth": 2, "papers100M": 2}
 #: Resident bytes of the interpreter, PyTorch, SciPy and scikit-learn once imported (measured: 0.33 GB)
 BASE_BYTES = 0.33e9
+#: Block temporaries of the loader and of preparing (blocks of 2²² entries: keys, orders, positions)
+BLOCK_BYTES = 0.25e9
+PHASES = ("load", "prepare", "training", "inference")
 
 
 def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4
-                 ) -> dict[str, tuple[int, int, float]]:  # fmt: skip
-    """Per phase, (bytes per directed edge, bytes per node, predicted resident bytes) of a mini-batch ``gca train``
-    on an undirected graph with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
-    row-normalised, the default); ``edges`` counts both directions of every edge (docs/large-graphs.md, "Memory").
+                 ) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Per phase of a mini-batch ``gca train`` on an undirected graph read from an uncompressed .npz file (its
+    members mapped) with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
+    row-normalised, the default) — ``edges`` E counts both directions, U = E/2 undirected units — the predicted
+    resident bytes: ``anonymous`` (what the process must keep), ``file`` (pages of mapped files, which the kernel
+    may drop and read again), their ``total``, and the anonymous bytes per directed edge and per node
+    (docs/large-graphs.md, "Memory"):
 
-    Per directed edge: the int32 edge list (8 B), each view's removal probability per undirected edge (2 × 4 B / 2)
-    and, while training, the sampler's unit ids (4 B; 8 B from 2³¹ edges on). Per node: the raw features (bF B),
-    their row norms (4), centrality (8), labels (8), and while training the sampler's row pointers and id map
-    (8 + 8); inference adds its row pointers and D̂^{-1/2} (12) and two N × hidden float32 matrices — or, during the
-    first layer, X̂ and one of them. Sampled batches add a few MB.
+    * load — the int32 edge list (8 B/edge), each listed pair's larger end and direction (5 B per unit = 2.5 B/edge),
+      four N-long int64 arrays and the labels (40 B/node); mapped: the features, the file's column array (4 B/unit)
+      and row pointers (8 B/node);
+    * prepare — the edge list and each view's drop probability per unit (2 × 4 B per unit = 4 B/edge); labels,
+      centrality and row norms (8 + 8 + 4 B/node) and, while symmetry is checked, four int64 counts per node
+      (32 B/node); mapped: the features, read whole once;
+    * training — and the sampler's int32 unit ids (4 B/edge), numbered with the same four counts per node; its row
+      pointers, id map and row counts (8 + 8 + 8 B/node); mapped: the features;
+    * inference — the edge list and the probabilities (12 B/edge); labels, centrality, norms, the operator's row
+      pointers, D̂^{-1/2} and counts (8 + 8 + 4 + 8 + 4 + 8 B/node); mapped: the features and the matrix the layer
+      reads — X̂ in float32 for a first layer that aggregates first (4F B/node), else the previous layer's
+      output (4·hidden B/node); every block of rows written leaves the resident set.
+
+    Each phase adds the libraries (0.33 GB) and, to the anonymous bytes, the block temporaries (0.25 GB).
     """
-    unit_bytes = 4 if edges < 2**31 else 8
-    per_edge = {"training": 8 + 4 + unit_bytes, "inference": 8 + 4}
+    units = edges / 2
     stored = feature_bytes * features
-    per_node = {"training": stored + 4 + 8 + 8 + 16,
-                "inference": stored + 4 + 8 + 8 + 12 + max(4 * features + 4 * hidden, 8 * hidden)}  # fmt: skip
-    return {phase: (per_edge[phase], per_node[phase], per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES)
-            for phase in per_edge}  # fmt: skip
+    per_edge = {"load": 8 + 2.5, "prepare": 8 + 4, "training": 8 + 4 + 4, "inference": 8 + 4}
+    per_node = {"load": 40, "prepare": 20 + 32, "training": 20 + 32 + 24, "inference": 40}
+    file_bytes = {"load": stored * nodes + 4 * units + 8 * nodes, "prepare": stored * nodes,
+                  "training": stored * nodes, "inference": (stored + 4 * max(features, hidden)) * nodes}  # fmt: skip
+    model = {}
+    for phase in PHASES:
+        anonymous = per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES + BLOCK_BYTES
+        model[phase] = {"anonymous": anonymous, "file": file_bytes[phase], "total": anonymous + file_bytes[phase],
+                        "per_edge": per_edge[phase], "per_node": per_node[phase]}  # fmt: skip
+    return model
 
 
 def ensure_graph(size: str, folder: Path) -> Path:
@@ -123,22 +145,33 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/gca-bench"))
     parser.add_argument("--skip-products", action="store_true")
     parser.add_argument("--skip-arxiv", action="store_true", help="no mini-batch run at arxiv size")
+    parser.add_argument("--tenth", action="store_true", help="also the 10⁷-node graph (a tenth of papers100M)")
+    parser.add_argument("--tenth-steps", type=int, default=200, help="its mini-batch steps")
+    parser.add_argument("--tenth-splits", type=int, default=3, help="its evaluation splits of the planted classes")
     parser.add_argument("--exact", action="store_true", help="also one exact full-graph epoch at arxiv size")
     parser.add_argument("--exact-bf16", action="store_true", help="and the same with the bf16 attention objective")
     parser.add_argument("--exact-epochs", type=int, default=1, help="epochs of the exact runs (the first warms up)")
     parser.add_argument("--products-steps", type=int, default=50, help="mini-batch steps at products size")
     parser.add_argument("--device", default="auto", help="passed to gca train")
     parser.add_argument("--predict", choices=list(SIZES), help="only print the memory model's prediction for a size")
-    parser.add_argument("--feature-bytes", type=int, choices=(4, 2), default=4,
-                        help="with --predict: features stored as float32 (4) or float16 (2)")  # fmt: skip
+    parser.add_argument("--feature-bytes", type=int, choices=(4, 2),
+                        help="features stored as float32 (4) or float16 (2); default: the size's")  # fmt: skip
+    parser.add_argument("--machine-gb", type=float, default=64.0, help="with --predict: the machine's memory")
     args = parser.parse_args()
     if args.predict:
         nodes, edges, features = SIZES[args.predict]
-        model = memory_model(nodes, edges, features, feature_bytes=args.feature_bytes)
-        kind = {4: "float32", 2: "float16"}[args.feature_bytes]
-        for phase, (per_edge, per_node, total) in model.items():
-            print(f"{args.predict} size ({nodes:,} nodes, {edges:,} directed edges, {features} {kind} features), "
-                  f"{phase}: {per_edge} B per edge + {per_node:,} B per node + 0.33 GB = {total / 1e9:,.1f} GB")
+        feature_bytes = args.feature_bytes or FEATURE_BYTES.get(args.predict, 4)
+        model = memory_model(nodes, edges, features, feature_bytes=feature_bytes)
+        kind = {4: "float32", 2: "float16"}[feature_bytes]
+        print(f"{args.predict} size: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
+              "(GB = 10⁹ bytes; anonymous memory must stay resident, file-backed pages the kernel may drop)")
+        print("| phase | anonymous | per edge | per node | file-backed | total |\n|---|---|---|---|---|---|")
+        for phase, m in model.items():
+            print(f"| {phase} | {m['anonymous'] / 1e9:,.1f} GB | {m['per_edge']:g} B | {m['per_node']} B | "
+                  f"{m['file'] / 1e9:,.1f} GB | {m['total'] / 1e9:,.1f} GB |")
+        peak = max(model.values(), key=lambda m: m["anonymous"])["anonymous"]
+        verdict = "fits" if peak < args.machine_gb * 1e9 else "does not fit"
+        print(f"peak anonymous memory {peak / 1e9:,.1f} GB: {verdict} a {args.machine_gb:g} GB machine")
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = []
@@ -149,6 +182,10 @@ def main() -> None:
         runs.append(("products", f"mini-batch B = 1024, fan-out 10,10, {args.products_steps} steps",
                      ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set",
                       f"steps_per_epoch={args.products_steps}"]))  # fmt: skip
+    if args.tenth:
+        runs.append(("tenth", f"mini-batch B = 1024, fan-out 10,10, {args.tenth_steps} steps",
+                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set",
+                      f"steps_per_epoch={args.tenth_steps}"]))  # fmt: skip
     if args.exact:
         runs.append(("arxiv", "exact (full graph)", ["--set", "precision=fp32"]))
     if args.exact_bf16:
@@ -157,38 +194,52 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; torch threads: default")
     print(
         "| graph | training | steps × epochs | s/epoch | s/step | steps/s | start, load, prepare, write s "
-        "| embed all s (inference) | wall s | peak RSS | peak GPU memory | objective |"
+        "| embed all s (inference) | eval s | wall s | peak RSS | peak anonymous | peak file-backed "
+        "| peak GPU memory | objective |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     memory: list[str] = []
+    accuracy: list[str] = []
     for number, (size, label, settings) in enumerate(runs):
         graph = ensure_graph(size, args.dir)
         out = args.dir / f"run-{number}-{size}"
         epochs = 1 if "batch_size=1024" in settings else args.exact_epochs
-        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", str(epochs), "--no-eval",
+        judged = ["--splits", str(args.tenth_splits)] if size == "tenth" else ["--no-eval"]
+        samples: dict = {}
+        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", str(epochs), *judged,
                                    "--quiet", "--device", args.device, "--set", "hidden=128", *settings,
-                                   "--out", str(out)])  # fmt: skip
+                                   "--out", str(out)], samples)  # fmt: skip
         record = json.loads((out / "results.json").read_text())
         batch = record["config"]["batch_size"]
         nodes, edges, features = SIZES[size]
         steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
-        train = record["train_seconds"]
+        train, embed, judge = record["train_seconds"], record["embed_seconds"], record.get("eval_seconds", 0.0)
         print(f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
-              f"{steps * epochs / max(train, 1e-9):.1f} | "
-              f"{wall - train - record['embed_seconds']:.1f} | {record['embed_seconds']:.1f} | {wall:.1f} | "
-              f"{peak:,.0f} MiB | {record.get('gpu_peak_mb', '—')} | {record.get('objective', '')} |",
-              flush=True)  # fmt: skip
+              f"{steps * epochs / max(train, 1e-9):.1f} | {wall - train - embed - judge:.1f} | {embed:.1f} | "
+              f"{judge:.1f} | {wall:.1f} | {peak:,.0f} MiB | {samples.get('RssAnon', 0):,.0f} MiB | "
+              f"{samples.get('RssFile', 0):,.0f} MiB | {record.get('gpu_peak_mb', '—')} | "
+              f"{record.get('objective', '')} |", flush=True)  # fmt: skip
+        if record.get("accuracy"):
+            accuracy.append(f"{size} size: planted classes {record['accuracy']['mean']:.2f} ± "
+                            f"{record['accuracy']['std']:.2f} % over {len(record['accuracy']['runs'])} splits")
         if batch:
-            model = memory_model(nodes, edges, features)
-            phase = max(model, key=lambda k: model[k][2])
-            per_edge, per_node, predicted = model[phase]
-            memory.append(f"| {size} size | {peak * 2**20 / 1e9:.2f} GB | {predicted / 1e9:.2f} GB ({phase}) | "
-                          f"{per_node:,} | {per_edge} |")  # fmt: skip
+            model = memory_model(nodes, edges, features, feature_bytes=FEATURE_BYTES.get(size, 4))
+            phase = max(model, key=lambda k: model[k]["total"])
+            m = model[phase]
+            anon = max(v["anonymous"] for v in model.values())
+            memory.append(f"| {size} size | {peak * 2**20 / 1e9:.2f} GB | {m['total'] / 1e9:.2f} GB ({phase}) | "
+                          f"{samples.get('RssAnon', 0) * 2**20 / 1e9:.2f} GB | {anon / 1e9:.2f} GB | "
+                          f"{samples.get('RssFile', 0) * 2**20 / 1e9:.2f} GB | "
+                          f"{max(v['file'] for v in model.values()) / 1e9:.2f} GB |")  # fmt: skip
+    for line in accuracy:
+        print(line)
     if memory:
-        print("\nPeak RSS against the memory model (docs/large-graphs.md; GB = 10⁹ bytes; the model's bytes per node "
-              "and per directed edge in its largest phase, plus 0.33 GB of libraries):")
-        print("| graph | measured peak | predicted | bytes per node | bytes per edge |\n|---|---|---|---|---|")
+        print("\nPeak resident memory against the memory model (docs/large-graphs.md; GB = 10⁹ bytes; anonymous and "
+              "file-backed peaks sampled from /proc every 0.2 s, each at its own moment):")
+        print("| graph | peak RSS | predicted peak | peak anonymous | predicted | peak file-backed | predicted |\n"
+              "|---|---|---|---|---|---|---|")
         print("\n".join(memory))
+
 
 if __name__ == "__main__":
     main()

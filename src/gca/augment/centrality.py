@@ -36,7 +36,7 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
-from ..graph.sparse import _is_coalesced, _is_symmetric, binary_adjacency
+from ..graph.sparse import _is_coalesced, _is_symmetric, binary_adjacency, has_self_loops
 from ..names import CENTRALITIES
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).
@@ -55,7 +55,7 @@ def _positive(scores: np.ndarray) -> np.ndarray:
 
 def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
     """Degree (undirected) or in-degree (directed) of every node, with zeros replaced as documented."""
-    simple = _is_coalesced(edge_index, num_nodes) and not bool((edge_index[0] == edge_index[1]).any())
+    simple = _is_coalesced(edge_index, num_nodes) and not has_self_loops(edge_index)
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
         # is a count of targets — no 10^8-entry sparse matrix to build (11 s at ogbn-products' size)

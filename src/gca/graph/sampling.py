@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sparse import edge_list_csr, pair_reverse_edges, segment_ranges
+from .sparse import edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
 
 
 @dataclass
@@ -87,10 +87,10 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
     if not symmetric_units:
         return torch.arange(count, device=edge_index.device, dtype=torch.int32 if count < 2**31 else torch.long)
     kind = torch.int32 if max(count // 2 + 1, num_nodes) < 2**31 else torch.long
-    if count and not bool((source[1:] >= source[:-1]).all()):
+    if not is_sorted(source):
         raise ValueError("edge_index must be coalesced (sorted by source)")
     units = torch.empty(count, dtype=kind)
-    if bool((source == target).any()) or not pair_reverse_edges(edge_index, num_nodes, units.numpy()):
+    if has_self_loops(edge_index) or not pair_reverse_edges(edge_index, num_nodes, units.numpy()):
         raise ValueError("symmetric augmentation units need every edge's reverse in a coalesced edge_index")
     return units.to(edge_index.device)
 

@@ -233,34 +233,42 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     reverse (v, u) — self-loops pair with themselves —; with ``units``, also each non-loop edge's augmentation
     unit written there: the forward edges (u < v) numbered in ``edge_index`` order, (v, u) in the unit of (u, v).
 
-    Read :data:`PAIR_BLOCK` edges at a time with no edge-sized temporary but one int per forward edge: row u's
-    forward edges (u, v), v > u ascending, are units F(u), F(u) + 1, … (F(u): the forward edges in the rows
-    before u), and the backward edges (v, u), v > u, met in row order, reach u in that same ascending order of
-    v — so the k-th of them to reach u must be the reverse of unit F(u) + k (a counting-sort cursor per node).
+    Read :data:`PAIR_BLOCK` edges at a time with no edge-sized temporary, only node-sized counts: row u's forward
+    edges (u, v), v > u ascending, are units F(u), F(u) + 1, … (F(u): the forward edges in the rows before u) and
+    sit at positions start(u) + L(u) + 0, 1, … of the edge list (L(u): row u's entries below or on the diagonal);
+    the backward edges (v, u), v > u, met in row order, reach u in that same ascending order of v — so the k-th
+    of them to reach u must be the reverse of unit F(u) + k, whose target, read at its position, must be v.
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
     before = np.zeros(num_nodes + 1, dtype=np.int64)  # F(u): forward edges in rows < u
+    start_of = np.zeros(num_nodes + 1, dtype=np.int64)  # start(u): the row's first position
+    lower = np.zeros(num_nodes, dtype=np.int64)  # L(u)
     for start in range(0, count, PAIR_BLOCK):
         s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
-        before[1:] += np.bincount(s[s < t], minlength=num_nodes)
+        forward = s < t
+        before[1:] += np.bincount(s[forward], minlength=num_nodes)
+        lower += np.bincount(s[~forward], minlength=num_nodes)
+        start_of[1:] += np.bincount(s, minlength=num_nodes)
     np.cumsum(before, out=before)
+    np.cumsum(start_of, out=start_of)
     cursor = before[:-1].copy()
-    partner = np.empty(int(before[-1]), dtype=target.dtype)  # the larger end of each forward edge
     seen = 0
     for start in range(0, count, PAIR_BLOCK):
         s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
         forward = s < t
         number = int(forward.sum())
-        partner[seen : seen + number] = t[forward]
         if units is not None:
             units[start : start + s.size][forward] = seen + np.arange(number)
         seen += number
         backward = np.flatnonzero(s > t)  # (v, u), v > u: the reverse of a forward edge in an earlier row
-        order, positions = scatter_positions(cursor, t[backward])
-        if not (positions < before[1:][t[backward][order]]).all():
+        reached = t[backward]
+        order, positions = scatter_positions(cursor, reached)
+        reached = reached[order]
+        if not (positions < before[1:][reached]).all():
             return False
-        if not (partner[positions] == s[backward[order]]).all():
+        where = start_of[reached] + lower[reached] + (positions - before[reached])
+        if not (target[where] == s[backward[order]]).all():
             return False
         if units is not None:
             units[start + backward[order]] = positions
@@ -274,13 +282,26 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 
 def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
-    """Sorted by (source, target) without repeats — what loaders usually give — so sorting again can be skipped."""
-    if edge_index.shape[1] < 2:
-        return True
-    row, col = edge_index
-    # sorted by source, and by target within a source: compared pairwise without 64-bit keys for every edge
-    rising_row = row[1:] > row[:-1]
-    return bool((rising_row | ((row[1:] == row[:-1]) & (col[1:] > col[:-1]))).all())
+    """Sorted by (source, target) without repeats — what loaders usually give — so sorting again can be skipped.
+    Compared pairwise a block at a time (each block overlapping the next by one edge): no 64-bit keys and no
+    edge-sized flags."""
+    count = edge_index.shape[1]
+    for start in range(0, max(count - 1, 0), PAIR_BLOCK):
+        row, col = edge_index[:, start : start + PAIR_BLOCK + 1]
+        if not bool(((row[1:] > row[:-1]) | ((row[1:] == row[:-1]) & (col[1:] > col[:-1]))).all()):
+            return False
+    return True
+
+
+def is_sorted(values: torch.Tensor) -> bool:
+    """Whether ``values`` never decrease, read a block at a time (blocks overlapping by one)."""
+    windows = (values[s : s + PAIR_BLOCK + 1] for s in range(0, max(values.numel() - 1, 0), PAIR_BLOCK))
+    return all(bool((w[1:] >= w[:-1]).all()) for w in windows)
+
+
+def has_self_loops(edge_index: torch.Tensor) -> bool:
+    """Whether some edge (u, u) is listed, read a block at a time."""
+    return any(bool((block[0] == block[1]).any()) for block in edge_index.split(PAIR_BLOCK, dim=1))
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
