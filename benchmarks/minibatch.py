@@ -68,9 +68,10 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
     * training — and the sampler's int32 unit ids (4 B/edge), numbered with the same four counts per node; its row
       pointers, id map and row counts (8 + 8 + 8 B/node); mapped: the features;
     * inference — the edge list and the probabilities (12 B/edge); labels, centrality, norms, the operator's row
-      pointers, D̂^{-1/2} and counts (8 + 8 + 4 + 8 + 4 + 8 B/node); mapped: the features and the matrix the layer
-      reads — X̂ in float32 for a first layer that aggregates first (4F B/node), else the previous layer's
-      output (4·hidden B/node); every block of rows written leaves the resident set.
+      pointers, D̂^{-1/2} and counts (8 + 8 + 4 + 8 + 4 + 8 B/node); mapped: the larger of the features (read
+      once into X̂ or X W, then released) and the matrix a layer reads — X̂ in float32 for a first layer that
+      aggregates first (4F B/node), else the previous layer's output (4·hidden B/node); every block of rows
+      written leaves the resident set.
 
     Each phase adds the libraries (0.33 GB) and, to the anonymous bytes, the block temporaries (0.25 GB).
     """
@@ -79,7 +80,7 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
     per_edge = {"load": 8 + 2.5, "prepare": 8 + 4, "training": 8 + 4 + 4, "inference": 8 + 4}
     per_node = {"load": 40, "prepare": 20 + 32, "training": 20 + 32 + 24, "inference": 40}
     file_bytes = {"load": stored * nodes + 4 * units + 8 * nodes, "prepare": stored * nodes,
-                  "training": stored * nodes, "inference": (stored + 4 * max(features, hidden)) * nodes}  # fmt: skip
+                  "training": stored * nodes, "inference": max(stored, 4 * features, 4 * hidden) * nodes}  # fmt: skip
     model = {}
     for phase in PHASES:
         anonymous = per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES + BLOCK_BYTES

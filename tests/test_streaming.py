@@ -163,6 +163,12 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
         np.cumsum(np.bincount(source, minlength=n), out=indptr[1:])
         from_csr, again = base.undirected_edges(base.csr_blocks(indptr, target[order]), n, m)
         assert np.array_equal(from_csr.numpy(), expected) and again == repeats, case
+        upper = expected[:, expected[0] < expected[1]]  # listed once, sorted, as (smaller, larger): copied as it is
+        loops = expected[:, expected[0] == expected[1]]
+        for listed in (upper, np.hstack([upper, loops])):  # with loops it is not in that form: the general path
+            rebuilt, none = base.edge_list(listed[0].astype(np.int32), listed[1].astype(np.int32), n, False)
+            want = expected if listed.shape[1] > upper.shape[1] else expected[:, expected[0] != expected[1]]
+            assert np.array_equal(rebuilt.numpy(), want) and none == 0, case
 
 
 def test_unit_ids_built_block_by_block_equal_those_read_through_each_edges_reverse(monkeypatch):

@@ -13,9 +13,11 @@ from turning a fault into a crash or a leftover:
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import secrets
+import sys
 import weakref
 from pathlib import Path
 
@@ -120,7 +122,47 @@ class DiskArrays:
         if mapping() is not None:
             drop_rows(mapping(), offset, row_bytes, start, stop)
 
+    def release(self, tensor: torch.Tensor) -> None:
+        """Done reading ``tensor`` (the stored features, once the first layer has read them): its pages are
+        reclaimed now (``MADV_PAGEOUT``: file-backed pages are written back if dirty and dropped; anonymous
+        memory without swap stays; nothing is lost either way), so the layers after it do not hold them."""
+        page_out(tensor)
+
     def flush(self) -> None:
         """Write the final matrix's pages to the file and the file to disk (``msync``, then ``fsync``)."""
         if self.final is not None:
             self.final.flush()
+
+
+#: Linux's ``MADV_PAGEOUT`` (5.4 and later): reclaim the pages of a range now, keeping their contents.
+MADV_PAGEOUT = 21
+
+
+def page_out(tensor: torch.Tensor) -> bool:
+    """``MADV_PAGEOUT`` over a CPU tensor's bytes (whole pages inside them): on Linux the kernel reclaims them —
+    pages of a mapped file are dropped and read again from it when next touched — and never discards data.
+    Returns whether the call was made and succeeded (elsewhere, or on an older kernel, nothing happens)."""
+    if not sys.platform.startswith("linux") or tensor.device.type != "cpu" or tensor.numel() == 0:
+        return False
+    page = mmap.PAGESIZE
+    start = tensor.data_ptr()
+    low = -(-start // page) * page
+    high = (start + tensor.numel() * tensor.element_size()) // page * page
+    if high <= low:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return libc.madvise(ctypes.c_void_p(low), ctypes.c_size_t(high - low), MADV_PAGEOUT) == 0
+
+
+def trim_heap() -> bool:
+    """Give the C heap's free memory back to the kernel (glibc's ``malloc_trim``): block temporaries of 16–32 MB
+    are served from the heap once glibc's threshold for mapping them apart has risen, and freed heap memory
+    otherwise stays resident — about 0.5 GB after preparing a graph of 10⁸ edges. Called between phases of a
+    large run; returns whether memory was released (``False`` off glibc)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (OSError, AttributeError):
+        return False

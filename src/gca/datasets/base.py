@@ -188,39 +188,51 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     n = num_nodes
     kind = np.int32 if n < 2**31 else np.int64
     counts = np.zeros(n, dtype=np.int64)
+    upper_form, last = True, None  # listed once, as (smaller, larger), sorted: the upper CSR already
     for source, target in blocks():  # (1) entries per smaller endpoint
         counts += np.bincount(np.minimum(source, target), minlength=n)
+        if upper_form and source.size:
+            later = (source[1:] > source[:-1]) | ((source[1:] == source[:-1]) & (target[1:] > target[:-1]))
+            first_later = last is None or (source[0], target[0]) > last
+            upper_form = bool((source < target).all() and later.all() and first_later)
+            last = (source[-1], target[-1])
     upper_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=upper_ptr[1:])
     upper = np.empty(listed, dtype=kind)  # the larger endpoint of each listed pair, grouped by the smaller
-    forward = np.empty(listed, dtype=np.int8)  # listed smaller → larger (or a loop)
-    cursor = upper_ptr[:-1].copy()
-    for source, target in blocks():
-        small, large = np.minimum(source, target), np.maximum(source, target)
-        order, positions = scatter_positions(cursor, small, stable=False)  # (2) sorts each row
-        upper[positions] = large[order]
-        forward[positions] = (source <= target)[order]
-    del cursor
-    repeated, written, row = 0, 0, 0  # (2) sort each row, drop repeated neighbours, compact in place
-    while row < n:
-        stop = max(row + 1, min(n, row + EDGE_BLOCK,
-                                int(np.searchsorted(upper_ptr, upper_ptr[row] + EDGE_BLOCK, "right")) - 1))  # fmt: skip
-        low, high = int(upper_ptr[row]), int(upper_ptr[stop])
-        local = np.repeat(np.arange(stop - row, dtype=np.int64), counts[row:stop])
-        keys = (local * n + upper[low:high]) * 2 + forward[low:high]
-        keys.sort()
-        same = keys[1:] == keys[:-1]
-        repeated += int(same.sum())
-        pair = keys // 2  # local row · n + neighbour
-        first = np.empty(pair.size, dtype=bool)
-        first[:1] = True
-        np.not_equal(pair[1:], pair[:-1], out=first[1:])
-        kept = pair[first]
-        upper[written : written + kept.size] = kept % n
-        counts[row:stop] = np.bincount(kept // n, minlength=stop - row)
-        written += kept.size
-        row = stop
-    del forward
+    repeated, written = 0, 0
+    if upper_form:  # (1) and (2) are a copy: rows sorted, no repeats, no loops
+        for _, target in blocks():
+            upper[written : written + target.size] = target
+            written += target.size
+    else:
+        forward = np.empty(listed, dtype=np.int8)  # listed smaller → larger (or a loop)
+        cursor = upper_ptr[:-1].copy()
+        for source, target in blocks():
+            small, large = np.minimum(source, target), np.maximum(source, target)
+            order, positions = scatter_positions(cursor, small, stable=False)  # (2) sorts each row
+            upper[positions] = large[order]
+            forward[positions] = (source <= target)[order]
+        del cursor
+        row = 0  # (2) sort each row, drop repeated neighbours, compact in place
+        while row < n:
+            reach = int(np.searchsorted(upper_ptr, upper_ptr[row] + EDGE_BLOCK, "right")) - 1
+            stop = max(row + 1, min(n, row + EDGE_BLOCK, reach))
+            low, high = int(upper_ptr[row]), int(upper_ptr[stop])
+            local = np.repeat(np.arange(stop - row, dtype=np.int64), counts[row:stop])
+            keys = (local * n + upper[low:high]) * 2 + forward[low:high]
+            keys.sort()
+            same = keys[1:] == keys[:-1]
+            repeated += int(same.sum())
+            pair = keys // 2  # local row · n + neighbour
+            first = np.empty(pair.size, dtype=bool)
+            first[:1] = True
+            np.not_equal(pair[1:], pair[:-1], out=first[1:])
+            kept = pair[first]
+            upper[written : written + kept.size] = kept % n
+            counts[row:stop] = np.bincount(kept // n, minlength=stop - row)
+            written += kept.size
+            row = stop
+        del forward
     np.cumsum(counts, out=upper_ptr[1:])  # the distinct upper rows, upper[:written]
     # (3) mirror: row u = [its smaller neighbours v (from row v's upper entries) | its own upper row]
     degree = counts.copy()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sparse import edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
+from .sparse import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
 
 
 @dataclass
@@ -95,14 +95,6 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
     return units.to(edge_index.device)
 
 
-def _counts(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row."""
-    counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
-    for block in ids.split(1 << 22):
-        counts += torch.bincount(block, minlength=num_nodes)
-    return counts
-
-
 class NeighborSampler:
     """Samples L-hop subgraphs around anchor nodes from the in-neighbour CSR of a graph (module docstring).
 
@@ -145,13 +137,13 @@ class NeighborSampler:
             )
             self.units = units.to(units_kind)
             del units
-            counts = _counts(source, num_nodes)
+            counts = count_ids(source, num_nodes)
         else:
             order = torch.argsort(target, stable=True)  # group edges by the node they point to
             self.neighbors = source[order].to(nodes_kind)
             self.units = order.to(units_kind)  # every directed edge is its own unit
             del order
-            counts = _counts(target, num_nodes)
+            counts = count_ids(target, num_nodes)
         self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
         self.indptr[1:] = torch.cumsum(counts, 0)
         # full-graph id → local id during one sample (−1: not reached); reset after each sample

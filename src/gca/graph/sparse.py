@@ -436,6 +436,14 @@ def _symmetric_normalized_adjacency(
     return SparseMatrix(csr_tensor(crow, columns, values, (num_nodes, num_nodes)), symmetric=True)
 
 
+def count_ids(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row."""
+    counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
+    for block in ids.split(1 << 22):
+        counts += torch.bincount(block, minlength=num_nodes)
+    return counts
+
+
 class AdjacencyRows:
     """D̂^{-1/2} Â D̂^{-1/2} of an undirected graph, built a block of rows at a time from its coalesced
     ``edge_index`` (both directions of every edge, sorted by source — a :class:`~gca.graph.graph.Graph`'s).
@@ -450,7 +458,7 @@ class AdjacencyRows:
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         self.weight = edge_values(edge_index)[0]
         source, self.columns = edge_index[0], edge_index[1]
-        counts = torch.bincount(source, minlength=num_nodes)
+        counts = count_ids(source, num_nodes)  # a block at a time: no 64-bit copy of the source row
         self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=source.device)
         torch.cumsum(counts, 0, out=self.indptr[1:])
         self.inv_sqrt = (counts + 1).to(torch.float32).rsqrt() if self.weight is None else \

@@ -198,7 +198,8 @@ class GCNEncoder(nn.Module):
         returned); by default ``torch.empty`` on the weights' device. Out-of-core inference passes one that maps
         files (:class:`gca.disk.DiskArrays`), so the matrices are file-backed pages, not anonymous memory; each is
         written once, in blocks of rows, and read by the next layer. Its ``written(matrix, start, stop)``, where
-        it has one, is told of every block of rows written (it lets them leave the resident set).
+        it has one, is told of every block of rows written (it lets them leave the resident set), and its
+        ``release(tensor)`` of stored dense features once they are read into X̂ or X W.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
@@ -214,6 +215,8 @@ class GCNEncoder(nn.Module):
                 h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows, written)
             if hw is None and layer.transforms_first(h):
                 hw, h = layer.times_weight(h, rows, empty, written), None
+            if i == 0 and isinstance(features, DenseFeatures) and hasattr(allocate, "release"):
+                allocate.release(features.raw)  # read whole into X̂ or X W: not read again
             following = self.layers[i + 1] if i < last else None
             # the next layer transforms first exactly when its input is no narrower than its output
             handover = following is not None and following.weight.shape[0] >= following.weight.shape[1]

@@ -30,6 +30,7 @@ from ..config import (
     read_config_file,
 )
 from ..datasets.base import LoadedDataset
+from ..disk import trim_heap
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
 from ..train.estimator import GCA
@@ -91,6 +92,7 @@ class Job:
         cleaning = time.perf_counter() - start
         self.prepared = estimator.prepare(self.graph)
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
+        trim_heap()  # the loader's and the preparation's freed blocks go back to the kernel
         return self.prepared
 
     def clean(self, feature_norm: str, require_edges: bool = False) -> Graph:

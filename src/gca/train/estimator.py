@@ -38,6 +38,7 @@ from torch_geometric.data import Data
 
 from ..augment.prepared import PreparedGraph, prepare
 from ..config import ConfigError, GCAConfig
+from ..disk import trim_heap
 from ..errors import UserError
 from ..graph.graph import Graph, prepare_graph
 from ..loggers import LOG, check_loggers, close_loggers
@@ -312,6 +313,7 @@ class GCA:
             raise
         close_loggers(self.loggers)
         source = None  # a sampler's arrays are not needed for inference
+        trim_heap()  # and what training freed goes back to the kernel before inference maps its matrices
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
