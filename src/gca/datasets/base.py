@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
@@ -173,6 +174,11 @@ def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     return blocks
 
 
+def _rows_of(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The row of each entry ``start`` … ``stop`` − 1 of a CSR with row pointers ``indptr``."""
+    return np.searchsorted(indptr, np.arange(start, stop), "right") - 1
+
+
 def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor, int]:
     """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
     many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
@@ -234,35 +240,45 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
             row = stop
         del forward
     np.cumsum(counts, out=upper_ptr[1:])  # the distinct upper rows, upper[:written]
-    # (3) mirror: row u = [its smaller neighbours v (from row v's upper entries) | its own upper row]
-    degree = counts.copy()
+    # (3) mirror: row u = [its smaller neighbours v, ascending | its own upper row]. The smaller neighbours are the
+    # transpose of the strict upper rows: SciPy's linear-time counting sort (tocsc, int32 below 2³¹ entries).
+    strict, strict_ptr = upper[:written], upper_ptr
+    loop_rows = np.zeros(n, dtype=np.int64)  # a loop is its own row's entry only: left out of the transpose
     for start in range(0, written, EDGE_BLOCK):
-        part = upper[start : min(start + EDGE_BLOCK, written)]
-        rows = np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1
-        larger = part[part != rows]  # a loop is its own row's entry only
-        present, many = np.unique(larger, return_counts=True)
-        degree[present] += many
+        rows = _rows_of(upper_ptr, start, min(start + EDGE_BLOCK, written))
+        loop_rows += np.bincount(rows[upper[start : start + rows.size] == rows], minlength=n)
+    if loop_rows.any():
+        keep = np.ones(written, dtype=bool)
+        for start in range(0, written, EDGE_BLOCK):
+            stop = min(start + EDGE_BLOCK, written)
+            keep[start:stop] = upper[start:stop] != _rows_of(upper_ptr, start, stop)
+        strict = upper[:written][keep]
+        del keep
+        strict_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts - loop_rows, out=strict_ptr[1:])
+    lower = sp.csr_matrix((np.ones(strict.size, dtype=np.int8), strict, strict_ptr), shape=(n, n)).tocsc()
+    del strict
+    lower.data = None
+    below = np.diff(lower.indptr)
+    degree = counts + below
     total = int(degree.sum())
     edge_index = torch.empty(2, total, dtype=torch.int32 if kind is np.int32 else torch.long)
     pairs = edge_index.numpy()
     full_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(degree, out=full_ptr[1:])
     del degree
-    cursor = full_ptr[:-1].copy()
-    for start in range(0, written, EDGE_BLOCK):  # smaller neighbours, placed in ascending order
-        part = upper[start : min(start + EDGE_BLOCK, written)]
-        rows = (np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1).astype(kind)
-        mirrored = part != rows
-        order, positions = scatter_positions(cursor, part[mirrored])
-        pairs[1, positions] = rows[mirrored][order]
-    for start in range(0, written, EDGE_BLOCK):  # then each row's own (larger and loop) neighbours
-        part = upper[start : min(start + EDGE_BLOCK, written)]
-        rows = np.searchsorted(upper_ptr, np.arange(start, start + part.size), "right") - 1
-        pairs[1, cursor[rows] + (np.arange(start, start + part.size) - upper_ptr[rows])] = part
-    for row in range(0, n, 1 << 16):  # the source row, a block of nodes at a time
+    for row in range(0, n, 1 << 16):  # a block of nodes at a time: sources, smaller neighbours, own row
         stop = min(n, row + (1 << 16))
-        pairs[0, full_ptr[row] : full_ptr[stop]] = np.repeat(np.arange(row, stop, dtype=kind),
-                                                              np.diff(full_ptr[row : stop + 1]))  # fmt: skip
+        sizes = np.diff(full_ptr[row : stop + 1])
+        pairs[0, full_ptr[row] : full_ptr[stop]] = np.repeat(np.arange(row, stop, dtype=kind), sizes)
+        local = np.repeat(full_ptr[row:stop] - full_ptr[row], below[row:stop])  # each row's first slot
+        low, high = int(lower.indptr[row]), int(lower.indptr[stop])
+        span = pairs[1, full_ptr[row] : full_ptr[stop]]
+        span[local + (np.arange(low, high) - np.repeat(lower.indptr[row:stop], below[row:stop]))] = \
+            lower.indices[low:high]  # fmt: skip
+        own = np.repeat(full_ptr[row:stop] - full_ptr[row] + below[row:stop], counts[row:stop])
+        first, last = int(upper_ptr[row]), int(upper_ptr[stop])
+        span[own + (np.arange(first, last) - np.repeat(upper_ptr[row:stop], counts[row:stop]))] = upper[first:last]
     return edge_index, repeated
 
 
