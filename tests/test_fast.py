@@ -64,6 +64,7 @@ def test_a_job_takes_the_choice_between_the_datasets_setting_and_the_users(tmp_p
     assert job.record()["fast_path"]["training"] == "mini-batch"
     mine = Job.open(karate, None, {"batch_size": 4}, fast=True, device="cpu")
     assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)  # the user's value wins
+    assert mine.fast.describe().startswith("--fast kept your batch_size (it would have chosen mini-batches")
     own = tmp_path / "mine.toml"
     own.write_text("fanout = [3, 3]\n")
     assert Job.open(karate, str(own), fast=True, device="cpu").config.fanout == (3, 3)

@@ -88,6 +88,8 @@ class FastChoice:
         """``--fast chose …`` — what was chosen (the header names the batch size and fan-out), why, and which of
         the user's own settings it kept."""
         what = "mini-batches" if self.mini_batch else "exact training (the whole graph at every update)"
+        if "batch_size" in self.kept:  # the user's batch size decides between exact and mini-batch training
+            return f"--fast kept your batch_size (it would have chosen {what}: {self.reason})"
         kept = f"; your {' and '.join(self.kept)} kept" if self.kept else ""
         return f"--fast chose {what}: {self.reason}{kept}"
 
