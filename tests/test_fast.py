@@ -46,7 +46,9 @@ def test_a_mini_batch_choice_keeps_the_settings_number_of_updates_and_the_users_
     exact = fast_choice(2708, "cpu")
     assert exact.apply(cfg, 2708) == cfg.replace(batch_size=0)
     assert exact.record() == {"training": "exact", "batch_size": 0, "fanout": [], "reason": exact.reason,
+                              "chosen": {"training": "exact", "batch_size": 0, "fanout": []},
                               "kept_user_keys": []}  # fmt: skip
+    assert fast_choice(7650, "mps").reason.startswith("7,650 nodes on mps")
 
 
 @pytest.fixture
@@ -62,8 +64,13 @@ def test_a_job_takes_the_choice_between_the_datasets_setting_and_the_users(tmp_p
     assert (job.config.batch_size, job.config.fanout) == (8, (10,))
     assert job.config.epochs == 20 and job.schedule["full_graph_epochs"] == 100  # ⌈34 / 8⌉ = 5 updates an epoch
     assert job.record()["fast_path"]["training"] == "mini-batch"
+    mine = Job.open(karate, None, {"batch_size": 0}, fast=True, device="cpu")
+    assert mine.config.batch_size == 0 and mine.fast.kept == ("batch_size",)  # the user's value wins …
+    assert mine.record()["fast_path"] | {"reason": ""} == {  # … and results.json says what trained
+        "training": "exact", "batch_size": 0, "fanout": [], "reason": "", "kept_user_keys": ["batch_size"],
+        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10]}}  # fmt: skip
     mine = Job.open(karate, None, {"batch_size": 4}, fast=True, device="cpu")
-    assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)  # the user's value wins
+    assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)
     assert mine.fast.describe().startswith("--fast kept your batch_size (it would have chosen mini-batches")
     own = tmp_path / "mine.toml"
     own.write_text("fanout = [3, 3]\n")
@@ -86,7 +93,9 @@ def test_gca_train_fast_says_what_it_chose_in_the_header_and_results_json(tmp_pa
 def test_gca_train_fast_trains_in_mini_batches_above_the_threshold(tmp_path, capsys, small_thresholds):
     assert main(["train", "--fast", "--epochs", "2", "--no-eval", "--quiet", "--out", str(tmp_path / "b")]) == 0
     record = json.loads((tmp_path / "b" / "results.json").read_text())
-    assert record["fast_path"] | {"reason": ""} == {"training": "mini-batch", "batch_size": 8, "fanout": [10],
+    assert record["fast_path"] | {"reason": ""} == {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10],
+                                                   "chosen": {"training": "mini-batch", "batch_size": 8,
+                                                              "fanout": [10]},
                                                    "reason": "", "kept_user_keys": []}  # fmt: skip
     assert record["config"]["batch_size"] == 8 and len(record["losses"]) == 2  # --epochs is obeyed
     assert "mini-batches of 8 anchors, fan-out 10,10; --fast chose mini-batches: 34 nodes" in capsys.readouterr().out
@@ -126,3 +135,10 @@ def test_reproduce_fast_tables_say_which_training_made_each_row(tmp_path, small_
                  baselines=(), fast=False).run("table3")  # fmt: skip
     assert "--fast" not in (plain / "table3.md").read_text()
     assert {row["training"] for row in csv.DictReader((plain / "table3.csv").open())} == {"exact", "untrained"}
+
+
+def test_link_prediction_records_the_fast_paths_choice_as_the_other_tasks_do(tmp_path, small_thresholds):
+    args = ["train", "--fast", "--task", "link", "--splits", "1", "--epochs", "1", "--quiet", "--out", str(tmp_path)]
+    assert main(args) == 0
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["fast_path"]["training"] == "mini-batch" and record["config"]["batch_size"] == 8

@@ -223,6 +223,7 @@ def _link_into(outputs, args: argparse.Namespace, job, estimator) -> int:
     from ..run.tasks import link_prediction
 
     result, trained, embeddings, record = link_prediction(job, estimator, args.splits, args.link_val, args.link_test)
+    record.update(job.record())  # the mini-batch schedule and --fast's choice, as the other tasks record them
     with outputs:
         written = outputs.write_run(embeddings.numpy(), trained.state(), record, job.node_ids)
     print(f"link prediction (GCA, {job.config.centrality}): {result}")

@@ -161,7 +161,7 @@ class Job:
         """What ``results.json`` adds about the job: the splits drawn, the mini-batch schedule chosen."""
         extra = {"evaluation_split": self.split_record} if self.split_record else {}
         extra.update({"mini_batch_schedule": self.schedule} if self.schedule else {})
-        return {**extra, **({"fast_path": self.fast.record()} if self.fast is not None else {})}
+        return {**extra, **({"fast_path": self.fast.record(self.config)} if self.fast is not None else {})}
 
     @property
     def node_ids(self) -> list[str] | None:

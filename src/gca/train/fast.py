@@ -93,10 +93,15 @@ class FastChoice:
         kept = f"; your {' and '.join(self.kept)} kept" if self.kept else ""
         return f"--fast chose {what}: {self.reason}{kept}"
 
-    def record(self) -> dict:
-        """For ``results.json`` (``fast_path``) and ``gca reproduce``'s tables."""
-        return {"training": "mini-batch" if self.mini_batch else "exact", "batch_size": self.batch_size,
-                "fanout": list(self.fanout), "reason": self.reason, "kept_user_keys": list(self.kept)}  # fmt: skip
+    def record(self, config: GCAConfig | None = None) -> dict:
+        """For ``results.json`` (``fast_path``): what trained — ``config``'s batch size and fan-out, which may be
+        the user's where they were kept — and, under ``chosen``, what the fast path chose and why."""
+        chosen = {"training": "mini-batch" if self.mini_batch else "exact", "batch_size": self.batch_size,
+                  "fanout": list(self.fanout)}  # fmt: skip
+        ran = chosen if config is None else {
+            "training": "mini-batch" if config.batch_size else "exact", "batch_size": config.batch_size,
+            "fanout": list(config.fanouts) if config.batch_size else []}  # fmt: skip
+        return {**ran, "chosen": chosen, "reason": self.reason, "kept_user_keys": list(self.kept)}
 
 
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
@@ -105,6 +110,7 @@ def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoic
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
     kind = torch.device(device).type
+    where = "the CPU" if kind == "cpu" else kind  # other accelerators (mps) follow the CPU's rule
     if kind == "cuda":
         if num_nodes <= CUDA_MAX_EXACT_NODES:
             return FastChoice(0, (), f"{num_nodes:,} nodes on CUDA, up to {CUDA_MAX_EXACT_NODES:,}, where an exact "
@@ -112,8 +118,8 @@ def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoic
         return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on CUDA, over {CUDA_MAX_EXACT_NODES:,}, "
                           "where an exact update (O(N²)) costs more than a mini-batch one")  # fmt: skip
     if num_nodes < CPU_MIN_NODES:
-        return FastChoice(0, (), f"{num_nodes:,} nodes on the CPU, below {CPU_MIN_NODES:,} (4 batches of "
+        return FastChoice(0, (), f"{num_nodes:,} nodes on {where}, below {CPU_MIN_NODES:,} (4 batches of "
                                  f"{FAST_BATCH_SIZE:,}), where an exact update costs about what a mini-batch one "
                                  "does")  # fmt: skip
-    return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on the CPU, at least {CPU_MIN_NODES:,}, "
+    return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on {where}, at least {CPU_MIN_NODES:,}, "
                       "where a mini-batch update costs a fraction of an exact one (O(N²))")  # fmt: skip
