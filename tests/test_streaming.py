@@ -223,3 +223,13 @@ def test_the_symmetry_check_read_block_by_block_agrees_with_the_transpose(monkey
         edge_index = torch.from_numpy(np.vstack([rows, a.indices]).astype(np.int32))
         monkeypatch.setattr(sparse, "PAIR_BLOCK", int(rng.integers(1, 10)))
         assert sparse._is_symmetric(edge_index, n) == ((a != a.T).nnz == 0), case
+
+
+def test_the_symmetry_answer_kept_for_a_tensor_follows_its_changes():
+    from gca.graph.sparse import _is_symmetric
+
+    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], dtype=torch.int32)
+    assert _is_symmetric(edge_index, 3) and _is_symmetric(edge_index, 3)
+    edge_index[1, 3] = 0  # in place: (2, 0) has no reverse; the kept answer must not be reused
+    assert not _is_symmetric(edge_index, 3)
+    assert _is_symmetric(torch.tensor([[0, 1], [1, 0]], dtype=torch.int32), 3)  # another tensor: asked anew

@@ -20,6 +20,7 @@ whole numbers, exact in float64, and each entry is the unweighted entry times 1.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -199,7 +200,10 @@ def scatter_positions(cursor: np.ndarray, rows: np.ndarray, stable: bool = True)
     """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
     entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
     entry ``order[i]`` goes to ``positions[i]``."""
-    order = np.argsort(rows, kind="stable" if stable else "quicksort")
+    if stable:  # ties in input order: one introsort of (row, position) keys, 3× faster than a stable sort of rows
+        order = np.argsort(rows.astype(np.int64) * max(rows.size, 1) + np.arange(rows.size))
+    else:
+        order = np.argsort(rows)
     ordered = rows[order]
     index = np.arange(ordered.size)
     first = np.empty(ordered.size, dtype=bool)
@@ -277,8 +281,21 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
 
 def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
     """Whether every edge of a coalesced ``edge_index`` has its reverse (:func:`pair_reverse_edges`: a block at a
-    time, where building A's CSC form beside its CSR took about 10 bytes per edge at once)."""
-    return edge_index.shape[1] == 0 or pair_reverse_edges(edge_index, num_nodes)
+    time, where building A's CSC form beside its CSR took about 10 bytes per edge at once). The last answer is
+    kept for the same tensor, unmodified (its version counter), and node count: cleaning a graph and its degree
+    centrality both ask (5 s each at ogbn-products' size)."""
+    if edge_index.shape[1] == 0:
+        return True
+    held, version, nodes, answer = _LAST_SYMMETRY
+    if held is not None and held() is edge_index and version == edge_index._version and nodes == num_nodes:
+        return answer
+    answer = pair_reverse_edges(edge_index, num_nodes)
+    _LAST_SYMMETRY[:] = [weakref.ref(edge_index), edge_index._version, num_nodes, answer]
+    return answer
+
+
+#: (weak reference to an edge_index, its version, node count, whether it is symmetric): _is_symmetric's last answer
+_LAST_SYMMETRY: list = [None, -1, -1, False]
 
 
 def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
