@@ -32,7 +32,7 @@ import torch
 
 from ..config import GCAConfig, mini_batch_epochs
 
-#: Anchors per mini-batch update: the batch measured on the paper's graphs (issue measurements above).
+#: Anchors per mini-batch update: the batch measured on the paper's graphs (the measurements above).
 FAST_BATCH_SIZE = 1024
 #: Neighbours sampled per node at every hop (one value serves every layer count).
 FAST_FANOUT: tuple[int, ...] = (10,)
