@@ -54,11 +54,15 @@ def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.T
     s = weights[informative].log_()  # the one copy; the rest in place (10^8 edges: 0.8 GB each)
     s_max, s_mean = s.max(), s.mean()
     spread = s_max - s_mean
-    if spread <= 1e-12 * max(1.0, float(s_max.abs())):
-        probs[informative] = min(p, p_tau)
-    else:
-        probs[informative] = s.neg_().add_(s_max).div_(spread).mul_(p).clamp_(max=p_tau)  # (s_max − s) / spread · p
+    flat = bool(spread <= 1e-12 * max(1.0, float(s_max.abs())))
+    probs[informative] = _from_logs(s, s_max, spread, flat, p, p_tau)
     return probs
+
+
+def _from_logs(logs: torch.Tensor, s_max, spread, flat: bool, p: float, p_tau: float) -> torch.Tensor | float:
+    """min((s_max − s) / (s_max − μ_s) · p, p_τ) for the log-weights ``logs`` (overwritten); ``min(p, p_τ)`` for
+    all when the log-weights do not spread (``flat``)."""
+    return min(p, p_tau) if flat else logs.neg_().add_(s_max).div_(spread).mul_(p).clamp_(max=p_tau)
 
 
 #: Edge units weighed at a time by :func:`edge_drop_probabilities`.
@@ -107,7 +111,7 @@ def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, 
         logs = weights[positive].log_()
         for out, p in zip(results, p_e, strict=True):
             probs = torch.full_like(weights, p_tau)
-            probs[positive] = min(p, p_tau) if flat else (s_max - logs).div_(spread).mul_(p).clamp_(max=p_tau)
+            probs[positive] = _from_logs(logs.clone(), s_max, spread, flat, p, p_tau)
             out[written : written + weights.numel()] = probs
         written += weights.numel()
     return results

@@ -36,7 +36,7 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
-from ..graph.sparse import _is_coalesced, _is_symmetric, binary_adjacency, has_self_loops
+from ..graph.sparse import _is_coalesced, _is_symmetric, binary_adjacency, count_ids, has_self_loops
 from ..names import CENTRALITIES
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).
@@ -59,10 +59,7 @@ def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool =
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
         # is a count of targets — no 10^8-entry sparse matrix to build (11 s at ogbn-products' size)
-        targets = edge_index[1].cpu().numpy()
-        in_degree = np.zeros(num_nodes, dtype=np.float64)
-        for start in range(0, targets.size, 1 << 22):  # a block at a time: no 64-bit copy of the targets
-            in_degree += np.bincount(targets[start : start + (1 << 22)], minlength=num_nodes)
+        in_degree = count_ids(edge_index[1].cpu(), num_nodes).to(torch.float64).numpy()
     else:
         adj = binary_adjacency(edge_index, num_nodes)
         if not directed:
