@@ -15,7 +15,10 @@ and its peak RSS is the child process's own (``os.wait4``). ``--exact`` adds one
 allocated GPU memory (``gpu_peak_mb`` of results.json).
 
     python benchmarks/minibatch.py [--dir /tmp/gca-bench] [--skip-arxiv] [--skip-products] [--exact] [--exact-bf16]
-                                   [--exact-epochs E] [--products-steps 50] [--device D]
+                                   [--exact-epochs E] [--products-steps 50] [--device D] [--cached]
+
+Runs pass ``--no-cache`` (every run reads and cleans its input) unless ``--cached`` runs each graph twice through
+the prepared graph on disk (``gca.run.cache``, in ``DIR/cache``): the first run writes it, the second opens it.
 
 The table gives, per run, the training steps per second (steps ÷ training seconds, the first step's warm-up
 included) and the seconds to embed every node after training (inference, ``embed_seconds`` of results.json).
@@ -27,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -50,8 +54,8 @@ BLOCK_BYTES = 0.25e9
 PHASES = ("load", "prepare", "training", "inference")
 
 
-def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4
-                 ) -> dict[str, dict[str, float]]:  # fmt: skip
+def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4,
+                 prepared: bool = False) -> dict[str, dict[str, float]]:  # fmt: skip
     """Per phase of a mini-batch ``gca train`` on an undirected graph read from an uncompressed .npz file (its
     members mapped) with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
     row-normalised, the default) — ``edges`` E counts both directions, U = E/2 undirected units — the predicted
@@ -73,6 +77,13 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
       aggregates first (4F B/node), else the previous layer's output (4·hidden B/node); every block of rows
       written leaves the resident set.
 
+    ``prepared``: a run that opens the prepared graph on disk (``gca.run.cache``). Its edge list (8 B/edge), the
+    views' probabilities (4 B/edge) and the sampler's unit ids (4 B/edge) are pages of mapped files, counted as
+    file-backed in the phases that read them (prepare: none; training: all three; inference: the edge list and the
+    probabilities, still referenced); anonymous memory keeps the per-node arrays: at load the labels' int64 copy
+    (8 B/node), at prepare the row norms (4 B/node) and the arrays above of training and inference, less the
+    symmetry check's counts (not run again).
+
     Each phase adds the libraries (0.33 GB) and, to the anonymous bytes, the block temporaries (0.25 GB).
     """
     units = edges / 2
@@ -81,6 +92,12 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
     per_node = {"load": 40, "prepare": 20 + 32, "training": 20 + 32 + 24, "inference": 40}
     file_bytes = {"load": stored * nodes + 4 * units + 8 * nodes, "prepare": stored * nodes,
                   "training": stored * nodes, "inference": max(stored, 4 * features, 4 * hidden) * nodes}  # fmt: skip
+    if prepared:
+        mapped = {"load": 0, "prepare": 0, "training": 8 + 4 + 4, "inference": 8 + 4}
+        per_edge = {phase: 0 for phase in PHASES}
+        per_node = {"load": 8, "prepare": 20, "training": 20 + 24, "inference": 40}
+        file_bytes = {phase: file_bytes[phase] - (4 * units + 8 * nodes if phase == "load" else 0)
+                      + mapped[phase] * edges for phase in PHASES}  # fmt: skip
     model = {}
     for phase in PHASES:
         anonymous = per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES + BLOCK_BYTES
@@ -158,13 +175,18 @@ def main() -> None:
     parser.add_argument("--feature-bytes", type=int, choices=(4, 2),
                         help="features stored as float32 (4) or float16 (2); default: the size's")  # fmt: skip
     parser.add_argument("--machine-gb", type=float, default=64.0, help="with --predict: the machine's memory")
+    parser.add_argument("--prepared", action="store_true", help="with --predict: a run that opens the prepared "
+                        "graph on disk (its edge arrays mapped)")  # fmt: skip
+    parser.add_argument("--cached", action="store_true", help="run each graph twice through the prepared graph on "
+                        "disk (in DIR/cache): the first run writes it, the second opens it")  # fmt: skip
     args = parser.parse_args()
     if args.predict:
         nodes, edges, features = SIZES[args.predict]
         feature_bytes = args.feature_bytes or FEATURE_BYTES.get(args.predict, 4)
-        model = memory_model(nodes, edges, features, feature_bytes=feature_bytes)
+        model = memory_model(nodes, edges, features, feature_bytes=feature_bytes, prepared=args.prepared)
         kind = {4: "float32", 2: "float16"}[feature_bytes]
-        print(f"{args.predict} size: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
+        route = "opening the prepared graph" if args.prepared else "from the input file"
+        print(f"{args.predict} size, {route}: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
               "(GB = 10⁹ bytes; anonymous memory must stay resident, file-backed pages the kernel may drop)")
         print("| phase | anonymous | per edge | per node | file-backed | total |\n|---|---|---|---|---|---|")
         for phase, m in model.items():
@@ -201,6 +223,14 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     memory: list[str] = []
     accuracy: list[str] = []
+    if args.cached:  # each run twice: writing the prepared graph (from an empty cache), then opening it
+        runs = [(size, f"{label}, {how} prepared graph", [*settings, "--cache"]) for size, label, settings in runs
+                for how in ("writes", "opens")]  # fmt: skip
+        cache = args.dir / "cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        os.environ["GCA_CACHE_DIR"] = str(cache)
+    else:
+        runs = [(size, label, [*settings, "--no-cache"]) for size, label, settings in runs]
     for number, (size, label, settings) in enumerate(runs):
         graph = ensure_graph(size, args.dir)
         out = args.dir / f"run-{number}-{size}"
@@ -220,11 +250,15 @@ def main() -> None:
               f"{judge:.1f} | {wall:.1f} | {peak:,.0f} MiB | {samples.get('RssAnon', 0):,.0f} MiB | "
               f"{samples.get('RssFile', 0):,.0f} MiB | {record.get('gpu_peak_mb', '—')} | "
               f"{record.get('objective', '')} |", flush=True)  # fmt: skip
+        if args.cached:
+            print(f"    prepare_seconds {record.get('prepare_seconds', 0):.1f}, prepared graph "
+                  f"{record.get('prepared_graph')}", flush=True)  # fmt: skip
         if record.get("accuracy"):
             accuracy.append(f"{size} size: planted classes {record['accuracy']['mean']:.2f} ± "
                             f"{record['accuracy']['std']:.2f} % over {len(record['accuracy']['runs'])} splits")
         if batch:
-            model = memory_model(nodes, edges, features, feature_bytes=FEATURE_BYTES.get(size, 4))
+            opened = bool((record.get("prepared_graph") or {}).get("opened"))
+            model = memory_model(nodes, edges, features, feature_bytes=FEATURE_BYTES.get(size, 4), prepared=opened)
             phase = max(model, key=lambda k: model[k]["total"])
             m = model[phase]
             anon = max(v["anonymous"] for v in model.values())

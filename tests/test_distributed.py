@@ -217,3 +217,108 @@ def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
     np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
                                rtol=0, atol=1e-6)  # fmt: skip
+
+
+def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
+    """Rank ``rank`` embeds every case of tests/test_streaming.py's graphs with its share of the rows; rank 0 saves
+    what it holds, the other ranks map their matrices in a scratch folder of their own."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_streaming import _graphs
+
+    from gca.config import GCAConfig
+    from gca.nn.model import GCAModel
+    from gca.train.distributed import RowRanges
+    from gca.train.loop import encode_graph
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    results = {}
+    try:
+        for case, (x, graph) in enumerate(_graphs()):
+            for layers in (2, 3):
+                model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu",
+                                                                   layers=layers))  # fmt: skip
+                model.load_state_dict(torch.load(f"{out}/model-{x.shape[1]}-{layers}.pt"))
+                scratch = Path(out) / f"scratch-{rank}-{case}-{layers}"
+                scratch.mkdir()
+                target = Path(out) / f"emb-{case}-{layers}.npy" if rank == 0 and case % 2 else None
+                got = encode_graph(model, graph, chunk_rows=17, out=target, share=RowRanges(rank, world),
+                                   scratch=scratch)  # fmt: skip
+                assert (got is None) == (rank != 0)
+                assert list(scratch.iterdir()) == []  # every scratch file unlinked once mapped
+                if rank == 0:
+                    results[(case, layers)] = got.clone()
+        if rank == 0:
+            torch.save(results, f"{out}/shared.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
+    """Each process embeds its range of rows of every layer (gca.train.distributed.RowRanges); rank 0's embeddings
+    equal one process's, bit for bit, for every feature form, direction, normalisation and depth — in memory and
+    written out of core — with ranges that do not start on a block boundary (203 rows, blocks of 17)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_streaming import _graphs
+
+    from gca.config import GCAConfig
+    from gca.nn.model import GCAModel
+    from gca.train.loop import encode_graph
+
+    alone = {}
+    for case, (x, graph) in enumerate(_graphs()):
+        for layers in (2, 3):
+            model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu",
+                                                               layers=layers))  # fmt: skip
+            path = tmp_path / f"model-{x.shape[1]}-{layers}.pt"
+            if path.exists():
+                model.load_state_dict(torch.load(path))
+            else:
+                torch.save(model.state_dict(), path)
+            alone[(case, layers)] = encode_graph(model, graph, chunk_rows=17)
+    mp.spawn(_inference_worker, args=(world, _free_port(), str(tmp_path)), nprocs=world, join=True)
+    shared = torch.load(tmp_path / "shared.pt")
+    assert shared.keys() == alone.keys()
+    for key, embeddings in alone.items():
+        assert torch.equal(shared[key], embeddings), key
+    for case, layers in alone:
+        if case % 2:  # written out of core by rank 0: the file holds every rank's rows
+            assert np.array_equal(np.load(tmp_path / f"emb-{case}-{layers}.npy"), alone[(case, layers)].numpy())
+
+
+def test_two_processes_share_inference_in_gca_train(tmp_path):
+    """torchrun with 2 CPU processes on a graph embedded in blocks (GCA_INFERENCE_ROWS=50 for its 300 nodes): the
+    embeddings written equal one process's, and results.json says 2 processes embedded it."""
+    rng = np.random.default_rng(0)
+    n = 300
+    source, target = rng.integers(0, n, 2000), rng.integers(0, n, 2000)
+    import scipy.sparse as sp
+
+    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+             adj_shape=adj.shape, attr_matrix=rng.random((n, 12)).astype(np.float32))  # fmt: skip
+    common = ["train", "--dataset", str(tmp_path / "g.npz"), "--epochs", "3", "--no-eval", "--quiet", "--set",
+              "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--no-cache"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "50", "GCA_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run([sys.executable, "-m", "gca", *common, "--out", str(tmp_path / "one")], capture_output=True,
+                          text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common, "--out",
+                           str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    one = json.loads((tmp_path / "one" / "results.json").read_text())
+    two = json.loads((tmp_path / "two" / "results.json").read_text())
+    assert one["inference_processes"] == 1 and two["inference_processes"] == 2
+    assert one["embeddings_out_of_core"] and two["embeddings_out_of_core"]
+    # data-parallel training averages two processes' gradients, so the trained model is not one process's: the
+    # embeddings two processes wrote are compared with one process embedding their model (gca embed)
+    done = subprocess.run([sys.executable, "-m", "gca", "embed", "--checkpoint", str(tmp_path / "two" / "model.pt"),
+                           "--dataset", str(tmp_path / "g.npz"), "--no-cache", "--out", str(tmp_path / "again")],
+                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shared, alone = np.load(tmp_path / "two" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy")
+    assert np.array_equal(shared, alone)
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["embeddings.npy", "model.pt", "results.json"]
+    assert list((tmp_path / "c" / "scratch").iterdir()) == []

@@ -63,9 +63,12 @@ def drop_rows(mapping: mmap.mmap, offset: int, row_bytes: int, start: int, stop:
         mapping.madvise(mmap.MADV_DONTNEED, low, high - low)
 
 
-def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type) -> Mapped:
+def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type,
+            rows: tuple[int, int] | None = None) -> Mapped:  # fmt: skip
     """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order; no zero
-    in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written."""
+    in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written.
+    ``rows=(start, stop)``: only those rows are reserved (and may be written); the rest of the file is a hole that
+    takes no space."""
     path, dtype = Path(path), np.dtype(dtype)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -74,7 +77,13 @@ def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type) ->
         offset = f.tell()
         f.flush()
         try:
-            os.posix_fallocate(f.fileno(), 0, offset + size)
+            if rows is None:
+                os.posix_fallocate(f.fileno(), 0, offset + size)
+            else:
+                row_bytes = size // max(shape[0], 1)
+                f.truncate(offset + size)
+                if rows[1] > rows[0]:
+                    os.posix_fallocate(f.fileno(), offset + rows[0] * row_bytes, (rows[1] - rows[0]) * row_bytes)
         except OSError:
             f.close()
             path.unlink(missing_ok=True)
@@ -91,23 +100,30 @@ class DiskArrays:
     """``allocate(shape, dtype, final)`` for out-of-core inference: the final matrix is the ``.npy`` file
     ``target`` (the run's staged ``embeddings.npy``); every other one a scratch ``.npy`` in ``scratch`` (default:
     ``target``'s folder), unlinked once mapped. :meth:`written` drops rows already written from the resident set;
-    :meth:`flush` writes the final matrix to disk."""
+    :meth:`flush` writes the final matrix to disk.
 
-    def __init__(self, target: str | Path, scratch: str | Path | None = None) -> None:
-        self.target = Path(target)
+    Without a ``target`` (a torchrun process other than the first, :class:`gca.train.distributed.RowRanges`) the
+    final matrix is scratch too, with only ``final_rows`` — the rows this process computes — reserved on disk."""
+
+    def __init__(self, target: str | Path | None, scratch: str | Path | None = None,
+                 final_rows: tuple[int, int] | None = None) -> None:  # fmt: skip
+        if target is None and scratch is None:
+            raise ValueError("DiskArrays needs a target or a scratch folder")
+        self.target = Path(target) if target is not None else None
         self.scratch = Path(scratch) if scratch is not None else self.target.parent
+        self.final_rows = final_rows
         self.final: Mapped | None = None
         # by the address of each matrix handed out: its mapping (weakly: a scratch file goes with its matrix),
         # header size and row size
         self._mapped: dict[int, tuple[weakref.ref, int, int]] = {}
 
     def __call__(self, shape: tuple[int, int], dtype: torch.dtype, final: bool) -> torch.Tensor:
-        if final:
+        if final and self.target is not None:
             self.final = mapped = npy_map(self.target, shape, numpy_dtype(dtype))
         else:
             path = self.scratch / f".gca-scratch-{secrets.token_hex(6)}.npy"
             try:
-                mapped = npy_map(path, shape, numpy_dtype(dtype))
+                mapped = npy_map(path, shape, numpy_dtype(dtype), self.final_rows if final else None)
             finally:
                 path.unlink(missing_ok=True)  # the mapping keeps the pages; the name goes now
         tensor = torch.from_numpy(mapped.array)

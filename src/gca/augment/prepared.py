@@ -13,10 +13,14 @@ computed on the unweighted graph whether or not it has weights.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -24,8 +28,9 @@ from torch_geometric.data import Data
 
 from ..config import GCAConfig
 from ..graph.graph import Graph, prepare_graph
+from ..graph.sampling import edge_unit_ids
 from ..nn.encoders import unused_edge_values
-from .augmentors import ViewAugmentor, build_augmentors
+from .augmentors import EdgeDropper, FeatureMasker, ViewAugmentor, build_augmentors
 from .centrality import node_centrality
 
 
@@ -38,12 +43,27 @@ class PreparedGraph:
     centrality: torch.Tensor | None
     views: tuple[ViewAugmentor, ViewAugmentor]
     seconds: float = 0.0
+    #: the neighbour sampler's augmentation unit of every edge (:func:`gca.graph.sampling.edge_unit_ids`), where a
+    #: stored prepared graph keeps it; ``None``: the sampler computes it
+    unit_ids: torch.Tensor | None = None
+
+
+class Kept(Protocol):
+    """Where arrays computed once per graph are kept between runs (:class:`gca.run.cache.PreparedStore`):
+    ``kept(name, compute)`` gives the array stored under ``name``, else computes, stores and gives it."""
+
+    def kept(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor: ...
 
 
 def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
-            encoder: nn.Module | None = None) -> PreparedGraph:  # fmt: skip
+            encoder: nn.Module | None = None, store: Kept | None = None) -> PreparedGraph:  # fmt: skip
     """Clean ``data`` (unless it is a :class:`Graph` already) and compute centrality and both views' probabilities.
-    ``encoder``: a user's encoder, else the one ``config.encoder`` names, for the warnings on unused edge values."""
+    ``encoder``: a user's encoder, else the one ``config.encoder`` names, for the warnings on unused edge values.
+
+    ``store``: where centrality, the probabilities and (for mini-batch training on an undirected graph) the
+    sampler's unit ids are read from when an earlier run kept them, and kept for later runs when not — each under
+    a name that says everything it depends on besides the graph (the centrality's kind; every augmentation
+    setting), so a run with other settings computes its own."""
     start = time.perf_counter()
     graph = data if isinstance(data, Graph) else prepare_graph(data, directed, config.feature_norm)
     for note in unused_edge_values(encoder if encoder is not None else config.encoder,
@@ -56,11 +76,48 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     adaptive = config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
     centrality = None
     if adaptive:
-        centrality = node_centrality(config.centrality, graph.edge_index, graph.num_nodes, graph.directed)
+        centrality = _kept(store, f"centrality-{config.centrality}", lambda: node_centrality(
+            config.centrality, graph.edge_index, graph.num_nodes, graph.directed))  # fmt: skip
     views = build_augmentors(
         graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
         edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
         feature_weighting=config.feature_weighting,
-    )  # fmt: skip
-    return PreparedGraph(graph, centrality, views, time.perf_counter() - start)
+    ) if store is None else _kept_views(store, graph, centrality, config)  # fmt: skip
+    unit_ids = None
+    if store is not None and config.batch_size and views[0].symmetric_units:
+        unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True))
+    return PreparedGraph(graph, centrality, views, time.perf_counter() - start, unit_ids)
+
+
+#: The settings the views' probabilities depend on besides the graph (and the centrality, named by ``centrality``).
+VIEW_SETTINGS = ("centrality", "edge_drop", "feature_mask", "edge_scheme", "feature_weighting", "p_e1", "p_e2", "p_f1",
+                 "p_f2", "p_tau")  # fmt: skip
+
+
+def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    return compute() if store is None else store.kept(name, compute)
+
+
+def _kept_views(store: Kept, graph: Graph, centrality: torch.Tensor | None,
+                config: GCAConfig) -> tuple[ViewAugmentor, ViewAugmentor]:  # fmt: skip
+    """The two views' samplers, their four probability vectors read from ``store`` when kept for these settings."""
+    settings = json.dumps({k: getattr(config, k) for k in VIEW_SETTINGS}, sort_keys=True)
+    key = hashlib.blake2b(settings.encode(), digest_size=8).hexdigest()
+    computed: list[tuple[ViewAugmentor, ViewAugmentor]] = []
+
+    def views() -> tuple[ViewAugmentor, ViewAugmentor]:
+        if not computed:
+            computed.append(build_augmentors(
+                graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
+                edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
+                feature_weighting=config.feature_weighting))  # fmt: skip
+        return computed[0]
+
+    symmetric = not (graph.directed or config.edge_scheme == "authors")
+    out = []
+    for i in (0, 1):
+        edge = store.kept(f"views-{key}-edge{i + 1}", lambda i=i: views()[i].edge_prob)
+        feature = store.kept(f"views-{key}-feature{i + 1}", lambda i=i: views()[i].feature_prob)
+        out.append(ViewAugmentor(EdgeDropper(graph.edge_index, symmetric, edge), FeatureMasker(feature)))
+    return out[0], out[1]
 

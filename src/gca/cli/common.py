@@ -91,6 +91,60 @@ def load_graph(args: argparse.Namespace):
     return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
 
 
+def cache_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache", action=argparse.BooleanOptionalAction, default=None,
+        help="the prepared graph on disk ($GCA_CACHE_DIR/prepared, default ~/.cache/gca/prepared): by default a run "
+        "opens it when one was made from the same input files, and writes it for graphs of 10^7 directed edges or "
+        "more; --cache writes it for any graph, --no-cache neither reads nor writes it",
+    )  # fmt: skip
+
+
+def graph_source(args: argparse.Namespace):
+    """What the command reads, as a :class:`gca.run.cache.GraphSource`; ``None`` when it is nothing on disk (the
+    built-in Karate club, a named dataset not downloaded yet)."""
+    from pathlib import Path
+
+    from ..datasets.registry import dataset_source
+    from ..run.cache import GraphSource
+
+    if args.edges and args.features:
+        files = [args.edges, args.features, *([args.labels] if args.labels else [])]
+        return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
+                              f"labels={bool(args.labels)}")  # fmt: skip
+    if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():
+        return None
+    found = dataset_source(args.dataset, args.data_dir)
+    if found is None:
+        return None
+    path, how = found
+    return GraphSource.of(Path(args.dataset).stem if how in ("npz", "folder") else args.dataset, [path], how)
+
+
+def open_graph(args: argparse.Namespace):
+    """(loaded dataset, prepared store): the graph from its prepared folder when a usable one exists (unless
+    ``--no-cache``), else read from its files (:func:`load_graph`); the store is ``None`` under ``--no-cache`` and
+    for inputs not on disk. The store's notes (a folder rebuilt and why) are the caller's to print."""
+    from ..run.cache import PreparedStore
+
+    source = graph_source(args) if getattr(args, "cache", None) is not False else None
+    if source is None:
+        return load_graph(args), None
+    load_graph_arguments_checked(args)
+    store = PreparedStore(source)
+    if store.usable():
+        return store.loaded(), store
+    return load_graph(args), store
+
+
+def load_graph_arguments_checked(args: argparse.Namespace) -> None:
+    """The argument checks :func:`load_graph` makes before reading, made for a graph opened from its folder too."""
+    if (args.edges or args.features or args.labels) and args.dataset:
+        raise ConfigError("give either --dataset or --edges/--features, not both")
+    if args.directed and not args.edges:
+        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+
+
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """--set values and the shortcut flags, each checked now — before any data is read or PyTorch is loaded."""
     overrides: dict[str, Any] = parse_overrides(args.set)

@@ -8,11 +8,11 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
-from . import embed, reproduce, train, tune
+from . import embed, prepare, reproduce, train, tune
 from .shell import Parser, leave_process_group, run_guarded, terminate
 from .signals import stop_signals_to
 
-COMMANDS = {"train": train, "embed": embed, "tune": tune, "reproduce": reproduce}
+COMMANDS = {"train": train, "embed": embed, "prepare": prepare, "tune": tune, "reproduce": reproduce}
 
 
 def build_parser() -> Parser:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..config import ConfigError
-from .common import graph_arguments, inputs, load_graph
+from .common import cache_arguments, graph_arguments, inputs, open_graph
 from .shell import import_libraries, warn
 
 
@@ -13,6 +14,7 @@ def add_parser(sub) -> None:
     emb = sub.add_parser("embed", help="embed a graph with a trained encoder (inductive use)")
     emb.add_argument("--checkpoint", required=True, help="model.pt (or checkpoint.pt) written by gca train")
     graph_arguments(emb)
+    cache_arguments(emb)
     emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy (default: runs/embed)")
     emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
@@ -37,10 +39,13 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     from ..train.estimator import GCA
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
-    job = Job(load_graph(args), estimator.config)
+    loaded, store = open_graph(args)
+    job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)
     for warning in job.warnings:
         warn(warning)
+    for note in store.notes if store is not None else ():
+        print(f"gca: {note}", file=sys.stderr)
     if graph.num_features != estimator.in_channels:
         raise ConfigError(
             f"{job.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "

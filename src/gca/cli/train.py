@@ -8,13 +8,24 @@ import sys
 from .. import environment
 from ..config import ConfigError
 from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
-from .common import evaluation_arguments, graph_arguments, inputs, load_graph, settings, split_count, split_setting
+from .common import (
+    cache_arguments,
+    evaluation_arguments,
+    graph_arguments,
+    inputs,
+    load_graph,
+    open_graph,
+    settings,
+    split_count,
+    split_setting,
+)
 from .shell import import_libraries, warn
 
 
 def add_parser(sub) -> None:
     train = sub.add_parser("train", help="train GCA on a graph, evaluate its embeddings and save them")
     graph_arguments(train)
+    cache_arguments(train)
     train.add_argument(
         "--centrality",
         choices=CENTRALITY_CHOICES,
@@ -105,13 +116,18 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
     loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
-    job = Job.open(load_graph(args), args.config, overrides, world_size=place.world_size, fast=args.fast,
-                   device=place.device)  # fmt: skip
+    # the prepared graph on disk, where one was made from these files (link prediction re-prepares per hold-out)
+    loaded, store = open_graph(args) if args.task != "link" else (load_graph(args), None)
+    job = Job.open(loaded, args.config, overrides, world_size=place.world_size, fast=args.fast, device=place.device,
+                   store=store, store_graph=args.cache if environment.local_rank() == 0 else False)  # fmt: skip
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
         job.clean(job.config.feature_norm, require_edges=True)
     else:
         job.prepare(estimator)
+    if place.writes and store is not None:
+        for note in store.notes:
+            print(f"gca: {note}", file=sys.stderr)
     judged = place.writes and not args.no_eval
     splits = job.splits(split_setting) if judged and args.task == "classify" else None
     plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
@@ -135,6 +151,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             plots=plots, plot_title=job.name,
             on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
+            scratch=None if place.writes else _scratch_folder(),
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
@@ -151,6 +168,16 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _scratch_folder():
+    """Where a torchrun process other than the first maps its share of inference's matrices:
+    ``$GCA_CACHE_DIR/scratch`` (default ``~/.cache/gca/scratch``), each file unlinked as soon as it is mapped."""
+    from ..datasets.base import default_cache_dir
+
+    folder = default_cache_dir() / "scratch"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _check_log_paths(args: argparse.Namespace) -> None:

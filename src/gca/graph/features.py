@@ -107,14 +107,21 @@ def feature_forms(
     else:
         dense = (x if x.dtype == torch.float16 else x.float()).numpy()
         nnz = int(np.count_nonzero(dense))
-        if nnz > SPARSE_FEATURE_DENSITY * dense.size:
-            dense = np.ascontiguousarray(dense)
-            if feature_norm == "row":
-                return RowNormalizedFeatures.of(dense), dense
-            stored = torch.from_numpy(dense)
-            return (DenseFeatures(stored) if dense.dtype == np.float16 else stored), dense
-        raw = sp.csr_matrix(dense, dtype=np.float32)
-    return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw), raw
+        raw = np.ascontiguousarray(dense) if nnz > SPARSE_FEATURE_DENSITY * dense.size else sp.csr_matrix(
+            dense, dtype=np.float32)  # fmt: skip
+    return encoder_input(raw, feature_norm), raw
+
+
+def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -> Features:
+    """The encoder's input formed from raw features as :func:`feature_forms` keeps them (a CSR matrix, or a dense
+    float32/float16 array, which is used as it is, not copied) — also what a stored prepared graph
+    (:mod:`gca.run.cache`) is opened with."""
+    if sp.issparse(raw):
+        return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw)
+    if feature_norm == "row":
+        return RowNormalizedFeatures.of(raw)
+    stored = torch.from_numpy(raw)
+    return DenseFeatures(stored) if raw.dtype == np.float16 else stored
 
 
 def nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:

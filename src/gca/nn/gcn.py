@@ -91,18 +91,20 @@ class GCNLayer(nn.Module):
     @torch.no_grad()
     def times_weight(self, h: torch.Tensor | SparseMatrix | DenseFeatures, rows: int,
                      empty: Callable[..., torch.Tensor] | None = None,
-                     written: Callable[[torch.Tensor, int, int], None] | None = None) -> torch.Tensor:  # fmt: skip
+                     written: Callable[[torch.Tensor, int, int], None] | None = None,
+                     share: RowShare | None = None) -> torch.Tensor:  # fmt: skip
         """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
         block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device);
-        ``written(HW, start, stop)`` after each block."""
+        ``written(HW, start, stop)`` after each block. ``share``: this process's rows, then the others'."""
         n, shape, dtype = h.shape[0], (h.shape[0], self.weight.shape[1]), self.weight.dtype
         hw = empty(shape, dtype) if empty is not None else torch.empty(shape, dtype=dtype, device=self.weight.device)
-        for start in range(0, n, rows):
-            stop = min(start + rows, n)
+        written = written or _nothing
+        for start, stop in _blocks(n, rows, share):
             part = h[start:stop] if isinstance(h, torch.Tensor) else h.row_slice(start, stop)
             torch.matmul(part.to(self.weight.device), self.weight, out=hw[start:stop])
-            if written is not None:
-                written(hw, start, stop)
+            written(hw, start, stop)
+        if share is not None:
+            share.complete(hw, rows, False, written)
         return hw
 
 
@@ -183,8 +185,8 @@ class GCNEncoder(nn.Module):
         return h
 
     @torch.no_grad()
-    def forward_in_chunks(self, features: Features, adjacency: RowSlices, rows: int,
-                          allocate: Allocate | None = None) -> torch.Tensor:  # fmt: skip
+    def forward_in_chunks(self, features: Features, adjacency: RowSlices, rows: int, allocate: Allocate | None = None,
+                          share: RowShare | None = None) -> torch.Tensor | None:  # fmt: skip
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
 
         A layer whose successor computes M (H W) hands over H W directly: each block of its output rows is
@@ -200,6 +202,12 @@ class GCNEncoder(nn.Module):
         written once, in blocks of rows, and read by the next layer. Its ``written(matrix, start, stop)``, where
         it has one, is told of every block of rows written (it lets them leave the resident set), and its
         ``release(tensor)`` of stored dense features once they are read into X̂ or X W.
+
+        ``share`` (:class:`RowShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process computes
+        its own range of rows of every matrix, and the share completes it — every process then holds all rows of an
+        inner matrix (the next layer reads any row), the first process all rows of the embeddings. The rows are
+        the same numbers as one process's, bit for bit: each row is computed by the same operations whichever
+        process computes it. Processes other than the first return ``None``.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
@@ -212,9 +220,9 @@ class GCNEncoder(nn.Module):
         h, hw = features, None
         for i, layer in enumerate(self.layers):
             if isinstance(h, DenseFeatures):  # X̂ whole only where the layer aggregates it first
-                h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows, written)
+                h = h if not _aggregate_first(h.raw, layer.weight) else _filled(h, empty, rows, written, share)
             if hw is None and layer.transforms_first(h):
-                hw, h = layer.times_weight(h, rows, empty, written), None
+                hw, h = layer.times_weight(h, rows, empty, written, share), None
             if i == 0 and isinstance(features, DenseFeatures) and hasattr(allocate, "release"):
                 allocate.release(features.raw)  # read whole into X̂ or X W: not read again
             following = self.layers[i + 1] if i < last else None
@@ -222,15 +230,18 @@ class GCNEncoder(nn.Module):
             handover = following is not None and following.weight.shape[0] >= following.weight.shape[1]
             width = following.weight.shape[1] if handover else layer.weight.shape[1]
             out = empty((n, width), layer.weight.dtype, i == last)
-            for start in range(0, n, rows):
-                stop = min(start + rows, n)
+            for start, stop in _blocks(n, rows, share):
                 block = layer.output_rows(h, hw, adjacency, start, stop)
                 if handover:
                     torch.matmul(block, following.weight, out=out[start:stop])
                 else:
                     out[start:stop] = block
                 written(out, start, stop)
+            if share is not None:
+                share.complete(out, rows, i == last, written)
             h, hw = (None, out) if handover else (out, None)
+        if share is not None and not share.holds_result:
+            return None
         return h if hw is None else hw
 
 
@@ -242,16 +253,42 @@ def _nothing(matrix: torch.Tensor, start: int, stop: int) -> None:
     pass
 
 
+class RowShare(Protocol):
+    """How processes share the rows of inference (:meth:`GCNEncoder.forward_in_chunks`): ``blocks(n, rows)`` are
+    this process's blocks of rows (start, stop) of an n-row matrix, at most ``rows`` each; ``complete(matrix, rows,
+    final, written)`` gives this process the rows the others computed — every row of an inner matrix, every row of
+    the ``final`` one to the process that :attr:`holds_result` — calling ``written(matrix, start, stop)`` for each
+    block received; ``row_range(n)`` is the range of rows its blocks cover."""
+
+    holds_result: bool
+
+    def row_range(self, n: int) -> tuple[int, int]: ...
+
+    def blocks(self, n: int, rows: int) -> list[tuple[int, int]]: ...
+
+    def complete(self, matrix: torch.Tensor, rows: int, final: bool,
+                 written: Callable[[torch.Tensor, int, int], None]) -> None: ...  # fmt: skip
+
+
+def _blocks(n: int, rows: int, share: RowShare | None = None) -> list[tuple[int, int]]:
+    """The blocks of rows this process computes: all of them, or its share's."""
+    if share is not None:
+        return share.blocks(n, rows)
+    return [(start, min(start + rows, n)) for start in range(0, n, rows)]
+
+
 def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: int,
-            written: Callable[[torch.Tensor, int, int], None] = _nothing) -> torch.Tensor:  # fmt: skip
+            written: Callable[[torch.Tensor, int, int], None] = _nothing,
+            share: RowShare | None = None) -> torch.Tensor:  # fmt: skip
     """X̂ as one float32 matrix, read ``rows`` rows at a time into ``empty((N, F), float32)`` — the same values as
-    :meth:`DenseFeatures.to_dense`, bit for bit."""
+    :meth:`DenseFeatures.to_dense`, bit for bit (``share``: this process's rows, then the others')."""
     n = features.shape[0]
     out = empty((n, features.shape[1]), torch.float32)
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
+    for start, stop in _blocks(n, rows, share):
         out[start:stop] = features.row_slice(start, stop)
         written(out, start, stop)
+    if share is not None:
+        share.complete(out, rows, False, written)
     return out
 
 

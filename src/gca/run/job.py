@@ -8,7 +8,8 @@ what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with 
 prediction, whose hold-outs each prepare their own training graph). Then the job answers what every command asks
 of it: the warnings to print (about the files read and the graph cleaned), the
 evaluation splits (the dataset's own, else random ones from the config's seed), a one-line summary and the node ids
-of an export. Nothing here prints or writes.
+of an export. Nothing here prints; the one thing it writes is the prepared graph, into a :class:`.cache.PreparedStore`
+when the job has one (:attr:`Job.store`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
 from ..train.estimator import GCA
 from ..train.fast import FastChoice, fast_choice
+from .cache import CACHE_MIN_EDGES, PreparedStore
 
 
 @dataclass
@@ -46,10 +48,17 @@ class Job:
     split_record: dict | None = field(default=None, repr=False)  # what splits() drew
     schedule: dict | None = None  # mini-batch epochs chosen to keep the full-graph setting's updates, if they were
     fast: FastChoice | None = None  # the fast path's choice (--fast), if it was asked for
+    #: where the prepared graph is read from (when :meth:`PreparedStore.usable` found it) or written to
+    store: PreparedStore | None = field(default=None, repr=False)
+    #: whether a graph cleaned here is written to :attr:`store`: ``None`` from :data:`.cache.CACHE_MIN_EDGES`
+    #: directed edges up, ``True`` always (``--cache``, ``gca prepare``), ``False`` never
+    store_graph: bool | None = None
+    store_record: dict | None = field(default=None, repr=False)  # the prepared graph's folder, and whether opened
 
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
-             world_size: int = 1, fast: bool = False, device: str | torch.device = "cpu") -> Job:  # fmt: skip
+             world_size: int = 1, fast: bool = False, device: str | torch.device = "cpu",
+             store: PreparedStore | None = None, store_graph: bool | None = None) -> Job:  # fmt: skip
         """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
 
         ``fast`` (``--fast``): the fast path chooses exact or mini-batch training from the graph's node count and
@@ -58,7 +67,10 @@ class Job:
 
         A mini-batch run (``batch_size`` > 0) whose epochs the user did not give keeps the full-graph setting's
         number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
-        then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed."""
+        then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed.
+
+        ``store``, ``store_graph``: the prepared graph's folder (:class:`gca.run.cache.PreparedStore`; ``loaded`` is
+        then its :meth:`~gca.run.cache.PreparedStore.loaded` where it is usable) and whether to write it."""
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
                               "is not one of them; give a TOML or JSON file")  # fmt: skip
@@ -68,7 +80,8 @@ class Job:
             own_file = read_config_file(config_file) if config_file and not is_named_config(config_file) else {}
             choice = fast_choice(loaded.data.num_nodes, device).keeping([*own_file, *overrides])
             overrides = {**choice.layer(), **overrides}
-        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice)
+        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice,
+                  store=store, store_graph=store_graph)  # fmt: skip
         cfg = job.config
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
@@ -90,7 +103,7 @@ class Job:
         start = time.perf_counter()
         self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
         cleaning = time.perf_counter() - start
-        self.prepared = estimator.prepare(self.graph)
+        self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None)
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
         trim_heap()  # the loader's and the preparation's freed blocks go back to the kernel
         return self.prepared
@@ -99,13 +112,29 @@ class Job:
         """The cleaned graph alone, features normalised as ``feature_norm`` says (``gca embed``: as the trained
         encoder expects). A training run on a graph without edges is refused (``require_edges``): the library
         embeds one, but for a user's run an empty edge list is almost always a broken input."""
-        self.graph = prepare_graph(self.loaded.data, self.loaded.directed, feature_norm)
+        if self.store is not None and self.store.meta is not None:  # opened: cleaned when it was written
+            self.graph = self.store.graph(feature_norm)
+            self.store_record = {"folder": str(self.store.folder), "opened": True}
+        else:
+            self.graph = prepare_graph(self.loaded.data, self.loaded.directed, feature_norm)
         if require_edges and self.graph.edge_index.shape[1] == 0:
             raw_edges = self.loaded.data.edge_index
             what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
             raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
+        if self.store is not None and self.store.meta is None and self.store_graph is not False and (
+                self.store_graph or self.graph.edge_index.shape[1] >= CACHE_MIN_EDGES):  # fmt: skip
+            if self.store.write(self.loaded, self.graph):
+                self.store_record = {"folder": str(self.store.folder), "opened": False}
+                # from here on this run reads what it wrote, as later runs will: the graph's arrays become pages of
+                # the folder's files, which the kernel may drop, and the copies in memory go
+                self.loaded, self.graph = self.store.loaded(), self.store.graph(feature_norm)
         self._release_raw_edges()
         return self.graph
+
+    @property
+    def stored(self) -> bool:
+        """Whether the graph is read from, or was written to, a prepared graph's folder (:attr:`store`)."""
+        return self.store is not None and self.store.meta is not None
 
     def _release_raw_edges(self) -> None:
         """A job keeps one copy of the edges: once the graph is cleaned, ``loaded.data.edge_index`` (the file's
@@ -158,9 +187,11 @@ class Job:
         return line
 
     def record(self) -> dict:
-        """What ``results.json`` adds about the job: the splits drawn, the mini-batch schedule chosen."""
+        """What ``results.json`` adds about the job: the splits drawn, the mini-batch schedule chosen, the prepared
+        graph's folder (``opened``: read from it; else written by this run)."""
         extra = {"evaluation_split": self.split_record} if self.split_record else {}
         extra.update({"mini_batch_schedule": self.schedule} if self.schedule else {})
+        extra.update({"prepared_graph": self.store_record} if self.store_record else {})
         return {**extra, **({"fast_path": self.fast.record(self.config)} if self.fast is not None else {})}
 
     @property

@@ -71,15 +71,19 @@ def run_gca(
     plot_title: str = "",
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
     embeddings_file: str | Path | None = None,
+    scratch: str | Path | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
     (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
     ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
     passed to :meth:`GCA.fit` (validation during training); so is ``embeddings_file``, where a graph embedded in
-    blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so)."""
+    blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so), and
+    ``scratch`` (a torchrun process other than the first: where its share of inference maps its matrices;
+    ``record["inference_processes"]`` says how many processes embedded the graph)."""
     config = estimator.config
     embeddings = estimator.fit_transform(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                         resume=resume, on_epoch=on_epoch, embeddings_file=embeddings_file)  # fmt: skip
+                                         resume=resume, on_epoch=on_epoch, embeddings_file=embeddings_file,
+                                         scratch=scratch)  # fmt: skip
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,
@@ -90,6 +94,7 @@ def run_gca(
         "seconds_per_epoch": round(estimator.train_seconds / max(config.epochs, 1), 5),
         "embed_seconds": round(estimator.embed_seconds, 3),
         "embeddings_out_of_core": estimator.embedding_file_ is not None,
+        "inference_processes": getattr(estimator, "embed_processes_", 1),
         "final_loss": estimator.losses[-1] if estimator.losses else None,
         "losses": list(estimator.losses),
         "device": str(estimator.device),

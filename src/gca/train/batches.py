@@ -152,6 +152,7 @@ class NeighborBatches(BatchSource):
         seed: int = 0,
         rank: int = 0,
         world_size: int = 1,
+        unit_ids: torch.Tensor | None = None,
     ) -> None:
         if batch_size < 2:
             raise ValueError("a mini-batch needs at least two anchors")
@@ -161,7 +162,7 @@ class NeighborBatches(BatchSource):
         self.steps_per_epoch = steps_per_epoch
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, undirected=not graph.directed,
-                                       symmetric_units=views[0].symmetric_units)  # fmt: skip
+                                       symmetric_units=views[0].symmetric_units, units=unit_ids)  # fmt: skip
         self.edge_prob = tuple(view.edge_prob for view in views)
         self.maskers = tuple(view.features for view in views)
 
@@ -226,11 +227,12 @@ class NeighborBatches(BatchSource):
 
 
 def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], config: Any, device: torch.device,
-                 rank: int = 0, world_size: int = 1) -> BatchSource:
+                 rank: int = 0, world_size: int = 1, unit_ids: torch.Tensor | None = None) -> BatchSource:
     """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
-    ``rank``'s share of them among ``world_size``), else the whole graph every epoch."""
+    ``rank``'s share of them among ``world_size``), else the whole graph every epoch. ``unit_ids``: the sampler's
+    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`)."""
     views = (views[0].to(device), views[1].to(device))
     if config.batch_size:
         return NeighborBatches(graph.to(device), views, config.batch_size, config.fanouts, config.steps_per_epoch,
-                               config.seed, rank, world_size)  # fmt: skip
+                               config.seed, rank, world_size, unit_ids)  # fmt: skip
     return FullGraphBatches(graph.to(device), views)

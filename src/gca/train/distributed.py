@@ -17,7 +17,9 @@ Mini-batch training (``batch_size > 0``, :class:`gca.train.batches.NeighborBatch
 rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
 ranks before every optimiser step (:func:`average_gradients`).
 
-Rank 0 alone evaluates and writes results, checkpoints and exports. One process alone is a :class:`Placement` too:
+Inference over blocks of rows is shared too (:class:`RowRanges`): each rank computes its range of rows of every
+layer, the ranks exchange them, and rank 0 receives the embeddings' rows. Rank 0 alone evaluates and writes
+results, checkpoints and exports. One process alone is a :class:`Placement` too:
 its device (:func:`resolve_device`), rank 0 of 1.
 """
 
@@ -83,6 +85,48 @@ class BlockShare:
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+
+
+@dataclass(frozen=True)
+class RowRanges:
+    """Inference shared by the processes (:class:`gca.nn.gcn.RowShare`): rank ``rank`` of ``world_size`` computes
+    the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
+    the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
+    in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to
+    rank 0 alone, which :attr:`holds_result`."""
+
+    rank: int
+    world_size: int
+
+    @property
+    def holds_result(self) -> bool:
+        return self.rank == 0
+
+    def row_range(self, n: int, rank: int | None = None) -> tuple[int, int]:
+        r = self.rank if rank is None else rank
+        return n * r // self.world_size, n * (r + 1) // self.world_size
+
+    def blocks(self, n: int, rows: int, rank: int | None = None) -> list[tuple[int, int]]:
+        low, high = self.row_range(n, rank)
+        return [(start, min(start + rows, high)) for start in range(low, high, rows)]
+
+    def complete(self, matrix: torch.Tensor, rows: int, final: bool, written) -> None:
+        n = matrix.shape[0]
+        for owner in range(self.world_size):
+            if final and owner == 0:
+                continue  # rank 0's own rows are in place
+            for start, stop in self.blocks(n, rows, owner):
+                block = matrix[start:stop]  # rows of a row-major matrix: contiguous, received in place
+                if not final:
+                    dist.broadcast(block, src=owner)
+                elif self.rank == owner:
+                    dist.send(block, dst=0)
+                elif self.rank == 0:
+                    dist.recv(block, src=owner)
+                else:
+                    continue
+                if self.rank != owner:
+                    written(matrix, start, stop)
 
 
 def place() -> tuple[int, int]:
@@ -172,6 +216,10 @@ class Placement:
         """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each
         process then computes its own batches' objective whole)."""
         return BlockShare(self.rank, self.world_size) if self.distributed and not batch_size else None
+
+    def row_share(self) -> RowRanges | None:
+        """This process's share of inference over blocks of rows (``None`` for one process)."""
+        return RowRanges(self.rank, self.world_size) if self.distributed else None
 
     def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
         """Data-parallel mini-batch training averages the gradients over the processes before every step; the

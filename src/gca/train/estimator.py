@@ -36,7 +36,7 @@ import torch
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from ..augment.prepared import PreparedGraph, prepare
+from ..augment.prepared import Kept, PreparedGraph, prepare
 from ..config import ConfigError, GCAConfig
 from ..disk import trim_heap
 from ..errors import UserError
@@ -55,6 +55,7 @@ from .loop import (
     all_zero,
     encode_graph,
     identical_rows,
+    in_blocks,
     train,
     warmup_schedule,  # fmt: skip
 )
@@ -241,26 +242,34 @@ class GCA:
     graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
     prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
 
-    def prepare(self, data: Data | Graph, directed: bool | None = None) -> PreparedGraph:
-        """Clean the graph and compute centrality and both views' probabilities (once per graph)."""
-        return prepare(data, self.config, directed, encoder=self.encoder)
+    def prepare(self, data: Data | Graph, directed: bool | None = None, store: Kept | None = None) -> PreparedGraph:
+        """Clean the graph and compute centrality and both views' probabilities (once per graph); ``store``: where
+        they are kept between runs (:func:`gca.augment.prepared.prepare`)."""
+        return prepare(data, self.config, directed, encoder=self.encoder, store=store)
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
         """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement."""
         if self.batches is not None:
             return self.batches(prepared, self.device)
         place = placement or self.placement or Placement.joined(self.device)
-        return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size)
+        return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size,
+                            prepared.unit_ids)  # fmt: skip
 
     def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
-            on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None) -> GCA:  # fmt: skip
+            on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None,
+            scratch: str | Path | None = None) -> GCA:  # fmt: skip
         """Train on ``data``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         ``embeddings_file`` (a new ``.npy`` path): embed out of core where the graph is embedded in blocks on the
         CPU (:func:`gca.train.loop.encode_graph`) — the embeddings are written to that file as they are computed
         and :attr:`embedding_` is its mapping; :attr:`embedding_file_` is then that path (else ``None``, and nothing
         is written there).
+
+        Under torchrun (:class:`~gca.train.distributed.Placement`) a graph embedded in blocks of rows is embedded
+        by every process together, each its range of rows of every layer (:func:`gca.train.loop.encode_graph`):
+        rank 0's :attr:`embedding_` holds every node's, the other ranks' is ``None``. ``scratch``: the folder where
+        a rank without ``embeddings_file`` maps its matrices on the CPU (its files are unlinked at once).
 
         ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
         of every node (``gca tune`` stops unpromising trials with it). A hook with a parameter named ``loss`` (or
@@ -318,9 +327,13 @@ class GCA:
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
         start = time.perf_counter()
-        embedded = encode_graph(model, graph.to(self.device), out=embeddings_file).cpu()
+        self.embed_processes_ = place.world_size if in_blocks(model, graph.num_nodes) else 1
+        embedded = encode_graph(model, graph.to(self.device), out=embeddings_file, share=place.row_share(),
+                                scratch=scratch)  # fmt: skip
         self.embedding_file_ = Path(embeddings_file) if embeddings_file and Path(embeddings_file).is_file() else None
-        self.embedding_ = _not_constant(_finite(embedded, cfg.lr), graph, cfg)
+        # under torchrun a graph embedded by blocks of rows is embedded by all processes together, and its
+        # embeddings are rank 0's alone: the others hold None
+        self.embedding_ = None if embedded is None else _not_constant(_finite(embedded.cpu(), cfg.lr), graph, cfg)
         self.embed_seconds = time.perf_counter() - start
         log.info("trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes,
                  self.embed_seconds)  # fmt: skip

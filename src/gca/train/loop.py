@@ -27,12 +27,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .. import environment
 from ..disk import DiskArrays
 from ..errors import UserError
 from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
 from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
 from ..loggers import LOG
+from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
 from ..progress import Progress
@@ -216,13 +218,27 @@ def updates_taken(optimizer: torch.optim.Optimizer) -> int:
     return 0
 
 
-#: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`).
+#: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`);
+#: ``GCA_INFERENCE_ROWS`` sets another number (fewer rows: less memory per block, more blocks).
 INFERENCE_CHUNK_ROWS = 65_536
 
 
+def inference_rows() -> int:
+    """The rows of a block of inference: :data:`INFERENCE_CHUNK_ROWS`, or ``GCA_INFERENCE_ROWS`` where set."""
+    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1)
+
+
+def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
+    """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of rows (and so, under
+    torchrun, shares the rows among the processes)."""
+    rows = inference_rows() if chunk_rows is None else chunk_rows
+    return (not model.takes_edge_index and rows > 0 and num_nodes > rows
+            and hasattr(model.encoder, "forward_in_chunks"))  # fmt: skip
+
+
 @torch.no_grad()
-def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None,
-                 out: str | Path | None = None) -> torch.Tensor:  # fmt: skip
+def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, out: str | Path | None = None,
+                 share: RowShare | None = None, scratch: str | Path | None = None) -> torch.Tensor | None:  # fmt: skip
     """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
 
     Graphs with more than ``chunk_rows`` nodes (default :data:`INFERENCE_CHUNK_ROWS`) are embedded over blocks of rows
@@ -233,18 +249,28 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None,
     written block by block and flushed to disk — out-of-core inference, whose resident memory is the graph and
     the pages the kernel keeps. The embeddings returned are then that file's mapping. Elsewhere (a small graph,
     an encoder without blocks, a GPU) ``out`` is not written: the caller saves what is returned.
+
+    ``share`` (under torchrun, :meth:`gca.train.distributed.Placement.row_share`): the processes embed by blocks of
+    rows together, each its own range of every layer (:meth:`~gca.nn.gcn.GCNEncoder.forward_in_chunks`); the first
+    process gets the embeddings, the others ``None``. A process without ``out`` maps its matrices in ``scratch``
+    (on the CPU), reserving only its own rows of the embeddings. A graph embedded whole is embedded by every
+    process, as before.
     """
     model.eval()
     if model.takes_edge_index:
         return model.encode(graph.features, graph.edge_index, graph.num_nodes).detach()
     encoder = model.encoder
-    chunk_rows = INFERENCE_CHUNK_ROWS if chunk_rows is None else chunk_rows
-    if chunk_rows > 0 and graph.num_nodes > chunk_rows and hasattr(encoder, "forward_in_chunks"):
+    chunk_rows = inference_rows() if chunk_rows is None else chunk_rows
+    if in_blocks(model, graph.num_nodes, chunk_rows):
         rows = (AdjacencyRows(graph.edge_index, graph.num_nodes) if not graph.directed else
                 normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True))  # fmt: skip
-        disk = DiskArrays(out) if out is not None and model_device(model).type == "cpu" else None
-        embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk)
-        if disk is not None:
+        disk = None
+        if model_device(model).type == "cpu" and out is not None:
+            disk = DiskArrays(out)
+        elif model_device(model).type == "cpu" and share is not None and scratch is not None:
+            disk = DiskArrays(None, scratch, final_rows=share.row_range(graph.num_nodes))
+        embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk, share=share)
+        if disk is not None and embeddings is not None:
             disk.flush()
         return embeddings
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)

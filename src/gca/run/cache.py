@@ -1,0 +1,440 @@
+"""The prepared graph on disk: a graph's checked, cleaned form written once and opened by later runs without reading
+or cleaning the input again.
+
+A :class:`PreparedStore` is one folder, ``CACHE_DIR/prepared/NAME-KEY/`` (``CACHE_DIR``: ``$GCA_CACHE_DIR``, else
+``~/.cache/gca``), where ``KEY`` is a digest of the input's paths and how they are read (:class:`GraphSource`).
+It holds ``.npy`` files that are memory-mapped when opened (copy-on-write: a run never changes them):
+
+* the cleaned graph — ``edge_index`` [2, E] (int32 below 2³¹ nodes; sorted by source, so its second row is the CSR's
+  column indices) and ``indptr`` [N + 1] (the CSR's row pointer), ``edge_weight``/``edge_attr`` where the graph has
+  them, labels, and the raw features in the form cleaning kept them (a dense array in the file's dtype, float16
+  included, or a CSR matrix's three arrays);
+* what the reading knew besides: splits (``splits_ids``/``splits_offsets``, ``public_…``), node ids
+  (``node_ids.json``), and in ``meta.json`` the name, class names and the warnings about the files read and the
+  graph cleaned (printed again by every run that opens it);
+* what training derives from the graph, each added the first time a run computes it (:meth:`PreparedStore.kept`):
+  node centrality per kind, the two views' removal and masking probabilities per augmentation setting, the neighbour
+  sampler's augmentation unit of every edge.
+
+``meta.json`` is written last and names every array with its shape and dtype (and ``node_ids.json`` with its size),
+the gca version and format that wrote it, the input's paths and how they are read, each input file's identity (size,
+modification and change times, inode) and a digest of their contents.
+
+**When it is not trusted.** A folder is used only when its format and gca version are this one's, it was made for the
+same input read the same way, and each of its arrays has the exact size its header promises. The input files must be
+the ones it was made from: when a file's identity differs (copied, touched, rewritten, on another machine) its
+contents are hashed again and must give the stored digest. Anything else — another version, another input, changed
+contents, a truncated or missing array — is said in one line and the folder is rebuilt from the input; a folder
+that cannot be rebuilt (no space, no permission) is left alone and the run goes on from the input.
+
+**Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed to disk, and
+renamed into place once ``meta.json`` is written, so a process killed while writing (even by SIGKILL) leaves no folder
+under the final name; the next run removes its leftover when that process no longer runs and writes the folder
+again. Arrays added later are written under a temporary name and renamed the same way. Two processes writing the
+same folder at once (torchrun's ranks) each write their own copy; the first rename wins and the other is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import Data
+
+from .. import __version__
+from ..datasets.base import LoadedDataset, default_cache_dir
+from ..graph.features import encoder_input
+from ..graph.graph import Graph
+
+#: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
+FORMAT = 1
+#: A run writes the prepared graph by itself from this many directed edges up (``--cache`` writes any graph's).
+CACHE_MIN_EDGES = 10_000_000
+#: Bytes hashed at a time by :func:`content_digest`.
+_HASH_BLOCK = 1 << 23
+#: Space left free on the cache's disk beyond the folder's own size.
+_SPARE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class GraphSource:
+    """What a run reads: the input's files or folders (resolved paths) and ``how`` they are read (the reader and
+    its options, e.g. ``"files directed=False"``). Two runs with equal sources read the same graph whenever the
+    files' contents are the same."""
+
+    name: str
+    paths: tuple[str, ...]
+    how: str
+
+    @classmethod
+    def of(cls, name: str, paths: list[str | Path], how: str) -> GraphSource:
+        return cls(name, tuple(str(Path(p).expanduser().resolve()) for p in paths), how)
+
+    def record(self) -> dict:
+        return {"paths": list(self.paths), "how": self.how}
+
+    @property
+    def key(self) -> str:
+        text = json.dumps({"format": FORMAT, **self.record()}, sort_keys=True)
+        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+    def files(self) -> list[Path]:
+        """Every file read: each path given, and each file under a folder given (sorted; PyTorch Geometric's own
+        ``processed/`` folders are derived, not input, and are left out)."""
+        found: list[Path] = []
+        for text in self.paths:
+            path = Path(text)
+            if path.is_dir():
+                found += sorted(p for p in path.rglob("*") if p.is_file() and "processed" not in
+                                p.relative_to(path).parts)  # fmt: skip
+            else:
+                found.append(path)
+        return found
+
+
+def file_identity(files: list[Path]) -> list[list]:
+    """Each file's path, size, modification and change times (ns) and inode: any write to a file, or a new file in
+    its place, changes one of them."""
+    out = []
+    for path in files:
+        st = path.stat()
+        out.append([str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return out
+
+
+def content_digest(files: list[Path]) -> str:
+    """A BLAKE2b digest of the files' names (relative to nothing: their order and sizes) and contents."""
+    digest = hashlib.blake2b(digest_size=20)
+    for path in files:
+        digest.update(f"{path.name}:{path.stat().st_size};".encode())
+        with path.open("rb") as f:
+            while block := f.read(_HASH_BLOCK):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    """``array`` as ``path`` (.npy), flushed to disk before returning."""
+    with path.open("wb") as f:
+        np.save(f, array, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _npy_size(path: Path) -> tuple[tuple[int, ...], np.dtype, int] | None:
+    """(shape, dtype, expected file size) from an .npy file's header, or ``None`` where it has none."""
+    try:
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
+            return tuple(shape), dtype, f.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    except (OSError, ValueError):
+        return None
+
+
+def _complete(path: Path) -> bool:
+    """Whether ``path`` is an .npy file of exactly the size its header promises."""
+    sized = _npy_size(path)
+    return sized is not None and path.stat().st_size == sized[2]
+
+
+def _mapped(path: Path) -> torch.Tensor:
+    """An .npy file as a tensor over a copy-on-write mapping: pages come from the file (page cache), and a write
+    (none is made) would go to a private copy, never to the file."""
+    return torch.from_numpy(np.load(path, mmap_mode="c", allow_pickle=False))
+
+
+class PreparedStore:
+    """The prepared-graph folder of one :class:`GraphSource` (module docstring). :attr:`notes` collects the lines
+    a command prints about it (rebuilt, written, not written and why)."""
+
+    def __init__(self, source: GraphSource, root: str | Path | None = None) -> None:
+        self.source = source
+        self.root = (Path(root) if root is not None else default_cache_dir()) / "prepared"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.name)[:40] or "graph"
+        self.folder = self.root / f"{safe}-{source.key}"
+        self.notes: list[str] = []
+        self.meta: dict | None = None  # the folder's meta.json once it is found usable
+        self._host = socket.gethostname()
+
+    # -- finding ---------------------------------------------------------------------------------------------------
+
+    def usable(self) -> bool:
+        """Whether the folder holds a prepared graph this run may use; a folder that exists but may not be used is
+        said in :attr:`notes` (and rebuilt by :meth:`write`)."""
+        self._remove_leftovers()
+        if not self.folder.exists():
+            return False
+        why = self._refusal()
+        if why is None:
+            return True
+        self.notes.append(f"the prepared graph in {self.folder} {why}; it is rebuilt from the input")
+        self.meta = None
+        return False
+
+    def _refusal(self) -> str | None:
+        try:
+            meta = json.loads((self.folder / "meta.json").read_text())
+        except (OSError, ValueError):
+            return "has no readable meta.json (written by something else, or not completely)"
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("gca") != __version__:
+            version = meta.get("gca", "?") if isinstance(meta, dict) else "?"
+            return f"was written by gca {version} (format {meta.get('format') if isinstance(meta, dict) else '?'})" \
+                f", not gca {__version__} (format {FORMAT})"  # fmt: skip
+        if meta.get("source") != self.source.record():
+            return "was made from another input"
+        for name in meta.get("arrays", []):
+            path = self.folder / f"{name}.npy"
+            if not path.is_file() or not _complete(path):
+                return f"is incomplete ({name}.npy is missing or truncated)"
+        for name, size in meta.get("files", {}).items():
+            path = self.folder / name
+            if not path.is_file() or path.stat().st_size != size:
+                return f"is incomplete ({name} is missing or truncated)"
+        files = self.source.files()
+        identity = file_identity(files)
+        if identity != meta.get("identity"):
+            if [row[0] for row in identity] != [row[0] for row in meta.get("identity", [])]:
+                return "was made from another set of input files"
+            if content_digest(files) != meta.get("digest"):
+                return "was made from other contents of the input files (they changed since)"
+            meta["identity"] = identity  # same contents (copied, touched): remembered, so the next run does not hash
+            self._write_meta(self.folder, meta, quiet=True)
+        self.meta = meta
+        return None
+
+    def _remove_leftovers(self) -> None:
+        """Partial folders and files of processes on this host that no longer run (killed while writing)."""
+        if not self.root.is_dir():
+            return
+        for path in self.root.glob(f".{self.folder.name}*.partial-*"):
+            self._remove_if_dead(path)
+        if self.folder.is_dir():
+            for path in self.folder.glob(".*.partial-*"):
+                self._remove_if_dead(path)
+
+    def _remove_if_dead(self, path: Path) -> None:
+        host, _, pid = path.name.rpartition(".partial-")[2].rpartition("-")
+        if host == self._host and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+    # -- opening ---------------------------------------------------------------------------------------------------
+
+    def loaded(self) -> LoadedDataset:
+        """What the reading gave (name, labels, splits, node ids, the files' warnings) — its ``data`` holds the
+        labels and node count only: the graph is :meth:`graph`'s."""
+        meta = self._opened()
+        y = _mapped(self.folder / "y.npy").long() if "y" in meta["arrays"] else None
+        data = Data(y=y, num_nodes=meta["num_nodes"])
+        loaded_meta = meta["loaded"]
+        node_ids = None
+        if loaded_meta["node_ids"]:
+            node_ids = json.loads((self.folder / "node_ids.json").read_text())
+        return LoadedDataset(
+            loaded_meta["name"], data, splits=self._splits("splits"), public=self._splits("public"),
+            named=loaded_meta["named"], node_ids=node_ids, directed=loaded_meta["directed"],
+            warnings=list(loaded_meta["warnings"]), class_names=loaded_meta["class_names"],
+        )  # fmt: skip
+
+    def graph(self, feature_norm: str) -> Graph:
+        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``."""
+        meta = self._opened()
+        arrays = meta["arrays"]
+        edge_index = _mapped(self.folder / "edge_index.npy")
+        weight = _mapped(self.folder / "edge_weight.npy") if "edge_weight" in arrays else None
+        attr = _mapped(self.folder / "edge_attr.npy") if "edge_attr" in arrays else None
+        if meta["features"] == "sparse":
+            parts = [np.load(self.folder / f"x_{p}.npy", mmap_mode="c") for p in ("data", "indices", "indptr")]
+            raw: sp.csr_matrix | np.ndarray = sp.csr_matrix(tuple(parts), shape=tuple(meta["feature_shape"]))
+        else:
+            raw = np.load(self.folder / "x.npy", mmap_mode="c")
+        y = _mapped(self.folder / "y.npy").long() if "y" in arrays else None
+        return Graph(meta["num_nodes"], edge_index, bool(meta["directed"]), encoder_input(raw, feature_norm), raw, y,
+                     list(meta["graph_warnings"]), weight, attr)  # fmt: skip
+
+    def _opened(self) -> dict:
+        if self.meta is None and not self.usable():
+            raise RuntimeError(f"no usable prepared graph in {self.folder}")
+        assert self.meta is not None
+        return self.meta
+
+    def _splits(self, kind: str) -> list | None:
+        """Splits stored as their parts' node ids one after another (``KIND_ids``) and where each part starts
+        (``KIND_offsets``: 3 per split, and the end)."""
+        if f"{kind}_ids" not in self._opened()["arrays"]:
+            return None
+        ids, offsets = (np.load(self.folder / f"{kind}_{name}.npy") for name in ("ids", "offsets"))
+        parts = [ids[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+        return [tuple(parts[i : i + 3]) for i in range(0, len(parts), 3)]
+
+    # -- writing ---------------------------------------------------------------------------------------------------
+
+    def write(self, loaded: LoadedDataset, graph: Graph) -> bool:
+        """Write ``graph`` (cleaned from ``loaded``) as this folder, replacing a stale one; returns whether it was
+        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error."""
+        start = time.perf_counter()
+        arrays = self._arrays(loaded, graph)
+        need = sum(a.nbytes for a in arrays.values()) + _SPARE_BYTES
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(self.root).free
+        except OSError as exc:
+            self.notes.append(f"the prepared graph was not stored ({self.root}: {exc.strerror or exc})")
+            return False
+        if free < need:
+            self.notes.append(f"the prepared graph was not stored: it needs {need / 1e9:.1f} GB and {self.root} has "
+                              f"{free / 1e9:.1f} GB free")  # fmt: skip
+            return False
+        partial = self.root / f".{self.folder.name}.partial-{self._host}-{os.getpid()}"
+        try:
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            for name, array in arrays.items():
+                _save(partial / f"{name}.npy", array)
+            if loaded.node_ids is not None:
+                with (partial / "node_ids.json").open("w") as f:
+                    json.dump(loaded.node_ids, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+            files = self.source.files()
+            meta = {
+                "format": FORMAT, "gca": __version__, "source": self.source.record(),
+                "identity": file_identity(files), "digest": content_digest(files),
+                "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[1]),
+                "directed": graph.directed, "graph_warnings": list(graph.warnings),
+                "features": "sparse" if sp.issparse(graph.raw_features) else "dense",
+                "feature_shape": list(graph.raw_features.shape),
+                "arrays": {name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in arrays.items()},
+                "files": {p.name: p.stat().st_size for p in partial.iterdir() if p.suffix == ".json"},
+                "loaded": {"name": loaded.name, "named": loaded.named, "directed": loaded.directed,
+                           "warnings": list(loaded.warnings), "class_names": loaded.class_names,
+                           "node_ids": loaded.node_ids is not None},
+                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }  # fmt: skip
+            self._write_meta(partial, meta)
+            _fsync_dir(partial)
+            self._replace(partial)
+        except OSError as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            self.notes.append(f"the prepared graph was not stored ({exc.strerror or exc}); the run goes on without "
+                              "it")  # fmt: skip
+            return False
+        self.meta = json.loads((self.folder / "meta.json").read_text())
+        self.notes.append(f"stored the prepared graph in {self.folder} ({self.size() / 1e9:.2f} GB, "
+                          f"{time.perf_counter() - start:.1f} s); later runs on this input open it")  # fmt: skip
+        return True
+
+    def _replace(self, partial: Path) -> None:
+        """``partial`` renamed to the folder's name: a stale folder is moved aside first and removed after; when
+        another process has just put a usable one there, that one is kept and ``partial`` removed."""
+        stale = None
+        if self.folder.exists():
+            if self._refusal() is None:  # another process (a torchrun rank) wrote it meanwhile
+                shutil.rmtree(partial, ignore_errors=True)
+                return
+            stale = self.root / f".{self.folder.name}.stale-{self._host}-{os.getpid()}"
+            os.rename(self.folder, stale)
+        try:
+            os.rename(partial, self.folder)
+        except OSError:
+            if not self.folder.exists():
+                raise
+            shutil.rmtree(partial, ignore_errors=True)  # another process's rename won
+        _fsync_dir(self.root)
+        if stale is not None:
+            shutil.rmtree(stale, ignore_errors=True)
+
+    @staticmethod
+    def _write_meta(folder: Path, meta: dict, quiet: bool = False) -> None:
+        temporary = folder / f".meta.json.partial-{socket.gethostname()}-{os.getpid()}"
+        try:
+            with temporary.open("w") as f:
+                json.dump(meta, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, folder / "meta.json")
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            if not quiet:
+                raise
+
+    @staticmethod
+    def _arrays(loaded: LoadedDataset, graph: Graph) -> dict[str, np.ndarray]:
+        index = graph.edge_index.as_subclass(torch.Tensor).cpu()
+        source = index[0].numpy()
+        indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
+        for start in range(0, source.size, 1 << 24):  # row counts a block at a time: no edge-sized temporary
+            indptr[1:] += np.bincount(source[start : start + (1 << 24)], minlength=graph.num_nodes)
+        np.cumsum(indptr, out=indptr)
+        arrays = {"edge_index": index.numpy(), "indptr": indptr}
+        if graph.edge_weight is not None:
+            arrays["edge_weight"] = graph.edge_weight.cpu().numpy()
+        if graph.edge_attr is not None:
+            arrays["edge_attr"] = graph.edge_attr.cpu().numpy()
+        if graph.y is not None:
+            arrays["y"] = graph.y.cpu().numpy()
+        for kind in ("splits", "public"):
+            splits = getattr(loaded, kind)
+            if splits:  # each part's node ids one after another, and where each part starts
+                parts = [np.asarray(part, dtype=np.int64) for split in splits for part in split]
+                arrays[f"{kind}_ids"] = np.concatenate(parts)
+                arrays[f"{kind}_offsets"] = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+        raw = graph.raw_features
+        if sp.issparse(raw):
+            arrays.update(x_data=raw.data, x_indices=raw.indices, x_indptr=raw.indptr)
+        else:
+            arrays["x"] = np.asarray(raw)
+        return arrays
+
+    # -- what training derives -------------------------------------------------------------------------------------
+
+    def kept(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
+        when the folder is in use. An array that cannot be stored is simply not kept."""
+        path = self.folder / f"{name}.npy"
+        if self.meta is not None and path.is_file() and _complete(path):
+            return _mapped(path)
+        value = compute()
+        if self.meta is None:
+            return value
+        temporary = self.folder / f".{name}.npy.partial-{self._host}-{os.getpid()}"
+        try:
+            _save(temporary, value.detach().cpu().numpy())
+            os.replace(temporary, path)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            self.notes.append(f"{name} was not added to the prepared graph ({exc.strerror or exc})")
+        return value
+
+    def size(self) -> int:
+        """Bytes the folder takes on disk."""
+        return sum(p.stat().st_size for p in self.folder.iterdir() if p.is_file()) if self.folder.is_dir() else 0

@@ -1,0 +1,335 @@
+"""The prepared graph on disk (gca.run.cache): equal to the graph cleaned from the input, array for array; used only
+for the input, version and contents it was made from; rebuilt after a kill, a truncation or a change; and training
+from it gives the embeddings training from the input gives, bit for bit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from gca.cli import main
+from gca.cli.common import graph_source, load_graph
+from gca.graph.features import dense_input
+from gca.graph.graph import prepare_graph
+from gca.graph.sampling import edge_unit_ids
+from gca.run import cache as cache_module
+from gca.run.cache import PreparedStore
+from gca.run.job import Job
+
+
+def _npz_graph(path: Path, n: int = 120, dense: bool = True, seed: int = 0, half: bool = False) -> Path:
+    """A graph whose feature column 0 is the node's id over n (a misaligned row shows), with repeated edges, self-loops
+    and an isolated node, in the gnn-benchmark npz layout (members stored uncompressed: they are mapped)."""
+    rng = np.random.default_rng(seed)
+    source = rng.integers(0, n - 1, 6 * n)
+    target = rng.integers(0, n - 1, 6 * n)  # node n - 1 has no edge
+    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    x = rng.random((n, 8)).astype(np.float16 if half else np.float32)
+    x[:, 0] = np.arange(n) / n  # distinct for every node (float16: n ≤ 2048)
+    arrays = {"adj_data": adj.data, "adj_indices": adj.indices, "adj_indptr": adj.indptr, "adj_shape": adj.shape,
+              "labels": np.arange(n) % 3}  # fmt: skip
+    if dense:
+        arrays["attr_matrix"] = x
+    else:
+        sparse = sp.csr_matrix((rng.random((n, 30)) < 0.1).astype(np.float32))
+        arrays.update(attr_data=sparse.data, attr_indices=sparse.indices, attr_indptr=sparse.indptr,
+                      attr_shape=sparse.shape)  # fmt: skip
+    np.savez(path, **arrays)
+    return path
+
+
+def _csv_graph(folder: Path) -> list[str]:
+    """Edge, feature and label files with string ids (the files' order is not the node order)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"n{i:03d}" for i in range(40)]
+    rng = np.random.default_rng(3)
+    edges = [(names[a], names[b]) for a, b in rng.integers(0, 40, (150, 2)) if a != b]
+    (folder / "edges.csv").write_text("source,target\n" + "".join(f"{a},{b}\n" for a, b in edges))
+    order = rng.permutation(40)
+    (folder / "features.csv").write_text("".join(f"{names[i]},{i},{i % 5},{(i * 7) % 3}\n" for i in order))
+    (folder / "labels.csv").write_text("".join(f"{names[i]},{'abc'[i % 3]}\n" for i in order if i % 9))
+    return [str(folder / "edges.csv"), str(folder / "features.csv"), str(folder / "labels.csv")]
+
+
+def _args(**given) -> argparse.Namespace:
+    base = {"dataset": None, "data_dir": None, "edges": None, "features": None, "labels": None, "directed": False,
+            "cache": None}  # fmt: skip
+    return argparse.Namespace(**{**base, **given})
+
+
+def _assert_same_graph(stored, cleaned) -> None:
+    assert stored.num_nodes == cleaned.num_nodes and stored.directed == cleaned.directed
+    assert stored.edge_index.dtype == cleaned.edge_index.dtype
+    assert torch.equal(stored.edge_index, cleaned.edge_index)
+    assert stored.warnings == cleaned.warnings
+    if sp.issparse(cleaned.raw_features):
+        assert sp.issparse(stored.raw_features)
+        assert (stored.raw_features != cleaned.raw_features).nnz == 0
+    else:
+        assert stored.raw_features.dtype == cleaned.raw_features.dtype
+        assert np.array_equal(stored.raw_features, cleaned.raw_features)
+    a, b = dense_input(stored.features), dense_input(cleaned.features)
+    a, b = (m.to_dense() if hasattr(m, "to_dense") else m for m in (a, b))
+    assert torch.equal(a, b)
+    assert (stored.y is None) == (cleaned.y is None)
+    if cleaned.y is not None:
+        assert torch.equal(stored.y, cleaned.y)
+
+
+@pytest.mark.parametrize("kind", ["dense", "float16", "sparse", "files", "directed files"])
+@pytest.mark.parametrize("norm", ["none", "row"])
+def test_the_prepared_graph_equals_the_graph_cleaned_from_the_input(tmp_path, cache_dir, kind, norm):
+    if kind in ("files", "directed files"):
+        edges, features, labels = _csv_graph(tmp_path / "files")
+        args = _args(edges=edges, features=features, labels=labels, directed=kind == "directed files")
+    else:
+        args = _args(dataset=str(_npz_graph(tmp_path / "g.npz", dense=kind != "sparse", half=kind == "float16")))
+    loaded = load_graph(args)
+    store = PreparedStore(graph_source(args))
+    assert not store.usable() and store.write(load_graph(args), prepare_graph(load_graph(args).data,
+                                                                               loaded.directed, norm))  # fmt: skip
+    again = PreparedStore(graph_source(args))
+    assert again.usable() and again.notes == []
+    reopened = again.loaded()
+    for field in ("name", "named", "node_ids", "directed", "warnings", "class_names"):
+        assert getattr(reopened, field) == getattr(loaded, field), field
+    assert torch.equal(reopened.data.y, loaded.data.y)
+    for norm_asked in ("none", "row"):  # the raw features are stored: either normalisation opens from them
+        _assert_same_graph(again.graph(norm_asked), prepare_graph(load_graph(args).data, loaded.directed, norm_asked))
+    assert again.graph(norm).edge_index.dtype == torch.int32
+
+
+def test_splits_and_class_names_travel_with_the_prepared_graph(tmp_path, cache_dir, shared_data):
+    args = _args(dataset="Cora", data_dir=str(shared_data))
+    source = graph_source(args)
+    assert source is not None and source.paths == (str((shared_data / "Cora" / "raw").resolve()),)
+    loaded = load_graph(args)
+    store = PreparedStore(source, tmp_path / "c")
+    assert store.write(loaded, prepare_graph(loaded.data, loaded.directed))
+    again = PreparedStore(source, tmp_path / "c")
+    assert again.usable()
+    reopened = again.loaded()
+    assert reopened.public is not None and len(reopened.public) == len(loaded.public)
+    for mine, theirs in zip(reopened.public, loaded.public, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            assert np.array_equal(a, b)
+    assert reopened.splits == loaded.splits  # None for Cora (random splits are drawn from the seed)
+
+
+def _train(folder: Path, out: str, *extra: str) -> tuple[np.ndarray, dict]:
+    args = ["train", "--dataset", str(folder / "g.npz"), "--epochs", "2", "--quiet", "--splits", "1", "--set",
+            "hidden=16", "--set", "batch_size=32", "--set", "fanout=5,5", "--out", str(folder / out), *extra]
+    assert main(args) == 0
+    return np.load(folder / out / "embeddings.npy"), json.loads((folder / out / "results.json").read_text())
+
+
+def test_training_from_the_prepared_graph_equals_training_from_the_input(tmp_path, cache_dir, capsys):
+    _npz_graph(tmp_path / "g.npz", n=300)
+    plain, record = _train(tmp_path, "plain", "--no-cache")
+    assert "prepared_graph" not in record and not cache_dir.exists()
+    written, record = _train(tmp_path, "writes", "--cache")
+    assert record["prepared_graph"]["opened"] is False
+    assert "stored the prepared graph in" in capsys.readouterr().err
+    opened, record = _train(tmp_path, "opens")  # no flag: a usable folder is opened whatever the graph's size
+    assert record["prepared_graph"]["opened"] is True
+    assert np.array_equal(plain, written) and np.array_equal(plain, opened)
+    folder = Path(record["prepared_graph"]["folder"])
+    kept = {p.stem.split("-")[0] for p in folder.glob("*.npy")}
+    assert {"centrality", "views", "sampler"} <= kept  # what training derives was added for later runs
+    units = np.load(folder / "sampler-units.npy")
+    store = PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz"))))
+    assert store.usable()
+    g = store.graph("none")
+    assert np.array_equal(units, edge_unit_ids(g.edge_index, g.num_nodes, True).numpy())
+
+
+def test_small_graphs_are_not_written_unless_asked_and_no_cache_reads_nothing(tmp_path, cache_dir):
+    _npz_graph(tmp_path / "g.npz")
+    _, record = _train(tmp_path, "auto")
+    assert "prepared_graph" not in record and not cache_dir.exists()  # 10^7 directed edges and up only
+    _train(tmp_path, "writes", "--cache")
+    _, record = _train(tmp_path, "off", "--no-cache")
+    assert "prepared_graph" not in record
+
+
+def _stored_folder(tmp_path: Path) -> tuple[Path, PreparedStore]:
+    _train(tmp_path, "first", "--cache")
+    store = PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz"))))
+    assert store.usable()
+    return store.folder, store
+
+
+def test_a_prepared_graph_of_other_contents_is_rebuilt_not_trusted(tmp_path, cache_dir, capsys):
+    _npz_graph(tmp_path / "g.npz", n=200, seed=0)
+    folder, _ = _stored_folder(tmp_path)
+    stat = (tmp_path / "g.npz").stat()
+    _npz_graph(tmp_path / "changed.npz", n=200, seed=1)  # same size, other edges and features
+    os.replace(tmp_path / "changed.npz", tmp_path / "g.npz")
+    os.utime(tmp_path / "g.npz", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # even the modification time kept
+    capsys.readouterr()
+    rebuilt, record = _train(tmp_path, "after", "--cache")
+    err = capsys.readouterr().err
+    assert "was made from other contents of the input files" in err and "stored the prepared graph" in err
+    assert record["prepared_graph"]["opened"] is False
+    fresh, _ = _train(tmp_path, "fresh", "--no-cache")
+    assert np.array_equal(rebuilt, fresh)
+    assert not list(cache_dir.glob("prepared/.*"))  # no stale or partial folder is left
+
+
+@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta"])
+def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cache_dir, capsys, damage):
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    meta = json.loads((folder / "meta.json").read_text())
+    if damage == "version":
+        meta["gca"] = "0.0.1"
+    elif damage == "format":
+        meta["format"] = 0
+    if damage in ("version", "format"):
+        (folder / "meta.json").write_text(json.dumps(meta))
+    elif damage == "truncated":
+        with (folder / "edge_index.npy").open("r+b") as f:
+            f.truncate(f.seek(0, 2) - 4)
+    elif damage == "missing":
+        (folder / "x.npy").unlink()
+    else:
+        (folder / "meta.json").write_text("{")
+    capsys.readouterr()
+    rebuilt, record = _train(tmp_path, "after", "--cache")
+    err = capsys.readouterr().err
+    assert "it is rebuilt from the input" in err and record["prepared_graph"]["opened"] is False
+    assert np.array_equal(rebuilt, _train(tmp_path, "fresh", "--no-cache")[0])
+    assert PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz")))).usable()
+
+
+def test_a_prepared_graph_for_another_input_is_not_used(tmp_path, cache_dir):
+    first = _npz_graph(tmp_path / "a.npz", seed=0)
+    second = _npz_graph(tmp_path / "b.npz", seed=1)
+    one, two = (graph_source(_args(dataset=str(p))) for p in (first, second))
+    assert one.key != two.key
+    loaded = load_graph(_args(dataset=str(first)))
+    store = PreparedStore(one)
+    assert store.write(loaded, prepare_graph(loaded.data))
+    impostor = PreparedStore(two)
+    impostor.folder = store.folder  # a folder found under another input's name (copied, renamed)
+    assert not impostor.usable() and "was made from another input" in impostor.notes[0]
+
+
+def test_a_touched_or_copied_input_with_the_same_contents_keeps_its_prepared_graph(tmp_path, cache_dir):
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    before = json.loads((folder / "meta.json").read_text())["identity"]
+    os.utime(tmp_path / "g.npz", ns=(1, 10**18))
+    store = PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz"))))
+    assert store.usable() and store.notes == []
+    after = json.loads((folder / "meta.json").read_text())["identity"]
+    assert after != before and after[0][2] == 10**18  # remembered: the next run does not hash the file again
+
+
+def test_no_space_for_the_prepared_graph_is_one_line_and_the_run_goes_on(tmp_path, cache_dir, monkeypatch, capsys):
+    _npz_graph(tmp_path / "g.npz")
+    monkeypatch.setattr(cache_module.shutil, "disk_usage", lambda path: SimpleNamespace(free=1000))
+    embeddings, record = _train(tmp_path, "run", "--cache")
+    assert "the prepared graph was not stored: it needs" in capsys.readouterr().err
+    assert "prepared_graph" not in record and not list((cache_dir / "prepared").iterdir())
+    assert np.array_equal(embeddings, _train(tmp_path, "fresh", "--no-cache")[0])
+
+
+def test_gca_prepare_writes_once_and_a_killed_prepare_is_rebuilt(tmp_path, cache_dir):
+    """kill -9 while ``gca prepare`` writes (whenever it lands: before, during or after the write), then a rerun:
+    the rerun stores a usable folder equal to the cleaned input, and no partial folder is left."""
+    graph = _npz_graph(tmp_path / "g.npz", n=60_000)
+    env = {**os.environ, "GCA_CACHE_DIR": str(cache_dir)}
+    command = [sys.executable, "-m", "gca.cli", "prepare", "--dataset", str(graph)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if list((cache_dir / "prepared").glob(".*partial*")) if (cache_dir / "prepared").is_dir() else []:
+            break
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "g: 60000 nodes" in done.stdout
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert "already prepared" in again.stdout
+    store = PreparedStore(graph_source(_args(dataset=str(graph))))
+    assert store.usable()
+    loaded = load_graph(_args(dataset=str(graph)))
+    _assert_same_graph(store.graph("none"), prepare_graph(loaded.data))
+    assert not list((cache_dir / "prepared").glob(".*"))
+
+
+def test_gca_prepare_refuses_an_input_that_is_not_on_disk(capsys):
+    assert main(["prepare"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gca prepare stores a graph read from disk" in err
+
+
+def test_a_job_opened_from_the_prepared_graph_keeps_its_warnings_and_summary(tmp_path, cache_dir):
+    _npz_graph(tmp_path / "g.npz")
+    args = _args(dataset=str(tmp_path / "g.npz"))
+    fresh = Job.open(load_graph(args))
+    fresh.clean("none")
+    store = PreparedStore(graph_source(args))
+    store.write(load_graph(args), prepare_graph(load_graph(args).data))
+    opened = Job.open(store.loaded(), store=store)
+    opened.clean("none")
+    assert opened.warnings == fresh.warnings and opened.stored
+    assert opened.config == fresh.config
+
+
+def test_every_value_of_an_edge_stays_with_its_edge_in_the_prepared_graph(tmp_path, cache_dir):
+    """A weighted graph with edge features whose values encode their edge (u·1000 + v): after storing and opening,
+    each edge still carries its own weight and features, and the views built from it draw the same units."""
+    from torch_geometric.data import Data
+
+    from gca.config import GCAConfig
+    from gca.datasets.base import LoadedDataset
+    from gca.graph.sparse import edge_values
+    from gca.run.cache import GraphSource
+    from gca.train.estimator import GCA
+
+    rng = np.random.default_rng(5)
+    n = 50
+    pairs = {(int(a), int(b)) for a, b in rng.integers(0, n, (200, 2)) if a != b}
+    pairs |= {(b, a) for a, b in pairs}
+    index = torch.tensor(sorted(pairs)).t()
+    code = (torch.minimum(index[0], index[1]) * 1000 + torch.maximum(index[0], index[1])).double()
+    data = Data(x=torch.rand(n, 6), edge_index=index, edge_weight=code.float() / 1000,
+                edge_attr=torch.stack([code, -code], 1).float())  # fmt: skip
+    (tmp_path / "input.bin").write_bytes(b"graph")
+    source = GraphSource.of("weighted", [tmp_path / "input.bin"], "python")
+    graph = prepare_graph(data)
+    store = PreparedStore(source)
+    assert store.write(LoadedDataset("weighted", data, named=False), graph)
+    opened = PreparedStore(source)
+    assert opened.usable()
+    again = opened.graph("none")
+    weight, attr = edge_values(again.edge_index)
+    u, v = again.edge_index.long()
+    expected = (torch.minimum(u, v) * 1000 + torch.maximum(u, v)).float()
+    assert torch.equal(attr[:, 0], expected) and torch.equal(attr[:, 1], -expected)
+    assert torch.allclose(weight, expected / 1000)
+    assert torch.equal(again.edge_weight, graph.edge_weight) and torch.equal(again.edge_attr, graph.edge_attr)
+    estimator = GCA(GCAConfig(hidden=8, proj_hidden=8, epochs=1))
+    fresh, kept = estimator.prepare(graph), estimator.prepare(again, store=opened)
+    reused = estimator.prepare(opened.graph("none"), store=opened)  # read back from the folder this time
+    for a, b, c in zip(fresh.views, kept.views, reused.views, strict=True):
+        assert torch.equal(a.edge_prob, b.edge_prob) and torch.equal(a.edge_prob, c.edge_prob)
+        assert torch.equal(a.feature_prob, c.feature_prob)
+        assert torch.equal(a.units, c.units)
+    assert torch.equal(fresh.centrality, reused.centrality)
