@@ -31,7 +31,7 @@ from ..config import (
     read_config_file,
 )
 from ..datasets.base import LoadedDataset
-from ..disk import trim_heap
+from ..disk import page_out, trim_heap
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
 from ..train.estimator import GCA
@@ -127,7 +127,9 @@ class Job:
                 self.store_record = {"folder": str(self.store.folder), "opened": False}
                 # from here on this run reads what it wrote, as later runs will: the graph's arrays become pages of
                 # the folder's files, which the kernel may drop, and the copies in memory go
+                read = self.loaded
                 self.loaded, self.graph = self.store.loaded(), self.store.graph(feature_norm)
+                _give_up_arrays(read)
         self._release_raw_edges()
         return self.graph
 
@@ -198,3 +200,14 @@ class Job:
     def node_ids(self) -> list[str] | None:
         """The input files' node id of each row (user files), else ``None`` (rows are nodes 0..N−1)."""
         return self.loaded.node_ids
+
+
+def _give_up_arrays(loaded: LoadedDataset) -> None:
+    """A dataset read from its files, once the prepared graph written from it replaces it: its edges and features
+    are let go (set to ``None``; features mapped from a file are paged out first, so their pages leave this
+    process's memory even while another reference to them lives)."""
+    x = loaded.data.x
+    if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.layout == torch.strided:
+        page_out(x)
+    loaded.data.edge_index = None
+    loaded.data.x = None
