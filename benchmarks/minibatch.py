@@ -55,7 +55,7 @@ PHASES = ("load", "prepare", "training", "inference")
 
 
 def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4,
-                 prepared: bool = False) -> dict[str, dict[str, float]]:  # fmt: skip
+                 prepared: str = "") -> dict[str, dict[str, float]]:  # fmt: skip
     """Per phase of a mini-batch ``gca train`` on an undirected graph read from an uncompressed .npz file (its
     members mapped) with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
     row-normalised, the default) — ``edges`` E counts both directions, U = E/2 undirected units — the predicted
@@ -77,12 +77,14 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
       aggregates first (4F B/node), else the previous layer's output (4·hidden B/node); every block of rows
       written leaves the resident set.
 
-    ``prepared``: a run that opens the prepared graph on disk (``gca.run.cache``). Its edge list (8 B/edge), the
-    views' probabilities (4 B/edge) and the sampler's unit ids (4 B/edge) are pages of mapped files, counted as
-    file-backed in the phases that read them (prepare: none; training: all three; inference: the edge list and the
-    probabilities, still referenced); anonymous memory keeps the per-node arrays: at load the labels' int64 copy
-    (8 B/node), at prepare the row norms (4 B/node) and the arrays above of training and inference, less the
-    symmetry check's counts (not run again).
+    ``prepared="opened"``: a run that opens the prepared graph on disk (``gca.run.cache``). Its edge list
+    (8 B/edge), the views' probabilities (4 B/edge) and the sampler's unit ids (4 B/edge) are pages of mapped
+    files, counted as file-backed in the phases that read them (prepare: none; training: all three; inference: all
+    three, still referenced by the prepared graph, their pages touched in training); anonymous memory keeps the
+    per-node arrays: at load the labels (8 B/node), at prepare the row norms (4 B/node) and the arrays above of
+    training and inference, less the symmetry check's counts (not run again). ``prepared="written"``: a run that
+    writes it — load and prepare as from the input, then training and inference as when opened (it goes on from
+    the files it wrote).
 
     Each phase adds the libraries (0.33 GB) and, to the anonymous bytes, the block temporaries (0.25 GB).
     """
@@ -92,12 +94,14 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
     per_node = {"load": 40, "prepare": 20 + 32, "training": 20 + 32 + 24, "inference": 40}
     file_bytes = {"load": stored * nodes + 4 * units + 8 * nodes, "prepare": stored * nodes,
                   "training": stored * nodes, "inference": max(stored, 4 * features, 4 * hidden) * nodes}  # fmt: skip
-    if prepared:
-        mapped = {"load": 0, "prepare": 0, "training": 8 + 4 + 4, "inference": 8 + 4}
-        per_edge = {phase: 0 for phase in PHASES}
-        per_node = {"load": 8, "prepare": 20, "training": 20 + 24, "inference": 40}
+    if prepared in ("opened", "written"):
+        mapped = {"load": 0, "prepare": 0, "training": 8 + 4 + 4, "inference": 8 + 4 + 4}
+        later = ("load", "prepare", "training", "inference") if prepared == "opened" else ("training", "inference")
+        per_edge = {phase: 0 if phase in later else per_edge[phase] for phase in PHASES}
+        per_node = {phase: {"load": 8, "prepare": 20, "training": 20 + 24, "inference": 40}[phase] if phase in later
+                    else per_node[phase] for phase in PHASES}  # fmt: skip
         file_bytes = {phase: file_bytes[phase] - (4 * units + 8 * nodes if phase == "load" else 0)
-                      + mapped[phase] * edges for phase in PHASES}  # fmt: skip
+                      + mapped[phase] * edges if phase in later else file_bytes[phase] for phase in PHASES}  # fmt: skip
     model = {}
     for phase in PHASES:
         anonymous = per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES + BLOCK_BYTES
@@ -175,8 +179,9 @@ def main() -> None:
     parser.add_argument("--feature-bytes", type=int, choices=(4, 2),
                         help="features stored as float32 (4) or float16 (2); default: the size's")  # fmt: skip
     parser.add_argument("--machine-gb", type=float, default=64.0, help="with --predict: the machine's memory")
-    parser.add_argument("--prepared", action="store_true", help="with --predict: a run that opens the prepared "
-                        "graph on disk (its edge arrays mapped)")  # fmt: skip
+    parser.add_argument("--prepared", choices=("opened", "written"), default="",
+                        help="with --predict: a run that opens the prepared graph on disk (its edge arrays mapped), "
+                        "or writes it and goes on from it")  # fmt: skip
     parser.add_argument("--cached", action="store_true", help="run each graph twice through the prepared graph on "
                         "disk (in DIR/cache): the first run writes it, the second opens it")  # fmt: skip
     args = parser.parse_args()
@@ -185,7 +190,8 @@ def main() -> None:
         feature_bytes = args.feature_bytes or FEATURE_BYTES.get(args.predict, 4)
         model = memory_model(nodes, edges, features, feature_bytes=feature_bytes, prepared=args.prepared)
         kind = {4: "float32", 2: "float16"}[feature_bytes]
-        route = "opening the prepared graph" if args.prepared else "from the input file"
+        route = {"opened": "opening the prepared graph", "written": "writing the prepared graph"}.get(
+            args.prepared, "from the input file")  # fmt: skip
         print(f"{args.predict} size, {route}: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
               "(GB = 10⁹ bytes; anonymous memory must stay resident, file-backed pages the kernel may drop)")
         print("| phase | anonymous | per edge | per node | file-backed | total |\n|---|---|---|---|---|---|")
@@ -257,8 +263,9 @@ def main() -> None:
             accuracy.append(f"{size} size: planted classes {record['accuracy']['mean']:.2f} ± "
                             f"{record['accuracy']['std']:.2f} % over {len(record['accuracy']['runs'])} splits")
         if batch:
-            opened = bool((record.get("prepared_graph") or {}).get("opened"))
-            model = memory_model(nodes, edges, features, feature_bytes=FEATURE_BYTES.get(size, 4), prepared=opened)
+            stored = record.get("prepared_graph")
+            route = "" if not stored else "opened" if stored["opened"] else "written"
+            model = memory_model(nodes, edges, features, feature_bytes=FEATURE_BYTES.get(size, 4), prepared=route)
             phase = max(model, key=lambda k: model[k]["total"])
             m = model[phase]
             anon = max(v["anonymous"] for v in model.values())

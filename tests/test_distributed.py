@@ -322,3 +322,53 @@ def test_two_processes_share_inference_in_gca_train(tmp_path):
     assert np.array_equal(shared, alone)
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["embeddings.npy", "model.pt", "results.json"]
     assert list((tmp_path / "c" / "scratch").iterdir()) == []
+
+
+def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tmp_path):
+    """Two processes as two machines would run them: each in its own working folder with its own GCA_CACHE_DIR —
+    rank 0's prepared graph made by gca prepare, rank 1's a copy of it (as copied to another machine) — through a
+    launcher script. Both open their prepared graph, share inference, and nothing is written in rank 1's folders
+    but its (emptied) scratch; the embeddings equal one process embedding the model."""
+    import shutil
+    import stat
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    n = 240
+    source, target = rng.integers(0, n, 1500), rng.integers(0, n, 1500)
+    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    graph = tmp_path / "g.npz"
+    np.savez(graph, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
+             attr_matrix=rng.random((n, 10)).astype(np.float32))  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "40", "GCA_CACHE_DIR": str(tmp_path / "c0")}
+    done = subprocess.run([sys.executable, "-m", "gca", "prepare", "--dataset", str(graph)], capture_output=True,
+                          text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shutil.copytree(tmp_path / "c0", tmp_path / "c1")
+    for rank in (0, 1):
+        (tmp_path / f"work{rank}").mkdir()
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f'#!/bin/sh\ncd "{tmp_path}/work$RANK" && GCA_CACHE_DIR="{tmp_path}/c$RANK" exec '
+                        f'"{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
+                           "train", "--dataset", str(graph), "--epochs", "2", "--no-eval", "--quiet", "--set",
+                           "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert record["inference_processes"] == 2 and record["prepared_graph"]["opened"] is True
+    assert record["prepared_graph"]["folder"].startswith(str(tmp_path / "c0"))
+    assert list((tmp_path / "work1").iterdir()) == [] and list((tmp_path / "work0").iterdir()) == []
+    assert list((tmp_path / "c1" / "scratch").iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "c1").iterdir()) == ["prepared", "scratch"]
+    # gca prepare ran without batch_size, so the sampler's unit ids were added by the mini-batch run to the prepared
+    # graph each process opened: rank 1 opened its own copy
+    for cache in ("c0", "c1"):
+        assert len(list((tmp_path / cache / "prepared").glob("*/sampler-units.npy"))) == 1, cache
+    done = subprocess.run([sys.executable, "-m", "gca", "embed", "--checkpoint", str(tmp_path / "out" / "model.pt"),
+                           "--dataset", str(graph), "--out", str(tmp_path / "again")], capture_output=True,
+                          text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(np.load(tmp_path / "out" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy"))

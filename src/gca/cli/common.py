@@ -117,8 +117,8 @@ def graph_source(args: argparse.Namespace):
     found = dataset_source(args.dataset, args.data_dir)
     if found is None:
         return None
-    path, how = found
-    return GraphSource.of(Path(args.dataset).stem if how in ("npz", "folder") else args.dataset, [path], how)
+    paths, how = found
+    return GraphSource.of(Path(args.dataset).stem if how in ("npz", "folder") else args.dataset, paths, how)
 
 
 def open_graph(args: argparse.Namespace):

@@ -76,23 +76,29 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     return entry[1](Path(data_dir) if data_dir is not None else default_data_dir(), cache_dir)
 
 
-def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[Path, str] | None:
-    """The file or folder :func:`load_dataset` reads ``name`` from, and which reader: ``(path, how)``; ``None`` for
-    the built-in Karate club and a named dataset whose files are not there yet (the load downloads or refuses)."""
+def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[Path], str] | None:
+    """The files and folders :func:`load_dataset` reads ``name`` from, and which reader: ``(paths, how)`` — an
+    npz file; a dataset folder's ``raw/`` (and OGB's ``split/``) sub-folders, not what else the folder holds
+    (processed files, a user's runs); ``None`` for the built-in Karate club and a named dataset whose files are not
+    there yet (the load downloads or refuses)."""
     path = Path(name).expanduser()
     if path.is_file():
-        return path, "npz"
+        return [path], "npz"
+
+    def read(folder: Path) -> list[Path]:
+        return [folder / part for part in ("raw", "split") if (folder / part).is_dir()]
+
     named = NAMED.get(canonical_name(name)) if "/" not in name and os.sep not in name else None
     if path.is_dir() and any(recognises(path) for recognises, _ in FOLDER_READERS):
-        return path, "folder"
+        return read(path), "folder"
     if named is None:
         return None
     folder_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     key = canonical_name(name)
     if key in ogb.OGB_DATASETS:
         folder = folder_dir / ogb.OGB_DATASETS[key][1]
-        return (folder, f"ogb {key}") if ogb.is_ogb_folder(folder) else None
+        return (read(folder), f"ogb {key}") if ogb.is_ogb_folder(folder) else None
     if key in pyg.DATASETS:
         folder = folder_dir / pyg.DATASETS[key].folder
-        return (folder / "raw", f"pyg {key}") if pyg.is_dataset_folder(folder) else None
+        return (read(folder), f"pyg {key}") if pyg.is_dataset_folder(folder) else None
     return None
