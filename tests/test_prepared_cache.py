@@ -188,7 +188,7 @@ def test_a_prepared_graph_of_other_contents_is_rebuilt_not_trusted(tmp_path, cac
     assert not list(cache_dir.glob("prepared/.*"))  # no stale or partial folder is left
 
 
-@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta"])
+@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta", "keys", "shape"])
 def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cache_dir, capsys, damage):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)
@@ -204,6 +204,11 @@ def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cac
             f.truncate(f.seek(0, 2) - 4)
     elif damage == "missing":
         (folder / "x.npy").unlink()
+    elif damage == "keys":
+        del meta["loaded"]
+        (folder / "meta.json").write_text(json.dumps(meta))
+    elif damage == "shape":  # a complete .npy, but not the array meta.json names: fewer edges
+        np.save(folder / "edge_index.npy", np.load(folder / "edge_index.npy")[:, :-2])
     else:
         (folder / "meta.json").write_text("{")
     capsys.readouterr()
@@ -333,3 +338,14 @@ def test_every_value_of_an_edge_stays_with_its_edge_in_the_prepared_graph(tmp_pa
         assert torch.equal(a.feature_prob, c.feature_prob)
         assert torch.equal(a.units, c.units)
     assert torch.equal(fresh.centrality, reused.centrality)
+
+
+def test_a_kept_array_of_another_shape_is_computed_again(tmp_path, cache_dir):
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    centrality = next(folder.glob("centrality-*.npy"))
+    right = np.load(centrality)
+    np.save(centrality, right[:-1])  # complete, but one node short
+    _, record = _train(tmp_path, "again")
+    assert record["prepared_graph"]["opened"] is True
+    assert np.array_equal(np.load(centrality), right)  # computed and stored again

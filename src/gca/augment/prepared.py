@@ -50,9 +50,11 @@ class PreparedGraph:
 
 class Kept(Protocol):
     """Where arrays computed once per graph are kept between runs (:class:`gca.run.cache.PreparedStore`):
-    ``kept(name, compute)`` gives the array stored under ``name``, else computes, stores and gives it."""
+    ``kept(name, compute, shape)`` gives the array stored under ``name`` (when of ``shape``), else computes, stores
+    and gives it."""
 
-    def kept(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor: ...
+    def kept(self, name: str, compute: Callable[[], torch.Tensor],
+             shape: tuple[int, ...] | None = None) -> torch.Tensor: ...  # fmt: skip
 
 
 def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
@@ -77,7 +79,7 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     centrality = None
     if adaptive:
         centrality = _kept(store, f"centrality-{config.centrality}", lambda: node_centrality(
-            config.centrality, graph.edge_index, graph.num_nodes, graph.directed))  # fmt: skip
+            config.centrality, graph.edge_index, graph.num_nodes, graph.directed), (graph.num_nodes,))  # fmt: skip
     views = build_augmentors(
         graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
         edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
@@ -85,7 +87,8 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     ) if store is None else _kept_views(store, graph, centrality, config)  # fmt: skip
     unit_ids = None
     if store is not None and config.batch_size and views[0].symmetric_units:
-        unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True))
+        unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True),
+                              (graph.edge_index.shape[1],))  # fmt: skip
     return PreparedGraph(graph, centrality, views, time.perf_counter() - start, unit_ids)
 
 
@@ -94,8 +97,9 @@ VIEW_SETTINGS = ("centrality", "edge_drop", "feature_mask", "edge_scheme", "feat
                  "p_f2", "p_tau")  # fmt: skip
 
 
-def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-    return compute() if store is None else store.kept(name, compute)
+def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor],
+          shape: tuple[int, ...]) -> torch.Tensor:  # fmt: skip
+    return compute() if store is None else store.kept(name, compute, shape)
 
 
 def _kept_views(store: Kept, graph: Graph, centrality: torch.Tensor | None,
@@ -114,10 +118,14 @@ def _kept_views(store: Kept, graph: Graph, centrality: torch.Tensor | None,
         return computed[0]
 
     symmetric = not (graph.directed or config.edge_scheme == "authors")
+    # one unit per undirected edge — half the directed ones of a cleaned graph (both directions, no loops) — or
+    # per directed edge
+    units = graph.edge_index.shape[1] // 2 if symmetric else graph.edge_index.shape[1]
     out = []
     for i in (0, 1):
-        edge = store.kept(f"views-{key}-edge{i + 1}", lambda i=i: views()[i].edge_prob)
-        feature = store.kept(f"views-{key}-feature{i + 1}", lambda i=i: views()[i].feature_prob)
+        edge = store.kept(f"views-{key}-edge{i + 1}", lambda i=i: views()[i].edge_prob, (units,))
+        feature = store.kept(f"views-{key}-feature{i + 1}", lambda i=i: views()[i].feature_prob,
+                             (graph.num_features,))  # fmt: skip
         out.append(ViewAugmentor(EdgeDropper(graph.edge_index, symmetric, edge), FeatureMasker(feature)))
     return out[0], out[1]
 

@@ -173,6 +173,11 @@ def _mapped(path: Path) -> torch.Tensor:
     return torch.from_numpy(np.load(path, mmap_mode="c", allow_pickle=False))
 
 
+#: What every meta.json gca writes holds (a folder whose meta.json lacks one is not used).
+_META_KEYS = ("identity", "digest", "num_nodes", "num_edges", "directed", "graph_warnings", "features",
+              "feature_shape", "arrays", "loaded")  # fmt: skip
+
+
 class PreparedStore:
     """The prepared-graph folder of one :class:`GraphSource` (module docstring). :attr:`notes` collects the lines
     a command prints about it (rebuilt, written, not written and why)."""
@@ -212,10 +217,16 @@ class PreparedStore:
                 f", not gca {__version__} (format {FORMAT})"  # fmt: skip
         if meta.get("source") != self.source.record():
             return "was made from another input"
-        for name in meta.get("arrays", []):
+        if any(key not in meta for key in _META_KEYS) or not isinstance(meta["arrays"], dict) or not all(
+                key in meta["arrays"] for key in ("edge_index", "indptr")):  # fmt: skip
+            return "has a meta.json that lacks entries gca writes (edited, or written by something else)"
+        for name, spec in meta["arrays"].items():
             path = self.folder / f"{name}.npy"
-            if not path.is_file() or not _complete(path):
+            sized = _npy_size(path) if path.is_file() else None
+            if sized is None or path.stat().st_size != sized[2]:
                 return f"is incomplete ({name}.npy is missing or truncated)"
+            if not isinstance(spec, dict) or [list(sized[0]), str(sized[1])] != [spec.get("shape"), spec.get("dtype")]:
+                return f"holds a {name}.npy whose shape or dtype is not the one meta.json records"
         for name, size in meta.get("files", {}).items():
             path = self.folder / name
             if not path.is_file() or path.stat().st_size != size:
@@ -417,11 +428,14 @@ class PreparedStore:
 
     # -- what training derives -------------------------------------------------------------------------------------
 
-    def kept(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    def kept(self, name: str, compute: Callable[[], torch.Tensor],
+             shape: tuple[int, ...] | None = None) -> torch.Tensor:  # fmt: skip
         """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
-        when the folder is in use. An array that cannot be stored is simply not kept."""
+        when the folder is in use. A stored array is used only when complete and, given ``shape``, of that shape
+        (else computed and stored again). An array that cannot be stored is simply not kept."""
         path = self.folder / f"{name}.npy"
-        if self.meta is not None and path.is_file() and _complete(path):
+        sized = _npy_size(path) if self.meta is not None and path.is_file() else None
+        if sized is not None and path.stat().st_size == sized[2] and (shape is None or sized[0] == tuple(shape)):
             return _mapped(path)
         value = compute()
         if self.meta is None:
