@@ -200,3 +200,27 @@ def test_a_dataset_name_that_is_also_an_unrelated_folder_here_is_the_name(tmp_pa
     assert load_dataset("Karate").data.num_nodes == 34
     with pytest.raises(DatasetError, match="holds none of the datasets"):
         load_dataset("./Karate")  # written as a path, it is the folder
+
+
+@pytest.mark.parametrize("folder_name", ["Cora", "MyCora"])
+def test_raw_files_changed_after_processing_are_processed_again(shared_data, tmp_path, cache_dir, folder_name):
+    """PyG never looks at raw files again once processed/ exists: a raw file edited in place (here the public
+    test nodes' order, which moves labels' meaning nowhere but changes the split) must not be read from the old
+    processed copy — whether it was processed into the folder itself (named as PyG names it, writable) or into
+    the cache (named otherwise)."""
+    folder = tmp_path / folder_name
+    shutil.copytree(shared_data / "Cora", folder)
+    for root, dirs, files in os.walk(tmp_path):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    first = load_dataset(str(folder))
+    index = folder / "raw" / "ind.cora.test.index"
+    lines = index.read_text().splitlines()
+    index.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
+    again = load_dataset(str(folder))
+    fresh_copy = tmp_path / "fresh" / "Other"
+    shutil.copytree(folder / "raw", fresh_copy / "raw")
+    fresh = load_dataset(str(fresh_copy), cache_dir=tmp_path / "fresh-cache")
+    assert torch.equal(again.data.x.to_dense(), fresh.data.x.to_dense())
+    assert torch.equal(again.data.y, fresh.data.y) and torch.equal(again.data.edge_index, fresh.data.edge_index)
+    assert not torch.equal(again.data.x.to_dense(), first.data.x.to_dense())  # the edit did change the graph

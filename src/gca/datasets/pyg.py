@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Callable
@@ -143,14 +144,20 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
 
     PyG reads ``ROOT/<spec.folder>/raw`` and writes ``ROOT/<spec.folder>/processed``. Where the folder is read-only
     or named otherwise, processing happens in the cache, whose ``raw`` links back to the folder's; the cache entry
-    is keyed by the raw folder's real path, so two folders never share processed files.
+    is keyed by the raw folder's real path and its files' identity (:func:`_raw_stamp`), so two folders never share
+    processed files, and raw files changed since they were processed are processed again — PyG itself never looks
+    at them once ``processed/`` exists. A folder's own ``processed/`` is used only where gca processed it from the
+    raw files as they are now (its stamp file says so); otherwise processing happens in the cache.
     """
     raw_dir = folder / "raw"
     missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]
     root = folder.parent
-    in_cache = not missing and (folder.name != spec.folder or not _writable(folder / "processed"))
+    stamp = _raw_stamp(raw_dir, spec.raw_files) if not missing else ""
+    own = folder / "processed"
+    in_cache = not missing and (folder.name != spec.folder or not _writable(own) or (
+        own.exists() and _stamp_of(own) != stamp))  # fmt: skip
     if in_cache:
-        digest = hashlib.sha1(str(raw_dir.resolve()).encode()).hexdigest()[:12]
+        digest = hashlib.sha1(f"{raw_dir.resolve()}\n{stamp}".encode()).hexdigest()[:12]
         root = cache_dir / "processed-data" / digest
         mirror = root / spec.folder / "raw"
         try:
@@ -164,7 +171,7 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
     elif missing and not _writable(raw_dir):
         raise DatasetError(_missing_message(spec, raw_dir, "the folder is not writable, so it cannot be downloaded"))
     try:
-        return spec.build(str(root))
+        dataset = spec.build(str(root))
     except (OSError, ValueError, RuntimeError) as exc:
         if missing:
             reason = f"the download failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -172,6 +179,35 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
         if in_cache and isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:  # the cache, not the raw files
             raise DatasetError(_cache_message(cache_dir, exc)) from None
         raise DatasetError(f"{spec.name}: cannot read the files in {raw_dir}: {exc}") from None
+    processed = root / spec.folder / "processed"
+    try:  # what the processed files were made from (the download's files, when it downloaded them)
+        made_from = _raw_stamp(raw_dir, spec.raw_files)
+        if _stamp_of(processed) != made_from:
+            (processed / STAMP).write_text(made_from)
+    except OSError:
+        pass  # no stamp: the next run processes in the cache
+    return dataset
+
+
+#: The file in a ``processed/`` folder that says which raw files it was made from (:func:`_raw_stamp`).
+STAMP = "gca-raw-files.json"
+
+
+def _raw_stamp(raw_dir: Path, names: tuple[str, ...] | list[str]) -> str:
+    """The raw files' identity — name, size, modification and change times, inode: any write to one, or another
+    file in its place, changes it."""
+    rows = []
+    for name in names:
+        st = (raw_dir / name).stat()
+        rows.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return json.dumps(rows)
+
+
+def _stamp_of(processed: Path) -> str | None:
+    try:
+        return (processed / STAMP).read_text()
+    except OSError:
+        return None
 
 
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
