@@ -188,7 +188,8 @@ def test_a_prepared_graph_of_other_contents_is_rebuilt_not_trusted(tmp_path, cac
     assert not list(cache_dir.glob("prepared/.*"))  # no stale or partial folder is left
 
 
-@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta", "keys", "shape"])
+@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta", "keys", "shape", "nodes",
+                                    "directed", "replaced", "file"])
 def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cache_dir, capsys, damage):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)
@@ -209,12 +210,23 @@ def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cac
         (folder / "meta.json").write_text(json.dumps(meta))
     elif damage == "shape":  # a complete .npy, but not the array meta.json names: fewer edges
         np.save(folder / "edge_index.npy", np.load(folder / "edge_index.npy")[:, :-2])
+    elif damage in ("nodes", "directed"):  # meta.json edited by hand, its entries then disagreeing with the arrays
+        meta["num_nodes" if damage == "nodes" else "directed"] = 119 if damage == "nodes" else True
+        (folder / "meta.json").write_text(json.dumps(meta))
+    elif damage == "replaced":  # the same shape and dtype, other contents: the labels permuted
+        np.save(folder / "y.npy", np.load(folder / "y.npy")[::-1].copy())
+    elif damage == "file":  # something else where the folder should be
+        import shutil
+
+        shutil.rmtree(folder)
+        folder.write_text("not a folder")
     else:
         (folder / "meta.json").write_text("{")
     capsys.readouterr()
     rebuilt, record = _train(tmp_path, "after", "--cache")
     err = capsys.readouterr().err
-    assert "it is rebuilt from the input" in err and record["prepared_graph"]["opened"] is False
+    assert ("it was removed, and the graph is read from the input" in err or damage == "file")
+    assert record["prepared_graph"]["opened"] is False
     assert np.array_equal(rebuilt, _train(tmp_path, "fresh", "--no-cache")[0])
     assert PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz")))).usable()
 
@@ -349,3 +361,17 @@ def test_a_kept_array_of_another_shape_is_computed_again(tmp_path, cache_dir):
     _, record = _train(tmp_path, "again")
     assert record["prepared_graph"]["opened"] is True
     assert np.array_equal(np.load(centrality), right)  # computed and stored again
+
+
+def test_a_refused_prepared_graph_is_removed_once_not_hashed_on_every_run(tmp_path, cache_dir, capsys):
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["gca"] = "0.0.1"
+    (folder / "meta.json").write_text(json.dumps(meta))
+    capsys.readouterr()
+    _train(tmp_path, "second")  # below 10^7 edges and no --cache: the stale folder goes, nothing is written
+    assert "it was removed" in capsys.readouterr().err and not folder.exists()
+    _train(tmp_path, "third")
+    assert "prepared graph" not in capsys.readouterr().err
+    assert not [p for p in (cache_dir / "prepared").iterdir()]

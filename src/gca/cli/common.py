@@ -110,6 +110,8 @@ def graph_source(args: argparse.Namespace):
 
     if args.edges and args.features:
         files = [args.edges, args.features, *([args.labels] if args.labels else [])]
+        if not all(Path(f).is_file() for f in files):
+            return None  # reading them says what is wrong
         return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
                               f"labels={bool(args.labels)}")  # fmt: skip
     if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():

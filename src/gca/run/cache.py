@@ -21,11 +21,15 @@ the gca version and format that wrote it, the input's paths and how they are rea
 modification and change times, inode) and a digest of their contents.
 
 **When it is not trusted.** A folder is used only when its format and gca version are this one's, it was made for the
-same input read the same way, and each of its arrays has the exact size its header promises. The input files must be
-the ones it was made from: when a file's identity differs (copied, touched, rewritten, on another machine) its
-contents are hashed again and must give the stored digest. Anything else — another version, another input, changed
-contents, a truncated or missing array — is said in one line and the folder is rebuilt from the input; a folder
-that cannot be rebuilt (no space, no permission) is left alone and the run goes on from the input.
+same input read the same way, its ``meta.json`` is the one gca wrote (a seal over its entries) and agrees with
+itself, and each array has the shape, dtype and size meta.json records and the same 16 sampled blocks of 64 KiB
+(:func:`sampled_digest`: an array replaced by another of the same shape is told apart without reading every
+byte). The input files must be the ones it was made from: when a file's identity differs (copied, touched,
+rewritten, on another machine) its contents are hashed again and must give the stored digest. Anything else —
+another version, another input, changed contents, an edited, truncated or replaced file — is said in one line and
+the folder removed; the run reads the input, and writes the folder again where it writes one. Arrays added later
+are used only with the shape their graph gives them. Not covered: an array changed by hand between the sampled
+blocks, or a meta.json and its seal both recomputed by hand.
 
 **Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed to disk, and
 renamed into place once ``meta.json`` is written, so a process killed while writing (even by SIGKILL) leaves no folder
@@ -123,6 +127,33 @@ def content_digest(files: list[Path]) -> str:
     return digest.hexdigest()
 
 
+#: Blocks read by :func:`sampled_digest` (evenly spaced, the first and last included) and their size.
+_SAMPLES, _SAMPLE_BYTES = 16, 1 << 16
+
+
+def sampled_digest(path: Path) -> str:
+    """A BLAKE2b digest of a file's size and of 16 evenly spaced blocks of 64 KiB (the whole file when smaller than
+    1 MiB): what opening a prepared graph reads to tell its arrays from others of the same shape — cheap at any
+    size, where hashing every byte on each run would cost what the folder saves."""
+    size = path.stat().st_size
+    digest = hashlib.blake2b(f"{size};".encode(), digest_size=16)
+    with path.open("rb") as f:
+        if size <= _SAMPLES * _SAMPLE_BYTES:
+            digest.update(f.read())
+        else:
+            for i in range(_SAMPLES):
+                f.seek((size - _SAMPLE_BYTES) * i // (_SAMPLES - 1))
+                digest.update(f.read(_SAMPLE_BYTES))
+    return digest.hexdigest()
+
+
+def _seal(meta: dict) -> str:
+    """A digest of meta.json's entries but the input files' identity (refreshed when only it changed) and the seal
+    itself: a meta.json edited by hand no longer matches it."""
+    kept = {k: v for k, v in meta.items() if k not in ("identity", "seal")}
+    return hashlib.blake2b(json.dumps(kept, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -178,6 +209,30 @@ _META_KEYS = ("identity", "digest", "num_nodes", "num_edges", "directed", "graph
               "feature_shape", "arrays", "loaded")  # fmt: skip
 
 
+def _inconsistent(meta: dict) -> str:
+    """What in ``meta`` disagrees with itself (node count, edge count, feature shape against the arrays' shapes), or
+    an empty string."""
+    arrays, n = meta["arrays"], meta["num_nodes"]
+    if not isinstance(arrays, dict) or not all(isinstance(a, dict) for a in arrays.values()):
+        return "arrays"
+    shape = {name: spec.get("shape") for name, spec in arrays.items()}
+    expected = {"edge_index": [2, meta["num_edges"]], "indptr": [n + 1]}
+    features = meta["feature_shape"]
+    if not (isinstance(features, list) and len(features) == 2 and features[0] == n):
+        return "feature_shape"
+    if meta["features"] == "dense":
+        expected["x"] = features
+    else:
+        expected["x_indptr"] = [n + 1]
+    for name, want in expected.items():
+        if shape.get(name) != want:
+            return name
+    for name in ("y", "edge_weight", "edge_attr"):
+        if name in shape and (shape[name] or [None])[0] != (meta["num_edges"] if name.startswith("edge") else n):
+            return name
+    return ""
+
+
 class PreparedStore:
     """The prepared-graph folder of one :class:`GraphSource` (module docstring). :attr:`notes` collects the lines
     a command prints about it (rebuilt, written, not written and why)."""
@@ -202,9 +257,24 @@ class PreparedStore:
         why = self._refusal()
         if why is None:
             return True
-        self.notes.append(f"the prepared graph in {self.folder} {why}; it is rebuilt from the input")
         self.meta = None
+        try:
+            self._discard(self.folder)
+            self.notes.append(f"the prepared graph in {self.folder} {why}; it was removed, and the graph is read from "
+                              "the input")  # fmt: skip
+        except OSError as exc:
+            self.notes.append(f"the prepared graph in {self.folder} {why}; it is not used (and could not be removed: "
+                              f"{exc.strerror or exc})")  # fmt: skip
         return False
+
+    def _discard(self, path: Path) -> None:
+        """``path`` (a refused folder, or whatever stands at its name) moved aside and removed."""
+        aside = self.root / f".{self.folder.name}.stale-{self._host}-{os.getpid()}"
+        os.rename(path, aside)
+        if aside.is_dir() and not aside.is_symlink():
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            aside.unlink(missing_ok=True)
 
     def _refusal(self) -> str | None:
         try:
@@ -217,9 +287,11 @@ class PreparedStore:
                 f", not gca {__version__} (format {FORMAT})"  # fmt: skip
         if meta.get("source") != self.source.record():
             return "was made from another input"
-        if any(key not in meta for key in _META_KEYS) or not isinstance(meta["arrays"], dict) or not all(
-                key in meta["arrays"] for key in ("edge_index", "indptr")):  # fmt: skip
-            return "has a meta.json that lacks entries gca writes (edited, or written by something else)"
+        if meta.get("seal") != _seal(meta) or any(key not in meta for key in _META_KEYS):
+            return "has a meta.json that is not the one gca wrote (edited, or written by something else)"
+        why = _inconsistent(meta)
+        if why:
+            return f"has a meta.json whose entries disagree ({why})"
         for name, spec in meta["arrays"].items():
             path = self.folder / f"{name}.npy"
             sized = _npy_size(path) if path.is_file() else None
@@ -227,10 +299,12 @@ class PreparedStore:
                 return f"is incomplete ({name}.npy is missing or truncated)"
             if not isinstance(spec, dict) or [list(sized[0]), str(sized[1])] != [spec.get("shape"), spec.get("dtype")]:
                 return f"holds a {name}.npy whose shape or dtype is not the one meta.json records"
-        for name, size in meta.get("files", {}).items():
+            if sampled_digest(path) != spec.get("sample"):
+                return f"holds a {name}.npy whose contents are not the ones written (replaced since)"
+        for name, sample in meta.get("files", {}).items():
             path = self.folder / name
-            if not path.is_file() or path.stat().st_size != size:
-                return f"is incomplete ({name} is missing or truncated)"
+            if not path.is_file() or sampled_digest(path) != sample:
+                return f"is incomplete or changed ({name})"
         files = self.source.files()
         identity = file_identity(files)
         if identity != meta.get("identity"):
@@ -344,45 +418,53 @@ class PreparedStore:
                 "directed": graph.directed, "graph_warnings": list(graph.warnings),
                 "features": "sparse" if sp.issparse(graph.raw_features) else "dense",
                 "feature_shape": list(graph.raw_features.shape),
-                "arrays": {name: {"shape": list(a.shape), "dtype": str(a.dtype)} for name, a in arrays.items()},
-                "files": {p.name: p.stat().st_size for p in partial.iterdir() if p.suffix == ".json"},
+                "arrays": {name: {"shape": list(a.shape), "dtype": str(a.dtype),
+                                  "sample": sampled_digest(partial / f"{name}.npy")} for name, a in arrays.items()},
+                "files": {p.name: sampled_digest(p) for p in partial.iterdir() if p.suffix == ".json"},
                 "loaded": {"name": loaded.name, "named": loaded.named, "directed": loaded.directed,
                            "warnings": list(loaded.warnings), "class_names": loaded.class_names,
                            "node_ids": loaded.node_ids is not None},
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }  # fmt: skip
+            meta["seal"] = _seal(meta)
             self._write_meta(partial, meta)
             _fsync_dir(partial)
-            self._replace(partial)
+            ours = self._replace(partial)
         except OSError as exc:
             shutil.rmtree(partial, ignore_errors=True)
             self.notes.append(f"the prepared graph was not stored ({exc.strerror or exc}); the run goes on without "
                               "it")  # fmt: skip
             return False
-        self.meta = json.loads((self.folder / "meta.json").read_text())
-        self.notes.append(f"stored the prepared graph in {self.folder} ({self.size() / 1e9:.2f} GB, "
-                          f"{time.perf_counter() - start:.1f} s); later runs on this input open it")  # fmt: skip
+        if not self.usable():
+            self.notes.append(f"the prepared graph another process stored in {self.folder} meanwhile cannot be "
+                              "used; the run goes on without it")  # fmt: skip
+            return False
+        if ours:
+            self.notes.append(f"stored the prepared graph in {self.folder} ({self.size() / 1e9:.2f} GB, "
+                              f"{time.perf_counter() - start:.1f} s); later runs on this input open it")  # fmt: skip
+        else:
+            self.notes.append(f"another process stored the prepared graph in {self.folder} first; this run uses "
+                              "it")  # fmt: skip
         return True
 
-    def _replace(self, partial: Path) -> None:
-        """``partial`` renamed to the folder's name: a stale folder is moved aside first and removed after; when
-        another process has just put a usable one there, that one is kept and ``partial`` removed."""
-        stale = None
-        if self.folder.exists():
+    def _replace(self, partial: Path) -> bool:
+        """``partial`` renamed to the folder's name (``True``): a stale folder is moved aside and removed first;
+        when another process has just put a usable one there, that one is kept and ``partial`` removed
+        (``False``)."""
+        if self.folder.exists() or self.folder.is_symlink():
             if self._refusal() is None:  # another process (a torchrun rank) wrote it meanwhile
                 shutil.rmtree(partial, ignore_errors=True)
-                return
-            stale = self.root / f".{self.folder.name}.stale-{self._host}-{os.getpid()}"
-            os.rename(self.folder, stale)
+                return False
+            self._discard(self.folder)
         try:
             os.rename(partial, self.folder)
         except OSError:
             if not self.folder.exists():
                 raise
             shutil.rmtree(partial, ignore_errors=True)  # another process's rename won
+            return False
         _fsync_dir(self.root)
-        if stale is not None:
-            shutil.rmtree(stale, ignore_errors=True)
+        return True
 
     @staticmethod
     def _write_meta(folder: Path, meta: dict, quiet: bool = False) -> None:
