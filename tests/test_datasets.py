@@ -224,3 +224,15 @@ def test_raw_files_changed_after_processing_are_processed_again(shared_data, tmp
     assert torch.equal(again.data.x.to_dense(), fresh.data.x.to_dense())
     assert torch.equal(again.data.y, fresh.data.y) and torch.equal(again.data.edge_index, fresh.data.edge_index)
     assert not torch.equal(again.data.x.to_dense(), first.data.x.to_dense())  # the edit did change the graph
+
+
+def test_a_directed_file_s_repeats_are_reported_once_by_the_reader(tmp_path):
+    from gca.datasets import load_files
+    from gca.graph.graph import prepare_graph
+
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    (tmp_path / "d.csv").write_text("0,1\n1,2\n0,1\n2,3\n1,0\n0,1\n")
+    loaded = load_files(tmp_path / "d.csv", tmp_path / "x.npy", directed=True)
+    assert loaded.warnings == [f"{tmp_path / 'd.csv'} lists 2 duplicate edges (a pair listed again); merged"]
+    assert loaded.data.edge_index.tolist() == [[0, 1, 1, 2], [1, 0, 2, 3]]
+    assert prepare_graph(loaded.data, directed=True).warnings == []

@@ -372,3 +372,44 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
                           text=True, timeout=300, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert np.array_equal(np.load(tmp_path / "out" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="finds the ranks and their phase through /proc")
+def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp_path):
+    """Rank 1 is killed once it has mapped an inference matrix (a scratch file in /proc/PID/maps): rank 0, waiting
+    for its rows, stops with one line, no traceback of gca's, no result file and no scratch file left."""
+    import signal
+    import time
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    n = 30_000
+    source, target = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
+    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
+             adj_shape=adj.shape, attr_matrix=rng.random((n, 32)).astype(np.float32))  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "8", "GCA_CACHE_DIR": str(tmp_path / "c")}
+    proc = subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train", "--dataset",
+                             str(tmp_path / "g.npz"), "--epochs", "1", "--no-eval", "--quiet", "--set",
+                             "batch_size=256", "--set", "steps_per_epoch=5", "--set", "hidden=64", "--out",
+                             str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    victim, deadline = None, time.time() + 240
+    while victim is None and time.time() < deadline and proc.poll() is None:
+        for pid in _children(proc.pid):
+            try:
+                if b"RANK=1\x00" in Path(f"/proc/{pid}/environ").read_bytes() and \
+                        ".gca-scratch" in Path(f"/proc/{pid}/maps").read_text():  # fmt: skip
+                    victim = pid
+            except OSError:
+                continue
+        time.sleep(0.02)
+    assert victim is not None, "rank 1 never reached inference"
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    ours = [line for line in err.splitlines() if line.startswith("gca:") and not line.startswith("gca: warning:")]
+    assert ours and all(line.startswith("gca: error:") for line in ours), ours
+    assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', err), err
+    assert not (tmp_path / "out").exists()  # made by this run, left empty: removed
+    assert list((tmp_path / "c" / "scratch").iterdir()) == []

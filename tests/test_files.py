@@ -76,8 +76,7 @@ def test_cli_trains_on_files_without_labels_and_exports_by_node_id(karate_files,
     out = tmp_path / "run"
     args = ["train", "--edges", str(karate_files["edges_str"]), "--features", str(karate_files["features_csv"]),
             "--epochs", "5", "--quiet", "--out", str(out)]  # fmt: skip
-    for export in ("emb.csv", "emb.parquet"):
-        assert main([*args, "--export", str(out / export)]) == 0
+    assert main([*args, "--export", str(out / "emb.csv")]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["accuracy"] is None  # no labels: embeddings only
     embeddings = np.load(out / "embeddings.npy")
@@ -87,6 +86,10 @@ def test_cli_trains_on_files_without_labels_and_exports_by_node_id(karate_files,
     np.testing.assert_allclose([float(v) for v in lines[1].split(",")[1:]], embeddings[0], rtol=1e-5)
     import pyarrow.parquet as pq
 
+    assert main([*args, "--export", str(out / "emb.parquet")]) == 0
+    # the first run's export inside the folder went with the rest of that run's files
+    assert not (out / "emb.csv").exists()
+    embeddings = np.load(out / "embeddings.npy")
     table = pq.read_table(out / "emb.parquet")
     assert table.column("node_id").to_pylist() == NAMES
     np.testing.assert_allclose(table.column("e3").to_numpy(), embeddings[:, 3])
@@ -227,3 +230,25 @@ def test_a_shots_error_names_the_class_as_the_label_file_does(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "class 'dog'" in err and "give --shots 2 or fewer" in err
+
+
+def test_an_export_inside_the_output_folder_goes_with_its_run(karate_files, tmp_path):
+    """A folder with results.json holds one run's files: an earlier run's export inside it is removed by the next
+    run there (which exports elsewhere, or not at all); an export beside the folder is the user's and stays."""
+    out = tmp_path / "run"
+    args = ["train", "--edges", str(karate_files["edges_str"]), "--features", str(karate_files["features_csv"]),
+            "--epochs", "3", "--quiet", "--out", str(out)]  # fmt: skip
+    (out / "sub").mkdir(parents=True)
+    assert main([*args, "--export", str(out / "sub" / "emb.csv")]) == 0
+    assert (out / "sub" / "emb.csv").is_file()
+    assert main([*args, "--seed", "1", "--export", str(tmp_path / "beside.csv")]) == 0
+    assert not (out / "sub" / "emb.csv").exists() and (tmp_path / "beside.csv").is_file()
+    assert main([*args, "--seed", "2"]) == 0
+    assert (tmp_path / "beside.csv").is_file()  # not inside the folder: never removed
+    assert sorted(p.name for p in out.iterdir()) == ["embeddings.npy", "model.pt", "results.json", "sub"]
+    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--edges", str(karate_files["edges_str"]),
+                 "--features", str(karate_files["features_csv"]), "--out", str(tmp_path / "e"), "--export",
+                 str(tmp_path / "e" / "x.csv")]) == 0  # fmt: skip
+    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--edges", str(karate_files["edges_str"]),
+                 "--features", str(karate_files["features_csv"]), "--out", str(tmp_path / "e")]) == 0  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["embeddings.npy"]

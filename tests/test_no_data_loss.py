@@ -183,3 +183,18 @@ def test_write_run_commits_a_runs_files_together_and_drops_the_earlier_runs_othe
     assert not (out / "tsne.png").exists()  # not this run's: a folder holds one run's files
     assert (out / "loss.png").read_bytes() == b"this run's curve"
     assert sorted(p.name for p in out.iterdir()) == ["embeddings.npy", "loss.png", "model.pt", "results.json"]
+
+
+def test_a_first_run_that_fails_leaves_no_output_folder(tmp_path, capsys):
+    """--out made by a run that then fails (a bad dataset, found after the folder was checked) is removed again;
+    a folder that existed before the run stays."""
+    from gca.cli import main
+
+    out = tmp_path / "new" / "run"
+    assert main(["train", "--dataset", str(tmp_path / "missing.npz"), "--out", str(out), "--quiet"]) != 0
+    assert not out.exists() and (tmp_path / "new").is_dir()  # the parent it made is left: only the folder goes
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert main(["train", "--dataset", str(tmp_path / "missing.npz"), "--out", str(kept), "--quiet"]) != 0
+    assert kept.is_dir() and list(kept.iterdir()) == []
+    capsys.readouterr()

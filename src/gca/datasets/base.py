@@ -139,13 +139,14 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
     A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
     edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
     edge_index holds both directions of every edge once, sorted by source then target (int32 below 2³¹ nodes:
-    :func:`undirected_edges`). A directed edge_index keeps the repeats (and :func:`gca.graph.graph.prepare_graph`
-    merges them).
+    :func:`undirected_edges`). A directed edge_index holds every listed pair once, sorted the same way: the
+    repeats are merged here, so they are reported once, by the reader that counted them.
     """
     if directed:
-        pairs = torch.from_numpy(np.vstack([source, target]).astype(np.int64))
-        repeated = int(pairs.shape[1] - torch.unique(pairs[0] * num_nodes + pairs[1]).numel()) if pairs.numel() else 0
-        return pairs, repeated
+        keys = torch.from_numpy(np.asarray(source, dtype=np.int64) * num_nodes + np.asarray(target, dtype=np.int64))
+        unique = torch.unique(keys)  # sorted
+        edge_index = torch.stack([unique // num_nodes, unique % num_nodes]) if num_nodes else unique.reshape(2, 0)
+        return edge_index, int(keys.numel() - unique.numel())
 
     def blocks():
         for start in range(0, len(source), EDGE_BLOCK):

@@ -4,10 +4,11 @@ A run of ``gca train`` or ``gca embed`` owns a fixed set of names in its output 
 optionally, an export file elsewhere. :class:`RunOutputs` checks all of them before any work starts (the folder can
 be created and written, the export's suffix and folder, no output overwrites an input file), stages each file in a
 hidden folder next to its target while the run writes, and on :meth:`~RunOutputs.commit` moves them into place:
-first the old ``results.json`` is removed, then every file of the earlier run that this run does not write, then
-the new files, ``results.json`` last. So a folder with ``results.json`` holds exactly one run's files; after an
-interruption it holds the previous run, or no ``results.json`` at all — never a mixture. On failure nothing is
-moved and the staged files are removed. Messages name the user's paths, never a temporary file.
+first the old ``results.json`` is removed, then every file of the earlier run that this run does not write — an
+export it wrote inside the folder included (:data:`EXPORT_MARKER`) —, then the new files, ``results.json`` last. So
+a folder with ``results.json`` holds exactly one run's files; after an interruption it holds the previous run, or no
+``results.json`` at all — never a mixture. On failure nothing is moved and the staged files are removed. Messages
+name the user's paths, never a temporary file.
 
 Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
 previous complete run, which stays untouched until this run commits. ``--resume`` continues from the in-progress
@@ -60,13 +61,23 @@ class OutputError(UserError, OSError):
     """An output location cannot be used or written; the message is one line naming the user's path."""
 
 
+#: Names the export file a run wrote inside its output folder, so that the next run there removes it with the rest
+#: of that run's files (an export kept beside another run's results would be that earlier run's embeddings).
+EXPORT_MARKER = ".gca-export"
+
+
 class RunOutputs:
     """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
 
     def __init__(
         self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True
     ) -> None:
-        self.out = check_folder(out, "--out")
+        """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
+        reads from the folder (the checkpoint it resumes from)."""
+        # only the writing process (``lock``; under torchrun rank 0) makes and checks the folder; one it made is
+        # removed again if the run leaves nothing in it
+        self._made = lock and not Path(out).exists()
+        self.out = check_folder(out, "--out") if lock else Path(out)
         self.export = None if export is None else Path(export)
         inputs = [Path(p) for p in inputs if p is not None]
         if self.export is not None:
@@ -223,17 +234,46 @@ class RunOutputs:
         for name in owned:
             if name not in self._staged and name not in keep:
                 self._guard(self.out / name, lambda name=name: (self.out / name).unlink(missing_ok=True))
+        inside = self._export_inside()
+        earlier = self._earlier_export()
+        if earlier is not None and earlier != inside:  # an earlier run's export in this folder: not this run's
+            self._guard(self.out / earlier, lambda: (self.out / earlier).unlink(missing_ok=True))
+        marker = self.out / EXPORT_MARKER
+        if inside is None:
+            self._guard(marker, lambda: marker.unlink(missing_ok=True))
         for name in sorted(self._staged, key=lambda n: n == "results.json"):
             target = self.out / name
             self._guard(target, lambda name=name, target=target: os.replace(self._staged[name], target))
             written.append(target)
         if self._export_staged is not None:
             assert self.export is not None
+            if inside is not None:  # said before it is there: a later run removes it even if this one stops now
+                self._guard(marker, lambda: atomic_write(marker, lambda f: f.write(str(inside).encode())))
             self._guard(self.export, lambda: os.replace(self._export_staged, self.export))
             written.append(self.export)
             self._export_staged = None
         self.discard()
         return written
+
+    def _export_inside(self) -> Path | None:
+        """The export's path relative to the folder, when it lies inside it (it is then one of the run's files)."""
+        if self.export is None:
+            return None
+        try:
+            return self.export.resolve().relative_to(self.out.resolve())
+        except ValueError:
+            return None
+
+    def _earlier_export(self) -> Path | None:
+        """The export an earlier run wrote inside the folder (its :data:`EXPORT_MARKER`), if any."""
+        try:
+            text = (self.out / EXPORT_MARKER).read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        path = Path(text)
+        if not text or path.is_absolute() or ".." in path.parts:
+            return None
+        return path
 
     def discard(self) -> None:
         """Remove whatever is staged (a failed or interrupted run leaves the folder as it was)."""
@@ -244,10 +284,14 @@ class RunOutputs:
         self._staged = {}
 
     def release(self) -> None:
-        """Let other runs use the folder (the lock also ends with the process)."""
+        """Let other runs use the folder (the lock also ends with the process); a folder this run made and left
+        empty (it failed or was stopped before writing anything) is removed, as if the run had not started."""
         if self._lock is not None:
             release_folder(self._lock)
             self._lock = None
+        if self._made:
+            with contextlib.suppress(OSError):  # not empty (or another process's files in it): it stays
+                self.out.rmdir()
 
     def __enter__(self) -> RunOutputs:
         return self
