@@ -288,17 +288,23 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
             assert np.array_equal(np.load(tmp_path / f"emb-{case}-{layers}.npy"), alone[(case, layers)].numpy())
 
 
+def _random_npz(path: Path, n: int, edges: int, features: int, seed: int) -> Path:
+    """A random graph of ``n`` nodes (``edges`` listed pairs, undirected when read) with dense float32 features, in
+    the gnn-benchmark npz layout."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    source, target = rng.integers(0, n, edges), rng.integers(0, n, edges)
+    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
+             attr_matrix=rng.random((n, features)).astype(np.float32))  # fmt: skip
+    return path
+
+
 def test_two_processes_share_inference_in_gca_train(tmp_path):
     """torchrun with 2 CPU processes on a graph embedded in blocks (GCA_INFERENCE_ROWS=50 for its 300 nodes): the
     embeddings written equal one process's, and results.json says 2 processes embedded it."""
-    rng = np.random.default_rng(0)
-    n = 300
-    source, target = rng.integers(0, n, 2000), rng.integers(0, n, 2000)
-    import scipy.sparse as sp
-
-    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
-    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_matrix=rng.random((n, 12)).astype(np.float32))  # fmt: skip
+    _random_npz(tmp_path / "g.npz", 300, 2000, 12, seed=0)
     common = ["train", "--dataset", str(tmp_path / "g.npz"), "--epochs", "3", "--no-eval", "--quiet", "--set",
               "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--no-cache"]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "50", "GCA_CACHE_DIR": str(tmp_path / "c")}
@@ -332,15 +338,7 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
     import shutil
     import stat
 
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(1)
-    n = 240
-    source, target = rng.integers(0, n, 1500), rng.integers(0, n, 1500)
-    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
-    graph = tmp_path / "g.npz"
-    np.savez(graph, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
-             attr_matrix=rng.random((n, 10)).astype(np.float32))  # fmt: skip
+    graph = _random_npz(tmp_path / "g.npz", 240, 1500, 10, seed=1)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "40", "GCA_CACHE_DIR": str(tmp_path / "c0")}
     done = subprocess.run([sys.executable, "-m", "gca", "prepare", "--dataset", str(graph)], capture_output=True,
                           text=True, timeout=300, env=env)  # fmt: skip
@@ -381,14 +379,7 @@ def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp
     import signal
     import time
 
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(0)
-    n = 30_000
-    source, target = rng.integers(0, n, 200_000), rng.integers(0, n, 200_000)
-    adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
-    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_matrix=rng.random((n, 32)).astype(np.float32))  # fmt: skip
+    _random_npz(tmp_path / "g.npz", 30_000, 200_000, 32, seed=0)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "8", "GCA_CACHE_DIR": str(tmp_path / "c")}
     proc = subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train", "--dataset",
                              str(tmp_path / "g.npz"), "--epochs", "1", "--no-eval", "--quiet", "--set",
