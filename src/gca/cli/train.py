@@ -172,12 +172,11 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
 def _scratch_folder():
     """Where a torchrun process other than the first maps its share of inference's matrices:
-    ``$GCA_CACHE_DIR/scratch`` (default ``~/.cache/gca/scratch``), each file unlinked as soon as it is mapped."""
+    ``$GCA_CACHE_DIR/scratch`` (default ``~/.cache/gca/scratch``; made when first needed), each file unlinked as
+    soon as it is mapped."""
     from ..datasets.base import default_cache_dir
 
-    folder = default_cache_dir() / "scratch"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return default_cache_dir() / "scratch"
 
 
 def _check_log_paths(args: argparse.Namespace) -> None:

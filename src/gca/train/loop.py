@@ -253,7 +253,8 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
     ``share`` (under torchrun, :meth:`gca.train.distributed.Placement.row_share`): the processes embed by blocks of
     rows together, each its own range of every layer (:meth:`~gca.nn.gcn.GCNEncoder.forward_in_chunks`); the first
     process gets the embeddings, the others ``None``. A process without ``out`` maps its matrices in ``scratch``
-    (on the CPU), reserving only its own rows of the embeddings. A graph embedded whole is embedded by every
+    (on the CPU; made if needed, and where it cannot be made they stay in memory), reserving only its own rows of
+    the embeddings. A graph embedded whole is embedded by every
     process, as before.
     """
     model.eval()
@@ -267,7 +268,7 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
         disk = None
         if model_device(model).type == "cpu" and out is not None:
             disk = DiskArrays(out)
-        elif model_device(model).type == "cpu" and share is not None and scratch is not None:
+        elif model_device(model).type == "cpu" and share is not None and scratch is not None and _made(scratch):
             disk = DiskArrays(None, scratch, final_rows=share.row_range(graph.num_nodes))
         embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk, share=share)
         if disk is not None and embeddings is not None:
@@ -275,6 +276,15 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
         return embeddings
     adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
     return model(dense_input(graph.features), adjacency).detach()
+
+
+def _made(folder: str | Path) -> bool:
+    """Whether ``folder`` exists or could be made (a scratch folder that cannot be: the matrices stay in memory)."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
