@@ -42,6 +42,18 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
         raise
 
 
+def file_identity(files: list[Path]) -> list[list]:
+    """Each file's path, size, modification and change times (ns) and inode: any write to a file, or another file
+    in its place, changes one of them (the change time cannot be set back), so equal identities mean files not
+    touched since. What gca keeps computed from input files (a prepared graph, PyG's processed copy) is checked
+    against it."""
+    out = []
+    for path in files:
+        st = Path(path).stat()
+        out.append([str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    return out
+
+
 def _nearly_full(folder: Path) -> bool:
     try:
         return shutil.disk_usage(folder).free < 1 << 20

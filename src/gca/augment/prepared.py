@@ -13,6 +13,7 @@ computed on the unweighted graph whether or not it has weights.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -80,11 +81,15 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     if adaptive:
         centrality = _kept(store, f"centrality-{config.centrality}", lambda: node_centrality(
             config.centrality, graph.edge_index, graph.num_nodes, graph.directed), (graph.num_nodes,))  # fmt: skip
-    views = build_augmentors(
-        graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
-        edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
-        feature_weighting=config.feature_weighting,
-    ) if store is None else _kept_views(store, graph, centrality, config)  # fmt: skip
+
+    def build() -> tuple[ViewAugmentor, ViewAugmentor]:
+        return build_augmentors(
+            graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
+            edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
+            feature_weighting=config.feature_weighting,
+        )  # fmt: skip
+
+    views = build() if store is None else _kept_views(store, graph, config, build)
     unit_ids = None
     if store is not None and config.batch_size and views[0].symmetric_units:
         unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True),
@@ -102,20 +107,15 @@ def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor],
     return compute() if store is None else store.kept(name, compute, shape)
 
 
-def _kept_views(store: Kept, graph: Graph, centrality: torch.Tensor | None,
-                config: GCAConfig) -> tuple[ViewAugmentor, ViewAugmentor]:  # fmt: skip
-    """The two views' samplers, their four probability vectors read from ``store`` when kept for these settings."""
+Views = tuple[ViewAugmentor, ViewAugmentor]
+
+
+def _kept_views(store: Kept, graph: Graph, config: GCAConfig, build: Callable[[], Views]) -> Views:
+    """The two views' samplers, their four probability vectors read from ``store`` when kept for these settings;
+    ``build()`` (called at most once) computes them where they are not."""
     settings = json.dumps({k: getattr(config, k) for k in VIEW_SETTINGS}, sort_keys=True)
     key = hashlib.blake2b(settings.encode(), digest_size=8).hexdigest()
-    computed: list[tuple[ViewAugmentor, ViewAugmentor]] = []
-
-    def views() -> tuple[ViewAugmentor, ViewAugmentor]:
-        if not computed:
-            computed.append(build_augmentors(
-                graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
-                edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
-                feature_weighting=config.feature_weighting))  # fmt: skip
-        return computed[0]
+    views = functools.cache(build)
 
     symmetric = not (graph.directed or config.edge_scheme == "authors")
     # one unit per undirected edge — half the directed ones of a cleaned graph (both directions, no loops) — or

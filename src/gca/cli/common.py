@@ -78,17 +78,24 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
 def load_graph(args: argparse.Namespace):
     from ..datasets import load_dataset, load_files
 
+    check_graph_arguments(args)
+    if args.edges:
+        return load_files(args.edges, args.features, args.labels, directed=args.directed)
+    return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
+
+
+def check_graph_arguments(args: argparse.Namespace) -> None:
+    """The graph arguments checked together, before anything is read (from the files, or a prepared graph)."""
     if args.edges or args.features or args.labels:
         if not (args.edges and args.features):
             raise ConfigError("--edges and --features go together (--labels is optional); give both")
         if args.dataset:
             raise ConfigError("give either --dataset or --edges/--features, not both")
-        return load_files(args.edges, args.features, args.labels, directed=args.directed)
+        return
     if args.directed:
         raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
     if args.dataset is not None and not args.dataset.strip():
         raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
-    return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
 
 
 def cache_arguments(parser: argparse.ArgumentParser) -> None:
@@ -129,22 +136,14 @@ def open_graph(args: argparse.Namespace):
     for inputs not on disk. The store's notes (a folder rebuilt and why) are the caller's to print."""
     from ..run.cache import PreparedStore
 
+    check_graph_arguments(args)
     source = graph_source(args) if getattr(args, "cache", None) is not False else None
     if source is None:
         return load_graph(args), None
-    load_graph_arguments_checked(args)
     store = PreparedStore(source)
     if store.usable():
         return store.loaded(), store
     return load_graph(args), store
-
-
-def load_graph_arguments_checked(args: argparse.Namespace) -> None:
-    """The argument checks :func:`load_graph` makes before reading, made for a graph opened from its folder too."""
-    if (args.edges or args.features or args.labels) and args.dataset:
-        raise ConfigError("give either --dataset or --edges/--features, not both")
-    if args.directed and not args.edges:
-        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
 
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:

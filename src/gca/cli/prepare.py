@@ -8,7 +8,7 @@ import sys
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
-from .common import graph_arguments, graph_source, load_graph, load_graph_arguments_checked
+from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
 from .shell import import_libraries, warn
 
 
@@ -30,11 +30,11 @@ def run(args: argparse.Namespace) -> int:
     if args.centrality is not None:
         overrides["centrality"] = args.centrality
     build_config(None, args.config, overrides)  # checked before any data is read
+    check_graph_arguments(args)
     source = graph_source(args)
     if source is None:
         raise ConfigError("gca prepare stores a graph read from disk: give --dataset with an .npz file, a dataset "
                           "folder or a named dataset present in --data-dir, or --edges/--features")  # fmt: skip
-    load_graph_arguments_checked(args)
     import_libraries()
 
     from ..run.cache import PreparedStore

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from ..io import file_identity
 from .base import DatasetError, LoadedDataset, mask_splits
 
 #: The two factions of Zachary's karate club after the split (Zachary, 1977): the nodes that followed the
@@ -194,13 +195,8 @@ STAMP = "gca-raw-files.json"
 
 
 def _raw_stamp(raw_dir: Path, names: tuple[str, ...] | list[str]) -> str:
-    """The raw files' identity — name, size, modification and change times, inode: any write to one, or another
-    file in its place, changes it."""
-    rows = []
-    for name in names:
-        st = (raw_dir / name).stat()
-        rows.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-    return json.dumps(rows)
+    """The raw files' identity (:func:`gca.io.file_identity`) as text."""
+    return json.dumps(file_identity([raw_dir / name for name in names]))
 
 
 def _stamp_of(processed: Path) -> str | None:

@@ -40,6 +40,7 @@ same folder at once (torchrun's ranks) each write their own copy; the first rena
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -59,6 +60,8 @@ from .. import __version__
 from ..datasets.base import LoadedDataset, default_cache_dir
 from ..graph.features import encoder_input
 from ..graph.graph import Graph
+from ..graph.sparse import count_ids
+from ..io import atomic_write, file_identity
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
 FORMAT = 1
@@ -104,16 +107,6 @@ class GraphSource:
             else:
                 found.append(path)
         return found
-
-
-def file_identity(files: list[Path]) -> list[list]:
-    """Each file's path, size, modification and change times (ns) and inode: any write to a file, or a new file in
-    its place, changes one of them."""
-    out = []
-    for path in files:
-        st = path.stat()
-        out.append([str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-    return out
 
 
 def content_digest(files: list[Path]) -> str:
@@ -173,11 +166,15 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    """``array`` as ``path`` (.npy), flushed to disk before returning."""
+    """``array`` as ``path`` (.npy), flushed to disk before returning (the caller renames it into place)."""
     with path.open("wb") as f:
         np.save(f, array, allow_pickle=False)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _write_meta(folder: Path, meta: dict) -> None:
+    atomic_write(folder / "meta.json", lambda f: f.write(json.dumps(meta, indent=1).encode()))
 
 
 def _npy_size(path: Path) -> tuple[tuple[int, ...], np.dtype, int] | None:
@@ -313,7 +310,8 @@ class PreparedStore:
             if content_digest(files) != meta.get("digest"):
                 return "was made from other contents of the input files (they changed since)"
             meta["identity"] = identity  # same contents (copied, touched): remembered, so the next run does not hash
-            self._write_meta(self.folder, meta, quiet=True)
+            with contextlib.suppress(OSError):  # a folder this run cannot write: hashed again next time
+                _write_meta(self.folder, meta)
         self.meta = meta
         return None
 
@@ -406,10 +404,7 @@ class PreparedStore:
             for name, array in arrays.items():
                 _save(partial / f"{name}.npy", array)
             if loaded.node_ids is not None:
-                with (partial / "node_ids.json").open("w") as f:
-                    json.dump(loaded.node_ids, f)
-                    f.flush()
-                    os.fsync(f.fileno())
+                atomic_write(partial / "node_ids.json", lambda f: f.write(json.dumps(loaded.node_ids).encode()))
             files = self.source.files()
             meta = {
                 "format": FORMAT, "gca": __version__, "source": self.source.record(),
@@ -427,7 +422,7 @@ class PreparedStore:
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }  # fmt: skip
             meta["seal"] = _seal(meta)
-            self._write_meta(partial, meta)
+            _write_meta(partial, meta)
             _fsync_dir(partial)
             ours = self._replace(partial)
         except OSError as exc:
@@ -467,27 +462,10 @@ class PreparedStore:
         return True
 
     @staticmethod
-    def _write_meta(folder: Path, meta: dict, quiet: bool = False) -> None:
-        temporary = folder / f".meta.json.partial-{socket.gethostname()}-{os.getpid()}"
-        try:
-            with temporary.open("w") as f:
-                json.dump(meta, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, folder / "meta.json")
-        except OSError:
-            temporary.unlink(missing_ok=True)
-            if not quiet:
-                raise
-
-    @staticmethod
     def _arrays(loaded: LoadedDataset, graph: Graph) -> dict[str, np.ndarray]:
         index = graph.edge_index.as_subclass(torch.Tensor).cpu()
-        source = index[0].numpy()
         indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
-        for start in range(0, source.size, 1 << 24):  # row counts a block at a time: no edge-sized temporary
-            indptr[1:] += np.bincount(source[start : start + (1 << 24)], minlength=graph.num_nodes)
-        np.cumsum(indptr, out=indptr)
+        np.cumsum(count_ids(index[0], graph.num_nodes).numpy(), out=indptr[1:])
         arrays = {"edge_index": index.numpy(), "indptr": indptr}
         if graph.edge_weight is not None:
             arrays["edge_weight"] = graph.edge_weight.cpu().numpy()

@@ -65,6 +65,11 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 DEFAULT_TIMEOUT_S = 300
 
 
+def row_range(num_rows: int, rank: int, world_size: int) -> tuple[int, int]:
+    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order."""
+    return num_rows * rank // world_size, num_rows * (rank + 1) // world_size
+
+
 @dataclass(frozen=True)
 class BlockShare:
     """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work."""
@@ -81,7 +86,7 @@ class BlockShare:
 
     def row_range(self, num_rows: int) -> tuple[int, int]:
         """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts."""
-        return num_rows * self.rank // self.world_size, num_rows * (self.rank + 1) // self.world_size
+        return row_range(num_rows, self.rank, self.world_size)
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
@@ -103,8 +108,7 @@ class RowRanges:
         return self.rank == 0
 
     def row_range(self, n: int, rank: int | None = None) -> tuple[int, int]:
-        r = self.rank if rank is None else rank
-        return n * r // self.world_size, n * (r + 1) // self.world_size
+        return row_range(n, self.rank if rank is None else rank, self.world_size)
 
     def blocks(self, n: int, rows: int, rank: int | None = None) -> list[tuple[int, int]]:
         low, high = self.row_range(n, rank)
