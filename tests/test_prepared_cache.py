@@ -375,3 +375,21 @@ def test_a_refused_prepared_graph_is_removed_once_not_hashed_on_every_run(tmp_pa
     _train(tmp_path, "third")
     assert "prepared graph" not in capsys.readouterr().err
     assert not [p for p in (cache_dir / "prepared").iterdir()]
+
+
+def test_gca_prepare_says_what_is_wrong_with_missing_files(tmp_path, cache_dir, capsys):
+    assert main(["prepare", "--edges", str(tmp_path / "none.csv"), "--features", str(tmp_path / "x.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "none.csv" in err[0] and "does not exist" in err[0], err
+    assert not cache_dir.exists()
+
+
+def test_a_malformed_inference_block_size_is_said_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GCA_INFERENCE_ROWS", "abc")
+    log = tmp_path / "log.csv"
+    assert main(["train", "--epochs", "3", "--quiet", "--no-eval", "--log-csv", str(log), "--out",
+                 str(tmp_path / "out")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GCA_INFERENCE_ROWS='abc'" in err[0] and "rows of an inference block" in err[0], err
+    assert not log.exists() or len(log.read_text().splitlines()) <= 1  # no epoch was trained
+    assert not (tmp_path / "out").exists()

@@ -23,11 +23,14 @@ class EnvironmentSettingError(UserError, ValueError):
     """An environment variable holds a value gca cannot use."""
 
 
-def env_int(name: str, default: int, low: int, high: int | None = None) -> int:
+#: What an integer variable's error line adds by default: the torchrun variables are the usual integer ones.
+TORCHRUN_NOTE = " (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK itself)"
+
+
+def env_int(name: str, default: int, low: int, high: int | None = None, note: str = TORCHRUN_NOTE) -> int:
     span = f"in [{low}, {high}]" if high is not None else f"≥ {low}"
     return _checked(name, default, int, lambda v: v >= low and (high is None or v <= high),
-                    f"an integer {span}; unset it or correct it (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK "
-                    "itself)")  # fmt: skip
+                    f"an integer {span}; unset it or correct it{note}")  # fmt: skip
 
 
 def env_seconds(name: str, default: float) -> float:

@@ -31,11 +31,14 @@ def run(args: argparse.Namespace) -> int:
         overrides["centrality"] = args.centrality
     build_config(None, args.config, overrides)  # checked before any data is read
     check_graph_arguments(args)
+    import_libraries()
     source = graph_source(args)
+    if source is None and (args.edges or args.dataset):
+        load_graph(args)  # files that are missing or unreadable, an unknown name: said as any command says it
+        source = graph_source(args)  # a named dataset it has just downloaded
     if source is None:
         raise ConfigError("gca prepare stores a graph read from disk: give --dataset with an .npz file, a dataset "
                           "folder or a named dataset present in --data-dir, or --edges/--features")  # fmt: skip
-    import_libraries()
 
     from ..run.cache import PreparedStore
     from ..run.job import Job

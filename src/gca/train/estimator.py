@@ -56,6 +56,7 @@ from .loop import (
     encode_graph,
     identical_rows,
     in_blocks,
+    inference_rows,
     train,
     warmup_schedule,  # fmt: skip
 )
@@ -279,6 +280,7 @@ class GCA:
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         """
         cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
+        inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)

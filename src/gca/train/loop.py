@@ -225,7 +225,8 @@ INFERENCE_CHUNK_ROWS = 65_536
 
 def inference_rows() -> int:
     """The rows of a block of inference: :data:`INFERENCE_CHUNK_ROWS`, or ``GCA_INFERENCE_ROWS`` where set."""
-    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1)
+    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1,
+                               note=" (the rows of an inference block)")  # fmt: skip
 
 
 def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
