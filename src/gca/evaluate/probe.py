@@ -1,17 +1,20 @@
 """The GCA authors' evaluation protocol: a linear layer trained with Adam, judged at its best validation check.
 
 What the public training script of Zhu et al. (github.com/CRIPAC-DIG/GCA, ``pGRACE/eval.py``) does with frozen
-embeddings Z, and what :func:`adam_probe_evaluation` does on every split at once:
+embeddings Z, and what :func:`adam_probe` does on every split at once:
 
-* one linear layer ``softmax(Z W + b)`` on the *unnormalised* embeddings, initialised as ``torch.nn.Linear``;
+* one linear layer ``softmax(Z W + b)`` on the *unnormalised* embeddings, initialised as their ``LogReg`` is:
+  W Xavier-uniform, U(−a, a) with a = √(6 / (d + C)) for d inputs and C classes, and b = 0;
 * full-batch training on the split's training nodes: cross-entropy, Adam with learning rate 0.01 and no weight
   decay, 3,000 epochs (800 on Wiki-CS's public splits);
 * every 20 epochs, validation and test accuracy are measured; the reported accuracy is the test accuracy at the
   *first* check with the highest validation accuracy (a later check must be strictly better to replace it).
 
 The splits' classifiers are independent (Adam is elementwise, each split's loss reads only its own weights), so
-they train as one batched tensor program: weights ``[S, d, C]``, one optimiser. The result is the same as
-training them one after another with the same initial weights.
+they train as one batched tensor program: weights ``[S, d, C]``, one optimiser. Split s draws its initial weights
+from its own generator, seeded ``run_seeds(seed, S)[s]`` (:func:`gca.seeds.run_seeds`; split 0 from ``seed``
+itself), so the result equals training each split on its own — ``adam_probe(Z, y, [split_s],
+seed=run_seeds(seed, S)[s])`` — one after another (``python benchmarks/probe.py`` times both).
 
 Unlike gca's default protocol (:func:`gca.evaluate.classification.linear_evaluation`), which ℓ2-normalises its
 inputs and picks an ℓ2 penalty on validation, this protocol reports the test accuracy at a validation-selected
@@ -21,6 +24,7 @@ one a number used.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import NamedTuple
 
@@ -30,6 +34,7 @@ import torch
 from torch.nn import functional as F
 
 from ..graph.sparse import csr_tensor
+from ..seeds import run_seeds
 from .splits import renumber_classes
 
 #: The authors' settings (``pGRACE/eval.py`` and ``train.py``).
@@ -40,6 +45,13 @@ CHECK_EVERY = 20
 #: Above this many bytes the stacked training rows of all splits are not gathered at once: each split's rows are
 #: multiplied on their own (a sparse bag-of-words input always is).
 BATCHED_BYTES = 256 * 2**20
+
+#: On the CPU, a probe whose work per epoch — the splits' training products S·T·d·C plus a 20th of the checks'
+#: S·N·d·C — is below :data:`SMALL_WORK` multiply-adds runs on :data:`PROBE_THREADS` thread(s): its products are too
+#: small to share between threads, and a second thread only adds waiting (``python benchmarks/probe.py``:
+#: docs/benchmarks.md, "The authors' evaluator on the CPU"). ``None``: PyTorch's own thread count throughout.
+PROBE_THREADS: int | None = 1
+SMALL_WORK = 10**9
 
 
 def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
@@ -76,6 +88,16 @@ def _torch_csr(matrix: sp.csr_matrix) -> torch.Tensor:
     return csr_tensor(indptr, indices, torch.from_numpy(matrix.data), matrix.shape)
 
 
+def initial_weights(num_splits: int, dim: int, num_classes: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The classifiers' initial weights ``[S, d, C]`` and biases ``[S, 1, C]``, as the authors' ``LogReg`` sets
+    them: W Xavier-uniform, U(−a, a) with a = √(6 / (d + C)), drawn in ``torch.nn.Linear``'s ``[C, d]`` order; b = 0.
+    Split s draws from a CPU generator seeded ``run_seeds(seed, S)[s]``, whatever the other splits are."""
+    bound = math.sqrt(6.0 / (dim + num_classes))
+    weights = [(torch.rand(num_classes, dim, generator=torch.Generator().manual_seed(s)) * 2 - 1) * bound
+               for s in run_seeds(seed, num_splits)]  # fmt: skip
+    return torch.stack(weights).transpose(1, 2).contiguous(), torch.zeros(num_splits, 1, num_classes)
+
+
 def adam_probe(
     features: torch.Tensor | np.ndarray | sp.spmatrix,
     labels: torch.Tensor | np.ndarray,
@@ -90,7 +112,8 @@ def adam_probe(
     (:class:`ProbeResult`) at the check each split reports — accuracies as fractions, epochs numbered from 1.
 
     The classifiers train on ``device`` (default: where ``features`` lie if they are a dense tensor, else the
-    CPU); their initial weights are drawn on the CPU from ``seed``, so every device starts from the same ones."""
+    CPU); their initial weights are drawn on the CPU from ``seed`` (:func:`initial_weights`), so every device starts
+    from the same ones, and split s starts where it would alone with ``seed=run_seeds(seed, len(splits))[s]``."""
     if epochs < check_every:
         raise ValueError(f"the probe checks every {check_every} epochs; give at least that many epochs, got {epochs}")
     if device is None:
@@ -103,10 +126,7 @@ def adam_probe(
     num_splits, dim = len(splits), x.shape[1]
     num_classes = int(y.max()) + 1
     sparse = sp.issparse(x)
-    generator = torch.Generator().manual_seed(seed)
-    bound = 1.0 / math.sqrt(dim)  # torch.nn.Linear's default initialisation: U(−1/√d, 1/√d) for W and b
-    weight = ((torch.rand(num_splits, dim, num_classes, generator=generator) * 2 - 1) * bound).to(device)
-    bias = ((torch.rand(num_splits, 1, num_classes, generator=generator) * 2 - 1) * bound).to(device)
+    weight, bias = (w.to(device) for w in initial_weights(num_splits, dim, num_classes, seed))
     weight.requires_grad_(), bias.requires_grad_()
     optimizer = torch.optim.Adam([weight, bias], lr=lr, weight_decay=0.0)
 
@@ -132,30 +152,45 @@ def adam_probe(
 
     val = [torch.from_numpy(np.asarray(s[1], dtype=np.int64)).to(device) for s in splits]
     test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)).to(device) for s in splits]
-    checks_val, checks_test, checks_f1 = [], [], []
-    for epoch in range(epochs):
-        if batched:
-            # the gradient of the mean cross-entropy written out (no autograd graph: 2.5× faster per epoch):
-            # ∂/∂logits = (softmax − onehot) / n_train, ∂W = Xᵀ ∂logits, ∂b = Σ_rows ∂logits
-            with torch.no_grad():
-                slope = (torch.softmax(torch.baddbmm(bias, stacked, weight), 2) - onehot) * row_weight
-                torch.bmm(stacked_t, slope, out=weight.grad)
-                torch.sum(slope, 1, keepdim=True, out=bias.grad)
-        else:
-            optimizer.zero_grad(set_to_none=True)
-            sum(F.cross_entropy(xs @ weight[s] + bias[s], ys) for s, (xs, ys) in enumerate(parts)).backward()
-        optimizer.step()
-        if (epoch + 1) % check_every == 0:
-            with torch.no_grad():
-                predicted = _predict_all(x, weight, bias, sparse)  # [S, N]
-            checks_val.append(_accuracies(predicted, y, val))
-            checks_test.append(_accuracies(predicted, y, test))
-            checks_f1.append(macro_f1s(predicted, y, test, num_classes))
+    work = num_splits * dim * num_classes * (sum(len(t) for t in train_idx) / num_splits + x.shape[0] / check_every)
+    with _threads(PROBE_THREADS if device.type == "cpu" and PROBE_THREADS and work < SMALL_WORK else None):
+        checks_val, checks_test, checks_f1 = [], [], []
+        for epoch in range(epochs):
+            if batched:
+                # the gradient of the mean cross-entropy written out (no autograd graph: 2.5× faster per epoch):
+                # ∂/∂logits = (softmax − onehot) / n_train, ∂W = Xᵀ ∂logits, ∂b = Σ_rows ∂logits
+                with torch.no_grad():
+                    slope = (torch.softmax(torch.baddbmm(bias, stacked, weight), 2) - onehot) * row_weight
+                    torch.bmm(stacked_t, slope, out=weight.grad)
+                    torch.sum(slope, 1, keepdim=True, out=bias.grad)
+            else:
+                optimizer.zero_grad(set_to_none=True)
+                sum(F.cross_entropy(xs @ weight[s] + bias[s], ys) for s, (xs, ys) in enumerate(parts)).backward()
+            optimizer.step()
+            if (epoch + 1) % check_every == 0:
+                with torch.no_grad():
+                    predicted = _predict_all(x, weight, bias, sparse)  # [S, N]
+                checks_val.append(_accuracies(predicted, y, val))
+                checks_test.append(_accuracies(predicted, y, test))
+                checks_f1.append(macro_f1s(predicted, y, test, num_classes))
     val_acc, test_acc = np.array(checks_val), np.array(checks_test)
     chosen = best_validation_check(val_acc)
     columns = np.arange(num_splits)
     return ProbeResult(test_acc[chosen, columns], val_acc[chosen, columns], (chosen + 1) * check_every,
                        np.array(checks_f1)[chosen, columns])  # fmt: skip
+
+
+@contextlib.contextmanager
+def _threads(count: int | None):
+    """PyTorch's intra-op threads set to ``count`` inside, restored after (``None``: left as they are)."""
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if count is not None:
+            torch.set_num_threads(before)
 
 
 class ProbeResult(NamedTuple):

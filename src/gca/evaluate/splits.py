@@ -4,7 +4,10 @@ A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and dra
 
 * ``random`` — each split a random permutation of the labelled nodes cut into fractions ``train`` / ``val`` /
   ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA). A draw whose training part misses a
-  class is drawn again, which only matters on tiny graphs.
+  class is drawn again, which only matters on tiny graphs. Part sizes are ``round(fraction · n)`` (``sizes =
+  "round"``), or ``int(fraction · n)`` as the GCA authors' script cuts them (``sizes = "floor"``; Cora's 2,708
+  nodes: 270 training nodes, not 271) — what the command line draws under ``--eval-protocol authors``
+  (:meth:`SplitSetting.for_protocol`).
 * ``public`` — the dataset's own split, read by PyTorch Geometric from the raw files: Planetoid's 20 nodes per class
   for training, 500 for validation and 1,000 for testing; Wiki-CS's 20 splits; OGB's official one. A dataset with
   one public split gives one split, whatever ``count`` asks.
@@ -23,7 +26,7 @@ part left empty is an error. A split is a tuple ``(train, val, test)`` of node i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +36,9 @@ from ..names import SPLIT_SCHEMES, TASK_COUNTS
 #: (train, validation, test) node indices.
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 PARTS = ("train", "val", "test")
+#: How a random split's part sizes are cut from its fractions: ``round`` (gca's default) or ``floor`` (``int()``, the
+#: GCA authors' script).
+SIZES = ("round", "floor")
 
 
 class DrawnSplits(list):
@@ -64,17 +70,22 @@ def random_splits(
     seed: int = 0,
     labels: np.ndarray | None = None,
     test: float | None = None,
+    sizes: str = "round",
 ) -> list[Split]:
     """``num_splits`` random (train, val, test) index splits of ``range(num_nodes)``; each node in one part at most
-    (in exactly one when ``test`` is ``None``: the test part is the rest).
+    (in exactly one when ``test`` is ``None``: the test part is the rest). Each part holds ``round(fraction · n)``
+    nodes, or ``int(fraction · n)`` with ``sizes="floor"`` (the GCA authors' cut), at least one.
 
     With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times)."""
     if num_nodes < 3:
         raise EvaluationError(f"linear evaluation needs at least 3 labelled nodes, got {num_nodes}")
+    if sizes not in SIZES:
+        raise EvaluationError(f"unknown split sizes {sizes!r}; choose {' or '.join(SIZES)}")
+    cut = (lambda f: int(f * num_nodes)) if sizes == "floor" else (lambda f: int(round(f * num_nodes)))  # noqa: E731
     rng = np.random.default_rng(seed)
-    n_train = max(1, int(round(train * num_nodes)))
-    n_val = max(1, int(round(val * num_nodes)))
-    n_test = num_nodes - n_train - n_val if test is None else int(round(test * num_nodes))
+    n_train = max(1, cut(train))
+    n_val = max(1, cut(val))
+    n_test = num_nodes - n_train - n_val if test is None else cut(test)
     if n_test < 1 or n_train + n_val + n_test > num_nodes:
         raise EvaluationError(f"the fractions {train:g} / {val:g} / {test if test is not None else 'rest'} leave no "
                               f"test nodes among {num_nodes}, or add up to more than 1")  # fmt: skip
@@ -181,11 +192,19 @@ class SplitSetting:
     val: float = 0.1
     test: float | None = None  # None: every labelled node not in training or validation
     shots: int = 0  # fewshot: training nodes per class
+    sizes: str = "round"  # random: part sizes round(fraction · n), or "floor": int(fraction · n) as the authors cut
+
+    def for_protocol(self, protocol: str) -> SplitSetting:
+        """The setting as ``protocol`` draws it: under ``authors`` random parts are cut with ``int()`` as the
+        authors' script does (``sizes = "floor"``); under ``sklearn`` as given."""
+        return replace(self, sizes="floor") if protocol == "authors" else self
 
     def check(self) -> SplitSetting:
         """Refuse a setting that cannot draw a split, before any data is read."""
         if self.scheme not in SPLIT_SCHEMES:
             raise EvaluationError(f"unknown split scheme {self.scheme!r}; choose one of {', '.join(SPLIT_SCHEMES)}")
+        if self.sizes not in SIZES:
+            raise EvaluationError(f"unknown split sizes {self.sizes!r}; choose {' or '.join(SIZES)}")
         if not 1 <= self.count <= 1000:
             raise EvaluationError(f"--splits must lie in [1, 1000], got {self.count}")
         for name in ("train", "val") + (("test",) if self.test is not None else ()):
@@ -205,13 +224,22 @@ class SplitSetting:
              dataset: str = "the graph", class_names: list[str] | None = None) -> DrawnSplits:  # fmt: skip
         """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
         evaluates on (``auto`` takes them); ``public``: its public split, if it has one — either has its unlabelled
-        nodes removed (:func:`drop_unlabelled`)."""
+        nodes removed (:func:`drop_unlabelled`).
+
+        ``labels`` may also be what :func:`gca.datasets.load_dataset` returned: its labels, prescribed and public
+        splits, name and class names are then read from it — ``SplitSetting("public").draw(loaded)``."""
         self.check()
+        if hasattr(labels, "data") and hasattr(labels, "public"):  # a LoadedDataset: everything it knows
+            loaded = labels
+            labels, prescribed, public = loaded.data.y, loaded.splits, loaded.public
+            dataset, class_names = loaded.name, loaded.class_names
         if self.scheme == "public" or (self.scheme == "auto" and prescribed):
             own = prescribed if self.scheme == "auto" else public
             if not own:
-                raise EvaluationError(f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
-                                      "and OGB datasets have one); use --eval-split random or fewshot")  # fmt: skip
+                raise EvaluationError(f"{dataset} has no public split given (Planetoid's Cora, CiteSeer and PubMed, "
+                                      "Wiki-CS and OGB datasets have one; load_dataset keeps it apart from the labels: "
+                                      "pass the loaded dataset, draw(loaded), or public=loaded.public); use "
+                                      "--eval-split random or fewshot")  # fmt: skip
             return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
         labelled = np.flatnonzero(y >= 0)
@@ -222,7 +250,8 @@ class SplitSetting:
         if self.scheme == "fewshot":
             inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test, class_names)
         else:
-            inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test)
+            inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test,
+                                  self.sizes)
         if labelled.size == y.shape[0]:
             return DrawnSplits(inner)
         return DrawnSplits([tuple(labelled[part] for part in split) for split in inner])
@@ -236,6 +265,8 @@ class SplitSetting:
             entry.update(shots=self.shots, val=self.val, test=self.test)
         elif self.scheme != "public":
             entry.update(train=self.train, val=self.val, test=self.test)
+            if self.sizes != "round":  # said only when not the default, so records made before it match
+                entry["sizes"] = self.sizes
         if splits:
             entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])
             entry["unlabelled_removed"] = dict(getattr(splits, "removed", None) or dict.fromkeys(PARTS, 0))
