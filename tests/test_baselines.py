@@ -63,8 +63,8 @@ def _two_communities(size: int = 40, seed: int = 0) -> Data:
 def test_walk_baselines_find_planted_communities():
     data = _two_communities()
     split = random_splits(80, 1, train=0.2, seed=0, labels=data.y)[0]
-    assert deepwalk(data, split, 0, True, torch.device("cpu")) >= 90.0
-    assert node2vec(data, split, 0, True, torch.device("cpu")) >= 90.0
+    assert deepwalk(data, [split], 0, True, torch.device("cpu"))[0] >= 90.0
+    assert node2vec(data, [split], 0, True, torch.device("cpu"))[0] >= 90.0
 
 
 def test_a_baseline_whose_loss_is_nan_from_the_start_is_an_error_not_a_crash(monkeypatch):
@@ -77,7 +77,7 @@ def test_a_baseline_whose_loss_is_nan_from_the_start_is_an_error_not_a_crash(mon
                 y=torch.tensor([0, 0, 0, 1, 1, 1]))  # fmt: skip
     split = (np.array([0, 3]), np.array([1, 4]), np.array([2, 5]))
     with pytest.raises(TrainingError, match="nan"):
-        dgi(data, split, 0, True, torch.device("cpu"))
+        dgi(data, [split], 0, True, torch.device("cpu"))
 
 
 def test_baselines_and_gca_see_the_same_row_normalised_features():

@@ -60,7 +60,7 @@ def test_training_is_judged_on_the_official_split(ogb_folder, tmp_path, capsys):
                  "--set", "proj_hidden=8", "--out", str(out)]) == 0  # fmt: skip
     accuracy = json.loads((out / "results.json").read_text())["accuracy"]
     assert len(accuracy["runs"]) == 1  # one official split, not 20 random ones
-    assert "over 1 splits" in capsys.readouterr().out
+    assert "on 1 split (" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

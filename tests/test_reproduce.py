@@ -19,6 +19,7 @@ from gca.reproduce import (
     reproduce,
     run_key,
 )
+from gca.reproduce.baselines import BASELINES
 from gca.reproduce.figures import karate_edge_centrality
 
 TINY = Mode(runs=2, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
@@ -48,16 +49,17 @@ def test_differs_uses_both_standard_deviations():
 def test_runs_resume_after_interruption_and_are_never_repeated(tmp_path):
     repro = _repro(tmp_path)
     reproduce("table4", repro)
-    assert repro.trained == 8 and repro.reused == 0
+    assert repro.trained == 10 and repro.reused == 0  # Random-Init and the four variants × 2 runs
     first = (tmp_path / "table4.md").read_text()
-    assert first.count("± ") >= 4 and "GCA–T–A" in first and (tmp_path / "table4.csv").exists()
+    assert first.count("± ") >= 5 and "GCA–T–A" in first and (tmp_path / "table4.csv").exists()
+    assert first.index("Random-Init") < first.index("GCA–T–A")
     files = sorted((tmp_path / "runs").glob("*.json"))
-    assert len(files) == 8
+    assert len(files) == 10
     files[3].unlink()  # as if killed before this run finished; a stray temporary file must not count
     (tmp_path / "runs" / f".{files[3].name}.abc.tmp").write_text("{half")
     again = _repro(tmp_path)
     reproduce("table4", again)
-    assert again.trained == 1 and again.reused == 7
+    assert again.trained == 1 and again.reused == 9
     assert (tmp_path / "table4.md").read_text() == first  # same seeds, same runs → same table
     rerun = _repro(tmp_path)
     reproduce("table4", rerun)
@@ -72,7 +74,7 @@ def test_identical_runs_are_shared_between_tables(tmp_path):
     assert table.index("Random-Init") < table.index("GCA-DE")  # the untrained encoder, shown before GCA
     both = _repro(tmp_path, baselines=())
     reproduce("table4", both)
-    assert both.trained == 6 and both.reused == 2  # table 4's "GCA" is table 3's GCA-DE
+    assert both.trained == 6 and both.reused == 4  # table 4's "GCA" is table 3's GCA-DE, Random-Init the same
 
 
 def test_missing_dataset_is_listed_as_skipped(tmp_path):
@@ -193,7 +195,7 @@ def test_run_key_follows_the_resolved_configuration_and_version(monkeypatch):
 def test_table3_has_a_number_on_every_row(tmp_path, capsys):
     """The random-walk rows run with gca's own walks and gensim's skip-gram (no pyg-lib)."""
     args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--quiet", "--device", "cpu",
-            "--no-plots", "--out", str(tmp_path)]  # fmt: skip
+            "--no-plots", "--baselines", ",".join(BASELINES), "--out", str(tmp_path)]  # fmt: skip
     assert main(args) == 0
     table = (tmp_path / "table3.md").read_text()
     for row in PAPER_TABLE3:
@@ -236,7 +238,7 @@ def test_the_authors_protocol_judges_every_unsupervised_row_and_is_stored_apart(
     assert by_method[("gca", 0)]["accuracy"]["protocol"] == "authors"  # Random-Init
     assert by_method[("raw", None)]["settings"]["protocol"] == "authors"
     assert "protocol" not in by_method[("gcn", None)]["settings"]  # supervised: judged by itself, shared
-    sklearn = _repro(tmp_path, baselines=("raw", "gcn"))
-    planned = Planner(sklearn.mode, ("raw",)).table3("Karate")
+    sklearn = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True, protocol="sklearn")
+    planned = Planner(sklearn, ("raw",)).table3("Karate")
     keys = {run_key(run) for cell in planned for run in cell.runs}
     assert not keys & {p.stem for p in (tmp_path / "runs").glob("*.json") if "gcn" not in p.stem}

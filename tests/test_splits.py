@@ -124,7 +124,7 @@ def test_reproduce_judges_run_i_on_split_i_of_the_scheme_asked_and_keys_runs_by_
     train, val, test = run_split(karate, 2, few)
     assert np.bincount(karate.data.y.numpy()[train]).tolist() == [3, 3]
     assert np.array_equal(run_split(karate, 2, few)[2], test)  # deterministic per run
-    default, fewshot = Mode.create(True), Mode.create(True, split=few)
+    default, fewshot = Mode.create(False, protocol="sklearn"), Mode.create(True, split=few)
     assert default.judged() == {} and fewshot.judged()["split"]  # runs stored before the choice keep their keys
     default_runs = Planner(default, ()).gca_runs("Karate", {}, 1, None)
     few_runs = Planner(fewshot, ()).gca_runs("Karate", {}, 1, None)

@@ -369,8 +369,21 @@ def mini_batch_epochs(epochs: int, num_nodes: int, batch_size: int, steps_per_ep
     mini-batch epoch makes ``steps_per_epoch`` updates, or ⌈N / (B·K)⌉ over K processes (one pass), so about
     ``epochs`` / that many epochs make as many updates as the full-graph setting — its schedule, which a longer run
     would overshoot (measured on Cora: docs/large-graphs.md)."""
-    steps = steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
+    steps = batches_per_epoch(num_nodes, batch_size, steps_per_epoch, world_size)
     return max(1, math.ceil(epochs / steps)) if epochs else 0, steps
+
+
+def batches_per_epoch(num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1) -> int:
+    """Updates one epoch makes: 1 on the whole graph (``batch_size`` 0); else ``steps_per_epoch``, or one pass over
+    the N nodes in ⌈N / (B·K)⌉ batches over K processes (:class:`gca.train.batches.NeighborBatches`)."""
+    if not batch_size:
+        return 1
+    return steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
+
+
+def planned_updates(config: GCAConfig, num_nodes: int, world_size: int = 1) -> int:
+    """The updates a run of ``config`` makes on a graph of ``num_nodes`` nodes: epochs × :func:`batches_per_epoch`."""
+    return config.epochs * batches_per_epoch(num_nodes, config.batch_size, config.steps_per_epoch, world_size)
 
 
 def build_config(

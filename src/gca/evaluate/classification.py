@@ -79,6 +79,10 @@ class EvaluationResult:
         }
 
     def __str__(self) -> str:
+        """``mean ± std % … over N splits``; a single split has no spread to give: ``75.90 % … on 1 split``."""
+        if len(self.accuracies) == 1:
+            f1 = f", macro-F1 {self.macro_f1[0]:.2f}" if self.macro_f1 else ""
+            return f"{self.mean:.2f} %{f1} on 1 split ({self.protocol} protocol)"
         f1 = f", macro-F1 {np.mean(self.macro_f1):.2f} ± {np.std(self.macro_f1):.2f}" if self.macro_f1 else ""
         return (f"{self.mean:.2f} ± {self.std:.2f} %{f1} over {len(self.accuracies)} splits ({self.protocol} "
                 "protocol)")  # fmt: skip

@@ -23,9 +23,9 @@ from ..progress import to_stderr
 from ..train.distributed import resolve_device
 from ..train.fast import FastChoice, fast_choice
 from .baselines import BASELINES
-from .execute import DatasetCache, Executor, run_split
+from .execute import DatasetCache, Executor, run_split, run_splits
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
-from .plan import Cell, Mode, Planner, Run
+from .plan import QUICK_BASELINES, Cell, Mode, Planner, Run
 from .report import Reporter, differs, write_table
 from .store import RunStore, run_key
 
@@ -34,7 +34,7 @@ TASKS = ("table3", "table4", "figure4", "figure3")
 __all__ = [
     "PAPER_DATASETS", "PAPER_TABLE3", "PAPER_TABLE4", "TASKS", "Cell", "DatasetCache", "Executor", "Mode",
     "Planner", "Reporter", "Reproduction", "Run", "RunStore", "differs", "reproduce", "run_key", "run_split",
-    "write_table",
+    "run_splits", "write_table",
 ]  # fmt: skip
 
 
@@ -55,7 +55,7 @@ class Reproduction:
         log: Callable[[str], None] = to_stderr,
         figure4_datasets: Iterable[str] | None = None,
         mode: Mode | None = None,
-        protocol: str = "sklearn",
+        protocol: str = "authors",
         split: SplitSetting | None = None,
         fast: bool = False,
     ) -> None:
@@ -67,13 +67,18 @@ class Reproduction:
         self.mode = mode or Mode.create(quick, runs, protocol, split)
         self.log = log
         self.device = device
-        self.planner = Planner(self.mode, tuple(baselines) if baselines is not None else tuple(BASELINES),
-                               self._fast_choice if fast else None)  # fmt: skip
+        if baselines is None:  # quick mode saves the baselines' time: raw features unless others are named
+            baselines = QUICK_BASELINES if self.mode.quick else tuple(BASELINES)
+        self.baselines = tuple(baselines)
+        # quick mode keeps every GCA row's updates, in mini-batches where the fast path finds them faster
+        self.fast = fast or self.mode.quick
+        self.planner = Planner(self.mode, self.baselines, self._fast_choice if self.fast else None)
         self.store = RunStore(self.out / "runs")
         self.data = DatasetCache(data_dir)
         self.executor = Executor(self.store, self.data, self.mode, device, self.out / "plots" if plots else None,
                                  progress)  # fmt: skip
-        self.reporter = Reporter(self.out, self.store, self.data, self.mode, self.executor.unavailable)
+        self.reporter = Reporter(self.out, self.store, self.data, self.mode, self.executor.unavailable,
+                                 [b for b in BASELINES if b not in self.baselines])  # fmt: skip
 
     def _fast_choice(self, dataset: str) -> tuple[FastChoice | None, int]:
         """``--fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset

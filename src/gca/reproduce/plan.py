@@ -33,6 +33,12 @@ TABLE3_BASELINES_BEFORE = ("raw", "node2vec", "deepwalk", "deepwalk+features", "
 RANDOM_INIT = ("Random-Init", {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive",
                                "epochs": 0})  # fmt: skip
 TABLE3_BASELINES_AFTER = ("gcn", "gat")
+#: Quick mode's baselines when none are named: the raw features (no training; the other baselines' schedules would
+#: be shortened, and a shortened row is not compared with the paper).
+QUICK_BASELINES = ("raw",)
+#: The row whose training Random-Init leaves out (same centrality, switches, seeds and splits): what training adds
+#: is the paired difference between the two.
+TRAINED_TWIN = {"table3": "GCA-DE", "table4": "GCA"}
 TABLE4_ROWS = (
     ("GCA–T–A", "Uniform", "Uniform", {"centrality": "degree", "edge_drop": "uniform", "feature_mask": "uniform"}),
     ("GCA–T", "Uniform", "Adaptive", {"centrality": "degree", "edge_drop": "uniform", "feature_mask": "adaptive"}),
@@ -41,47 +47,83 @@ TABLE4_ROWS = (
 )
 
 
+#: Quick mode: evaluation splits that judge each training (the authors' probe fits them together).
+QUICK_SPLITS = 20
+
+
 @dataclass(frozen=True)
 class Mode:
-    """How much to run and how runs are judged. ``quick`` is sized for a laptop CPU; the full mode follows the
-    paper. ``protocol`` is the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`)."""
+    """How much to run and how runs are judged. The full mode follows the paper: 20 trainings per cell, training i
+    judged on one split drawn from seed i. ``quick`` is sized for a laptop CPU: every GCA row keeps its setting's
+    number of updates (mini-batches where :mod:`gca.train.fast` finds them faster), and time is saved on the number
+    of trainings (one per cell), each judged on :data:`QUICK_SPLITS` splits, and on the baselines. ``protocol`` is
+    the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`): the authors', behind the paper's
+    numbers, unless asked otherwise."""
 
-    runs: int
-    max_epochs: int | None  # cap on GCA's epochs (None: the dataset's Table 5 value)
+    runs: int  # trainings per cell, seeds 0 … runs − 1
+    max_epochs: int | None  # cap on the tables' GCA epochs (None: Table 5's); a capped row is marked shortened
     grid: tuple[float, ...]  # Figure 4's values of p_e and p_f
     grid_runs: int
     grid_max_epochs: int | None
     quick: bool
-    protocol: str = "sklearn"
-    split: SplitSetting = SplitSetting(count=1)  # run i is judged on one split drawn from seed i
+    protocol: str = "authors"
+    split: SplitSetting = SplitSetting(count=1)  # training i is judged on split.count splits drawn from seed i
 
     @classmethod
-    def create(cls, quick: bool, runs: int | None = None, protocol: str = "sklearn",
+    def create(cls, quick: bool, runs: int | None = None, protocol: str = "authors",
                split: SplitSetting | None = None) -> Mode:  # fmt: skip
-        split = replace(split or SplitSetting(), count=1)
+        split = (split or SplitSetting()).for_protocol(protocol)
         if quick:
-            return cls(runs or 3, 200, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol, split)
-        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False, protocol, split)
+            return cls(runs or 1, None, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol,
+                       replace(split, count=QUICK_SPLITS))  # fmt: skip
+        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False, protocol,
+                   replace(split, count=1))  # fmt: skip
+
+    @property
+    def splits_per_run(self) -> int:
+        return self.split.count
+
+    @property
+    def comparable(self) -> bool:
+        """Whether numbers are judged as the paper's were, so that a difference from them means something."""
+        return self.protocol == "authors"
 
     def describe(self) -> str:
-        judged = f"; accuracy under the {self.protocol} evaluation protocol"
-        if self.split != SplitSetting(count=1):
-            named = ", ".join(f"{k} {v}" for k, v in self.split.record().items() if v is not None)
-            judged += f" on {named} splits"
-        if self.quick:
-            return (
-                f"quick mode: {self.runs} runs per cell, GCA trained for at most {self.max_epochs} epochs "
-                f"({self.grid_max_epochs} for Figure 4), baselines with shortened schedules{judged}"
-            )
-        return f"full mode: {self.runs} runs per cell, Table 5's epochs{judged}"
+        """One sentence: how many trainings and splits make a cell, and how they are judged."""
+        runs, splits = self.runs, self.splits_per_run
+        trainings = f"{plural(runs, 'training')} per cell (seed{'s 0–' + str(runs - 1) if runs > 1 else ' 0'})"
+        judged = (f"each judged on {plural(splits, 'split')} drawn from its seed" if splits > 1 else
+                  "training i judged on split i")  # fmt: skip
+        kind = "quick mode" if self.quick else "full mode"
+        return (f"{kind}: {trainings}, {judged} ({self.split_words()}); mean ± std over the "
+                f"{plural(runs * splits, '(training, split) value')}, under the {self.protocol} protocol")
+
+    def split_words(self) -> str:
+        """The splits, said: random 10/10/80 % (cut with int() under the authors' protocol), or the dataset's own."""
+        s = self.split
+        if s.scheme == "fewshot":
+            return f"fewshot: {s.shots} training nodes per class, validation {s.val:g}"
+        if s.scheme == "public":
+            return "the dataset's public split"
+        test = "the rest" if s.test is None else f"{s.test:g}"
+        cut = ", parts cut with int() as the authors' script" if s.sizes == "floor" else ""
+        own = ", or the dataset's own split i where it has them" if s.scheme == "auto" else ""
+        return f"random: train {s.train:g}, validation {s.val:g}, test {test}{cut}{own}"
 
     def judged(self) -> dict[str, Any]:
-        """What a run's settings record of its evaluation: nothing for the default protocol and splits, so that runs
-        stored before there was a choice are found again."""
+        """What a run's settings record of its evaluation: nothing for the sklearn protocol and default splits, so
+        that runs stored before there was a choice are found again."""
         judged: dict[str, Any] = {} if self.protocol == "sklearn" else {"protocol": self.protocol}
-        if self.split != SplitSetting(count=1):
+        if replace(self.split, count=1) != SplitSetting(count=1):
             judged["split"] = _items(self.split.record())
+        if self.splits_per_run != 1:
+            judged["splits_per_run"] = self.splits_per_run
         return judged
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``; ``(training, split) value`` → ``… values``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -120,8 +162,9 @@ class Planner:
         dataset = dataset_display_name(dataset)
         epochs = switches.get("epochs", build_config(dataset).epochs)
         epochs = min(epochs, max_epochs) if max_epochs else epochs
-        settings = {**switches, "epochs": epochs, **self.mode.judged()}
-        config_keys = {k: v for k, v in settings.items() if k not in ("protocol", "split")}
+        judged = self.mode.judged()
+        settings = {**switches, "epochs": epochs, **judged}
+        config_keys = {k: v for k, v in settings.items() if k not in judged}
         choice, num_nodes = self.training(dataset) if self.training and epochs else (None, 0)
         if choice is not None and choice.mini_batch:  # an exact choice is the plain run, shared with it
             settings["training"] = f"mini-batch B={choice.batch_size}, fan-out {','.join(map(str, choice.fanout))}"
@@ -147,23 +190,29 @@ class Planner:
                 label, data_used, _ = BASELINES[key]
                 cells.append(Cell(label, name, self.baseline_runs(dataset, key), {"data": data_used}))
             if key == "raw":  # GCA's own row, whichever baselines are chosen
-                label, switches = RANDOM_INIT
-                runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
-                cells.append(Cell(label, name, runs, {"data": "X, A"}))
+                cells.append(self.random_init(dataset, {"data": "X, A"}))
         for label, switches in TABLE3_GCA:
             runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
-            cells.append(Cell(label, name, runs, {"data": "X, A", "plots": True}))
+            cells.append(Cell(label, name, runs, {"data": "X, A", "plots": True,
+                                                  "versus_untrained": label == TRAINED_TWIN["table3"]}))
         for key in TABLE3_BASELINES_AFTER:
             if key in self.baselines:
                 label, data_used, _ = BASELINES[key]
                 cells.append(Cell(label, name, self.baseline_runs(dataset, key), {"data": data_used}))
         return cells
 
+    def random_init(self, dataset: str, info: dict[str, Any]) -> Cell:
+        """The untrained encoder's row (:data:`RANDOM_INIT`), judged as every row is."""
+        label, switches = RANDOM_INIT
+        runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
+        return Cell(label, dataset_display_name(dataset), runs, {**info, "untrained": True})
+
     def table4(self, dataset: str) -> list[Cell]:
         name = dataset_display_name(dataset)
-        return [
+        return [self.random_init(dataset, {"topology": "untrained", "attribute": "untrained"})] + [
             Cell(label, name, self.gca_runs(dataset, s, self.mode.runs, self.mode.max_epochs),
-                 {"topology": topo, "attribute": attr, "plots": True})
+                 {"topology": topo, "attribute": attr, "plots": True,
+                  "versus_untrained": label == TRAINED_TWIN["table4"]})
             for label, topo, attr, s in TABLE4_ROWS
         ]  # fmt: skip
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from ..augment.prepared import PreparedGraph
+from ..config import planned_updates
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
 from ..evaluate.clustering import ClusterResult, cluster_embeddings
@@ -40,6 +41,12 @@ def _gpu_peak(device: torch.device) -> dict[str, float]:
     if device.type != "cuda":
         return {}
     return {"gpu_peak_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1)}
+
+
+def _world_size(estimator: GCA) -> int:
+    """Processes that shared each update's anchors (a mini-batch epoch's updates depend on it)."""
+    place = estimator.placement
+    return place.world_size if place is not None else 1
 
 
 def _objective_used(estimator: GCA) -> dict[str, str]:
@@ -88,6 +95,7 @@ def run_gca(
         "dataset": dataset,
         "centrality": config.centrality,
         "epochs": config.epochs,
+        "updates": planned_updates(config, prepared.graph.num_nodes, _world_size(estimator)),
         "warmup_updates": config.warmup_updates,  # what warmup_steps = -1 (automatic) became
         "train_seconds": round(estimator.train_seconds, 3),
         "prepare_seconds": round(estimator.prepare_seconds, 3),
