@@ -68,7 +68,7 @@ def test_a_job_takes_the_choice_between_the_datasets_setting_and_the_users(tmp_p
     assert mine.config.batch_size == 0 and mine.fast.kept == ("batch_size",)  # the user's value wins …
     assert mine.record()["fast_path"] | {"reason": ""} == {  # … and results.json says what trained
         "training": "exact", "batch_size": 0, "fanout": [], "reason": "", "kept_user_keys": ["batch_size"],
-        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10]}}  # fmt: skip
+        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]}}  # fmt: skip
     mine = Job.open(karate, None, {"batch_size": 4}, fast=True, device="cpu")
     assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)
     assert mine.fast.describe().startswith("--fast kept your batch_size (it would have chosen mini-batches")
@@ -95,7 +95,7 @@ def test_gca_train_fast_trains_in_mini_batches_above_the_threshold(tmp_path, cap
     record = json.loads((tmp_path / "b" / "results.json").read_text())
     assert record["fast_path"] | {"reason": ""} == {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10],
                                                    "chosen": {"training": "mini-batch", "batch_size": 8,
-                                                              "fanout": [10]},
+                                                              "fanout": [10, 10]},  # per layer, as trained
                                                    "reason": "", "kept_user_keys": []}  # fmt: skip
     assert record["config"]["batch_size"] == 8 and len(record["losses"]) == 2  # --epochs is obeyed
     assert "mini-batches of 8 anchors, fan-out 10,10; --fast chose mini-batches: 34 nodes" in capsys.readouterr().out
@@ -124,14 +124,16 @@ def test_reproduce_fast_tables_say_which_training_made_each_row(tmp_path, small_
                          mode=TINY, baselines=("raw",), fast=True)  # fmt: skip
     repro.run("table3")
     table = (tmp_path / "table3.md").read_text()
-    assert "Training of the trained GCA rows (--fast" in table and "Karate: mini-batch B=8, fan-out 10" in table
+    said = "Karate: GCA trained in mini-batches of B = 8 anchors, fan-out 10,10: 1 epoch of 5 = 5 updates on cpu"
+    assert said in table
     rows = list(csv.DictReader((tmp_path / "table3.csv").open()))
     training = {row["method"]: row["training"] for row in rows}
     assert training == {"Raw features": "", "Random-Init": "untrained", "GCA-DE": "mini-batch B=8, fan-out 10",
                         "GCA-PR": "mini-batch B=8, fan-out 10", "GCA-EV": "mini-batch B=8, fan-out 10"}  # fmt: skip
     assert all(np.isfinite(float(row["mean"])) for row in rows)
     plain = tmp_path / "plain"
-    Reproduction(plain, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None, mode=TINY,
+    full = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=False)  # quick is --fast
+    Reproduction(plain, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None, mode=full,
                  baselines=(), fast=False).run("table3")  # fmt: skip
     assert "--fast" not in (plain / "table3.md").read_text()
     assert {row["training"] for row in csv.DictReader((plain / "table3.csv").open())} == {"exact", "untrained"}

@@ -25,8 +25,12 @@ def add_parser(sub) -> None:
     )
     rep.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
     rep.add_argument("--out", required=True, help="output folder (tables, figures, runs/)")
-    rep.add_argument("--quick", action="store_true", help="3 runs, fewer epochs, a 5×5 grid: sized for a laptop CPU")
-    rep.add_argument("--runs", type=int, help="runs per table cell (default 20, or 3 with --quick)")
+    rep.add_argument(
+        "--quick", action="store_true", help="sized for a laptop CPU: every GCA row keeps its setting's number of "
+        "updates (mini-batches where --fast would choose them), one training per cell judged on 20 splits, raw "
+        "features as the only baseline unless --baselines names others, a 5×5 Figure 4 grid of shortened runs",
+    )  # fmt: skip
+    rep.add_argument("--runs", type=int, help="trainings per table cell (default 20, or 1 with --quick)")
     rep.add_argument(
         "--fast", action="store_true", help="train GCA's runs as gca train --fast does: exact or mini-batch, chosen "
         "from each graph's size and the device; the tables say which training made each row",
@@ -34,10 +38,10 @@ def add_parser(sub) -> None:
     rep.add_argument(
         "--baselines",
         help="comma-separated baselines for Table 3 (default: all of raw, node2vec, deepwalk, "
-        "deepwalk+features, gae, vgae, dgi, gcn, gat; 'none' for none)",
+        "deepwalk+features, gae, vgae, dgi, gcn, gat; with --quick: raw; 'none' for none)",
     )
     rep.add_argument("--no-plots", action="store_true", help="skip the loss-curve and t-SNE plots of GCA runs")
-    protocol_argument(rep)
+    protocol_argument(rep, default="authors")
     split_arguments(rep)
     rep.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")

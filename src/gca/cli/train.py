@@ -45,6 +45,12 @@ def add_parser(sub) -> None:
         "updates; your own batch_size or fanout is kept. Said in the run's header and results.json",
     )  # fmt: skip
     train.add_argument("--seed", type=int, help="random seed (default 0)")
+    train.add_argument(
+        "--seeds", type=int, default=1, metavar="K", help="classify: pretrain K times (seeds from --seed, "
+        "gca.seeds.run_seeds) and report the accuracy's mean ± std over the pretrainings, each judged on the same "
+        "splits — the spread that a public split, whose nodes are fixed, leaves (default 1); the files are the "
+        "first pretraining's",
+    )  # fmt: skip
     train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
     train.add_argument("--no-eval", action="store_true", help="skip linear evaluation")
@@ -92,8 +98,10 @@ def run(args: argparse.Namespace) -> int:
     if args.task == "link" and logged:
         raise ConfigError(f"--task link trains once per hold-out; it takes no {logged[0]} (log one training with "
                           "--task classify or cluster)")  # fmt: skip
+    args.splits_given = args.splits is not None  # a count the splits cannot follow is refused, not ignored
     split_count(args, args.task)
     splits = split_setting(args)
+    _check_seeds(args, logged)
     from ..outputs.folder import RunOutputs
 
     _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
@@ -130,6 +138,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             print(f"gca: {note}", file=sys.stderr)
     judged = place.writes and not args.no_eval
     splits = job.splits(split_setting) if judged and args.task == "classify" else None
+    if splits is not None:
+        _check_split_count(args, splits, job.name)
     plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
     if place.writes:
         _announce(job, estimator, args, plots)
@@ -158,9 +168,17 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         if estimator.embedding_file_ is not None:  # written out of core, block by block, at the staged path
             outputs.wrote("embeddings.npy")
         result.record.update(job.record())
+        over_seeds = None
+        if args.seeds > 1 and result.evaluation is not None:
+            from ..run.tasks import more_pretrainings
+
+            over_seeds, result.record["pretrainings"] = more_pretrainings(job, estimator, result.evaluation,
+                                                                          args.seeds, splits, args.eval_protocol)
         written = outputs.write_run(result.embeddings.numpy(), estimator.state(), result.record, job.node_ids,
                                     result.plots)  # fmt: skip
-    if result.evaluation is not None:
+    if over_seeds is not None:
+        print(f"accuracy (GCA, {job.config.centrality}): {over_seeds}")
+    elif result.evaluation is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
     if result.clusters is not None:
         print(f"clustering (GCA, {job.config.centrality}): {result.clusters}")
@@ -168,6 +186,32 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _check_seeds(args: argparse.Namespace, logged: list[str]) -> None:
+    """--seeds K repeats the pretraining of a classify run in this process: refused where it cannot apply."""
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.seeds == 1:
+        return
+    if args.task != "classify" or args.no_eval:
+        raise ConfigError("--seeds K repeats a pretraining to judge its accuracy; it goes with --task classify and "
+                          "evaluation (leave out --no-eval)")  # fmt: skip
+    taken = [flag for flag, used in (("--checkpoint-every", args.checkpoint_every), ("--resume", args.resume),
+                                     ("torchrun", environment.world_size() > 1)) if used] + logged  # fmt: skip
+    if taken:
+        raise ConfigError(f"--seeds K trains K times in one process; it takes no {taken[0]} (train one seed with "
+                          "--seed S for that)")  # fmt: skip
+
+
+def _check_split_count(args: argparse.Namespace, splits, name: str) -> None:
+    """A dataset's own splits are as many as it has: a --splits N it cannot give is refused in one line."""
+    if not (args.splits_given and getattr(splits, "own", False) and len(splits) != args.splits):
+        return
+    have = f"{len(splits)} split{'s' if len(splits) > 1 else ''} of its own"
+    raise ConfigError(f"--splits {args.splits} cannot apply: {name} is judged on {have} (--eval-split "
+                      f"{args.eval_split}); leave --splits out, repeat the pretraining with --seeds K, or draw "
+                      "random splits with --eval-split random")  # fmt: skip
 
 
 def _scratch_folder():
@@ -239,7 +283,7 @@ def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
         warn("epochs=0: the encoder is not trained; its scores are those of its initial weights (a baseline)")
     if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
         warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
-    for warning in job.warnings:
+    for warning in [*job.warnings, *job.schedule_warnings()]:
         warn(warning)
     print(job.summary(estimator))
 

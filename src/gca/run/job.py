@@ -28,6 +28,7 @@ from ..config import (
     epochs_given,
     is_named_config,
     mini_batch_epochs,
+    planned_updates,
     read_config_file,
 )
 from ..datasets.base import LoadedDataset
@@ -54,6 +55,7 @@ class Job:
     #: directed edges up, ``True`` always (``--cache``, ``gca prepare``), ``False`` never
     store_graph: bool | None = None
     store_record: dict | None = field(default=None, repr=False)  # the prepared graph's folder, and whether opened
+    world_size: int = 1  # processes that share each update (a mini-batch epoch's updates depend on it)
 
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
@@ -81,7 +83,7 @@ class Job:
             choice = fast_choice(loaded.data.num_nodes, device).keeping([*own_file, *overrides])
             overrides = {**choice.layer(), **overrides}
         job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice,
-                  store=store, store_graph=store_graph)  # fmt: skip
+                  store=store, store_graph=store_graph, world_size=world_size)  # fmt: skip
         cfg = job.config
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
@@ -150,6 +152,18 @@ class Job:
     def warnings(self) -> list[str]:
         """One line each: about the files read, then about the graph cleaned (once it is)."""
         return self.loaded.warnings + (self.graph.warnings if self.graph is not None else [])
+
+    def schedule_warnings(self) -> list[str]:
+        """About the training's schedule, for a command that trains: a run shorter than its learning-rate warm-up
+        never trains at its learning rate — one line that says so."""
+        cfg = self.config
+        updates = planned_updates(cfg, self.loaded.data.num_nodes, self.world_size)
+        if not cfg.epochs or updates >= cfg.warmup_updates:
+            return []
+        per_epoch = f" ({cfg.epochs} epochs of {updates // cfg.epochs})" if cfg.batch_size else ""
+        return [f"the run makes {updates} updates{per_epoch}, fewer than its learning-rate warm-up of "
+                f"{cfg.warmup_updates}: it ends at lr {cfg.lr * updates / cfg.warmup_updates:.3g}, never reaching "
+                f"lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
 
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
         """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default

@@ -2,7 +2,9 @@
 (:mod:`gca.evaluate.classification`, the default), link prediction (:mod:`gca.evaluate.linkpred`) or node
 clustering (:mod:`gca.evaluate.clustering`).
 
-Classification and clustering judge the embeddings of one training on the whole graph. Link prediction must hold
+Classification and clustering judge the embeddings of one training on the whole graph; :func:`more_pretrainings`
+repeats that training with other seeds (``--seeds K``: seed i from ``run_seeds(config.seed, K)[i]``) and judges each
+on the same splits — what varies on a public split, whose nodes are fixed, is the pretraining. Link prediction must hold
 edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws hold-out i from seed
 ``run_seeds(config.seed, runs)[i]`` (:mod:`gca.seeds`: the seed itself first), trains GCA with that seed on the
 edges left, embeds every node on that training graph and scores the held-out pairs.
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
+from ..evaluate.classification import EvaluationResult, evaluate_embeddings
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
 from ..names import TASK_COUNTS
 from ..seeds import run_seeds
@@ -48,3 +52,25 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
               "train_seconds": round(trained.train_seconds, 3), "device": str(trained.device),
               "config": trained.config.to_dict()}  # fmt: skip
     return result, trained, embeddings, record
+
+
+def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: int, splits: list,
+                      protocol: str) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``, judged on
+    ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
+    of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each judged on the same ``splits`` under
+    ``protocol``. Returns one line to print and the record (``results.json``'s ``pretrainings``): the seeds, each
+    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings."""
+    seeds = run_seeds(estimator.config.seed, count)
+    results = [first]
+    for seed in seeds[1:]:
+        again = clone(estimator, seed=seed)
+        embeddings = again.fit_transform(job.prepared)
+        results.append(evaluate_embeddings(embeddings, job.labels, splits, protocol, device=again.device))
+    means = [r.mean for r in results]
+    record = {"count": count, "seeds": seeds, "accuracy": means, "mean": float(np.mean(means)),
+              "std": float(np.std(means)), "splits_each": len(splits), "protocol": protocol}  # fmt: skip
+    line = (f"{record['mean']:.2f} ± {record['std']:.2f} % over {count} pretrainings (seeds "
+            f"{', '.join(map(str, seeds))}), each judged on {len(splits)} split{'s' if len(splits) > 1 else ''} "
+            f"({protocol} protocol)")  # fmt: skip
+    return line, record

@@ -95,9 +95,13 @@ class FastChoice:
 
     def record(self, config: GCAConfig | None = None) -> dict:
         """For ``results.json`` (``fast_path``): what trained — ``config``'s batch size and fan-out, which may be
-        the user's where they were kept — and, under ``chosen``, what the fast path chose and why."""
+        the user's where they were kept — and, under ``chosen``, what the fast path chose and why, its fan-out one
+        value per layer of ``config``'s encoder."""
+        fanout = list(self.fanout)
+        if config is not None and self.mini_batch and len(fanout) == 1:  # one value serves every layer: say each
+            fanout = fanout * config.layers
         chosen = {"training": "mini-batch" if self.mini_batch else "exact", "batch_size": self.batch_size,
-                  "fanout": list(self.fanout)}  # fmt: skip
+                  "fanout": fanout}  # fmt: skip
         ran = chosen if config is None else {
             "training": "mini-batch" if config.batch_size else "exact", "batch_size": config.batch_size,
             "fanout": list(config.fanouts) if config.batch_size else []}  # fmt: skip
