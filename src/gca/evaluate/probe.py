@@ -47,11 +47,13 @@ CHECK_EVERY = 20
 BATCHED_BYTES = 256 * 2**20
 
 #: On the CPU, a probe whose work per epoch — the splits' training products S·T·d·C plus a 20th of the checks'
-#: S·N·d·C — is below :data:`SMALL_WORK` multiply-adds runs on :data:`PROBE_THREADS` thread(s): its products are too
-#: small to share between threads, and a second thread only adds waiting (``python benchmarks/probe.py``:
-#: docs/benchmarks.md, "The authors' evaluator on the CPU"). ``None``: PyTorch's own thread count throughout.
+#: S·N·d·C — is below :data:`SMALL_WORK` multiply-adds runs on :data:`PROBE_THREADS` thread(s). Measured on 2 cores
+#: of an AMD EPYC (PyTorch 2.13.0, 20 splits × 3,000 epochs, 2026-11-28): a second thread gains nothing up to about
+#: 10⁵ (34 nodes × 8: 0.34 s at one thread, 0.35 s at two; 300 × 32: 0.57 and 0.49 s) and halves the time above
+#: (Cora's shape, 7·10⁶: 6.6 and 3.7 s; Amazon-Photo's, 5·10⁷: 27.7 and 14.8 s); but beside another busy process,
+#: two threads' waiting made the 34-node probe take 53 s instead of 3.5 s. ``None``: PyTorch's threads throughout.
 PROBE_THREADS: int | None = 1
-SMALL_WORK = 10**9
+SMALL_WORK = 10**5
 
 
 def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
