@@ -114,7 +114,7 @@ def test_a_fake_tensorboard_writer_gets_every_epochs_loss(monkeypatch, tmp_path)
     estimator = GCA(GCAConfig(epochs=4, **SMALL), device="cpu", loggers=[TensorBoardLogger(tmp_path / "tb")])
     estimator.fit(karate_club())
     (writer,) = made
-    assert writer.log_dir == str(tmp_path / "tb") and writer.closed
+    assert writer.log_dir == str(tmp_path / "tb" / "version_0") and writer.closed
     losses = [(value, step) for tag, value, step in writer.scalars if tag == "loss"]
     assert losses == [(loss, epoch) for epoch, loss in enumerate(estimator.losses, start=1)]
     assert [step for tag, _, step in writer.scalars if tag == "loss/update"] == [1, 2, 3, 4]  # one update an epoch
@@ -210,7 +210,8 @@ def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     plain = capsys.readouterr()
     assert main([*args, "--log-csv", str(log)]) == 0
     logged = capsys.readouterr()
-    assert logged.err == plain.err == "" and logged.out == plain.out  # the command prints what it printed before
+    assert logged.err == plain.err == ""
+    assert logged.out == plain.out + f"logged to {log}\n"  # what it printed before, and where it logged
     losses = json.loads((out / "results.json").read_text())["losses"]
     header, *rows = _rows(log)
     assert header == ["epoch", "loss", "lr"] and [float(r[1]) for r in rows] == losses
@@ -224,6 +225,10 @@ def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     (["--log-csv", "{out}"], "lies inside --out"),
     (["--log-csv", "{out}-no/such.csv"], "does not exist"),
     (["--log-csv", "{out}-dir"], "is a folder"),
+    (["--log-csv", "{out}-file/log.csv"], "run-file is a file, not a folder"),  # not "does not exist"
+    (["--log-csv", "{out}-file/deeper/log.csv"], "run-file is a file, not a folder"),
+    (["--tensorboard", "{out}-file/tb"], "run-file is a file, not a folder"),
+    (["--log-csv", "{out}-dir/log.csv", "--features", "{out}-dir/log.hparams.json"], "writes"),
     (["--task", "link", "--log-csv", "{out}/l.csv"], "--task link trains once per hold-out; it takes no --log-csv"),
     (["--tensorboard", "{out}-tb"], "pip install 'gca-graph[tensorboard]'"),
     (["--wandb", "project"], "pip install 'gca-graph[wandb]'"),
@@ -233,8 +238,241 @@ def test_gca_train_refuses_unusable_logs_in_one_line(tmp_path, capsys, monkeypat
     monkeypatch.setitem(sys.modules, "wandb", None)
     out = tmp_path / "run"
     (tmp_path / "run-dir").mkdir()
+    (tmp_path / "run-file").write_text("a file where a folder is named\n")
     extra = [a.format(out=out) for a in extra]
+    if "--features" in extra:  # a graph from files whose feature file is where the CSV log's hyperparameters go
+        (tmp_path / "e.csv").write_text("0,1\n")
+        (tmp_path / "run-dir" / "log.hparams.json").write_text("0.5\n0.25\n")
+        extra += ["--edges", str(tmp_path / "e.csv")]
     assert main(["train", "--epochs", "2", "--no-eval", "--quiet", "--out", str(out), *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gca: error: ") and message in err[0], err
     assert not out.exists() or not any(out.iterdir())
+    # nothing else was made: no OUT-wandb/ of a refused --wandb, no TensorBoard folder
+    assert {p.name for p in tmp_path.iterdir()} <= {"run", "run-dir", "run-file", "e.csv"}
+    assert sorted(p.name for p in (tmp_path / "run-dir").iterdir()) in ([], ["log.hparams.json"])
+
+
+# --- a run as Lightning logs it: hyperparameters first, the epochs, the evaluation's numbers, each run its own ---
+
+
+class RunRecorder(Recorder):
+    """A logger that also takes hyperparameters, keeping every call in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events = []
+
+    def log_hyperparams(self, params):
+        self.events.append(("hparams", dict(params)))
+
+    def log(self, metrics, step):
+        super().log(metrics, step)
+        self.events.append(("log", dict(metrics), step))
+
+    def close(self):
+        super().close()
+        self.events.append(("close",))
+
+
+def _karate_run(loggers, epochs=3, clusters=0, splits=2):
+    from gca.evaluate.splits import random_splits
+    from gca.run.pipeline import run_gca
+
+    data = karate_club()
+    estimator = GCA(GCAConfig(epochs=epochs, **SMALL), device="cpu", loggers=loggers)
+    prepared = estimator.prepare(data)
+    chosen = random_splits(data.num_nodes, splits, train=0.3, labels=data.y.numpy()) if splits else None
+    return estimator, run_gca(estimator, prepared, dataset="karate", labels=data.y, splits=chosen, clusters=clusters)
+
+
+def test_final_metrics_are_the_numbers_of_the_record_by_their_path():
+    from gca.loggers import final_metrics
+
+    record = {"accuracy": {"protocol": "sklearn", "mean": 81.25, "std": 2.5, "runs": [80.0, 82.5], "val_mean": None,
+                           "macro_f1": {"mean": 70.0, "std": 0.0, "runs": [70.0, 70.0]}},
+              "clustering": {"task": "cluster", "clusters": 4, "nmi": {"mean": float("nan"), "std": 1.0}},
+              "raw_features_accuracy": None, "final_loss": 3.0, "embeddings_out_of_core": False}  # fmt: skip
+    assert final_metrics(record, ("accuracy", "raw_features_accuracy", "clustering", "missing")) == {
+        "accuracy/mean": 81.25, "accuracy/std": 2.5, "accuracy/macro_f1/mean": 70.0, "accuracy/macro_f1/std": 0.0,
+        "clustering/clusters": 4, "clustering/nmi/std": 1.0}  # fmt: skip
+
+
+def test_a_run_logs_hyperparams_then_its_epochs_then_its_evaluation_and_closes_once():
+    seen = RunRecorder()
+    estimator, result = _karate_run([seen], epochs=3, clusters=2)
+    hparams, *logs, close = seen.events
+    assert hparams == ("hparams", {"dataset": "karate", **estimator.config.to_dict()})
+    assert [e[2] for e in logs] == [1, 2, 3, 3] and [e[1]["loss"] for e in logs[:3]] == estimator.losses
+    final = logs[-1][1]
+    accuracy, clustering = result.record["accuracy"], result.record["clustering"]
+    assert final["accuracy/mean"] == result.evaluation.mean == accuracy["mean"]
+    assert final["accuracy/std"] == accuracy["std"] and final["accuracy/val_mean"] == accuracy["val_mean"]
+    assert final["clustering/nmi/mean"] == clustering["nmi"]["mean"] and final["clustering/ari/std"] == (
+        clustering["ari"]["std"])  # fmt: skip
+    assert not any(name.endswith("/runs") or name.endswith("protocol") for name in final)
+    assert close == ("close",) and seen.closed == 1  # after the evaluation, not when fit ended
+    assert "logged_to" not in result.record or result.record["logged_to"] == []
+
+
+def test_a_run_without_evaluation_logs_no_final_row_and_a_failed_run_still_closes():
+    seen = RunRecorder()
+    _karate_run([seen], epochs=2, splits=0)
+    assert [e[0] for e in seen.events] == ["hparams", "log", "log", "close"]
+    failing = RunRecorder()
+    with pytest.raises(ValueError, match="embeddings_file"):
+        from gca.run.pipeline import run_gca
+
+        estimator = GCA(GCAConfig(epochs=2, **SMALL), device="cpu", loggers=[failing])
+        run_gca(estimator, estimator.prepare(karate_club()), dataset="karate", embeddings_file=__file__)
+    assert [e[0] for e in failing.events] == ["hparams", "close"]
+
+
+def test_the_csv_log_of_a_run_has_its_hyperparameters_beside_it_and_the_evaluation_as_its_last_row(tmp_path):
+    log = tmp_path / "losses.csv"
+    estimator, result = _karate_run([CSVLogger(log)], epochs=3)
+    params = json.loads((tmp_path / "losses.hparams.json").read_text())
+    assert params == json.loads(json.dumps({"dataset": "karate", **estimator.config.to_dict()}))
+    header, *rows = _rows(log)
+    assert header[:3] == ["epoch", "loss", "lr"] and "accuracy/mean" in header and "accuracy/runs" not in header
+    assert [r[0] for r in rows] == ["1", "2", "3", "3"]
+    assert [float(r[1]) for r in rows[:3]] == estimator.losses and rows[3][1:3] == ["", ""]
+    assert all(cell == "" for r in rows[:3] for cell in r[3:])  # the epochs' rows padded
+    final = dict(zip(header, rows[3], strict=True))
+    assert float(final["accuracy/mean"]) == result.record["accuracy"]["mean"]  # exact: written with repr
+    assert float(final["accuracy/std"]) == result.record["accuracy"]["std"]
+    assert result.record["logged_to"] == [str(log)]
+
+
+def test_a_csv_log_widens_its_header_for_metrics_with_new_names(tmp_path):
+    path = tmp_path / "l.csv"
+    logger = CSVLogger(path)
+    logger.log({"loss": 1.5, "lr": 0.25}, 1)
+    logger.log({"loss": 1.0, "lr": 0.5}, 2)
+    logger.log({"acc": 0.75, "lr": 0.5}, 2)
+    logger.log({"loss": 0.5}, 3)
+    assert path.read_text() == "epoch,loss,lr,acc\n1,1.5,0.25,\n2,1.0,0.5,\n2,,0.5,0.75\n3,0.5,,\n"
+
+
+def test_next_version_counts_on_from_the_largest_and_never_gives_one_twice(tmp_path):
+    import threading
+
+    from gca.loggers import next_version
+
+    root = tmp_path / "tb"
+    (root / "version_3").mkdir(parents=True)
+    (root / "version_x").mkdir()
+    (root / "other").mkdir()
+    assert next_version(root) == (4, root / "version_4") and (root / "version_4").is_dir()
+    fresh = tmp_path / "fresh" / "deeper"
+    assert next_version(fresh) == (0, fresh / "version_0")
+    taken, barrier = [], threading.Barrier(8)
+
+    def start():
+        barrier.wait()
+        taken.append(next_version(root)[0])
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(taken) == list(range(5, 13))
+
+
+def test_each_fit_of_a_tensorboard_logger_is_a_new_version_unless_one_is_fixed(monkeypatch, tmp_path):
+    made = []
+
+    class SummaryWriter:
+        def __init__(self, log_dir):
+            self.log_dir, self.steps = log_dir, []
+            made.append(self)
+
+        def add_scalar(self, tag, value, step):
+            self.steps.append((tag, step))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", types.SimpleNamespace(SummaryWriter=SummaryWriter))
+    logger = TensorBoardLogger(tmp_path / "tb")
+    assert logger.version is None and logger.location is None
+    estimator = GCA(GCAConfig(epochs=2, **SMALL), device="cpu", loggers=[logger])
+    estimator.fit(karate_club())
+    assert logger.version == 0 and logger.location == tmp_path / "tb" / "version_0"
+    estimator.fit(karate_club())
+    assert logger.version == 1 and [w.log_dir for w in made] == [str(tmp_path / "tb" / f"version_{v}") for v in (0, 1)]
+    for writer in made:  # each run's own curve: no step twice
+        assert [step for tag, step in writer.steps if tag == "loss"] == [1, 2]
+    fixed = TensorBoardLogger(tmp_path / "tb", version="mine")
+    GCA(GCAConfig(epochs=2, **SMALL), device="cpu", loggers=[fixed]).fit(karate_club())
+    assert made[-1].log_dir == str(tmp_path / "tb" / "mine") and fixed.version == "mine"
+    with pytest.raises(LoggerError, match="^version must be"):
+        TensorBoardLogger(tmp_path / "tb", version="a/b")
+
+
+def test_a_fake_wandb_run_gets_its_config_epochs_and_evaluation_and_makes_its_folder_when_it_starts(monkeypatch,
+                                                                                                    tmp_path):
+    calls = []
+
+    class Config:
+        def update(self, params, allow_val_change=False):
+            calls.append(("config", dict(params)))
+
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kwargs: calls.append(("init", kwargs)) or types.SimpleNamespace(config=Config(), url="u")
+    fake.config = Config()
+    fake.log = lambda metrics, step=None: calls.append(("log", sorted(metrics), step))
+    fake.finish = lambda: calls.append(("finish",))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    folder = tmp_path / "run-wandb"
+    logger = WandbLogger(project="p", dir=str(folder))
+    assert not folder.exists()  # made when the run starts, not before
+    estimator, result = _karate_run([logger], epochs=2)
+    assert folder.is_dir()
+    assert calls[0] == ("init", {"project": "p", "dir": str(folder)})
+    assert calls[1] == ("config", {"dataset": "karate", **estimator.config.to_dict()})
+    assert calls[2:4] == [("log", ["loss", "lr"], 1), ("log", ["loss", "lr"], 2)]
+    assert calls[4][0] == "log" and calls[4][2] == 2 and "accuracy/mean" in calls[4][1]
+    assert calls[5:] == [("finish",)] and result.record["logged_to"] == ["u"]
+
+
+
+def _has_tensorboard() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+@pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
+def test_two_gca_train_runs_into_one_tensorboard_folder_are_two_versions_with_hparams_and_accuracy(tmp_path,
+                                                                                                   capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    root = tmp_path / "tb"
+    results = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        assert main(["train", "--epochs", "3", "--splits", "2", "--quiet", "--out", str(out), "--tensorboard",
+                     str(root), "--set", f"lr={0.001 if run == 'a' else 0.002}"]) == 0  # fmt: skip
+        printed = capsys.readouterr().out
+        results.append(json.loads((out / "results.json").read_text()))
+        assert f"logged to {root / ('version_0' if run == 'a' else 'version_1')}" in printed
+        assert results[-1]["logged_to"] == [str(root / ("version_0" if run == "a" else "version_1"))]
+    assert sorted(p.name for p in root.iterdir()) == ["version_0", "version_1"]
+    for version, result in enumerate(results):
+        events = EventAccumulator(str(root / f"version_{version}"), size_guidance={"tensors": 0}).Reload()
+        losses = events.Scalars("loss")
+        assert [e.step for e in losses] == [1, 2, 3]  # one curve, no step twice
+        assert [e.value for e in losses] == pytest.approx(result["losses"], rel=1e-6)  # stored as float32
+        (final,) = events.Scalars("accuracy/mean")
+        assert final.step == 3 and final.value == pytest.approx(result["accuracy"]["mean"])
+        start = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+        hparams = plugin_data_pb2.HParamsPluginData.FromString(start).session_start_info.hparams
+        assert hparams["lr"].number_value == result["config"]["lr"]
+        assert hparams["dataset"].string_value == result["dataset"]
+        assert hparams["fanout"].string_value == json.dumps(result["config"]["fanout"])

@@ -1,18 +1,32 @@
 """Metric loggers for training — a CSV file, TensorBoard, Weights & Biases or your own — and the package's
 ``logging`` logger.
 
-A logger is any object with ``log(metrics: dict[str, float], step: int)``; ``close()`` is optional. Pass a list of
-them as ``GCA(..., loggers=[...])``. After every epoch each logger gets ``log({"loss": …, "lr": …}, step=epoch)``:
-``loss`` is the epoch's mean loss over its updates (exactly ``GCA.losses[epoch - 1]``), ``lr`` the learning rate
-of its last update (the warm-up raises it), and ``epoch`` counts from 1 (a resumed run goes on from its checkpoint's
-epoch). A logger whose ``per_update`` attribute is true also gets ``log({"loss/update": …}, step=update)`` after
-every optimiser update (``update`` counts from 1 over the whole run; with full-batch training there is one update
-per epoch). ``close()`` runs when ``fit`` ends, however it ends; the built-in loggers open their files again if
-``fit`` runs once more.
+A logger is any object with ``log(metrics: dict[str, float], step: int)``; ``log_hyperparams(params: dict)``,
+``close()`` and ``location`` are optional. Pass a list of them as ``GCA(..., loggers=[...])``. After every epoch
+each logger gets ``log({"loss": …, "lr": …}, step=epoch)``: ``loss`` is the epoch's mean loss over its updates
+(exactly ``GCA.losses[epoch - 1]``), ``lr`` the learning rate of its last update (the warm-up raises it), and
+``epoch`` counts from 1 (a resumed run goes on from its checkpoint's epoch). A logger whose ``per_update`` attribute
+is true also gets ``log({"loss/update": …}, step=update)`` after every optimiser update (``update`` counts from 1
+over the whole run; with full-batch training there is one update per epoch). ``close()`` runs when ``fit`` ends,
+however it ends; the built-in loggers start a new run if ``fit`` runs once more.
 
-Built in: :class:`CSVLogger` (one row per epoch), :class:`TensorBoardLogger` (``pip install
-'gca-graph[tensorboard]'``) and :class:`WandbLogger` (``pip install 'gca-graph[wandb]'``); the optional packages
-are imported when the logger is made, so a missing one is a one-line :class:`LoggerError` before training starts.
+A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`, as
+PyTorch Lightning's ``Trainer`` logs: first ``log_hyperparams(params)`` (the config's fields by name and the
+``dataset``), then the epochs, then the evaluation's numbers once with ``log(metrics, step=epochs)`` — each number
+of ``results.json``'s ``accuracy``, ``raw_features_accuracy`` and ``clustering`` by its path there
+(``accuracy/mean``, ``accuracy/macro_f1/std``, ``clustering/nmi/mean``; lists of per-split values are left out) —
+and only then ``close()``: ``fit`` does not close a logger of a run still going on.
+
+Each run of a built-in logger is its own: :class:`TensorBoardLogger` writes every run into a new ``version_N``
+folder of its directory (as Lightning's loggers do: N one more than the largest there, taken by ``mkdir`` so that
+two runs starting at once get different ones), so two runs never merge into one curve; :attr:`location` says which.
+:class:`CSVLogger` writes the file it is given afresh each run (the user names each run's file).
+
+Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
+(``pip install 'gca-graph[tensorboard]'``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
+install 'gca-graph[wandb]'``; the hyperparameters in the run's config); the optional packages are imported when the
+logger is made, so a missing one is a one-line :class:`LoggerError` before training starts, and nothing is made on
+disk.
 
 The library reports through Python's :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children,
 such as ``"gca.train.loop"``): epoch summaries at DEBUG, the start and end of training at INFO, a collapse or a
@@ -24,11 +38,15 @@ This module imports nothing beyond the standard library until a logger needs its
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +55,9 @@ from .errors import UserError
 #: The package's logger; a library adds no handler but this one, which keeps Python from printing its records.
 LOG = logging.getLogger("gca")  # its NullHandler is added by the package (gca/__init__.py)
 
+#: The ids of the loggers of the runs going on (:func:`logged_run`): ``close_loggers`` leaves them open.
+_HELD: ContextVar[frozenset[int]] = ContextVar("gca_loggers_held", default=frozenset())
+
 
 class LoggerError(UserError, ValueError):
     """A logger cannot be used (its package is missing, its file cannot be written); one line for the user."""
@@ -44,7 +65,8 @@ class LoggerError(UserError, ValueError):
 
 @runtime_checkable
 class Logger(Protocol):
-    """What ``GCA(loggers=[...])`` takes: ``log(metrics, step)``; ``close()`` and ``per_update`` are optional."""
+    """What ``GCA(loggers=[...])`` takes: ``log(metrics, step)``; ``log_hyperparams(params)``, ``close()``,
+    ``per_update`` and ``location`` are optional."""
 
     def log(self, metrics: dict[str, float], step: int) -> None: ...
 
@@ -63,17 +85,93 @@ def check_loggers(loggers: Iterable[Any] | None) -> list[Any]:
 
 
 def close_loggers(loggers: Iterable[Any]) -> None:
-    """Call every logger's ``close()`` if it has one (all of them, even when one fails; the first error is raised)."""
+    """Call every logger's ``close()`` if it has one (all of them, even when one fails; the first error is raised);
+    a logger of a :func:`logged_run` still going on is left open (the run closes it when it ends)."""
     failed: BaseException | None = None
+    held = _HELD.get()
     for logger in loggers:
         close = getattr(logger, "close", None)
-        if callable(close):
+        if callable(close) and id(logger) not in held:
             try:
                 close()
             except Exception as exc:  # the others still close
                 failed = failed or exc
     if failed is not None:
         raise failed
+
+
+def log_hyperparams(loggers: Iterable[Any], params: Mapping[str, Any]) -> None:
+    """``log_hyperparams(params)`` on every logger that has it."""
+    for logger in loggers:
+        method = getattr(logger, "log_hyperparams", None)
+        if callable(method):
+            method(dict(params))
+
+
+@contextlib.contextmanager
+def logged_run(loggers: Iterable[Any], params: Mapping[str, Any]) -> Iterator[None]:
+    """One run of ``loggers``: their hyperparameters ``params`` logged first, the loggers kept open through every
+    ``fit`` inside (so the run's final metrics reach the same run, version and file), closed when it ends, however
+    it ends (an error inside is the one raised, not a logger's own on closing)."""
+    loggers = list(loggers)
+    token = _HELD.set(_HELD.get() | {id(logger) for logger in loggers})
+    ended = False
+    try:
+        log_hyperparams(loggers, params)
+        yield
+        ended = True
+    finally:
+        _HELD.reset(token)
+        if ended:
+            close_loggers(loggers)
+        else:
+            with contextlib.suppress(Exception):
+                close_loggers(loggers)
+
+
+def final_metrics(record: Mapping[str, Any], keys: Iterable[str]) -> dict[str, float]:
+    """The numbers under ``keys`` of ``record`` (a ``results.json``), each named by its path (``accuracy/mean``,
+    ``accuracy/macro_f1/std``); lists, strings, booleans, ``None`` and values that are not finite are left out."""
+    flat: dict[str, float] = {}
+
+    def walk(value: Any, name: str) -> None:
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                walk(inner, f"{name}/{key}")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            flat[name] = value
+
+    for key in keys:
+        if record.get(key) is not None:
+            walk(record[key], key)
+    return flat
+
+
+def where_logged(loggers: Iterable[Any]) -> list[str]:
+    """Each logger's ``location`` (its file, its run's folder, its run's address) where it has one."""
+    return [str(place) for place in (getattr(logger, "location", None) for logger in loggers) if place is not None]
+
+
+def folder_problem(folder: str | Path, made: bool = False) -> str | None:
+    """Why files cannot be written in ``folder``, in words, or ``None`` when they can: a file stands where the
+    folder or one above it should be, or (unless ``made``: the folder and its missing parents will be made) the
+    folder does not exist."""
+    folder = Path(folder)
+    for place in (folder, *folder.parents):
+        if place.exists():  # the nearest part of the path that is there
+            if not place.is_dir():
+                return f"{place} is a file, not a folder"
+            break
+    if made or folder.is_dir():
+        return None
+    return f"the folder {folder} does not exist; create it first"
+
+
+def hparams_file(path: str | Path) -> Path:
+    """Where :class:`CSVLogger` writes the hyperparameters of the log ``path``: its name with ``.hparams.json`` for
+    its suffix, beside it."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.hparams.json")
 
 
 class CSVLogger:
@@ -83,7 +181,12 @@ class CSVLogger:
     The file is made afresh when a run logs its first epoch; a run resumed from epoch k keeps the rows of epochs
     1..k of the file it continues (those with the same header) and appends after them. That start is atomic (a
     temporary file renamed over ``path``); each later row is one write of a whole line, flushed at once, so a run
-    that fails or is killed leaves the header and the rows of the epochs it finished."""
+    that fails or is killed leaves the header and the rows of the epochs it finished. Metrics with new names (the
+    run's final evaluation) widen the header, as Lightning's CSV logger does: the file is rewritten atomically with
+    the new columns at the end, empty in the earlier rows, and the new row has the others empty.
+
+    ``log_hyperparams(params)`` writes them as JSON to :attr:`hparams_path` beside the file (``losses.csv`` →
+    ``losses.hparams.json``), atomically, at once."""
 
     per_update = False
 
@@ -91,16 +194,38 @@ class CSVLogger:
         self.path = Path(path)
         if self.path.is_dir():
             raise LoggerError(f"the CSV log {self.path} is a folder; name a file in it")
-        if not self.path.parent.is_dir():
-            raise LoggerError(f"the CSV log {self.path}: the folder {self.path.parent} does not exist; create it first")
+        problem = folder_problem(self.path.parent)
+        if problem is not None:
+            raise LoggerError(f"the CSV log {self.path}: {problem}")
         self._fields: list[str] | None = None  # set by the run's first row
+
+    @property
+    def hparams_path(self) -> Path:
+        """Where ``log_hyperparams`` writes (:func:`hparams_file`)."""
+        return hparams_file(self.path)
+
+    @property
+    def location(self) -> Path:
+        return self.path
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        from .io import atomic_write_text
+
+        try:
+            atomic_write_text(self.hparams_path, json.dumps(params, indent=2, sort_keys=True, default=str) + "\n")
+        except (OSError, ValueError) as exc:
+            raise LoggerError(f"cannot write the hyperparameters {self.hparams_path}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None  # fmt: skip
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         if self._fields is None:
             self._start(["epoch", *metrics], step)
         assert self._fields is not None
+        new = [name for name in metrics if name not in self._fields]
+        if new:
+            self._widen(new)
         row = {"epoch": step, **metrics}
-        line = ",".join(_cell(row.get(name, "")) for name in self._fields) + "\n"
+        line = ",".join(_cell(row[name]) if name in row else "" for name in self._fields) + "\n"
         try:
             with open(self.path, "a", encoding="utf-8", newline="") as f:
                 f.write(line)
@@ -108,14 +233,30 @@ class CSVLogger:
             raise LoggerError(f"cannot write the CSV log {self.path}: {exc.strerror or exc}") from None
 
     def _start(self, fields: list[str], step: int) -> None:
+        kept = self._earlier_rows(fields, step)
+        self._write(",".join(fields) + "\n" + "".join(kept))
+        self._fields = fields
+
+    def _widen(self, new: list[str]) -> None:
+        """The file again with the columns ``new`` added at the end: a header with them, each row padded."""
+        assert self._fields is not None
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LoggerError(f"cannot read the CSV log {self.path} back: {exc}") from None
+        fields = [*self._fields, *new]
+        pad = "," * len(new)
+        rows = [line.rstrip("\r\n") + pad + "\n" for line in lines[1:] if line.endswith("\n")]
+        self._write(",".join(_cell(name) for name in fields) + "\n" + "".join(rows))
+        self._fields = fields
+
+    def _write(self, text: str) -> None:
         from .io import atomic_write_text
 
-        kept = self._earlier_rows(fields, step)
         try:
-            atomic_write_text(self.path, ",".join(fields) + "\n" + "".join(kept))
+            atomic_write_text(self.path, text)
         except OSError as exc:
             raise LoggerError(f"cannot write the CSV log {self.path}: {exc.strerror or exc}") from None
-        self._fields = fields
 
     def _earlier_rows(self, fields: list[str], step: int) -> list[str]:
         """The rows of epochs before ``step`` in the file there now, when its header is ``fields`` (a resumed run)."""
@@ -155,26 +296,79 @@ def _cell(value: Any) -> str:
     return buffer.getvalue()
 
 
+_VERSION = re.compile(r"version_(\d+)")
+
+
+def next_version(root: Path) -> tuple[int, Path]:
+    """A new ``version_N`` folder in ``root`` (made, with ``root`` if missing): N one more than the largest there
+    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        taken = [int(m.group(1)) for child in root.iterdir() if (m := _VERSION.fullmatch(child.name))]
+        version = max(taken, default=-1) + 1
+        while True:
+            try:
+                (root / f"version_{version}").mkdir()
+                return version, root / f"version_{version}"
+            except FileExistsError:
+                version += 1
+    except OSError as exc:
+        raise LoggerError(f"cannot make a run's folder in {root}: {exc.strerror or exc}") from None
+
+
 class TensorBoardLogger:
-    """TensorBoard event files in ``log_dir`` through ``torch.utils.tensorboard.SummaryWriter``: ``loss`` and
-    ``lr`` by epoch, and ``loss/update`` by update (its own step axis). Needs the ``tensorboard`` package
-    (``pip install 'gca-graph[tensorboard]'``); ``writer_kwargs`` go to the writer."""
+    """TensorBoard event files through ``torch.utils.tensorboard.SummaryWriter``, each run in its own folder
+    ``log_dir/version_N`` (:func:`next_version`; point ``tensorboard --logdir`` at ``log_dir``): ``loss`` and ``lr``
+    by epoch, ``loss/update`` by update (its own step axis), the run's final metrics at its last epoch, and the
+    hyperparameters in the HPARAMS tab (one session per run; its metrics are the run's scalars). ``version``: a
+    fixed folder instead, ``version_{version}`` for a number or the name as given, which every run then continues.
+    After a run starts, :attr:`version` and :attr:`location` (its folder) say which. Needs the ``tensorboard``
+    package (``pip install 'gca-graph[tensorboard]'``); ``writer_kwargs`` go to the writer."""
 
     per_update = True
 
-    def __init__(self, log_dir: str | Path, **writer_kwargs: Any) -> None:
+    def __init__(self, log_dir: str | Path, version: int | str | None = None, **writer_kwargs: Any) -> None:
         _summary_writer()  # a missing package is said now, before training
-        self.log_dir = Path(log_dir)
-        if self.log_dir.exists() and not self.log_dir.is_dir():
-            raise LoggerError(f"the TensorBoard folder {self.log_dir} exists and is not a folder")
+        self.root = Path(log_dir)
+        problem = folder_problem(self.root, made=True)
+        if problem is not None:
+            raise LoggerError(f"the TensorBoard folder {self.root}: {problem}")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, (int, str))
+                                    or (isinstance(version, str) and (not version.strip() or "/" in version))):
+            raise LoggerError(f"version must be a number or a folder name, got {version!r}")  # fmt: skip
+        self.fixed_version = version
         self.writer_kwargs = writer_kwargs
+        self.version: int | str | None = None  # the current (or last) run's
+        self.location: Path | None = None  # its folder
         self._writer: Any = None
 
     @property
     def writer(self) -> Any:
         if self._writer is None:
-            self._writer = _summary_writer()(log_dir=str(self.log_dir), **self.writer_kwargs)
+            self._start()
+            self._writer = _summary_writer()(log_dir=str(self.location), **self.writer_kwargs)
         return self._writer
+
+    def _start(self) -> None:
+        """The run's folder: the fixed version's, else a new one."""
+        if self.fixed_version is None:
+            self.version, self.location = next_version(self.root)
+            return
+        name = f"version_{self.fixed_version}" if isinstance(self.fixed_version, int) else self.fixed_version
+        self.version, self.location = self.fixed_version, self.root / name
+        try:
+            self.location.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LoggerError(f"cannot make the TensorBoard folder {self.location}: {exc.strerror or exc}") from None
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        from torch.utils.tensorboard.summary import hparams
+
+        # only the session's start: TensorBoard then lists every run's hyperparameters and takes each run's
+        # scalars as its metrics (an experiment summary would fix one run's metric names for all of them)
+        _, start, _ = hparams({k: _hparam_value(v) for k, v in params.items()}, {})
+        self.writer.file_writer.add_summary(start)
+        self.writer.flush()
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         writer = self.writer
@@ -192,7 +386,14 @@ class TensorBoardLogger:
         return {**self.__dict__, "_writer": None}
 
     def __repr__(self) -> str:
-        return f"TensorBoardLogger({str(self.log_dir)!r})"
+        return f"TensorBoardLogger({str(self.root)!r})"
+
+
+def _hparam_value(value: Any) -> bool | int | float | str:
+    """A hyperparameter as TensorBoard takes it: a number, text or truth value; anything else as text."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, default=str) if isinstance(value, (list, tuple, dict)) else str(value)
 
 
 def _summary_writer() -> Any:
@@ -205,10 +406,12 @@ def _summary_writer() -> Any:
 
 
 class WandbLogger:
-    """A Weights & Biases run: ``wandb.init(**init_kwargs)`` at the first epoch logged (``project=``, ``dir=``,
-    ``config=``, …; wandb keeps its local files in ``dir``, by default ``./wandb``), then ``wandb.log(metrics,
-    step=epoch)`` every epoch, and ``wandb.finish()`` when ``fit`` ends. Per-update losses are not sent: wandb's
-    ``step`` must only grow, and one axis is the epoch. Needs ``pip install 'gca-graph[wandb]'``."""
+    """A Weights & Biases run: ``wandb.init(**init_kwargs)`` when the run starts (``project=``, ``dir=``,
+    ``config=``, …; wandb keeps its local files in ``dir``, made then if missing, by default ``./wandb``), then
+    ``wandb.log(metrics, step=epoch)`` every epoch and the final metrics at the last epoch, and ``wandb.finish()``
+    when the run ends. ``log_hyperparams`` updates the run's config. Per-update losses are not sent: wandb's
+    ``step`` must only grow, and one axis is the epoch. :attr:`location` is the run's address once it started.
+    Needs ``pip install 'gca-graph[wandb]'``."""
 
     per_update = False
 
@@ -217,14 +420,28 @@ class WandbLogger:
             init_kwargs["project"] = project
         _wandb()  # a missing package is said now, before training
         self.init_kwargs = init_kwargs
+        self.location: str | None = None
         self._started = False
 
-    def log(self, metrics: dict[str, float], step: int) -> None:
+    def _run(self) -> Any:
         wandb = _wandb()
         if not self._started:
-            wandb.init(**self.init_kwargs)
+            if self.init_kwargs.get("dir") is not None:
+                try:
+                    Path(self.init_kwargs["dir"]).mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise LoggerError(f"cannot make wandb's folder {self.init_kwargs['dir']}: "
+                                      f"{exc.strerror or exc}") from None  # fmt: skip
+            run = wandb.init(**self.init_kwargs)
+            self.location = getattr(run, "url", None)
             self._started = True
-        wandb.log(dict(metrics), step=step)
+        return wandb
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        self._run().config.update(params, allow_val_change=True)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self._run().log(dict(metrics), step=step)
 
     def close(self) -> None:
         if self._started:

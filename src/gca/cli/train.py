@@ -185,6 +185,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     if result.raw_evaluation is not None:
         print(f"accuracy (raw features):  {result.raw_evaluation}")
     print("wrote " + ", ".join(str(p) for p in written))
+    if result.record.get("logged_to"):
+        print("logged to " + ", ".join(result.record["logged_to"]))
     return 0
 
 
@@ -229,6 +231,7 @@ def _check_log_paths(args: argparse.Namespace) -> None:
     would leave it beside another run's results.json."""
     from pathlib import Path
 
+    from ..loggers import folder_problem, hparams_file
     from ..outputs.folder import OutputError
 
     out = Path(args.out).resolve()
@@ -242,18 +245,19 @@ def _check_log_paths(args: argparse.Namespace) -> None:
             raise OutputError(f"{flag} {path} lies inside --out {args.out}, which holds one run's files only; write "
                               f"the log beside it (e.g. {Path(args.out).name}-log"
                               f"{'.csv' if flag == '--log-csv' else ''})")  # fmt: skip
+        problem = folder_problem(path, made=True) if flag == "--tensorboard" else folder_problem(path.parent)
+        if problem is not None:
+            raise OutputError(f"{flag} {path}: {problem}")
         if flag == "--tensorboard":
-            if path.exists() and not path.is_dir():
-                raise OutputError(f"--tensorboard {path} exists and is not a folder")
             continue
         if path.is_dir():
             raise OutputError(f"--log-csv {path} is a folder; name a file in it")
-        if not path.parent.is_dir():
-            raise OutputError(f"--log-csv {path}: the folder {path.parent} does not exist; create it first")
+        hparams = hparams_file(path)
         for other in [*inputs(args), *([args.export] if args.export else [])]:
-            if path.resolve() == Path(other).resolve():
-                raise OutputError(f"--log-csv {path} is also {other}, which the run reads or writes; choose another "
-                                  "name")  # fmt: skip
+            for written in (path, hparams):
+                if written.resolve() == Path(other).resolve():
+                    raise OutputError(f"--log-csv {path}{'' if written is path else ' writes ' + str(written)} is "
+                                      f"also {other}, which the run reads or writes; choose another name")  # fmt: skip
 
 
 def _loggers(args: argparse.Namespace, outputs) -> list:
@@ -267,8 +271,8 @@ def _loggers(args: argparse.Namespace, outputs) -> list:
         loggers.append(TensorBoardLogger(args.tensorboard))
     if args.wandb is not None:
         # beside --out, not in it: wandb writes as the run trains, and OUT holds one finished run's files only
+        # (made when the wandb run starts: a refused or failed run leaves no folder)
         beside = outputs.out.parent / f"{outputs.out.name}-wandb"
-        beside.mkdir(exist_ok=True)
         loggers.append(WandbLogger(project=args.wandb, dir=str(beside)))
     return loggers
 

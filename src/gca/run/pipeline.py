@@ -23,6 +23,7 @@ from ..config import planned_updates
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
 from ..evaluate.clustering import ClusterResult, cluster_embeddings
+from ..loggers import final_metrics, logged_run, where_logged
 from ..train.estimator import GCA
 
 
@@ -86,11 +87,32 @@ def run_gca(
     passed to :meth:`GCA.fit` (validation during training); so is ``embeddings_file``, where a graph embedded in
     blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so), and
     ``scratch`` (a torchrun process other than the first: where its share of inference maps its matrices;
-    ``record["inference_processes"]`` says how many processes embedded the graph)."""
+    ``record["inference_processes"]`` says how many processes embedded the graph).
+
+    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters (the
+    config's fields and ``dataset``) are logged first, the evaluation's numbers (:func:`gca.loggers.final_metrics`
+    of the record's ``accuracy``, ``raw_features_accuracy`` and ``clustering``) at step ``config.epochs`` after it,
+    and ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`)."""
+    with logged_run(estimator.loggers, {"dataset": dataset, **estimator.config.to_dict()}):
+        result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
+                      dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,
+                           embeddings_file=embeddings_file, scratch=scratch))  # fmt: skip
+        if estimator.loggers:  # the evaluation's numbers, at the last epoch, before the loggers close
+            final = final_metrics(result.record, ("accuracy", "raw_features_accuracy", "clustering"))
+            if final:
+                for logger in estimator.loggers:
+                    logger.log(final, estimator.config.epochs)
+    if estimator.loggers:
+        result.record["logged_to"] = where_logged(estimator.loggers)
+    return result
+
+
+def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Tensor | None,
+         splits: list[Split] | None, eval_raw: bool, protocol: str, clusters: int, plots: tuple[Path, Path] | None,
+         plot_title: str, fit: dict[str, Any]) -> RunResult:  # fmt: skip
+    """:func:`run_gca`'s training, evaluation and plots (``fit``: the arguments of :meth:`GCA.fit_transform`)."""
     config = estimator.config
-    embeddings = estimator.fit_transform(prepared, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                         resume=resume, on_epoch=on_epoch, embeddings_file=embeddings_file,
-                                         scratch=scratch)  # fmt: skip
+    embeddings = estimator.fit_transform(prepared, **fit)
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,
