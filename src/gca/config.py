@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import numbers
 import re
 from dataclasses import dataclass, fields
 from importlib import resources
@@ -255,12 +256,13 @@ def _check_value(key: str, value: Any) -> None:
 
 
 def _coerce(key: str, value: Any) -> Any:
-    """A value from the command line or a config file as the key's type (text → number); ranges are checked by
-    :meth:`GCAConfig.validate`."""
+    """A value from the command line, a config file or Python as the key's type (text → number; a NumPy integer or
+    float, as scikit-learn's ``ParameterGrid`` over ``np.arange`` gives, → Python's ``int`` / ``float``); ranges are
+    checked by :meth:`GCAConfig.validate`."""
     kind = _kind(key)
     if kind is tuple:
         items = value.strip().strip("[]()").split(",") if isinstance(value, str) else value
-        if isinstance(items, int) and not isinstance(items, bool):
+        if isinstance(items, numbers.Integral) and not isinstance(items, bool):
             items = [items]
         if not isinstance(items, (list, tuple)):
             raise ConfigError(f"{key} must be a list of integers like 10,10; got {value!r}")
@@ -269,15 +271,15 @@ def _coerce(key: str, value: Any) -> Any:
             text = item.strip() if isinstance(item, str) else item
             if isinstance(text, str) and re.fullmatch(r"[+-]?\d+", text):
                 text = int(text)
-            if not isinstance(text, int) or isinstance(text, bool):
+            if not isinstance(text, numbers.Integral) or isinstance(text, bool):
                 raise ConfigError(f"{key} must be a list of integers like 10,10; got {value!r}")
-            out.append(text)
+            out.append(int(text))
         return tuple(out)
     if kind is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} must be text, got {value!r}")
         return value.strip().lower() if key in CHOICES else value
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):  # NumPy's bool is no number either
         raise ConfigError(f"{key} must be a number, got {value!r}")
     if isinstance(value, str):
         text = value.strip()

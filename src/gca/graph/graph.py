@@ -11,6 +11,11 @@ D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
 * a self-loop is dropped with its weight and features (the GCN adds every node's own loop with weight 1);
 * repeated edges (u, v) are merged into one whose weight — and each feature — is the **sum** of theirs, as
   ``scipy.sparse`` and PyTorch Geometric's ``coalesce`` do; the merge is reported in ``Graph.warnings``;
+* a graph declared undirected (``directed=False``) whose edges are listed one way — each once, as many files and
+  pipelines without ``to_undirected`` give them — is mirrored: each edge without its reverse gets it, carrying the
+  same weight and features (:func:`gca.datasets.base.undirected_edges`, as the file loaders build edge lists), so
+  the views and the final operator see the same undirected graph; a repeat is then the same ordered pair listed
+  again. ``directed=None`` mirrors nothing: it calls a graph undirected only when every edge has its reverse;
 * on an undirected graph both directions of an edge must carry the **same** weight and features after merging:
   the graph's edges are the unit that augmentation keeps or removes, and its operator is symmetric. A graph whose
   directions differ is refused with one line (make them equal, or pass ``directed=True`` to keep both);
@@ -120,7 +125,10 @@ class Graph:
 def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = "none") -> Graph:
     """Validate ``data`` and build a :class:`Graph`.
 
-    ``directed=None`` treats the graph as undirected exactly when every edge has its reverse. Duplicate edges and
+    ``directed=None`` treats the graph as undirected exactly when every edge has its reverse; ``directed=False``
+    declares it undirected, and an edge listed in one direction only gets its reverse (with its weight and
+    features), as the file loaders read an edge list — so listing each edge once and listing both directions give
+    the same graph. Duplicate edges and
     self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
     out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
     the encoder's input to sum to 1 in absolute value (all-zero rows stay zero,
@@ -171,15 +179,19 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
     edge_index = without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(
         without_loops.long(), num_nodes=num_nodes).to(without_loops.dtype)  # PyG sorts 64-bit keys  # fmt: skip
+    one_way = directed is False and not _is_symmetric(edge_index, num_nodes)
     if directed is None:
         directed = not _is_symmetric(edge_index, num_nodes)
     if edge_index.shape[1] < without_loops.shape[1]:
-        # On an undirected graph an edge is one pair in both directions: count duplicate pairs, not directed copies.
-        if directed:
+        # On an undirected graph an edge is one pair in both directions: count duplicate pairs, not directed copies
+        # (listed one way, a repeat is the same ordered pair listed again, as the file loaders count it).
+        if directed or one_way:
             merged = without_loops.shape[1] - edge_index.shape[1]
         else:
             merged = int((without_loops[0] < without_loops[1]).sum() - (edge_index[0] < edge_index[1]).sum())
         warnings.append(f"merged {merged} duplicate edge{'s' if merged != 1 else ''}")
+    if one_way:
+        edge_index, _ = _mirrored(edge_index, num_nodes, [])
     isolated = num_nodes - int(_nodes_with_edges(edge_index, num_nodes).sum())
     if isolated:
         warnings.append(
@@ -283,15 +295,21 @@ def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: t
     merged = list(merged)
     new_weight = merged.pop(0) if weight is not None else None
     new_attr = merged.pop(0) if attr is not None else None
+    one_way = directed is False and not _is_symmetric(merged_index, num_nodes)
     if directed is None:
         directed = not _is_symmetric(merged_index, num_nodes)
     if merged_index.shape[1] < num_kept:
-        if directed:
+        if directed or one_way:
             count = num_kept - merged_index.shape[1]
         else:
             count = int((edge_index[0] < edge_index[1]).sum() - (merged_index[0] < merged_index[1]).sum())
         warnings.append(f"merged {count} duplicate edge{'s' if count != 1 else ''} (their weights and edge features "
                         f"summed)")  # fmt: skip
+    if one_way:
+        present = [v for v in (new_weight, new_attr) if v is not None]
+        merged_index, mirrored = _mirrored(merged_index, num_nodes, present)
+        new_weight = mirrored.pop(0) if new_weight is not None else None
+        new_attr = mirrored.pop(0) if new_attr is not None else None
     if new_weight is not None and not bool(torch.isfinite(new_weight.to(torch.float32)).all()):
         raise GraphError("merged duplicate edges' weights overflow float32; rescale edge_weight")
     if not directed:
@@ -306,6 +324,28 @@ def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: t
         new_attr = new_attr.to(attr.dtype)
     index = merged_index.to(index_dtype(num_nodes))
     return _finish(data, x, num_nodes, index, bool(directed), feature_norm, warnings, new_weight, new_attr)
+
+
+def _mirrored(edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tensor]
+              ) -> tuple[torch.Tensor, list[torch.Tensor]]:  # fmt: skip
+    """Both directions of every edge of a coalesced, loop-free ``edge_index`` declared undirected whose edges are
+    listed one way (some or all), built as the file loaders build theirs
+    (:func:`gca.datasets.base.undirected_edges`: sorted by source, then target; int32 below 2³¹ nodes); each of
+    ``values`` ([E, …], a row per edge) follows: an edge listed keeps its own row, a reverse added takes the row of
+    the edge it mirrors. An edge listed both ways keeps both rows (their equality is checked afterwards)."""
+    from ..datasets.base import undirected_edges  # the loaders' builder; imported here, as gca.datasets is large
+
+    pairs = edge_index.numpy()
+    both, _ = undirected_edges(lambda: [(pairs[0], pairs[1])], num_nodes, pairs.shape[1])
+    if not values:
+        return both, []
+    keys = edge_index[0].long() * num_nodes + edge_index[1].long()  # sorted: edge_index is coalesced
+    wanted = both[0].long() * num_nodes + both[1].long()
+    position = torch.searchsorted(keys, wanted).clamp_(max=keys.numel() - 1)
+    listed = keys[position] == wanted
+    reverse = torch.searchsorted(keys, both[1].long() * num_nodes + both[0].long()).clamp_(max=keys.numel() - 1)
+    position = torch.where(listed, position, reverse)
+    return both, [v[position] for v in values]
 
 
 def _check_symmetric_values(edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None,

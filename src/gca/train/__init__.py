@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "estimator": ("GCA", "clone"),
+    "estimator": ("GCA", "GraphNodes", "clone"),
     "loop": (
         "train", "train_step", "encode_graph", "TrainingError", "CollapseError", "warmup_schedule",
         "updates_taken",
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .distributed import Placement as Placement
     from .distributed import resolve_device as resolve_device
     from .estimator import GCA as GCA
+    from .estimator import GraphNodes as GraphNodes
     from .estimator import clone as clone
     from .loop import CollapseError as CollapseError
     from .loop import TrainingError as TrainingError

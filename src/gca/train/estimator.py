@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
@@ -122,6 +123,21 @@ def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | Non
     return GCAModel.from_config(in_channels, config, objective, share, encoder, edge_dim=graph.edge_dim).to(device)
 
 
+def _check_parts(config: Any, placement: Any, objective: Any, batches: Any, encoder: Any) -> None:
+    """The constructor's arguments of a kind :class:`GCA` can use, or a :class:`ConfigError` naming the first that
+    is not (scikit-learn's searches set them by name; a wrong kind would otherwise fail deep inside ``fit``)."""
+    if config is not None and not isinstance(config, GCAConfig):
+        raise ConfigError(f"config must be a GCAConfig (or None for the defaults), got {config!r}")
+    if placement is not None and not isinstance(placement, Placement):
+        raise ConfigError(f"placement must be a gca.train.Placement (or None), got {placement!r}")
+    if encoder is not None and not isinstance(encoder, torch.nn.Module):
+        named = "; a built-in encoder is chosen by name with config__encoder=…" if isinstance(encoder, str) else ""
+        raise ConfigError(f"encoder must be a torch.nn.Module (or None){named}, got {encoder!r}")
+    for name, part in (("objective", objective), ("batches", batches)):
+        if part is not None and not callable(part):
+            raise ConfigError(f"{name} must be callable (or None), got {part!r}")
+
+
 def _takes_loss(hook: Callable[..., Any]) -> bool:
     """Whether the ``on_epoch`` hook takes the loss: a parameter named ``loss`` (or ``**kwargs``). Hooks of two
     arguments, ``on_epoch(epoch, embed)``, are called as before."""
@@ -138,15 +154,67 @@ def _collapse_watch(config: GCAConfig) -> CollapseWatch:
                                 f"(warmup_steps={config.warmup_updates} now)")  # fmt: skip
 
 
+class GraphNodes:
+    """Some nodes of one graph, as scikit-learn's model selection splits samples: ``GraphNodes(data)`` stands for
+    every node of ``data`` (a PyG ``Data``, node i its row i) and ``nodes[idx]`` (an integer or boolean array, a
+    slice, a list) for those of them, in that order — the same graph, fewer nodes. It has a ``shape`` of
+    ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and ``train_test_split`` split it like an array,
+    with ``y`` holding the labels of ``data``'s nodes in the same order.
+
+    :class:`GCA` fits on the whole graph whatever nodes are given (every node's features and edges, never a
+    label: the transductive setting of the paper) and ``transform`` gives the rows of the nodes given, so in
+    ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
+    fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
+    scikit-learn's folds and scorer.
+    """
+
+    def __init__(self, data: Data, index: Any = None) -> None:
+        num_nodes = getattr(data, "num_nodes", None)
+        if not (hasattr(data, "x") and hasattr(data, "edge_index")) or num_nodes is None:
+            raise ConfigError(f"GraphNodes takes a torch_geometric.data.Data with x and edge_index, got "
+                              f"{type(data).__name__}")  # fmt: skip
+        self.data = data
+        self.index = torch.arange(int(num_nodes)) if index is None else torch.as_tensor(index, dtype=torch.long)
+        if self.index.dim() != 1:
+            raise ConfigError(f"GraphNodes takes a 1-D array of node ids, got shape {tuple(self.index.shape)}")
+        if self.index.numel() and (int(self.index.min()) < 0 or int(self.index.max()) >= int(num_nodes)):
+            raise ConfigError(f"GraphNodes: node ids must lie in [0, {int(num_nodes) - 1}], got "
+                              f"[{int(self.index.min())}, {int(self.index.max())}]")  # fmt: skip
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (int(self.index.numel()),)
+
+    def __len__(self) -> int:
+        return int(self.index.numel())
+
+    def __getitem__(self, key: Any) -> GraphNodes:
+        if isinstance(key, tuple) and len(key) == 2 and key[1] is Ellipsis:  # nodes[idx, ...], as arrays are indexed
+            key = key[0]
+        if isinstance(key, slice):
+            return GraphNodes(self.data, self.index[key])
+        key = torch.as_tensor(np.asarray(key))
+        key = key.reshape(-1) if key.dim() == 0 else key
+        return GraphNodes(self.data, self.index[key if key.dtype == torch.bool else key.long()])
+
+    def __repr__(self) -> str:
+        return f"GraphNodes({len(self)} of {int(self.data.num_nodes)} nodes)"
+
+
 class GCA:
     """Self-supervised node embeddings with GCA: ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` (a PyG
     ``Data``).
 
-    A scikit-learn estimator: ``fit`` trains ``config.epochs`` epochs and returns the estimator, whose
-    ``embedding_`` holds every node's embedding (float32, on the CPU); ``fit_transform`` returns that embedding;
-    ``transform(data)`` embeds a graph with the trained encoder (default: the training graph). ``get_params`` /
-    ``set_params`` read and change the constructor's arguments and, by their own names, the fields of ``config``
-    (``set_params(lr=0.01, tau=0.5)``), so ``sklearn.base.clone`` and scikit-learn's searches work. Learned state:
+    scikit-learn's estimator conventions, on a graph: ``fit(X, y=None, *, directed=None)`` trains ``config.epochs``
+    epochs (``y`` ignored) and returns the estimator, whose ``embedding_`` holds every node's embedding (float32, on
+    the CPU); ``fit_transform`` returns that embedding; ``transform(data)`` embeds a graph with the trained encoder
+    (default: the training graph). ``get_params`` / ``set_params`` read and change the constructor's arguments
+    and, by their own names, the fields of ``config`` (``set_params(lr=0.01, tau=0.5)``; ``config__encoder`` for
+    the built-in encoder's name). What works with scikit-learn: ``sklearn.base.clone``, ``check_is_fitted``, a
+    ``Pipeline`` of GCA and a classifier fitted on ``(data, y)``, and ``cross_val_score`` / ``GridSearchCV`` of
+    that pipeline over one graph's nodes given as :class:`GraphNodes` (GCA fits on the whole graph without labels;
+    the classifier learns each fold's training labels, its scorer scores the held-out nodes). A bare GCA has no
+    ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
     ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
     only), ``embed_seconds`` (the final inference), ``prepare_seconds``. ``loggers``: metric loggers
     (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with ``log(metrics,
@@ -169,10 +237,14 @@ class GCA:
         self._params = {"config": config, "device": device, "progress": progress, "objective": objective,
                         "batches": batches, "placement": placement, "encoder": encoder,
                         "loggers": loggers}  # fmt: skip
+        _check_parts(config, placement, objective, batches, encoder)
         self.config = config or GCAConfig()
         self.config.validate()
         self.loggers = check_loggers(loggers)
-        self.device = placement.device if placement is not None else resolve_device(device)
+        try:
+            self.device = placement.device if placement is not None else resolve_device(device)
+        except TrainingError as exc:  # a setting, said as one: set_params' callers catch ValueError
+            raise ConfigError(str(exc)) from None
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
         self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
         # what every fit starts from: copies taken now, so neither training nor later changes to the modules reach it
@@ -184,23 +256,32 @@ class GCA:
         self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
         self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
         self.embedding_file_: Path | None = None  # the .npy file embedding_ maps, when fit embedded out of core
+        self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name."""
+        """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
+        a field named as a constructor argument is ``config__<name>`` (scikit-learn's name for a part's
+        parameter): ``config__encoder`` is the built-in encoder's name, ``encoder`` the module passed in."""
         params = dict(self._params)
-        return {**params, **self.config.to_dict()} if deep else params
+        if not deep:
+            return params
+        fields = {(f"config__{k}" if k in params else k): v for k, v in self.config.to_dict().items()}
+        return {**params, **fields}
 
     def set_params(self, **params: Any) -> GCA:
-        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``); the estimator is then
-        untrained. An unknown name is an error with a suggestion."""
-        fields = {k: v for k, v in params.items() if k not in self._params}
+        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``, or ``config__<field>``,
+        which ``config__encoder="gat"`` needs; NumPy scalars such as ``np.int64(2)`` are read as Python numbers);
+        the estimator is then untrained. An unknown name or a refused value is an error with a suggestion, and
+        leaves the estimator exactly as it was: every value is checked by building the changed estimator first,
+        which then replaces this one's state."""
+        fields = {k.removeprefix("config__"): v for k, v in params.items() if k not in self._params}
         given = {k: v for k, v in params.items() if k in self._params}
-        config = given.get("config", self._params["config"]) or GCAConfig()
-        if fields:
-            config = config.replace(**fields)  # checks the keys and values
-        if fields or "config" in given:
-            given["config"] = config
-        self.__init__(**{**self._params, **given})
+        if fields:  # else a config given is kept as given (None too), so get_params returns it
+            config = given.get("config", self._params["config"]) or GCAConfig()
+            given["config"] = config.replace(**fields)  # checks the keys and values
+        changed = type(self)(**{**self._params, **given})  # raises before anything of self is touched
+        self.__dict__.clear()
+        self.__dict__.update(changed.__dict__)
         return self
 
     def __sklearn_tags__(self):  # noqa: ANN204 - scikit-learn's Tags, imported only when asked for
@@ -210,6 +291,10 @@ class GCA:
         return Tags(estimator_type=None, target_tags=TargetTags(required=False),
                     transformer_tags=TransformerTags(preserves_dtype=[]), input_tags=InputTags(two_d_array=False),
                     non_deterministic=self.device.type == "cuda")  # fmt: skip
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """scikit-learn's ``check_is_fitted``: whether a model was trained (or loaded)."""
+        return self.model is not None
 
     def __sklearn_clone__(self) -> GCA:
         """``sklearn.base.clone``: :func:`clone` (an untrained copy, a user's parts at their initial weights)."""
@@ -256,11 +341,21 @@ class GCA:
         return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size,
                             prepared.unit_ids)  # fmt: skip
 
-    def fit(self, data: Data | Graph | PreparedGraph, directed: bool | None = None,
+    def fit(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, *, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
             on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None,
             scratch: str | Path | None = None) -> GCA:  # fmt: skip
-        """Train on ``data``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
+        """Train on the graph ``X``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
+
+        scikit-learn's signature: ``y`` is accepted and ignored (the training is self-supervised: no label is
+        read), so ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())]).fit(data, y)`` works. ``X`` is a
+        PyG ``Data``, a cleaned :class:`~gca.graph.graph.Graph`, a :class:`~gca.augment.prepared.PreparedGraph`,
+        or :class:`GraphNodes` — some nodes of a graph, as scikit-learn's cross-validation splits them: training
+        then uses the whole graph, every node's features and edges (the transductive setting of the paper), and
+        :attr:`embedding_` holds every node's embedding. ``directed`` (keyword only): ``None`` calls the graph
+        undirected exactly when every edge has its reverse; ``False`` declares it undirected — an edge listed one
+        way gets its reverse (:func:`~gca.graph.graph.prepare_graph`) — and :meth:`transform` then reads a
+        ``Data`` it is given the same way.
 
         ``embeddings_file`` (a new ``.npy`` path): embed out of core where the graph is embedded in blocks on the
         CPU (:func:`gca.train.loop.encode_graph`) — the embeddings are written to that file as they are computed
@@ -283,7 +378,9 @@ class GCA:
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
+        data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
+        self._directed = directed
         graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
         fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
         seed_everything(cfg.seed)
@@ -341,23 +438,35 @@ class GCA:
                  self.embed_seconds)  # fmt: skip
         return self
 
-    def fit_transform(self, data: Data | Graph | PreparedGraph, directed: bool | None = None, **kwargs) -> torch.Tensor:
-        """:meth:`fit`, then the embeddings of ``data``'s nodes (:attr:`embedding_`)."""
-        return self.fit(data, directed, **kwargs).embedding_
+    def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None,
+                      **kwargs: Any) -> torch.Tensor:  # fmt: skip
+        """:meth:`fit` (``y`` ignored; ``directed`` and the other options by keyword), then the embeddings of
+        ``X``'s nodes: :attr:`embedding_`, or for :class:`GraphNodes` its rows of those nodes, in their order."""
+        embedding = self.fit(X, y, **kwargs).embedding_
+        return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
-    def transform(self, data: Data | Graph | None = None) -> torch.Tensor:
-        """scikit-learn's name for :meth:`embed`: ``data``'s embeddings with the trained encoder."""
-        return self.embed(data)
+    def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None
+                  ) -> torch.Tensor:  # fmt: skip
+        """scikit-learn's name for :meth:`embed`: ``X``'s embeddings with the trained encoder — for
+        :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings."""
+        if isinstance(X, GraphNodes):
+            return self.embed(X.data, directed=directed)[X.index]
+        return self.embed(X, directed=directed)
 
-    def embed(self, data: Data | Graph | None = None, out: str | Path | None = None) -> torch.Tensor:
+    def embed(self, data: Data | Graph | None = None, out: str | Path | None = None, *,
+              directed: bool | None = None) -> torch.Tensor:  # fmt: skip
         """Embeddings of ``data`` (default: the training graph) with the trained encoder; with ``out`` (a new
         ``.npy`` path), out of core where the graph is embedded in blocks on the CPU
-        (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping)."""
+        (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping). A ``Data`` is
+        cleaned as :meth:`fit` cleaned its graph: ``directed=None`` keeps the ``directed`` that ``fit`` was given
+        (with ``directed=False``, an edge listed one way gets its reverse there and here alike, so embedding the
+        training data again gives :attr:`embedding_`)."""
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
             raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
         data = self.graph if data is None else data
-        graph = data if isinstance(data, Graph) else prepare_graph(data, feature_norm=self.config.feature_norm)
+        directed = self._directed if directed is None else directed
+        graph = data if isinstance(data, Graph) else prepare_graph(data, directed, self.config.feature_norm)
         if graph.num_features != self.in_channels:
             raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
                                 f"{self.in_channels}")  # fmt: skip
