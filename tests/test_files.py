@@ -232,6 +232,8 @@ def test_a_column_of_ones_or_of_text_leaves_the_graph_unweighted(tmp_path):
     text = load_files(_write(tmp_path / "t.csv", "0,1,friend\n1,2,2\n"), x)
     assert "edge_weight" not in text.data
     assert any("1 column after source and target" in w and "not read" in w for w in text.warnings)
+    timed = load_files(_write(tmp_path / "time.csv", "source,target,time\n0,1,1700000000\n1,2,1700000100\n"), x)
+    assert "edge_weight" not in timed.data and any("not read" in w for w in timed.warnings)  # headed otherwise
     extra = load_files(_write(tmp_path / "four.csv", "0,1,2,x\n1,2,3,y\n"), x)
     assert extra.data.edge_weight.tolist() == [2, 2, 3, 3]
     assert any("1 column after source, target and weight" in w for w in extra.warnings)

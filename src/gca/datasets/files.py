@@ -1,12 +1,13 @@
 """Users' own graphs from plain files: an edge list, a feature matrix and optionally labels.
 
 * **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (blank lines and lines
-  starting with ``#`` are skipped), optionally ``source target weight``: a third column of numbers on every line,
-  or one headed ``weight``, holds the edges' weights (``Data.edge_weight``, :func:`_weight_column`; repeats summed,
-  both directions of an undirected edge equal: :func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is
-  an unweighted graph, read exactly as without the column. Other columns are not read, and a warning says so. Node
-  ids are integers or any strings. A first line is read as a header when it names its columns (``source,target``,
-  ``src,dst``, ``u,v``, ``from,to``, ``node1,node2``, …) or when it is the only line that is not numeric.
+  starting with ``#`` are skipped), optionally ``source target weight``: a third column headed ``weight``, or of
+  numbers on every line of a file without a header, holds the edges' weights (``Data.edge_weight``,
+  :func:`_weight_column`; repeats summed, both directions of an undirected edge equal:
+  :func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as without the
+  column. Other columns are not read, and a warning says so. Node ids are integers or any strings. A first line is
+  read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``, ``from,to``,
+  ``node1,node2``, …) or when it is the only line that is not numeric.
 * **features** — ``.npy`` (a 2-D numeric array; pickles are refused, and the header is checked against the file's
   size before anything is read: :func:`read_npy`), ``.npz`` (a SciPy sparse matrix saved with
   ``scipy.sparse.save_npz``) or CSV/TSV. Row i belongs to node i, or, for CSV/TSV, to the node named in the first
@@ -145,14 +146,15 @@ def _weight_column(path: Path, rows: _EdgeRows) -> tuple[np.ndarray | None, list
     """The edge weights an edge file's third column holds (checked: :func:`~gca.datasets.base.edge_weights`), or
     ``None``, and the notes to print.
 
-    The third column is read as weights when every edge has a number there, or when the header calls it a weight
-    (:data:`WEIGHT_NAMES`; then every edge needs one). Read without such a header, a note says so and gives the
-    range — a third column of timestamps or types would otherwise weigh the graph unnoticed. A third column of
-    other text is not read and a note says so; so are columns beyond the third. All weights 1 is no weight."""
+    The third column is read as weights when the header calls it a weight (:data:`WEIGHT_NAMES`; then every edge
+    needs one), or, in a file without a header, when every edge has a number there: then a note says so and gives
+    the range — a third column of timestamps or types would otherwise weigh the graph unnoticed. A third column
+    the header names otherwise (``time``, ``label``), or of other text, is not read and a note says so; so are
+    columns beyond the third. All weights 1 is no weight."""
     named = rows.third_name in WEIGHT_NAMES
     numbers = [t is not None and _is_number(t) for t in rows.third]
     notes: list[str] = []
-    if named or (rows.extra and all(numbers)):
+    if named or (rows.third_name is None and rows.extra and all(numbers)):
         for line, token, number in zip(rows.lines, rows.third, numbers, strict=True):
             if not number:
                 problem = "has no weight" if token is None else f"has the weight {token!r}, which is not a number"
@@ -167,9 +169,9 @@ def _weight_column(path: Path, rows: _EdgeRows) -> tuple[np.ndarray | None, list
     else:
         weights = None
         if rows.extra:
-            notes.append(f"{path} has {rows.extra} column{'s' if rows.extra > 1 else ''} after source and target that "
-                         "are not numbers everywhere; not read — the graph is trained unweighted (a third column of "
-                         "numbers, or one headed 'weight', is read as edge weights)")  # fmt: skip
+            notes.append(f"{path} has {rows.extra} column{'s' if rows.extra > 1 else ''} after source and target; not "
+                         "read — the graph is trained unweighted (a third column headed 'weight', or of numbers in a "
+                         "file without a header, is read as edge weights)")  # fmt: skip
     return weights, notes
 
 
