@@ -296,6 +296,7 @@ def _random_npz(path: Path, n: int, edges: int, features: int, seed: int) -> Pat
     rng = np.random.default_rng(seed)
     source, target = rng.integers(0, n, edges), rng.integers(0, n, edges)
     adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    adj.data[:] = 1  # repeats were summed into counts, which would be edge weights: an unweighted graph
     np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
              attr_matrix=rng.random((n, features)).astype(np.float32))  # fmt: skip
     return path

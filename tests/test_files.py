@@ -201,13 +201,122 @@ def test_export_to_a_missing_folder_fails_before_training(karate_files, tmp_path
     assert not list(out.iterdir())  # nothing trained, nothing written
 
 
-def test_a_weight_column_is_not_silently_dropped(tmp_path):
-    (tmp_path / "e.csv").write_text("source,target,weight\n0,1,2.5\n1,2,0.5\n")
-    (tmp_path / "x.csv").write_text("1,0\n0,1\n1,1\n")
-    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
-    assert any("1 column after source and target" in w and "not read" in w for w in loaded.warnings)
-    (tmp_path / "plain.csv").write_text("0,1\n1,2\n")
-    assert not load_files(tmp_path / "plain.csv", tmp_path / "x.csv").warnings
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_a_weight_column_is_read_as_edge_weights(tmp_path):
+    """Hand-checked: both directions of each undirected edge carry the line's weight, aligned with edge_index."""
+    x = _write(tmp_path / "x.csv", "1,0\n0,1\n1,1\n")
+    loaded = load_files(_write(tmp_path / "e.csv", "source,target,weight\n0,1,2.5\n2,1,0.5\n"), x)
+    assert loaded.data.edge_index.tolist() == [[0, 1, 1, 2], [1, 0, 2, 1]]
+    assert loaded.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5] and not loaded.warnings  # headed: no note
+    bare = load_files(_write(tmp_path / "b.tsv", "0\t1\t2.5\n2\t1\t0.5\n"), x)  # unheaded: read, and said
+    assert bare.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5]
+    assert any("third column is read as edge weights (0.5 to 2.5)" in w for w in bare.warnings)
+    both = load_files(_write(tmp_path / "2.csv", "0,1,3\n1,0,3\n1,2,1\n0,1,4\n1,0,4\n"), x)  # repeats: summed
+    assert both.data.edge_weight.tolist() == [7.0, 7.0, 1.0, 1.0]
+    assert any("2 duplicate edges" in w and "weights summed" in w for w in both.warnings)
+    directed = load_files(_write(tmp_path / "d.csv", "1,0,3\n0,1,2\n"), x, directed=True)
+    assert directed.data.edge_index.tolist() == [[0, 1], [1, 0]] and directed.data.edge_weight.tolist() == [2, 3]
+
+
+def test_a_column_of_ones_or_of_text_leaves_the_graph_unweighted(tmp_path):
+    x = _write(tmp_path / "x.csv", "1,0\n0,1\n1,1\n")
+    plain = load_files(_write(tmp_path / "p.csv", "0,1\n1,2\n"), x)
+    ones = load_files(_write(tmp_path / "o.csv", "source,target,weight\n0,1,1\n1,2,1.0\n"), x)
+    assert "edge_weight" not in ones.data and not ones.warnings and not plain.warnings
+    assert ones.data.edge_index.dtype == plain.data.edge_index.dtype
+    assert ones.data.edge_index.tolist() == plain.data.edge_index.tolist()
+    text = load_files(_write(tmp_path / "t.csv", "0,1,friend\n1,2,2\n"), x)
+    assert "edge_weight" not in text.data
+    assert any("1 column after source and target" in w and "not read" in w for w in text.warnings)
+    timed = load_files(_write(tmp_path / "time.csv", "source,target,time\n0,1,1700000000\n1,2,1700000100\n"), x)
+    assert "edge_weight" not in timed.data and any("not read" in w for w in timed.warnings)  # headed otherwise
+    extra = load_files(_write(tmp_path / "four.csv", "0,1,2,x\n1,2,3,y\n"), x)
+    assert extra.data.edge_weight.tolist() == [2, 2, 3, 3]
+    assert any("1 column after source, target and weight" in w for w in extra.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0,1,2\n1,2,nan\n", r"e.csv, line 2: the edge weight nan is not finite"),
+        ("0,1,2\n1,2,inf\n", r"line 2: the edge weight inf is not finite"),
+        ("# c\n0,1,2\n1,2,-1\n", r"line 3: the edge weight -1 is negative"),
+        ("0,1,1e39\n1,2,1\n", r"line 1: the edge weight 1e\+39 is beyond float32's range"),
+        ("source,target,weight\n0,1,2\n1,2\n", r"line 3: has no weight"),
+        ("source,target,weight\n0,1,2\n1,2,heavy\n", r"line 3: has the weight 'heavy', which is not a number"),
+        ("0,1,2\n1,0,3\n", r"edge \(0, 1\) has weight 2 \(line 1\) and \(1, 0\) has 3 \(line 2\)"),
+        ("0,1,3e38\n0,1,3e38\n", r"summed weights of repeated edges go beyond float32's range"),
+    ],
+)
+def test_bad_weights_in_an_edge_file_are_one_line_naming_the_line(tmp_path, text, message):
+    from gca.datasets import DatasetError
+
+    x = _write(tmp_path / "x.csv", "1,0\n0,1\n1,1\n")
+    with pytest.raises(DatasetError, match=message) as error:
+        load_files(_write(tmp_path / "e.csv", text), x)
+    assert "\n" not in str(error.value)
+
+
+def _npz_graph(path, adjacency, x, labels):
+    np.savez(path, adj_data=adjacency.data, adj_indices=adjacency.indices, adj_indptr=adjacency.indptr,
+             adj_shape=adjacency.shape, attr_matrix=x, labels=labels)  # fmt: skip
+    return path
+
+
+def test_npz_adjacency_values_are_edge_weights_and_train_as_the_edge_file_does(tmp_path):
+    """A weighted npz trains differently from the same npz with unit values, and bit for bit as the same graph
+    given as an edge file with a weight column; unit values train bit for bit as the unweighted edge file."""
+    import torch
+
+    from gca import GCA, GCAConfig
+    from gca.datasets import load_dataset
+
+    karate = karate_club()
+    rng = np.random.default_rng(3)
+    ei = karate.edge_index[:, karate.edge_index[0] < karate.edge_index[1]].numpy()
+    weights = rng.integers(1, 9, ei.shape[1]) / 2  # 0.5 … 4.5, exact in float32
+    upper = sp.csr_matrix((weights, (ei[0], ei[1])), shape=(34, 34))
+    weighted, unit = (upper + upper.T).tocsr(), (upper + upper.T).tocsr()
+    unit.data[:] = 1.0
+    x = rng.random((34, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    edges = _write(tmp_path / "e.csv", "source,target,weight\n" + "".join(
+        f"{u},{v},{w}\n" for u, v, w in zip(ei[0], ei[1], weights, strict=True)))  # fmt: skip
+    plain = _write(tmp_path / "p.csv", "".join(f"{u},{v}\n" for u, v in ei.T))
+    labels = karate.y.numpy()
+
+    config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, seed=0)
+
+    def embed(data):
+        return GCA(config, device="cpu").fit(data).embedding_
+
+    by_npz = load_dataset(str(_npz_graph(tmp_path / "w.npz", weighted, x, labels)))
+    by_unit = load_dataset(str(_npz_graph(tmp_path / "u.npz", unit, x, labels)))
+    by_file, by_plain = load_files(edges, tmp_path / "x.npy"), load_files(plain, tmp_path / "x.npy")
+    assert torch.equal(by_npz.data.edge_index, by_file.data.edge_index)
+    assert torch.equal(by_npz.data.edge_weight, by_file.data.edge_weight)
+    assert sorted(set(by_npz.data.edge_weight.tolist())) == sorted(set(weights.tolist()))
+    assert "edge_weight" not in by_unit.data
+    a, b, c, d = (embed(loaded.data) for loaded in (by_npz, by_file, by_unit, by_plain))
+    assert torch.equal(a, b) and torch.equal(c, d) and not torch.allclose(a, c, atol=1e-3)
+
+
+def test_bad_npz_adjacency_values_are_one_line_naming_the_entry(tmp_path):
+    from gca.datasets import DatasetError, load_dataset
+
+    adjacency = sp.csr_matrix(np.array([[0, 2.0, 0], [2.0, 0, -1.0], [0, -1.0, 0]]))
+    path = _npz_graph(tmp_path / "g.npz", adjacency, np.eye(3, dtype=np.float32), np.array([0, 1, 0]))
+    with pytest.raises(DatasetError, match=r"g.npz, the adjacency entry at row 1, column 2: the edge weight -1 is "
+                                           r"negative"):  # fmt: skip
+        load_dataset(str(path))
+    adjacency = sp.csr_matrix(np.array([[0, 2.0, 0], [3.0, 0, 1.0], [0, 1.0, 0]]))
+    path = _npz_graph(tmp_path / "a.npz", adjacency, np.eye(3, dtype=np.float32), np.array([0, 1, 0]))
+    with pytest.raises(DatasetError, match=r"edge \(0, 1\) has weight 2 \(the adjacency entry at row 0, column 1\)"):
+        load_dataset(str(path))
 
 
 def test_nan_labels_in_a_label_file_are_unlabelled_nodes_not_a_class(tmp_path):

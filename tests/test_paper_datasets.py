@@ -4,6 +4,7 @@ import os
 import shutil
 
 import pytest
+import torch
 from conftest import SHARED_DATA, make_read_only
 
 from gca.datasets import load_dataset
@@ -42,3 +43,28 @@ def test_table1_counts(name, paper_data, cache_dir):
     assert not graph.directed and graph.undirected_edges.shape[1] == edges
     assert int(loaded.data.y.max()) + 1 == classes and int(loaded.data.y.min()) == 0
     assert not (paper_data / folder / "processed").exists()  # processed into the cache, not next to the files
+
+
+@pytest.mark.parametrize(("alias", "name"), [("Photo", "Amazon-Photo"), ("computers", "Amazon-Computers"),
+                                             ("CS", "Coauthor-CS")])  # fmt: skip
+def test_pyg_names_load_the_papers_dataset(alias, name, paper_data, cache_dir):
+    """PyG's name of a dataset (its folder under the data directory) is the paper's dataset: same entry, same
+    shipped configuration, same recorded name and the very same graph."""
+    from gca.config import build_config
+    from gca.datasets import dataset_display_name
+
+    by_alias, by_name = load_dataset(alias, data_dir=paper_data), load_dataset(name, data_dir=paper_data)
+    assert by_alias.name == by_name.name == dataset_display_name(alias) == name and by_alias.named
+    assert build_config(by_alias.name) == build_config(name)
+    assert torch.equal(by_alias.data.edge_index, by_name.data.edge_index)
+    assert torch.equal(by_alias.data.y, by_name.data.y)
+
+
+def test_pyg_names_listed_as_aliases():
+    """Every PyG spelling of the paper's datasets is known, WikiCS included; the paper's names stay the listed ones."""
+    from gca.datasets import DATASET_NAMES, dataset_display_name
+
+    assert {a: dataset_display_name(a) for a in ("Photo", "Computers", "CS", "Physics", "WikiCS")} == {
+        "Photo": "Amazon-Photo", "Computers": "Amazon-Computers", "CS": "Coauthor-CS",
+        "Physics": "Coauthor-Physics", "WikiCS": "Wiki-CS"}  # fmt: skip
+    assert "Photo" not in DATASET_NAMES and "Amazon-Photo" in DATASET_NAMES

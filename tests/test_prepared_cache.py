@@ -36,6 +36,7 @@ def _npz_graph(path: Path, n: int = 120, dense: bool = True, seed: int = 0, half
     source = rng.integers(0, n - 1, 6 * n)
     target = rng.integers(0, n - 1, 6 * n)  # node n - 1 has no edge
     adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
+    adj.data[:] = 1  # repeats were summed into counts, which would be edge weights: an unweighted graph
     x = rng.random((n, 8)).astype(np.float16 if half else np.float32)
     x[:, 0] = np.arange(n) / n  # distinct for every node (float16: n ≤ 2048)
     arrays = {"adj_data": adj.data, "adj_indices": adj.indices, "adj_indptr": adj.indptr, "adj_shape": adj.shape,

@@ -143,3 +143,19 @@ def test_degree_centrality_counts_each_neighbour_once_on_any_edge_list(n, pairs,
     positive = expected > 0
     np.testing.assert_allclose(got[positive], expected[positive])
     assert (got > 0).all()  # zeros replaced as documented
+
+
+def test_the_symmetry_answer_kept_for_a_tensor_notices_numpy_writes_and_takes_inference_tensors():
+    """prepare_graph asks whether the edges are symmetric and keeps the answer for the same tensor: a write through
+    a NumPy view (no version counter moves) must be noticed, and an inference tensor (none kept) must be taken."""
+    edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], dtype=torch.int32)  # clean in gca's dtype: used as it is
+    data = Data(x=torch.eye(3), edge_index=edges)
+    assert not prepare_graph(data).directed
+    edges.numpy()[1, 3] = 0  # 2 → 0 instead of 2 → 1: still coalesced, no longer symmetric
+    assert prepare_graph(data).directed
+    with torch.inference_mode():
+        frozen = Data(x=torch.eye(3), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], dtype=torch.int32))
+    assert not prepare_graph(frozen).directed
+    with torch.inference_mode():
+        frozen.edge_index[1, 3] = 0
+    assert prepare_graph(frozen).directed

@@ -132,3 +132,53 @@ def test_copies_and_pickles_start_with_an_empty_cache_and_draw_alike():
         augment.generator = torch.Generator().manual_seed(9)
         a, b = augment(data), other(data)
         assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.x, b.x)
+
+
+def test_writes_through_numpy_are_noticed(monkeypatch):
+    """A NumPy view's writes move no version counter: the held probabilities must still be those of the values
+    the tensors hold now (a fresh transform's), for the features and for relabelled edges."""
+    calls, weighed = _counting(monkeypatch), _counting(monkeypatch, "_feature_masker")
+    data = _graded_karate()
+    augment = AdaptiveAugmentation(0.3, 0.4)
+
+    def fresh():
+        return AdaptiveAugmentation(0.3, 0.4).view(Data(x=data.x.clone(), edge_index=data.edge_index.clone()))
+
+    first = augment.view(data)
+    data.x.numpy()[:, 0] = 5.0  # column 0 now the same large value everywhere: its weight changes
+    second = augment.view(data)
+    assert (len(calls), len(weighed)) == (1, 2) and second.edges is first.edges
+    assert torch.equal(second.feature_prob, fresh().feature_prob)
+    assert not torch.equal(second.feature_prob, first.feature_prob)
+    relabel = torch.roll(torch.arange(34), 5).numpy()  # node i is now node i + 5: other degrees at each id
+    data.edge_index.numpy()[:] = relabel[data.edge_index.numpy()]
+    calls.clear(), weighed.clear()
+    third = augment.view(data)
+    assert (len(calls), len(weighed)) == (1, 1)
+    assert augment.view(data) is third and (len(calls), len(weighed)) == (1, 1)  # unchanged: held again
+    assert torch.equal(third.units, fresh().units) and torch.equal(third.edge_prob, fresh().edge_prob)
+    assert not torch.equal(third.units, first.units)
+
+
+def test_inference_mode_tensors_are_transformed_and_their_changes_noticed():
+    """Tensors made under torch.inference_mode() keep no version counter (reading it raises): the transforms and
+    GCA.transform take them, give what they give for the same values made normally, and notice a write."""
+    from torch_geometric.utils import to_undirected
+
+    from gca import GCA
+
+    base = karate_club()
+    clean = to_undirected(base.edge_index).int()  # already clean in gca's dtype: used as it is, not copied
+    with torch.inference_mode():
+        frozen = Data(x=base.x.clone() + torch.arange(34.0).reshape(-1, 1) % 3, edge_index=clean.clone())
+    normal = Data(x=frozen.x.clone(), edge_index=clean.clone())
+    g1, g2 = torch.Generator().manual_seed(2), torch.Generator().manual_seed(2)
+    a, b = AdaptiveAugmentation(0.3, 0.3, generator=g1)(frozen), AdaptiveAugmentation(0.3, 0.3, generator=g2)(normal)
+    assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.x, b.x)
+    augment = AdaptiveFeatureMasking(0.4)
+    first = augment.view(frozen)
+    with torch.inference_mode():
+        frozen.x[:, 1] = 7.0
+    assert not torch.equal(augment.view(frozen).feature_prob, first.feature_prob)
+    model = GCA(GCAConfig(epochs=2, hidden=8, proj_hidden=8, seed=0)).fit(normal)
+    assert torch.equal(model.transform(frozen), model.transform(Data(x=frozen.x.clone(), edge_index=clean.clone())))

@@ -287,6 +287,23 @@ def test_bad_weights_are_one_line(weight, message):
     assert isinstance(error.value, UserError) and "\n" not in str(error.value)
 
 
+def test_a_single_weight_beyond_float32_is_blamed_on_its_edge_not_on_a_merge():
+    """1e39 is finite in float64 and infinite as the float32 the GCN uses: one line naming the edge. Only a sum of
+    merged duplicates that overflows is blamed on the merge."""
+    data = _path3()
+    data.edge_weight = torch.tensor([1.0, 1.0, 1e39, 1e39], dtype=torch.float64)
+    with pytest.raises(GraphError, match=r"2 values beyond float32's range \(first at edge 2: 1e\+39") as error:
+        prepare_graph(data)
+    assert "merged" not in str(error.value) and "\n" not in str(error.value)
+    largest = torch.finfo(torch.float32).max
+    data.edge_weight = torch.tensor([1.0, 1.0, largest, largest], dtype=torch.float64)  # the largest: kept
+    assert prepare_graph(data).edge_weight[2] == largest
+    merged = Data(x=torch.eye(2), edge_index=torch.tensor([[0, 0, 1, 1], [1, 1, 0, 0]]),
+                  edge_weight=torch.full((4,), largest, dtype=torch.float64))  # fmt: skip
+    with pytest.raises(GraphError, match="merged duplicate edges' weights overflow"):
+        prepare_graph(merged)
+
+
 def test_bad_edge_attr_and_asymmetric_weights_are_one_line():
     data = _path3()
     data.edge_attr = torch.tensor([[1.0], [float("nan")], [0.0], [0.0]])

@@ -283,5 +283,69 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     return edge_index, repeated
 
 
-def repeated_edges_warning(path: str | Path, repeated: int) -> str:
-    return f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged"
+def repeated_edges_warning(path: str | Path, repeated: int, weighted: bool = False) -> str:
+    return (f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged"
+            + (", their weights summed" if weighted else ""))  # fmt: skip
+
+
+def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | None:
+    """A file's edge weights as float64, checked — or ``None`` when every one is 1, so that such a file is read,
+    and trains, exactly as the same edges without weights.
+
+    ``where(i)`` names listed edge i in a message (``line 7``, ``the adjacency entry at row 3, column 5``). Refused
+    in one line naming the first such edge: values that are not real numbers, NaN or infinite weights, negative
+    ones (a GCN's weights are non-negative; 0 is an edge that contributes nothing) and magnitudes beyond float32's
+    range (the GCN's weights are float32: they would become infinite)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        raise DatasetError(f"{path}: the edge weights are {values.dtype} values; give real numbers")
+    values = values.astype(np.float64, copy=False)
+    if bool((values == 1).all()):
+        return None
+    for bad, what in ((~np.isfinite(values), "is not finite"), (values < 0, "is negative; weights must be ≥ 0"),
+                      (np.abs(values) > FLOAT32_MAX, f"is beyond float32's range (±{FLOAT32_MAX:.4g}); rescale the "
+                                                     "weights")):  # fmt: skip
+        if bool(bad.any()):
+            first = int(np.argmax(bad))
+            raise DatasetError(f"{path}, {where(first)}: the edge weight {values[first]:g} {what}")
+    return values
+
+
+def weighted_edge_list(source: np.ndarray, target: np.ndarray, weight: np.ndarray, num_nodes: int, directed: bool,
+                       path: str | Path, where, advice: str) -> tuple[torch.Tensor, torch.Tensor, int]:  # fmt: skip
+    """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`edge_list` for edges that
+    carry the weights ``weight[i]`` (checked by :func:`edge_weights`), with the rules of ``Data.edge_weight``
+    (:mod:`gca.graph.graph`).
+
+    A repeated ordered pair is one edge whose weight is the **sum** of its listings'. On an undirected graph an
+    edge and its reverse are the same edge: one listed in one direction gets the other with the same weight; one
+    listed in both must carry the same weight both ways, or the file is refused naming the edge (``where(i)``) and
+    what to do (``advice``).
+    Returns both directions of every edge once, sorted by source then target, and float32 weights aligned with them.
+    """
+    n = max(num_nodes, 1)
+    keys = np.asarray(source, dtype=np.int64) * n + np.asarray(target, dtype=np.int64)
+    pairs, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=weight, minlength=pairs.size)
+    repeated = int(keys.size - pairs.size)
+    if not directed:
+        u, v = pairs // n, pairs % n
+        reverse = v * n + u
+        at = np.minimum(np.searchsorted(pairs, reverse), max(pairs.size - 1, 0))
+        both = pairs[at] == reverse if pairs.size else np.zeros(0, dtype=bool)
+        differ = both & (sums != sums[at])
+        if bool(differ.any()):
+            i = int(np.argmax(differ))
+            raise DatasetError(
+                f"{path}: the graph is undirected but edge ({u[i]}, {v[i]}) has weight {sums[i]:g} ({where(first[i])})"
+                f" and ({v[i]}, {u[i]}) has {sums[at[i]]:g} ({where(first[at[i]])}); {advice}"
+            )
+        missing = ~both
+        order = np.argsort(np.concatenate([pairs, reverse[missing]]), kind="stable")
+        pairs = np.concatenate([pairs, reverse[missing]])[order]
+        sums = np.concatenate([sums, sums[missing]])[order]
+    if bool((np.abs(sums) > FLOAT32_MAX).any()):
+        raise DatasetError(f"{path}: the summed weights of repeated edges go beyond float32's range "
+                           f"(±{FLOAT32_MAX:.4g}); rescale the weights")  # fmt: skip
+    edge_index = torch.from_numpy(np.stack([pairs // n, pairs % n]))
+    return edge_index, torch.from_numpy(sums.astype(np.float32)), repeated

@@ -1,10 +1,13 @@
 """Users' own graphs from plain files: an edge list, a feature matrix and optionally labels.
 
 * **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (blank lines and lines
-  starting with ``#`` are skipped). Further columns, e.g. weights, are not read, and a warning says so: give
-  weights as ``Data.edge_weight`` in Python (:mod:`gca.graph.graph` carries them). Node ids are integers or any
-  strings. A first line is read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``,
-  ``from,to``, ``node1,node2``, …) or when it is the only line that is not numeric.
+  starting with ``#`` are skipped), optionally ``source target weight``: a third column headed ``weight``, or of
+  numbers on every line of a file without a header, holds the edges' weights (``Data.edge_weight``,
+  :func:`_weight_column`; repeats summed, both directions of an undirected edge equal:
+  :func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as without the
+  column. Other columns are not read, and a warning says so. Node ids are integers or any strings. A first line is
+  read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``, ``from,to``,
+  ``node1,node2``, …) or when it is the only line that is not numeric.
 * **features** — ``.npy`` (a 2-D numeric array; pickles are refused, and the header is checked against the file's
   size before anything is read: :func:`read_npy`), ``.npz`` (a SciPy sparse matrix saved with
   ``scipy.sparse.save_npz``) or CSV/TSV. Row i belongs to node i, or, for CSV/TSV, to the node named in the first
@@ -25,6 +28,7 @@ import os
 import re
 import tokenize
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,9 +41,11 @@ from .base import (
     LoadedDataset,
     check_regular_file,
     edge_list,
+    edge_weights,
     float32_features,
     repeated_edges_warning,
     stored_features,
+    weighted_edge_list,
 )
 
 HEADER_NAMES = {
@@ -99,23 +105,74 @@ def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
     return _edge_rows(path)[:3]
 
 
-def _edge_rows(path: str | Path) -> tuple[list[str], list[str], bool, int]:
-    """:func:`read_edge_list`'s answer and how many columns beyond ``source target`` its widest line has."""
+class _EdgeRows(NamedTuple):
+    sources: list[str]
+    targets: list[str]
+    integer: bool  # every id an integer
+    extra: int  # columns beyond ``source target`` on the widest line
+    lines: list[int]  # the file's line number of each edge
+    third: list[str | None]  # each edge's third column, None on a line without one
+    third_name: str | None  # the header's name of the third column, if there is a header
+
+
+def _edge_rows(path: str | Path) -> _EdgeRows:
+    """:func:`read_edge_list`'s answer, the columns beyond ``source target`` and where each edge is in the file."""
     path = Path(path)
     rows = _rows(path, "edge")
+    third_name = None
     if rows and _looks_like_header(rows, 2):
+        third_name = rows[0][1][2].lower() if len(rows[0][1]) > 2 else None
         rows = rows[1:]
     if not rows:
         raise DatasetError(f"edge file {path} holds no edges; give one 'source target' pair per line")
-    sources, targets, extra = [], [], 0
+    sources, targets, lines, third, extra = [], [], [], [], 0
     for number, fields in rows:
         extra = max(extra, len(fields) - 2)
         if len(fields) < 2 or not fields[0] or not fields[1]:
             raise DatasetError(f"{path}, line {number}: expected two node ids per line, got {','.join(fields)!r}")
         sources.append(fields[0])
         targets.append(fields[1])
+        lines.append(number)
+        third.append(fields[2] if len(fields) > 2 and fields[2] else None)
     integer = all(_INTEGER.match(t) for t in sources) and all(_INTEGER.match(t) for t in targets)
-    return sources, targets, integer, extra
+    return _EdgeRows(sources, targets, integer, extra, lines, third, third_name)
+
+
+#: Header names of an edge file's third column that say it holds weights.
+WEIGHT_NAMES = {"weight", "weights", "w", "value", "strength"}
+
+
+def _weight_column(path: Path, rows: _EdgeRows) -> tuple[np.ndarray | None, list[str]]:
+    """The edge weights an edge file's third column holds (checked: :func:`~gca.datasets.base.edge_weights`), or
+    ``None``, and the notes to print.
+
+    The third column is read as weights when the header calls it a weight (:data:`WEIGHT_NAMES`; then every edge
+    needs one), or, in a file without a header, when every edge has a number there: then a note says so and gives
+    the range — a third column of timestamps or types would otherwise weigh the graph unnoticed. A third column
+    the header names otherwise (``time``, ``label``), or of other text, is not read and a note says so; so are
+    columns beyond the third. All weights 1 is no weight."""
+    named = rows.third_name in WEIGHT_NAMES
+    numbers = [t is not None and _is_number(t) for t in rows.third]
+    notes: list[str] = []
+    if named or (rows.third_name is None and rows.extra and all(numbers)):
+        for line, token, number in zip(rows.lines, rows.third, numbers, strict=True):
+            if not number:
+                problem = "has no weight" if token is None else f"has the weight {token!r}, which is not a number"
+                raise DatasetError(f"{path}, line {line}: {problem}; give every edge a weight (a number) or none")
+        weights = edge_weights(np.array([float(t) for t in rows.third]), path, lambda i: f"line {rows.lines[i]}")
+        if weights is not None and not named:
+            notes.append(f"{path}: its third column is read as edge weights ({weights.min():g} to {weights.max():g})"
+                         "; if it holds something else (times, types), remove it or head it otherwise")  # fmt: skip
+        if rows.extra > 1:
+            notes.append(f"{path} has {rows.extra - 1} column{'s' if rows.extra > 2 else ''} after source, target and"
+                         " weight; not read")  # fmt: skip
+    else:
+        weights = None
+        if rows.extra:
+            notes.append(f"{path} has {rows.extra} column{'s' if rows.extra > 1 else ''} after source and target; not "
+                         "read — the graph is trained unweighted (a third column headed 'weight', or of numbers in a "
+                         "file without a header, is read as edge weights)")  # fmt: skip
+    return weights, notes
 
 
 #: .npy format versions whose header :func:`read_npy` reads (``numpy.save`` writes 1.0, or 2.0 for a header over
@@ -265,7 +322,9 @@ def load_files(
     edges: str | Path, features: str | Path, labels: str | Path | None = None, directed: bool = False
 ) -> LoadedDataset:
     """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files."""
-    sources, targets, integer, extra = _edge_rows(edges)
+    rows = _edge_rows(edges)
+    sources, targets, integer = rows.sources, rows.targets, rows.integer
+    weights, weight_notes = _weight_column(Path(edges), rows)
     matrix, ids = read_features(features)
     num_nodes = matrix.shape[0]
     if num_nodes == 0 or matrix.shape[1] == 0:
@@ -299,17 +358,21 @@ def load_files(
         source = np.array([index[t] for t in sources], dtype=np.int64)
         target = np.array([index[t] for t in targets], dtype=np.int64)
         node_ids = list(ids)
-    edge_index, repeated = edge_list(source, target, num_nodes, directed)
+    if weights is None:
+        edge_index, repeated, edge_weight = *edge_list(source, target, num_nodes, directed), None
+    else:
+        edge_index, edge_weight, repeated = weighted_edge_list(
+            source, target, weights, num_nodes, directed, edges, lambda i: f"line {rows.lines[i]}",
+            "give both directions the same weight, list each edge once, or pass --directed (directed=True)")
     x = _feature_tensor(matrix)
     y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(labels, node_ids, num_nodes,
                                                                                          ids is None)  # fmt: skip
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
+    if edge_weight is not None:
+        data.edge_weight = edge_weight
     name = Path(edges).stem
-    notes = ([repeated_edges_warning(edges, repeated)] if repeated else []) + label_notes
-    if extra:
-        notes.append(f"{edges} has {extra} column{'s' if extra > 1 else ''} after source and target (weights?); "
-                     "they are not read — the graph is trained unweighted (give weights as Data.edge_weight in "
-                     "Python)")  # fmt: skip
+    notes = ([repeated_edges_warning(edges, repeated, weights is not None)] if repeated else []) + weight_notes + \
+        label_notes  # fmt: skip
     return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
                          class_names=class_names)
 

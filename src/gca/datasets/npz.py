@@ -1,8 +1,9 @@
 """Graph files in the gnn-benchmark npz layout (``adj_*`` and ``attr_*`` CSR arrays, optional ``labels``).
 
-Dense features (``attr_matrix``) in a file written with ``numpy.savez`` (members stored uncompressed) are read
-through a copy-on-write memory map (:func:`mapped_member`): the file's pages are the features, reclaimable page
-cache rather than a private copy. ``numpy.savez_compressed`` files are read whole.
+The adjacency's values are edge weights unless all are 1 (:func:`read_npz_graph`). Dense features
+(``attr_matrix``) in a file written with ``numpy.savez`` (members stored uncompressed) are read through a
+copy-on-write memory map (:func:`mapped_member`): the file's pages are the features, reclaimable page cache rather
+than a private copy. ``numpy.savez_compressed`` files are read whole.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from .base import (
     class_labels,
     csr_blocks,
     edge_list,
+    edge_weights,
     float32_features,
     repeated_edges_warning,
     stored_features,
     undirected_edges,
+    weighted_edge_list,
 )
 
 #: Members mapped from the file when stored uncompressed (:func:`mapped_member`).
@@ -66,6 +69,11 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
 
     Features stay sparse and keep their values. Unless ``directed``, edges are made undirected (as the
     Amazon/Coauthor files are used in the paper): an edge listed in both directions is one edge.
+
+    The adjacency's values (``adj_data``) are the edges' weights (``Data.edge_weight``), checked and merged as an
+    edge file's weight column is (:func:`~gca.datasets.base.weighted_edge_list`): non-negative, finite, within
+    float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
+    Amazon/Coauthor files' — is unweighted, and reads exactly as before.
     """
     return read_npz(Path(path), directed)[0]
 
@@ -110,7 +118,20 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     if adj.shape[0] != adj.shape[1] or adj.shape[0] != attr.shape[0]:
         raise DatasetError(f"{path}: adjacency {adj.shape} and features {attr.shape} do not describe the same nodes")
     num_nodes = adj.shape[0]
-    if directed:
+
+    def entry(i: int) -> str:
+        return f"the adjacency entry at row {int(np.searchsorted(adj.indptr, i, 'right')) - 1}, column {adj.indices[i]}"
+
+    weight = edge_weights(adj.data, path, entry)  # adj_data
+    edge_weight = None
+    if weight is not None:  # the values are the edges' weights, checked and merged as edge files' are
+        rows = np.repeat(np.arange(num_nodes, dtype=np.int64), np.diff(adj.indptr))
+        edge_index, edge_weight, repeated = weighted_edge_list(
+            rows, adj.indices, weight, num_nodes, directed, path, entry,
+            "give both directions the same value in adj_data (1 everywhere for an unweighted graph; a matrix built "
+            "from an edge list with repeats holds their counts)")
+        del adj, rows, weight, arrays["adj_data"], arrays["adj_indices"]
+    elif directed:
         coo = adj.tocoo()
         del adj, arrays["adj_data"], arrays["adj_indices"]
         edge_index, repeated = edge_list(coo.row, coo.col, num_nodes, directed)
@@ -131,7 +152,9 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     else:
         x = torch.from_numpy(np.ascontiguousarray(stored_features(attr, path)))
     data = Data(x=x, edge_index=edge_index, num_nodes=num_nodes)
-    notes = [repeated_edges_warning(path, repeated)] if repeated else []
+    if edge_weight is not None:
+        data.edge_weight = edge_weight
+    notes = [repeated_edges_warning(path, repeated, edge_weight is not None)] if repeated else []
     if "labels" in arrays:
         data.y, label_notes = class_labels(arrays["labels"], path, num_nodes)
         notes += label_notes

@@ -3,7 +3,9 @@
 An existing file is an npz graph file (:mod:`.npz`); an existing folder is claimed by the first folder reader
 that recognises it (OGB's node-property layout, then PyTorch Geometric's ``raw/`` layout); anything else is a
 name looked up in :data:`NAMED` — the built-in Karate club, PyG's named datasets, OGB's — read from
-``data_dir``.
+``data_dir``. A PyG dataset answers to the paper's name and to PyG's own, which is also its folder under
+``data_dir`` (:data:`ALIASES`: ``Photo`` is Amazon-Photo, ``CS`` Coauthor-CS, ``WikiCS`` Wiki-CS): an alias is
+looked up as the paper's name, so a run under either is the same run — same configuration, same recorded name.
 """
 
 from __future__ import annotations
@@ -30,12 +32,24 @@ FOLDER_READERS: tuple[tuple[Callable[[Path], bool], Callable[[Path, Path], Loade
     (ogb.is_ogb_folder, lambda folder, cache_dir: ogb.read_ogb_folder(folder)),
     (pyg.is_dataset_folder, pyg.load_folder),
 )
+#: Other names of a named dataset: PyG's (its folder under the data directory) → the paper's, as canonical keys.
+ALIASES: dict[str, str] = {
+    alias: key for key, spec in pyg.DATASETS.items() if (alias := canonical_name(spec.folder)) != key
+}
 DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 
+def named_key(name: str) -> str:
+    """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
+    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
+    key = canonical_name(name)
+    return ALIASES.get(key, key)
+
+
 def dataset_display_name(name: str) -> str:
-    """The paper's spelling of a named dataset ('amazon photo' → 'Amazon-Photo'); other text is returned as is."""
-    entry = NAMED.get(canonical_name(name))
+    """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text is returned
+    as is."""
+    entry = NAMED.get(named_key(name))
     return entry[0] if entry else name
 
 
@@ -45,15 +59,15 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
     dataset's folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``,
     e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
-    matter), read from ``data_dir``. A bare name that is also a folder here without a dataset's files in it
-    (say, an output folder called ``Cora``) is the name.
+    matter, nor PyG's spelling: :func:`named_key`), read from ``data_dir``. A bare name that is also a folder here
+    without a dataset's files in it (say, an output folder called ``Cora``) is the name.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
     if path.is_file():
         data, notes = npz.read_npz(path, directed=False)
         return LoadedDataset(path.stem, data, named=False, warnings=notes)
-    named = NAMED.get(canonical_name(name)) if "/" not in name and os.sep not in name else None
+    named = NAMED.get(named_key(name)) if "/" not in name and os.sep not in name else None
     if path.is_dir():
         for recognises, read in FOLDER_READERS:
             if recognises(path):
@@ -88,13 +102,13 @@ def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[
     def read(folder: Path) -> list[Path]:
         return [folder / part for part in ("raw", "split") if (folder / part).is_dir()]
 
-    named = NAMED.get(canonical_name(name)) if "/" not in name and os.sep not in name else None
+    named = NAMED.get(named_key(name)) if "/" not in name and os.sep not in name else None
     if path.is_dir() and any(recognises(path) for recognises, _ in FOLDER_READERS):
         return read(path), "folder"
     if named is None:
         return None
     folder_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    key = canonical_name(name)
+    key = named_key(name)
     if key in ogb.OGB_DATASETS:
         folder = folder_dir / ogb.OGB_DATASETS[key][1]
         return (read(folder), f"ogb {key}") if ogb.is_ogb_folder(folder) else None

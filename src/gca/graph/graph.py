@@ -19,8 +19,9 @@ D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
 * on an undirected graph both directions of an edge must carry the **same** weight and features after merging:
   the graph's edges are the unit that augmentation keeps or removes, and its operator is symmetric. A graph whose
   directions differ is refused with one line (make them equal, or pass ``directed=True`` to keep both);
-* negative, NaN or infinite weights, NaN or infinite features, a wrong shape or a non-numeric dtype: one line
-  (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
+* negative, NaN or infinite weights, a weight beyond float32's range (one line naming the edge; only a sum of
+  merged weights that overflows is blamed on the merge), NaN or infinite features, a wrong shape or a non-numeric
+  dtype: one line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
 
 A graph without either keeps a plain ``edge_index`` and is cleaned exactly as before.
 """
@@ -251,6 +252,12 @@ def _edge_weight(data: Data, count: int) -> torch.Tensor | None:
         first = int((weight < 0).nonzero()[0])
         raise GraphError(f"edge_weight holds {int((weight < 0).sum())} negative values (first at edge {first}: "
                          f"{float(weight[first]):g}); GCN weights must be non-negative")  # fmt: skip
+    overflow = torch.isinf(weight.to(torch.float32))  # finite here, infinite in the float32 the GCN uses
+    if bool(overflow.any()):
+        first = int(overflow.nonzero()[0])
+        raise GraphError(f"edge_weight holds {int(overflow.sum())} values beyond float32's range (first at edge "
+                         f"{first}: {float(weight[first]):g}, the largest float32 is "
+                         f"{torch.finfo(torch.float32).max:.4g}); rescale edge_weight")  # fmt: skip
     return weight
 
 
