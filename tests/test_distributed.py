@@ -405,3 +405,34 @@ def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp
     assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', err), err
     assert not (tmp_path / "out").exists()  # made by this run, left empty: removed
     assert list((tmp_path / "c" / "scratch").iterdir()) == []
+
+
+@pytest.mark.parametrize("differ", ["settings", "features"])
+def test_processes_started_differently_are_refused_with_one_line_each(tmp_path, differ):
+    """Two processes through a launcher script that gives rank 1 another ``--set`` or another feature file of the
+    same shape (the same edges): both stop before training with one line, torchrun exits non-zero, nothing is
+    written."""
+    import stat
+
+    graph = _random_npz(tmp_path / "g.npz", 80, 300, 6, seed=2)
+    other = dict(np.load(graph))
+    other["attr_matrix"] = other["attr_matrix"][::-1].copy()  # the same shape and values, on other nodes
+    np.savez(tmp_path / "h.npz", **other)
+    launcher = tmp_path / "launch.sh"
+    given = {"settings": ('--dataset "{g}"', '--dataset "{g}" --set tau=0.9'),
+             "features": ('--dataset "{g}"', '--dataset "{h}"')}[differ]  # fmt: skip
+    zero, one = (text.format(g=graph, h=tmp_path / "h.npz") for text in given)
+    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" {one}; else set -- "$@" {zero}; fi\n'
+                        f'exec "{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
+                           "train", "--epochs", "2", "--no-eval", "--quiet", "--no-cache", "--set", "hidden=8",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
+                          env=env)  # fmt: skip
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
+    why = "were started with different settings" if differ == "settings" else "read different graphs"
+    assert len(ours) == 2 and all(line.startswith("gca: error: the processes " + why) for line in ours), ours
+    assert "rank 1" in ours[0] and not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
+    assert not (tmp_path / "out" / "results.json").exists()

@@ -364,6 +364,30 @@ def test_a_kept_array_of_another_shape_is_computed_again(tmp_path, cache_dir):
     assert np.array_equal(np.load(centrality), right)  # computed and stored again
 
 
+@pytest.mark.parametrize("pattern", ["centrality-*", "views-*-edge1", "views-*-edge2", "views-*-feature1",
+                                     "views-*-feature2", "sampler-units"])
+def test_a_derived_array_replaced_by_another_of_the_same_shape_is_computed_again(tmp_path, cache_dir, capsys,
+                                                                                  pattern):
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    derived = json.loads((folder / "meta.json").read_text())["derived"]
+    assert {p.stem for p in folder.glob("*.npy")} >= set(derived) and len(derived) == 6  # each recorded when added
+    path = next(folder.glob(f"{pattern}.npy"))
+    right = np.load(path)
+    np.save(path, right[::-1].copy())  # the same shape and dtype, the values moved to other nodes/edges/features
+    assert not np.array_equal(np.load(path), right)
+    capsys.readouterr()
+    opened, record = _train(tmp_path, "again")
+    err = [line for line in capsys.readouterr().err.splitlines() if "prepared graph" in line]
+    assert record["prepared_graph"]["opened"] is True
+    assert err == [f"gca: the prepared graph in {folder} holds a {path.name} whose contents are not the ones "
+                   "written (replaced since); it is computed again"], err
+    assert np.array_equal(np.load(path), right)  # computed and stored again, and recorded: the next run trusts it
+    assert np.array_equal(opened, _train(tmp_path, "fresh", "--no-cache")[0])
+    capsys.readouterr()
+    assert np.array_equal(_train(tmp_path, "third")[0], opened) and "prepared graph" not in capsys.readouterr().err
+
+
 def test_a_refused_prepared_graph_is_removed_once_not_hashed_on_every_run(tmp_path, cache_dir, capsys):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)

@@ -133,6 +133,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         job.clean(job.config.feature_norm, require_edges=True)
     else:
         job.prepare(estimator)
+    place.check_same_start(job.config.to_dict(), job.graph.fingerprint() if place.distributed else "")
     if place.writes and store is not None:
         for note in store.notes:
             print(f"gca: {note}", file=sys.stderr)

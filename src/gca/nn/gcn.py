@@ -205,9 +205,12 @@ class GCNEncoder(nn.Module):
 
         ``share`` (:class:`RowShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process computes
         its own range of rows of every matrix, and the share completes it — every process then holds all rows of an
-        inner matrix (the next layer reads any row), the first process all rows of the embeddings. The rows are
-        the same numbers as one process's, bit for bit: each row is computed by the same operations whichever
-        process computes it. Processes other than the first return ``None``.
+        inner matrix (the next layer reads any row), the first process all rows of the embeddings. Each row is
+        computed by the same operations whichever process computes it, in blocks that may hold other row counts
+        than one process's; the dense products' kernels sum in an order that depends on the row count (one row: a
+        matrix-vector product), so the rows equal one process's — and inference by blocks equals :meth:`forward`
+        on the whole graph — to float32 rounding, bit for bit only where the blocks coincide. Processes other
+        than the first return ``None``.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device

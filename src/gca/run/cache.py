@@ -28,8 +28,11 @@ byte). The input files must be the ones it was made from: when a file's identity
 rewritten, on another machine) its contents are hashed again and must give the stored digest. Anything else —
 another version, another input, changed contents, an edited, truncated or replaced file — is said in one line and
 the folder removed; the run reads the input, and writes the folder again where it writes one. Arrays added later
-are used only with the shape their graph gives them. Not covered: an array changed by hand between the sampled
-blocks, or a meta.json and its seal both recomputed by hand.
+are recorded in meta.json (``derived``: shape, dtype, sampled blocks, the seal renewed; under a lock on
+``.meta-lock``, so that two processes adding arrays at once keep both) and pass the same check when a run uses
+them, with the shape their graph gives them; one that does not is said in one line, computed again and stored
+again (a file that was never recorded is replaced without a word). Not covered: an array changed by hand between
+the sampled blocks, or a meta.json and its seal both recomputed by hand.
 
 **Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed to disk, and
 renamed into place once ``meta.json`` is written, so a process killed while writing (even by SIGKILL) leaves no folder
@@ -47,7 +50,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,10 +61,12 @@ from torch_geometric.data import Data
 
 from .. import __version__
 from ..datasets.base import LoadedDataset, default_cache_dir
+from ..errors import UserError
 from ..graph.features import encoder_input
 from ..graph.graph import Graph
 from ..graph.sparse import count_ids
 from ..io import atomic_write, file_identity
+from ..outputs.folder import hold_folder, release_folder
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
 FORMAT = 1
@@ -195,6 +200,28 @@ def _complete(path: Path) -> bool:
     return sized is not None and path.stat().st_size == sized[2]
 
 
+def _record(path: Path) -> dict:
+    """What meta.json records of the array file ``path``: its shape, dtype and :func:`sampled_digest`."""
+    sized = _npy_size(path)
+    assert sized is not None
+    return {"shape": list(sized[0]), "dtype": str(sized[1]), "sample": sampled_digest(path)}
+
+
+def _untrusted(path: Path, spec: object) -> str:
+    """Why the array file ``path`` is not the one meta.json records as ``spec`` (:func:`_record`) — missing,
+    truncated, of another shape or dtype, or other sampled blocks — said as the end of "the prepared graph in …"; an
+    empty string when it is."""
+    name = path.name
+    sized = _npy_size(path) if path.is_file() else None
+    if sized is None or path.stat().st_size != sized[2]:
+        return f"is incomplete ({name} is missing or truncated)"
+    if not isinstance(spec, dict) or [list(sized[0]), str(sized[1])] != [spec.get("shape"), spec.get("dtype")]:
+        return f"holds a {name} whose shape or dtype is not the one meta.json records"
+    if sampled_digest(path) != spec.get("sample"):
+        return f"holds a {name} whose contents are not the ones written (replaced since)"
+    return ""
+
+
 def _mapped(path: Path) -> torch.Tensor:
     """An .npy file as a tensor over a copy-on-write mapping: pages come from the file (page cache), and a write
     (none is made) would go to a private copy, never to the file."""
@@ -289,15 +316,12 @@ class PreparedStore:
         why = _inconsistent(meta)
         if why:
             return f"has a meta.json whose entries disagree ({why})"
+        if not isinstance(meta.get("derived", {}), dict):
+            return "has a meta.json whose entries disagree (derived)"
         for name, spec in meta["arrays"].items():
-            path = self.folder / f"{name}.npy"
-            sized = _npy_size(path) if path.is_file() else None
-            if sized is None or path.stat().st_size != sized[2]:
-                return f"is incomplete ({name}.npy is missing or truncated)"
-            if not isinstance(spec, dict) or [list(sized[0]), str(sized[1])] != [spec.get("shape"), spec.get("dtype")]:
-                return f"holds a {name}.npy whose shape or dtype is not the one meta.json records"
-            if sampled_digest(path) != spec.get("sample"):
-                return f"holds a {name}.npy whose contents are not the ones written (replaced since)"
+            why = _untrusted(self.folder / f"{name}.npy", spec)
+            if why:
+                return why
         for name, sample in meta.get("files", {}).items():
             path = self.folder / name
             if not path.is_file() or sampled_digest(path) != sample:
@@ -310,8 +334,9 @@ class PreparedStore:
             if content_digest(files) != meta.get("digest"):
                 return "was made from other contents of the input files (they changed since)"
             meta["identity"] = identity  # same contents (copied, touched): remembered, so the next run does not hash
-            with contextlib.suppress(OSError):  # a folder this run cannot write: hashed again next time
-                _write_meta(self.folder, meta)
+            with contextlib.suppress(OSError, UserError):  # a folder this run cannot write: hashed again next time
+                with self._meta_held():
+                    self._update_meta(meta, lambda stored: stored.update(identity=identity))
         self.meta = meta
         return None
 
@@ -413,8 +438,7 @@ class PreparedStore:
                 "directed": graph.directed, "graph_warnings": list(graph.warnings),
                 "features": "sparse" if sp.issparse(graph.raw_features) else "dense",
                 "feature_shape": list(graph.raw_features.shape),
-                "arrays": {name: {"shape": list(a.shape), "dtype": str(a.dtype),
-                                  "sample": sampled_digest(partial / f"{name}.npy")} for name, a in arrays.items()},
+                "arrays": {name: _record(partial / f"{name}.npy") for name in arrays},
                 "files": {p.name: sampled_digest(p) for p in partial.iterdir() if p.suffix == ".json"},
                 "loaded": {"name": loaded.name, "named": loaded.named, "directed": loaded.directed,
                            "warnings": list(loaded.warnings), "class_names": loaded.class_names,
@@ -491,23 +515,56 @@ class PreparedStore:
     def kept(self, name: str, compute: Callable[[], torch.Tensor],
              shape: tuple[int, ...] | None = None) -> torch.Tensor:  # fmt: skip
         """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
-        when the folder is in use. A stored array is used only when complete and, given ``shape``, of that shape
-        (else computed and stored again). An array that cannot be stored is simply not kept."""
+        when the folder is in use, and recorded in meta.json (``derived``) as the graph's arrays are. A stored array
+        is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
+        ``shape``, has that shape; else it is computed and stored again — said in a note when it was recorded (a
+        file present but not recorded was not written whole by gca: it is replaced without a word). An array that
+        cannot be stored is simply not kept."""
         path = self.folder / f"{name}.npy"
-        sized = _npy_size(path) if self.meta is not None and path.is_file() else None
-        if sized is not None and path.stat().st_size == sized[2] and (shape is None or sized[0] == tuple(shape)):
+        spec = self.meta.get("derived", {}).get(name) if self.meta is not None else None
+        why = _untrusted(path, spec) if spec is not None else "unrecorded"
+        if not why and (shape is None or spec["shape"] == list(shape)):
             return _mapped(path)
+        if spec is not None:
+            self.notes.append(f"the prepared graph in {self.folder} {why or f'holds a {path.name} of another shape'}; "
+                              "it is computed again")  # fmt: skip
         value = compute()
         if self.meta is None:
             return value
         temporary = self.folder / f".{name}.npy.partial-{self._host}-{os.getpid()}"
         try:
             _save(temporary, value.detach().cpu().numpy())
-            os.replace(temporary, path)
-        except OSError as exc:
+            record = _record(temporary)
+            with self._meta_held():  # the file and its record change together, one process at a time
+                os.replace(temporary, path)
+                self._update_meta(self.meta, lambda stored: stored.setdefault("derived", {}).update({name: record}))
+        except (OSError, UserError) as exc:
             temporary.unlink(missing_ok=True)
-            self.notes.append(f"{name} was not added to the prepared graph ({exc.strerror or exc})")
+            self.notes.append(f"{name} was not added to the prepared graph ({getattr(exc, 'strerror', None) or exc})")
         return value
+
+    @contextlib.contextmanager
+    def _meta_held(self) -> Iterator[None]:
+        """An exclusive lock on the folder's ``.meta-lock`` while meta.json is read, changed and written."""
+        handle = hold_folder(self.folder, ".meta-lock", wait=True)
+        try:
+            yield
+        finally:
+            release_folder(handle)
+
+    def _update_meta(self, meta: dict, change: Callable[[dict], object]) -> None:
+        """``change`` made to ``meta`` (this run's) and to the folder's meta.json as it now is (another process may
+        have recorded an array since this one read it), sealed again and written atomically; the caller holds
+        :meth:`_meta_held`. A meta.json that is not the one gca wrote is left alone (the next run refuses it)."""
+        change(meta)
+        try:
+            stored = json.loads((self.folder / "meta.json").read_text())
+        except (OSError, ValueError):
+            return
+        if isinstance(stored, dict) and stored.get("seal") == _seal(stored):
+            change(stored)
+            stored["seal"] = _seal(stored)
+            _write_meta(self.folder, stored)
 
     def size(self) -> int:
         """Bytes the folder takes on disk."""

@@ -17,6 +17,11 @@ Mini-batch training (``batch_size > 0``, :class:`gca.train.batches.NeighborBatch
 rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
 ranks before every optimiser step (:func:`average_gradients`).
 
+Every process must train the same model from the same graph: at start the processes compare a digest of their
+resolved settings and of their graph (:meth:`Placement.check_same_start`), and a difference — one rank started
+with another ``--set``, or reading another copy of a file of the same shape — stops every one of them with one
+line before the first step.
+
 Inference over blocks of rows is shared too (:class:`RowRanges`): each rank computes its range of rows of every
 layer, the ranks exchange them, and rank 0 receives the embeddings' rows. Rank 0 alone evaluates and writes
 results, checkpoints and exports. One process alone is a :class:`Placement` too:
@@ -25,6 +30,8 @@ its device (:func:`resolve_device`), rank 0 of 1.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -230,6 +237,31 @@ class Placement:
         exact full-graph objective needs no hook (its backward pass already all-reduces)."""
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
+
+    def check_same_start(self, config: dict[str, object], graph_fingerprint: str) -> None:
+        """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
+        digest of its resolved settings (``config``) and of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
+        edges, features and edge values, every byte) — 32 bytes a rank, one all-gather — and raises
+        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process."""
+        if not self.distributed:
+            return
+        settings = hashlib.blake2b(json.dumps(config, sort_keys=True, default=str).encode(), digest_size=16)
+        graph = hashlib.blake2b(graph_fingerprint.encode(), digest_size=16)
+        mine = torch.frombuffer(bytearray(settings.digest() + graph.digest()), dtype=torch.uint8)
+        mine = mine.to(self.device if self.backend == "nccl" else "cpu")
+        every = [torch.empty_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(every, mine)
+        for rank, theirs in enumerate(every[1:], start=1):
+            if not torch.equal(theirs[:16], every[0][:16]):
+                raise TrainingError(
+                    f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
+                    "flags, resolved) differ from rank 0's; start every process with the same command"
+                )
+            if not torch.equal(theirs[16:], every[0][16:]):
+                raise TrainingError(
+                    f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
+                    "(another file, or another copy of it); give every process the same input files"
+                )
 
     def record(self) -> dict[str, object]:
         """What ``results.json`` says of the run's processes (nothing for one)."""
