@@ -88,9 +88,10 @@ class Mode:
         """Whether numbers are judged as the paper's were, so that a difference from them means something."""
         return self.protocol == "authors"
 
-    def describe(self) -> str:
-        """One sentence: how many trainings and splits make a cell, and how they are judged."""
-        runs, splits = self.runs, self.splits_per_run
+    def describe(self, splits: int | None = None) -> str:
+        """One sentence: how many trainings and splits make a cell, and how they are judged. ``splits``: the splits
+        that judged each training, as the records say (a dataset's own splits may be fewer than asked)."""
+        runs, splits = self.runs, splits or self.splits_per_run
         trainings = f"{plural(runs, 'training')} per cell (seed{'s 0–' + str(runs - 1) if runs > 1 else ' 0'})"
         judged = (f"each judged on {plural(splits, 'split')} drawn from its seed" if splits > 1 else
                   "training i judged on split i")  # fmt: skip

@@ -103,7 +103,11 @@ class Reporter:
             notes.append("The paper's numbers (Zhu et al., WWW 2021) were measured under the authors' protocol; "
                          "beside these they are shown for reference, not compared (gca reproduce without "
                          "--eval-protocol judges as the paper did).")  # fmt: skip
-        notes.append(f"Runs: {self.mode.describe()}. A number without ± is a single value.")
+        judged = {len(split_accuracies(r)) for c in cells for r in map(self.store.get, c.runs)} - {0}
+        said = self.mode.describe(judged.pop() if len(judged) == 1 else None)
+        if len(judged) > 1:  # some datasets have fewer splits of their own than asked
+            said += f" (a training was judged on {min(judged)} to {max(judged)} splits, as many as its dataset has)"
+        notes.append(f"Runs: {said}. A number without ± is a single value.")
         notes += self.training_notes(cells, datasets)
         notes += self.gain_notes(cells, datasets, twin)
         if any(self.shortened(c) for c in cells):
