@@ -108,7 +108,7 @@ class Mode:
             return "the dataset's public split"
         test = "the rest" if s.test is None else f"{s.test:g}"
         cut = ", parts cut with int() as the authors' script" if s.sizes == "floor" else ""
-        own = ", or the dataset's own split i where it has them" if s.scheme == "auto" else ""
+        own = ", or the dataset's own splits where it has them" if s.scheme == "auto" else ""
         return f"random: train {s.train:g}, validation {s.val:g}, test {test}{cut}{own}"
 
     def judged(self) -> dict[str, Any]:
