@@ -235,3 +235,16 @@ def test_a_run_shorter_than_its_warm_up_says_so_in_one_line(tmp_path, capsys):
                      "lr 0.01, never reaching lr 0.1 (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
     assert main(["train", "--epochs", "10", "--no-eval", "--quiet", "--out", str(tmp_path / "b")]) == 0
     assert "warm-up" not in capsys.readouterr().err  # lr 0.01: a warm-up of 10 updates, all made
+
+
+def test_the_notes_count_the_splits_that_judged_a_run_not_the_ones_asked(tmp_path, shared_data, cache_dir):
+    """Cora has one public split: asked for 3 per training, each training is judged on that one, and says so."""
+    public = Mode(runs=1, max_epochs=2, grid=(0.1,), grid_runs=1, grid_max_epochs=2, quick=True,
+                  split=SplitSetting("public", count=3))  # fmt: skip
+    repro = Reproduction(tmp_path, ["Cora"], data_dir=shared_data, progress=False, plots=False, device="cpu",
+                         log=lambda m: None, mode=public, baselines=("raw",))  # fmt: skip
+    reproduce("table3", repro)
+    assert all(len(r["accuracy"]["runs"]) == 1 for r in _records(tmp_path))
+    table = (tmp_path / "table3.md").read_text()
+    assert "1 training per cell (seed 0), training i judged on split i (the dataset's public split)" in table
+    assert "3 splits" not in table

@@ -88,9 +88,10 @@ class Mode:
         """Whether numbers are judged as the paper's were, so that a difference from them means something."""
         return self.protocol == "authors"
 
-    def describe(self) -> str:
-        """One sentence: how many trainings and splits make a cell, and how they are judged."""
-        runs, splits = self.runs, self.splits_per_run
+    def describe(self, splits: int | None = None) -> str:
+        """One sentence: how many trainings and splits make a cell, and how they are judged. ``splits``: the splits
+        that judged each training, as the records say (a dataset's own splits may be fewer than asked)."""
+        runs, splits = self.runs, splits or self.splits_per_run
         trainings = f"{plural(runs, 'training')} per cell (seed{'s 0–' + str(runs - 1) if runs > 1 else ' 0'})"
         judged = (f"each judged on {plural(splits, 'split')} drawn from its seed" if splits > 1 else
                   "training i judged on split i")  # fmt: skip
@@ -107,7 +108,7 @@ class Mode:
             return "the dataset's public split"
         test = "the rest" if s.test is None else f"{s.test:g}"
         cut = ", parts cut with int() as the authors' script" if s.sizes == "floor" else ""
-        own = ", or the dataset's own split i where it has them" if s.scheme == "auto" else ""
+        own = ", or the dataset's own splits where it has them" if s.scheme == "auto" else ""
         return f"random: train {s.train:g}, validation {s.val:g}, test {test}{cut}{own}"
 
     def judged(self) -> dict[str, Any]:

@@ -103,7 +103,11 @@ class Reporter:
             notes.append("The paper's numbers (Zhu et al., WWW 2021) were measured under the authors' protocol; "
                          "beside these they are shown for reference, not compared (gca reproduce without "
                          "--eval-protocol judges as the paper did).")  # fmt: skip
-        notes.append(f"Runs: {self.mode.describe()}. A number without ± is a single value.")
+        judged = {len(split_accuracies(r)) for c in cells for r in map(self.store.get, c.runs)} - {0}
+        said = self.mode.describe(judged.pop() if len(judged) == 1 else None)
+        if len(judged) > 1:  # some datasets have fewer splits of their own than asked
+            said += f" (a training was judged on {min(judged)} to {max(judged)} splits, as many as its dataset has)"
+        notes.append(f"Runs: {said}. A number without ± is a single value.")
         notes += self.training_notes(cells, datasets)
         notes += self.gain_notes(cells, datasets, twin)
         if any(self.shortened(c) for c in cells):
@@ -134,7 +138,9 @@ class Reporter:
             trained = [r for r in trained if r and r.get("config")]
             if not trained:
                 continue
-            how = sorted({_how_trained(r) for r in trained})
+            how = sorted({_how_trained(r, dict(c.runs[0].settings).get("epochs")) for c in mine if c.runs
+                          and c.runs[0].method == "gca" and dict(c.runs[0].settings).get("epochs")
+                          for r in map(self.store.get, c.runs) if r and r.get("config")})  # fmt: skip
             gca_seconds = sum(float(r.get("seconds", 0.0)) for r in trained)
             all_seconds = sum(float(r.get("seconds", 0.0)) for c in mine for r in map(self.store.get, c.runs) if r)
             lines.append(f"{ds}: GCA trained {'; '.join(how)}. Runs took {all_seconds:,.0f} s "
@@ -176,8 +182,9 @@ class Reporter:
     def table3(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
         data_used = {cell.label: cell.info["data"] for cell in cells}
         rows = [(label, [data_used[label]], by_ds) for label, by_ds in self._by_label(cells).items()]
-        notes = [*self.notes(cells, datasets, TRAINED_TWIN["table3"]),
-                 "GCN and GAT are supervised (trained end to end on the split's training labels)."]  # fmt: skip
+        notes = self.notes(cells, datasets, TRAINED_TWIN["table3"])
+        if any(c.runs and c.runs[0].method in ("gcn", "gat") for c in cells):
+            notes.append("GCN and GAT are supervised (trained end to end on the split's training labels).")
         write_table(self.out / "table3", self._title("Table 3 — node classification accuracy (%)"), rows,
                     ["Method", "Training data"], datasets, PAPER_TABLE3, notes, self.mode.comparable)  # fmt: skip
         return [self.out / "table3.md", self.out / "table3.csv"]
@@ -234,8 +241,9 @@ def _training(cell: Cell) -> str:
     return settings.get("training", "exact") if settings.get("epochs") else "untrained"
 
 
-def _how_trained(record: dict[str, Any]) -> str:
-    """What a GCA run record says it trained: exact or mini-batch (B, fan-out per layer), epochs, updates, device."""
+def _how_trained(record: dict[str, Any], planned: int | None = None) -> str:
+    """What a GCA run record says it trained: exact or mini-batch (B, fan-out per layer), epochs, updates, device;
+    for mini-batches the ``planned`` full-graph epochs whose updates they keep."""
     config = record["config"]
     epochs = int(config["epochs"])
     updates = int(record.get("updates") or epochs)
@@ -243,8 +251,9 @@ def _how_trained(record: dict[str, Any]) -> str:
     if config.get("batch_size"):
         fanout = config["fanout"]
         fanout = list(fanout) * int(config["layers"]) if len(fanout) == 1 else list(fanout)
+        kept = f" (the setting's {plural(planned, 'epoch')} of the whole graph)" if planned else ""
         return (f"in mini-batches of B = {config['batch_size']:,} anchors, fan-out {','.join(map(str, fanout))}: "
-                f"{plural(epochs, 'epoch')} of {updates // max(epochs, 1):,} = {plural(updates, 'update')} on "
+                f"{plural(epochs, 'epoch')} of {updates // max(epochs, 1):,} = {plural(updates, 'update')}{kept} on "
                 f"{device}")  # fmt: skip
     return (f"exactly (the whole graph at every update): {plural(epochs, 'epoch')} = {plural(updates, 'update')} on "
             f"{device}")  # fmt: skip
