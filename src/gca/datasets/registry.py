@@ -61,6 +61,25 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
     matter, nor PyG's spelling: :func:`named_key`), read from ``data_dir``. A bare name that is also a folder here
     without a dataset's files in it (say, an output folder called ``Cora``) is the name.
+
+    Parameters
+    ----------
+    name
+        A dataset name (``"Cora"``, ``"amazon-photo"``, ``"ogbn-arxiv"``, ``"karate"``), the path of an ``.npz``
+        graph file, or the path of a dataset folder. An unknown name that is no file or folder either is a
+        :class:`~gca.datasets.base.DatasetError` listing the names.
+    data_dir
+        The folder named datasets are read from (``data_dir/Cora/raw/…``), and downloaded into when missing and
+        online; ``None`` for ``$GCA_DATA_DIR``, else ``~/.cache/gca/data``. Not read for a path.
+    cache_dir
+        Where processed files go when a dataset's own folder is read-only or named otherwise; ``None`` for
+        ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
+
+    Returns
+    -------
+    LoadedDataset
+        The graph (``data``: ``x``, ``edge_index``, ``y`` where labelled), its benchmark's splits where it has
+        them, and the warnings about the files read.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
