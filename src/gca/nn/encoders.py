@@ -124,7 +124,27 @@ def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: boo
 
 class MessagePassingEncoder(nn.Module):
     """k convolutions of one PyTorch Geometric kind, each followed by the activation. ``edge_dim`` (gat only): the
-    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``)."""
+    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``).
+
+    Parameters
+    ----------
+    kind
+        ``"gat"``, ``"sage"`` or ``"gin"``.
+    in_channels
+        The node features' width F.
+    hidden
+        The embeddings' width.
+    num_layers
+        k, at least 2 (else a ``ValueError``).
+    activation
+        The activation after every layer, by name.
+    first_layer_factor
+        The inner layers' width as a multiple of ``hidden``.
+    sage_aggregator
+        ``sage`` only: ``"gcn"`` or ``"mean"`` (module docstring).
+    edge_dim
+        ``gat`` only: the width of ``edge_attr`` every ``GATConv`` reads; ``None`` for none.
+    """
 
     def __init__(self, kind: str, in_channels: int, hidden: int, num_layers: int, activation: str,
                  first_layer_factor: int = 2, sage_aggregator: str = "gcn",
@@ -154,7 +174,24 @@ class MessagePassingEncoder(nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
                 edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """The embeddings; ``edge_attr`` reaches each ``GATConv`` when built with ``edge_dim`` (required then), and
-        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there)."""
+        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there).
+
+        Parameters
+        ----------
+        x
+            ``[N, F]`` dense node features.
+        edge_index
+            ``[2, E]`` edges.
+        edge_weight
+            ``[E]`` edge weights, passed to the convolutions that take them.
+        edge_attr
+            ``[E, D]`` edge features (gat built with ``edge_dim``).
+
+        Returns
+        -------
+        torch.Tensor
+            ``[N, hidden]`` embeddings.
+        """
         extra: dict[str, torch.Tensor] = {}
         if self.edge_dim is not None:
             if edge_attr is None:

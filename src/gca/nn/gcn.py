@@ -23,7 +23,15 @@ from ..graph.sparse import SparseMatrix
 
 
 def make_activation(name: str, channels: int) -> nn.Module:
-    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module."""
+    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module.
+
+    Parameters
+    ----------
+    name
+        ``"relu"``, ``"prelu"``, ``"rrelu"`` or ``"elu"`` (any case; another is a ``ValueError``).
+    channels
+        The width of the layer it follows (PReLU's number of slopes).
+    """
     name = name.lower()
     if name == "relu":
         return nn.ReLU()
@@ -37,7 +45,17 @@ def make_activation(name: str, channels: int) -> nn.Module:
 
 
 class GCNLayer(nn.Module):
-    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator."""
+    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator.
+
+    Parameters
+    ----------
+    in_channels
+        The input width.
+    out_channels
+        The output width.
+    activation
+        σ, by name (:func:`make_activation`).
+    """
 
     def __init__(self, in_channels: int, out_channels: int, activation: str) -> None:
         super().__init__()
@@ -147,7 +165,21 @@ def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.
 
 
 class GCNEncoder(nn.Module):
-    """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out."""
+    """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out.
+
+    Parameters
+    ----------
+    in_channels
+        The node features' width F.
+    out_channels
+        The embeddings' width (config ``hidden``).
+    num_layers
+        k, at least 2 (else a ``ValueError``).
+    activation
+        The activation after every layer, by name (:func:`make_activation`).
+    first_layer_factor
+        The inner layers' width as a multiple of ``out_channels``.
+    """
 
     def __init__(
         self,
@@ -175,7 +207,22 @@ class GCNEncoder(nn.Module):
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """f(X̃, Ã). ``adjacency`` is one operator for every layer, or one per layer — each restricted to the rows
-        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`)."""
+        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`).
+
+        Parameters
+        ----------
+        features
+            X, one row per node (dense, or a sparse :class:`~gca.graph.sparse.SparseMatrix`).
+        adjacency
+            The normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2}, or one operator per layer.
+        feature_mask
+            m, the view's ``[F]`` feature mask (X̃ = X diag(m)); ``None`` for none.
+
+        Returns
+        -------
+        torch.Tensor
+            ``[N, out_channels]`` embeddings.
+        """
         per_layer = adjacency if isinstance(adjacency, Sequence) else [adjacency] * len(self.layers)
         if len(per_layer) != len(self.layers):
             raise ValueError(f"{len(per_layer)} adjacency operators for {len(self.layers)} layers")
@@ -296,7 +343,15 @@ def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: i
 
 
 class ProjectionHead(nn.Module):
-    """g: the two-layer perceptron with ELU that maps embeddings into the space where the objective is computed."""
+    """g: the two-layer perceptron with ELU that maps embeddings into the space where the objective is computed.
+
+    Parameters
+    ----------
+    channels
+        The embeddings' width (input and output).
+    hidden_channels
+        The inner layer's width (config ``proj_hidden``).
+    """
 
     def __init__(self, channels: int, hidden_channels: int) -> None:
         super().__init__()
