@@ -53,7 +53,21 @@ class ViewSampler(Protocol):
 @dataclass
 class Batch:
     """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
-    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``."""
+    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``.
+
+    Parameters
+    ----------
+    features
+        One row per node of the batch's graph (the encoder's input).
+    num_nodes
+        The batch graph's nodes.
+    views
+        The two view samplers.
+    anchors
+        The rows the objective runs over; ``None`` for every node.
+    layer_rows
+        Per encoder layer, how many leading nodes' outputs are read later; ``None`` for every node's.
+    """
 
     features: Features
     num_nodes: int
@@ -67,7 +81,17 @@ class Batch:
     def of_graph(
         cls, graph: Graph, views: tuple[ViewSampler, ViewSampler], anchors: torch.Tensor | None = None
     ) -> Batch:
-        """The whole graph's batch; row-normalised features are built whole at each call (keep the batch)."""
+        """The whole graph's batch; row-normalised features are built whole at each call (keep the batch).
+
+        Parameters
+        ----------
+        graph
+            The cleaned graph.
+        views
+            The two view samplers.
+        anchors
+            The rows the objective runs over; ``None`` for every node.
+        """
         return cls(dense_input(graph.features), graph.num_nodes, views, anchors)
 
 
@@ -76,7 +100,15 @@ class BatchSource(ABC):
 
     @abstractmethod
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
-        """The batches of ``epoch`` (0-based); random choices draw from ``generator``."""
+        """The batches of ``epoch`` (0-based); random choices draw from ``generator``.
+
+        Parameters
+        ----------
+        epoch
+            The epoch, from 0.
+        generator
+            The generator random choices draw from.
+        """
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -230,7 +262,25 @@ def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], confi
                  rank: int = 0, world_size: int = 1, unit_ids: torch.Tensor | None = None) -> BatchSource:
     """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
     ``rank``'s share of them among ``world_size``), else the whole graph every epoch. ``unit_ids``: the sampler's
-    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`)."""
+    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`).
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph.
+    views
+        The two view samplers of the whole graph.
+    config
+        The run's configuration (``batch_size``, ``fanout``, ``steps_per_epoch``, ``seed``).
+    device
+        Where training runs (the graph and views are moved there).
+    rank
+        This process's rank among ``world_size``.
+    world_size
+        The processes training together.
+    unit_ids
+        The sampler's augmentation unit of every edge, where stored; ``None``: computed.
+    """
     views = (views[0].to(device), views[1].to(device))
     if config.batch_size:
         return NeighborBatches(graph.to(device), views, config.batch_size, config.fanouts, config.steps_per_epoch,

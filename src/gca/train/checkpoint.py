@@ -42,14 +42,33 @@ class CheckpointError(UserError, RuntimeError):
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """``torch.save`` through a temporary file and a rename: a kill leaves the old checkpoint or the new one."""
+    """``torch.save`` through a temporary file and a rename: a kill leaves the old checkpoint or the new one.
+
+    Parameters
+    ----------
+    path
+        The file to write (replaced).
+    state
+        The checkpoint: tensors and plain Python values only (:func:`model_state`, :func:`training_state`).
+    """
     atomic_write(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a gca checkpoint with ``torch.load(weights_only=True)``: only tensors and plain Python values are
     unpickled, so a crafted file cannot run code; truncated, foreign, crafted or damaged files (any entry missing,
-    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`."""
+    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`.
+
+    Parameters
+    ----------
+    path
+        A file written by :func:`save_checkpoint`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The checked checkpoint, its tensors on the CPU.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist" if not path.exists() else f"{path} is not a file")
@@ -484,6 +503,15 @@ class TrainingCheckpoints:
     ends. A damaged checkpoint, or one made with other settings or on another graph, is refused (:func:`check_resume`).
 
     The run hands it what a checkpoint holds; it keeps the clock, so ``seconds`` counts training time across resumes.
+
+    Parameters
+    ----------
+    path
+        The training checkpoint file; ``None`` for none.
+    every
+        Write it after every this many epochs; ``0`` never (a negative number is a :class:`CheckpointError`).
+    resume
+        Continue from ``path`` when that file exists.
     """
 
     def __init__(self, path: str | Path | None = None, every: int = 0, resume: bool = False) -> None:

@@ -44,7 +44,14 @@ from .loop import TrainingError
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """``auto`` → CUDA when available, else CPU. ``cpu``, ``cuda``, ``cuda:N`` and ``mps`` are accepted where this
-    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices."""
+    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices.
+
+    Parameters
+    ----------
+    device
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``; another, or one this
+        machine lacks, is a :class:`~gca.train.loop.TrainingError`.
+    """
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -181,6 +188,15 @@ class Placement:
     is not given one — and consulted for everything distribution changes: the objective's share of the similarity
     matrix (:attr:`objective_share`), the mini-batch sampler's rank, the gradient hook (:meth:`attach`) and which
     process writes (:attr:`writes`). A single process is ``Placement(device)``.
+
+    Parameters
+    ----------
+    device
+        The device this process trains on.
+    rank
+        Its rank among the processes (0 for a single process).
+    world_size
+        The processes training together (1 for a single process).
     """
 
     device: torch.device
@@ -191,7 +207,13 @@ class Placement:
     def from_environment(cls, device: str | torch.device = "auto") -> Placement:
         """This process's placement as torchrun describes it: outside torchrun, ``device`` alone (checked by
         :func:`resolve_device`); under it, the process group joined (NCCL for CUDA, gloo otherwise) and a bare
-        ``cuda`` made ``cuda:LOCAL_RANK``."""
+        ``cuda`` made ``cuda:LOCAL_RANK``.
+
+        Parameters
+        ----------
+        device
+            The device asked for, as :func:`resolve_device` takes it.
+        """
         device = resolve_device(device)
         if not launched():
             return cls(device)
@@ -207,7 +229,13 @@ class Placement:
 
     @classmethod
     def joined(cls, device: torch.device) -> Placement:
-        """``device`` in the process group this process already joined (a single process outside one)."""
+        """``device`` in the process group this process already joined (a single process outside one).
+
+        Parameters
+        ----------
+        device
+            The device this process trains on.
+        """
         return cls(device, *place())
 
     @property

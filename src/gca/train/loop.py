@@ -52,7 +52,24 @@ class CollapseError(TrainingError):
 
 
 def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator) -> float:
-    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update."""
+    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
+
+    Parameters
+    ----------
+    model
+        The model trained.
+    optimizer
+        Its optimiser (one step is taken).
+    batch
+        The step's input: features, the two view samplers, the anchors.
+    generator
+        The generator every random choice draws from (views, batches).
+
+    Returns
+    -------
+    float
+        The loss before the update.
+    """
     model.train()
     embeddings = []
     for view in batch.views:
@@ -94,6 +111,36 @@ def train(
     ``after_epoch``), and those with a true ``per_update`` get ``log({"loss/update"}, step=update)`` after every
     update (counted from 1 over the run, on from the optimiser's own count when resumed). An epoch that stops
     training is not logged.
+
+    Parameters
+    ----------
+    model
+        The model trained.
+    optimizer
+        Its optimiser.
+    source
+        Where each epoch's batches come from (:class:`~gca.train.batches.BatchSource`).
+    epochs
+        The epoch training ends at (exclusive of further ones): ``epochs − first_epoch`` epochs run.
+    generator
+        The generator every random choice draws from (views, batches).
+    first_epoch
+        The epochs already done (a resumed run).
+    after_epoch
+        ``after_epoch(finished_epochs, losses)`` after every epoch; ``None`` for nothing.
+    progress
+        Show a progress bar of the epochs on stderr.
+    learning_rate
+        ``learning_rate(t)``: the rate before update t (:func:`warmup_schedule`); ``None`` keeps the optimiser's.
+    collapse
+        The collapse watch; ``None`` for the default one (when the objective knows its uniform loss).
+    loggers
+        Metric loggers (:mod:`gca.loggers`).
+
+    Returns
+    -------
+    list[float]
+        Each epoch's mean loss, from ``first_epoch`` on.
     """
     losses: list[float] = []
     per_update = [logger for logger in loggers if getattr(logger, "per_update", False)]
@@ -203,7 +250,15 @@ def all_zero(features: Features | SparseMatrix) -> bool:
 
 def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
     """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
-    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
+    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1.
+
+    Parameters
+    ----------
+    lr
+        The learning rate reached.
+    warmup_steps
+        The updates of the warm-up (config's ``warmup_updates``).
+    """
     if warmup_steps <= 1:
         return None
     return lambda step: lr * min(1.0, (step + 1) / warmup_steps)
@@ -211,7 +266,13 @@ def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | No
 
 def updates_taken(optimizer: torch.optim.Optimizer) -> int:
     """How many updates ``optimizer`` has made — Adam's own step count, which checkpoints carry, so a resumed run
-    continues a schedule keyed on it exactly."""
+    continues a schedule keyed on it exactly.
+
+    Parameters
+    ----------
+    optimizer
+        The optimiser (Adam's state carries ``step``).
+    """
     for state in optimizer.state.values():
         if "step" in state:
             return int(state["step"])
@@ -231,7 +292,17 @@ def inference_rows() -> int:
 
 def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
     """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of rows (and so, under
-    torchrun, shares the rows among the processes)."""
+    torchrun, shares the rows among the processes).
+
+    Parameters
+    ----------
+    model
+        The trained model.
+    num_nodes
+        The graph's nodes.
+    chunk_rows
+        The rows of a block; ``None`` for :func:`inference_rows`.
+    """
     rows = inference_rows() if chunk_rows is None else chunk_rows
     return (not model.takes_edge_index and rows > 0 and num_nodes > rows
             and hasattr(model.encoder, "forward_in_chunks"))  # fmt: skip
@@ -257,6 +328,28 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
     (on the CPU; made if needed, and where it cannot be made they stay in memory), reserving only its own rows of
     the embeddings. A graph embedded whole is embedded by every
     process, as before.
+
+    Parameters
+    ----------
+    model
+        The trained model (set to eval mode here).
+    graph
+        The cleaned graph, on the model's device.
+    chunk_rows
+        Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
+    out
+        A new ``.npy`` path the embeddings are written to (out-of-core inference on the CPU); ``None`` keeps them
+        in memory.
+    share
+        Under torchrun, this process's share of the rows of inference; ``None`` for one process.
+    scratch
+        The folder a process without ``out`` maps its matrices in; ``None``: in memory.
+
+    Returns
+    -------
+    torch.Tensor | None
+        ``[N, hidden]`` embeddings (the mapping of ``out`` when given); ``None`` on a torchrun process other than
+        rank 0 when the processes embedded together.
     """
     model.eval()
     if model.takes_edge_index:
@@ -289,5 +382,11 @@ def _made(folder: str | Path) -> bool:
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
-    """Where ``model``'s parameters lie (the CPU for a model without any)."""
+    """Where ``model``'s parameters lie (the CPU for a model without any).
+
+    Parameters
+    ----------
+    model
+        Any module.
+    """
     return next((p.device for p in model.parameters()), torch.device("cpu"))
