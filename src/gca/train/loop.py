@@ -121,7 +121,7 @@ def train(
     source
         Where each epoch's batches come from (:class:`~gca.train.batches.BatchSource`).
     epochs
-        The epoch training ends at (exclusive of further ones): ``epochs − first_epoch`` epochs run.
+        The run's total epochs: epochs ``first_epoch`` … ``epochs − 1`` (from 0) are trained here.
     generator
         The generator every random choice draws from (views, batches).
     first_epoch
