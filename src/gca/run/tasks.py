@@ -32,7 +32,24 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
     weights, even if ``estimator`` was fitted, its device, the hold-out's seed from :func:`gca.seeds.run_seeds`);
     returns the scores, the first run's estimator and embeddings (of its training graph) and the run's record
     (``results.json``: what was held out, the scores, the first training's time, device and configuration).
-    ``estimator`` itself is not trained."""
+    ``estimator`` itself is not trained.
+
+    Parameters
+    ----------
+    job
+        The job whose graph is held out (cleaned first).
+    estimator
+        The estimator cloned for each hold-out (not trained itself).
+    runs
+        How many hold-outs, each with its own seed.
+    val, test
+        The shares of the edges held out for validation and testing.
+
+    Returns
+    -------
+    tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]
+        The scores, the first run's estimator and embeddings, and the run's record.
+    """
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None
