@@ -73,7 +73,20 @@ class RunOutputs:
         self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True
     ) -> None:
         """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
-        reads from the folder (the checkpoint it resumes from)."""
+        reads from the folder (the checkpoint it resumes from).
+
+        Parameters
+        ----------
+        out
+            The output folder (made if missing; checked to be writable, and locked while the run writes).
+        export
+            A file to write the embeddings to, keyed by node id (``.csv``, ``.tsv`` or ``.parquet``); ``None`` for
+            none.
+        inputs
+            The run's input files, which no output may overwrite.
+        lock
+            Whether this process writes the run.
+        """
         # only the writing process (``lock``; under torchrun rank 0) makes and checks the folder; one it made is
         # removed again if the run leaves nothing in it
         self._made = lock and not Path(out).exists()
@@ -187,7 +200,15 @@ class RunOutputs:
         """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
         (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`). Embeddings written
         at :meth:`stage_path` by the library itself (out-of-core inference) and recorded with :meth:`wrote` are
-        not written again."""
+        not written again.
+
+        Parameters
+        ----------
+        embeddings
+            ``[N, d]`` embeddings.
+        node_ids
+            The export's id of each row; ``None`` for 0..N−1.
+        """
         if "embeddings.npy" not in self._staged:
             self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
@@ -200,7 +221,21 @@ class RunOutputs:
                   node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip
         """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
         :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
-        ``plots`` drawn at :meth:`stage_path`. Returns the paths written."""
+        ``plots`` drawn at :meth:`stage_path`. Returns the paths written.
+
+        Parameters
+        ----------
+        embeddings
+            ``[N, d]`` embeddings.
+        model_state
+            The model checkpoint (:meth:`gca.train.estimator.GCA.state`).
+        record
+            The run's record, written as ``results.json``.
+        node_ids
+            The export's id of each row; ``None`` for 0..N−1.
+        plots
+            The plots already drawn at :meth:`stage_path`.
+        """
         import torch  # here, not above: the folder is checked before the command line loads PyTorch
 
         for plot in plots:
