@@ -82,12 +82,26 @@ Features = torch.Tensor | SparseMatrix | DenseFeatures  # what a Graph holds as 
 
 
 def dense_input(features: Features) -> torch.Tensor | SparseMatrix:
-    """The encoder's input as a tensor or a :class:`SparseMatrix` (dense features held as stored: built whole)."""
+    """The encoder's input as a tensor or a :class:`SparseMatrix` (dense features held as stored: built whole).
+
+    Parameters
+    ----------
+    features
+        A graph's ``features`` (:class:`~gca.graph.graph.Graph`).
+    """
     return features.to_dense() if isinstance(features, DenseFeatures) else features
 
 
 def read_rows(features: Features, index: torch.Tensor) -> torch.Tensor | SparseMatrix:
-    """The rows ``index`` of the encoder's input, of the same kind (a sampled subgraph's features)."""
+    """The rows ``index`` of the encoder's input, of the same kind (a sampled subgraph's features).
+
+    Parameters
+    ----------
+    features
+        A graph's ``features``.
+    index
+        The rows wanted, in order.
+    """
     return features[index] if isinstance(features, torch.Tensor) else features.take_rows(index)
 
 
@@ -141,6 +155,11 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     scikit-learn's ``normalize(norm="l1")`` — for sparse input that very call; a dense matrix is scaled
     :data:`ROW_BLOCK` rows at a time into one new array with the same arithmetic (scikit-learn's holds
     a whole |X| besides its copy: 1 GB more at ogbn-products' size). Dense or SciPy sparse in, the same kind out.
+
+    Parameters
+    ----------
+    x
+        A dense NumPy or SciPy sparse matrix (not changed).
     """
     if sp.issparse(x):
         from sklearn.preprocessing import normalize

@@ -105,6 +105,21 @@ class NeighborSampler:
     Indices are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.
     ``units``: :func:`edge_unit_ids` of ``edge_index`` computed before (a stored prepared graph keeps them), used as
     given.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's coalesced ``[2, E]`` edges.
+    num_nodes
+        N.
+    fanouts
+        Neighbours drawn per node at each hop (−1: all; 0 or below −1 is a ``ValueError``).
+    undirected
+        Whether ``edge_index`` holds both directions of every edge.
+    symmetric_units
+        Whether augmentation units are undirected edges (needs ``undirected``).
+    units
+        The edges' augmentation units computed before; ``None``: computed here.
     """
 
     def __init__(

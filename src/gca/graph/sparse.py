@@ -31,7 +31,13 @@ import torch
 
 def index_dtype(num_nodes: int) -> torch.dtype:
     """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — half
-    the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes)."""
+    the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes).
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    """
     return torch.int32 if num_nodes < 2**31 else torch.long
 
 
@@ -364,7 +370,13 @@ def has_self_loops(edge_index: torch.Tensor) -> bool:
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
-    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`."""
+    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`.
+
+    Parameters
+    ----------
+    matrix
+        Any SciPy sparse matrix.
+    """
     csr = sp.csr_matrix(matrix, dtype=np.float32)
     csr.sort_indices()
     csc = csr.tocsc()  # the CSC arrays of M are the CSR arrays of Mᵀ
@@ -384,7 +396,15 @@ def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
 
 
 def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning."""
+    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning.
+
+    Parameters
+    ----------
+    crow, col, values
+        The CSR arrays: row pointers, column indices (sorted within rows, in range) and values.
+    size
+        The matrix's shape.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
@@ -392,7 +412,15 @@ def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size
 
 def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
     """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges
-    count once and self-loops are dropped (for centrality and random walks, which take the graph as given)."""
+    count once and self-loops are dropped (for centrality and random walks, which take the graph as given).
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v.
+    num_nodes
+        N.
+    """
     row, col = edge_index.cpu().numpy()
     keep = row != col
     adj = sp.csr_matrix((np.ones(int(keep.sum())), (row[keep], col[keep])), shape=(num_nodes, num_nodes))
@@ -411,6 +439,22 @@ def normalized_adjacency(
     :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built without sorting. Built with
     vectorised tensor operations only. An :class:`EdgeList` with weights gives the weighted operator (module
     docstring); ``symmetric`` then also asserts that both directions of an edge carry the same weight.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v without self-loops or duplicates (an :class:`EdgeList` for weights).
+    num_nodes
+        N.
+    symmetric
+        Whether ``edge_index`` holds both directions of every edge (an undirected graph).
+    coalesced
+        Whether it is also sorted by (source, target).
+
+    Returns
+    -------
+    SparseMatrix
+        M, N × N, with its transpose.
     """
     weight = edge_values(edge_index)[0]
     edge_index = edge_index.long()
