@@ -33,7 +33,7 @@ def random_walks(
     Parameters
     ----------
     adjacency
-        A, an N × N SciPy CSR matrix (a walk steps from u to a column v of row u).
+        The graph's N × N adjacency as a SciPy CSR matrix (:func:`~gca.graph.sparse.binary_adjacency`).
     walk_length
         The nodes of each walk, its start included.
     walks_per_node
