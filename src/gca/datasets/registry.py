@@ -41,14 +41,26 @@ DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 def named_key(name: str) -> str:
     """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
-    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
+    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`).
+
+    Parameters
+    ----------
+    name
+        A dataset name in any spelling.
+    """
     key = canonical_name(name)
     return ALIASES.get(key, key)
 
 
 def dataset_display_name(name: str) -> str:
     """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text is returned
-    as is."""
+    as is.
+
+    Parameters
+    ----------
+    name
+        A dataset name in any spelling, or other text.
+    """
     entry = NAMED.get(named_key(name))
     return entry[0] if entry else name
 
@@ -113,7 +125,15 @@ def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[
     """The files and folders :func:`load_dataset` reads ``name`` from, and which reader: ``(paths, how)`` — an
     npz file; a dataset folder's ``raw/`` (and OGB's ``split/``) sub-folders, not what else the folder holds
     (processed files, a user's runs); ``None`` for the built-in Karate club and a named dataset whose files are not
-    there yet (the load downloads or refuses)."""
+    there yet (the load downloads or refuses).
+
+    Parameters
+    ----------
+    name
+        What :func:`load_dataset` is given.
+    data_dir
+        The folder named datasets are read from, as :func:`load_dataset` takes it.
+    """
     path = Path(name).expanduser()
     if path.is_file():
         return [path], "npz"
