@@ -77,9 +77,9 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     Parameters
     ----------
     name
-        A dataset name (``"Cora"``, ``"amazon-photo"``, ``"ogbn-arxiv"``, ``"karate"``), the path of an ``.npz``
-        graph file, or the path of a dataset folder. An unknown name that is no file or folder either is a
-        :class:`~gca.datasets.base.DatasetError` listing the names.
+        A dataset name (``"Cora"``, ``"amazon-photo"`` or PyG's ``"Photo"``, ``"ogbn-arxiv"``, ``"karate"``), the
+        path of an ``.npz`` graph file, or the path of a dataset folder. An unknown name that is no file or folder
+        either is a :class:`~gca.datasets.base.DatasetError` listing the names.
     data_dir
         The folder named datasets are read from (``data_dir/Cora/raw/…``), and downloaded into when missing and
         online; ``None`` for ``$GCA_DATA_DIR``, else ``~/.cache/gca/data``. Not read for a path.
