@@ -142,7 +142,13 @@ class SubgraphView:
     symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
+        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them.
+
+        Parameters
+        ----------
+        generator
+            The generator drawn from.
+        """
         keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
         kept = keep[self.unit]
         return edge_list(self.edge_index[:, kept], None if self.edge_weight is None else self.edge_weight[kept],
@@ -206,7 +212,13 @@ class NeighborBatches(BatchSource):
         return max(1, math.ceil(self.graph.num_nodes / (self.batch_size * self.world_size)))
 
     def anchor_batches(self, epoch: int) -> list[torch.Tensor]:
-        """This process's anchors for each step of ``epoch``."""
+        """This process's anchors for each step of ``epoch``.
+
+        Parameters
+        ----------
+        epoch
+            The epoch, from 0.
+        """
         n, device = self.graph.num_nodes, self.sampler.indptr.device
         order_generator = torch.Generator(device=device).manual_seed(_epoch_seed(self.seed, epoch, -1))
         total = self.steps * self.world_size
@@ -228,7 +240,13 @@ class NeighborBatches(BatchSource):
             yield self.batch(self.sampler.sample(anchors, generator))
 
     def batch(self, sub: SampledSubgraph) -> Batch:
-        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
+        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors.
+
+        Parameters
+        ----------
+        sub
+            A sampled subgraph.
+        """
         present, unit = torch.unique(sub.units, return_inverse=True)
         weight, attr = self.graph.edge_weight, self.graph.edge_attr
         if (weight is not None or attr is not None) and sub.edge_ids is None:

@@ -80,7 +80,17 @@ DEFAULT_TIMEOUT_S = 300
 
 
 def row_range(num_rows: int, rank: int, world_size: int) -> tuple[int, int]:
-    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order."""
+    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order.
+
+    Parameters
+    ----------
+    num_rows
+        The rows shared.
+    rank
+        This process's rank.
+    world_size
+        The processes sharing them.
+    """
     return num_rows * rank // world_size, num_rows * (rank + 1) // world_size
 
 
@@ -157,7 +167,15 @@ def place() -> tuple[int, int]:
 def average_gradients(optimizer: torch.optim.Optimizer, world_size: int) -> None:
     """Before every step of ``optimizer``, replace each gradient by its mean over the processes (one all-reduce
     of all gradients flattened together) — data parallelism for mini-batch training, where each process trains
-    on its own anchors."""
+    on its own anchors.
+
+    Parameters
+    ----------
+    optimizer
+        The optimiser whose parameters' gradients are averaged.
+    world_size
+        The processes training together.
+    """
 
     def hook(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         params = [p for group in opt.param_groups for p in group["params"]]
@@ -253,7 +271,13 @@ class Placement:
 
     def objective_share(self, batch_size: int) -> BlockShare | None:
         """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each
-        process then computes its own batches' objective whole)."""
+        process then computes its own batches' objective whole).
+
+        Parameters
+        ----------
+        batch_size
+            The config's ``batch_size`` (0: the whole graph).
+        """
         return BlockShare(self.rank, self.world_size) if self.distributed and not batch_size else None
 
     def row_share(self) -> RowRanges | None:
@@ -262,7 +286,15 @@ class Placement:
 
     def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
         """Data-parallel mini-batch training averages the gradients over the processes before every step; the
-        exact full-graph objective needs no hook (its backward pass already all-reduces)."""
+        exact full-graph objective needs no hook (its backward pass already all-reduces).
+
+        Parameters
+        ----------
+        optimizer
+            The run's optimiser.
+        batch_size
+            The config's ``batch_size`` (0: the whole graph).
+        """
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
@@ -270,7 +302,15 @@ class Placement:
         """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
         digest of its resolved settings (``config``) and of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
         edges, features and edge values, every byte) — 32 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process."""
+        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process.
+
+        Parameters
+        ----------
+        config
+            This process's resolved configuration (``GCAConfig.to_dict()``).
+        graph_fingerprint
+            This process's graph's fingerprint.
+        """
         if not self.distributed:
             return
         settings = hashlib.blake2b(json.dumps(config, sort_keys=True, default=str).encode(), digest_size=16)

@@ -199,7 +199,19 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
     """What a collapse message advises (:func:`gca.objective.collapse.likely_cause`), from the optimiser's own
     settings — the learning rate it was made with (a warm-up lowers the current one), its largest weight decay —
     and whether the graph's features (the source's ``features`` if it has them, else the last batch's) are all
-    zero."""
+    zero.
+
+    Parameters
+    ----------
+    optimizer
+        The run's optimiser.
+    source
+        The batch source.
+    batch
+        The last batch, if any.
+    advice
+        What to add about the run's own settings.
+    """
     lr = optimizer.defaults.get("lr")
     decays = [float(group.get("weight_decay", 0.0) or 0.0) for group in optimizer.param_groups]
     features = getattr(source, "features", None)
@@ -214,7 +226,13 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
 
 def identical_rows(features: Features | SparseMatrix) -> bool:
     """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
-    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
+    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values).
+
+    Parameters
+    ----------
+    features
+        The encoder's input.
+    """
     if isinstance(features, SparseMatrix):
         matrix = features.matrix
         if matrix.layout != torch.sparse_csr:
@@ -237,7 +255,13 @@ def identical_rows(features: Features | SparseMatrix) -> bool:
 
 
 def all_zero(features: Features | SparseMatrix) -> bool:
-    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
+    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time).
+
+    Parameters
+    ----------
+    features
+        The encoder's input.
+    """
     if isinstance(features, SparseMatrix):
         return not bool(features.matrix.values().any())
     raw = features.raw if isinstance(features, DenseFeatures) else features
