@@ -118,7 +118,15 @@ class BatchSource(ABC):
 
 
 class FullGraphBatches(BatchSource):
-    """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it)."""
+    """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it).
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph, on the training device.
+    views
+        The two view samplers.
+    """
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
         self.batch = Batch.of_graph(graph, views)  # X̂ built once for every epoch
@@ -178,6 +186,27 @@ class NeighborBatches(BatchSource):
     At each epoch's start the training generator is re-seeded from (seed, epoch, rank), so an epoch's
     neighbourhoods and views are a function of those three numbers: a run resumed from a checkpoint at an epoch
     boundary continues exactly, on every process. The state kept in checkpoints is that seed and the layout.
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph, on the training device.
+    views
+        The two view samplers of the whole graph.
+    batch_size
+        B, anchors per batch.
+    fanouts
+        Neighbours sampled per node at each hop (−1: all).
+    steps_per_epoch
+        Updates per epoch; ``0`` for one pass over the nodes.
+    seed
+        Seeds the permutations and each epoch's generator.
+    rank
+        This process's rank.
+    world_size
+        K, the processes training together.
+    unit_ids
+        The edges' augmentation units computed before; ``None``: computed.
     """
 
     def __init__(
