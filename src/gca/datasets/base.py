@@ -237,7 +237,13 @@ EDGE_BLOCK = 1 << 22
 
 def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     """The edges of a CSR adjacency (a file's ``adj_indptr``/``adj_indices``) as (source, target) blocks of about
-    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array."""
+    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array.
+
+    Parameters
+    ----------
+    indptr, indices
+        The CSR arrays.
+    """
 
     def blocks():
         rows = len(indptr) - 1
@@ -267,6 +273,15 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     endpoint, direction) in blocks — equal neighbours are one edge, equal (neighbour, direction) a repeat —
     and compacted in place, (3) the upper rows are mirrored into the int32 ``[2, E]`` result, row u holding first
     the smaller neighbours (from the rows before it, in ascending order), then its own row.
+
+    Parameters
+    ----------
+    blocks
+        ``blocks()`` yields the listed edges as (source, target) arrays; it is called twice.
+    num_nodes
+        N.
+    listed
+        The listed entries in all.
     """
     n = num_nodes
     kind = np.int32 if n < 2**31 else np.int64

@@ -107,12 +107,26 @@ def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
 
 
 def is_dataset_folder(folder: Path) -> bool:
-    """Does ``folder/raw`` hold one named dataset's raw files?"""
+    """Does ``folder/raw`` hold one named dataset's raw files?
+
+    Parameters
+    ----------
+    folder
+        The folder.
+    """
     return _spec_of(folder) is not None
 
 
 def load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path)."""
+    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path).
+
+    Parameters
+    ----------
+    folder
+        The dataset's folder (holding ``raw/``).
+    cache_dir
+        Where processed files go when the folder cannot hold them.
+    """
     spec = _spec_of(folder)
     if spec is None:
         raise DatasetError(f"{folder}/raw holds none of the named datasets' raw files")
