@@ -65,7 +65,13 @@ class RowNormalizedFeatures(DenseFeatures):
 
     @classmethod
     def of(cls, raw: np.ndarray) -> RowNormalizedFeatures:
-        """``raw`` (float32 or float16, C-contiguous; shared, not copied) with its row norms, computed in blocks."""
+        """``raw`` (float32 or float16, C-contiguous; shared, not copied) with its row norms, computed in blocks.
+
+        Parameters
+        ----------
+        raw
+            The dense features as stored.
+        """
         norms = np.empty((raw.shape[0], 1), dtype=np.float32)
         for start in range(0, raw.shape[0], ROW_BLOCK):
             norms[start : start + ROW_BLOCK] = _l1_norms(raw[start : start + ROW_BLOCK].astype(np.float32, copy=False))
@@ -110,7 +116,15 @@ def feature_forms(
 ) -> tuple[Features, sp.csr_matrix | np.ndarray]:
     """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
     needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 — normalised as it is
-    read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph` checks it)."""
+    read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph` checks it).
+
+    Parameters
+    ----------
+    x
+        ``Data.x``: dense or sparse.
+    feature_norm
+        ``"row"`` or ``"none"``.
+    """
     if feature_norm not in ("row", "none"):
         raise ValueError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if x.is_sparse or x.layout == torch.sparse_csr:
@@ -129,7 +143,15 @@ def feature_forms(
 def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -> Features:
     """The encoder's input formed from raw features as :func:`feature_forms` keeps them (a CSR matrix, or a dense
     float32/float16 array, which is used as it is, not copied) — also what a stored prepared graph
-    (:mod:`gca.run.cache`) is opened with."""
+    (:mod:`gca.run.cache`) is opened with.
+
+    Parameters
+    ----------
+    raw
+        The raw features as :func:`feature_forms` keeps them.
+    feature_norm
+        ``"row"`` or ``"none"``.
+    """
     if sp.issparse(raw):
         return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw)
     if feature_norm == "row":
@@ -140,7 +162,13 @@ def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -
 
 def nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:
     """Which feature columns hold a non-zero value; a dense matrix is read a block of rows at a time (``abs(X)``
-    would be a second copy of it)."""
+    would be a second copy of it).
+
+    Parameters
+    ----------
+    features
+        The raw features.
+    """
     if sp.issparse(features):
         return np.bincount(features.indices[features.data != 0], minlength=features.shape[1]) > 0
     seen = np.zeros(features.shape[1], dtype=bool)

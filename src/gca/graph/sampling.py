@@ -54,6 +54,13 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     The edge list sorted by source is the CSR of A, and its CSC — SciPy's linear-time counting sort, with 32-bit
     indices — lists for every edge (v, u) the position of (u, v): read straight from the edge list's own arrays,
     on 10^8 edges about 1.5 GB for a moment, where sorting 64-bit keys takes several times that.
+
+    Parameters
+    ----------
+    edge_index
+        The coalesced ``[2, E]`` edges (both directions of each).
+    num_nodes
+        N.
     """
     import numpy as np
 
@@ -80,6 +87,15 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
 
     Computed a block at a time, with no edge-sized temporary besides the result and one int per unit
     (:func:`gca.graph.sparse.pair_reverse_edges`).
+
+    Parameters
+    ----------
+    edge_index
+        The coalesced ``[2, E]`` edges.
+    num_nodes
+        N.
+    symmetric_units
+        Whether a unit is an undirected edge (u < v).
     """
 
     source, target = edge_index
@@ -170,7 +186,15 @@ class NeighborSampler:
         self._local = torch.full((num_nodes,), -1, dtype=torch.long, device=device)
 
     def sample(self, anchors: torch.Tensor, generator: torch.Generator | None = None) -> SampledSubgraph:
-        """The subgraph around ``anchors`` (distinct full-graph node ids)."""
+        """The subgraph around ``anchors`` (distinct full-graph node ids).
+
+        Parameters
+        ----------
+        anchors
+            The anchors' full-graph ids.
+        generator
+            The generator drawn from; ``None`` for PyTorch's global one.
+        """
         device = self.indptr.device
         anchors = anchors.to(device=device, dtype=torch.long)
         local = self._local
@@ -230,6 +254,15 @@ def floyd_sample(population: torch.Tensor, k: int, generator: torch.Generator | 
     Floyd's algorithm, one round per drawn item for all rows at once: in round j, t is uniform on
     [0, n − k + j]; t is taken unless an earlier round took it, in which case n − k + j (not yet takeable
     before this round) is taken. Every k-subset comes out with probability 1 / C(n, k).
+
+    Parameters
+    ----------
+    population
+        Each row's population size n (at least ``k``).
+    k
+        The integers drawn per row.
+    generator
+        The generator drawn from; ``None`` for PyTorch's global one.
     """
     rows = population.numel()
     picks = torch.empty(rows, k, dtype=torch.long, device=population.device)
