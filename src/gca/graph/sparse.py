@@ -313,7 +313,7 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     num_nodes
         N.
     units
-        ``edge_unit_ids`` of the edges to check as well; ``None`` for none.
+        An array of E entries each non-loop edge's augmentation unit is written into; ``None``: none written.
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
