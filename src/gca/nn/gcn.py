@@ -319,7 +319,7 @@ class GCNEncoder(nn.Module):
         Returns
         -------
         torch.Tensor | None
-            ``[N, out_channels]`` embeddings (``None`` on a process that does not hold the final matrix).
+            ``[N, out_channels]`` embeddings; ``None`` on a process other than the first under ``share``.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
