@@ -102,7 +102,17 @@ DATASETS: dict[str, _Spec] = {
 
 
 def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache."""
+    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache.
+
+    Parameters
+    ----------
+    spec
+        The dataset's declaration (an entry of :data:`DATASETS`).
+    folder
+        Its folder (holding ``raw/``).
+    cache_dir
+        Where processed files go when the folder cannot hold them.
+    """
     return _loaded(spec, _open(spec, folder, cache_dir))
 
 
