@@ -27,7 +27,13 @@ class DenseFeatures:
     memory of float32; ogbn-products' 2.4 M × 100 features take 0.49 GB instead of 0.98) is widened row block by
     row block as it is read. Mini-batch steps read the rows they sample (:meth:`take_rows`); whole-graph training,
     message-passing encoders and the first layer of inference build the float32 matrix once (:meth:`to_dense`)
-    and let it go when done."""
+    and let it go when done.
+
+    Parameters
+    ----------
+    raw
+        The features as stored (float32 or float16).
+    """
 
     def __init__(self, raw: torch.Tensor) -> None:
         self.raw = raw
@@ -57,6 +63,13 @@ class RowNormalizedFeatures(DenseFeatures):
     The augmentation's feature weights need X itself, so holding X̂ as well would keep two copies of the features
     for the whole run (1 GB more at ogbn-products' size). Every value equals :func:`normalize_rows`'s, bit for bit
     (of float16 features: of their float32 values).
+
+    Parameters
+    ----------
+    raw
+        The features as stored (float32 or float16).
+    norms
+        ``[N, 1]`` float32 row sums of ``|x|`` (1 for an all-zero row).
     """
 
     def __init__(self, raw: torch.Tensor, norms: torch.Tensor) -> None:

@@ -136,6 +136,15 @@ class SparseMatrix:
 
     Autograd flows to the dense operand only: ∂(M H)/∂H applied to G is Mᵀ G, computed with the stored
     transpose instead of transposing a CSR matrix on every step.
+
+    Parameters
+    ----------
+    matrix
+        M, a sparse tensor (converted to CSR).
+    transpose
+        Mᵀ as CSR when already at hand; ``None``: computed (or M itself when ``symmetric``).
+    symmetric
+        Whether M = Mᵀ.
     """
 
     def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor | None = None, symmetric: bool = False):
@@ -656,6 +665,13 @@ class AdjacencyRows:
     array, and only the row pointers and D̂^{-1/2} (N values each) are kept. Each block equals the same rows of
     :func:`normalized_adjacency`, entry for entry — weighted when ``edge_index`` is an :class:`EdgeList` with weights
     (symmetric ones, as a :class:`~gca.graph.graph.Graph` keeps them).
+
+    Parameters
+    ----------
+    edge_index
+        The graph's coalesced ``[2, E]`` edges (both directions of each; an :class:`EdgeList` for weights).
+    num_nodes
+        N.
     """
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:

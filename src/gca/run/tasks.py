@@ -77,7 +77,23 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
     ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
     of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each judged on the same ``splits`` under
     ``protocol``. Returns one line to print and the record (``results.json``'s ``pretrainings``): the seeds, each
-    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings."""
+    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings.
+
+    Parameters
+    ----------
+    job
+        The job whose prepared graph every pretraining trains on.
+    estimator
+        The estimator that made ``first`` (cloned for the others, not trained again).
+    first
+        Its evaluation on ``splits``.
+    count
+        The pretrainings in all, ``first`` included.
+    splits
+        The evaluation splits every pretraining is judged on.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    """
     seeds = run_seeds(estimator.config.seed, count)
     results = [first]
     for seed in seeds[1:]:

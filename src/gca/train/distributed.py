@@ -109,7 +109,13 @@ class BlockShare:
         return [s for s, o in zip(starts, owner.tolist(), strict=True) if o == self.rank]
 
     def row_range(self, num_rows: int) -> tuple[int, int]:
-        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts."""
+        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts.
+
+        Parameters
+        ----------
+        num_rows
+            The rows shared.
+        """
         return row_range(num_rows, self.rank, self.world_size)
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
