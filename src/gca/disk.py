@@ -27,7 +27,21 @@ import torch
 
 class Mapped:
     """An ``.npy`` file mapped for writing: :attr:`array` (its data, C order) over :attr:`mapping` (the whole
-    file). :meth:`drop` lets rows already written leave this process's resident memory."""
+    file). :meth:`drop` lets rows already written leave this process's resident memory.
+
+    Parameters
+    ----------
+    path
+        The ``.npy`` file.
+    mapping
+        Its shared mapping.
+    offset
+        Where the array's data begins in it (bytes).
+    shape
+        The array's shape.
+    dtype
+        Its dtype.
+    """
 
     def __init__(self, path: Path, mapping: mmap.mmap, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.path, self.mapping, self.offset = path, mapping, offset

@@ -201,7 +201,13 @@ class NormalizedRows:
     scale — read only where indexed (``rows[index]``): evaluation reads the labelled rows of its splits, a block at
     a time, never an N × d float64 copy of all nodes (10 GB at 10⁷ nodes and d = 128; embeddings mapped from a
     file stay file-backed). Each row is normalised on its own, so the values equal those of normalising the whole
-    matrix."""
+    matrix.
+
+    Parameters
+    ----------
+    features
+        One row per node (a tensor, a NumPy array or a SciPy sparse matrix).
+    """
 
     def __init__(self, features: torch.Tensor | np.ndarray | sp.spmatrix) -> None:
         if isinstance(features, torch.Tensor):

@@ -44,7 +44,17 @@ SIZES = ("round", "floor")
 class DrawnSplits(list):
     """The splits drawn (a list of :data:`Split`), and :attr:`removed`: how many unlabelled nodes were removed from
     each part of the dataset's own split, summed over its splits (``{"train": 0, "val": 0, "test": 0}`` for
-    splits drawn among the labelled nodes)."""
+    splits drawn among the labelled nodes).
+
+    Parameters
+    ----------
+    splits
+        The splits, ``(train, val, test)`` node indices each.
+    removed
+        Unlabelled nodes removed from each part; ``None`` for none.
+    own
+        Whether they are the dataset's own splits.
+    """
 
     def __init__(self, splits, removed: dict[str, int] | None = None, own: bool = False):
         super().__init__(splits)
