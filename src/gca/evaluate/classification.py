@@ -45,7 +45,27 @@ MAX_TRAIN_NODES = 50_000
 @dataclass
 class EvaluationResult:
     """Test accuracy (in %) per split, what was chosen on each split's validation nodes (C under ``sklearn``, the
-    reported epoch under ``authors``) and its validation accuracy."""
+    reported epoch under ``authors``) and its validation accuracy.
+
+    Parameters
+    ----------
+    accuracies
+        Test accuracy (in %) of each split.
+    chosen_c
+        ``sklearn``: the C chosen on each split's validation nodes.
+    val_accuracies
+        The validation accuracy (in %) of what was chosen, per split.
+    fitted_on
+        The training nodes each split's classifier was fitted on.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    chosen_epochs
+        ``authors``: the check each split reports.
+    micro_f1
+        Micro-F1 (in %) per split; equal to accuracy for one label per node.
+    macro_f1
+        Macro-F1 (in %) per split: the unweighted mean of the classes' F1.
+    """
 
     accuracies: list[float]
     chosen_c: list[float] = field(default_factory=list)

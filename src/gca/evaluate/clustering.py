@@ -20,7 +20,17 @@ from .splits import EvaluationError
 
 @dataclass
 class ClusterResult:
-    """NMI and ARI (in %) per k-means seed."""
+    """NMI and ARI (in %) per k-means seed.
+
+    Parameters
+    ----------
+    nmi
+        NMI (in %) per k-means seed.
+    ari
+        ARI (in %) per k-means seed.
+    clusters
+        k, the number of clusters (the classes among the labelled nodes).
+    """
 
     nmi: list[float] = field(default_factory=list)
     ari: list[float] = field(default_factory=list)

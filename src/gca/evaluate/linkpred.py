@@ -45,7 +45,19 @@ SCORERS = ("cosine", "hadamard")
 
 @dataclass
 class HeldOutEdges:
-    """One hold-out: the graph to pre-train on and the labelled pairs to judge, each ``[2, k]`` node pairs."""
+    """One hold-out: the graph to pre-train on and the labelled pairs to judge, each ``[2, k]`` node pairs.
+
+    Parameters
+    ----------
+    train_edge_index
+        The edges the encoder sees (both directions of undirected edges).
+    val_pos, val_neg
+        ``[2, k]`` validation pairs: held-out edges and non-edges.
+    test_pos, test_neg
+        ``[2, k]`` test pairs: held-out edges and non-edges.
+    directed
+        Whether the graph is directed.
+    """
 
     train_edge_index: torch.Tensor  # what the encoder sees (both directions of undirected edges)
     val_pos: torch.Tensor
@@ -258,7 +270,13 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
 
 @dataclass
 class LinkResult:
-    """Test ROC-AUC and AP (in %) of each scorer over hold-outs (one per seed)."""
+    """Test ROC-AUC and AP (in %) of each scorer over hold-outs (one per seed).
+
+    Parameters
+    ----------
+    runs
+        Per hold-out, ``{scorer: {"auc", "ap", …}}`` as :func:`score_links` gives it.
+    """
 
     runs: list[dict[str, dict[str, float]]] = field(default_factory=list)
 

@@ -30,7 +30,24 @@ from .sparse import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_re
 @dataclass
 class SampledSubgraph:
     """``nodes[i]`` is the full-graph id of local node i (anchors are nodes 0 … B − 1); ``edge_index`` holds the
-    sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph."""
+    sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph.
+
+    Parameters
+    ----------
+    nodes
+        The full-graph id of each local node.
+    edge_index
+        The sampled edges in local ids.
+    units
+        Each sampled edge's augmentation unit in the full graph.
+    num_anchors
+        B, the anchors (local nodes 0 … B − 1).
+    hop_sizes
+        The nodes within 0, 1, …, L hops of the anchors.
+    edge_ids
+        Each sampled edge's position in the full graph's ``edge_index`` (for its weight and features); ``None``
+        where the graph has none.
+    """
 
     nodes: torch.Tensor
     edge_index: torch.Tensor

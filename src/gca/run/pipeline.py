@@ -29,6 +29,23 @@ from ..train.estimator import GCA
 
 @dataclass
 class RunResult:
+    """What :func:`run_gca` returns.
+
+    Parameters
+    ----------
+    embeddings
+        ``[N, hidden]`` embeddings (float32, on the CPU).
+    evaluation
+        The linear evaluation of the embeddings; ``None`` when skipped.
+    raw_evaluation
+        The raw features' evaluation on the same splits; ``None`` unless asked for.
+    record
+        The JSON-ready record (``results.json``).
+    plots
+        The plots drawn.
+    clusters
+        The clustering of the embeddings; ``None`` when skipped.
+    """
     embeddings: torch.Tensor
     evaluation: EvaluationResult | None
     raw_evaluation: EvaluationResult | None

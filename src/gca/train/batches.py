@@ -138,7 +138,23 @@ class FullGraphBatches(BatchSource):
 @dataclass
 class SubgraphView:
     """A view sampler of a sampled subgraph: each augmentation unit present in it is kept with probability
-    1 − p (its full-graph probability), together with every sampled edge that belongs to it."""
+    1 − p (its full-graph probability), together with every sampled edge that belongs to it.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` sampled edges, local ids.
+    unit
+        ``[E]`` index into ``unit_prob`` of each edge's unit.
+    unit_prob
+        ``[U]`` removal probability of each unit present.
+    features
+        The full graph's feature masker.
+    edge_weight
+        ``[E]`` each sampled edge's weight (``None``: an unweighted graph).
+    edge_attr
+        ``[E, D]`` each sampled edge's features, or ``None``.
+    """
 
     edge_index: torch.Tensor  # [2, E] sampled edges, local ids
     unit: torch.Tensor  # [E] index into unit_prob of each edge's unit

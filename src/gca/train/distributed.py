@@ -96,7 +96,15 @@ def row_range(num_rows: int, rank: int, world_size: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class BlockShare:
-    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work."""
+    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work.
+
+    Parameters
+    ----------
+    rank
+        This process's rank.
+    world_size
+        The processes sharing the objective.
+    """
 
     rank: int
     world_size: int
@@ -128,7 +136,15 @@ class RowRanges:
     the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
     the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
     in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to
-    rank 0 alone, which :attr:`holds_result`."""
+    rank 0 alone, which :attr:`holds_result`.
+
+    Parameters
+    ----------
+    rank
+        This process's rank.
+    world_size
+        The processes sharing inference.
+    """
 
     rank: int
     world_size: int

@@ -49,7 +49,19 @@ KEYS = ("batch_size", "fanout")
 
 @dataclass(frozen=True)
 class FastChoice:
-    """What the fast path chose for one graph on one device, and why (one line, for the run's header)."""
+    """What the fast path chose for one graph on one device, and why (one line, for the run's header).
+
+    Parameters
+    ----------
+    batch_size
+        The anchors per batch chosen; 0: the whole graph at every update.
+    fanout
+        The fan-out per hop chosen.
+    reason
+        Why, in words.
+    kept
+        The keys the user set, which the choice leaves as they are.
+    """
 
     batch_size: int  # 0: the whole graph at every update
     fanout: tuple[int, ...]
