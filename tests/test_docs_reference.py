@@ -63,6 +63,11 @@ def test_code_wraps_only_at_spaces() -> None:
     assert "break-all" not in rules and "anywhere" not in rules and "break-word" not in rules
     assert re.search(r"white-space:\s*pre-wrap", rules)
     assert re.search(r"overflow-wrap:\s*normal", rules) and re.search(r"word-break:\s*normal", rules)
+    # a browser also breaks after a hyphen, a slash or a bar: the script keeps such tokens in unwrapping spans
+    assert re.search(r"\.gca-token\s*\{\s*white-space:\s*nowrap;", rules)
+    assert re.search(r"^extra_javascript:\n  - js/code-wrap\.js$", _mkdocs(), flags=re.MULTILINE)
+    script = (DOCS / "js" / "code-wrap.js").read_text(encoding="utf-8")
+    assert 'span.className = "gca-token"' in script and "extractContents" in script
 
 
 # -- the parameters' descriptions -------------------------------------------------------------------------------
