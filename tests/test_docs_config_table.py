@@ -1,4 +1,5 @@
-"""The API page's table of GCAConfig's fields (docs/hooks/config_table.py) lists every field with its default."""
+"""The configuration reference page's table of GCAConfig's fields (docs/hooks/config_table.py) lists every field
+with its default."""
 
 from __future__ import annotations
 
@@ -53,9 +54,9 @@ def test_meaning_comes_from_the_source_comments() -> None:
     assert "\\|" in rows["centrality"][4]  # a "|" in a comment cannot split the Markdown row
 
 
-def test_the_api_page_holds_the_marker_and_the_hook_replaces_it() -> None:
+def test_the_config_reference_page_holds_the_marker_and_the_hook_replaces_it() -> None:
     hook = _hook()
-    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
     assert hook.MARKER in page
     rendered = hook.on_page_markdown(page)
     assert hook.MARKER not in rendered

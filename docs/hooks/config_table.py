@@ -1,4 +1,4 @@
-"""MkDocs hook: the table of ``GCAConfig``'s fields on the Python API page.
+"""MkDocs hook: the table of ``GCAConfig``'s fields on the configuration reference page (docs/reference/config.md).
 
 A page holding the marker ``<!-- gca-config-fields -->`` gets, in its place, a Markdown table with one row per field
 of :class:`gca.config.GCAConfig` (``dataclasses.fields``): its type and default, the values it accepts

@@ -16,6 +16,10 @@ explicit title, a leading ``!`` suppresses the link, and a name is looked up in 
 enclosing module and its parent packages, then as an absolute path; a target that still is not found (a leading
 ``.`` included) is matched as a suffix of the package's object paths, the one nearest the docstring winning.
 
+Parameters are described in NumPy-style sections (``Parameters`` underlined with dashes, a class's constructor in the
+class docstring); the extension completes each documented function's section with the signature's parameters it
+does not describe, so that the reference's table lists every parameter.
+
 Registered in ``mkdocs.yml`` under the Python handler's ``options: extensions:``.
 """
 
@@ -184,21 +188,54 @@ def rewrite(text: str, obj: griffe.Object, index: _Index) -> str:
     return text
 
 
-def parameter_fields(func: griffe.Function) -> str:
-    """``:param name:`` lines for ``func``'s named parameters, so that the reference shows their table (name, type
-    and default from the signature); empty when the docstring already documents parameters."""
-    names = [
+#: A NumPy-style section's title: a line, then a line of dashes.
+SECTION_RE = re.compile(r"^(?P<title>\S[^\n]*)\n-{3,}[ \t]*$", re.MULTILINE)
+#: A parameter item's first line in a Parameters section: ``name``, ``a, b`` or ``name : type``, at column 0.
+ITEM_RE = re.compile(r"^(?P<names>\*{0,2}\w+(?:, \*{0,2}\w+)*)(?:\s*:.*)?$")
+
+
+def signature_names(func: griffe.Function) -> list[str]:
+    """``func``'s named parameters (neither ``self``/``cls`` nor ``*args``/``**kwargs``)."""
+    return [
         parameter.name
         for parameter in func.parameters
         if parameter.name not in ("self", "cls")
         and parameter.kind not in (griffe.ParameterKind.var_positional, griffe.ParameterKind.var_keyword)
     ]
-    return "\n".join(f":param {name}:" for name in names)
+
+
+def complete_parameters(text: str, names: list[str]) -> str:
+    """``text`` (a NumPy-style docstring) whose Parameters section lists every one of ``names``: the names it does
+    not describe are added at the section's end with no description, and a docstring with no such section gets one,
+    so that the reference's table shows each parameter (name, type and default from the signature)."""
+    sections = list(SECTION_RE.finditer(text))
+    for i, match in enumerate(sections):
+        if match["title"].strip() != "Parameters":
+            continue
+        end = sections[i + 1].start() if i + 1 < len(sections) else len(text)
+        body = text[match.end() : end]
+        listed = {
+            name.lstrip("*")
+            for line in body.split("\n")
+            if (item := ITEM_RE.match(line))
+            for name in item["names"].split(", ")
+        }
+        missing = [name for name in names if name not in listed]
+        if not missing:
+            return text
+        head = text[:end].rstrip()
+        tail = text[end:]
+        return head + "\n" + "\n".join(missing) + ("\n\n" + tail if tail else "\n")
+    if not names:
+        return text
+    fields = "Parameters\n----------\n" + "\n".join(names)
+    return f"{text.rstrip()}\n\n{fields}" if text.strip() else fields
 
 
 class ReSTRoles(griffe.Extension):
-    """Rewrite every docstring of a package once the package is completely loaded, and give each documented
-    function (and each documented class's ``__init__``) a parameter section drawn from its signature.
+    """Rewrite every docstring of a package once the package is completely loaded, and complete each documented
+    function's (and each documented class's constructor's) NumPy-style Parameters section with the parameters of its
+    signature that it does not describe.
 
     ``skip_parameters``: paths of objects that get no parameter section (``gca.config.GCAConfig``, whose fields have
     their own table).
@@ -224,11 +261,19 @@ class ReSTRoles(griffe.Extension):
     def _add_parameters(self, obj: griffe.Object) -> None:
         docstring = obj.docstring
         if obj.is_function:
-            if ":param " not in docstring.value and (fields := parameter_fields(obj)):
-                docstring.value = f"{docstring.value.rstrip()}\n\n{fields}"
+            docstring.value = complete_parameters(docstring.value, signature_names(obj))
         elif obj.is_class and "__init__" in obj.members and not obj.members["__init__"].is_alias:
             init = obj.members["__init__"]
-            if init.docstring is None and (fields := parameter_fields(init)):
+            names = signature_names(init)
+            if init.docstring is not None:  # completed as a function of its own
+                return
+            if any(m["title"].strip() == "Parameters" for m in SECTION_RE.finditer(docstring.value)):
+                # the constructor's parameters described in the class docstring (NumPy's convention)
+                docstring.value = complete_parameters(docstring.value, names)
+            elif names:
                 init.docstring = griffe.Docstring(
-                    fields, parent=init, parser=docstring.parser, parser_options=docstring.parser_options
+                    complete_parameters("", names),
+                    parent=init,
+                    parser=docstring.parser,
+                    parser_options=docstring.parser_options,
                 )

@@ -143,7 +143,20 @@ class GCAConfig:
         return self.fanout * self.layers if len(self.fanout) == 1 else self.fanout
 
     def replace(self, **changes: Any) -> GCAConfig:
-        """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion)."""
+        """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion).
+
+        Parameters
+        ----------
+        **changes
+            Fields and their new values (``tau=0.5``); a string or NumPy scalar is read as the field's type
+            (``"0.5"``, ``np.int64(2)``). An unknown field is an :class:`UnknownKeyError`, a refused value a
+            :class:`ConfigError`.
+
+        Returns
+        -------
+        GCAConfig
+            A new configuration; this one is not changed.
+        """
         _check_keys(changes)
         return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
 
@@ -153,7 +166,18 @@ class GCAConfig:
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> GCAConfig:
         """The configuration a checkpoint recorded (:meth:`to_dict`), read as it was meant when written: a GraphSAGE
-        model saved before ``sage_aggregator`` existed used PyTorch Geometric's mean aggregator."""
+        model saved before ``sage_aggregator`` existed used PyTorch Geometric's mean aggregator.
+
+        Parameters
+        ----------
+        saved
+            A checkpoint's ``config`` entry: field name → value.
+
+        Returns
+        -------
+        GCAConfig
+            The configuration, validated.
+        """
         saved = dict(saved)
         if saved.get("encoder") == "sage":
             saved.setdefault("sage_aggregator", "mean")
@@ -299,7 +323,19 @@ def _coerce(key: str, value: Any) -> Any:
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["tau=0.5", "epochs=100"]`` → ``{"tau": "0.5", "epochs": "100"}`` (types are checked on apply)."""
+    """``["tau=0.5", "epochs=100"]`` → ``{"tau": "0.5", "epochs": "100"}`` (types are checked on apply).
+
+    Parameters
+    ----------
+    items
+        ``key=value`` strings as ``--set`` takes them; one without ``=`` or with an empty key is a
+        :class:`ConfigError`.
+
+    Returns
+    -------
+    dict[str, str]
+        Key → value, both stripped of surrounding spaces; a key given twice keeps its last value.
+    """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -310,7 +346,19 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a TOML or JSON file of config keys (a ``[gca]`` table in TOML is also accepted)."""
+    """Read a TOML or JSON file of config keys (a ``[gca]`` table in TOML is also accepted).
+
+    Parameters
+    ----------
+    path
+        A ``.toml`` or ``.json`` file; a missing or unreadable file, a syntax error, or a key that is no
+        :class:`GCAConfig` field is a :class:`ConfigError`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The file's keys and values, not yet checked against the fields' types.
+    """
     data = read_document(path, "config", ConfigError)
     if isinstance(data, dict) and isinstance(data.get("gca"), dict):
         data = data["gca"]
@@ -326,7 +374,15 @@ NAMED_CONFIGS = ("authors",)
 
 def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
     """The hyperparameters shipped for a named dataset (``variant``: one of :data:`NAMED_CONFIGS`), or ``{}``
-    when none are shipped."""
+    when none are shipped.
+
+    Parameters
+    ----------
+    dataset
+        A dataset name in any of the spellings the command line accepts (``Cora``, ``amazon-photo``).
+    variant
+        ``""`` for the paper's setting, or one of :data:`NAMED_CONFIGS` (``authors``).
+    """
     resource = resources.files("gca") / "configs"
     if variant:
         resource = resource / variant
@@ -337,7 +393,13 @@ def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
 
 
 def is_named_config(config_file: str | Path | None) -> bool:
-    """Whether ``--config`` names a shipped alternative rather than a file (a file of that name wins)."""
+    """Whether ``--config`` names a shipped alternative rather than a file (a file of that name wins).
+
+    Parameters
+    ----------
+    config_file
+        What ``--config`` was given (``None`` when nothing was).
+    """
     return config_file is not None and str(config_file) in NAMED_CONFIGS and not Path(config_file).exists()
 
 
@@ -359,7 +421,15 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
 
 def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
     """Whether the user set ``epochs`` (``--epochs``, ``--set epochs=…`` or their own config file) rather than
-    taking a shipped setting's."""
+    taking a shipped setting's.
+
+    Parameters
+    ----------
+    config_file
+        What ``--config`` was given: a file, a shipped alternative's name, or ``None``.
+    overrides
+        The ``--set`` (and ``--epochs``) values by key.
+    """
     if "epochs" in (overrides or {}):
         return True
     return config_file is not None and not is_named_config(config_file) and "epochs" in read_config_file(config_file)
@@ -370,21 +440,62 @@ def mini_batch_epochs(epochs: int, num_nodes: int, batch_size: int, steps_per_ep
     """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: a
     mini-batch epoch makes ``steps_per_epoch`` updates, or ⌈N / (B·K)⌉ over K processes (one pass), so about
     ``epochs`` / that many epochs make as many updates as the full-graph setting — its schedule, which a longer run
-    would overshoot (measured on Cora: docs/large-graphs.md)."""
+    would overshoot (measured on Cora: docs/large-graphs.md).
+
+    Parameters
+    ----------
+    epochs
+        The full-graph setting's epochs (one update each); ``0`` stays ``0``.
+    num_nodes
+        N, the graph's nodes.
+    batch_size
+        B, anchor nodes per mini-batch (``0``: full graph, one update per epoch).
+    steps_per_epoch
+        Updates per mini-batch epoch; ``0`` for one pass over the nodes.
+    world_size
+        K, the processes training together.
+
+    Returns
+    -------
+    tuple[int, int]
+        The epochs (at least 1 unless ``epochs`` is 0) and the updates each makes.
+    """
     steps = batches_per_epoch(num_nodes, batch_size, steps_per_epoch, world_size)
     return max(1, math.ceil(epochs / steps)) if epochs else 0, steps
 
 
 def batches_per_epoch(num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1) -> int:
     """Updates one epoch makes: 1 on the whole graph (``batch_size`` 0); else ``steps_per_epoch``, or one pass over
-    the N nodes in ⌈N / (B·K)⌉ batches over K processes (:class:`gca.train.batches.NeighborBatches`)."""
+    the N nodes in ⌈N / (B·K)⌉ batches over K processes (:class:`gca.train.batches.NeighborBatches`).
+
+    Parameters
+    ----------
+    num_nodes
+        N, the graph's nodes.
+    batch_size
+        B, anchor nodes per mini-batch; ``0`` for full-graph training.
+    steps_per_epoch
+        A fixed number of updates per epoch; ``0`` for one pass over the nodes.
+    world_size
+        K, the processes training together.
+    """
     if not batch_size:
         return 1
     return steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
 
 
 def planned_updates(config: GCAConfig, num_nodes: int, world_size: int = 1) -> int:
-    """The updates a run of ``config`` makes on a graph of ``num_nodes`` nodes: epochs × :func:`batches_per_epoch`."""
+    """The updates a run of ``config`` makes on a graph of ``num_nodes`` nodes: epochs × :func:`batches_per_epoch`.
+
+    Parameters
+    ----------
+    config
+        The run's configuration (its ``epochs``, ``batch_size`` and ``steps_per_epoch``).
+    num_nodes
+        The graph's nodes.
+    world_size
+        The processes training together.
+    """
     return config.epochs * batches_per_epoch(num_nodes, config.batch_size, config.steps_per_epoch, world_size)
 
 
@@ -394,7 +505,26 @@ def build_config(
     overrides: dict[str, Any] | None = None,
 ) -> GCAConfig:
     """Merge defaults, the dataset's shipped file, a user file (or a named alternative such as ``authors``) and
-    overrides, in that order."""
+    overrides, in that order.
+
+    Parameters
+    ----------
+    dataset
+        A dataset name whose shipped setting (``gca/configs``, Table 5 of the paper) is the first layer; ``None``
+        or a name with no shipped file (a path, your own graph) starts from the defaults.
+    config_file
+        A TOML or JSON file of config keys, or the name of a shipped alternative (``"authors"``; a file of that
+        name wins); ``None`` for none.
+    overrides
+        Field → value, applied last (strings are read as the field's type, as ``--set`` gives them).
+
+    Returns
+    -------
+    GCAConfig
+        The merged configuration. Each layer is checked on its own, so an invalid value is a
+        :class:`ConfigError` even when a later layer overrides it; an unknown key is an
+        :class:`UnknownKeyError` with a suggestion.
+    """
     layers = [shipped_config(dataset) if dataset else {}, _config_layer(dataset, config_file), overrides or {}]
     merged: dict[str, Any] = {}
     for layer in layers:

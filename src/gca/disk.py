@@ -27,7 +27,21 @@ import torch
 
 class Mapped:
     """An ``.npy`` file mapped for writing: :attr:`array` (its data, C order) over :attr:`mapping` (the whole
-    file). :meth:`drop` lets rows already written leave this process's resident memory."""
+    file). :meth:`drop` lets rows already written leave this process's resident memory.
+
+    Parameters
+    ----------
+    path
+        The ``.npy`` file.
+    mapping
+        Its shared mapping.
+    offset
+        Where the array's data begins in it (bytes).
+    shape
+        The array's shape.
+    dtype
+        Its dtype.
+    """
 
     def __init__(self, path: Path, mapping: mmap.mmap, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.path, self.mapping, self.offset = path, mapping, offset
@@ -36,7 +50,13 @@ class Mapped:
         self.row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
 
     def drop(self, start: int, stop: int) -> None:
-        """Rows ``start`` … ``stop`` − 1 out of the resident set (:func:`drop_rows`)."""
+        """Rows ``start`` … ``stop`` − 1 out of the resident set (:func:`drop_rows`).
+
+        Parameters
+        ----------
+        start, stop
+            The rows, ``stop`` exclusive.
+        """
         drop_rows(self.mapping, self.offset, self.row_bytes, start, stop)
 
     def flush(self) -> None:
@@ -53,7 +73,19 @@ def drop_rows(mapping: mmap.mmap, offset: int, row_bytes: int, start: int, stop:
     """``MADV_DONTNEED`` on the pages of rows ``start`` … ``stop`` − 1 of a shared file mapping: they leave the
     process's resident set, stay in the page cache, are written back to the file and come back on the next read
     (pages the range shares with other rows go too, and come back the same way). Where the platform has no
-    ``madvise``, nothing happens."""
+    ``madvise``, nothing happens.
+
+    Parameters
+    ----------
+    mapping
+        The shared file mapping.
+    offset
+        Where the array's data begins in it (bytes).
+    row_bytes
+        The bytes of one row.
+    start, stop
+        The rows, ``stop`` exclusive.
+    """
     if not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
         return
     page = mmap.PAGESIZE
@@ -68,7 +100,19 @@ def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type,
     """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order; no zero
     in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written.
     ``rows=(start, stop)``: only those rows are reserved (and may be written); the rest of the file is a hole that
-    takes no space."""
+    takes no space.
+
+    Parameters
+    ----------
+    path
+        The new file.
+    shape
+        The array's shape.
+    dtype
+        Its dtype.
+    rows
+        ``(start, stop)``: the only rows reserved and written; ``None`` for all.
+    """
     path, dtype = Path(path), np.dtype(dtype)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -103,7 +147,17 @@ class DiskArrays:
     :meth:`flush` writes the final matrix to disk.
 
     Without a ``target`` (a torchrun process other than the first, :class:`gca.train.distributed.RowRanges`) the
-    final matrix is scratch too, with only ``final_rows`` — the rows this process computes — reserved on disk."""
+    final matrix is scratch too, with only ``final_rows`` — the rows this process computes — reserved on disk.
+
+    Parameters
+    ----------
+    target
+        The final matrix's ``.npy`` file; ``None``: scratch too (needs ``scratch``).
+    scratch
+        The folder of scratch files; ``None`` for ``target``'s folder.
+    final_rows
+        Without a ``target``: the final matrix's rows this process computes, the only ones reserved.
+    """
 
     def __init__(self, target: str | Path | None, scratch: str | Path | None = None,
                  final_rows: tuple[int, int] | None = None) -> None:  # fmt: skip
@@ -133,7 +187,15 @@ class DiskArrays:
 
     def written(self, tensor: torch.Tensor, start: int, stop: int) -> None:
         """Rows ``start`` … ``stop`` − 1 of a matrix this allocated are written: out of the resident set with them
-        (a later read brings them back from the page cache). Any other tensor is left alone."""
+        (a later read brings them back from the page cache). Any other tensor is left alone.
+
+        Parameters
+        ----------
+        tensor
+            A matrix this allocated (any other is left alone).
+        start, stop
+            The rows written, ``stop`` exclusive.
+        """
         mapping, offset, row_bytes = self._mapped.get(tensor.data_ptr(), (lambda: None, 0, 0))
         if mapping() is not None:
             drop_rows(mapping(), offset, row_bytes, start, stop)
@@ -141,7 +203,13 @@ class DiskArrays:
     def release(self, tensor: torch.Tensor) -> None:
         """Done reading ``tensor`` (the stored features, once the first layer has read them): its pages are
         reclaimed now (``MADV_PAGEOUT``: file-backed pages are written back if dirty and dropped; anonymous
-        memory without swap stays; nothing is lost either way), so the layers after it do not hold them."""
+        memory without swap stays; nothing is lost either way), so the layers after it do not hold them.
+
+        Parameters
+        ----------
+        tensor
+            The tensor no longer read.
+        """
         page_out(tensor)
 
     def flush(self) -> None:
@@ -157,7 +225,13 @@ MADV_PAGEOUT = 21
 def page_out(tensor: torch.Tensor) -> bool:
     """``MADV_PAGEOUT`` over a CPU tensor's bytes (whole pages inside them): on Linux the kernel reclaims them —
     pages of a mapped file are dropped and read again from it when next touched — and never discards data.
-    Returns whether the call was made and succeeded (elsewhere, or on an older kernel, nothing happens)."""
+    Returns whether the call was made and succeeded (elsewhere, or on an older kernel, nothing happens).
+
+    Parameters
+    ----------
+    tensor
+        A CPU tensor.
+    """
     if not sys.platform.startswith("linux") or tensor.device.type != "cpu" or tensor.numel() == 0:
         return False
     page = mmap.PAGESIZE

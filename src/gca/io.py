@@ -21,6 +21,13 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     part; the temporary file is removed if ``write`` fails. The file is created with mode 0o666 and the kernel
     applies the process's umask, as for any ordinary file — no process-wide state is read or changed, so this is
     safe to call from several threads.
+
+    Parameters
+    ----------
+    path
+        The file to write (replaced).
+    write
+        ``write(f)`` writes the contents to the open binary file ``f``.
     """
     path = Path(path)
     fd, tmp = _create_temporary(path)
@@ -46,7 +53,13 @@ def file_identity(files: list[Path]) -> list[list]:
     """Each file's path, size, modification and change times (ns) and inode: any write to a file, or another file
     in its place, changes one of them (the change time cannot be set back), so equal identities mean files not
     touched since. What gca keeps computed from input files (a prepared graph, PyG's processed copy) is checked
-    against it."""
+    against it.
+
+    Parameters
+    ----------
+    files
+        The files.
+    """
     out = []
     for path in files:
         st = Path(path).stat()
@@ -76,7 +89,13 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def json_bytes(value: Any) -> bytes:
-    """``value`` as indented JSON; NaN and infinities are not JSON, so they raise instead of being written."""
+    """``value`` as indented JSON; NaN and infinities are not JSON, so they raise instead of being written.
+
+    Parameters
+    ----------
+    value
+        JSON-ready values (dicts, lists, strings, numbers, booleans, ``None``).
+    """
     return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
 
 
@@ -85,7 +104,13 @@ def atomic_write_json(path: str | Path, value: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any | None:
-    """The JSON value in ``path``, or ``None`` if it is missing or unreadable (e.g. from an older, broken run)."""
+    """The JSON value in ``path``, or ``None`` if it is missing or unreadable (e.g. from an older, broken run).
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    """
     try:
         return parse_document(Path(path).read_text(), "json")
     except (OSError, ValueError):
@@ -94,7 +119,19 @@ def read_json(path: str | Path) -> Any | None:
 
 def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> str:
     """The UTF-8 text of the user's file ``path`` (a byte-order mark is dropped), or ``error`` with one line:
-    ``"{what} file {path} is not UTF-8 text; {hint}"`` or why it cannot be read."""
+    ``"{what} file {path} is not UTF-8 text; {hint}"`` or why it cannot be read.
+
+    Parameters
+    ----------
+    path
+        The user's file.
+    what
+        What the file holds, for the message.
+    error
+        The error class raised.
+    hint
+        What to do, for the message about text that is not UTF-8.
+    """
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -106,7 +143,19 @@ def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> 
 def read_document(path: str | Path, what: str, error: type[Exception], allow_json: bool = True) -> Any:
     """The TOML document in the user's file ``path`` — JSON where it ends in ``.json`` and ``allow_json`` — or
     ``error`` with one line: the file is missing or not a regular file, not UTF-8 text, or not valid TOML/JSON (and
-    why)."""
+    why).
+
+    Parameters
+    ----------
+    path
+        The user's file.
+    what
+        What the file holds, for the message.
+    error
+        The error class raised.
+    allow_json
+        Read a ``.json`` file as JSON.
+    """
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
@@ -120,7 +169,15 @@ def read_document(path: str | Path, what: str, error: type[Exception], allow_jso
 
 def parse_document(text: str, kind: str) -> Any:
     """``text`` in ``kind`` ("json" or "toml") as Python values. Any malformed text is a ``ValueError`` — also
-    nesting deep enough to exhaust Python's recursion limit, which a few kilobytes of brackets reach."""
+    nesting deep enough to exhaust Python's recursion limit, which a few kilobytes of brackets reach.
+
+    Parameters
+    ----------
+    text
+        The document.
+    kind
+        ``"json"`` or ``"toml"``.
+    """
     if kind == "json":
         parse = json.loads
     elif sys.version_info >= (3, 11):

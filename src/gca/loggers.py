@@ -72,7 +72,14 @@ class Logger(Protocol):
 
 
 def check_loggers(loggers: Iterable[Any] | None) -> list[Any]:
-    """``loggers`` as a list, each checked to have a callable ``log``; ``None`` is no loggers."""
+    """``loggers`` as a list, each checked to have a callable ``log``; ``None`` is no loggers.
+
+    Parameters
+    ----------
+    loggers
+        A list (or other iterable) of loggers, or ``None``; a string, a mapping, a non-iterable or a logger without a
+        callable ``log`` is a :class:`LoggerError`.
+    """
     if loggers is None:
         return []
     if isinstance(loggers, (str, bytes, Mapping)) or not isinstance(loggers, Iterable):
@@ -86,7 +93,13 @@ def check_loggers(loggers: Iterable[Any] | None) -> list[Any]:
 
 def close_loggers(loggers: Iterable[Any]) -> None:
     """Call every logger's ``close()`` if it has one (all of them, even when one fails; the first error is raised);
-    a logger of a :func:`logged_run` still going on is left open (the run closes it when it ends)."""
+    a logger of a :func:`logged_run` still going on is left open (the run closes it when it ends).
+
+    Parameters
+    ----------
+    loggers
+        The loggers, as ``GCA(loggers=...)`` holds them.
+    """
     failed: BaseException | None = None
     held = _HELD.get()
     for logger in loggers:
@@ -101,7 +114,15 @@ def close_loggers(loggers: Iterable[Any]) -> None:
 
 
 def log_hyperparams(loggers: Iterable[Any], params: Mapping[str, Any]) -> None:
-    """``log_hyperparams(params)`` on every logger that has it."""
+    """``log_hyperparams(params)`` on every logger that has it.
+
+    Parameters
+    ----------
+    loggers
+        The loggers, as ``GCA(loggers=...)`` holds them.
+    params
+        Hyperparameter name → value (each logger gets its own copy as a ``dict``).
+    """
     for logger in loggers:
         method = getattr(logger, "log_hyperparams", None)
         if callable(method):
@@ -112,7 +133,15 @@ def log_hyperparams(loggers: Iterable[Any], params: Mapping[str, Any]) -> None:
 def logged_run(loggers: Iterable[Any], params: Mapping[str, Any]) -> Iterator[None]:
     """One run of ``loggers``: their hyperparameters ``params`` logged first, the loggers kept open through every
     ``fit`` inside (so the run's final metrics reach the same run, version and file), closed when it ends, however
-    it ends (an error inside is the one raised, not a logger's own on closing)."""
+    it ends (an error inside is the one raised, not a logger's own on closing).
+
+    Parameters
+    ----------
+    loggers
+        The loggers, as ``GCA(loggers=...)`` holds them.
+    params
+        The run's hyperparameters (the config's fields by name, and the ``dataset``), logged first.
+    """
     loggers = list(loggers)
     token = _HELD.set(_HELD.get() | {id(logger) for logger in loggers})
     ended = False
@@ -131,7 +160,21 @@ def logged_run(loggers: Iterable[Any], params: Mapping[str, Any]) -> Iterator[No
 
 def final_metrics(record: Mapping[str, Any], keys: Iterable[str]) -> dict[str, float]:
     """The numbers under ``keys`` of ``record`` (a ``results.json``), each named by its path (``accuracy/mean``,
-    ``accuracy/macro_f1/std``); lists, strings, booleans, ``None`` and values that are not finite are left out."""
+    ``accuracy/macro_f1/std``); lists, strings, booleans, ``None`` and values that are not finite are left out.
+
+    Parameters
+    ----------
+    record
+        A run's record, as written to ``results.json``.
+    keys
+        The top-level entries to read (``accuracy``, ``raw_features_accuracy``, ``clustering``); a missing or ``None``
+        entry is skipped.
+
+    Returns
+    -------
+    dict[str, float]
+        Path → number, such as ``{"accuracy/mean": 83.2, "accuracy/std": 0.5}``.
+    """
     flat: dict[str, float] = {}
 
     def walk(value: Any, name: str) -> None:
@@ -148,14 +191,28 @@ def final_metrics(record: Mapping[str, Any], keys: Iterable[str]) -> dict[str, f
 
 
 def where_logged(loggers: Iterable[Any]) -> list[str]:
-    """Each logger's ``location`` (its file, its run's folder, its run's address) where it has one."""
+    """Each logger's ``location`` (its file, its run's folder, its run's address) where it has one.
+
+    Parameters
+    ----------
+    loggers
+        The loggers, as ``GCA(loggers=...)`` holds them.
+    """
     return [str(place) for place in (getattr(logger, "location", None) for logger in loggers) if place is not None]
 
 
 def folder_problem(folder: str | Path, made: bool = False) -> str | None:
     """Why files cannot be written in ``folder``, in words, or ``None`` when they can: a file stands where the
     folder or one above it should be, or (unless ``made``: the folder and its missing parents will be made) the
-    folder does not exist."""
+    folder does not exist.
+
+    Parameters
+    ----------
+    folder
+        The folder files are to be written in.
+    made
+        Whether the folder (and its missing parents) will be made, so its absence is no problem.
+    """
     folder = Path(folder)
     for place in (folder, *folder.parents):
         if place.exists():  # the nearest part of the path that is there
@@ -169,7 +226,13 @@ def folder_problem(folder: str | Path, made: bool = False) -> str | None:
 
 def hparams_file(path: str | Path) -> Path:
     """Where :class:`CSVLogger` writes the hyperparameters of the log ``path``: its name with ``.hparams.json`` for
-    its suffix, beside it."""
+    its suffix, beside it.
+
+    Parameters
+    ----------
+    path
+        The CSV log's path.
+    """
     path = Path(path)
     return path.with_name(f"{path.stem}.hparams.json")
 
@@ -186,7 +249,14 @@ class CSVLogger:
     the new columns at the end, empty in the earlier rows, and the new row has the others empty.
 
     ``log_hyperparams(params)`` writes them as JSON to :attr:`hparams_path` beside the file (``losses.csv`` →
-    ``losses.hparams.json``), atomically, at once."""
+    ``losses.hparams.json``), atomically, at once.
+
+    Parameters
+    ----------
+    path
+        The CSV file to write (replaced when a run starts); its folder must exist. A folder at ``path``, or a file
+        where its folder should be, is a :class:`LoggerError` at once.
+    """
 
     per_update = False
 
@@ -206,9 +276,17 @@ class CSVLogger:
 
     @property
     def location(self) -> Path:
+        """The CSV file (``path``)."""
         return self.path
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
+        """Write ``params`` as JSON to :attr:`hparams_path`, atomically.
+
+        Parameters
+        ----------
+        params
+            Hyperparameter name → value (values JSON cannot hold are written as text).
+        """
         from .io import atomic_write_text
 
         try:
@@ -218,6 +296,16 @@ class CSVLogger:
                               f"{getattr(exc, 'strerror', None) or exc}") from None  # fmt: skip
 
     def log(self, metrics: dict[str, float], step: int) -> None:
+        """Append one row (the file is started, or widened for new metric names, first).
+
+        Parameters
+        ----------
+        metrics
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
+            ``{"accuracy/mean": 83.2, …}``).
+        step
+            The epoch (from 1); for ``loss/update``, the update (from 1).
+        """
         if self._fields is None:
             self._start(["epoch", *metrics], step)
         assert self._fields is not None
@@ -282,6 +370,7 @@ class CSVLogger:
         return kept
 
     def close(self) -> None:
+        """End the run: the next ``log`` starts the file afresh."""
         self._fields = None  # the next fit starts the file again
 
     def __repr__(self) -> str:
@@ -301,7 +390,18 @@ _VERSION = re.compile(r"version_(\d+)")
 
 def next_version(root: Path) -> tuple[int, Path]:
     """A new ``version_N`` folder in ``root`` (made, with ``root`` if missing): N one more than the largest there
-    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first."""
+    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first.
+
+    Parameters
+    ----------
+    root
+        The folder holding the runs' ``version_N`` folders.
+
+    Returns
+    -------
+    tuple[int, Path]
+        N and the folder made.
+    """
     try:
         root.mkdir(parents=True, exist_ok=True)
         taken = [int(m.group(1)) for child in root.iterdir() if (m := _VERSION.fullmatch(child.name))]
@@ -323,7 +423,19 @@ class TensorBoardLogger:
     hyperparameters in the HPARAMS tab (one session per run; its metrics are the run's scalars). ``version``: a
     fixed folder instead, ``version_{version}`` for a number or the name as given, which every run then continues.
     After a run starts, :attr:`version` and :attr:`location` (its folder) say which. Needs the ``tensorboard``
-    package (``pip install 'gca-graph[tensorboard]'``); ``writer_kwargs`` go to the writer."""
+    package (``pip install 'gca-graph[tensorboard]'``); ``writer_kwargs`` go to the writer.
+
+    Parameters
+    ----------
+    log_dir
+        The folder holding one ``version_N`` folder per run (made when the first run starts); a file where it or a
+        folder above it should be is a :class:`LoggerError` at once.
+    version
+        A fixed run folder instead of a new one per run: ``version_{version}`` for a number, the name as given for
+        text (no ``/``); ``None`` for a new folder per run.
+    **writer_kwargs
+        Passed to ``SummaryWriter`` (``flush_secs=``, ``max_queue=``, …).
+    """
 
     per_update = True
 
@@ -344,6 +456,7 @@ class TensorBoardLogger:
 
     @property
     def writer(self) -> Any:
+        """The run's ``SummaryWriter``, opened (and the run's folder chosen) on first use."""
         if self._writer is None:
             self._start()
             self._writer = _summary_writer()(log_dir=str(self.location), **self.writer_kwargs)
@@ -362,6 +475,13 @@ class TensorBoardLogger:
             raise LoggerError(f"cannot make the TensorBoard folder {self.location}: {exc.strerror or exc}") from None
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
+        """Start the run's HPARAMS session with ``params``.
+
+        Parameters
+        ----------
+        params
+            Hyperparameter name → value (numbers, text and truth values as they are; lists and dicts as JSON text).
+        """
         from torch.utils.tensorboard.summary import hparams
 
         # only the session's start: TensorBoard then lists every run's hyperparameters and takes each run's
@@ -371,6 +491,16 @@ class TensorBoardLogger:
         self.writer.flush()
 
     def log(self, metrics: dict[str, float], step: int) -> None:
+        """Add each metric as a scalar at ``step`` (flushed once an epoch).
+
+        Parameters
+        ----------
+        metrics
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
+            ``{"accuracy/mean": 83.2, …}``).
+        step
+            The epoch (from 1); for ``loss/update``, the update (from 1).
+        """
         writer = self.writer
         for name, value in metrics.items():
             writer.add_scalar(name, value, step)
@@ -378,6 +508,7 @@ class TensorBoardLogger:
             writer.flush()
 
     def close(self) -> None:
+        """Close the run's writer; the next ``log`` starts a new run (a new folder, unless ``version`` is fixed)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -411,7 +542,15 @@ class WandbLogger:
     ``wandb.log(metrics, step=epoch)`` every epoch and the final metrics at the last epoch, and ``wandb.finish()``
     when the run ends. ``log_hyperparams`` updates the run's config. Per-update losses are not sent: wandb's
     ``step`` must only grow, and one axis is the epoch. :attr:`location` is the run's address once it started.
-    Needs ``pip install 'gca-graph[wandb]'``."""
+    Needs ``pip install 'gca-graph[wandb]'``.
+
+    Parameters
+    ----------
+    project
+        The W&B project (``wandb.init(project=...)``); ``None`` for wandb's default.
+    **init_kwargs
+        Passed to ``wandb.init`` when the run starts (``dir=``, ``name=``, ``config=``, ``mode="offline"``, …).
+    """
 
     per_update = False
 
@@ -438,12 +577,30 @@ class WandbLogger:
         return wandb
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
+        """Update the run's config with ``params``.
+
+        Parameters
+        ----------
+        params
+            Hyperparameter name → value.
+        """
         self._run().config.update(params, allow_val_change=True)
 
     def log(self, metrics: dict[str, float], step: int) -> None:
+        """``wandb.log(metrics, step=step)`` (starting the run on first use).
+
+        Parameters
+        ----------
+        metrics
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
+            ``{"accuracy/mean": 83.2, …}``).
+        step
+            The epoch (from 1); for ``loss/update``, the update (from 1).
+        """
         self._run().log(dict(metrics), step=step)
 
     def close(self) -> None:
+        """``wandb.finish()`` when a run was started; the next ``log`` starts a new run."""
         if self._started:
             self._started = False
             _wandb().finish()

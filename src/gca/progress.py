@@ -53,7 +53,13 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def to_stderr(message: str) -> None:
-    """One line to standard error, flushed at once (a log file shows it as it happens)."""
+    """One line to standard error, flushed at once (a log file shows it as it happens).
+
+    Parameters
+    ----------
+    message
+        The line (without its newline).
+    """
     print(message, file=sys.stderr, flush=True)
 
 
@@ -64,7 +70,21 @@ LONG_RUN_SECONDS = 3600.0
 class LongRunHint:
     """``on_epoch`` hook: after the first epoch, if all epochs would take over ``limit`` seconds, one warning line
     saying how long and what shortens it — mini-batches for exact training on a large graph, fewer updates for a
-    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged."""
+    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged.
+
+    Parameters
+    ----------
+    config
+        The run's configuration (its ``epochs``, ``batch_size`` and ``steps_per_epoch``).
+    num_nodes
+        The graph's nodes.
+    limit
+        Warn when the remaining epochs would take longer than this many seconds.
+    clock
+        The clock the first epoch is timed with.
+    emit
+        Where the warning line goes; ``None`` for stderr, above a progress bar.
+    """
 
     def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
                  emit=None) -> None:  # fmt: skip

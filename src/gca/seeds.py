@@ -22,7 +22,15 @@ MAX_SEED = 2**32 - 1
 
 
 def run_seeds(seed: int, count: int) -> list[int]:
-    """The seeds of ``count`` repeats of a run seeded ``seed`` (module docstring); each in [0, :data:`MAX_SEED`]."""
+    """The seeds of ``count`` repeats of a run seeded ``seed`` (module docstring); each in [0, :data:`MAX_SEED`].
+
+    Parameters
+    ----------
+    seed
+        The run's seed, in [0, :data:`MAX_SEED`] (else a ``ValueError``).
+    count
+        How many repeats.
+    """
     if not 0 <= int(seed) <= MAX_SEED:
         raise ValueError(f"a seed must lie in [0, {MAX_SEED}], got {seed}")
     if count < 1:

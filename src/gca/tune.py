@@ -68,7 +68,13 @@ class TuneError(UserError, ValueError):
 
 
 def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
-    """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked."""
+    """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked.
+
+    Parameters
+    ----------
+    path
+        A TOML file of ranges by config key; ``None`` for the default space.
+    """
     space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
     if path is not None:
         given = read_document(path, "search space", TuneError, allow_json=False)
@@ -133,7 +139,15 @@ def _inner_values(low: float, high: float, integral: bool, log: bool, samples: i
 
 
 def suggest(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One setting drawn by ``trial`` from ``space``."""
+    """One setting drawn by ``trial`` from ``space``.
+
+    Parameters
+    ----------
+    trial
+        An Optuna trial.
+    space
+        The search space (:func:`read_space`).
+    """
     params: dict[str, Any] = {}
     for key, spec in space.items():
         if "value" in spec:
@@ -149,7 +163,25 @@ def suggest(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 @dataclass
 class SearchSettings:
-    """What defines one search; a study folder belongs to one such search."""
+    """What defines one search; a study folder belongs to one such search.
+
+    Parameters
+    ----------
+    dataset
+        The dataset searched on.
+    max_epochs
+        The epochs of a trial that is not stopped early.
+    eval_every
+        Validation accuracy is measured every this many epochs (where unpromising trials stop).
+    splits
+        The evaluation splits validation accuracy averages over.
+    base
+        The configuration every trial starts from.
+    space
+        The searched ranges by config key.
+    protocol
+        How validation accuracy is measured: ``"sklearn"`` or ``"authors"``.
+    """
 
     dataset: str
     max_epochs: int
@@ -168,7 +200,15 @@ class SearchSettings:
 
 
 def search_labels(labels: Any, splits: list) -> Any:
-    """``labels`` with every node outside the splits' training and validation parts set to −1."""
+    """``labels`` with every node outside the splits' training and validation parts set to −1.
+
+    Parameters
+    ----------
+    labels
+        One label per node.
+    splits
+        The evaluation splits.
+    """
     import numpy as np
     import torch
 
@@ -187,7 +227,13 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def check_study_file(path: Path) -> None:
     """Refuse a ``study.db`` that is not an Optuna study: not SQLite at all (random bytes, a text file), or
-    another program's SQLite database, which Optuna would otherwise fill with its own tables."""
+    another program's SQLite database, which Optuna would otherwise fill with its own tables.
+
+    Parameters
+    ----------
+    path
+        The study's ``study.db``.
+    """
     if not path.exists():
         return
     if not path.is_file():
@@ -224,6 +270,28 @@ class Search:
     def __init__(self, out: Path, settings: SearchSettings, graph: Any, labels: Any, splits: list,
                  device: str = "auto", seed: int = 0, log: Callable[[str], None] | None = to_stderr,
                  ) -> None:  # fmt: skip
+        """Open (or continue) the study in ``out``.
+
+        Parameters
+        ----------
+        out
+            The study folder.
+        settings
+            What defines the search (a folder of another search is refused).
+        graph
+            The cleaned graph (:class:`~gca.graph.graph.Graph`) every trial trains on.
+        labels
+            One label per node; a trial sees only those of the splits' training and validation nodes
+            (:func:`search_labels`).
+        splits
+            The evaluation splits.
+        device
+            Where trials train.
+        seed
+            Seeds Optuna's TPE sampler.
+        log
+            Where each trial's line goes; ``None`` for nowhere.
+        """
         import optuna
 
         self.out, self.settings, self.graph, self.device = out, settings, graph, device
@@ -270,7 +338,15 @@ class Search:
         return len(self.study.get_trials(deepcopy=False, states=states))
 
     def run(self, trials: int, timeout: float | None = None) -> None:
-        """Trials until ``trials`` have finished in this study (all processes together), or ``timeout`` s."""
+        """Trials until ``trials`` have finished in this study (all processes together), or ``timeout`` s.
+
+        Parameters
+        ----------
+        trials
+            The finished trials to reach.
+        timeout
+            Stop after this many seconds; ``None`` for no limit.
+        """
         if self.finished() >= trials:
             return
         states = (self.optuna.trial.TrialState.COMPLETE, self.optuna.trial.TrialState.PRUNED)
@@ -331,7 +407,13 @@ class Search:
         return params, float(trial.value), int(trial.user_attrs["epochs"]), trial.number
 
     def write_trials(self, plots: bool = True) -> list[Path]:
-        """``trials.csv`` and, with ``plots``, ``trials.png`` and ``importance.png`` in the study folder."""
+        """``trials.csv`` and, with ``plots``, ``trials.png`` and ``importance.png`` in the study folder.
+
+        Parameters
+        ----------
+        plots
+            Also draw the plots.
+        """
         atomic_write(self.out / "trials.csv", lambda f: f.write(self.trials_csv()))
         return [self.out / "trials.csv"] + (plot_search(self, self.out / "trials.png", self.out / "importance.png")
                                             if plots else [])  # fmt: skip
@@ -339,7 +421,17 @@ class Search:
     def conclude(self, labels: Any, splits: list, seconds: float) -> tuple[dict[str, Any], Any, list[Path]]:
         """End the search: ``best.toml`` holds the best setting, and that setting is trained once more and judged
         on the test nodes of every one of ``splits`` — which the search never saw (``labels`` are all of them).
-        ``final.json`` records it; returns (that record, the test evaluation, the files written)."""
+        ``final.json`` records it; returns (that record, the test evaluation, the files written).
+
+        Parameters
+        ----------
+        labels
+            Every node's label (test nodes included).
+        splits
+            The evaluation splits.
+        seconds
+            The search's time, for the record.
+        """
         from .io import json_bytes
         from .run.pipeline import run_gca
         from .train.estimator import GCA
@@ -389,7 +481,17 @@ class Search:
 
 def best_toml(config: GCAConfig, searched: list[str], note: str) -> bytes:
     """A config file ``gca train --config`` reads as it is: every key of ``config`` — the searched ones first —
-    so it trains the same model whatever dataset defaults apply."""
+    so it trains the same model whatever dataset defaults apply.
+
+    Parameters
+    ----------
+    config
+        The best setting's configuration.
+    searched
+        The searched keys (written first).
+    note
+        A comment line for the file's head.
+    """
     values = config.to_dict()
     lines = [f"# {line}" for line in note.splitlines()]
     lines += ["", "# searched"] + [f"{key} = {_toml_value(values[key])}" for key in sorted(searched)]
@@ -425,7 +527,17 @@ def _plain(value: Any) -> Any:
 
 def plot_search(search: Search, trials_path: Path, importance_path: Path | None) -> list[Path]:
     """Validation accuracy per trial (pruned trials at their last check, the best so far as a line) and, when
-    enough trials finished, each parameter's importance."""
+    enough trials finished, each parameter's importance.
+
+    Parameters
+    ----------
+    search
+        The search.
+    trials_path
+        Where the trials' plot goes.
+    importance_path
+        Where the importance plot goes; ``None`` for none.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

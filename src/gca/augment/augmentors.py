@@ -43,7 +43,22 @@ from ..graph.sparse import edge_list, edge_values
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
-    """p_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ) with s = log w; zero weights get p_τ (module docstring)."""
+    """p_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ) with s = log w; zero weights get p_τ (module docstring).
+
+    Parameters
+    ----------
+    weights
+        The importance weights w (edge or feature centralities), non-negative (a negative one is a ``ValueError``).
+    p
+        The mean probability p before the cut-off.
+    p_tau
+        p_τ, the cut-off.
+
+    Returns
+    -------
+    torch.Tensor
+        One float64 probability per weight.
+    """
     weights = weights.to(torch.float64)
     if weights.numel() and (weights < 0).any():
         raise ValueError("importance weights must be non-negative")
@@ -76,7 +91,21 @@ def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, 
     :func:`drop_probabilities` gives them — computed :data:`UNIT_BLOCK` units at a time: a first pass finds
     max s and the mean of s = log w over the units with w > 0, a second writes every view's probabilities. No
     unit list, weight or float64 array of all units is made (on 1.6·10⁹ units, 39 GB of temporaries before),
-    only the results; the mean is a sum of block sums, equal to the whole array's within float64 rounding."""
+    only the results; the mean is a sum of block sums, equal to the whole array's within float64 rounding.
+
+    Parameters
+    ----------
+    edge_index
+        The cleaned graph's ``[2, E]`` edges.
+    centrality
+        ``[N]`` node centrality φ_c.
+    symmetric
+        Whether a unit is an undirected edge (u < v, both directions), else each directed edge.
+    p_e
+        Each view's mean removal probability.
+    p_tau
+        p_τ, the cut-off.
+    """
     centrality = centrality.to(torch.float64).cpu()
     source, target = edge_index.cpu()
 
@@ -118,6 +147,15 @@ def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, 
 
 
 def uniform_probabilities(count: int, p: float) -> torch.Tensor:
+    """``count`` probabilities all equal to ``p`` (float64): uniform augmentation.
+
+    Parameters
+    ----------
+    count
+        How many (units or feature columns).
+    p
+        The probability.
+    """
     return torch.full((count,), float(p), dtype=torch.float64)
 
 
@@ -126,6 +164,13 @@ def edge_units(graph: Graph, scheme: str = "paper") -> tuple[torch.Tensor, bool]
 
     ``paper``: on undirected graphs each edge once (u < v), removed with both its directions, so every view stays
     undirected. ``authors``: every directed edge on its own, as the authors' code samples them.
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph.
+    scheme
+        ``"paper"`` or ``"authors"`` (another is a ``ValueError``).
     """
     if graph.directed or scheme == "authors":
         return graph.edge_index, False
@@ -135,7 +180,19 @@ def edge_units(graph: Graph, scheme: str = "paper") -> tuple[torch.Tensor, bool]
 
 
 def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, scheme: str = "paper") -> torch.Tensor:
-    """Edge centrality w_uv: mean of both ends (undirected, paper), else φ of the node the edge points to."""
+    """Edge centrality w_uv: mean of both ends (undirected, paper), else φ of the node the edge points to.
+
+    Parameters
+    ----------
+    units
+        ``[2, U]`` edge units (:func:`edge_units`).
+    centrality
+        ``[N]`` node centrality φ_c.
+    directed
+        Whether the graph is directed.
+    scheme
+        ``"paper"`` or ``"authors"``.
+    """
     centrality = centrality.to(torch.float64).cpu()
     source, target = units.cpu()
     if directed or scheme == "authors":
@@ -147,7 +204,13 @@ def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, 
 
 def is_binary(features: sp.csr_matrix | np.ndarray) -> bool:
     """Whether every value is 0 or 1; a dense matrix is read in row chunks and the answer is no at the first
-    chunk holding another value (real-valued features: the first chunk)."""
+    chunk holding another value (real-valued features: the first chunk).
+
+    Parameters
+    ----------
+    features
+        The raw features (SciPy sparse or dense).
+    """
     if sp.issparse(features):
         return bool(np.isin(features.data, (0.0, 1.0)).all())
     values = np.asarray(features)
@@ -165,6 +228,20 @@ def feature_weights(
 
     ``auto`` picks ``binary`` when every feature value is 0 or 1 — where both formulas agree — and ``dense``
     otherwise.
+
+    Parameters
+    ----------
+    features
+        The raw features, one row per node (SciPy sparse or dense).
+    centrality
+        ``[N]`` node centrality φ_c.
+    weighting
+        ``"auto"``, ``"binary"`` or ``"dense"`` (another is a ``ValueError``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``[F]`` float64 weights w_i.
     """
     if weighting == "auto":
         weighting = "binary" if is_binary(features) else "dense"
@@ -192,6 +269,15 @@ class EdgeDropper:
     It holds the graph's coalesced ``edge_index`` (shared, not copied) and, when ``symmetric``, lists the units
     (u, v) with u < v from it on the first draw only: mini-batch training never draws whole-graph views, so on a
     graph of 10^8 edges it never holds that second gigabyte-sized edge list.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's coalesced ``[2, E]`` edges.
+    symmetric
+        Whether a unit is an undirected edge (u < v) dropped with both its directions.
+    prob
+        ``[U]`` removal probabilities, one per unit in :attr:`units` order.
     """
 
     def __init__(self, edge_index: torch.Tensor, symmetric: bool, prob: torch.Tensor) -> None:
@@ -214,11 +300,24 @@ class EdgeDropper:
         return self._units
 
     def to(self, device: torch.device | str) -> EdgeDropper:
+        """A copy on ``device``.
+
+        Parameters
+        ----------
+        device
+            The target device.
+        """
         return EdgeDropper(self.edge_index.to(device), self.symmetric, self.prob.to(device))
 
     def draw(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """[U] bool: which units one view keeps — one uniform draw r_u per unit, in ``units`` order, kept when
-        r_u ≥ p_u. Every sampler of edges (this one's call, :mod:`gca.augment.transforms`) draws through here."""
+        r_u ≥ p_u. Every sampler of edges (this one's call, :mod:`gca.augment.transforms`) draws through here.
+
+        Parameters
+        ----------
+        generator
+            The generator drawn from; ``None`` for PyTorch's global one.
+        """
         return torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -236,7 +335,13 @@ class EdgeDropper:
 
 @dataclass
 class FeatureMasker:
-    """One view's attribute masking: one mask m ∈ {0, 1}^F shared by all nodes, m_i ~ Bern(1 − p^f_i)."""
+    """One view's attribute masking: one mask m ∈ {0, 1}^F shared by all nodes, m_i ~ Bern(1 − p^f_i).
+
+    Parameters
+    ----------
+    prob
+        ``[F]`` masking probabilities p^f_i.
+    """
 
     prob: torch.Tensor  # [F] masking probabilities
 
@@ -252,7 +357,15 @@ class FeatureMasker:
 @dataclass
 class ViewAugmentor:
     """Samples one view t ~ T: a kept edge set (:class:`EdgeDropper`) and a feature mask (:class:`FeatureMasker`),
-    from probabilities computed once on the full graph."""
+    from probabilities computed once on the full graph.
+
+    Parameters
+    ----------
+    edges
+        The view's edge dropper.
+    features
+        The view's feature masker.
+    """
 
     edges: EdgeDropper
     features: FeatureMasker
@@ -271,9 +384,23 @@ class ViewAugmentor:
         return ViewAugmentor(self.edges.to(device), self.features.to(device))
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One view's kept edges (:class:`EdgeDropper`'s call).
+
+        Parameters
+        ----------
+        generator
+            The generator drawn from; ``None`` for PyTorch's global one.
+        """
         return self.edges(generator)
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One view's feature mask m, ``[F]`` float32 (:class:`FeatureMasker`'s call).
+
+        Parameters
+        ----------
+        generator
+            The generator drawn from; ``None`` for PyTorch's global one.
+        """
         return self.features(generator)
 
 
@@ -291,6 +418,33 @@ def build_augmentors(
     """The two view samplers of GCA, their probabilities computed once from the original graph.
 
     ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph.
+    centrality
+        ``[N]`` node centrality φ_c, or ``None`` for uniform augmentation.
+    p_e
+        (p_e1, p_e2): each view's mean edge removal probability.
+    p_f
+        (p_f1, p_f2): each view's mean feature masking probability.
+    p_tau
+        p_τ, the cut-off no probability exceeds.
+    edge_drop
+        ``"adaptive"`` or ``"uniform"`` (the GCA–T ablation).
+    feature_mask
+        ``"adaptive"`` or ``"uniform"`` (the GCA–A ablation).
+    edge_scheme
+        ``"paper"`` (undirected edges dropped as one) or ``"authors"`` (each direction on its own, weighted by the
+        tail node's centrality).
+    feature_weighting
+        ``"auto"``, ``"binary"`` or ``"dense"`` (:func:`feature_weights`).
+
+    Returns
+    -------
+    tuple[ViewAugmentor, ViewAugmentor]
+        The samplers of view 1 and view 2.
     """
     symmetric = not (graph.directed or edge_scheme == "authors")
     adaptive_edges = edge_drop == "adaptive" and centrality is not None

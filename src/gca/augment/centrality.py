@@ -54,7 +54,22 @@ def _positive(scores: np.ndarray) -> np.ndarray:
 
 
 def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Degree (undirected) or in-degree (directed) of every node, with zeros replaced as documented."""
+    """Degree (undirected) or in-degree (directed) of every node, with zeros replaced as documented.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's ``[2, E]`` edges.
+    num_nodes
+        N, the graph's nodes.
+    directed
+        Read the edges as directed; ``False`` takes each edge in both directions.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N]`` float64 scores.
+    """
     simple = _is_coalesced(edge_index, num_nodes) and not has_self_loops(edge_index)
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
@@ -100,7 +115,22 @@ def _perron_vector(block: sp.csr_matrix) -> tuple[float, np.ndarray]:
 
 
 def eigenvector_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Leading-eigenvector centrality, component by component (see module docstring)."""
+    """Leading-eigenvector centrality, component by component (see module docstring).
+
+    Parameters
+    ----------
+    edge_index
+        The graph's ``[2, E]`` edges.
+    num_nodes
+        N, the graph's nodes.
+    directed
+        Read the edges as directed; ``False`` takes each edge in both directions.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N]`` float64 scores.
+    """
     adj = binary_adjacency(edge_index, num_nodes)
     if directed:
         adj = adj.T.tocsr()  # x_v ∝ Σ_u A_uv x_u: centrality flows along incoming edges
@@ -138,6 +168,26 @@ def pagerank_centrality(
     taken as zero), so every score is at least 1. Undirected graphs are treated as directed ones with both
     directions of each edge. The iteration is a contraction with factor ≤ α and stops once the largest change is
     below ``tol`` times the largest score.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's ``[2, E]`` edges.
+    num_nodes
+        N, the graph's nodes.
+    directed
+        Read the edges as directed; ``False`` takes each edge in both directions.
+    alpha
+        α, the damping factor, in (0, 1) (else a ``ValueError``).
+    tol
+        The iteration stops once the largest change is below ``tol`` times the largest score.
+    max_iter
+        The most iterations made.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N]`` float64 scores, each at least 1.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"PageRank damping alpha must lie in (0, 1), got {alpha}")
@@ -167,7 +217,24 @@ _MEASURES: dict[str, Callable[..., torch.Tensor]] = {
 
 
 def node_centrality(name: str, edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Node centrality by name (``degree``, ``eigenvector`` or ``pagerank``) as float64, strictly positive."""
+    """Node centrality by name (``degree``, ``eigenvector`` or ``pagerank``) as float64, strictly positive.
+
+    Parameters
+    ----------
+    name
+        ``"degree"``, ``"eigenvector"`` or ``"pagerank"`` (another name is a ``ValueError``).
+    edge_index
+        The graph's ``[2, E]`` edges.
+    num_nodes
+        N, the graph's nodes.
+    directed
+        Read the edges as directed; ``False`` takes each edge in both directions.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[N]`` float64 scores φ_c(v) > 0.
+    """
     try:
         measure = _MEASURES[name]
     except KeyError:

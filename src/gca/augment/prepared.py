@@ -38,7 +38,21 @@ from .centrality import node_centrality
 @dataclass
 class PreparedGraph:
     """What GCA computes once per graph: the cleaned graph, node centrality (``None`` for uniform augmentation)
-    and the two view samplers with their per-edge and per-feature probabilities."""
+    and the two view samplers with their per-edge and per-feature probabilities.
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph.
+    centrality
+        ``[N]`` node centrality, or ``None`` for uniform augmentation.
+    views
+        The two view samplers.
+    seconds
+        The time preparing took.
+    unit_ids
+        The neighbour sampler's augmentation unit of every edge, where stored.
+    """
 
     graph: Graph
     centrality: torch.Tensor | None
@@ -66,7 +80,29 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     ``store``: where centrality, the probabilities and (for mini-batch training on an undirected graph) the
     sampler's unit ids are read from when an earlier run kept them, and kept for later runs when not — each under
     a name that says everything it depends on besides the graph (the centrality's kind; every augmentation
-    setting), so a run with other settings computes its own."""
+    setting), so a run with other settings computes its own.
+
+    Parameters
+    ----------
+    data
+        A PyG ``Data`` (cleaned by :func:`~gca.graph.graph.prepare_graph`) or a cleaned
+        :class:`~gca.graph.graph.Graph`.
+    config
+        The settings the probabilities depend on (centrality, p_e, p_f, p_τ, schemes, ``feature_norm``).
+    directed
+        How a ``Data`` is read: ``None`` undirected exactly when every edge has its reverse, ``False`` undirected
+        (an edge listed one way gets its reverse), ``True`` directed.
+    encoder
+        A user's encoder, for the warnings on edge weights or features it does not read; ``None`` for
+        ``config.encoder``.
+    store
+        Where the arrays are kept between runs (:class:`Kept`); ``None``: computed here.
+
+    Returns
+    -------
+    PreparedGraph
+        The graph, centrality and both views' samplers.
+    """
     start = time.perf_counter()
     graph = data if isinstance(data, Graph) else prepare_graph(data, directed, config.feature_norm)
     for note in unused_edge_values(encoder if encoder is not None else config.encoder,

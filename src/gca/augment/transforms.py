@@ -159,7 +159,18 @@ class _AdaptiveTransform(BaseTransform):
         self._graphs: OrderedDict[int, _GraphPart] = OrderedDict()  # id of edge_index → its part, oldest first
 
     def view(self, data: Data) -> ViewAugmentor:
-        """The view sampler of ``data`` (computed on the first call for this graph, then cached)."""
+        """The view sampler of ``data`` (computed on the first call for this graph, then cached).
+
+        Parameters
+        ----------
+        data
+            A homogeneous ``Data`` with ``edge_index`` (and ``x``).
+
+        Returns
+        -------
+        ViewAugmentor
+            The edge dropper and feature masker of ``data``'s probabilities.
+        """
         return self._view(data, self._graph(data))
 
     def _graph(self, data: Data) -> _GraphPart:
@@ -240,6 +251,19 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
 
     Returns the kept input edges with every per-edge attribute (``edge_attr``, ``edge_weight``, …) indexed alike;
     self-loops are kept (module docstring).
+
+    Parameters
+    ----------
+    p
+        p_e, the mean removal probability before the cut-off (in [0, 1)).
+    p_tau
+        p_τ, the cut-off no probability exceeds (in (0, 1)).
+    centrality
+        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
+        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+    generator
+        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
+        it); ``None`` for PyTorch's global generator.
     """
 
     def __init__(self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
@@ -247,30 +271,96 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
         super().__init__(p, 0.0, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
+        """One draw: ``data`` without the dropped edges.
+
+        Parameters
+        ----------
+        data
+            A homogeneous ``Data`` (or ``Batch``) with ``edge_index``; it is not changed.
+
+        Returns
+        -------
+        Data
+            A new ``Data`` holding the kept edges and their per-edge attributes; everything else shared with ``data``.
+        """
         graph = self._graph(data)
         self._refuse_adjacency(data)
         return _kept(data, graph, graph.edges.draw(self.generator))
 
 
 class AdaptiveFeatureMasking(_AdaptiveTransform):
-    """Mask feature columns with GCA's adaptive probabilities: p^f_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ)."""
+    """Mask feature columns with GCA's adaptive probabilities: p^f_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ).
+
+    Parameters
+    ----------
+    p
+        p_f, the mean masking probability before the cut-off (in [0, 1)).
+    p_tau
+        p_τ, the cut-off no probability exceeds (in (0, 1)).
+    centrality
+        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
+        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+    generator
+        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
+        it); ``None`` for PyTorch's global generator.
+    """
 
     def __init__(self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
                  generator: torch.Generator | None = None) -> None:  # fmt: skip
         super().__init__(0.0, p, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
+        """One draw: ``data`` with the masked feature columns zeroed.
+
+        Parameters
+        ----------
+        data
+            A homogeneous ``Data`` with ``x`` and ``edge_index``; it is not changed.
+
+        Returns
+        -------
+        Data
+            A new ``Data`` whose ``x`` has the masked columns zeroed; everything else shared with ``data``.
+        """
         return _masked(data, self.view(data).sample_feature_mask(self.generator))
 
 
 class AdaptiveAugmentation(_AdaptiveTransform):
-    """One GCA view: adaptive edge dropping with ``p_e``, then adaptive feature masking with ``p_f``."""
+    """One GCA view: adaptive edge dropping with ``p_e``, then adaptive feature masking with ``p_f``.
+
+    Parameters
+    ----------
+    p_e
+        The mean edge removal probability before the cut-off (in [0, 1)).
+    p_f
+        The mean feature masking probability before the cut-off (in [0, 1)).
+    p_tau
+        p_τ, the cut-off no probability exceeds (in (0, 1)).
+    centrality
+        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
+        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+    generator
+        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
+        it); ``None`` for PyTorch's global generator.
+    """
 
     def __init__(self, p_e: float = 0.3, p_f: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
                  generator: torch.Generator | None = None) -> None:  # fmt: skip
         super().__init__(p_e, p_f, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
+        """One draw: a GCA view of ``data`` (edges dropped, then feature columns masked).
+
+        Parameters
+        ----------
+        data
+            A homogeneous ``Data`` (or ``Batch``) with ``x`` and ``edge_index``; it is not changed.
+
+        Returns
+        -------
+        Data
+            One view: the kept edges with their attributes, and ``x`` with the masked columns zeroed.
+        """
         graph = self._graph(data)
         self._refuse_adjacency(data)
         view = self._view(data, graph)

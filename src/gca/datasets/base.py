@@ -30,6 +30,28 @@ class LoadedDataset:
 
     ``named`` is true for the built-in and named datasets, whose shipped hyperparameters apply; a graph file
     read by path gets the defaults whatever its file is called.
+
+    Parameters
+    ----------
+    name
+        The dataset's display name (a file's stem for a graph read by path).
+    data
+        The graph: a PyG ``Data`` with ``x``, ``edge_index`` and, where labelled, ``y`` (−1 for an unlabelled node).
+    splits
+        The splits its benchmark evaluates on, each ``(train, val, test)`` arrays of node ids; ``None`` for random
+        ones.
+    public
+        The dataset's public split (Planetoid's, Wiki-CS's, OGB's), if any.
+    named
+        Whether it is a built-in or named dataset (its shipped hyperparameters apply).
+    node_ids
+        The files' node id of row i (user files); ``None`` when ids are ``0..N-1``.
+    directed
+        ``None``: undirected exactly when every edge has its reverse; else as the graph was read.
+    warnings
+        One line each about the files read (repeated edges, unlabelled nodes, unread columns).
+    class_names
+        A label file's name of class number c, where the file named classes.
     """
 
     name: str
@@ -44,7 +66,15 @@ class LoadedDataset:
 
 
 def check_regular_file(path: Path, what: str) -> None:
-    """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading."""
+    """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading.
+
+    Parameters
+    ----------
+    path
+        The file to check; a missing path, a folder, a pipe or a device is a :class:`DatasetError`.
+    what
+        What the file holds, for the message (``"feature"``, ``"graph"``).
+    """
     if not path.exists():
         raise DatasetError(f"{what} file {path} does not exist")
     if path.is_dir():
@@ -59,7 +89,15 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     """``values`` as float32, refusing what the cast would silently change: complex numbers (their imaginary part
-    would be dropped) and magnitudes beyond float32's range (they would become infinite)."""
+    would be dropped) and magnitudes beyond float32's range (they would become infinite).
+
+    Parameters
+    ----------
+    values
+        The features as read.
+    path
+        The file they came from, for the message.
+    """
     if values.dtype == np.float32:
         return values
     if np.iscomplexobj(values):
@@ -76,7 +114,15 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
 def stored_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     """A dense feature array as gca holds it: float16 stays float16 — half float32's memory, widened to float32 a
     block of rows at a time as it is read (:class:`gca.graph.features.DenseFeatures`) — and anything else becomes
-    float32 (:func:`float32_features`)."""
+    float32 (:func:`float32_features`).
+
+    Parameters
+    ----------
+    values
+        The features as read.
+    path
+        The file they came from, for the message.
+    """
     return values if values.dtype == np.float16 else float32_features(values, path)
 
 
@@ -86,7 +132,17 @@ def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[
     Class numbers are the integers 0, 1, 2, …, stored as integers or as floats with an integral value. NaN marks
     a node without a label (OGB's files do): it becomes −1, is left out of evaluation, and a warning says how many.
     Anything else — a negative number, a fraction, an infinity, one label too many or too few — is an error naming
-    the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes)."""
+    the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes).
+
+    Parameters
+    ----------
+    values
+        The label column: one value per node.
+    path
+        The file it came from, for the message.
+    num_nodes
+        The graph's nodes (the number of labels required).
+    """
     values = np.asarray(values)
     if values.ndim != 1 or values.shape[0] != num_nodes:
         raise DatasetError(f"{path}: the labels have shape {values.shape}; give one label per node ({num_nodes})")
@@ -121,7 +177,18 @@ def default_cache_dir() -> Path:
 
 
 def mask_splits(train_mask: torch.Tensor, val_mask: torch.Tensor, test_mask: torch.Tensor) -> list[Split]:
-    """Public splits given as boolean masks of shape [N] or [N, S] (one column per split, as in Wiki-CS)."""
+    """Public splits given as boolean masks of shape [N] or [N, S] (one column per split, as in Wiki-CS).
+
+    Parameters
+    ----------
+    train_mask, val_mask, test_mask
+        Boolean masks of shape ``[N]`` (one split) or ``[N, S]`` (S splits); a 1-D mask is shared by every split.
+
+    Returns
+    -------
+    list[Split]
+        ``(train, val, test)`` arrays of node ids, one triple per split.
+    """
 
     def columns(mask: torch.Tensor, count: int) -> list[np.ndarray]:
         mask = mask.cpu().numpy().astype(bool)
@@ -141,6 +208,15 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
     edge_index holds both directions of every edge once, sorted by source then target (int32 below 2³¹ nodes:
     :func:`undirected_edges`). A directed edge_index holds every listed pair once, sorted the same way: the
     repeats are merged here, so they are reported once, by the reader that counted them.
+
+    Parameters
+    ----------
+    source, target
+        The listed edges' endpoints, node ids in ``[0, num_nodes)``.
+    num_nodes
+        The graph's nodes.
+    directed
+        Keep each listed direction only; ``False`` adds every edge's reverse.
     """
     if directed:
         keys = torch.from_numpy(np.asarray(source, dtype=np.int64) * num_nodes + np.asarray(target, dtype=np.int64))
@@ -161,7 +237,13 @@ EDGE_BLOCK = 1 << 22
 
 def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     """The edges of a CSR adjacency (a file's ``adj_indptr``/``adj_indices``) as (source, target) blocks of about
-    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array."""
+    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array.
+
+    Parameters
+    ----------
+    indptr, indices
+        The CSR arrays.
+    """
 
     def blocks():
         rows = len(indptr) - 1
@@ -191,6 +273,15 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     endpoint, direction) in blocks — equal neighbours are one edge, equal (neighbour, direction) a repeat —
     and compacted in place, (3) the upper rows are mirrored into the int32 ``[2, E]`` result, row u holding first
     the smaller neighbours (from the rows before it, in ascending order), then its own row.
+
+    Parameters
+    ----------
+    blocks
+        ``blocks()`` yields the listed edges as (source, target) arrays; it is called twice.
+    num_nodes
+        N.
+    listed
+        The listed entries in all.
     """
     n = num_nodes
     kind = np.int32 if n < 2**31 else np.int64
@@ -295,7 +386,17 @@ def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | No
     ``where(i)`` names listed edge i in a message (``line 7``, ``the adjacency entry at row 3, column 5``). Refused
     in one line naming the first such edge: values that are not real numbers, NaN or infinite weights, negative
     ones (a GCN's weights are non-negative; 0 is an edge that contributes nothing) and magnitudes beyond float32's
-    range (the GCN's weights are float32: they would become infinite)."""
+    range (the GCN's weights are float32: they would become infinite).
+
+    Parameters
+    ----------
+    values
+        The listed edges' weights.
+    path
+        The file they came from, for the message.
+    where
+        ``where(i)`` names listed edge i in a message.
+    """
     values = np.asarray(values)
     if values.dtype.kind not in "biuf":
         raise DatasetError(f"{path}: the edge weights are {values.dtype} values; give real numbers")
@@ -322,6 +423,23 @@ def weighted_edge_list(source: np.ndarray, target: np.ndarray, weight: np.ndarra
     listed in both must carry the same weight both ways, or the file is refused naming the edge (``where(i)``) and
     what to do (``advice``).
     Returns both directions of every edge once, sorted by source then target, and float32 weights aligned with them.
+
+    Parameters
+    ----------
+    source, target
+        The listed edges' endpoints, node ids in ``[0, num_nodes)``.
+    weight
+        The listed edges' weights.
+    num_nodes
+        The graph's nodes.
+    directed
+        Keep each listed direction only; ``False`` adds every edge's reverse with the same weight.
+    path
+        The file the edges came from, for the messages.
+    where
+        ``where(i)`` names listed edge i in a message.
+    advice
+        What to do about unequal weights of an edge's two directions, for that message.
     """
     n = max(num_nodes, 1)
     keys = np.asarray(source, dtype=np.int64) * n + np.asarray(target, dtype=np.int64)

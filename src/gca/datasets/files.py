@@ -101,7 +101,18 @@ def _looks_like_header(rows: list[tuple[int, list[str]]], columns: int) -> bool:
 
 
 def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
-    """(sources, targets, integer_ids) as the tokens in the file."""
+    """(sources, targets, integer_ids) as the tokens in the file.
+
+    Parameters
+    ----------
+    path
+        The edge file.
+
+    Returns
+    -------
+    tuple[list[str], list[str], bool]
+        Each edge's source and target id as written, and whether every id is an integer.
+    """
     return _edge_rows(path)[:3]
 
 
@@ -197,6 +208,11 @@ def read_npy(path: Path) -> np.ndarray:
     A checked array is used through a copy-on-write memory map: its pages are read as training touches them and
     stay reclaimable page cache, never a private copy (float32 arrays are used as they are). Fortran-ordered arrays
     are mapped in their order and read correctly. Where the file cannot be mapped it is read whole.
+
+    Parameters
+    ----------
+    path
+        The ``.npy`` file.
     """
     with path.open("rb") as f:
         if f.read(6) != b"\x93NUMPY":
@@ -242,7 +258,13 @@ def read_npy(path: Path) -> np.ndarray:
 
 
 def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[str] | None]:
-    """(matrix, node ids or ``None`` when row i is node i)."""
+    """(matrix, node ids or ``None`` when row i is node i).
+
+    Parameters
+    ----------
+    path
+        An ``.npy``, ``.npz`` (SciPy sparse) or CSV/TSV feature file.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     check_regular_file(path, "feature")
@@ -303,7 +325,13 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[st
 
 
 def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
-    """(line number, node id, label) rows."""
+    """(line number, node id, label) rows.
+
+    Parameters
+    ----------
+    path
+        A CSV/TSV of ``node, label`` lines (a header line is skipped).
+    """
     path = Path(path)
     rows = _rows(path, "label")
     if rows and [t.lower() for t in rows[0][1][:1]][0] in ID_COLUMN_NAMES | {"source", "node1"}:
@@ -321,7 +349,29 @@ def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
 def load_files(
     edges: str | Path, features: str | Path, labels: str | Path | None = None, directed: bool = False
 ) -> LoadedDataset:
-    """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files."""
+    """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files.
+
+    Parameters
+    ----------
+    edges
+        The edge list (CSV, TSV or whitespace-separated; ``source target`` and optionally ``weight``), as the
+        module describes.
+    features
+        The feature matrix: ``.npy``, a SciPy sparse ``.npz``, or CSV/TSV with one row per node (optionally a
+        first column of node ids).
+    labels
+        A CSV/TSV of ``node, label`` lines (any node may lack one); ``None`` for an unlabelled graph.
+    directed
+        Keep the edges as listed; ``False`` (the default) reads the graph as undirected: an edge listed one way
+        gets its reverse, with its weight.
+
+    Returns
+    -------
+    LoadedDataset
+        The graph; ``node_ids[i]`` is row i's id in the files, ``warnings`` what was noticed while reading
+        (repeated edges, unread columns, unlabelled nodes), ``class_names`` the labels' names where they were
+        strings. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
+    """
     rows = _edge_rows(edges)
     sources, targets, integer = rows.sources, rows.targets, rows.integer
     weights, weight_notes = _weight_column(Path(edges), rows)

@@ -35,7 +35,15 @@ MAPPED = ("attr_matrix", "adj_data", "adj_indices", "adj_indptr")
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
     """The ``name`` array of an .npz file as a copy-on-write memory map, or ``None`` where it cannot be mapped: no
-    such member, a compressed one, or a header other than .npy format 1.0/2.0."""
+    such member, a compressed one, or a header other than .npy format 1.0/2.0.
+
+    Parameters
+    ----------
+    path
+        The ``.npz`` file.
+    name
+        The member's name without ``.npy``.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             info = archive.getinfo(f"{name}.npy")
@@ -74,6 +82,19 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     edge file's weight column is (:func:`~gca.datasets.base.weighted_edge_list`): non-negative, finite, within
     float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
     Amazon/Coauthor files' — is unweighted, and reads exactly as before.
+
+    Parameters
+    ----------
+    path
+        An ``.npz`` file in that layout; a missing or malformed file is a :class:`~gca.datasets.base.DatasetError`.
+    directed
+        Keep the edges as listed; ``False`` reads the graph as undirected.
+
+    Returns
+    -------
+    Data
+        ``x`` (sparse or dense, as stored), ``edge_index``, ``edge_weight`` where the adjacency holds weights other
+        than 1, and ``y`` where the file has labels.
     """
     return read_npz(Path(path), directed)[0]
 

@@ -39,7 +39,15 @@ def is_ogb_folder(folder: Path) -> bool:
 
 
 def load_named(key: str, data_dir: Path) -> LoadedDataset:
-    """A named OGB dataset from ``data_dir``, downloaded and unpacked there when missing and online."""
+    """A named OGB dataset from ``data_dir``, downloaded and unpacked there when missing and online.
+
+    Parameters
+    ----------
+    key
+        The dataset's key (``"ogbnarxiv"``, …).
+    data_dir
+        The folder datasets are read from.
+    """
     name, folder_name, url = OGB_DATASETS[key]
     folder = data_dir / folder_name
     if not is_ogb_folder(folder):
@@ -79,7 +87,15 @@ def _table(path: Path, dtype: type) -> np.ndarray:
 
 
 def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDataset:
-    """A folder in OGB's node-property layout as a :class:`LoadedDataset` with its official split."""
+    """A folder in OGB's node-property layout as a :class:`LoadedDataset` with its official split.
+
+    Parameters
+    ----------
+    folder
+        The dataset's folder (``raw/`` and ``split/``).
+    name
+        The dataset's name; ``None`` for the folder's.
+    """
     folder = Path(folder)
     if not is_ogb_folder(folder):
         raise DatasetError(f"{folder} is not in OGB's layout: expected {', '.join(REQUIRED)}")

@@ -102,17 +102,41 @@ DATASETS: dict[str, _Spec] = {
 
 
 def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache."""
+    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache.
+
+    Parameters
+    ----------
+    spec
+        The dataset's declaration (an entry of :data:`DATASETS`).
+    folder
+        Its folder (holding ``raw/``).
+    cache_dir
+        Where processed files go when the folder cannot hold them.
+    """
     return _loaded(spec, _open(spec, folder, cache_dir))
 
 
 def is_dataset_folder(folder: Path) -> bool:
-    """Does ``folder/raw`` hold one named dataset's raw files?"""
+    """Does ``folder/raw`` hold one named dataset's raw files?
+
+    Parameters
+    ----------
+    folder
+        The folder.
+    """
     return _spec_of(folder) is not None
 
 
 def load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path)."""
+    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path).
+
+    Parameters
+    ----------
+    folder
+        The dataset's folder (holding ``raw/``).
+    cache_dir
+        Where processed files go when the folder cannot hold them.
+    """
     spec = _spec_of(folder)
     if spec is None:
         raise DatasetError(f"{folder}/raw holds none of the named datasets' raw files")

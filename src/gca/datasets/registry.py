@@ -41,14 +41,26 @@ DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 def named_key(name: str) -> str:
     """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
-    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
+    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`).
+
+    Parameters
+    ----------
+    name
+        A dataset name in any spelling.
+    """
     key = canonical_name(name)
     return ALIASES.get(key, key)
 
 
 def dataset_display_name(name: str) -> str:
     """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text is returned
-    as is."""
+    as is.
+
+    Parameters
+    ----------
+    name
+        A dataset name in any spelling, or other text.
+    """
     entry = NAMED.get(named_key(name))
     return entry[0] if entry else name
 
@@ -61,6 +73,25 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
     matter, nor PyG's spelling: :func:`named_key`), read from ``data_dir``. A bare name that is also a folder here
     without a dataset's files in it (say, an output folder called ``Cora``) is the name.
+
+    Parameters
+    ----------
+    name
+        A dataset name (``"Cora"``, ``"amazon-photo"`` or PyG's ``"Photo"``, ``"ogbn-arxiv"``, ``"karate"``), the
+        path of an ``.npz`` graph file, or the path of a dataset folder. An unknown name that is no file or folder
+        either is a :class:`~gca.datasets.base.DatasetError` listing the names.
+    data_dir
+        The folder named datasets are read from (``data_dir/Cora/raw/…``), and downloaded into when missing and
+        online; ``None`` for ``$GCA_DATA_DIR``, else ``~/.cache/gca/data``. Not read for a path.
+    cache_dir
+        Where processed files go when a dataset's own folder is read-only or named otherwise; ``None`` for
+        ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
+
+    Returns
+    -------
+    LoadedDataset
+        The graph (``data``: ``x``, ``edge_index``, ``y`` where labelled), its benchmark's splits where it has
+        them, and the warnings about the files read.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
@@ -94,7 +125,15 @@ def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[
     """The files and folders :func:`load_dataset` reads ``name`` from, and which reader: ``(paths, how)`` — an
     npz file; a dataset folder's ``raw/`` (and OGB's ``split/``) sub-folders, not what else the folder holds
     (processed files, a user's runs); ``None`` for the built-in Karate club and a named dataset whose files are not
-    there yet (the load downloads or refuses)."""
+    there yet (the load downloads or refuses).
+
+    Parameters
+    ----------
+    name
+        What :func:`load_dataset` is given.
+    data_dir
+        The folder named datasets are read from, as :func:`load_dataset` takes it.
+    """
     path = Path(name).expanduser()
     if path.is_file():
         return [path], "npz"

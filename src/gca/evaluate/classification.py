@@ -45,7 +45,27 @@ MAX_TRAIN_NODES = 50_000
 @dataclass
 class EvaluationResult:
     """Test accuracy (in %) per split, what was chosen on each split's validation nodes (C under ``sklearn``, the
-    reported epoch under ``authors``) and its validation accuracy."""
+    reported epoch under ``authors``) and its validation accuracy.
+
+    Parameters
+    ----------
+    accuracies
+        Test accuracy (in %) of each split.
+    chosen_c
+        ``sklearn``: the C chosen on each split's validation nodes.
+    val_accuracies
+        The validation accuracy (in %) of what was chosen, per split.
+    fitted_on
+        The training nodes each split's classifier was fitted on.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    chosen_epochs
+        ``authors``: the check each split reports.
+    micro_f1
+        Micro-F1 (in %) per split; equal to accuracy for one label per node.
+    macro_f1
+        Macro-F1 (in %) per split: the unweighted mean of the classes' F1.
+    """
 
     accuracies: list[float]
     chosen_c: list[float] = field(default_factory=list)
@@ -93,7 +113,13 @@ def _summary(values: list[float]) -> dict:
 
 
 def check_protocol(protocol: str) -> str:
-    """``protocol`` if it is one of :data:`PROTOCOLS`, else an :class:`EvaluationError` naming them."""
+    """``protocol`` if it is one of :data:`PROTOCOLS`, else an :class:`EvaluationError` naming them.
+
+    Parameters
+    ----------
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    """
     if protocol not in PROTOCOLS:
         raise EvaluationError(f"unknown evaluation protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     return protocol
@@ -108,7 +134,31 @@ def evaluate_embeddings(
 ) -> EvaluationResult:
     """Test accuracy of ``features`` on ``splits`` under ``protocol`` (``sklearn`` or ``authors``).
 
-    ``device`` is where the authors' probe trains (default: where ``features`` lie); scikit-learn runs on the CPU."""
+    ``device`` is where the authors' probe trains (default: where ``features`` lie); scikit-learn runs on the CPU.
+
+    Parameters
+    ----------
+    features
+        One row per node: the embeddings (a tensor, a NumPy array or a mapped ``.npy``) or raw features (dense or
+        SciPy sparse).
+    labels
+        One class number per node (integers, or floats with integral values; −1 for a node without a label), any
+        values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
+    splits
+        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
+        every training part needs two classes.
+    protocol
+        ``"sklearn"``: :func:`linear_evaluation`; ``"authors"``: the authors' Adam-trained linear probe
+        (:mod:`gca.evaluate.probe`). Another name is an :class:`EvaluationError`.
+    device
+        Where the authors' probe trains; ``None`` for where ``features`` lie. Not read under ``sklearn``.
+
+    Returns
+    -------
+    EvaluationResult
+        Test accuracy (in %) per split, with micro- and macro-F1 and what each split's validation chose.
+    """
     if check_protocol(protocol) == "sklearn":
         return linear_evaluation(features, labels, splits)
     from .probe import adam_probe
@@ -125,7 +175,15 @@ def evaluate_embeddings(
 def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarray | sp.spmatrix:
     """The raw features as each protocol judges them: as stored under ``sklearn`` (which ℓ2-normalises rows
     itself); under ``authors`` scaled to row sum 1, as the authors' pipeline holds them (PyTorch Geometric's
-    ``NormalizeFeatures`` on every dataset)."""
+    ``NormalizeFeatures`` on every dataset).
+
+    Parameters
+    ----------
+    raw
+        The graph's raw features (dense or SciPy sparse), as stored.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    """
     if check_protocol(protocol) == "sklearn":
         return raw
     from ..graph.features import normalize_rows
@@ -163,7 +221,13 @@ class NormalizedRows:
     scale — read only where indexed (``rows[index]``): evaluation reads the labelled rows of its splits, a block at
     a time, never an N × d float64 copy of all nodes (10 GB at 10⁷ nodes and d = 128; embeddings mapped from a
     file stay file-backed). Each row is normalised on its own, so the values equal those of normalising the whole
-    matrix."""
+    matrix.
+
+    Parameters
+    ----------
+    features
+        One row per node (a tensor, a NumPy array or a SciPy sparse matrix).
+    """
 
     def __init__(self, features: torch.Tensor | np.ndarray | sp.spmatrix) -> None:
         if isinstance(features, torch.Tensor):
@@ -211,7 +275,36 @@ def linear_evaluation(
     """Mean test accuracy of ℓ2 logistic regression on ``features``, C chosen per split on validation.
 
     A split with more than ``max_train`` training nodes fits on a random ``max_train`` of them (seeded by the
-    split's number), walking the C grid from strong to weak regularisation with warm starts."""
+    split's number), walking the C grid from strong to weak regularisation with warm starts.
+
+    Parameters
+    ----------
+    features
+        One row per node: the embeddings (a tensor, a NumPy array or a mapped ``.npy``) or raw features (dense or
+        SciPy sparse).
+        Rows are ℓ2-normalised (in float64) before the classifier sees them.
+    labels
+        One class number per node (integers, or floats with integral values; −1 for a node without a label), any
+        values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
+    splits
+        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
+        every training part needs two classes.
+    c_grid
+        The inverse regularisation strengths C = 1/λ tried; the one of best validation accuracy is used on the test
+        nodes (of equal ones, the first tried: in the grid's order, or ascending for a large split).
+    max_iter
+        The iterations each logistic regression may take.
+    max_train
+        A split with more training nodes than this fits on a random sample of this many (seeded by the split's
+        number); test accuracy still counts every test node.
+
+    Returns
+    -------
+    EvaluationResult
+        Test accuracy (in %) per split (``mean``, ``std``), micro- and macro-F1, the C chosen and its validation
+        accuracy, and how many training nodes each classifier was fitted on.
+    """
     x, y = _inputs(features, labels, splits)
     result = EvaluationResult([])
     for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
@@ -232,7 +325,29 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
                         max_train: int = MAX_TRAIN_NODES, protocol: str = "sklearn") -> float:  # fmt: skip
     """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
     :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read.
-    Under the ``authors`` protocol: the best validation accuracy of the probe's checks (test nodes are not read)."""
+    Under the ``authors`` protocol: the best validation accuracy of the probe's checks (test nodes are not read).
+
+    Parameters
+    ----------
+    features
+        One row per node: the embeddings (a tensor, a NumPy array or a mapped ``.npy``) or raw features (dense or
+        SciPy sparse).
+    labels
+        One class number per node (integers, or floats with integral values; −1 for a node without a label), any
+        values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
+    splits
+        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
+        every training part needs two classes.
+    c_grid
+        The C values tried, as :func:`linear_evaluation` takes them.
+    max_iter
+        The iterations each logistic regression may take.
+    max_train
+        The training nodes a split's classifier is fitted on at most.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    """
     if check_protocol(protocol) == "authors":
         from .probe import adam_probe
 

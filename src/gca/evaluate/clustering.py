@@ -20,7 +20,17 @@ from .splits import EvaluationError
 
 @dataclass
 class ClusterResult:
-    """NMI and ARI (in %) per k-means seed."""
+    """NMI and ARI (in %) per k-means seed.
+
+    Parameters
+    ----------
+    nmi
+        NMI (in %) per k-means seed.
+    ari
+        ARI (in %) per k-means seed.
+    clusters
+        k, the number of clusters (the classes among the labelled nodes).
+    """
 
     nmi: list[float] = field(default_factory=list)
     ari: list[float] = field(default_factory=list)
@@ -39,7 +49,24 @@ class ClusterResult:
 def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray,
                        seeds: int = TASK_COUNTS["cluster"], first_seed: int = 0) -> ClusterResult:  # fmt: skip
     """k-means with k = the number of classes among the labelled nodes (label ≥ 0), ``seeds`` times: the
-    initialisations are seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``, so any accepted seed works."""
+    initialisations are seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``, so any accepted seed works.
+
+    Parameters
+    ----------
+    embeddings
+        One row per node.
+    labels
+        One class number per node (−1: no label; such nodes are left out).
+    seeds
+        How many k-means runs (each seeded differently).
+    first_seed
+        The first run's seed.
+
+    Returns
+    -------
+    ClusterResult
+        NMI and ARI (in %) per run.
+    """
     z = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.shape[0] != z.shape[0]:

@@ -45,7 +45,19 @@ SCORERS = ("cosine", "hadamard")
 
 @dataclass
 class HeldOutEdges:
-    """One hold-out: the graph to pre-train on and the labelled pairs to judge, each ``[2, k]`` node pairs."""
+    """One hold-out: the graph to pre-train on and the labelled pairs to judge, each ``[2, k]`` node pairs.
+
+    Parameters
+    ----------
+    train_edge_index
+        The edges the encoder sees (both directions of undirected edges).
+    val_pos, val_neg
+        ``[2, k]`` validation pairs: held-out edges and non-edges.
+    test_pos, test_neg
+        ``[2, k]`` test pairs: held-out edges and non-edges.
+    directed
+        Whether the graph is directed.
+    """
 
     train_edge_index: torch.Tensor  # what the encoder sees (both directions of undirected edges)
     val_pos: torch.Tensor
@@ -55,7 +67,13 @@ class HeldOutEdges:
     directed: bool = False
 
     def training_data(self, data: Data) -> Data:
-        """``data`` with its edges replaced by the training edges (features and labels kept)."""
+        """``data`` with its edges replaced by the training edges (features and labels kept).
+
+        Parameters
+        ----------
+        data
+            The whole graph.
+        """
         return Data(x=data.x, edge_index=self.train_edge_index, y=getattr(data, "y", None), num_nodes=data.num_nodes)
 
 
@@ -64,7 +82,27 @@ def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, 
     """Split the edges of a cleaned graph (no self-loops, no repeats; both directions of every undirected edge) as
     PyG's ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, drawn from ``seed``;
     the negatives are drawn by :func:`sample_non_edges`: distinct pairs of the graph's complement (an undirected
-    pair once, whichever its direction), none in both validation and testing."""
+    pair once, whichever its direction), none in both validation and testing.
+
+    Parameters
+    ----------
+    edge_index
+        The cleaned graph's edges, ``[2, E]``.
+    num_nodes
+        The graph's nodes.
+    val, test
+        The shares of the edges (an undirected edge counted once) held out for validation and testing; each in
+        (0, 1), together below 1, and each leaving at least one edge.
+    seed
+        Seeds the split and the negatives.
+    directed
+        Whether the graph is directed (an undirected edge is held out in both directions).
+
+    Returns
+    -------
+    HeldOutEdges
+        The training edges and the positive and negative pairs of validation and testing.
+    """
     from torch_geometric.transforms import RandomLinkSplit
 
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
@@ -104,7 +142,25 @@ def sample_non_edges(taken: torch.Tensor, num_nodes: int, count: int, seed: int,
     and any pair already used) and not self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is
     unordered: (u, v) and (v, u) are one pair, returned once (smaller node first), and ``taken`` holds it in either
     direction. Fewer pairs than ``count`` exist: with ``at_most`` all of them, else an :class:`EvaluationError`
-    (a complete graph has none)."""
+    (a complete graph has none).
+
+    Parameters
+    ----------
+    taken
+        ``[2, k]`` pairs that may not be drawn (the graph's edges and pairs already used).
+    num_nodes
+        The graph's nodes.
+    count
+        How many pairs to draw.
+    seed
+        Seeds NumPy's generator.
+    directed
+        Whether a pair is ordered.
+    at_most
+        When fewer than ``count`` pairs are free: return them all instead of raising.
+    purpose
+        What the pairs are for, for the message.
+    """
     rng = np.random.default_rng(seed)
     taken_keys = np.unique(_pair_keys(taken.cpu().numpy(), num_nodes, directed))
     total = num_nodes * (num_nodes - 1) // (1 if directed else 2)
@@ -166,7 +222,22 @@ def _metrics(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 
 def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> dict[str, dict[str, float]]:
     """ROC-AUC and average precision (in %) of each scorer on the test pairs: ``{scorer: {"auc", "ap"}}``; the
-    Hadamard classifier also records the C chosen and its validation AUC."""
+    Hadamard classifier also records the C chosen and its validation AUC.
+
+    Parameters
+    ----------
+    embeddings
+        One row per node, from a model pre-trained on ``held.train_edge_index`` only.
+    held
+        The hold-out whose test pairs are scored.
+    seed
+        Seeds the sample of training pairs the Hadamard classifier is fitted on.
+
+    Returns
+    -------
+    dict[str, dict[str, float]]
+        ``{"cosine": {"auc", "ap"}, "hadamard": {"auc", "ap", "chosen_C", "val_auc"}}``, in %.
+    """
     z = torch.nn.functional.normalize(embeddings.detach().float().cpu(), dim=1).numpy()
     val_pairs, val_y = _pairs_and_labels(held.val_pos, held.val_neg)
     test_pairs, test_y = _pairs_and_labels(held.test_pos, held.test_neg)
@@ -199,7 +270,13 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
 
 @dataclass
 class LinkResult:
-    """Test ROC-AUC and AP (in %) of each scorer over hold-outs (one per seed)."""
+    """Test ROC-AUC and AP (in %) of each scorer over hold-outs (one per seed).
+
+    Parameters
+    ----------
+    runs
+        Per hold-out, ``{scorer: {"auc", "ap", …}}`` as :func:`score_links` gives it.
+    """
 
     runs: list[dict[str, dict[str, float]]] = field(default_factory=list)
 

@@ -44,7 +44,17 @@ SIZES = ("round", "floor")
 class DrawnSplits(list):
     """The splits drawn (a list of :data:`Split`), and :attr:`removed`: how many unlabelled nodes were removed from
     each part of the dataset's own split, summed over its splits (``{"train": 0, "val": 0, "test": 0}`` for
-    splits drawn among the labelled nodes)."""
+    splits drawn among the labelled nodes).
+
+    Parameters
+    ----------
+    splits
+        The splits, ``(train, val, test)`` node indices each.
+    removed
+        Unlabelled nodes removed from each part; ``None`` for none.
+    own
+        Whether they are the dataset's own splits.
+    """
 
     def __init__(self, splits, removed: dict[str, int] | None = None, own: bool = False):
         super().__init__(splits)
@@ -76,7 +86,30 @@ def random_splits(
     (in exactly one when ``test`` is ``None``: the test part is the rest). Each part holds ``round(fraction · n)``
     nodes, or ``int(fraction · n)`` with ``sizes="floor"`` (the GCA authors' cut), at least one.
 
-    With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times)."""
+    With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times).
+
+    Parameters
+    ----------
+    num_nodes
+        n, the nodes to split (``range(n)``); fewer than 3 is an :class:`EvaluationError`.
+    num_splits
+        How many splits to draw.
+    train, val
+        The fractions of the n nodes in the training and validation parts (each part at least one node).
+    seed
+        Seeds NumPy's generator: the same seed gives the same splits.
+    labels
+        The n nodes' labels; given, each training part holds every class (as far as its size allows).
+    test
+        The fraction in the test part; ``None``: every node not in training or validation.
+    sizes
+        ``"round"``: parts of ``round(fraction · n)`` nodes; ``"floor"``: ``int(fraction · n)``.
+
+    Returns
+    -------
+    list[Split]
+        ``(train, val, test)`` arrays of node indices, disjoint within a split.
+    """
     if num_nodes < 3:
         raise EvaluationError(f"linear evaluation needs at least 3 labelled nodes, got {num_nodes}")
     if sizes not in SIZES:
@@ -105,7 +138,13 @@ def random_splits(
 
 def renumber_classes(labels) -> np.ndarray:
     """Class numbers 0 … C−1 in the order of the class values; −1 (no label) stays −1. Every protocol judges
-    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs."""
+    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs.
+
+    Parameters
+    ----------
+    labels
+        One class value per node (−1: no label).
+    """
     y = _as_numpy(labels).astype(np.int64)
     labelled = y >= 0
     renumbered = np.full(y.shape, -1, dtype=np.int64)
@@ -115,7 +154,17 @@ def renumber_classes(labels) -> np.ndarray:
 
 def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> DrawnSplits:
     """``splits`` with every node labelled −1 removed from each part, and how many were removed from each part.
-    A part that holds no labelled node is an :class:`EvaluationError`."""
+    A part that holds no labelled node is an :class:`EvaluationError`.
+
+    Parameters
+    ----------
+    splits
+        The dataset's own splits, ``(train, val, test)`` node indices each.
+    labels
+        One label per node (−1: no label).
+    dataset
+        The dataset's name, for the message.
+    """
     y = _as_numpy(labels)
     removed = dict.fromkeys(PARTS, 0)
     kept = []
@@ -135,7 +184,17 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
 
 def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -> tuple[int, str, int] | None:
     """(split number, part, count) of the first of ``parts`` of ``splits`` that holds nodes labelled −1, else
-    ``None``."""
+    ``None``.
+
+    Parameters
+    ----------
+    splits
+        ``(train, val, test)`` node indices, one triple per split.
+    labels
+        One label per node (−1: no label).
+    parts
+        Which parts to look in (``"train"``, ``"val"``, ``"test"``).
+    """
     y = _as_numpy(labels)
     for number, split in enumerate(splits, start=1):
         for name, part in zip(PARTS, split, strict=True):
@@ -150,7 +209,25 @@ def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -
 def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float = 0.1, seed: int = 0,
                      test: float | None = None, class_names: list[str] | None = None) -> list[Split]:  # fmt: skip
     """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0).
-    ``class_names[c]``: how the user's files name class number c, for the messages (default: the number)."""
+    ``class_names[c]``: how the user's files name class number c, for the messages (default: the number).
+
+    Parameters
+    ----------
+    labels
+        The labelled nodes' class numbers (all ≥ 0).
+    num_splits
+        How many splits to draw.
+    shots
+        k, the training nodes of every class; at least 1 and fewer than the smallest class's size.
+    val
+        The fraction of the nodes in the validation part (drawn from the nodes not in training).
+    seed
+        Seeds NumPy's generator.
+    test
+        The fraction of the nodes in the test part; ``None``: every node not in training or validation.
+    class_names
+        How the user's files name class number c, for the messages.
+    """
     classes, sizes = np.unique(labels, return_counts=True)
     named_as = (lambda c: repr(class_names[c])) if class_names else str  # noqa: E731
     if shots < 1:
@@ -184,7 +261,23 @@ def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float
 
 @dataclass(frozen=True)
 class SplitSetting:
-    """How evaluation splits are drawn (module docstring)."""
+    """How evaluation splits are drawn (module docstring).
+
+    Parameters
+    ----------
+    scheme
+        ``"auto"``, ``"random"``, ``"public"`` or ``"fewshot"`` (module docstring).
+    count
+        How many splits to draw (1 to 1,000); a dataset with one public split gives one.
+    train, val
+        The training and validation fractions of the labelled nodes (``random``; ``val`` also for ``fewshot``).
+    test
+        The test fraction; ``None``: every labelled node not in training or validation.
+    shots
+        ``fewshot``: the training nodes of every class (and only there).
+    sizes
+        ``random``: parts of ``round(fraction · n)`` nodes, or ``"floor"``: ``int(fraction · n)`` as the authors cut.
+    """
 
     scheme: str = "auto"
     count: int = TASK_COUNTS["classify"]
@@ -196,7 +289,13 @@ class SplitSetting:
 
     def for_protocol(self, protocol: str) -> SplitSetting:
         """The setting as ``protocol`` draws it: under ``authors`` random parts are cut with ``int()`` as the
-        authors' script does (``sizes = "floor"``); under ``sklearn`` as given."""
+        authors' script does (``sizes = "floor"``); under ``sklearn`` as given.
+
+        Parameters
+        ----------
+        protocol
+            ``"sklearn"`` or ``"authors"``.
+        """
         return replace(self, sizes="floor") if protocol == "authors" else self
 
     def check(self) -> SplitSetting:
@@ -227,7 +326,29 @@ class SplitSetting:
         nodes removed (:func:`drop_unlabelled`).
 
         ``labels`` may also be what :func:`gca.datasets.load_dataset` returned: its labels, prescribed and public
-        splits, name and class names are then read from it — ``SplitSetting("public").draw(loaded)``."""
+        splits, name and class names are then read from it — ``SplitSetting("public").draw(loaded)``.
+
+        Parameters
+        ----------
+        labels
+            One label per node (−1: no label), or a :class:`~gca.datasets.base.LoadedDataset`.
+        seed
+            Seeds the random and few-label draws.
+        prescribed
+            The splits the dataset's benchmark evaluates on (taken by ``auto``).
+        public
+            The dataset's public split (taken by ``public``).
+        dataset
+            The dataset's name, for the messages.
+        class_names
+            How the user's files name class number c, for the messages.
+
+        Returns
+        -------
+        DrawnSplits
+            The splits, each ``(train, val, test)`` node indices of labelled nodes, and how many unlabelled nodes
+            were removed from each part.
+        """
         self.check()
         if hasattr(labels, "data") and hasattr(labels, "public"):  # a LoadedDataset: everything it knows
             loaded = labels
@@ -257,7 +378,13 @@ class SplitSetting:
         return DrawnSplits([tuple(labelled[part] for part in split) for split in inner])
 
     def record(self, splits: list[Split] | None = None) -> dict:
-        """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn."""
+        """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn.
+
+        Parameters
+        ----------
+        splits
+            The splits drawn with this setting, whose count and part sizes are recorded.
+        """
         entry: dict = {"scheme": self.scheme}
         if getattr(splits, "own", False):  # the dataset's own split: no fraction of gca's played a part
             entry["used"] = "the dataset's own split"
@@ -275,5 +402,15 @@ class SplitSetting:
 
 def label_splits(labels, count: int, seed: int) -> list[Split]:
     """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), checked
-    first: evaluation needs two classes among the labelled nodes."""
+    first: evaluation needs two classes among the labelled nodes.
+
+    Parameters
+    ----------
+    labels
+        One label per node (−1: no label).
+    count
+        How many splits to draw.
+    seed
+        Seeds the draw.
+    """
     return SplitSetting("random", count).draw(labels, seed)

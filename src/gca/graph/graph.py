@@ -61,6 +61,27 @@ class Graph:
     :class:`~gca.graph.sparse.SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they
     are read (:class:`~gca.graph.features.RowNormalizedFeatures`; :func:`~gca.graph.features.dense_input` and
     :func:`~gca.graph.features.read_rows` take any of the three).
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    edge_index
+        ``[2, E]`` edges as above (coalesced, no self-loops).
+    directed
+        Whether the graph is directed (else ``edge_index`` holds both directions of every edge).
+    features
+        The encoder's input, one row per node.
+    raw_features
+        The features as given (SciPy CSR or NumPy), from which the augmentation's feature weights are computed.
+    y
+        One label per node, if any.
+    warnings
+        One line each about what cleaning changed (duplicates merged, self-loops removed, …).
+    edge_weight
+        ``[E]`` float32 weights aligned with ``edge_index``, or ``None``.
+    edge_attr
+        ``[E, D]`` edge features aligned with ``edge_index``, or ``None``.
     """
 
     num_nodes: int
@@ -110,6 +131,13 @@ class Graph:
         return digest.hexdigest()
 
     def to(self, device: torch.device | str) -> Graph:
+        """The same graph with its tensors on ``device`` (``raw_features`` stay on the CPU).
+
+        Parameters
+        ----------
+        device
+            The target device.
+        """
         return Graph(
             num_nodes=self.num_nodes,
             edge_index=self.edge_index.to(device),
@@ -135,6 +163,22 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     the encoder's input to sum to 1 in absolute value (all-zero rows stay zero,
     :func:`~gca.graph.features.normalize_rows`);
     ``raw_features`` keeps the raw values, from which the feature weights w_i of the augmentation are computed.
+
+    Parameters
+    ----------
+    data
+        A homogeneous PyG ``Data`` with ``x`` (a non-empty 2-D dense or sparse matrix) and ``edge_index``
+        (``[2, E]``); optionally ``edge_weight`` (``[E]``), ``edge_attr`` (``[E, D]``) and ``y``.
+    directed
+        ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one way
+        gets its reverse; ``True``: directed as given.
+    feature_norm
+        ``"row"``: the encoder's input rows scaled to sum 1 in absolute value; ``"none"``: as given.
+
+    Returns
+    -------
+    Graph
+        The cleaned graph; ``data`` is not changed.
     """
     if feature_norm not in ("row", "none"):
         raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")

@@ -30,7 +30,24 @@ from .sparse import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_re
 @dataclass
 class SampledSubgraph:
     """``nodes[i]`` is the full-graph id of local node i (anchors are nodes 0 … B − 1); ``edge_index`` holds the
-    sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph."""
+    sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph.
+
+    Parameters
+    ----------
+    nodes
+        The full-graph id of each local node.
+    edge_index
+        The sampled edges in local ids.
+    units
+        Each sampled edge's augmentation unit in the full graph.
+    num_anchors
+        B, the anchors (local nodes 0 … B − 1).
+    hop_sizes
+        The nodes within 0, 1, …, L hops of the anchors.
+    edge_ids
+        Each sampled edge's position in the full graph's ``edge_index`` (for its weight and features); ``None``
+        where the graph has none.
+    """
 
     nodes: torch.Tensor
     edge_index: torch.Tensor
@@ -54,6 +71,13 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     The edge list sorted by source is the CSR of A, and its CSC — SciPy's linear-time counting sort, with 32-bit
     indices — lists for every edge (v, u) the position of (u, v): read straight from the edge list's own arrays,
     on 10^8 edges about 1.5 GB for a moment, where sorting 64-bit keys takes several times that.
+
+    Parameters
+    ----------
+    edge_index
+        The coalesced ``[2, E]`` edges (both directions of each).
+    num_nodes
+        N.
     """
     import numpy as np
 
@@ -80,6 +104,15 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
 
     Computed a block at a time, with no edge-sized temporary besides the result and one int per unit
     (:func:`gca.graph.sparse.pair_reverse_edges`).
+
+    Parameters
+    ----------
+    edge_index
+        The coalesced ``[2, E]`` edges.
+    num_nodes
+        N.
+    symmetric_units
+        Whether a unit is an undirected edge (u < v).
     """
 
     source, target = edge_index
@@ -105,6 +138,21 @@ class NeighborSampler:
     Indices are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.
     ``units``: :func:`edge_unit_ids` of ``edge_index`` computed before (a stored prepared graph keeps them), used as
     given.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's coalesced ``[2, E]`` edges.
+    num_nodes
+        N.
+    fanouts
+        Neighbours drawn per node at each hop (−1: all; 0 or below −1 is a ``ValueError``).
+    undirected
+        Whether ``edge_index`` holds both directions of every edge.
+    symmetric_units
+        Whether augmentation units are undirected edges (needs ``undirected``).
+    units
+        The edges' augmentation units computed before; ``None``: computed here.
     """
 
     def __init__(
@@ -155,7 +203,15 @@ class NeighborSampler:
         self._local = torch.full((num_nodes,), -1, dtype=torch.long, device=device)
 
     def sample(self, anchors: torch.Tensor, generator: torch.Generator | None = None) -> SampledSubgraph:
-        """The subgraph around ``anchors`` (distinct full-graph node ids)."""
+        """The subgraph around ``anchors`` (distinct full-graph node ids).
+
+        Parameters
+        ----------
+        anchors
+            The anchors' full-graph ids.
+        generator
+            The generator drawn from; ``None`` for PyTorch's global one.
+        """
         device = self.indptr.device
         anchors = anchors.to(device=device, dtype=torch.long)
         local = self._local
@@ -215,6 +271,15 @@ def floyd_sample(population: torch.Tensor, k: int, generator: torch.Generator | 
     Floyd's algorithm, one round per drawn item for all rows at once: in round j, t is uniform on
     [0, n − k + j]; t is taken unless an earlier round took it, in which case n − k + j (not yet takeable
     before this round) is taken. Every k-subset comes out with probability 1 / C(n, k).
+
+    Parameters
+    ----------
+    population
+        Each row's population size n (at least ``k``).
+    k
+        The integers drawn per row.
+    generator
+        The generator drawn from; ``None`` for PyTorch's global one.
     """
     rows = population.numel()
     picks = torch.empty(rows, k, dtype=torch.long, device=population.device)

@@ -31,7 +31,13 @@ import torch
 
 def index_dtype(num_nodes: int) -> torch.dtype:
     """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — half
-    the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes)."""
+    the bytes per edge on every graph that exists today (ogbn-papers100M has 1.1·10⁸ nodes).
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    """
     return torch.int32 if num_nodes < 2**31 else torch.long
 
 
@@ -76,7 +82,17 @@ class EdgeList(torch.Tensor):
 def edge_list(edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
               edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """``edge_index`` carrying ``edge_weight`` and ``edge_attr`` (one row per column), as an :class:`EdgeList`;
-    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied."""
+    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges.
+    edge_weight
+        ``[E]`` weights, or ``None``.
+    edge_attr
+        ``[E, D]`` edge features, or ``None``.
+    """
     if edge_weight is None and edge_attr is None:
         return edge_index.as_subclass(torch.Tensor) if isinstance(edge_index, EdgeList) else edge_index
     count = edge_index.shape[1]
@@ -90,7 +106,13 @@ def edge_list(edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
 
 
 def edge_values(edge_index: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor."""
+    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor.
+
+    Parameters
+    ----------
+    edge_index
+        An :class:`EdgeList` or a plain tensor.
+    """
     return getattr(edge_index, "edge_weight", None), getattr(edge_index, "edge_attr", None)
 
 
@@ -114,6 +136,15 @@ class SparseMatrix:
 
     Autograd flows to the dense operand only: ∂(M H)/∂H applied to G is Mᵀ G, computed with the stored
     transpose instead of transposing a CSR matrix on every step.
+
+    Parameters
+    ----------
+    matrix
+        M, a sparse tensor (converted to CSR).
+    transpose
+        Mᵀ as CSR when already at hand; ``None``: computed (or M itself when ``symmetric``).
+    symmetric
+        Whether M = Mᵀ.
     """
 
     def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor | None = None, symmetric: bool = False):
@@ -142,14 +173,26 @@ class SparseMatrix:
         return self.matrix.to_dense()
 
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
-        """Rows start…stop − 1 as a CSR tensor sharing this matrix's arrays (for products without autograd)."""
+        """Rows start…stop − 1 as a CSR tensor sharing this matrix's arrays (for products without autograd).
+
+        Parameters
+        ----------
+        start, stop
+            The rows, ``stop`` exclusive.
+        """
         crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
         low, high = int(crow[start]), int(crow[stop])
         return csr_tensor(crow[start : stop + 1] - low, col[low:high], values[low:high], (stop - start, self.shape[1]))
 
     def take_rows(self, index: torch.Tensor) -> SparseMatrix:
         """The rows ``index`` (in that order) as a new matrix with its own transpose, for a sampled subgraph's
-        features; gathered with tensor operations, no loop over rows."""
+        features; gathered with tensor operations, no loop over rows.
+
+        Parameters
+        ----------
+        index
+            The rows wanted, in order.
+        """
         crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
         index = index.to(device=crow.device, dtype=torch.long)
         start = crow[index]
@@ -164,7 +207,15 @@ class SparseMatrix:
 
     def keep(self, rows: torch.Tensor | None = None, columns: torch.Tensor | None = None) -> SparseMatrix:
         """The same-shaped matrix holding only the entries in the ``rows`` and ``columns`` marked true (boolean
-        masks; None: every one), in their order, with its transpose filtered from the stored one (no sort)."""
+        masks; None: every one), in their order, with its transpose filtered from the stored one (no sort).
+
+        Parameters
+        ----------
+        rows
+            ``[N]`` boolean mask of the rows kept; ``None`` for all.
+        columns
+            ``[M]`` boolean mask of the columns kept; ``None`` for all.
+        """
         return SparseMatrix(_keep_entries(self.matrix, rows, columns), _keep_entries(self.transpose, columns, rows))
 
 
@@ -200,7 +251,17 @@ class _SparseDenseMatmul(torch.autograd.Function):
 def scatter_positions(cursor: np.ndarray, rows: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
     entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
-    entry ``order[i]`` goes to ``positions[i]``."""
+    entry ``order[i]`` goes to ``positions[i]``.
+
+    Parameters
+    ----------
+    cursor
+        Each row's next free slot (advanced here).
+    rows
+        The row of each entry.
+    stable
+        Keep the entries' order within a row.
+    """
     if stable:  # ties in input order: one introsort of (row, position) keys, 3× faster than a stable sort of rows
         order = np.argsort(rows.astype(np.int64) * max(rows.size, 1) + np.arange(rows.size))
     else:
@@ -221,7 +282,17 @@ def edge_list_csr(edge_index: torch.Tensor, num_nodes: int, data: np.ndarray) ->
     source, with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. The
     target column is the column array itself (no copy for a compact graph); only the row pointers are new. Its
     ``tocsc()`` (SciPy's linear-time counting sort) is the cheap transpose that symmetry checks and reverse
-    positions read."""
+    positions read.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges sorted by source.
+    num_nodes
+        N.
+    data
+        One value per edge.
+    """
     kind = np.int32 if max(edge_index.shape[1], num_nodes) < 2**31 else np.int64
     source, target = edge_index.cpu().numpy()
     indptr = np.zeros(num_nodes + 1, dtype=kind)
@@ -243,6 +314,15 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     sit at positions start(u) + L(u) + 0, 1, … of the edge list (L(u): row u's entries below or on the diagonal);
     the backward edges (v, u), v > u, met in row order, reach u in that same ascending order of v — so the k-th
     of them to reach u must be the reverse of unit F(u) + k, whose target, read at its position, must be v.
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index.
+    num_nodes
+        N.
+    units
+        An array of E entries each non-loop edge's augmentation unit is written into; ``None``: none written.
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
@@ -290,7 +370,13 @@ def content_key(tensor: torch.Tensor) -> tuple:
     7 GB/s (3 ms for Amazon-Photo's 7,650 × 745 float32 features, 0.6 ms for its 238,162 int64 edges, on two cores
     of an AMD EPYC), and of an inference tensor elsewhere (through a copy); other accelerator tensors are keyed by
     their version counter. A sparse tensor is keyed by its index and value arrays. An in-place change that leaves
-    the bytes' CRC-32 as it was goes unnoticed with probability 2⁻³² — only when PyTorch's counter missed it too."""
+    the bytes' CRC-32 as it was goes unnoticed with probability 2⁻³² — only when PyTorch's counter missed it too.
+
+    Parameters
+    ----------
+    tensor
+        The tensor (any layout, device or mode).
+    """
     if tensor.layout == torch.sparse_coo:
         parts = (tensor._indices(), tensor._values())
     elif tensor.layout == torch.sparse_csr:
@@ -353,18 +439,36 @@ def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 
 def is_sorted(values: torch.Tensor) -> bool:
-    """Whether ``values`` never decrease, read a block at a time (blocks overlapping by one)."""
+    """Whether ``values`` never decrease, read a block at a time (blocks overlapping by one).
+
+    Parameters
+    ----------
+    values
+        A 1-D tensor.
+    """
     windows = (values[s : s + PAIR_BLOCK + 1] for s in range(0, max(values.numel() - 1, 0), PAIR_BLOCK))
     return all(bool((w[1:] >= w[:-1]).all()) for w in windows)
 
 
 def has_self_loops(edge_index: torch.Tensor) -> bool:
-    """Whether some edge (u, u) is listed, read a block at a time."""
+    """Whether some edge (u, u) is listed, read a block at a time.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges.
+    """
     return any(bool((block[0] == block[1]).any()) for block in edge_index.split(PAIR_BLOCK, dim=1))
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
-    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`."""
+    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`.
+
+    Parameters
+    ----------
+    matrix
+        Any SciPy sparse matrix.
+    """
     csr = sp.csr_matrix(matrix, dtype=np.float32)
     csr.sort_indices()
     csc = csr.tocsc()  # the CSC arrays of M are the CSR arrays of Mᵀ
@@ -384,7 +488,15 @@ def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
 
 
 def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning."""
+    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning.
+
+    Parameters
+    ----------
+    crow, col, values
+        The CSR arrays: row pointers, column indices (sorted within rows, in range) and values.
+    size
+        The matrix's shape.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
@@ -392,7 +504,15 @@ def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size
 
 def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
     """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges
-    count once and self-loops are dropped (for centrality and random walks, which take the graph as given)."""
+    count once and self-loops are dropped (for centrality and random walks, which take the graph as given).
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v.
+    num_nodes
+        N.
+    """
     row, col = edge_index.cpu().numpy()
     keep = row != col
     adj = sp.csr_matrix((np.ones(int(keep.sum())), (row[keep], col[keep])), shape=(num_nodes, num_nodes))
@@ -411,6 +531,22 @@ def normalized_adjacency(
     :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built without sorting. Built with
     vectorised tensor operations only. An :class:`EdgeList` with weights gives the weighted operator (module
     docstring); ``symmetric`` then also asserts that both directions of an edge carry the same weight.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v without self-loops or duplicates (an :class:`EdgeList` for weights).
+    num_nodes
+        N.
+    symmetric
+        Whether ``edge_index`` holds both directions of every edge (an undirected graph).
+    coalesced
+        Whether it is also sorted by (source, target).
+
+    Returns
+    -------
+    SparseMatrix
+        M, N × N, with its transpose.
     """
     weight = edge_values(edge_index)[0]
     edge_index = edge_index.long()
@@ -452,6 +588,15 @@ def layered_normalized_adjacency(
     the second layer of a 2-layer encoder with fan-out 10 computes about 1/7 of the rows. An entry outside the
     block means the nodes are not numbered hop by hop: a :class:`ValueError`. An :class:`EdgeList` with weights
     gives the weighted operator's rows (module docstring).
+
+    Parameters
+    ----------
+    edge_index
+        The sampled subgraph's ``[2, E]`` edges in local ids.
+    num_nodes
+        Its nodes, numbered hop by hop (anchors first).
+    layer_rows
+        Per layer, the leading rows whose output is read later.
     """
     source, target, values = _normalized_entries(edge_index.long(), num_nodes, edge_values(edge_index)[0])
     blocks, columns = [], num_nodes
@@ -496,7 +641,15 @@ def _symmetric_normalized_adjacency(
 
 
 def count_ids(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row."""
+    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row.
+
+    Parameters
+    ----------
+    ids
+        Node ids.
+    num_nodes
+        N.
+    """
     counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
     for block in ids.split(1 << 22):
         counts += torch.bincount(block, minlength=num_nodes)
@@ -512,6 +665,13 @@ class AdjacencyRows:
     array, and only the row pointers and D̂^{-1/2} (N values each) are kept. Each block equals the same rows of
     :func:`normalized_adjacency`, entry for entry — weighted when ``edge_index`` is an :class:`EdgeList` with weights
     (symmetric ones, as a :class:`~gca.graph.graph.Graph` keeps them).
+
+    Parameters
+    ----------
+    edge_index
+        The graph's coalesced ``[2, E]`` edges (both directions of each; an :class:`EdgeList` for weights).
+    num_nodes
+        N.
     """
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
@@ -527,7 +687,13 @@ class AdjacencyRows:
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
         """Rows start … stop − 1 (self-loops included) as a CSR tensor with sorted columns, built without a sort:
         each row's self-loop is slotted in after its columns below the diagonal, as
-        :func:`_symmetric_normalized_adjacency` does for the whole matrix."""
+        :func:`_symmetric_normalized_adjacency` does for the whole matrix.
+
+        Parameters
+        ----------
+        start, stop
+            The rows, ``stop`` exclusive.
+        """
         low, high, device = int(self.indptr[start]), int(self.indptr[stop]), self.columns.device
         counts = self.indptr[start + 1 : stop + 1] - self.indptr[start:stop]
         local = torch.repeat_interleave(torch.arange(stop - start, device=device), counts)
@@ -551,7 +717,17 @@ def square_csr(
     row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int, columns: int | None = None
 ) -> torch.Tensor:
     """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns
-    sorted within rows."""
+    sorted within rows.
+
+    Parameters
+    ----------
+    row, col, values
+        The entries (no duplicates).
+    n
+        The rows.
+    columns
+        The columns; ``None`` for ``n``.
+    """
     columns = n if columns is None else columns
     order = torch.argsort(row * columns + col)
     row, col, values = row[order], col[order], values[order]
@@ -564,7 +740,15 @@ def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, s
     """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows —
     the arrays :func:`square_csr` gives, entry for entry. On the CPU it is SciPy's linear-time counting sort
     (``tocsc``; a mini-batch of Coauthor-CS's features, 0.9 M entries, in about 3 ms instead of 20 ms for sorting
-    64-bit keys); elsewhere a stable sort of the columns."""
+    64-bit keys); elsewhere a stable sort of the columns.
+
+    Parameters
+    ----------
+    crow, col, values
+        M's CSR arrays.
+    size
+        M's shape.
+    """
     rows, columns = size
     if (crow.device.type == "cpu" and values.dtype in (torch.float32, torch.float64)
             and max(col.numel(), rows, columns) < 2**31):  # fmt: skip
@@ -587,7 +771,15 @@ def _sorted_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tenso
 
 
 def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
-    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop."""
+    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop.
+
+    Parameters
+    ----------
+    start
+        Each range's start.
+    length
+        Each range's length.
+    """
     total = int(length.sum())
     if total == 0:
         return torch.empty(0, dtype=torch.long, device=start.device)

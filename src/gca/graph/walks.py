@@ -29,6 +29,24 @@ def random_walks(
 
     ``p = q = 1`` is DeepWalk's uniform walk (first order, no rejection); otherwise node2vec's biased walk.
     Row k starts at node k mod N. Padding after a dead end is −1.
+
+    Parameters
+    ----------
+    adjacency
+        The graph's N × N adjacency as a SciPy CSR matrix (:func:`~gca.graph.sparse.binary_adjacency`).
+    walk_length
+        The nodes of each walk, its start included.
+    walks_per_node
+        The walks started at every node.
+    p, q
+        node2vec's return and in-out parameters; ``p = q = 1`` for DeepWalk.
+    seed
+        Seeds the walks.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[N · walks_per_node, walk_length]`` int64 node ids, −1 after a dead end.
     """
     if walk_length < 1 or walks_per_node < 1:
         raise ValueError("walk_length and walks_per_node must be at least 1")

@@ -57,7 +57,15 @@ GAT_HEADS = 4
 
 def dense_features(features: Features, mask: torch.Tensor | None = None
                    ) -> torch.Tensor:  # fmt: skip
-    """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features)."""
+    """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features).
+
+    Parameters
+    ----------
+    features
+        X, as a graph holds it (dense, stored or sparse).
+    mask
+        m, a ``[F]`` feature mask; ``None`` for none.
+    """
     x = features if isinstance(features, torch.Tensor) else features.to_dense()
     return x if mask is None else x * mask
 
@@ -68,7 +76,13 @@ EDGE_ARGUMENTS = ("edge_weight", "edge_attr")
 
 def edge_arguments(module: nn.Module) -> dict[str, bool]:
     """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) that ``module.forward`` names, each mapped to whether
-    it is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for."""
+    it is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for.
+
+    Parameters
+    ----------
+    module
+        The encoder.
+    """
     try:
         parameters = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):  # a forward without a signature (a C extension): pass nothing
@@ -85,7 +99,19 @@ def edge_keywords(encoder: nn.Module, edge_weight: torch.Tensor | None, edge_att
                   taken: dict[str, bool] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
     """The keyword arguments ``encoder`` gets for a view whose edges carry ``edge_weight`` / ``edge_attr`` (either
     ``None``): those its ``forward`` names and the graph has. A required one the graph lacks is an
-    :class:`EncoderError`."""
+    :class:`EncoderError`.
+
+    Parameters
+    ----------
+    encoder
+        The encoder.
+    edge_weight
+        The view's ``[E]`` edge weights, or ``None``.
+    edge_attr
+        The view's ``[E, D]`` edge features, or ``None``.
+    taken
+        :func:`edge_arguments` of ``encoder`` computed before; ``None``: computed here.
+    """
     taken = edge_arguments(encoder) if taken is None else taken
     given = {"edge_weight": edge_weight, "edge_attr": edge_attr}
     out = {}
@@ -101,7 +127,17 @@ def edge_keywords(encoder: nn.Module, edge_weight: torch.Tensor | None, edge_att
 
 def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: bool) -> list[str]:
     """Warnings naming the per-edge values a graph has that ``encoder`` (a module, or the name of gca's own:
-    gcn, gat, sage, gin) does not use. gca's gat uses ``edge_attr`` when built with ``edge_dim``."""
+    gcn, gat, sage, gin) does not use. gca's gat uses ``edge_attr`` when built with ``edge_dim``.
+
+    Parameters
+    ----------
+    encoder
+        A module, or the name of gca's own encoder.
+    has_weight
+        Whether the graph has edge weights.
+    has_attr
+        Whether the graph has edge features.
+    """
     if isinstance(encoder, str):
         used = {"gcn": {"edge_weight"}, "gat": {"edge_attr"}}.get(encoder, set())
         name = encoder
@@ -124,7 +160,27 @@ def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: boo
 
 class MessagePassingEncoder(nn.Module):
     """k convolutions of one PyTorch Geometric kind, each followed by the activation. ``edge_dim`` (gat only): the
-    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``)."""
+    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``).
+
+    Parameters
+    ----------
+    kind
+        ``"gat"``, ``"sage"`` or ``"gin"``.
+    in_channels
+        The node features' width F.
+    hidden
+        The embeddings' width.
+    num_layers
+        k, at least 2 (else a ``ValueError``).
+    activation
+        The activation after every layer, by name.
+    first_layer_factor
+        The inner layers' width as a multiple of ``hidden``.
+    sage_aggregator
+        ``sage`` only: ``"gcn"`` or ``"mean"`` (module docstring).
+    edge_dim
+        ``gat`` only: the width of ``edge_attr`` every ``GATConv`` reads; ``None`` for none.
+    """
 
     def __init__(self, kind: str, in_channels: int, hidden: int, num_layers: int, activation: str,
                  first_layer_factor: int = 2, sage_aggregator: str = "gcn",
@@ -154,7 +210,24 @@ class MessagePassingEncoder(nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
                 edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """The embeddings; ``edge_attr`` reaches each ``GATConv`` when built with ``edge_dim`` (required then), and
-        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there)."""
+        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there).
+
+        Parameters
+        ----------
+        x
+            ``[N, F]`` dense node features.
+        edge_index
+            ``[2, E]`` edges.
+        edge_weight
+            ``[E]`` edge weights, passed to the convolutions that take them.
+        edge_attr
+            ``[E, D]`` edge features (gat built with ``edge_dim``).
+
+        Returns
+        -------
+        torch.Tensor
+            ``[N, hidden]`` embeddings.
+        """
         extra: dict[str, torch.Tensor] = {}
         if self.edge_dim is not None:
             if edge_attr is None:
@@ -198,7 +271,19 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weigh
 
 def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int | None = None) -> torch.Tensor:
     """``out``, what ``encoder`` returned for ``rows`` nodes, if it is a floating-point tensor of shape
-    ``(rows, hidden)`` (any width when ``hidden`` is ``None``); else an :class:`EncoderError` naming both shapes."""
+    ``(rows, hidden)`` (any width when ``hidden`` is ``None``); else an :class:`EncoderError` naming both shapes.
+
+    Parameters
+    ----------
+    encoder
+        The encoder, named in the message.
+    out
+        What it returned.
+    rows
+        The nodes it was given.
+    hidden
+        The width required; ``None`` for any.
+    """
     name = type(encoder).__name__
     wanted = f"({rows}, {'hidden' if hidden is None else hidden})"
     if not isinstance(out, torch.Tensor):
@@ -227,7 +312,19 @@ def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: to
 
     ``edges`` (the graph's ``edge_index``, which carries its edge values) lets an encoder whose ``forward`` takes
     ``edge_weight`` / ``edge_attr`` get empty ones of the right width, and refuses one that requires a value the
-    graph lacks. Without it, an encoder that requires one is checked at its first training step instead."""
+    graph lacks. Without it, an encoder that requires one is checked at its first training step instead.
+
+    Parameters
+    ----------
+    encoder
+        A user's encoder module.
+    features
+        The graph's features (a few rows are read).
+    hidden
+        The width required (the projection head's input).
+    edges
+        The graph's ``edge_index`` (carrying its edge values); ``None`` for none.
+    """
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))
     x = x.to_dense() if isinstance(x, SparseMatrix) else x

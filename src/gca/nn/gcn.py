@@ -23,7 +23,15 @@ from ..graph.sparse import SparseMatrix
 
 
 def make_activation(name: str, channels: int) -> nn.Module:
-    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module."""
+    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module.
+
+    Parameters
+    ----------
+    name
+        ``"relu"``, ``"prelu"``, ``"rrelu"`` or ``"elu"`` (any case; another is a ``ValueError``).
+    channels
+        The width of the layer it follows (PReLU's number of slopes).
+    """
     name = name.lower()
     if name == "relu":
         return nn.ReLU()
@@ -37,7 +45,17 @@ def make_activation(name: str, channels: int) -> nn.Module:
 
 
 class GCNLayer(nn.Module):
-    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator."""
+    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator.
+
+    Parameters
+    ----------
+    in_channels
+        The input width.
+    out_channels
+        The output width.
+    activation
+        σ, by name (:func:`make_activation`).
+    """
 
     def __init__(self, in_channels: int, out_channels: int, activation: str) -> None:
         super().__init__()
@@ -68,7 +86,19 @@ class GCNLayer(nn.Module):
                            feature_mask: torch.Tensor | None = None,
                            weight: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """H (diag(m) W) as :meth:`forward` reads it (``weight``: diag(m) W when already formed); a sparse H skips
-        the entries whose terms are exact zeros or never read (:func:`_entries_read`)."""
+        the entries whose terms are exact zeros or never read (:func:`_entries_read`).
+
+        Parameters
+        ----------
+        h
+            The layer's input H.
+        adjacency
+            M (which entries of a sparse H are read).
+        feature_mask
+            m, a ``[F]`` feature mask; ``None`` for none.
+        weight
+            diag(m) W when already formed; ``None``: formed here.
+        """
         if weight is None:
             weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
         if isinstance(h, SparseMatrix):
@@ -76,13 +106,31 @@ class GCNLayer(nn.Module):
         return h @ weight
 
     def transforms_first(self, h: torch.Tensor | SparseMatrix) -> bool:
-        """Whether this layer computes M (H W) for the input ``h`` (else (M H) W)."""
+        """Whether this layer computes M (H W) for the input ``h`` (else (M H) W).
+
+        Parameters
+        ----------
+        h
+            The layer's input.
+        """
         return not _aggregate_first(h, self.weight)
 
     @torch.no_grad()
     def output_rows(self, h: torch.Tensor | SparseMatrix | None, hw: torch.Tensor | None, adjacency: RowSlices,
                     start: int, stop: int) -> torch.Tensor:  # fmt: skip
-        """Rows start … stop − 1 of σ(M H W + b): from H (aggregating first) or, when ``hw`` is given, from H W."""
+        """Rows start … stop − 1 of σ(M H W + b): from H (aggregating first) or, when ``hw`` is given, from H W.
+
+        Parameters
+        ----------
+        h
+            The layer's input H (when aggregating first).
+        hw
+            H W, when already computed; ``None``: from ``h``.
+        adjacency
+            M, read a block of rows at a time.
+        start, stop
+            The rows, ``stop`` exclusive.
+        """
         rows = adjacency.row_slice(start, stop)
         if hw is None:
             return self.activation((rows @ h) @ self.weight + self.bias)
@@ -95,7 +143,21 @@ class GCNLayer(nn.Module):
                      share: RowShare | None = None) -> torch.Tensor:  # fmt: skip
         """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
         block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device);
-        ``written(HW, start, stop)`` after each block. ``share``: this process's rows, then the others'."""
+        ``written(HW, start, stop)`` after each block. ``share``: this process's rows, then the others'.
+
+        Parameters
+        ----------
+        h
+            The layer's input H.
+        rows
+            Rows per block.
+        empty
+            ``empty((N, width), dtype)`` allocates the result; ``None`` for ``torch.empty`` on the weight's device.
+        written
+            ``written(HW, start, stop)`` after each block; ``None`` for nothing.
+        share
+            This process's share of the rows under torchrun; ``None`` for all of them.
+        """
         n, shape, dtype = h.shape[0], (h.shape[0], self.weight.shape[1]), self.weight.dtype
         hw = empty(shape, dtype) if empty is not None else torch.empty(shape, dtype=dtype, device=self.weight.device)
         written = written or _nothing
@@ -147,7 +209,21 @@ def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.
 
 
 class GCNEncoder(nn.Module):
-    """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out."""
+    """f: k ≥ 2 GCN layers, widths in → factor·out → … → factor·out → out.
+
+    Parameters
+    ----------
+    in_channels
+        The node features' width F.
+    out_channels
+        The embeddings' width (config ``hidden``).
+    num_layers
+        k, at least 2 (else a ``ValueError``).
+    activation
+        The activation after every layer, by name (:func:`make_activation`).
+    first_layer_factor
+        The inner layers' width as a multiple of ``out_channels``.
+    """
 
     def __init__(
         self,
@@ -175,7 +251,22 @@ class GCNEncoder(nn.Module):
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """f(X̃, Ã). ``adjacency`` is one operator for every layer, or one per layer — each restricted to the rows
-        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`)."""
+        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`).
+
+        Parameters
+        ----------
+        features
+            X, one row per node (dense, or a sparse :class:`~gca.graph.sparse.SparseMatrix`).
+        adjacency
+            The normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2}, or one operator per layer.
+        feature_mask
+            m, the view's ``[F]`` feature mask (X̃ = X diag(m)); ``None`` for none.
+
+        Returns
+        -------
+        torch.Tensor
+            ``[N, out_channels]`` embeddings.
+        """
         per_layer = adjacency if isinstance(adjacency, Sequence) else [adjacency] * len(self.layers)
         if len(per_layer) != len(self.layers):
             raise ValueError(f"{len(per_layer)} adjacency operators for {len(self.layers)} layers")
@@ -211,6 +302,24 @@ class GCNEncoder(nn.Module):
         matrix-vector product), so the rows equal one process's — and inference by blocks equals :meth:`forward`
         on the whole graph — to float32 rounding, bit for bit only where the blocks coincide. Processes other
         than the first return ``None``.
+
+        Parameters
+        ----------
+        features
+            X, as the graph holds it.
+        adjacency
+            M, read a block of rows at a time.
+        rows
+            Rows per block.
+        allocate
+            ``allocate(shape, dtype, final)`` gives each N-row matrix; ``None`` for ``torch.empty``.
+        share
+            This process's share of the rows under torchrun; ``None`` for all of them.
+
+        Returns
+        -------
+        torch.Tensor | None
+            ``[N, out_channels]`` embeddings; ``None`` on a process other than the first under ``share``.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
@@ -296,7 +405,15 @@ def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: i
 
 
 class ProjectionHead(nn.Module):
-    """g: the two-layer perceptron with ELU that maps embeddings into the space where the objective is computed."""
+    """g: the two-layer perceptron with ELU that maps embeddings into the space where the objective is computed.
+
+    Parameters
+    ----------
+    channels
+        The embeddings' width (input and output).
+    hidden_channels
+        The inner layer's width (config ``proj_hidden``).
+    """
 
     def __init__(self, channels: int, hidden_channels: int) -> None:
         super().__init__()

@@ -34,6 +34,16 @@ class GCAModel(nn.Module):
     ``model(features, adjacency, mask)`` is the embedding H = f(X̃, Ã) used downstream; ``model.loss(h1, h2)``
     is the objective on the projections g(h1), g(h2) — −J of Eq. 2 with :class:`ContrastiveObjective`.
     :meth:`from_config` builds the paper's parts.
+
+    Parameters
+    ----------
+    encoder
+        f: gca's :class:`~gca.nn.gcn.GCNEncoder` (called with a normalised sparse adjacency), or any module called
+        as PyTorch Geometric's, ``encoder(x, edge_index)``.
+    projector
+        g, applied to each view's embeddings before the objective (such as :class:`~gca.nn.gcn.ProjectionHead`).
+    objective
+        A module ``objective(u, v) → loss`` on the two views' projections.
     """
 
     def __init__(self, encoder: nn.Module, projector: nn.Module, objective: nn.Module) -> None:
@@ -59,7 +69,25 @@ class GCAModel(nn.Module):
         """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
         head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
         torch.distributed, :mod:`gca.train.distributed`). ``edge_dim`` (the graph's ``Graph.edge_dim``) builds
-        the gat encoder's convolutions to read ``edge_attr``; the other encoders of ``config`` ignore it."""
+        the gat encoder's convolutions to read ``edge_attr``; the other encoders of ``config`` ignore it.
+
+        Parameters
+        ----------
+        in_channels
+            The node features' width F.
+        config
+            Names the encoder and sizes it and the head (``encoder``, ``hidden``, ``proj_hidden``, ``layers``,
+            ``activation``, ``first_layer_factor``, ``sage_aggregator``) and the objective (``tau``, ``block_size``,
+            ``loss_backend``, ``precision``).
+        objective
+            A module ``objective(u, v) → loss`` to use instead of the paper's.
+        share
+            This process's share of the objective's rows under torch.distributed; ``None`` for all of them.
+        encoder
+            A user's encoder module to use instead of the one ``config`` names.
+        edge_dim
+            The width of the graph's ``edge_attr`` (for the gat encoder); ``None`` without edge features.
+        """
         factor = config.first_layer_factor
         if encoder is None and config.encoder == "gcn":
             encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
@@ -78,7 +106,19 @@ class GCAModel(nn.Module):
                      ) -> GCAModel:  # fmt: skip
         """The model ``config`` describes holding ``weights`` (a checkpoint's). Names and shapes are compared on
         PyTorch's meta device first, so a file whose config claims a huge width is refused before anything of that
-        size is built; a mismatch raises ``ValueError`` or ``TypeError``."""
+        size is built; a mismatch raises ``ValueError`` or ``TypeError``.
+
+        Parameters
+        ----------
+        weights
+            A state dict (a checkpoint's ``model`` entry).
+        in_channels
+            The node features' width the model was trained on.
+        config
+            The configuration the model was trained with.
+        encoder
+            For a model trained with a user's encoder: a module of the same class and shape to load into.
+        """
         if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
             raise TypeError("its 'model' entry is not a table of tensors")
         if in_channels < 1:
@@ -117,7 +157,24 @@ class GCAModel(nn.Module):
         """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
         per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features —
         and the values ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`): the GCN's operator is
-        weighted, another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them."""
+        weighted, another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
+
+        Parameters
+        ----------
+        features
+            X, one row per node of the (sub)graph.
+        edge_index
+            The view's kept ``[2, E]`` edges (an :class:`~gca.graph.sparse.EdgeList` when they carry values).
+        num_nodes
+            The (sub)graph's nodes.
+        symmetric
+            Whether ``edge_index`` holds both directions of every edge (the GCN's operator is then built for an
+            undirected graph).
+        layer_rows
+            On a sampled subgraph: the rows each layer's output is read at; ``None`` for the whole graph.
+        feature_mask
+            m, the view's ``[F]`` feature mask; ``None`` for none.
+        """
         if self.takes_edge_index:
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
                 self._dense = (features, dense_features(features))
@@ -142,9 +199,30 @@ class GCAModel(nn.Module):
     def forward(self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix | Sequence[SparseMatrix],
                 feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
-        per layer (:meth:`gca.nn.gcn.GCNEncoder.forward`)."""
+        per layer (:meth:`gca.nn.gcn.GCNEncoder.forward`).
+
+        Parameters
+        ----------
+        features
+            X, one row per node.
+        adjacency
+            The normalised adjacency, or one operator per layer.
+        feature_mask
+            m, a ``[F]`` feature mask; ``None`` for none.
+        """
         return self.encoder(features, adjacency, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
-        """The objective on the projections g(h1), g(h2) of two views' embeddings."""
+        """The objective on the projections g(h1), g(h2) of two views' embeddings.
+
+        Parameters
+        ----------
+        h1, h2
+            The two views' embeddings of the same nodes, row i of each node i.
+
+        Returns
+        -------
+        torch.Tensor
+            The scalar loss to minimise (−J of Eq. 2 with the paper's objective).
+        """
         return self.objective(self.projector(h1), self.projector(h2))

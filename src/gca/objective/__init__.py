@@ -43,6 +43,20 @@ class ContrastiveObjective(nn.Module):
 
     The part of :class:`gca.nn.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
     one process's share of the rows) can take its place. No parameters.
+
+    Parameters
+    ----------
+    tau
+        τ, the temperature.
+    block_size
+        Rows per block of the blocked backend; ``0`` chooses by memory (:func:`auto_block_size`).
+    share
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
+        ``None``: one process computes all of them.
+    backend
+        ``"blocked"``, ``"attention"`` or ``"auto"`` (resolved per device by :func:`resolve_objective`).
+    precision
+        ``"fp32"``, ``"tf32"``, ``"bf16"`` (attention only; with ``blocked`` a ``ValueError``) or ``"auto"``.
     """
 
     def __init__(
@@ -63,7 +77,13 @@ class ContrastiveObjective(nn.Module):
         self.precision = precision
 
     def resolved(self, device: torch.device | str) -> tuple[str, str]:
-        """(backend, precision) this objective computes with on ``device``."""
+        """(backend, precision) this objective computes with on ``device``.
+
+        Parameters
+        ----------
+        device
+            The device the views lie on.
+        """
         return resolve_objective(self.backend, self.precision, device)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -75,7 +95,13 @@ class ContrastiveObjective(nn.Module):
 
     def uniform_loss(self, anchors: int) -> float:
         """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at
-        (:mod:`gca.objective.collapse`)."""
+        (:mod:`gca.objective.collapse`).
+
+        Parameters
+        ----------
+        anchors
+            N, the anchors per view.
+        """
         return uniform_loss(anchors)
 
     def extra_repr(self) -> str:

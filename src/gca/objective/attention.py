@@ -106,7 +106,28 @@ def attention_loss(
 ) -> torch.Tensor:
     """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`); the same value and
     gradients as :func:`contrastive_loss` in fp32, within bf16's precision with ``precision="bf16"``. With
-    ``share``, this process computes its rows only and the value and gradient are the full ones everywhere."""
+    ``share``, this process computes its rows only and the value and gradient are the full ones everywhere.
+
+    Parameters
+    ----------
+    u, v
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
+        ``ValueError``).
+    tau
+        τ, the temperature (config ``tau``).
+    precision
+        ``"fp32"``, ``"tf32"`` or ``"bf16"``: what the kernels compute in (corrections in float32).
+    kernel
+        PyTorch's kernel on CUDA: ``"flash"`` (bf16), ``"efficient"`` or ``"auto"``.
+    share
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
+        ``None``: one process computes all of them.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar −J, differentiable with respect to ``u`` and ``v``.
+    """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")
     n = u.shape[0]

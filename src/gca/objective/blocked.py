@@ -27,7 +27,13 @@ CUDA_KEEP_BYTES = 0
 
 
 def keep_budget(device: torch.device | str) -> int:
-    """Bytes of E's blocks kept between the forward and the backward pass on ``device``."""
+    """Bytes of E's blocks kept between the forward and the backward pass on ``device``.
+
+    Parameters
+    ----------
+    device
+        The device the blocks are computed on.
+    """
     return CUDA_KEEP_BYTES if torch.device(device).type == "cuda" else CPU_KEEP_BYTES
 
 
@@ -43,6 +49,15 @@ def auto_block_size(num_rows: int, budget_elements: int | None = None, device: t
     768. (Without kept blocks, on a 2-core Xeon, 64–128 rows were fastest: 16–32 rows starve the matrix multiply.)
     From 2N ≈ 65,000 on the rule gives the 64-row minimum. CUDA: 2^26 (256 MiB) — a GPU needs large products to
     fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
+
+    Parameters
+    ----------
+    num_rows
+        2N, the rows of the similarity matrix.
+    budget_elements
+        Similarities per block; ``None`` for the device's default.
+    device
+        The device the blocks are computed on.
     """
     cuda = torch.device(device).type == "cuda"
     if budget_elements is None:
@@ -136,6 +151,26 @@ def contrastive_loss(
     blocks; two all-reduces (the 2N denominators, the 2N×d gradient) make the value and the gradient with respect
     to u and v the full ones on every process. ``keep_bytes`` (default :func:`keep_budget` of the device) is the
     memory the forward pass may spend on blocks of E it keeps for the backward pass.
+
+    Parameters
+    ----------
+    u, v
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
+        ``ValueError``).
+    tau
+        τ, the temperature (config ``tau``).
+    block_size
+        Rows of the 2N × 2N similarity matrix per block; ``0`` chooses by memory (:func:`auto_block_size`).
+    share
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
+        ``None``: one process computes all of them.
+    keep_bytes
+        The memory the forward pass may keep for the backward pass; ``None`` for :func:`keep_budget` of the device.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar −J, differentiable with respect to ``u`` and ``v``.
     """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")

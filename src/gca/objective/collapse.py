@@ -51,7 +51,13 @@ HIGH_WEIGHT_DECAY = 1e-3
 
 
 def uniform_loss(anchors: int) -> float:
-    """log(2N − 1): the loss −J when all 2N − 1 similarities of every anchor are equal."""
+    """log(2N − 1): the loss −J when all 2N − 1 similarities of every anchor are equal.
+
+    Parameters
+    ----------
+    anchors
+        N, the anchors per view.
+    """
     if anchors < 1:
         raise ValueError(f"the objective needs at least one anchor, got {anchors}")
     return math.log(2 * anchors - 1)
@@ -61,7 +67,21 @@ def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bo
                  identical_features: bool = False) -> str:  # fmt: skip
     """The part of a collapse message that says what to change, from the run's settings: all-zero or identical
     features first (nothing else can help), then a high learning rate and/or weight decay, else ``advice`` (the
-    generic one)."""
+    generic one).
+
+    Parameters
+    ----------
+    lr
+        The learning rate the optimiser was made with (``None``: unknown).
+    weight_decay
+        Its largest weight decay (``None``: unknown).
+    zero_features
+        Whether every feature value is zero.
+    advice
+        The generic advice.
+    identical_features
+        Whether every node's features are the same.
+    """
     if zero_features:
         return ("likely cause: every node's features are zero, so all nodes look the same to the encoder; "
                 "train on features that differ between nodes")  # fmt: skip
@@ -84,7 +104,19 @@ def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bo
 class CollapseWatch:
     """Counts consecutive flat updates (module docstring): :meth:`update` after each optimiser step says whether
     training has collapsed, :meth:`ended_collapsed` after the last whether the run ended so, and :meth:`message`
-    says it in one line. ``advice`` is the generic advice (:func:`likely_cause`)."""
+    says it in one line. ``advice`` is the generic advice (:func:`likely_cause`).
+
+    Parameters
+    ----------
+    patience
+        Flat updates in a row that make a collapse.
+    tolerance
+        How close to log(2N − 1) a flat update's loss is.
+    advice
+        The generic advice of the message.
+    end_updates
+        The last updates :meth:`ended_collapsed` looks at.
+    """
 
     def __init__(self, patience: int = COLLAPSE_UPDATES, tolerance: float = COLLAPSE_TOLERANCE, advice: str = "",
                  end_updates: int = COLLAPSE_END_UPDATES) -> None:  # fmt: skip
@@ -100,7 +132,17 @@ class CollapseWatch:
 
     def update(self, epoch: int, gap: float, value: float) -> bool:
         """After one update in epoch ``epoch`` (from 1): ``gap`` is its loss minus ``value``, its log(2N − 1).
-        True once :attr:`patience` updates in a row have been flat."""
+        True once :attr:`patience` updates in a row have been flat.
+
+        Parameters
+        ----------
+        epoch
+            The update's epoch, from 1.
+        gap
+            Its loss minus ``value``.
+        value
+            log(2N − 1) for its anchors.
+        """
         self.updates += 1
         self.epoch = epoch
         if not abs(gap) < self.tolerance:  # a NaN gap is not flat
@@ -117,7 +159,15 @@ class CollapseWatch:
         return self.updates > 0 and self.flat >= min(self.end_updates, self.updates)
 
     def message(self, cause: str = "", ended: bool = False) -> str:
-        """The one-line report of the current flat run; ``cause`` (:func:`likely_cause`) replaces the advice."""
+        """The one-line report of the current flat run; ``cause`` (:func:`likely_cause`) replaces the advice.
+
+        Parameters
+        ----------
+        cause
+            What to change (:func:`likely_cause`); ``""`` for the generic advice.
+        ended
+            Whether the run ended collapsed (rather than stopped during training).
+        """
         span = f"from epoch {self.since} to " + (f"the end (epoch {self.epoch}; " if ended else f"{self.epoch} (")
         return (
             f"training collapsed: {span}{self.flat} update{'s' if self.flat != 1 else ''}) the loss stayed at "

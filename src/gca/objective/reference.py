@@ -7,7 +7,21 @@ from torch.nn import functional as F
 
 
 def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
-    """−J written term by term (Eq. 1–2); the plain version every faster one is tested against."""
+    """−J written term by term (Eq. 1–2); the plain version every faster one is tested against.
+
+    Parameters
+    ----------
+    u, v
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
+        ``ValueError``).
+    tau
+        τ, the temperature (config ``tau``).
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar −J (O(N²) memory).
+    """
 
     def pairwise(anchor: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         anchor, other = F.normalize(anchor, dim=1), F.normalize(other, dim=1)

@@ -8,7 +8,13 @@ import torch
 
 
 class tf32_products:  # noqa: N801 - used as a context manager, like torch.no_grad
-    """TF32 tensor-core products on CUDA inside the block (``precision=tf32``); no effect on CPUs."""
+    """TF32 tensor-core products on CUDA inside the block (``precision=tf32``); no effect on CPUs.
+
+    Parameters
+    ----------
+    enabled
+        Allow TF32 products inside the block; ``False`` changes nothing.
+    """
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -24,7 +30,13 @@ class tf32_products:  # noqa: N801 - used as a context manager, like torch.no_gr
 
 def bf16_tensor_cores(device: torch.device | str) -> bool:
     """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
-    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel."""
+    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel.
+
+    Parameters
+    ----------
+    device
+        The device the objective runs on.
+    """
     device = torch.device(device)
     return device.type == "cuda" and _capable(device)
 
@@ -49,7 +61,17 @@ def cpu_bf16_matrix_units() -> bool:
 
 
 def objective_reason(backend: str, precision: str, device: torch.device | str) -> str:
-    """Why :func:`resolve_objective` picks what it picks on ``device`` — for the run's header and record."""
+    """Why :func:`resolve_objective` picks what it picks on ``device`` — for the run's header and record.
+
+    Parameters
+    ----------
+    backend
+        The config's ``loss_backend``.
+    precision
+        The config's ``precision``.
+    device
+        The device the objective runs on.
+    """
     if backend != "auto" and precision != "auto":
         return "as set"
     device = torch.device(device)
@@ -72,6 +94,17 @@ def resolve_objective(
     10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs and older GPUs: blocked + fp32 —
     on CPUs bf16 brought no speed and the attention route was 1.3–1.5× slower. Both backends split their rows
     over processes.
+
+    Parameters
+    ----------
+    backend
+        ``"blocked"``, ``"attention"`` or ``"auto"``.
+    precision
+        ``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``.
+    device
+        The device the objective runs on.
+    tensor_cores
+        Whether the device has bf16 tensor cores; ``None`` asks :func:`bf16_tensor_cores`.
     """
     if precision == "auto":
         fast_bf16 = bf16_tensor_cores(device) if tensor_cores is None else tensor_cores

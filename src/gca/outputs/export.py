@@ -17,7 +17,18 @@ class ExportError(UserError, ValueError):
 
 
 def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: list[str]) -> None:
-    """Write embeddings keyed by node id: ``.csv`` (node_id, e0, e1, …) or ``.parquet`` (needs pyarrow)."""
+    """Write embeddings keyed by node id: ``.csv`` (node_id, e0, e1, …) or ``.parquet`` (needs pyarrow).
+
+    Parameters
+    ----------
+    path
+        The file to write (replaced atomically): ``.csv``, ``.tsv`` or ``.parquet``; another suffix, or Parquet
+        without pyarrow, is an :class:`ExportError`.
+    embeddings
+        ``[N, d]`` embeddings, row i of node ``node_ids[i]``.
+    node_ids
+        One id per row (the input files' ids).
+    """
     path = Path(path)
     columns = [f"e{i}" for i in range(embeddings.shape[1])]
     if path.suffix.lower() == ".parquet":

@@ -73,7 +73,20 @@ class RunOutputs:
         self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True
     ) -> None:
         """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
-        reads from the folder (the checkpoint it resumes from)."""
+        reads from the folder (the checkpoint it resumes from).
+
+        Parameters
+        ----------
+        out
+            The output folder (made if missing; checked to be writable, and locked while the run writes).
+        export
+            A file to write the embeddings to, keyed by node id (``.csv``, ``.tsv`` or ``.parquet``); ``None`` for
+            none.
+        inputs
+            The run's input files, which no output may overwrite.
+        lock
+            Whether this process writes the run.
+        """
         # only the writing process (``lock``; under torchrun rank 0) makes and checks the folder; one it made is
         # removed again if the run leaves nothing in it
         self._made = lock and not Path(out).exists()
@@ -127,7 +140,13 @@ class RunOutputs:
         """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
         the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none.
         ``check(path)`` raises when the run would refuse that file: it is called first, so a refused resume
-        copies and writes nothing."""
+        copies and writes nothing.
+
+        Parameters
+        ----------
+        check
+            ``check(path)`` raises when the run would refuse that file; ``None`` for no check.
+        """
         finished = self.out / "checkpoint.pt"
         source = self.checkpoint if self.checkpoint.is_file() else finished if finished.is_file() else None
         if source is None:
@@ -150,7 +169,19 @@ class RunOutputs:
         writing process checks the file it would continue from with ``check`` (the training's own refusals, so
         they come before anything is written) and prepares it (:meth:`resume_from`); another process of the run
         only reads what it resumes from. A fresh run that writes checkpoints drops an interrupted run's; one that
-        writes none leaves it until it commits, which removes it (see the module docstring)."""
+        writes none leaves it until it commits, which removes it (see the module docstring).
+
+        Parameters
+        ----------
+        resume
+            Whether the run resumes (``--resume``).
+        every
+            The run's ``checkpoint_every`` (0: it writes no checkpoints).
+        writes
+            Whether this process writes the run (rank 0 under torchrun).
+        check
+            ``check(path)`` raises when the run would refuse that file; ``None`` for no check.
+        """
         if resume and writes:
             source = self.resume_from(check)
             self._owns_checkpoint = True  # continued from, or written by this run from its first epoch
@@ -167,7 +198,15 @@ class RunOutputs:
         self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
 
     def write(self, name: str, write: Callable[[IO[bytes]], Any]) -> None:
-        """Stage the run file ``name`` (one of :data:`RUN_FILES`)."""
+        """Stage the run file ``name`` (one of :data:`RUN_FILES`).
+
+        Parameters
+        ----------
+        name
+            The run file's name (one of :data:`RUN_FILES`; another is a ``ValueError``).
+        write
+            ``write(f)`` writes the contents to the open binary file ``f``.
+        """
         if name not in RUN_FILES:
             raise ValueError(f"{name} is not one of the run's files")
         self._staging.mkdir(exist_ok=True)
@@ -176,7 +215,13 @@ class RunOutputs:
         self._staged[name] = path
 
     def stage_path(self, name: str) -> Path:
-        """A staged path for a file that a library writes itself (a plot); :meth:`wrote` records it."""
+        """A staged path for a file that a library writes itself (a plot); :meth:`wrote` records it.
+
+        Parameters
+        ----------
+        name
+            The run file's name.
+        """
         self._staging.mkdir(exist_ok=True)
         return self._staging / name
 
@@ -187,7 +232,15 @@ class RunOutputs:
         """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
         (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`). Embeddings written
         at :meth:`stage_path` by the library itself (out-of-core inference) and recorded with :meth:`wrote` are
-        not written again."""
+        not written again.
+
+        Parameters
+        ----------
+        embeddings
+            ``[N, d]`` embeddings.
+        node_ids
+            The export's id of each row; ``None`` for 0..N−1.
+        """
         if "embeddings.npy" not in self._staged:
             self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
@@ -200,7 +253,21 @@ class RunOutputs:
                   node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip
         """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
         :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
-        ``plots`` drawn at :meth:`stage_path`. Returns the paths written."""
+        ``plots`` drawn at :meth:`stage_path`. Returns the paths written.
+
+        Parameters
+        ----------
+        embeddings
+            ``[N, d]`` embeddings.
+        model_state
+            The model checkpoint (:meth:`gca.train.estimator.GCA.state`).
+        record
+            The run's record, written as ``results.json``.
+        node_ids
+            The export's id of each row; ``None`` for 0..N−1.
+        plots
+            The plots already drawn at :meth:`stage_path`.
+        """
         import torch  # here, not above: the folder is checked before the command line loads PyTorch
 
         for plot in plots:
@@ -212,7 +279,15 @@ class RunOutputs:
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
         """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run (or the
-        in-progress checkpoint of one)."""
+        in-progress checkpoint of one).
+
+        Parameters
+        ----------
+        owned
+            The names the command writes.
+        command
+            The command, for the message.
+        """
         others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
             raise OutputError(
@@ -222,7 +297,15 @@ class RunOutputs:
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
         ``owned``, except those named in ``keep``. With ``checkpoint.pt`` in ``owned``, the in-progress checkpoint
-        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written."""
+        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written.
+
+        Parameters
+        ----------
+        keep
+            Names of the earlier run's files to leave.
+        owned
+            The names this kind of run owns (default: :data:`RUN_FILES`).
+        """
         written = []
         keep, owned = set(keep), tuple(owned)
         if "checkpoint.pt" in owned and self._owns_checkpoint and self.checkpoint.is_file():
@@ -329,7 +412,17 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] |
     (a short critical section, such as creating a shared database). None where ``flock`` does not exist.
 
     The holder removes the file when it is done; a process that locked a file which was removed meanwhile (its
-    path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock."""
+    path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock.
+
+    Parameters
+    ----------
+    folder
+        The folder locked.
+    name
+        The lock file's name in it.
+    wait
+        Wait for another holder instead of refusing.
+    """
     try:
         import fcntl
     except ImportError:  # Windows: no advisory locks; one run per folder is then the user's to keep
@@ -365,7 +458,13 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] |
 
 
 def release_folder(handle: IO[str] | None) -> None:
-    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`)."""
+    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`).
+
+    Parameters
+    ----------
+    handle
+        What :func:`hold_folder` returned (``None``: nothing to release).
+    """
     if handle is None:
         return
     with contextlib.suppress(OSError):
@@ -375,7 +474,15 @@ def release_folder(handle: IO[str] | None) -> None:
 
 def check_folder(folder: str | Path, flag: str) -> Path:
     """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would
-    mean the current folder by accident)."""
+    mean the current folder by accident).
+
+    Parameters
+    ----------
+    folder
+        The output folder.
+    flag
+        The option that named it (``--out``), for the message.
+    """
     if str(folder).strip() == "":
         raise OutputError(f"{flag} is empty; name a folder for the results (e.g. {flag} runs/mine)")
     folder = Path(folder)

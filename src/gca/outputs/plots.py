@@ -24,7 +24,17 @@ UNLABELLED_COLOR = (0.82, 0.82, 0.82, 1.0)
 
 
 def save_figure(fig: plt.Figure, path: str | Path, dpi: int = 150) -> None:
-    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG."""
+    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG.
+
+    Parameters
+    ----------
+    fig
+        The figure (closed here).
+    path
+        The PNG file to write.
+    dpi
+        The resolution.
+    """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
@@ -32,6 +42,17 @@ def save_figure(fig: plt.Figure, path: str | Path, dpi: int = 150) -> None:
 
 
 def loss_curve(losses: Sequence[float], path: str | Path, title: str = "GCA training loss") -> None:
+    """Plot the loss of every epoch to a PNG.
+
+    Parameters
+    ----------
+    losses
+        Each epoch's loss (``GCA.losses``).
+    path
+        The PNG file to write.
+    title
+        The plot's title.
+    """
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot(np.arange(1, len(losses) + 1), losses, lw=1.2)
     ax.set_xlabel("epoch")
@@ -48,7 +69,21 @@ def tsne_map(
     title: str = "t-SNE of GCA embeddings",
     seed: int = 0,
 ) -> None:
-    """2-D t-SNE (scikit-learn) of the embeddings, one colour per class."""
+    """2-D t-SNE (scikit-learn) of the embeddings, one colour per class.
+
+    Parameters
+    ----------
+    embeddings
+        ``[N, d]`` embeddings.
+    labels
+        One class per node (−1: none, drawn in grey); ``None`` for one colour.
+    path
+        The PNG file to write.
+    title
+        The plot's title.
+    seed
+        t-SNE's random state.
+    """
     from sklearn.manifold import TSNE
 
     x = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)

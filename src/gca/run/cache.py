@@ -82,7 +82,17 @@ _SPARE_BYTES = 256 << 20
 class GraphSource:
     """What a run reads: the input's files or folders (resolved paths) and ``how`` they are read (the reader and
     its options, e.g. ``"files directed=False"``). Two runs with equal sources read the same graph whenever the
-    files' contents are the same."""
+    files' contents are the same.
+
+    Parameters
+    ----------
+    name
+        The graph's name (the folder's name begins with it).
+    paths
+        The resolved paths read.
+    how
+        The reader and its options.
+    """
 
     name: str
     paths: tuple[str, ...]
@@ -115,7 +125,13 @@ class GraphSource:
 
 
 def content_digest(files: list[Path]) -> str:
-    """A BLAKE2b digest of the files' names (relative to nothing: their order and sizes) and contents."""
+    """A BLAKE2b digest of the files' names (relative to nothing: their order and sizes) and contents.
+
+    Parameters
+    ----------
+    files
+        The files, in order.
+    """
     digest = hashlib.blake2b(digest_size=20)
     for path in files:
         digest.update(f"{path.name}:{path.stat().st_size};".encode())
@@ -132,7 +148,13 @@ _SAMPLES, _SAMPLE_BYTES = 16, 1 << 16
 def sampled_digest(path: Path) -> str:
     """A BLAKE2b digest of a file's size and of 16 evenly spaced blocks of 64 KiB (the whole file when smaller than
     1 MiB): what opening a prepared graph reads to tell its arrays from others of the same shape — cheap at any
-    size, where hashing every byte on each run would cost what the folder saves."""
+    size, where hashing every byte on each run would cost what the folder saves.
+
+    Parameters
+    ----------
+    path
+        The file.
+    """
     size = path.stat().st_size
     digest = hashlib.blake2b(f"{size};".encode(), digest_size=16)
     with path.open("rb") as f:
@@ -259,7 +281,15 @@ def _inconsistent(meta: dict) -> str:
 
 class PreparedStore:
     """The prepared-graph folder of one :class:`GraphSource` (module docstring). :attr:`notes` collects the lines
-    a command prints about it (rebuilt, written, not written and why)."""
+    a command prints about it (rebuilt, written, not written and why).
+
+    Parameters
+    ----------
+    source
+        What the run reads (its key names the folder).
+    root
+        The cache folder the ``prepared/`` folders live in; ``None`` for ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
+    """
 
     def __init__(self, source: GraphSource, root: str | Path | None = None) -> None:
         self.source = source
@@ -374,7 +404,13 @@ class PreparedStore:
         )  # fmt: skip
 
     def graph(self, feature_norm: str) -> Graph:
-        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``."""
+        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``.
+
+        Parameters
+        ----------
+        feature_norm
+            ``"row"`` or ``"none"``.
+        """
         meta = self._opened()
         arrays = meta["arrays"]
         edge_index = _mapped(self.folder / "edge_index.npy")
@@ -408,7 +444,15 @@ class PreparedStore:
 
     def write(self, loaded: LoadedDataset, graph: Graph) -> bool:
         """Write ``graph`` (cleaned from ``loaded``) as this folder, replacing a stale one; returns whether it was
-        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error."""
+        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error.
+
+        Parameters
+        ----------
+        loaded
+            The dataset as read.
+        graph
+            The graph cleaned from it.
+        """
         start = time.perf_counter()
         arrays = self._arrays(loaded, graph)
         need = sum(a.nbytes for a in arrays.values()) + _SPARE_BYTES
@@ -519,7 +563,17 @@ class PreparedStore:
         is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
         ``shape``, has that shape; else it is computed and stored again — said in a note when it was recorded (a
         file present but not recorded was not written whole by gca: it is replaced without a word). An array that
-        cannot be stored is simply not kept."""
+        cannot be stored is simply not kept.
+
+        Parameters
+        ----------
+        name
+            The array's name in the folder.
+        compute
+            Computes the array when the folder lacks a trusted one.
+        shape
+            The shape the stored array must have; ``None`` for any.
+        """
         path = self.folder / f"{name}.npy"
         spec = self.meta.get("derived", {}).get(name) if self.meta is not None else None
         why = _untrusted(path, spec) if spec is not None else "unrecorded"

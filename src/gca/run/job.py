@@ -42,6 +42,36 @@ from .cache import CACHE_MIN_EDGES, PreparedStore
 
 @dataclass
 class Job:
+    """One graph with its configuration, as ``gca train``, ``gca embed`` and ``gca prepare`` run it: made by
+    :meth:`open`; :meth:`prepare` (or :meth:`clean`) then cleans the graph, :meth:`splits` draws the evaluation
+    splits, and :meth:`record` says what ``results.json`` adds about it.
+
+    Parameters
+    ----------
+    loaded
+        The dataset as loaded.
+    config
+        The run's resolved configuration.
+    prepared
+        The prepared graph, once :meth:`prepare` ran.
+    graph
+        The cleaned graph, once prepared or cleaned.
+    split_record
+        What :meth:`splits` drew.
+    schedule
+        The mini-batch epochs chosen to keep the full-graph setting's updates, if they were.
+    fast
+        The fast path's choice (``--fast``), if it was asked for.
+    store
+        The prepared graph's folder it is read from or written to.
+    store_graph
+        Whether a graph cleaned here is written to ``store``: ``None`` from :data:`.cache.CACHE_MIN_EDGES` directed
+        edges up, ``True`` always, ``False`` never.
+    store_record
+        The prepared graph's folder, and whether it was opened.
+    world_size
+        The processes that share each update.
+    """
     loaded: LoadedDataset
     config: GCAConfig
     prepared: PreparedGraph | None = None
@@ -72,7 +102,32 @@ class Job:
         then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed.
 
         ``store``, ``store_graph``: the prepared graph's folder (:class:`gca.run.cache.PreparedStore`; ``loaded`` is
-        then its :meth:`~gca.run.cache.PreparedStore.loaded` where it is usable) and whether to write it."""
+        then its :meth:`~gca.run.cache.PreparedStore.loaded` where it is usable) and whether to write it.
+
+        Parameters
+        ----------
+        loaded
+            The dataset (:func:`gca.datasets.load_dataset` or :func:`~gca.datasets.files.load_files`).
+        config_file
+            A TOML or JSON file of config keys, or a shipped alternative's name (``"authors"``); ``None`` for none.
+        overrides
+            Config fields → values, applied last.
+        world_size
+            The processes that will train together.
+        fast
+            Let the fast path choose exact or mini-batch training (``--fast``).
+        device
+            The device training will run on (read by the fast path).
+        store
+            The prepared graph's folder; ``None`` for none.
+        store_graph
+            Whether to write the cleaned graph to ``store`` (``None``: for large graphs only).
+
+        Returns
+        -------
+        Job
+            The job, its configuration resolved and checked.
+        """
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
                               "is not one of them; give a TOML or JSON file")  # fmt: skip
@@ -101,7 +156,15 @@ class Job:
         return self.loaded.data.y
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
-        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``."""
+        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``.
+
+        Parameters
+        ----------
+        estimator
+            The estimator whose configuration (and encoder) the probabilities are computed for.
+        require_edges
+            Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
+        """
         start = time.perf_counter()
         self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
         cleaning = time.perf_counter() - start
@@ -113,7 +176,15 @@ class Job:
     def clean(self, feature_norm: str, require_edges: bool = False) -> Graph:
         """The cleaned graph alone, features normalised as ``feature_norm`` says (``gca embed``: as the trained
         encoder expects). A training run on a graph without edges is refused (``require_edges``): the library
-        embeds one, but for a user's run an empty edge list is almost always a broken input."""
+        embeds one, but for a user's run an empty edge list is almost always a broken input.
+
+        Parameters
+        ----------
+        feature_norm
+            ``"row"`` or ``"none"``.
+        require_edges
+            Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
+        """
         if self.store is not None and self.store.meta is not None:  # opened: cleaned when it was written
             self.graph = self.store.graph(feature_norm)
             self.store_record = {"folder": str(self.store.folder), "opened": True}
@@ -168,7 +239,13 @@ class Job:
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
         """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
         scheme's: the dataset's own splits where its benchmark prescribes them, else random 10/10/80); ``None`` for a
-        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``."""
+        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``.
+
+        Parameters
+        ----------
+        setting
+            How to draw (:class:`~gca.evaluate.splits.SplitSetting`), or a number of splits of the default scheme.
+        """
         if self.labels is None:
             return None
         setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
@@ -178,7 +255,13 @@ class Job:
         return splits
 
     def summary(self, estimator: GCA) -> str:
-        """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""
+        """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches).
+
+        Parameters
+        ----------
+        estimator
+            The run's estimator (its device and placement are named).
+        """
         from ..objective import objective_reason, resolve_objective
 
         graph, cfg, place = self.graph, self.config, estimator.placement

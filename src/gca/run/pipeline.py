@@ -29,6 +29,23 @@ from ..train.estimator import GCA
 
 @dataclass
 class RunResult:
+    """What :func:`run_gca` returns.
+
+    Parameters
+    ----------
+    embeddings
+        ``[N, hidden]`` embeddings (float32, on the CPU).
+    evaluation
+        The linear evaluation of the embeddings; ``None`` when skipped.
+    raw_evaluation
+        The raw features' evaluation on the same splits; ``None`` unless asked for.
+    record
+        The JSON-ready record (``results.json``).
+    plots
+        The plots drawn.
+    clusters
+        The clustering of the embeddings; ``None`` when skipped.
+    """
     embeddings: torch.Tensor
     evaluation: EvaluationResult | None
     raw_evaluation: EvaluationResult | None
@@ -92,7 +109,45 @@ def run_gca(
     The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters (the
     config's fields and ``dataset``) are logged first, the evaluation's numbers (:func:`gca.loggers.final_metrics`
     of the record's ``accuracy``, ``raw_features_accuracy`` and ``clustering``) at step ``config.epochs`` after it,
-    and ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`)."""
+    and ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`).
+
+    Parameters
+    ----------
+    estimator
+        The estimator to train (untrained or not: ``fit`` starts afresh).
+    prepared
+        The prepared graph (:meth:`GCA.prepare <gca.train.estimator.GCA.prepare>` or :meth:`Job.prepare
+        <gca.run.job.Job.prepare>`).
+    dataset
+        The dataset's name, for the record and the loggers.
+    labels
+        One label per node (−1: none); ``None`` for an unlabelled graph.
+    splits
+        The evaluation splits; ``None`` skips evaluation.
+    eval_raw
+        Also evaluate the raw features on the same splits (``raw_features_accuracy``).
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    clusters
+        k-means runs on the embeddings; ``0`` skips clustering.
+    checkpoint, checkpoint_every, resume
+        Training checkpoints, as :meth:`GCA.fit <gca.train.estimator.GCA.fit>` takes them.
+    plots
+        ``(loss.png, tsne.png)`` paths to draw the loss curve and the t-SNE map to; ``None`` for no plots.
+    plot_title
+        The plots' title.
+    on_epoch
+        A hook after every epoch, as ``GCA.fit`` takes it.
+    embeddings_file
+        A new ``.npy`` path for out-of-core embeddings, as ``GCA.fit`` takes it.
+    scratch
+        Where a torchrun process other than the first maps its matrices, as ``GCA.fit`` takes it.
+
+    Returns
+    -------
+    RunResult
+        The embeddings, the evaluations and the JSON-ready record.
+    """
     with logged_run(estimator.loggers, {"dataset": dataset, **estimator.config.to_dict()}):
         result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
                       dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,

@@ -32,7 +32,24 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
     weights, even if ``estimator`` was fitted, its device, the hold-out's seed from :func:`gca.seeds.run_seeds`);
     returns the scores, the first run's estimator and embeddings (of its training graph) and the run's record
     (``results.json``: what was held out, the scores, the first training's time, device and configuration).
-    ``estimator`` itself is not trained."""
+    ``estimator`` itself is not trained.
+
+    Parameters
+    ----------
+    job
+        The job whose graph is held out (cleaned first).
+    estimator
+        The estimator cloned for each hold-out (not trained itself).
+    runs
+        How many hold-outs, each with its own seed.
+    val, test
+        The shares of the edges held out for validation and testing.
+
+    Returns
+    -------
+    tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]
+        The scores, the first run's estimator and embeddings, and the run's record.
+    """
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
     result, first = LinkResult(), None
@@ -60,7 +77,23 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
     ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
     of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each judged on the same ``splits`` under
     ``protocol``. Returns one line to print and the record (``results.json``'s ``pretrainings``): the seeds, each
-    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings."""
+    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings.
+
+    Parameters
+    ----------
+    job
+        The job whose prepared graph every pretraining trains on.
+    estimator
+        The estimator that made ``first`` (cloned for the others, not trained again).
+    first
+        Its evaluation on ``splits``.
+    count
+        The pretrainings in all, ``first`` included.
+    splits
+        The evaluation splits every pretraining is judged on.
+    protocol
+        ``"sklearn"`` or ``"authors"``.
+    """
     seeds = run_seeds(estimator.config.seed, count)
     results = [first]
     for seed in seeds[1:]:

@@ -53,7 +53,21 @@ class ViewSampler(Protocol):
 @dataclass
 class Batch:
     """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
-    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``."""
+    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``.
+
+    Parameters
+    ----------
+    features
+        One row per node of the batch's graph (the encoder's input).
+    num_nodes
+        The batch graph's nodes.
+    views
+        The two view samplers.
+    anchors
+        The rows the objective runs over; ``None`` for every node.
+    layer_rows
+        Per encoder layer, how many leading nodes' outputs are read later; ``None`` for every node's.
+    """
 
     features: Features
     num_nodes: int
@@ -67,7 +81,17 @@ class Batch:
     def of_graph(
         cls, graph: Graph, views: tuple[ViewSampler, ViewSampler], anchors: torch.Tensor | None = None
     ) -> Batch:
-        """The whole graph's batch; row-normalised features are built whole at each call (keep the batch)."""
+        """The whole graph's batch; row-normalised features are built whole at each call (keep the batch).
+
+        Parameters
+        ----------
+        graph
+            The cleaned graph.
+        views
+            The two view samplers.
+        anchors
+            The rows the objective runs over; ``None`` for every node.
+        """
         return cls(dense_input(graph.features), graph.num_nodes, views, anchors)
 
 
@@ -76,7 +100,15 @@ class BatchSource(ABC):
 
     @abstractmethod
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
-        """The batches of ``epoch`` (0-based); random choices draw from ``generator``."""
+        """The batches of ``epoch`` (0-based); random choices draw from ``generator``.
+
+        Parameters
+        ----------
+        epoch
+            The epoch, from 0.
+        generator
+            The generator random choices draw from.
+        """
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -86,7 +118,15 @@ class BatchSource(ABC):
 
 
 class FullGraphBatches(BatchSource):
-    """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it)."""
+    """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it).
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph, on the training device.
+    views
+        The two view samplers.
+    """
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
         self.batch = Batch.of_graph(graph, views)  # X̂ built once for every epoch
@@ -98,7 +138,23 @@ class FullGraphBatches(BatchSource):
 @dataclass
 class SubgraphView:
     """A view sampler of a sampled subgraph: each augmentation unit present in it is kept with probability
-    1 − p (its full-graph probability), together with every sampled edge that belongs to it."""
+    1 − p (its full-graph probability), together with every sampled edge that belongs to it.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` sampled edges, local ids.
+    unit
+        ``[E]`` index into ``unit_prob`` of each edge's unit.
+    unit_prob
+        ``[U]`` removal probability of each unit present.
+    features
+        The full graph's feature masker.
+    edge_weight
+        ``[E]`` each sampled edge's weight (``None``: an unweighted graph).
+    edge_attr
+        ``[E, D]`` each sampled edge's features, or ``None``.
+    """
 
     edge_index: torch.Tensor  # [2, E] sampled edges, local ids
     unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
@@ -110,7 +166,13 @@ class SubgraphView:
     symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
+        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them.
+
+        Parameters
+        ----------
+        generator
+            The generator drawn from.
+        """
         keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
         kept = keep[self.unit]
         return edge_list(self.edge_index[:, kept], None if self.edge_weight is None else self.edge_weight[kept],
@@ -140,6 +202,27 @@ class NeighborBatches(BatchSource):
     At each epoch's start the training generator is re-seeded from (seed, epoch, rank), so an epoch's
     neighbourhoods and views are a function of those three numbers: a run resumed from a checkpoint at an epoch
     boundary continues exactly, on every process. The state kept in checkpoints is that seed and the layout.
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph, on the training device.
+    views
+        The two view samplers of the whole graph.
+    batch_size
+        B, anchors per batch.
+    fanouts
+        Neighbours sampled per node at each hop (−1: all).
+    steps_per_epoch
+        Updates per epoch; ``0`` for one pass over the nodes.
+    seed
+        Seeds the permutations and each epoch's generator.
+    rank
+        This process's rank.
+    world_size
+        K, the processes training together.
+    unit_ids
+        The edges' augmentation units computed before; ``None``: computed.
     """
 
     def __init__(
@@ -174,7 +257,13 @@ class NeighborBatches(BatchSource):
         return max(1, math.ceil(self.graph.num_nodes / (self.batch_size * self.world_size)))
 
     def anchor_batches(self, epoch: int) -> list[torch.Tensor]:
-        """This process's anchors for each step of ``epoch``."""
+        """This process's anchors for each step of ``epoch``.
+
+        Parameters
+        ----------
+        epoch
+            The epoch, from 0.
+        """
         n, device = self.graph.num_nodes, self.sampler.indptr.device
         order_generator = torch.Generator(device=device).manual_seed(_epoch_seed(self.seed, epoch, -1))
         total = self.steps * self.world_size
@@ -196,7 +285,13 @@ class NeighborBatches(BatchSource):
             yield self.batch(self.sampler.sample(anchors, generator))
 
     def batch(self, sub: SampledSubgraph) -> Batch:
-        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
+        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors.
+
+        Parameters
+        ----------
+        sub
+            A sampled subgraph.
+        """
         present, unit = torch.unique(sub.units, return_inverse=True)
         weight, attr = self.graph.edge_weight, self.graph.edge_attr
         if (weight is not None or attr is not None) and sub.edge_ids is None:
@@ -230,7 +325,25 @@ def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], confi
                  rank: int = 0, world_size: int = 1, unit_ids: torch.Tensor | None = None) -> BatchSource:
     """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
     ``rank``'s share of them among ``world_size``), else the whole graph every epoch. ``unit_ids``: the sampler's
-    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`)."""
+    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`).
+
+    Parameters
+    ----------
+    graph
+        The cleaned graph.
+    views
+        The two view samplers of the whole graph.
+    config
+        The run's configuration (``batch_size``, ``fanout``, ``steps_per_epoch``, ``seed``).
+    device
+        Where training runs (the graph and views are moved there).
+    rank
+        This process's rank among ``world_size``.
+    world_size
+        The processes training together.
+    unit_ids
+        The sampler's augmentation unit of every edge, where stored; ``None``: computed.
+    """
     views = (views[0].to(device), views[1].to(device))
     if config.batch_size:
         return NeighborBatches(graph.to(device), views, config.batch_size, config.fanouts, config.steps_per_epoch,

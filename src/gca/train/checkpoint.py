@@ -42,14 +42,33 @@ class CheckpointError(UserError, RuntimeError):
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
-    """``torch.save`` through a temporary file and a rename: a kill leaves the old checkpoint or the new one."""
+    """``torch.save`` through a temporary file and a rename: a kill leaves the old checkpoint or the new one.
+
+    Parameters
+    ----------
+    path
+        The file to write (replaced).
+    state
+        The checkpoint: tensors and plain Python values only (:func:`model_state`, :func:`training_state`).
+    """
     atomic_write(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a gca checkpoint with ``torch.load(weights_only=True)``: only tensors and plain Python values are
     unpickled, so a crafted file cannot run code; truncated, foreign, crafted or damaged files (any entry missing,
-    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`."""
+    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`.
+
+    Parameters
+    ----------
+    path
+        A file written by :func:`save_checkpoint`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The checked checkpoint, its tensors on the CPU.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist" if not path.exists() else f"{path} is not a file")
@@ -144,7 +163,15 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table), ``optimizer`` (Adam's
     state: parameter groups of finite settings, per-parameter moments that are finite tensors and a step count)
     and ``rng`` (generator states that the generators accept). Shapes that depend on the run resuming it are
-    :func:`check_resume`'s."""
+    :func:`check_resume`'s.
+
+    Parameters
+    ----------
+    state
+        A checkpoint as read.
+    path
+        Its file, for the message.
+    """
     from dataclasses import fields
 
     from ..config import GCAConfig  # here: the configuration module is not needed to read a format marker
@@ -278,7 +305,21 @@ def _check_rng(rng: Any, path: str | Path) -> None:
 def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float],
                 user_encoder: str | None = None) -> dict:  # fmt: skip
     """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs. ``user_encoder``: the
-    module and class name of a user's encoder the model was trained with (its weights need an instance of it)."""
+    module and class name of a user's encoder the model was trained with (its weights need an instance of it).
+
+    Parameters
+    ----------
+    config
+        The configuration the model was trained with (``GCAConfig.to_dict()``).
+    in_channels
+        The node features' width.
+    model
+        The trained model (its ``state_dict`` is saved).
+    losses
+        Each epoch's loss.
+    user_encoder
+        ``module.Class`` of a user's encoder; ``None`` for gca's own.
+    """
     return {
         "format": MODEL_FORMAT,
         "config": dict(config),
@@ -298,7 +339,25 @@ def training_state(
     graph_fingerprint: str,
     source_state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A training checkpoint after ``epoch`` finished epochs."""
+    """A training checkpoint after ``epoch`` finished epochs.
+
+    Parameters
+    ----------
+    model_checkpoint
+        The model checkpoint it extends (:func:`model_state`).
+    optimizer
+        The run's optimiser (its state is saved).
+    generator
+        The training generator (its state is saved, with the global generators').
+    epoch
+        The epochs finished.
+    seconds
+        The training time so far.
+    graph_fingerprint
+        The graph's :meth:`~gca.graph.graph.Graph.fingerprint`.
+    source_state
+        The batch source's state (mini-batch layout); ``None`` for none.
+    """
     return {
         **model_checkpoint,
         "format": TRAINING_FORMAT,
@@ -319,7 +378,19 @@ def check_resumable(
     state: dict[str, Any], config: dict[str, Any], in_channels: int, graph_fingerprint: str
 ) -> None:
     """Raise :class:`CheckpointError` unless ``state`` (checked by :func:`check_checkpoint`) continues this very
-    run: same settings (the number of epochs may grow), same input width, same graph."""
+    run: same settings (the number of epochs may grow), same input width, same graph.
+
+    Parameters
+    ----------
+    state
+        A checked training checkpoint.
+    config
+        This run's configuration (``GCAConfig.to_dict()``).
+    in_channels
+        This graph's feature width.
+    graph_fingerprint
+        This graph's fingerprint.
+    """
     if state.get("format") != TRAINING_FORMAT:
         raise CheckpointError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
     saved = state["config"]
@@ -350,7 +421,21 @@ def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, 
                generator: torch.Generator) -> None:  # fmt: skip
     """Raise :class:`CheckpointError` unless the training state ``state`` loads into these parts (they may live on
     PyTorch's meta device: only names and shapes are compared): the same weights, Adam's moments shaped as their
-    parameters, the same optimiser settings, a training-generator state for ``generator``'s device."""
+    parameters, the same optimiser settings, a training-generator state for ``generator``'s device.
+
+    Parameters
+    ----------
+    state
+        A checked training checkpoint.
+    path
+        Its file, for the message.
+    model
+        The model trained.
+    optimizer
+        Its optimiser.
+    generator
+        The training generator.
+    """
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in state["model"].items()}
     for name in sorted(set(expected) | set(found)):
@@ -404,7 +489,25 @@ def check_resume(
     """The training state in ``path`` when this run (``config`` on a graph of ``in_channels`` features and this
     ``fingerprint``, with these parts) can continue it; otherwise one :class:`CheckpointError`: the file cannot
     be read or is damaged (:func:`load_checkpoint`), differs in settings or graph (:func:`check_resumable`) or
-    does not load into the parts (:func:`check_fits`)."""
+    does not load into the parts (:func:`check_fits`).
+
+    Parameters
+    ----------
+    path
+        The checkpoint file.
+    config
+        This run's configuration (``GCAConfig.to_dict()``).
+    in_channels
+        This graph's feature width.
+    fingerprint
+        This graph's fingerprint.
+    model
+        The model trained.
+    optimizer
+        Its optimiser.
+    generator
+        The training generator.
+    """
     state = load_checkpoint(path)
     try:
         check_resumable(state, config, in_channels, fingerprint)
@@ -418,7 +521,15 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
     """What ``estimator.fit(prepared, resume=True)`` (a :class:`~gca.train.estimator.GCA` and its prepared graph)
     would refuse in a checkpoint, as a function of the checkpoint's path that raises :class:`CheckpointError` —
     for a command to call before it copies or adopts the file, so a refused resume writes nothing. The run's model
-    and optimiser are built on PyTorch's meta device: shapes only, no memory."""
+    and optimiser are built on PyTorch's meta device: shapes only, no memory.
+
+    Parameters
+    ----------
+    estimator
+        The estimator that will fit.
+    prepared
+        The prepared graph it will fit on.
+    """
 
     def check(path: Path) -> None:
         from ..nn.model import GCAModel
@@ -446,7 +557,19 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
 def restore_training_state(
     state: dict[str, Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator
 ) -> None:
-    """Load weights, optimiser moments and every generator's state from a checked training checkpoint."""
+    """Load weights, optimiser moments and every generator's state from a checked training checkpoint.
+
+    Parameters
+    ----------
+    state
+        A checked training checkpoint.
+    model
+        The model trained.
+    optimizer
+        Its optimiser.
+    generator
+        The training generator.
+    """
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     generator.set_state(state["rng"]["generator"])
@@ -484,6 +607,15 @@ class TrainingCheckpoints:
     ends. A damaged checkpoint, or one made with other settings or on another graph, is refused (:func:`check_resume`).
 
     The run hands it what a checkpoint holds; it keeps the clock, so ``seconds`` counts training time across resumes.
+
+    Parameters
+    ----------
+    path
+        The training checkpoint file; ``None`` for none.
+    every
+        Write it after every this many epochs; ``0`` never (a negative number is a :class:`CheckpointError`).
+    resume
+        Continue from ``path`` when that file exists.
     """
 
     def __init__(self, path: str | Path | None = None, every: int = 0, resume: bool = False) -> None:
@@ -507,7 +639,25 @@ class TrainingCheckpoints:
     def restore(self, config: dict[str, Any], in_channels: int, fingerprint: str, model: torch.nn.Module,
                 optimizer: torch.optim.Optimizer, generator: torch.Generator, source: Any) -> list[float]:
         """Load the checkpoint into the run's parts when resuming from one; the losses of the epochs it holds
-        (empty for a fresh run). The clock starts here."""
+        (empty for a fresh run). The clock starts here.
+
+        Parameters
+        ----------
+        config
+            This run's configuration (``GCAConfig.to_dict()``).
+        in_channels
+            This graph's feature width.
+        fingerprint
+            This graph's fingerprint.
+        model
+            The model trained.
+        optimizer
+            Its optimiser.
+        generator
+            The training generator.
+        source
+            The batch source (its state is restored).
+        """
         losses: list[float] = []
         if self.resume and self.path is not None and self.path.is_file():
             state = check_resume(self.path, config, in_channels, fingerprint, model, optimizer, generator)
@@ -526,7 +676,23 @@ class TrainingCheckpoints:
     def after_epoch(self, epoch: int, model_checkpoint: Any, optimizer: torch.optim.Optimizer,
                     generator: torch.Generator, fingerprint: str, source: Any) -> None:
         """Write the training state after ``epoch`` finished epochs when one is due; ``model_checkpoint()`` gives
-        the model checkpoint it extends (called only then)."""
+        the model checkpoint it extends (called only then).
+
+        Parameters
+        ----------
+        epoch
+            The epochs finished.
+        model_checkpoint
+            ``model_checkpoint()`` gives the model checkpoint.
+        optimizer
+            The run's optimiser.
+        generator
+            The training generator.
+        fingerprint
+            The graph's fingerprint.
+        source
+            The batch source (its state is saved).
+        """
         if self.path is None or not self.every or epoch % self.every:
             return
         state = training_state(model_checkpoint(), optimizer, generator, epoch, self.seconds, fingerprint,

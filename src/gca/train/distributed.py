@@ -44,7 +44,14 @@ from .loop import TrainingError
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """``auto`` → CUDA when available, else CPU. ``cpu``, ``cuda``, ``cuda:N`` and ``mps`` are accepted where this
-    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices."""
+    machine has them; any other name — even one PyTorch knows, such as ``meta`` — is an error naming the choices.
+
+    Parameters
+    ----------
+    device
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``; another, or one this
+        machine lacks, is a :class:`~gca.train.loop.TrainingError`.
+    """
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -73,13 +80,31 @@ DEFAULT_TIMEOUT_S = 300
 
 
 def row_range(num_rows: int, rank: int, world_size: int) -> tuple[int, int]:
-    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order."""
+    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order.
+
+    Parameters
+    ----------
+    num_rows
+        The rows shared.
+    rank
+        This process's rank.
+    world_size
+        The processes sharing them.
+    """
     return num_rows * rank // world_size, num_rows * (rank + 1) // world_size
 
 
 @dataclass(frozen=True)
 class BlockShare:
-    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work."""
+    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work.
+
+    Parameters
+    ----------
+    rank
+        This process's rank.
+    world_size
+        The processes sharing the objective.
+    """
 
     rank: int
     world_size: int
@@ -92,7 +117,13 @@ class BlockShare:
         return [s for s, o in zip(starts, owner.tolist(), strict=True) if o == self.rank]
 
     def row_range(self, num_rows: int) -> tuple[int, int]:
-        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts."""
+        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts.
+
+        Parameters
+        ----------
+        num_rows
+            The rows shared.
+        """
         return row_range(num_rows, self.rank, self.world_size)
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
@@ -105,7 +136,15 @@ class RowRanges:
     the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
     the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
     in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to
-    rank 0 alone, which :attr:`holds_result`."""
+    rank 0 alone, which :attr:`holds_result`.
+
+    Parameters
+    ----------
+    rank
+        This process's rank.
+    world_size
+        The processes sharing inference.
+    """
 
     rank: int
     world_size: int
@@ -150,7 +189,15 @@ def place() -> tuple[int, int]:
 def average_gradients(optimizer: torch.optim.Optimizer, world_size: int) -> None:
     """Before every step of ``optimizer``, replace each gradient by its mean over the processes (one all-reduce
     of all gradients flattened together) — data parallelism for mini-batch training, where each process trains
-    on its own anchors."""
+    on its own anchors.
+
+    Parameters
+    ----------
+    optimizer
+        The optimiser whose parameters' gradients are averaged.
+    world_size
+        The processes training together.
+    """
 
     def hook(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         params = [p for group in opt.param_groups for p in group["params"]]
@@ -181,6 +228,15 @@ class Placement:
     is not given one — and consulted for everything distribution changes: the objective's share of the similarity
     matrix (:attr:`objective_share`), the mini-batch sampler's rank, the gradient hook (:meth:`attach`) and which
     process writes (:attr:`writes`). A single process is ``Placement(device)``.
+
+    Parameters
+    ----------
+    device
+        The device this process trains on.
+    rank
+        Its rank among the processes (0 for a single process).
+    world_size
+        The processes training together (1 for a single process).
     """
 
     device: torch.device
@@ -191,7 +247,13 @@ class Placement:
     def from_environment(cls, device: str | torch.device = "auto") -> Placement:
         """This process's placement as torchrun describes it: outside torchrun, ``device`` alone (checked by
         :func:`resolve_device`); under it, the process group joined (NCCL for CUDA, gloo otherwise) and a bare
-        ``cuda`` made ``cuda:LOCAL_RANK``."""
+        ``cuda`` made ``cuda:LOCAL_RANK``.
+
+        Parameters
+        ----------
+        device
+            The device asked for, as :func:`resolve_device` takes it.
+        """
         device = resolve_device(device)
         if not launched():
             return cls(device)
@@ -207,7 +269,13 @@ class Placement:
 
     @classmethod
     def joined(cls, device: torch.device) -> Placement:
-        """``device`` in the process group this process already joined (a single process outside one)."""
+        """``device`` in the process group this process already joined (a single process outside one).
+
+        Parameters
+        ----------
+        device
+            The device this process trains on.
+        """
         return cls(device, *place())
 
     @property
@@ -225,7 +293,13 @@ class Placement:
 
     def objective_share(self, batch_size: int) -> BlockShare | None:
         """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each
-        process then computes its own batches' objective whole)."""
+        process then computes its own batches' objective whole).
+
+        Parameters
+        ----------
+        batch_size
+            The config's ``batch_size`` (0: the whole graph).
+        """
         return BlockShare(self.rank, self.world_size) if self.distributed and not batch_size else None
 
     def row_share(self) -> RowRanges | None:
@@ -234,7 +308,15 @@ class Placement:
 
     def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
         """Data-parallel mini-batch training averages the gradients over the processes before every step; the
-        exact full-graph objective needs no hook (its backward pass already all-reduces)."""
+        exact full-graph objective needs no hook (its backward pass already all-reduces).
+
+        Parameters
+        ----------
+        optimizer
+            The run's optimiser.
+        batch_size
+            The config's ``batch_size`` (0: the whole graph).
+        """
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
@@ -242,7 +324,15 @@ class Placement:
         """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
         digest of its resolved settings (``config``) and of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
         edges, features and edge values, every byte) — 32 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process."""
+        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process.
+
+        Parameters
+        ----------
+        config
+            This process's resolved configuration (``GCAConfig.to_dict()``).
+        graph_fingerprint
+            This process's graph's fingerprint.
+        """
         if not self.distributed:
             return
         settings = hashlib.blake2b(json.dumps(config, sort_keys=True, default=str).encode(), digest_size=16)

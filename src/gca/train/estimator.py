@@ -166,6 +166,14 @@ class GraphNodes:
     ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
     fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
     scikit-learn's folds and scorer.
+
+    Parameters
+    ----------
+    data
+        The whole graph: a PyG ``Data`` with ``x`` and ``edge_index`` (anything else is a ``ConfigError``).
+    index
+        The ids of the nodes it stands for (a 1-D array or list of integers in ``[0, N)``, in the order wanted);
+        ``None`` for every node in order.
     """
 
     def __init__(self, data: Data, index: Any = None) -> None:
@@ -226,6 +234,36 @@ class GCA:
     A user's ``encoder`` (and ``objective``) is copied when the estimator is made and never changed: each ``fit``
     trains a fresh copy of those initial weights (``model.encoder`` after it), so fitting twice gives the same
     embeddings as fitting once. ``copy.deepcopy`` and ``pickle`` work on a fitted estimator.
+
+    Parameters
+    ----------
+    config
+        The run's settings (:class:`~gca.config.GCAConfig`, validated here); ``None`` for the defaults. Its fields
+        are also this estimator's parameters by name (``get_params`` / ``set_params``).
+    device
+        Where to train: ``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``, or a ``torch.device``; one this machine lacks is a ``ConfigError``. Ignored when ``placement``
+        is given (its device is used).
+    progress
+        Show a progress bar of the epochs on stderr (a bar on a terminal, else a plain line about every tenth of
+        the epochs).
+    objective
+        A module ``objective(u, v) → loss`` (a scalar to minimise) used in place of Eq. 2's contrastive loss;
+        ``None`` for GCA's own. Copied now; each ``fit`` trains a fresh copy of it.
+    batches
+        A factory ``batches(prepared, device)`` returning the :class:`~gca.train.batches.BatchSource` to train on;
+        ``None`` for :func:`gca.train.batches.batch_source` (full graph, or mini-batches as ``config`` says).
+    placement
+        Where this process trains among several (:class:`~gca.train.distributed.Placement`, as under torchrun);
+        ``None`` for a single process on ``device``.
+    encoder
+        Your own encoder module, called as PyTorch Geometric's: ``encoder(x, edge_index)`` → an
+        ``[N, config.hidden]`` float tensor (checked on a few nodes before training; :mod:`gca.nn.encoders`);
+        ``None`` for the one ``config.encoder`` names. Copied now and never
+        trained itself: each ``fit`` trains a fresh copy of these initial weights.
+    loggers
+        Metric loggers (:mod:`gca.loggers`), each an object with ``log(metrics, step)``; they get each epoch's
+        ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
@@ -261,7 +299,19 @@ class GCA:
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
         a field named as a constructor argument is ``config__<name>`` (scikit-learn's name for a part's
-        parameter): ``config__encoder`` is the built-in encoder's name, ``encoder`` the module passed in."""
+        parameter): ``config__encoder`` is the built-in encoder's name, ``encoder`` the module passed in.
+
+        Parameters
+        ----------
+        deep
+            Include every field of ``config`` by name (scikit-learn's nested parameters); ``False`` gives the
+            constructor's arguments only.
+
+        Returns
+        -------
+        dict[str, Any]
+            Parameter name → value, a new dict (changing it changes nothing here).
+        """
         params = dict(self._params)
         if not deep:
             return params
@@ -273,7 +323,20 @@ class GCA:
         which ``config__encoder="gat"`` needs; NumPy scalars such as ``np.int64(2)`` are read as Python numbers);
         the estimator is then untrained. An unknown name or a refused value is an error with a suggestion, and
         leaves the estimator exactly as it was: every value is checked by building the changed estimator first,
-        which then replaces this one's state."""
+        which then replaces this one's state.
+
+        Parameters
+        ----------
+        **params
+            Constructor arguments (``device="cpu"``, ``loggers=[...]``) and config fields (``tau=0.5``,
+            ``config__encoder="gat"``) with their new values; an unknown name or a value ``GCAConfig.validate``
+            refuses is a ``ConfigError``.
+
+        Returns
+        -------
+        GCA
+            This estimator (changed and untrained), so that calls chain.
+        """
         fields = {k.removeprefix("config__"): v for k, v in params.items() if k not in self._params}
         given = {k: v for k, v in params.items() if k in self._params}
         if fields:  # else a config given is kept as given (None too), so get_params returns it
@@ -330,11 +393,38 @@ class GCA:
 
     def prepare(self, data: Data | Graph, directed: bool | None = None, store: Kept | None = None) -> PreparedGraph:
         """Clean the graph and compute centrality and both views' probabilities (once per graph); ``store``: where
-        they are kept between runs (:func:`gca.augment.prepared.prepare`)."""
+        they are kept between runs (:func:`gca.augment.prepared.prepare`).
+
+        Parameters
+        ----------
+        data
+            A PyG ``Data`` (cleaned by :func:`~gca.graph.graph.prepare_graph` with ``config.feature_norm``), or an
+            already cleaned :class:`~gca.graph.graph.Graph`.
+        directed
+            ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one
+            way gets its reverse; ``True``: directed as given.
+        store
+            Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
+            kept them, and kept when not (such as :class:`gca.run.cache.PreparedStore`); ``None``: computed here.
+
+        Returns
+        -------
+        PreparedGraph
+            The graph with its centrality and augmentors, to pass to :meth:`fit` (once for several fits).
+        """
         return prepare(data, self.config, directed, encoder=self.encoder, store=store)
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
-        """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement."""
+        """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement.
+
+        Parameters
+        ----------
+        prepared
+            The prepared graph to train on (:meth:`prepare`).
+        placement
+            The process's place among several; ``None`` for the estimator's ``placement`` (or a single process on
+            its device). Not used when the estimator was given ``batches``.
+        """
         if self.batches is not None:
             return self.batches(prepared, self.device)
         place = placement or self.placement or Placement.joined(self.device)
@@ -373,6 +463,39 @@ class GCA:
         (``losses[epoch - 1]``); a hook of two arguments is called as before. The estimator's ``loggers`` get every
         epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
+
+        Parameters
+        ----------
+        X
+            The graph: a PyG ``Data`` (``x``, ``edge_index``, optionally ``edge_weight`` / ``edge_attr``), a cleaned
+            :class:`~gca.graph.graph.Graph`, a :class:`~gca.augment.prepared.PreparedGraph` from :meth:`prepare`
+            (used as it is: ``directed`` is then not read), or :class:`GraphNodes`.
+        y
+            Ignored (accepted for scikit-learn's pipelines and searches); no label is read.
+        directed
+            ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one
+            way gets its reverse (with its weight and edge features); ``True``: directed as given.
+        checkpoint
+            The training checkpoint file written every ``checkpoint_every`` epochs and, with ``resume``, read;
+            ``None`` for none.
+        checkpoint_every
+            Write ``checkpoint`` after every this many epochs; ``0`` never (a negative number is an error).
+        resume
+            Continue from ``checkpoint`` when that file exists (a checkpoint of other settings or another graph is
+            refused); start afresh when it does not.
+        on_epoch
+            A hook ``on_epoch(epoch, embed)`` (or ``on_epoch(epoch, embed, loss=None)``) called after every epoch.
+        embeddings_file
+            A new ``.npy`` path to write the final embeddings to as they are computed, when the graph is embedded
+            in blocks on the CPU; an existing file is a ``ValueError``.
+        scratch
+            The folder where a torchrun rank without ``embeddings_file`` maps its matrices (a folder that cannot be
+            made keeps them in memory); ``None``: in memory.
+
+        Returns
+        -------
+        GCA
+            This estimator, trained: :attr:`embedding_`, ``model`` and ``losses`` are set.
         """
         cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
@@ -441,14 +564,44 @@ class GCA:
     def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None,
                       **kwargs: Any) -> torch.Tensor:  # fmt: skip
         """:meth:`fit` (``y`` ignored; ``directed`` and the other options by keyword), then the embeddings of
-        ``X``'s nodes: :attr:`embedding_`, or for :class:`GraphNodes` its rows of those nodes, in their order."""
+        ``X``'s nodes: :attr:`embedding_`, or for :class:`GraphNodes` its rows of those nodes, in their order.
+
+        Parameters
+        ----------
+        X
+            The graph, as :meth:`fit` takes it.
+        y
+            Ignored (no label is read).
+        **kwargs
+            :meth:`fit`'s keyword options (``directed``, ``checkpoint``, ``on_epoch``, …).
+
+        Returns
+        -------
+        torch.Tensor
+            A float32 tensor on the CPU, one row per node of ``X`` (``None`` on a torchrun rank other than 0 when
+            the graph was embedded by all ranks together).
+        """
         embedding = self.fit(X, y, **kwargs).embedding_
         return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
     def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None
                   ) -> torch.Tensor:  # fmt: skip
         """scikit-learn's name for :meth:`embed`: ``X``'s embeddings with the trained encoder — for
-        :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings."""
+        :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings.
+
+        Parameters
+        ----------
+        X
+            The graph to embed (a PyG ``Data``, a :class:`~gca.graph.graph.Graph` or :class:`GraphNodes`) with the
+            training graph's number of features; ``None`` for the training graph.
+        directed
+            How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
+
+        Returns
+        -------
+        torch.Tensor
+            A float32 tensor on the CPU, one row per node of ``X``.
+        """
         if isinstance(X, GraphNodes):
             return self.embed(X.data, directed=directed)[X.index]
         return self.embed(X, directed=directed)
@@ -460,7 +613,24 @@ class GCA:
         (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping). A ``Data`` is
         cleaned as :meth:`fit` cleaned its graph: ``directed=None`` keeps the ``directed`` that ``fit`` was given
         (with ``directed=False``, an edge listed one way gets its reverse there and here alike, so embedding the
-        training data again gives :attr:`embedding_`)."""
+        training data again gives :attr:`embedding_`).
+
+        Parameters
+        ----------
+        data
+            The graph to embed (a PyG ``Data`` or a :class:`~gca.graph.graph.Graph`) with the training graph's
+            number of features (else a ``TrainingError``); ``None`` for the training graph.
+        out
+            A new ``.npy`` path the embeddings are written to as they are computed, when the graph is embedded in
+            blocks on the CPU; ``None`` keeps them in memory.
+        directed
+            How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
+
+        Returns
+        -------
+        torch.Tensor
+            A float32 tensor on the CPU, one row per node (the mapping of ``out`` when it was written).
+        """
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
             raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
@@ -481,13 +651,37 @@ class GCA:
         return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named)
 
     def save(self, path: str | Path) -> None:
-        """Write the model checkpoint atomically (temporary file, then rename)."""
+        """Write the model checkpoint atomically (temporary file, then rename).
+
+        Parameters
+        ----------
+        path
+            The file to write (replaced if it exists); :meth:`load` reads it. An untrained estimator is a
+            ``TrainingError``.
+        """
         save_checkpoint(path, self.state())
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
         """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
-        trained with a user's ``encoder`` loads into a copy of a fresh instance of it (which stays as it is)."""
+        trained with a user's ``encoder`` loads into a copy of a fresh instance of it (which stays as it is).
+
+        Parameters
+        ----------
+        path
+            A file written by :meth:`save`, ``gca train`` or a training checkpoint; a damaged or foreign file is a
+            ``CheckpointError``.
+        device
+            Where the model is placed, as the constructor's ``device``.
+        encoder
+            For a model trained with your own encoder: a new module of the same class and shape, which the weights
+            load into a copy of; ``None`` for a model of gca's encoders (one trained with yours then says so).
+
+        Returns
+        -------
+        GCA
+            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`.
+        """
         state = load_checkpoint(path)
         user = state.get("user_encoder")
         if user and encoder is None:
@@ -516,7 +710,20 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
     """A fresh, untrained estimator with ``estimator``'s device, placement and parts, and its configuration with
     ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
     objective is a copy of the one ``estimator`` was made with, at its initial weights — never trained ones, whether
-    ``estimator`` was fitted or not. Its ``loggers`` are the same objects: a logger names where metrics go."""
+    ``estimator`` was fitted or not. Its ``loggers`` are the same objects: a logger names where metrics go.
+
+    Parameters
+    ----------
+    estimator
+        The estimator to copy (fitted or not; it is not changed).
+    **changes
+        Config fields to change in the copy (``seed=1``, ``tau=0.5``), checked as ``GCAConfig.replace`` checks them.
+
+    Returns
+    -------
+    GCA
+        A new, untrained estimator.
+    """
     # the device as given ("cpu", not torch.device("cpu")), so get_params of the copy equals the original's
     return GCA(estimator.config.replace(**changes), device=estimator._params["device"], progress=estimator.progress,
                objective=_fresh(estimator._initial_objective), batches=estimator.batches,

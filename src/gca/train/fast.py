@@ -49,7 +49,19 @@ KEYS = ("batch_size", "fanout")
 
 @dataclass(frozen=True)
 class FastChoice:
-    """What the fast path chose for one graph on one device, and why (one line, for the run's header)."""
+    """What the fast path chose for one graph on one device, and why (one line, for the run's header).
+
+    Parameters
+    ----------
+    batch_size
+        The anchors per batch chosen; 0: the whole graph at every update.
+    fanout
+        The fan-out per hop chosen.
+    reason
+        Why, in words.
+    kept
+        The keys the user set, which the choice leaves as they are.
+    """
 
     batch_size: int  # 0: the whole graph at every update
     fanout: tuple[int, ...]
@@ -66,7 +78,13 @@ class FastChoice:
         return {key: value for key, value in values.items() if key not in self.kept}
 
     def keeping(self, given: Iterable[str]) -> FastChoice:
-        """The same choice, leaving the keys among ``given`` that it would set to the user."""
+        """The same choice, leaving the keys among ``given`` that it would set to the user.
+
+        Parameters
+        ----------
+        given
+            The config keys the user set (their file's and ``--set``'s).
+        """
         kept = tuple(key for key in KEYS if key in set(given))
         return FastChoice(self.batch_size, self.fanout, self.reason, kept)
 
@@ -76,6 +94,15 @@ class FastChoice:
 
             choice = fast_choice(data.num_nodes, "cpu")
             model = GCA(choice.apply(build_config("Amazon-Photo"), data.num_nodes)).fit(data)
+
+        Parameters
+        ----------
+        config
+            The configuration to change.
+        num_nodes
+            The graph's nodes.
+        world_size
+            The processes training together.
         """
         config = config.replace(**self.layer())
         if config.batch_size and config.epochs:
@@ -96,7 +123,13 @@ class FastChoice:
     def record(self, config: GCAConfig | None = None) -> dict:
         """For ``results.json`` (``fast_path``): what trained — ``config``'s batch size and fan-out, which may be
         the user's where they were kept — and, under ``chosen``, what the fast path chose and why, its fan-out one
-        value per layer of ``config``'s encoder."""
+        value per layer of ``config``'s encoder.
+
+        Parameters
+        ----------
+        config
+            The configuration that trained.
+        """
         fanout = list(self.fanout)
         if config is not None and self.mini_batch and len(fanout) == 1:  # one value serves every layer: say each
             fanout = fanout * config.layers
@@ -110,7 +143,15 @@ class FastChoice:
 
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
     """The fast path's training for a graph of ``num_nodes`` nodes on ``device`` (module docstring: the rule and
-    the measurements behind it)."""
+    the measurements behind it).
+
+    Parameters
+    ----------
+    num_nodes
+        The graph's nodes.
+    device
+        The device training runs on.
+    """
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
     kind = torch.device(device).type

@@ -52,7 +52,24 @@ class CollapseError(TrainingError):
 
 
 def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator) -> float:
-    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update."""
+    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
+
+    Parameters
+    ----------
+    model
+        The model trained.
+    optimizer
+        Its optimiser (one step is taken).
+    batch
+        The step's input: features, the two view samplers, the anchors.
+    generator
+        The generator every random choice draws from (views, batches).
+
+    Returns
+    -------
+    float
+        The loss before the update.
+    """
     model.train()
     embeddings = []
     for view in batch.views:
@@ -94,6 +111,36 @@ def train(
     ``after_epoch``), and those with a true ``per_update`` get ``log({"loss/update"}, step=update)`` after every
     update (counted from 1 over the run, on from the optimiser's own count when resumed). An epoch that stops
     training is not logged.
+
+    Parameters
+    ----------
+    model
+        The model trained.
+    optimizer
+        Its optimiser.
+    source
+        Where each epoch's batches come from (:class:`~gca.train.batches.BatchSource`).
+    epochs
+        The run's total epochs: epochs ``first_epoch`` … ``epochs − 1`` (from 0) are trained here.
+    generator
+        The generator every random choice draws from (views, batches).
+    first_epoch
+        The epochs already done (a resumed run).
+    after_epoch
+        ``after_epoch(finished_epochs, losses)`` after every epoch; ``None`` for nothing.
+    progress
+        Show a progress bar of the epochs on stderr.
+    learning_rate
+        ``learning_rate(t)``: the rate before update t (:func:`warmup_schedule`); ``None`` keeps the optimiser's.
+    collapse
+        The collapse watch; ``None`` for the default one (when the objective knows its uniform loss).
+    loggers
+        Metric loggers (:mod:`gca.loggers`).
+
+    Returns
+    -------
+    list[float]
+        Each epoch's mean loss, from ``first_epoch`` on.
     """
     losses: list[float] = []
     per_update = [logger for logger in loggers if getattr(logger, "per_update", False)]
@@ -152,7 +199,19 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
     """What a collapse message advises (:func:`gca.objective.collapse.likely_cause`), from the optimiser's own
     settings — the learning rate it was made with (a warm-up lowers the current one), its largest weight decay —
     and whether the graph's features (the source's ``features`` if it has them, else the last batch's) are all
-    zero."""
+    zero.
+
+    Parameters
+    ----------
+    optimizer
+        The run's optimiser.
+    source
+        The batch source.
+    batch
+        The last batch, if any.
+    advice
+        What to add about the run's own settings.
+    """
     lr = optimizer.defaults.get("lr")
     decays = [float(group.get("weight_decay", 0.0) or 0.0) for group in optimizer.param_groups]
     features = getattr(source, "features", None)
@@ -167,7 +226,13 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
 
 def identical_rows(features: Features | SparseMatrix) -> bool:
     """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
-    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
+    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values).
+
+    Parameters
+    ----------
+    features
+        The encoder's input.
+    """
     if isinstance(features, SparseMatrix):
         matrix = features.matrix
         if matrix.layout != torch.sparse_csr:
@@ -190,7 +255,13 @@ def identical_rows(features: Features | SparseMatrix) -> bool:
 
 
 def all_zero(features: Features | SparseMatrix) -> bool:
-    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
+    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time).
+
+    Parameters
+    ----------
+    features
+        The encoder's input.
+    """
     if isinstance(features, SparseMatrix):
         return not bool(features.matrix.values().any())
     raw = features.raw if isinstance(features, DenseFeatures) else features
@@ -203,7 +274,15 @@ def all_zero(features: Features | SparseMatrix) -> bool:
 
 def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
     """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
-    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
+    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1.
+
+    Parameters
+    ----------
+    lr
+        The learning rate reached.
+    warmup_steps
+        The updates of the warm-up (config's ``warmup_updates``).
+    """
     if warmup_steps <= 1:
         return None
     return lambda step: lr * min(1.0, (step + 1) / warmup_steps)
@@ -211,7 +290,13 @@ def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | No
 
 def updates_taken(optimizer: torch.optim.Optimizer) -> int:
     """How many updates ``optimizer`` has made — Adam's own step count, which checkpoints carry, so a resumed run
-    continues a schedule keyed on it exactly."""
+    continues a schedule keyed on it exactly.
+
+    Parameters
+    ----------
+    optimizer
+        The optimiser (Adam's state carries ``step``).
+    """
     for state in optimizer.state.values():
         if "step" in state:
             return int(state["step"])
@@ -231,7 +316,17 @@ def inference_rows() -> int:
 
 def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
     """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of rows (and so, under
-    torchrun, shares the rows among the processes)."""
+    torchrun, shares the rows among the processes).
+
+    Parameters
+    ----------
+    model
+        The trained model.
+    num_nodes
+        The graph's nodes.
+    chunk_rows
+        The rows of a block; ``None`` for :func:`inference_rows`.
+    """
     rows = inference_rows() if chunk_rows is None else chunk_rows
     return (not model.takes_edge_index and rows > 0 and num_nodes > rows
             and hasattr(model.encoder, "forward_in_chunks"))  # fmt: skip
@@ -257,6 +352,28 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
     (on the CPU; made if needed, and where it cannot be made they stay in memory), reserving only its own rows of
     the embeddings. A graph embedded whole is embedded by every
     process, as before.
+
+    Parameters
+    ----------
+    model
+        The trained model (set to eval mode here).
+    graph
+        The cleaned graph, on the model's device.
+    chunk_rows
+        Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
+    out
+        A new ``.npy`` path the embeddings are written to (out-of-core inference on the CPU); ``None`` keeps them
+        in memory.
+    share
+        Under torchrun, this process's share of the rows of inference; ``None`` for one process.
+    scratch
+        The folder a process without ``out`` maps its matrices in; ``None``: in memory.
+
+    Returns
+    -------
+    torch.Tensor | None
+        ``[N, hidden]`` embeddings (the mapping of ``out`` when given); ``None`` on a torchrun process other than
+        rank 0 when the processes embedded together.
     """
     model.eval()
     if model.takes_edge_index:
@@ -289,5 +406,11 @@ def _made(folder: str | Path) -> bool:
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
-    """Where ``model``'s parameters lie (the CPU for a model without any)."""
+    """Where ``model``'s parameters lie (the CPU for a model without any).
+
+    Parameters
+    ----------
+    model
+        Any module.
+    """
     return next((p.device for p in model.parameters()), torch.device("cpu"))
