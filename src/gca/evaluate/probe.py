@@ -93,7 +93,18 @@ def _torch_csr(matrix: sp.csr_matrix) -> torch.Tensor:
 def initial_weights(num_splits: int, dim: int, num_classes: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """The classifiers' initial weights ``[S, d, C]`` and biases ``[S, 1, C]``, as the authors' ``LogReg`` sets
     them: W Xavier-uniform, U(−a, a) with a = √(6 / (d + C)), drawn in ``torch.nn.Linear``'s ``[C, d]`` order; b = 0.
-    Split s draws from a CPU generator seeded ``run_seeds(seed, S)[s]``, whatever the other splits are."""
+    Split s draws from a CPU generator seeded ``run_seeds(seed, S)[s]``, whatever the other splits are.
+
+    Parameters
+    ----------
+    num_splits
+        S, the number of classifiers.
+    dim
+        d, the input width.
+    num_classes
+        C, the number of outputs.
+    seed
+        The seed split 0 draws from; the others' follow from it (:func:`gca.seeds.run_seeds`)."""
     bound = math.sqrt(6.0 / (dim + num_classes))
     weights = [(torch.rand(num_classes, dim, generator=torch.Generator().manual_seed(s)) * 2 - 1) * bound
                for s in run_seeds(seed, num_splits)]  # fmt: skip
@@ -115,7 +126,33 @@ def adam_probe(
 
     The classifiers train on ``device`` (default: where ``features`` lie if they are a dense tensor, else the
     CPU); their initial weights are drawn on the CPU from ``seed`` (:func:`initial_weights`), so every device starts
-    from the same ones, and split s starts where it would alone with ``seed=run_seeds(seed, len(splits))[s]``."""
+    from the same ones, and split s starts where it would alone with ``seed=run_seeds(seed, len(splits))[s]``.
+
+    Parameters
+    ----------
+    features
+        The frozen embeddings (or raw features), one row per node: a dense tensor or array, or a SciPy sparse
+        matrix (its rows are sliced, never densified whole). Not normalised: the protocol judges them as they are.
+    labels
+        One class value per node; −1 marks a node without a label (it must be in no split).
+    splits
+        ``(train, val, test)`` node indices per split; every split gets its own classifier.
+    epochs
+        Adam epochs per classifier (the authors': 3,000); at least ``check_every``.
+    lr
+        Adam's learning rate (the authors': 0.01; no weight decay).
+    check_every
+        Epochs between the validation and test checks (the authors': 20).
+    seed
+        Seed of the initial weights (:func:`initial_weights`).
+    device
+        Where the classifiers train; ``None``: where dense tensor features lie, else the CPU.
+
+    Returns
+    -------
+    ProbeResult
+        Per split: test accuracy, validation accuracy (fractions), the reported epoch and the test macro-F1 at the
+        first check with the best validation accuracy."""
     if epochs < check_every:
         raise ValueError(f"the probe checks every {check_every} epochs; give at least that many epochs, got {epochs}")
     if device is None:

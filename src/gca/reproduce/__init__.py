@@ -39,7 +39,40 @@ __all__ = [
 
 
 class Reproduction:
-    """The four parts wired for one output folder: ``OUT/runs`` (the store), ``OUT/plots``, tables and figures."""
+    """The four parts wired for one output folder: ``OUT/runs`` (the store), ``OUT/plots``, tables and figures.
+
+    Parameters
+    ----------
+    out
+        The output folder: ``runs/`` (one JSON file per finished run), ``plots/``, the tables and figures.
+    datasets
+        Dataset names (any spelling of the paper's) or paths of graph files or folders.
+    data_dir
+        Where the datasets are (default: ``$GCA_DATA_DIR`` or ``~/.cache/gca/data``).
+    quick
+        Quick mode (:class:`Mode`): every GCA row keeps its updates; one training per cell judged on 20 splits.
+    runs
+        Trainings per cell (default 20, or 1 in quick mode).
+    device
+        ``auto``, ``cpu`` or ``cuda[:N]``.
+    plots
+        Whether the first run of every GCA row saves its loss curve and t-SNE map.
+    progress
+        Whether a progress bar counts the runs.
+    baselines
+        Keys of :data:`gca.reproduce.baselines.BASELINES` for Table 3; default all, or ``raw`` in quick mode.
+    log
+        Where one-line notes go (a skipped dataset); default standard error.
+    figure4_datasets
+        Figure 4's datasets (default: ``datasets``).
+    mode
+        A :class:`Mode` given whole (then ``quick``, ``runs``, ``protocol`` and ``split`` are not read).
+    protocol
+        The evaluation protocol, ``authors`` (the paper's, the default) or ``sklearn``.
+    split
+        The split scheme and fractions (:class:`gca.evaluate.splits.SplitSetting`); its count is the mode's.
+    fast
+        Train each GCA run as ``gca train --fast`` would (always so in quick mode)."""
 
     def __init__(
         self,

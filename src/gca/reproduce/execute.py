@@ -48,7 +48,16 @@ def run_splits(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = 
     """The ``setting.count`` splits that judge the training seeded ``seed`` (training i of a cell has seed i): by
     default random ones drawn from seed i, or — where the dataset's benchmark has its own (Wiki-CS has 20) — its
     splits i·k … i·k + k − 1 (k = count, at most as many as it has, each once); ``setting`` may ask for public or
-    few-label splits. With k = 1, training i is judged on split i, as the paper's runs are."""
+    few-label splits. With k = 1, training i is judged on split i, as the paper's runs are.
+
+    Parameters
+    ----------
+    loaded
+        The dataset (:func:`gca.datasets.load_dataset`), with its own splits if it has them.
+    seed
+        The training's seed, i for training i of a cell.
+    setting
+        The scheme and how many splits judge each training (``count``); default one split of the default scheme."""
     setting = setting or SplitSetting(count=1)
     own = loaded.splits if setting.scheme == "auto" else loaded.public
     if own and setting.scheme in ("auto", "public"):  # its unlabelled nodes removed, as every split path does

@@ -316,7 +316,8 @@ def write_table(
                 f"{summary['seconds']:.1f}" if ok else "",
             ])  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", *notes]
+    for note in notes:  # each its own paragraph
+        lines += ["", note]
     markdown = "\n".join(lines) + "\n"
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
