@@ -17,7 +17,7 @@ from gca.cli import main
 from gca.train.checkpoint import CheckpointError, load_checkpoint
 from gca.train.estimator import GCA
 
-TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7"]
+TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "7", "--set", "warmup_steps=0"]
 
 
 def test_kill_9_then_resume_gives_the_uninterrupted_result(tmp_path):
@@ -131,7 +131,8 @@ def test_resume_refuses_another_graph_of_the_same_width(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.eye(34, dtype=np.float32))
     (tmp_path / "e.csv").write_text("".join(f"{i},{i + 1}\n" for i in range(33)))  # a path, not the club
     other = ["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--no-eval",
-             "--quiet", "--seed", "7", "--config", str(tmp_path / "karate.toml")]  # fmt: skip
+             "--quiet", "--seed", "7", "--set", "warmup_steps=0",
+             "--config", str(tmp_path / "karate.toml")]  # fmt: skip
     from gca.config import shipped_config
 
     (tmp_path / "karate.toml").write_text("".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in

@@ -13,7 +13,7 @@ from gca.cli import main
 from gca.train.checkpoint import MODEL_FORMAT, TRAINING_FORMAT, CheckpointError, load_checkpoint
 
 TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "3", "--set", "hidden=8",
-         "--set", "proj_hidden=8"]  # fmt: skip
+         "--set", "proj_hidden=8", "--set", "warmup_steps=0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

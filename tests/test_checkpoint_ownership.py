@@ -11,7 +11,7 @@ import torch
 from gca.cli import main
 from gca.outputs.folder import IN_PROGRESS, OutputError, RunOutputs
 
-TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "5"]
+TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "5", "--set", "warmup_steps=0"]
 
 
 def _files(folder) -> dict[str, bytes]:

@@ -124,7 +124,8 @@ def test_reproduce_fast_tables_say_which_training_made_each_row(tmp_path, small_
                          mode=TINY, baselines=("raw",), fast=True)  # fmt: skip
     repro.run("table3")
     table = (tmp_path / "table3.md").read_text()
-    said = "Karate: GCA trained in mini-batches of B = 8 anchors, fan-out 10,10: 1 epoch of 5 = 5 updates on cpu"
+    said = ("Karate: GCA trained in mini-batches of B = 8 anchors, fan-out 10,10: 1 epoch of 5 = 5 updates (the "
+            "setting's 5 epochs of the whole graph) on cpu")
     assert said in table
     rows = list(csv.DictReader((tmp_path / "table3.csv").open()))
     training = {row["method"]: row["training"] for row in rows}

@@ -489,7 +489,7 @@ def test_empty_data_and_cache_variables_mean_the_defaults(monkeypatch):
 def test_an_unusable_home_gives_no_library_chatter(tmp_path):
     home = tmp_path / "home-is-a-file"
     home.write_text("")
-    done = subprocess.run([sys.executable, "-m", "gca", "train", "--dataset", "Karate", "--epochs", "1", "--no-eval",
+    done = subprocess.run([sys.executable, "-m", "gca", "train", "--dataset", "Karate", "--epochs", "10", "--no-eval",
                            "--quiet", "--plots", "--out", str(tmp_path / "o")], capture_output=True, text=True,
                           env={**os.environ, "HOME": str(home), "GCA_CACHE_DIR": str(tmp_path / "cache")},
                           timeout=300)  # fmt: skip

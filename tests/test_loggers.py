@@ -205,7 +205,7 @@ def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
     log = tmp_path / "losses.csv"
-    args = ["train", "--epochs", "3", "--no-eval", "--quiet", "--out", str(out)]
+    args = ["train", "--epochs", "3", "--no-eval", "--quiet", "--set", "warmup_steps=0", "--out", str(out)]
     assert main(args) == 0
     plain = capsys.readouterr()
     assert main([*args, "--log-csv", str(log)]) == 0

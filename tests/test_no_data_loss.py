@@ -13,7 +13,7 @@ import pytest
 
 from gca.cli import main
 
-TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet"]
+TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--set", "warmup_steps=0"]
 FILES = ("results.json", "embeddings.npy", "model.pt")
 
 

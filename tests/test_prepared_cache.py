@@ -412,8 +412,8 @@ def test_gca_prepare_says_what_is_wrong_with_missing_files(tmp_path, cache_dir, 
 def test_a_malformed_inference_block_size_is_said_before_training(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GCA_INFERENCE_ROWS", "abc")
     log = tmp_path / "log.csv"
-    assert main(["train", "--epochs", "3", "--quiet", "--no-eval", "--log-csv", str(log), "--out",
-                 str(tmp_path / "out")]) == 2  # fmt: skip
+    assert main(["train", "--epochs", "3", "--quiet", "--no-eval", "--set", "warmup_steps=0", "--log-csv", str(log),
+                 "--out", str(tmp_path / "out")]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GCA_INFERENCE_ROWS='abc'" in err[0] and "rows of an inference block" in err[0], err
     assert not log.exists() or len(log.read_text().splitlines()) <= 1  # no epoch was trained

@@ -44,7 +44,8 @@ def split_setting(args: argparse.Namespace):
     """The evaluation splits the arguments ask for, checked before anything is loaded."""
     from ..evaluate.splits import EvaluationError, SplitSetting
 
-    count = getattr(args, "splits", None) or 1  # gca reproduce: its mode says how many splits judge each run
+    count = getattr(args, "splits", None)
+    count = 1 if count is None else count  # gca reproduce: its mode says how many splits judge each run
     setting = SplitSetting(args.eval_split, count, args.train_frac, args.val_frac, args.test_frac, args.shots)
     setting = setting.for_protocol(getattr(args, "eval_protocol", "sklearn"))  # authors: parts cut with int()
     try:

@@ -232,9 +232,10 @@ class Job:
         if not cfg.epochs or updates >= cfg.warmup_updates:
             return []
         per_epoch = f" ({cfg.epochs} epochs of {updates // cfg.epochs})" if cfg.batch_size else ""
-        return [f"the run makes {updates} updates{per_epoch}, fewer than its learning-rate warm-up of "
-                f"{cfg.warmup_updates}: it ends at lr {cfg.lr * updates / cfg.warmup_updates:.3g}, never reaching "
-                f"lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
+        made = f"{updates} update{'' if updates == 1 else 's'}{per_epoch}"
+        ends = cfg.lr * updates / cfg.warmup_updates
+        return [f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
+                f"{ends:.3g}, never reaching lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
 
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
         """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
