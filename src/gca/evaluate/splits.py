@@ -357,10 +357,11 @@ class SplitSetting:
         if self.scheme == "public" or (self.scheme == "auto" and prescribed):
             own = prescribed if self.scheme == "auto" else public
             if not own:
-                raise EvaluationError(f"{dataset} has no public split given (Planetoid's Cora, CiteSeer and PubMed, "
-                                      "Wiki-CS and OGB datasets have one; load_dataset keeps it apart from the labels: "
-                                      "pass the loaded dataset, draw(loaded), or public=loaded.public); use "
-                                      "--eval-split random or fewshot")  # fmt: skip
+                # labels alone, in Python: the split may be there, kept apart by load_dataset
+                hint = ("; load_dataset keeps a dataset's public split apart from its labels: pass the loaded dataset, "
+                        "draw(loaded), or public=loaded.public") if dataset == "the graph" else ""  # fmt: skip
+                raise EvaluationError(f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
+                                      f"and OGB datasets have one){hint}; use --eval-split random or fewshot")
             return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
         labelled = np.flatnonzero(y >= 0)
