@@ -122,7 +122,7 @@ BAD_FILES = {
     "only self-loops": ("0,0\n1,1\n", "1,0\n0,1\n0,1\n", None, "only self-loops"),
     "edge node without features": ("a,b\nb,zz\n", "id,f\na,1\nb,2\n", None, "'zz'"),
     "string ids without id column": ("a,b\n", "1,0\n0,1\n", None, "id"),
-    "labels for unknown node": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n7,y\n", "node '7'"),
+    "labels only for unknown nodes": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n7,y\n", "only one class"),
     "one class": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n1,x\n2,x\n", "one class"),
     "node labelled twice": ("0,1\n1,2\n", "1,0\n0,1\n0,1\n", "0,x\n0,y\n", "twice"),
     "malformed edge line": ("0,1\n2\n", "1,0\n0,1\n0,1\n", None, "line 2"),
@@ -212,13 +212,15 @@ def test_a_weight_column_is_read_as_edge_weights(tmp_path):
     loaded = load_files(_write(tmp_path / "e.csv", "source,target,weight\n0,1,2.5\n2,1,0.5\n"), x)
     assert loaded.data.edge_index.tolist() == [[0, 1, 1, 2], [1, 0, 2, 1]]
     assert loaded.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5] and not loaded.warnings  # headed: no note
-    bare = load_files(_write(tmp_path / "b.tsv", "0\t1\t2.5\n2\t1\t0.5\n"), x)  # unheaded: read, and said
-    assert bare.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5]
-    assert any("third column is read as edge weights (0.5 to 2.5)" in w for w in bare.warnings)
-    both = load_files(_write(tmp_path / "2.csv", "0,1,3\n1,0,3\n1,2,1\n0,1,4\n1,0,4\n"), x)  # repeats: summed
+    bare = load_files(_write(tmp_path / "b.tsv", "0\t1\t2.5\n2\t1\t0.5\n"), x)  # unheaded: not read, and said
+    assert "edge_weight" not in bare.data and any("1 column beyond source, target that are not read" in w
+                                                  for w in bare.warnings)  # fmt: skip
+    named = load_files(tmp_path / "b.tsv", x, edge_weight=3)  # named by its number: read
+    assert named.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5] and not named.warnings
+    both = load_files(_write(tmp_path / "2.csv", "0,1,3\n1,0,3\n1,2,1\n0,1,4\n1,0,4\n"), x, edge_weight=3)
     assert both.data.edge_weight.tolist() == [7.0, 7.0, 1.0, 1.0]
     assert any("2 duplicate edges" in w and "weights summed" in w for w in both.warnings)
-    directed = load_files(_write(tmp_path / "d.csv", "1,0,3\n0,1,2\n"), x, directed=True)
+    directed = load_files(_write(tmp_path / "d.csv", "1,0,3\n0,1,2\n"), x, directed=True, edge_weight="3")
     assert directed.data.edge_index.tolist() == [[0, 1], [1, 0]] and directed.data.edge_weight.tolist() == [2, 3]
 
 
@@ -231,12 +233,15 @@ def test_a_column_of_ones_or_of_text_leaves_the_graph_unweighted(tmp_path):
     assert ones.data.edge_index.tolist() == plain.data.edge_index.tolist()
     text = load_files(_write(tmp_path / "t.csv", "0,1,friend\n1,2,2\n"), x)
     assert "edge_weight" not in text.data
-    assert any("1 column after source and target" in w and "not read" in w for w in text.warnings)
+    assert any("1 column beyond source, target that are not read" in w for w in text.warnings)
     timed = load_files(_write(tmp_path / "time.csv", "source,target,time\n0,1,1700000000\n1,2,1700000100\n"), x)
     assert "edge_weight" not in timed.data and any("not read" in w for w in timed.warnings)  # headed otherwise
-    extra = load_files(_write(tmp_path / "four.csv", "0,1,2,x\n1,2,3,y\n"), x)
+    extra = load_files(_write(tmp_path / "four.csv", "0,1,2,x\n1,2,3,y\n"), x, edge_weight=3)
     assert extra.data.edge_weight.tolist() == [2, 2, 3, 3]
-    assert any("1 column after source, target and weight" in w for w in extra.warnings)
+    assert any("1 column beyond source, target and weight" in w for w in extra.warnings)
+    stamped = load_files(_write(tmp_path / "stamps.csv", "source,target,time,weight\n0,1,1700000000,2\n"), x)
+    assert stamped.data.edge_weight.tolist() == [2, 2]  # the column named weight, never the timestamps
+    assert any("'time'" in w and "not read" in w for w in stamped.warnings)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +251,8 @@ def test_a_column_of_ones_or_of_text_leaves_the_graph_unweighted(tmp_path):
         ("0,1,2\n1,2,inf\n", r"line 2: the edge weight inf is not finite"),
         ("# c\n0,1,2\n1,2,-1\n", r"line 3: the edge weight -1 is negative"),
         ("0,1,1e39\n1,2,1\n", r"line 1: the edge weight 1e\+39 is beyond float32's range"),
-        ("source,target,weight\n0,1,2\n1,2\n", r"line 3: has no weight"),
+        ("source,target,weight\n0,1,2\n1,2\n", r"line 3: expected 3 columns like the first line, got 2"),
+        ("source,target,weight\n0,1,2\n1,2,\n", r"line 3: has no weight"),
         ("source,target,weight\n0,1,2\n1,2,heavy\n", r"line 3: has the weight 'heavy', which is not a number"),
         ("0,1,2\n1,0,3\n", r"edge \(0, 1\) has weight 2 \(line 1\) and \(1, 0\) has 3 \(line 2\)"),
         ("0,1,3e38\n0,1,3e38\n", r"summed weights of repeated edges go beyond float32's range"),
@@ -257,7 +263,7 @@ def test_bad_weights_in_an_edge_file_are_one_line_naming_the_line(tmp_path, text
 
     x = _write(tmp_path / "x.csv", "1,0\n0,1\n1,1\n")
     with pytest.raises(DatasetError, match=message) as error:
-        load_files(_write(tmp_path / "e.csv", text), x)
+        load_files(_write(tmp_path / "e.csv", text), x, edge_weight=3)
     assert "\n" not in str(error.value)
 
 

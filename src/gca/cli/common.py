@@ -73,10 +73,28 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
         "of a dataset folder (what exists on disk is a path, anything else a name)",
     )
     parser.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
-    parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV, integer or string node ids)")
-    parser.add_argument("--features", metavar="FILE", help="your graph: node features (CSV/TSV, .npy, sparse .npz)")
-    parser.add_argument("--labels", metavar="FILE", help="your graph: node labels (CSV/TSV of node, label)")
+    parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV/Parquet: source, target in the "
+                        "first two columns; integer or string node ids)")  # fmt: skip
+    parser.add_argument("--features", metavar="FILE", help="your graph: node features (.npy, sparse .npz, CSV/TSV/"
+                        "Parquet with an optional id column, a long id,feature[,value] table, or JSON of node id -> "
+                        "feature ids)")  # fmt: skip
+    parser.add_argument("--labels", metavar="FILE", help="your graph: node labels (CSV/TSV/Parquet of node, label)")
     parser.add_argument("--directed", action="store_true", help="your graph: treat the edge list as directed")
+    parser.add_argument("--edge-weight", metavar="COL", help="your graph: the edge file's weight column (its name, or "
+                        "its number from 1); default: a column named 'weight' — no other column is read")  # fmt: skip
+    parser.add_argument("--feature-ids", metavar="FILE", help="your graph: the node id of each row of an .npy/.npz "
+                        "feature matrix (one id per line, or a 1-D .npy)")  # fmt: skip
+    parser.add_argument("--feature-layout", choices=("auto", "wide", "long"), default="auto",
+                        help="your graph: a feature table's layout: wide (a row per node), long (id, feature[, value] "
+                        "rows) or auto (default: long when its second column is named feature, word, token, ...)")
+    parser.add_argument("--id-column", metavar="NAME", help="your graph: the id column of the feature and label tables "
+                        "(default: a column named id/node/node_id/name, else the first)")  # fmt: skip
+    parser.add_argument("--label-column", metavar="NAME", help="your graph: the label column of a label table with "
+                        "more than two columns")  # fmt: skip
+
+
+#: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
+READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
 
 
 def load_graph(args: argparse.Namespace):
@@ -84,12 +102,21 @@ def load_graph(args: argparse.Namespace):
 
     check_graph_arguments(args)
     if args.edges:
-        return load_files(args.edges, args.features, args.labels, directed=args.directed)
+        reading = {flag: getattr(args, flag, None) for flag in READING_FLAGS}
+        reading["feature_layout"] = reading["feature_layout"] or "auto"
+        return load_files(args.edges, args.features, args.labels, directed=args.directed, **reading,
+                          progress=not getattr(args, "quiet", False))  # fmt: skip
     return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
 
 
 def check_graph_arguments(args: argparse.Namespace) -> None:
     """The graph arguments checked together, before anything is read (from the files, or a prepared graph)."""
+    given = [f"--{flag.replace('_', '-')}" for flag in READING_FLAGS if getattr(args, flag, None) not in (None, "auto")]
+    if given and not args.edges:
+        raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
+    if getattr(args, "feature_ids", None) and not str(args.features or "").lower().endswith((".npy", ".npz")):
+        raise ConfigError("--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
+                          "id column (--id-column NAME)")  # fmt: skip
     if args.edges or args.features or args.labels:
         if not (args.edges and args.features):
             raise ConfigError("--edges and --features go together (--labels is optional); give both")
@@ -120,11 +147,13 @@ def graph_source(args: argparse.Namespace):
     from ..run.cache import GraphSource
 
     if args.edges and args.features:
-        files = [args.edges, args.features, *([args.labels] if args.labels else [])]
+        ids = getattr(args, "feature_ids", None)
+        files = [args.edges, args.features, *([args.labels] if args.labels else []), *([ids] if ids else [])]
         if not all(Path(f).is_file() for f in files):
             return None  # reading them says what is wrong
+        how = " ".join(f"{flag}={getattr(args, flag, None)}" for flag in READING_FLAGS)
         return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
-                              f"labels={bool(args.labels)}")  # fmt: skip
+                              f"labels={bool(args.labels)} {how}")  # fmt: skip
     if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():
         return None
     found = dataset_source(args.dataset, args.data_dir)
@@ -163,5 +192,5 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def inputs(args: argparse.Namespace) -> list[str]:
     """The files a command reads, which no output may overwrite."""
-    names = ("edges", "features", "labels", "config", "checkpoint", "dataset")
+    names = ("edges", "features", "labels", "feature_ids", "config", "checkpoint", "dataset")
     return [getattr(args, n) for n in names if getattr(args, n, None)]

@@ -52,6 +52,8 @@ class LoadedDataset:
         One line each about the files read (repeated edges, unlabelled nodes, unread columns).
     class_names
         A label file's name of class number c, where the file named classes.
+    feature_names
+        The name of feature column j, where a sparse feature file named its features (words, tokens).
     """
 
     name: str
@@ -59,10 +61,12 @@ class LoadedDataset:
     splits: list[Split] | None = None
     public: list[Split] | None = None  # the dataset's public split (Planetoid's, Wiki-CS's, OGB's), if any
     named: bool = True
-    node_ids: list[str] | None = None  # the files' node ids for row i (user files), else None (ids are 0..N-1)
+    #: the files' node id of row i (user files): an int64 array for integer ids, else a list of strings; None: 0..N-1
+    node_ids: list[str] | np.ndarray | None = None
     directed: bool | None = None  # None: undirected exactly when every edge has its reverse
     warnings: list[str] = field(default_factory=list)  # one line each, about the files read
     class_names: list[str] | None = None  # a label file's name of class number c, where the file named them
+    feature_names: list[str] | None = None  # a sparse feature file's name of column j, where it named them
 
 
 def check_regular_file(path: Path, what: str) -> None:

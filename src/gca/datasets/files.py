@@ -1,41 +1,74 @@
-"""Users' own graphs from plain files: an edge list, a feature matrix and optionally labels.
+"""Users' own graphs: an edge list, node features and optionally labels — from files or, in Python, from tables.
 
-* **edges** — CSV, TSV or whitespace-separated text, one edge per line: ``source target`` (blank lines and lines
-  starting with ``#`` are skipped), optionally ``source target weight``: a third column headed ``weight``, or of
-  numbers on every line of a file without a header, holds the edges' weights (``Data.edge_weight``,
-  :func:`_weight_column`; repeats summed, both directions of an undirected edge equal:
-  :func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as without the
-  column. Other columns are not read, and a warning says so. Node ids are integers or any strings. A first line is
-  read as a header when it names its columns (``source,target``, ``src,dst``, ``u,v``, ``from,to``,
-  ``node1,node2``, …) or when it is the only line that is not numeric.
-* **features** — ``.npy`` (a 2-D numeric array; pickles are refused, and the header is checked against the file's
-  size before anything is read: :func:`read_npy`), ``.npz`` (a SciPy sparse matrix saved with
-  ``scipy.sparse.save_npz``) or CSV/TSV. Row i belongs to node i, or, for CSV/TSV, to the node named in the first
-  column when that column is headed ``id``/``node``/``node_id``/``name`` or holds non-numeric ids. String node ids
-  need such an id column; integer ids without one must lie in [0, rows).
-* **labels** — CSV/TSV of ``node, label`` (header optional; labels may be strings). Nodes without a label are
-  allowed: they are embedded but not used in evaluation.
+Every table is read by PyArrow a block at a time (:mod:`.tables`): CSV, TSV, semicolon- or whitespace-separated
+text (header or none, ``#`` comment lines, blank lines, a byte-order mark and CRLF line ends allowed), Parquet, or
+a pandas ``DataFrame`` or PyArrow ``Table`` given in Python. Node ids are mapped to rows with PyArrow's hash
+kernels, never one at a time in Python.
+
+**Node ids.** Ids are integers (up to 64 bits) or any strings. The **features** decide the nodes and their order:
+
+* a feature table with an id column (named ``id``/``node``/``node_id``/``name``, named by ``id_column``, or of
+  values that are not numbers), a long table, a JSON object, or a matrix with an id list beside it: row i is
+  the node its id names;
+* a matrix without ids (``.npy``, a SciPy sparse ``.npz``, a CSV of numbers only): row i is node i, and the
+  other files' ids must be integers in ``[0, rows)``.
+
+Ids are integers when every id of the feature table is one (``007`` is then 7, in every file); otherwise they are
+matched as text, exactly. The exported embeddings (``--export``) are keyed by the ids in their own type:
+integers stay integers.
+
+**edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
+from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
+counted from 1 in a file without a header): repeats are summed and both directions of an undirected edge must be
+equal (:func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as
+without the column. Any other column is not read, and one line says so — a column of timestamps is never trained
+as weights. A first line of a text file is a header when it names its columns (``source,target``, ``src,dst``,
+``u,v``, ``from,to``, …) or when it is the only line that is not numeric.
+
+**features**, in any of these forms:
+
+* *wide*: ``.npy`` (a 2-D numeric array, checked from its header: :func:`read_npy`), a SciPy sparse ``.npz``
+  (``scipy.sparse.save_npz``), or a table with one row per node: an optional id column and numeric columns;
+* *long*, kept sparse: a table of ``id, feature[, value]`` rows (a header naming its second column ``feature``,
+  ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``); a missing value
+  is 1, and repeated (id, feature) rows are summed;
+* *JSON*, kept sparse: an object mapping each node id to its list of active feature ids (value 1) or to an object
+  of feature id → value; or a list of such lists, row i being node i;
+* a matrix with an id list beside it: ``ids`` (``--feature-ids FILE``: one id per line, or a 1-D ``.npy``), or in
+  Python a ``(matrix, ids)`` pair.
+
+Feature ids of the long and JSON forms are column numbers when they are all integers ≥ 0 (so the same vocabulary
+gives the same columns in another graph); otherwise the sorted distinct names are the columns
+(:attr:`~gca.datasets.base.LoadedDataset.feature_names`). In these sparse forms a node that has no active
+feature has no row: a node of the edge list that the features do not name is added with all-zero features, and
+one line counts them. In the wide forms every node needs its row.
+
+**labels** — a table of ``node, label`` (labels may be strings; ``nan``, ``NA``, ``null``, … or an empty cell
+mark a node without one). With more than two columns, ``label_column`` names the label column (and ``id_column``
+the id column; default the first). Labels of nodes that are not in the graph — label tables of real systems hold
+removed nodes — are skipped, and one line counts them.
 
 Everything that is wrong with a file raises :class:`~gca.datasets.DatasetError` with one line naming the file,
-the line and what to do.
+the line (text files) or row, and what to do.
 """
 
 from __future__ import annotations
 
-import csv
+import json
 import math
 import os
 import re
 import tokenize
+from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from ..io import read_user_text
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -45,40 +78,28 @@ from .base import (
     float32_features,
     repeated_edges_warning,
     stored_features,
+    undirected_edges,
     weighted_edge_list,
 )
+from .tables import ConversionFailed, TableInput, is_table_object, read_text_column
 
 HEADER_NAMES = {
     "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
     "id", "id1", "id2", "node_id", "head", "tail", "label", "class", "name", "weight",
 }  # fmt: skip
 ID_COLUMN_NAMES = {"id", "node", "node_id", "name", "nodeid"}
+#: Header names of a long feature table's second column.
+FEATURE_KEY_NAMES = {"feature", "feature_id", "featureid", "word", "token", "term", "attribute", "key"}
+#: Header names of a label table's label column, when it has more than two columns.
+LABEL_NAMES = {"label", "labels", "class", "y", "category", "target"}
+#: The header name of an edge table's weight column.
+WEIGHT_NAME = "weight"
+#: Label cells that mark a node without a label, as NaN does in OGB's files (compared case-insensitively).
+MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
 _INTEGER = re.compile(r"^[+-]?\d+$")
-
-
-def _rows(path: Path, what: str) -> list[tuple[int, list[str]]]:
-    """(line number, fields) of a delimited text file; the delimiter (tab, semicolon, comma, whitespace) is the
-    first of these that the first line contains."""
-    check_regular_file(path, what)
-    text = read_user_text(path, what, DatasetError, "give a CSV/TSV file")
-    lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip() and not line.startswith("#")]
-    if not lines:
-        return []
-    first = lines[0][1]
-    delimiter = next((d for d in ("\t", ";", ",") if d in first), None)
-    texts = [line for _, line in lines]
-    fields = csv.reader(texts, delimiter=delimiter) if delimiter else (line.split() for line in texts)
-    try:
-        return [(number, [f.strip() for f in row]) for (number, _), row in zip(lines, fields, strict=True)]
-    except csv.Error as exc:
-        if "field larger than field limit" in str(exc):
-            limit = csv.field_size_limit()
-            raise DatasetError(f"{what} file {path} has a field longer than {limit:,} characters; is it the right "
-                               "file?") from None  # fmt: skip
-        raise DatasetError(f'{what} file {path} has an unbalanced quote ("); fix or remove it') from None
-    except ValueError:  # zip: an unbalanced quote swallowed the following lines
-        raise DatasetError(f'{what} file {path} has an unbalanced quote ("); fix or remove it') from None
+#: Text files at least this large say how far reading has come (smaller ones are read in well under a second).
+PROGRESS_BYTES = 64 << 20
 
 
 def _is_number(token: str) -> bool:
@@ -90,102 +111,315 @@ def _is_name(token: str) -> bool:
     return any(c.isalpha() for c in token) and not _is_number(token)
 
 
-def _looks_like_header(rows: list[tuple[int, list[str]]], columns: int) -> bool:
-    first = [t.lower() for t in rows[0][1][:columns]]
+def _looks_like_header(rows: list[list[str]], columns: int) -> bool:
+    first = [t.lower() for t in rows[0][:columns]]
     if first and all(t in HEADER_NAMES for t in first):
         return True
     if len(rows) < 2 or all(_is_number(t) for t in first):
         return False
     # The only non-numeric line of an otherwise numeric file is a header.
-    return all(_is_number(t) for _, fields in rows[1 : min(len(rows), 200)] for t in fields[:columns])
+    return all(_is_number(t) for fields in rows[1:] for t in fields[:columns])
 
 
+def _source_name(source: Any) -> str:
+    return f"the {source} table" if isinstance(source, str) else str(source)
+
+
+def _reporter(path: Any, what: str, enabled: bool) -> Callable[[int, int], None] | None:
+    """A ``progress(done, total)`` callback printing how much of a large file is read (MB), or ``None``."""
+    if not enabled or is_table_object(path):
+        return None
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    if size < PROGRESS_BYTES:
+        return None
+    from ..progress import Progress
+
+    bar = Progress(max(1, size >> 20), f"reading {what} {Path(path).name}", "MB")
+    state = {"done": 0}
+
+    def report(done: int, total: int) -> None:
+        now = min(done, total) >> 20
+        if now > state["done"]:
+            bar.update(now - state["done"])
+            state["done"] = now
+        if done >= total:
+            bar.close()
+
+    return report
+
+
+# --------------------------------------------------------------------------------------------------- node ids
+class NodeIds:
+    """The graph's nodes: ``keys`` (a PyArrow array of ids, integers or strings) or ``count`` rows whose ids are
+    their numbers; :meth:`rows` maps a column of ids to row numbers. With ``grow``, ids it does not know are
+    added as new nodes (the sparse feature forms); otherwise they are reported through ``missing``.
+
+    Parameters
+    ----------
+    keys
+        The ids of rows 0, 1, …; ``None`` when row i is node i.
+    count
+        The number of rows when ``keys`` is ``None``.
+    grow
+        Add unknown ids as new nodes.
+    """
+
+    def __init__(self, keys: Any | None, count: int, grow: bool = False) -> None:
+        import pyarrow as pa
+
+        self.keys, self.count, self.grow = keys, count, grow
+        self.integer = keys is None or pa.types.is_integer(keys.type)
+        self.added = 0
+        self._table = keys
+
+    @property
+    def size(self) -> int:
+        return self.count if self.keys is None else len(self.keys)
+
+    def id_type(self) -> Any:
+        import pyarrow as pa
+
+        return pa.int64() if self.integer else pa.string()
+
+    def rows(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(row of each value, −1 where unknown) and the mask of unknown values, for a PyArrow column of ids of
+        :meth:`id_type`.
+
+        Parameters
+        ----------
+        values
+            A column of ids.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if self.keys is None:
+            numbers = values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            unknown = (numbers < 0) | (numbers >= self.count)
+            return np.where(unknown, -1, numbers), unknown
+        index = pc.index_in(values, value_set=self.keys)
+        unknown = index.is_null().to_numpy(zero_copy_only=False)
+        if self.grow and unknown.any():
+            new = pc.unique(pc.filter(values, pa.array(unknown)))
+            self.keys = pa.concat_arrays([self.keys, new.cast(self.keys.type)])
+            self.added += len(new)
+            index = pc.index_in(values, value_set=self.keys)
+            unknown = np.zeros(len(values), dtype=bool)
+        rows = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return rows, unknown
+
+    def exported(self) -> np.ndarray | list[str] | None:
+        """The ids as :attr:`LoadedDataset.node_ids` holds them: an int64 array, a list of strings, or ``None``
+        when row i is node i."""
+        if self.keys is None:
+            return None
+        if self.integer:
+            return self.keys.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return self.keys.to_pylist()
+
+
+def _id_array(values: Any, source: str, what: str, table: TableInput | None = None) -> Any:
+    """A column of node ids as int64 when every one is an integer, else as strings; a repeated id is an error."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.null_count:
+        row = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
+        where = table.where(row) if table is not None else f"row {row + 1}"
+        raise DatasetError(f"{source}, {where}: the node id is empty; give every row its node's id")
+    if not pa.types.is_integer(values.type):
+        text = values.cast(pa.string())
+        try:
+            if pc.all(pc.match_substring_regex(text, r"^\s*[+-]?\d+\s*$")).as_py() is not False and len(text):
+                values = pc.cast(pc.utf8_trim_whitespace(text), pa.int64())
+            else:
+                values = text
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # beyond 64 bits: matched as text
+            values = text
+    elif values.type != pa.int64():
+        try:
+            values = values.cast(pa.int64())
+        except pa.ArrowInvalid:  # uint64 beyond int64
+            values = values.cast(pa.string())
+    counts = pc.value_counts(values)
+    repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        raise DatasetError(f"{what} file {source} lists node {str(repeated[0].as_py())!r} twice; give one row per "
+                           "node")  # fmt: skip
+    return values
+
+
+# --------------------------------------------------------------------------------------------------- edges
 def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
-    """(sources, targets, integer_ids) as the tokens in the file.
+    """(sources, targets, integer_ids): an edge file's first two columns as the text in the file.
 
     Parameters
     ----------
     path
-        The edge file.
+        The edge file (any form :func:`load_files` reads).
 
     Returns
     -------
     tuple[list[str], list[str], bool]
         Each edge's source and target id as written, and whether every id is an integer.
     """
-    return _edge_rows(path)[:3]
+    import pyarrow as pa
+
+    table = _edge_table(path, False)
+    sources, targets = [], []
+    for batch in table.batches([0, 1], {0: pa.string(), 1: pa.string()}):
+        sources += batch.column(0).to_pylist()
+        targets += batch.column(1).to_pylist()
+    integer = all(_INTEGER.match(t) for t in chain(sources, targets))
+    return sources, targets, integer
 
 
-class _EdgeRows(NamedTuple):
-    sources: list[str]
-    targets: list[str]
-    integer: bool  # every id an integer
-    extra: int  # columns beyond ``source target`` on the widest line
-    lines: list[int]  # the file's line number of each edge
-    third: list[str | None]  # each edge's third column, None on a line without one
-    third_name: str | None  # the header's name of the third column, if there is a header
+def _edge_table(source: Any, progress: bool) -> TableInput:
+    table = TableInput(source, "edge", _reporter(source, "edges", progress))
+    if table.path is not None and table.parquet is None:
+        if not table.sample:
+            raise DatasetError(f"edge file {table.name} holds no edges; give one 'source target' pair per line")
+        table.set_header(_looks_like_header(table.sample, 2))
+        if not table.rows_sampled:
+            raise DatasetError(f"edge file {table.name} holds no edges; give one 'source target' pair per line")
+    if len(table.columns) < 2:
+        shown = ",".join(table.rows_sampled[0]) if table.rows_sampled else ""
+        where = f"{table.name}, {table.where(0)}" if table.path is not None and table.parquet is None else table.name
+        raise DatasetError(f"{where}: expected two node ids per line, got {shown!r}")
+    return table
 
 
-def _edge_rows(path: str | Path) -> _EdgeRows:
-    """:func:`read_edge_list`'s answer, the columns beyond ``source target`` and where each edge is in the file."""
-    path = Path(path)
-    rows = _rows(path, "edge")
-    third_name = None
-    if rows and _looks_like_header(rows, 2):
-        third_name = rows[0][1][2].lower() if len(rows[0][1]) > 2 else None
-        rows = rows[1:]
-    if not rows:
-        raise DatasetError(f"edge file {path} holds no edges; give one 'source target' pair per line")
-    sources, targets, lines, third, extra = [], [], [], [], 0
-    for number, fields in rows:
-        extra = max(extra, len(fields) - 2)
-        if len(fields) < 2 or not fields[0] or not fields[1]:
-            raise DatasetError(f"{path}, line {number}: expected two node ids per line, got {','.join(fields)!r}")
-        sources.append(fields[0])
-        targets.append(fields[1])
-        lines.append(number)
-        third.append(fields[2] if len(fields) > 2 and fields[2] else None)
-    integer = all(_INTEGER.match(t) for t in sources) and all(_INTEGER.match(t) for t in targets)
-    return _EdgeRows(sources, targets, integer, extra, lines, third, third_name)
+def _weight_index(table: TableInput, edge_weight: str | int | None) -> tuple[int | None, list[str]]:
+    """Which column holds the weights (a column named ``weight``, or the one ``edge_weight`` names) and the notes
+    about the columns that are not read."""
+    names = [c.lower() for c in table.columns]
+    index = None
+    if edge_weight is not None:
+        given = str(edge_weight)
+        if given.lower() in names[2:]:
+            index = 2 + names[2:].index(given.lower())
+        elif given.isdigit() and 3 <= int(given) <= len(names):
+            index = int(given) - 1
+        else:
+            listed = ", ".join(table.columns[2:]) or "none"
+            raise DatasetError(f"edge file {table.name} has no column {given!r} for the edge weights (its columns "
+                               f"after source and target: {listed}; a file without a header numbers them from 3)")
+    elif table.headed and WEIGHT_NAME in names[2:]:
+        index = 2 + names[2:].index(WEIGHT_NAME)
+    unread = [c for i, c in enumerate(table.columns[2:], 2) if i != index]
+    notes = []
+    if unread:
+        shown = ", ".join(repr(c) for c in unread) if table.headed else f"{len(unread)}"
+        what = f"column{'s' if len(unread) > 1 else ''} {shown}" if table.headed else \
+            f"{shown} column{'s' if len(unread) > 1 else ''}"  # fmt: skip
+        notes.append(f"{table.name} has {what} beyond source, target{' and weight' if index is not None else ''} "
+                     "that are not read — edge weights are read only from a column named 'weight' or the one "
+                     "--edge-weight COL (edge_weight=COL) names")  # fmt: skip
+    return index, notes
 
 
-#: Header names of an edge file's third column that say it holds weights.
-WEIGHT_NAMES = {"weight", "weights", "w", "value", "strength"}
+class _Edges(NamedTuple):
+    """The listed edges as blocks of row numbers, as read (never joined into one array unless a caller must)."""
+
+    sources: list[np.ndarray]
+    targets: list[np.ndarray]
+    weight: np.ndarray | None
+    table: TableInput
+
+    @property
+    def count(self) -> int:
+        return sum(len(s) for s in self.sources)
 
 
-def _weight_column(path: Path, rows: _EdgeRows) -> tuple[np.ndarray | None, list[str]]:
-    """The edge weights an edge file's third column holds (checked: :func:`~gca.datasets.base.edge_weights`), or
-    ``None``, and the notes to print.
+def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, features_name: str) -> _Edges:
+    """The edges as row numbers (int32 below 2³¹ nodes), read a block at a time."""
+    import pyarrow as pa
 
-    The third column is read as weights when the header calls it a weight (:data:`WEIGHT_NAMES`; then every edge
-    needs one), or, in a file without a header, when every edge has a number there: then a note says so and gives
-    the range — a third column of timestamps or types would otherwise weigh the graph unnoticed. A third column
-    the header names otherwise (``time``, ``label``), or of other text, is not read and a note says so; so are
-    columns beyond the third. All weights 1 is no weight."""
-    named = rows.third_name in WEIGHT_NAMES
-    numbers = [t is not None and _is_number(t) for t in rows.third]
-    notes: list[str] = []
-    if named or (rows.third_name is None and rows.extra and all(numbers)):
-        for line, token, number in zip(rows.lines, rows.third, numbers, strict=True):
-            if not number:
-                problem = "has no weight" if token is None else f"has the weight {token!r}, which is not a number"
-                raise DatasetError(f"{path}, line {line}: {problem}; give every edge a weight (a number) or none")
-        weights = edge_weights(np.array([float(t) for t in rows.third]), path, lambda i: f"line {rows.lines[i]}")
-        if weights is not None and not named:
-            notes.append(f"{path}: its third column is read as edge weights ({weights.min():g} to {weights.max():g})"
-                         "; if it holds something else (times, types), remove it or head it otherwise")  # fmt: skip
-        if rows.extra > 1:
-            notes.append(f"{path} has {rows.extra - 1} column{'s' if rows.extra > 2 else ''} after source, target and"
-                         " weight; not read")  # fmt: skip
-    else:
-        weights = None
-        if rows.extra:
-            notes.append(f"{path} has {rows.extra} column{'s' if rows.extra > 1 else ''} after source and target; not "
-                         "read — the graph is trained unweighted (a third column headed 'weight', or of numbers in a "
-                         "file without a header, is read as edge weights)")  # fmt: skip
-    return weights, notes
+    columns = [0, 1] + ([weight_column] if weight_column is not None else [])
+    kind = nodes.id_type()
+    types = {0: kind, 1: kind, **({weight_column: pa.float64()} if weight_column is not None else {})}
+    sources, targets, weights, done = [], [], [], 0
+    try:
+        for batch in table.batches(columns, types):
+            pair = []
+            for c in (0, 1):
+                column = batch.column(c)
+                if column.null_count:
+                    row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
+                    raise DatasetError(f"{table.name}, {table.where(row)}: expected two node ids per line, got an "
+                                       "empty one")  # fmt: skip
+                rows, unknown = nodes.rows(column)
+                if unknown.any():
+                    raise _unknown_node(table, column, unknown, nodes, features_name)
+                pair.append(rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32))
+            sources.append(pair[0])
+            targets.append(pair[1])
+            if weight_column is not None:
+                column = batch.column(2)
+                if column.null_count:
+                    row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
+                    raise DatasetError(f"{table.name}, {table.where(row)}: has no weight; give every edge a weight "
+                                       "(a number) or none")  # fmt: skip
+                weights.append(column.to_numpy(zero_copy_only=False))
+            done += batch.num_rows
+    except ConversionFailed as exc:
+        raise _conversion_error(table, exc, nodes, features_name) from None
+    if not done:
+        raise DatasetError(f"edge file {table.name} holds no edges; give one 'source target' pair per line")
+    if nodes.grow and nodes.size < 2**31:
+        sources, targets = [s.astype(np.int32) for s in sources], [t.astype(np.int32) for t in targets]
+    weight = None
+    if weight_column is not None:
+        weight = edge_weights(_joined(weights), table.name, table.where)
+    return _Edges(sources, targets, weight, table)
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str):
+    value = column.combine_chunks()[int(np.argmax(unknown))].as_py() if hasattr(column, "combine_chunks") else \
+        column[int(np.argmax(unknown))].as_py()  # fmt: skip
+    if nodes.keys is None:
+        if value < 0:
+            return DatasetError(f"edge file {table.name} has a negative node id ({value}); ids must lie in "
+                                f"[0, {nodes.count - 1}]")  # fmt: skip
+        return DatasetError(f"edge file {table.name} names node {value} but the features have {nodes.count} rows "
+                            f"(ids 0..{nodes.count - 1}); give one feature row per node")  # fmt: skip
+    return DatasetError(f"node {str(value)!r} of edge file {table.name} has no row in feature file {features_name}")
+
+
+def _conversion_error(table: TableInput, exc: ConversionFailed, nodes: NodeIds, features_name: str) -> DatasetError:
+    """What a value that did not convert means in an edge file."""
+    value, column = exc.value, exc.column
+    if column >= 2:
+        where = table.find_value(column, value)
+        return DatasetError(f"{table.name}{', ' + where if where else ''}: has the weight {value!r}, which is not a "
+                            "number; give every edge a weight (a number) or none")  # fmt: skip
+    if value.strip().startswith("+") and _INTEGER.match(value.strip()):
+        return DatasetError(f"edge file {table.name} writes a node id with a plus sign ({value.strip()!r}); write "
+                            "integer ids without one")  # fmt: skip
+    if _INTEGER.match(value.strip()):  # an integer beyond 64 bits
+        if nodes.keys is None:
+            return DatasetError(f"edge file {table.name} names node {value.strip()} but the features have "
+                                f"{nodes.count} rows (ids 0..{nodes.count - 1}); give one feature row per node")
+        return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}")
+    if nodes.keys is None:
+        return DatasetError(f"edge file {table.name} uses non-integer node ids (e.g. {value!r}); the features then "
+                            "need node ids: a first column of ids (a CSV with an 'id' column), a long or JSON "
+                            "feature file, or an id list (--feature-ids FILE)")  # fmt: skip
+    return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}")
+
+
+# --------------------------------------------------------------------------------------------------- features
 #: .npy format versions whose header :func:`read_npy` reads (``numpy.save`` writes 1.0, or 2.0 for a header over
 #: 64 KiB; 3.0 only for structured arrays with non-Latin-1 field names, which are not features anyway).
 NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -257,174 +491,611 @@ def read_npy(path: Path) -> np.ndarray:
         return np.fromfile(path, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape, order=order)
 
 
-def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list[str] | None]:
-    """(matrix, node ids or ``None`` when row i is node i).
+class Features(NamedTuple):
+    """A feature matrix as read: ``matrix`` (dense or CSR), ``ids`` (a PyArrow array of row ids, or ``None`` when
+    row i is node i), ``sparse_by_id`` (a long or JSON form: nodes the edges add get zero rows), ``names`` (the
+    columns' feature names, where they were not numbers) and ``notes``."""
+
+    matrix: np.ndarray | sp.csr_matrix
+    ids: Any
+    sparse_by_id: bool = False
+    names: list[str] | None = None
+    notes: list[str] = []
+
+
+def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | None]:
+    """(matrix, node ids or ``None`` when row i is node i) of a feature file in any form the module describes.
 
     Parameters
     ----------
     path
-        An ``.npy``, ``.npz`` (SciPy sparse) or CSV/TSV feature file.
+        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet feature file.
     """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    check_regular_file(path, "feature")
-    if suffix == ".npy":
-        try:
-            matrix = read_npy(path)
-        except OSError as exc:
-            raise DatasetError(f"feature file {path} is not a readable .npy file ({exc.strerror or exc})") from None
-        return stored_features(matrix, path), None
-    if suffix == ".npz":
-        try:
-            matrix = sp.load_npz(path)
-        except Exception:  # noqa: BLE001 - scipy raises several kinds for foreign or truncated files
-            raise DatasetError(
-                f"feature file {path} is not a SciPy sparse matrix; save one with scipy.sparse.save_npz"
-            ) from None
-        matrix = sp.csr_matrix(matrix)
-        matrix.data = float32_features(matrix.data, path)
-        return sp.csr_matrix(matrix, dtype=np.float32), None
-    rows = _rows(path, "feature")
-    if not rows:
-        raise DatasetError(f"feature file {path} is empty")
-    header = rows[0][1]
-    # A header is a row of column names: no empty cell (a blank value is a missing number, not a name) and a name
-    # among its value columns, or an id column's name first.
-    names = all(header) and len(rows) > 1
-    has_header = names and (any(_is_name(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES)
-    body = rows[1:] if has_header else rows
-    if not body:
-        raise DatasetError(f"feature file {path} has a header but no rows")
-    # Ids in the first column: named so in the header, or values that are not numbers (a decimal comma, '1,5', is a
-    # number written the wrong way, reported as such below, not an id).
-    id_column = (has_header and header[0].lower() in ID_COLUMN_NAMES) or any(
-        not _is_number(fields[0]) and not _is_number(fields[0].replace(",", ".")) for _, fields in body
-    )
-    width = len(body[0][1])
-    ids = [] if id_column else None
-    values = np.empty((len(body), width - int(id_column)), dtype=np.float64)
-    for i, (number, fields) in enumerate(body):
-        if len(fields) != width:
-            raise DatasetError(f"{path}, line {number}: expected {width} columns like the first row, got {len(fields)}")
-        numbers = fields[1:] if id_column else fields
-        bad = next((t for t in numbers if not _is_number(t)), None)
-        if bad is not None:
-            hint = "; decimal commas are not read, use a point (1.5)" if _is_number(bad.replace(",", ".")) else ""
-            raise DatasetError(f"{path}, line {number}: feature value {bad!r} is not a number{hint}")
-        values[i] = [float(t) for t in numbers]
-        if id_column:
-            ids.append(fields[0])
-    if values.shape[1] == 0:
-        raise DatasetError(f"feature file {path} has an id column but no feature columns")
-    values = float32_features(values, path)
-    if ids is not None and len(set(ids)) != len(ids):
-        seen: set[str] = set()
-        duplicate = next(t for t in ids if t in seen or seen.add(t))
-        raise DatasetError(f"feature file {path} lists node {duplicate!r} twice; give one row per node")
-    return values, ids
+    read = feature_input(path)
+    return read.matrix, (read.ids.to_pylist() if read.ids is not None else None)
 
 
+def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: str | None = None,
+                  progress: bool = False) -> Features:  # fmt: skip
+    """The feature matrix and the node id of each row, from any form the module describes.
+
+    Parameters
+    ----------
+    path
+        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet file; in Python also a NumPy array,
+        SciPy sparse matrix, tensor, pandas ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
+    ids
+        The node id of each row of a matrix given without them (a file of one id per line, a 1-D ``.npy``, or a
+        sequence); ``None`` for none.
+    layout
+        ``"auto"``, ``"wide"`` (a row per node) or ``"long"`` (``id, feature[, value]`` rows) for a table.
+    id_column
+        The name of a table's id column; ``None`` to recognise it.
+    progress
+        Say how far the reading of a large file has come.
+
+    Returns
+    -------
+    Features
+        The matrix, its rows' ids and what was noticed.
+    """
+    import pyarrow as pa
+
+    if layout not in ("auto", "wide", "long"):
+        raise DatasetError(f"feature layout {layout!r} is not one of auto, wide, long")
+    if isinstance(path, tuple) and len(path) == 2 and ids is None:
+        path, ids = path
+    if isinstance(path, (np.ndarray, torch.Tensor)) or sp.issparse(path):
+        matrix = _matrix_object(path)
+        return _with_ids(matrix, ids, "the feature matrix")
+    if not is_table_object(path):
+        path = Path(path)
+        check_regular_file(path, "feature")
+        suffix = path.suffix.lower()
+        if suffix == ".npy":
+            try:
+                matrix = stored_features(read_npy(path), path)
+            except OSError as exc:
+                raise DatasetError(f"feature file {path} is not a readable .npy file ({exc.strerror or exc})") from None
+            return _with_ids(matrix, ids, str(path))
+        if suffix == ".npz":
+            try:
+                matrix = sp.load_npz(path)
+            except Exception:  # noqa: BLE001 - scipy raises several kinds for foreign or truncated files
+                raise DatasetError(
+                    f"feature file {path} is not a SciPy sparse matrix; save one with scipy.sparse.save_npz"
+                ) from None
+            matrix = sp.csr_matrix(matrix)
+            matrix.data = float32_features(matrix.data, path)
+            return _with_ids(sp.csr_matrix(matrix, dtype=np.float32), ids, str(path))
+        if suffix == ".json" or _starts_like_json(path):
+            if ids is not None:
+                raise DatasetError(f"feature file {path} is JSON, which names its nodes itself; leave out the id list")
+            return _json_features(path)
+    if ids is not None:
+        raise DatasetError(f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
+                           "matrix (a table gives its ids in an id column)")  # fmt: skip
+    table = TableInput(path, "feature", _reporter(path, "features", progress))
+    if table.path is not None and table.parquet is None:
+        if not table.sample:
+            raise DatasetError(f"feature file {table.name} is empty")
+        header = table.sample[0]
+        names = all(header) and len(table.sample) > 1
+        named = names and (any(_is_name(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES
+                           or (id_column is not None and id_column in header))  # fmt: skip
+        table.set_header(bool(named))
+        if not table.rows_sampled:
+            raise DatasetError(f"feature file {table.name} has a header but no rows")
+    long = layout == "long" or (layout == "auto" and table.headed and 2 <= len(table.columns) <= 3
+                                and table.columns[1].lower() in FEATURE_KEY_NAMES)  # fmt: skip
+    if long:
+        return _long_features(table, id_column)
+    return _wide_features(table, id_column, pa)
+
+
+def _starts_like_json(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            start = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False
+    return start[:1] in (b"{", b"[")
+
+
+def _matrix_object(value: Any) -> np.ndarray | sp.csr_matrix:
+    if isinstance(value, torch.Tensor):
+        value = value.to_dense() if value.is_sparse else value
+        value = value.detach().cpu().numpy()
+    if sp.issparse(value):
+        matrix = sp.csr_matrix(value)
+        matrix.data = float32_features(np.asarray(matrix.data), "the feature matrix")
+        return sp.csr_matrix(matrix, dtype=np.float32)
+    value = np.asarray(value)
+    if value.ndim != 2 or not np.issubdtype(value.dtype, np.number):
+        raise DatasetError(f"the feature matrix must be a 2-D numeric array, got {value.dtype} {value.shape}")
+    return stored_features(value, "the feature matrix")
+
+
+def _with_ids(matrix: Any, ids: Any, name: str) -> Features:
+    import pyarrow as pa
+
+    if ids is None:
+        return Features(matrix, None)
+    if isinstance(ids, (str, Path)):
+        values = read_text_column(Path(ids), "feature id")
+        source = str(ids)
+    else:
+        values = pa.array(ids.tolist() if isinstance(ids, np.ndarray) and ids.dtype.kind in "OU" else ids)
+        source = "the id list"
+    if len(values) != matrix.shape[0]:
+        raise DatasetError(f"{source} holds {len(values)} ids but {name} has {matrix.shape[0]} rows; give one id "
+                           "per row")  # fmt: skip
+    return Features(matrix, _id_array(values, source, "feature id"))
+
+
+def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Features:
+    columns = table.columns
+    if id_column is not None and id_column in columns:  # else the label table's (load_files checks one has it)
+        id_index: int | None = columns.index(id_column)
+    elif table.headed and columns and columns[0].lower() in ID_COLUMN_NAMES:
+        id_index = 0
+    elif table.table is not None or table.parquet is not None:
+        schema = table.table.schema if table.table is not None else table.parquet.schema_arrow
+        id_index = 0 if columns and not (pa.types.is_integer(schema.field(0).type) or
+                                         pa.types.is_floating(schema.field(0).type)) else None  # fmt: skip
+    else:  # values that are not numbers (a decimal comma, '1,5', is a number written the wrong way, not an id)
+        id_index = 0 if any(not _is_number(f[0]) and not _is_number(f[0].replace(",", "."))
+                            for f in table.rows_sampled if f) else None  # fmt: skip
+    value_columns = [i for i in range(len(columns)) if i != id_index]
+    if not value_columns:
+        raise DatasetError(f"feature file {table.name} has an id column but no feature columns")
+    types = {i: pa.float64() for i in value_columns}
+    if id_index is not None:
+        types[id_index] = pa.string() if table.path is not None and table.parquet is None else None
+        types = {k: v for k, v in types.items() if v is not None}
+    read = ([id_index] if id_index is not None else []) + value_columns
+    blocks, id_parts, done = [], [], 0
+    try:
+        for batch in table.batches(read, types):
+            offset = 1 if id_index is not None else 0
+            values = np.empty((batch.num_rows, len(value_columns)), dtype=np.float64)
+            for j in range(len(value_columns)):
+                column = batch.column(offset + j)
+                if column.null_count:
+                    row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
+                    raise DatasetError(f"{table.name}, {table.where(row)}: feature value '' is not a number")
+                values[:, j] = column.to_numpy(zero_copy_only=False)
+            blocks.append(values)
+            if id_index is not None:
+                id_parts.append(batch.column(0))
+            done += batch.num_rows
+    except ConversionFailed as exc:
+        where = table.find_value(exc.column, exc.value)
+        hint = "; decimal commas are not read, use a point (1.5)" if _is_number(exc.value.replace(",", ".")) else ""
+        raise DatasetError(f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a "
+                           f"number{hint}") from None  # fmt: skip
+    matrix = float32_features(_joined(blocks) if blocks else np.zeros((0, len(value_columns))), table.name)
+    ids = None
+    if id_index is not None:
+        ids = _id_array(pa.chunked_array(id_parts), table.name, "feature", table)
+    return Features(matrix, ids)
+
+
+def _feature_columns(keys: Any, source: str) -> tuple[np.ndarray, int, list[str] | None]:
+    """Column numbers of a sparse form's feature ids: the ids themselves when all are integers ≥ 0, else their
+    place among the sorted distinct names."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64), 0, None
+    numbers = None
+    if pa.types.is_integer(keys.type):
+        numbers = keys.cast(pa.int64())
+    elif pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type):
+        if pc.all(pc.match_substring_regex(keys, r"^\s*[+-]?\d+\s*$")).as_py():
+            try:
+                numbers = pc.cast(pc.utf8_trim_whitespace(keys), pa.int64())
+            except pa.ArrowInvalid:
+                numbers = None
+    else:
+        keys = keys.cast(pa.string())
+    if numbers is not None and pc.min(numbers).as_py() >= 0:
+        columns = numbers.to_numpy(zero_copy_only=False)
+        width = int(columns.max()) + 1
+        if width > 1 << 31:
+            raise DatasetError(f"{source}: a feature id reaches {width - 1:,}; number the features from 0, or name "
+                               "them")  # fmt: skip
+        return columns, width, None
+    names = pc.unique(keys.cast(pa.string()))
+    names = pc.take(names, pc.sort_indices(names))
+    columns = pc.index_in(keys.cast(pa.string()), value_set=names).to_numpy(zero_copy_only=False)
+    return columns.astype(np.int64), len(names), names.to_pylist()
+
+
+def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source: str, what: str) -> Features:
+    """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    node_keys = node_keys.combine_chunks() if isinstance(node_keys, pa.ChunkedArray) else node_keys
+    if node_keys.null_count:
+        raise DatasetError(f"{what} {source} has an empty node id; give every row its node's id")
+    ids = pc.unique(node_keys)
+    typed = _id_array(ids, source, "feature")
+    rows = pc.index_in(node_keys, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int64)
+    columns, width, names = _feature_columns(feature_keys, source)
+    values = float32_features(np.asarray(values, dtype=np.float64), source)
+    matrix = sp.coo_matrix((values, (rows, columns)), shape=(len(ids), width)).tocsr()
+    repeated = len(values) - matrix.nnz if len(values) else 0
+    matrix.sum_duplicates()
+    notes = [f"{source} lists {repeated} (node, feature) pair{'s' if repeated != 1 else ''} more than once; their "
+             "values are summed"] if repeated > 0 else []  # fmt: skip
+    return Features(sp.csr_matrix(matrix, dtype=np.float32), typed, True, names, notes)
+
+
+def _long_features(table: TableInput, id_column: str | None) -> Features:
+    import pyarrow as pa
+
+    columns = table.columns
+    if len(columns) not in (2, 3):
+        raise DatasetError(f"feature file {table.name} is read as id, feature[, value] rows but has {len(columns)} "
+                           "columns")  # fmt: skip
+    if id_column is not None and columns[0] != id_column:
+        raise DatasetError(f"a long feature table's first column is its node id; {id_column!r} is not the first "
+                           f"column of {table.name}")  # fmt: skip
+    text = table.path is not None and table.parquet is None
+    types = {0: pa.string(), 1: pa.string()} if text else {}
+    if len(columns) == 3:
+        types[2] = pa.float64()
+    nodes, features, values, done = [], [], [], 0
+    try:
+        for batch in table.batches(list(range(len(columns))), types):
+            nodes.append(batch.column(0))
+            features.append(batch.column(1))
+            if len(columns) == 3:
+                column = batch.column(2)
+                if column.null_count:
+                    row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
+                    raise DatasetError(f"{table.name}, {table.where(row)}: feature value '' is not a number")
+                values.append(column.to_numpy(zero_copy_only=False))
+            done += batch.num_rows
+    except ConversionFailed as exc:
+        where = table.find_value(exc.column, exc.value)
+        raise DatasetError(f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a "
+                           "number") from None  # fmt: skip
+    if not done:
+        raise DatasetError(f"feature file {table.name} has a header but no rows")
+    node_keys = pa.chunked_array(nodes).combine_chunks()
+    feature_keys = pa.chunked_array(features).combine_chunks()
+    weights = _joined(values) if values else np.ones(done)
+    return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file")
+
+
+def _json_features(path: Path) -> Features:
+    import pyarrow as pa
+
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise DatasetError(f"feature file {path} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"feature file {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read feature file {path}: {exc.strerror or exc}") from None
+    shape = "an object of node id → list of feature ids (or of feature id → value), or a list of such lists"
+    if isinstance(document, dict):
+        node_ids, entries = list(document.keys()), list(document.values())
+    elif isinstance(document, list):
+        node_ids, entries = None, document
+    else:
+        raise DatasetError(f"feature file {path} holds a JSON {type(document).__name__}; give {shape}")
+    lists = all(isinstance(e, list) for e in entries)
+    if not lists and not all(isinstance(e, dict) for e in entries):
+        bad = next(i for i, e in enumerate(entries) if not isinstance(e, (list, dict)))
+        name = node_ids[bad] if node_ids is not None else f"entry {bad}"
+        raise DatasetError(f"feature file {path}: node {name!r} has a JSON {type(entries[bad]).__name__}; give {shape}")
+    lengths = np.fromiter((len(e) for e in entries), dtype=np.int64, count=len(entries))
+    if lists:
+        keys = list(chain.from_iterable(entries))
+        values = np.ones(len(keys))
+    else:
+        keys = list(chain.from_iterable(e.keys() for e in entries))
+        try:
+            values = np.array(list(chain.from_iterable(e.values() for e in entries)), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DatasetError(f"feature file {path}: a feature value is not a number") from None
+    try:
+        feature_keys = pa.array(keys)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        feature_keys = pa.array([str(k) for k in keys])
+    if not (pa.types.is_integer(feature_keys.type) or pa.types.is_string(feature_keys.type)) and len(keys):
+        raise DatasetError(f"feature file {path}: feature ids must be integers or strings, got "
+                           f"{feature_keys.type}")  # fmt: skip
+    if node_ids is None:  # row i is node i: a list of lists
+        rows = np.repeat(np.arange(len(entries)), lengths)
+        columns, width, names = _feature_columns(feature_keys, str(path))
+        matrix = sp.coo_matrix((float32_features(values, path), (rows, columns)), shape=(len(entries), width))
+        matrix = matrix.tocsr()
+        matrix.sum_duplicates()
+        return Features(sp.csr_matrix(matrix, dtype=np.float32), None, False, names)
+    if not node_ids:
+        raise DatasetError(f"feature file {path} is an empty JSON object; give {shape}")
+    node_keys = pa.array(np.repeat(np.array(node_ids, dtype=object), lengths).tolist(), type=pa.string())
+    features = _sparse_by_id(node_keys, feature_keys, values, str(path), "feature file")
+    # nodes listed with no active feature still have a row
+    listed = _id_array(pa.array(node_ids, type=pa.string()), str(path), "feature")
+    return _rows_for(features, listed)
+
+
+def _rows_for(features: Features, listed: Any) -> Features:
+    """``features`` with a row for every id of ``listed`` (in that order; zero rows for ids without features)."""
+    import pyarrow.compute as pc
+
+    if features.ids is not None and len(features.ids) == len(listed) and pc.all(pc.equal(features.ids, listed)).as_py():
+        return features
+    position = pc.index_in(features.ids, value_set=listed).to_numpy(zero_copy_only=False).astype(np.int64)
+    coo = features.matrix.tocoo()
+    matrix = sp.csr_matrix((coo.data, (position[coo.row], coo.col)), shape=(len(listed), features.matrix.shape[1]))
+    return Features(sp.csr_matrix(matrix, dtype=np.float32), listed, True, features.names, features.notes)
+
+
+# --------------------------------------------------------------------------------------------------- labels
 def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
-    """(line number, node id, label) rows.
+    """(line number, node id, label) rows of a two-column label file, as written.
 
     Parameters
     ----------
     path
         A CSV/TSV of ``node, label`` lines (a header line is skipped).
     """
-    path = Path(path)
-    rows = _rows(path, "label")
-    if rows and [t.lower() for t in rows[0][1][:1]][0] in ID_COLUMN_NAMES | {"source", "node1"}:
-        rows = rows[1:]
-    if not rows:
-        raise DatasetError(f"label file {path} holds no labels; give one 'node, label' pair per line")
-    out = []
-    for number, fields in rows:
-        if len(fields) < 2 or not fields[1]:
-            raise DatasetError(f"{path}, line {number}: expected 'node, label', got {','.join(fields)!r}")
-        out.append((number, fields[0], fields[1]))
-    return out
+    table = _label_table(path, None, None, False)
+    id_index, label_index = _label_columns(table, None, None)
+    return [(line, fields[id_index], fields[label_index]) for line, fields in table.lines()]
 
 
+def _label_table(source: Any, id_column: str | None, label_column: str | None, progress: bool) -> TableInput:
+    table = TableInput(source, "label", _reporter(source, "labels", progress))
+    if table.path is not None and table.parquet is None:
+        if not table.sample:
+            raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")
+        first = [t.lower() for t in table.sample[0]]
+        named = {n.lower() for n in (id_column, label_column) if n}
+        table.set_header(first[0] in ID_COLUMN_NAMES | {"source", "node1"} or bool(named & set(first)))
+        if not table.rows_sampled:
+            raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")
+    return table
+
+
+def _label_columns(table: TableInput, id_column: str | None, label_column: str | None) -> tuple[int, int]:
+    columns = table.columns
+    lowered = [c.lower() for c in columns]
+
+    def find(name: str, flag: str) -> int:
+        if name in columns:
+            return columns.index(name)
+        if name.lower() in lowered:
+            return lowered.index(name.lower())
+        raise DatasetError(f"label file {table.name} has no column {name!r} ({flag}); its columns: "
+                           f"{', '.join(columns)}")  # fmt: skip
+
+    id_index = find(id_column, "--id-column") if id_column and id_column.lower() in lowered else 0
+    if label_column:
+        label_index = find(label_column, "--label-column")
+    elif len(columns) == 2:
+        label_index = 1 - id_index if id_index in (0, 1) else 1
+    elif len(columns) < 2:
+        shown = ",".join(table.rows_sampled[0]) if table.rows_sampled else ""
+        raise DatasetError(f"{table.name}, {table.where(0)}: expected 'node, label', got {shown!r}")
+    else:
+        candidates = [i for i, c in enumerate(lowered) if c in LABEL_NAMES and i != id_index] if table.headed else []
+        if len(candidates) != 1:
+            raise DatasetError(f"label file {table.name} has {len(columns)} columns ({', '.join(columns)}); name the "
+                               "label column with --label-column NAME (label_column=NAME)")  # fmt: skip
+        label_index = candidates[0]
+    if label_index == id_index:
+        raise DatasetError(f"label file {table.name}: the id column and the label column are the same column")
+    return id_index, label_index
+
+
+def _label_vector(source: Any, nodes: NodeIds, id_column: str | None, label_column: str | None,
+                  progress: bool) -> tuple[torch.Tensor, list[str], list[str]]:  # fmt: skip
+    """Labels per row, and the warnings to print. A label of ``nan`` (or ``NA``, ``null``, …:
+    :data:`MISSING_LABELS`) marks a node without one: it stays −1, out of evaluation, and a warning counts them —
+    never a class of its own. Labels of nodes not in the graph are skipped and counted in one warning."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = _label_table(source, id_column, label_column, progress)
+    id_index, label_index = _label_columns(table, id_column, label_column)
+    text = table.path is not None and table.parquet is None
+    types = {id_index: pa.string(), label_index: pa.string()} if text else {label_index: pa.string()}
+    order = sorted((id_index, label_index))
+    ids_parts, label_parts, done = [], [], 0
+    for batch in table.batches(order, types):
+        ids_parts.append(batch.column(order.index(id_index)))
+        label_parts.append(batch.column(order.index(label_index)))
+        done += batch.num_rows
+    if not done:
+        raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")
+    node_column = pa.chunked_array(ids_parts).combine_chunks()
+    labels = pa.chunked_array(label_parts).combine_chunks()
+    labels = labels.cast(pa.string()) if not pa.types.is_string(labels.type) else labels
+    labels = pc.utf8_trim_whitespace(labels.fill_null(""))
+    missing = pc.is_in(pc.utf8_lower(labels), value_set=pa.array(sorted(MISSING_LABELS))).to_numpy(
+        zero_copy_only=False)  # fmt: skip
+    present = ~missing
+    # node ids as the graph's: integers where the graph's are (a label file's 007 is node 7)
+    keys, bad = _as_node_ids(node_column, nodes)
+    rows = np.full(len(node_column), -1, dtype=np.int64)
+    if keys is not None:
+        looked, unknown = nodes.rows(keys)
+        rows = np.where(unknown, -1, looked)
+    rows[bad] = -1
+    outside = present & (rows < 0)
+    notes = []
+    if missing.any():
+        notes.append(f"{int(missing.sum())} of the nodes listed in {table.name} have no label (nan); they are left "
+                     "out of evaluation")  # fmt: skip
+    if outside.any():
+        example = node_column[int(np.argmax(outside))].as_py()
+        notes.append(f"{int(outside.sum())} label{'s' if outside.sum() != 1 else ''} in {table.name} name nodes "
+                     f"that are not in the graph (e.g. {str(example)!r}); skipped")  # fmt: skip
+    keep = present & (rows >= 0)
+    kept_rows = rows[keep]
+    if kept_rows.size:
+        counts = np.bincount(kept_rows, minlength=nodes.size)
+        if counts.max() > 1:
+            twice = int(np.argmax(counts > 1))
+            first = int(np.flatnonzero(keep & (rows == twice))[1])
+            node = node_column[first].as_py()
+            where = table.where(first)
+            raise DatasetError(f"{table.name}, {where}: node {str(node)!r} is labelled twice")
+    kept_labels = pc.filter(labels, pa.array(keep))
+    classes = sorted(pc.unique(kept_labels).to_pylist())
+    if classes and all(_INTEGER.match(c) for c in classes):
+        classes.sort(key=int)
+    if len(classes) < 2:
+        what = f"only one class ({classes[0]!r})" if classes else "no label"
+        raise DatasetError(f"label file {table.name} holds {what} for nodes of the graph; evaluation needs two or "
+                           "more classes")  # fmt: skip
+    codes = pc.index_in(kept_labels, value_set=pa.array(classes)).to_numpy(zero_copy_only=False)
+    y = np.full(nodes.size, -1, dtype=np.int64)
+    y[kept_rows] = codes
+    return torch.from_numpy(y), notes, classes
+
+
+def _as_node_ids(column: Any, nodes: NodeIds) -> tuple[Any, np.ndarray]:
+    """A label table's node column in the graph's id type, and the mask of values that cannot be one (a text id
+    in a graph of integer ids: not in the graph)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bad = np.zeros(len(column), dtype=bool)
+    if not nodes.integer:
+        return (column if pa.types.is_string(column.type) else column.cast(pa.string())), bad
+    if pa.types.is_integer(column.type):
+        return column.cast(pa.int64()), bad
+    text = pc.utf8_trim_whitespace(column.cast(pa.string()))
+    integer = pc.match_substring_regex(text, r"^-?\d{1,19}$").to_numpy(zero_copy_only=False)
+    values = pc.if_else(pa.array(integer), text, pa.scalar("-1"))
+    try:
+        return pc.cast(values, pa.int64()), ~integer
+    except pa.ArrowInvalid:  # 19 digits beyond int64: such an id is in no graph
+        numbers = [int(t) if ok and -(2**63) <= int(t) < 2**63 else None for t, ok in zip(values.to_pylist(), integer,
+                                                                                           strict=True)]  # fmt: skip
+        bad = np.array([n is None for n in numbers], dtype=bool)
+        return pa.array([-1 if n is None else n for n in numbers], pa.int64()), bad
+
+
+# --------------------------------------------------------------------------------------------------- the graph
 def load_files(
-    edges: str | Path, features: str | Path, labels: str | Path | None = None, directed: bool = False
+    edges: Any, features: Any, labels: Any = None, directed: bool = False, *, edge_weight: str | int | None = None,
+    feature_ids: Any = None, feature_layout: str = "auto", id_column: str | None = None,
+    label_column: str | None = None, progress: bool = False,
 ) -> LoadedDataset:
-    """A :class:`LoadedDataset` from user files; ``node_ids`` maps row i to the node's id in the files.
+    """A :class:`LoadedDataset` from a user's tables; ``node_ids`` maps row i to the node's id in them.
 
     Parameters
     ----------
     edges
-        The edge list (CSV, TSV or whitespace-separated; ``source target`` and optionally ``weight``), as the
-        module describes.
+        The edge list: a CSV/TSV/whitespace text or Parquet file, a pandas ``DataFrame`` or a PyArrow ``Table``;
+        source and target in the first two columns, as the module describes.
     features
-        The feature matrix: ``.npy``, a SciPy sparse ``.npz``, or CSV/TSV with one row per node (optionally a
-        first column of node ids).
+        The node features in any form the module describes (wide, long, JSON, a matrix with ids).
     labels
-        A CSV/TSV of ``node, label`` lines (any node may lack one); ``None`` for an unlabelled graph.
+        A table of ``node, label`` rows (any node may lack one); ``None`` for an unlabelled graph.
     directed
         Keep the edges as listed; ``False`` (the default) reads the graph as undirected: an edge listed one way
         gets its reverse, with its weight.
+    edge_weight
+        The edge table's weight column (its name, or its number counted from 1); ``None``: a column named
+        ``weight``, if any.
+    feature_ids
+        The node id of each row of an ``.npy``/``.npz`` feature matrix (a file of one id per line, a 1-D ``.npy``,
+        or a sequence).
+    feature_layout
+        ``"auto"``, ``"wide"`` or ``"long"`` for a feature table.
+    id_column
+        The id column's name in the feature table and the label table (default: recognised, else the first).
+    label_column
+        The label column's name in a label table of more than two columns.
+    progress
+        Say how far the reading of large files has come (on standard error).
 
     Returns
     -------
     LoadedDataset
-        The graph; ``node_ids[i]`` is row i's id in the files, ``warnings`` what was noticed while reading
-        (repeated edges, unread columns, unlabelled nodes), ``class_names`` the labels' names where they were
-        strings. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
+        The graph; ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise,
+        ``None`` when row i is node i), ``warnings`` what was noticed while reading (repeated edges, unread
+        columns, unlabelled nodes), ``class_names`` the labels' names, ``feature_names`` the features' names
+        where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
     """
-    rows = _edge_rows(edges)
-    sources, targets, integer = rows.sources, rows.targets, rows.integer
-    weights, weight_notes = _weight_column(Path(edges), rows)
-    matrix, ids = read_features(features)
-    num_nodes = matrix.shape[0]
-    if num_nodes == 0 or matrix.shape[1] == 0:
-        raise DatasetError(f"feature file {features} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give one row "
-                           "of features per node")  # fmt: skip
-    if ids is None:
-        if not integer:
-            example = next(t for t in sources + targets if not _INTEGER.match(t))
-            raise DatasetError(
-                f"edge file {edges} uses non-integer node ids (e.g. {example!r}); the features file then needs a "
-                "first column of node ids (a CSV with an 'id' column)"
-            )
-        source_ids, target_ids = [int(t) for t in sources], [int(t) for t in targets]  # exact, any size
-        low, high = min(min(source_ids), min(target_ids)), max(max(source_ids), max(target_ids))
-        if low < 0:
-            raise DatasetError(
-                f"edge file {edges} has a negative node id ({low}); ids must lie in [0, {num_nodes - 1}]"
-            )
-        if high >= num_nodes:
-            raise DatasetError(
-                f"edge file {edges} names node {high} but the features have {num_nodes} rows (ids 0..{num_nodes - 1});"
-                " give one feature row per node"
-            )
-        source, target = np.array(source_ids, dtype=np.int64), np.array(target_ids, dtype=np.int64)
-        node_ids = [str(i) for i in range(num_nodes)]
+    table = _edge_table(edges, progress)  # first: a missing or empty edge file is said before the features are read
+    read = feature_input(features, feature_ids, feature_layout, id_column, progress)
+    if id_column is not None:
+        _check_id_column(id_column, features, labels)
+    matrix = read.matrix
+    features_name = _source_name("feature") if is_table_object(features) else str(
+        features[0] if isinstance(features, tuple) else features)  # fmt: skip
+    if (matrix.shape[0] == 0 and not read.sparse_by_id) or matrix.shape[1] == 0:
+        raise DatasetError(f"feature file {features_name} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give "
+                           "one row of features per node")  # fmt: skip
+    nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
+    weight_column, weight_notes = _weight_index(table, edge_weight)
+    read_edges = _read_edges(table, nodes, weight_column, features_name)
+    notes = list(read.notes)
+    num_nodes = nodes.size
+    if nodes.added:
+        matrix = sp.vstack([matrix, sp.csr_matrix((nodes.added, matrix.shape[1]), dtype=np.float32)]).tocsr()
+        notes.append(f"{nodes.added} node{'s' if nodes.added != 1 else ''} of edge file {table.name} have no features "
+                     f"in {features_name}; their features are all zero")  # fmt: skip
+    weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
+    if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
+        edge_index, repeated = undirected_edges(lambda: zip(sources, targets, strict=True), num_nodes,
+                                                read_edges.count)  # fmt: skip
+        edge_weight_tensor = None
+    elif weights is None:
+        edge_index, repeated = edge_list(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
+        edge_weight_tensor = None
     else:
-        index = {node: i for i, node in enumerate(ids)}
-        missing = next((t for t in sources + targets if t not in index), None)
-        if missing is not None:
-            raise DatasetError(f"node {missing!r} of edge file {edges} has no row in feature file {features}")
-        source = np.array([index[t] for t in sources], dtype=np.int64)
-        target = np.array([index[t] for t in targets], dtype=np.int64)
-        node_ids = list(ids)
-    if weights is None:
-        edge_index, repeated, edge_weight = *edge_list(source, target, num_nodes, directed), None
-    else:
-        edge_index, edge_weight, repeated = weighted_edge_list(
-            source, target, weights, num_nodes, directed, edges, lambda i: f"line {rows.lines[i]}",
-            "give both directions the same weight, list each edge once, or pass --directed (directed=True)")
+        edge_index, edge_weight_tensor, repeated = weighted_edge_list(
+            _joined(read_edges.sources), _joined(read_edges.targets), weights, num_nodes, directed, table.name,
+            table.where, "give both directions the same weight, list each edge once, or pass --directed "
+            "(directed=True)")  # fmt: skip
+    sources.clear()  # the listed edges go before the labels are read
+    targets.clear()
     x = _feature_tensor(matrix)
-    y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(labels, node_ids, num_nodes,
-                                                                                         ids is None)  # fmt: skip
+    y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(
+        labels, nodes, id_column, label_column, progress)  # fmt: skip
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
-    if edge_weight is not None:
-        data.edge_weight = edge_weight
-    name = Path(edges).stem
-    notes = ([repeated_edges_warning(edges, repeated, weights is not None)] if repeated else []) + weight_notes + \
-        label_notes  # fmt: skip
-    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
-                         class_names=class_names)
+    if edge_weight_tensor is not None:
+        data.edge_weight = edge_weight_tensor
+    name = Path(edges).stem if not is_table_object(edges) else "graph"
+    notes = ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else []) + \
+        weight_notes + notes + label_notes  # fmt: skip
+    return LoadedDataset(name, data, named=False, node_ids=nodes.exported(), directed=directed, warnings=notes,
+                         class_names=class_names, feature_names=read.names)  # fmt: skip
+
+
+def _check_id_column(name: str, *sources: Any) -> None:
+    """``id_column`` must name a column of the feature table or of the label table."""
+    seen = []
+    for source in sources:
+        if source is None or isinstance(source, (tuple, np.ndarray, torch.Tensor)) or sp.issparse(source):
+            continue
+        if not is_table_object(source) and Path(source).suffix.lower() in (".npy", ".npz", ".json"):
+            continue
+        table = TableInput(source, "label")
+        if table.path is not None and table.parquet is None:
+            table.set_header(True)
+        if name.lower() in (c.lower() for c in table.columns):
+            return
+        seen += table.columns
+    raise DatasetError(f"no feature or label table has a column {name!r} (--id-column); their columns: "
+                       f"{', '.join(dict.fromkeys(seen)) or 'none with a header'}")  # fmt: skip
 
 
 def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
@@ -436,40 +1107,3 @@ def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
     indices = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
     values = torch.from_numpy(coo.data.astype(np.float32))
     return torch.sparse_coo_tensor(indices, values, coo.shape, check_invariants=True).coalesce()
-
-
-#: Label cells that mark a node without a label, as NaN does in OGB's files (compared case-insensitively).
-MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
-
-
-def _label_vector(path: str | Path, node_ids: list[str], num_nodes: int,
-                  integer_ids: bool) -> tuple[torch.Tensor, list[str], list[str]]:  # fmt: skip
-    """Labels per row, and the warnings to print; with integer ids (row i is node i) a label file's ``007`` is node
-    7, as in the edge file. A label of ``nan`` (or ``NA``, ``null``, …: :data:`MISSING_LABELS`) marks a node
-    without one: it stays −1, out of evaluation, and a warning counts them — never a class of its own."""
-    index = {node: i for i, node in enumerate(node_ids)}
-    y = np.full(num_nodes, -1, dtype=np.int64)
-    listed = read_labels(path)
-    rows = [row for row in listed if row[2].strip().lower() not in MISSING_LABELS]
-    missing = len(listed) - len(rows)
-    notes = [f"{missing} of the nodes listed in {path} have no label (nan); they are left out of evaluation"
-             ] if missing else []  # fmt: skip
-    classes = sorted({label for _, _, label in rows})
-    if all(_INTEGER.match(c) for c in classes):
-        classes.sort(key=int)
-    code = {label: c for c, label in enumerate(classes)}
-    for number, node, label in rows:
-        if integer_ids and _INTEGER.match(node):
-            node = str(int(node))
-        if node not in index:
-            raise DatasetError(
-                f"{path}, line {number}: node {node!r} is not in the graph ({num_nodes} nodes); "
-                "label only nodes that have features"
-            )
-        if y[index[node]] != -1:
-            raise DatasetError(f"{path}, line {number}: node {node!r} is labelled twice")
-        y[index[node]] = code[label]
-    if len(classes) < 2:
-        what = f"only one class ({classes[0]!r})" if classes else "no label"
-        raise DatasetError(f"label file {path} holds {what}; evaluation needs two or more classes")
-    return torch.from_numpy(y), notes, classes

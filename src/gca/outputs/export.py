@@ -1,50 +1,72 @@
-"""Embeddings written keyed by the input files' node ids (``--export``): CSV/TSV, or Parquet with pyarrow."""
+"""Embeddings written keyed by the input files' node ids (``--export``): CSV, TSV or Parquet, by PyArrow."""
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UserError
-from ..io import atomic_write, atomic_write_text
+from ..io import atomic_write
 
 
 class ExportError(UserError, ValueError):
     """The export cannot be written in the asked format."""
 
 
-def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: list[str]) -> None:
-    """Write embeddings keyed by node id: ``.csv`` (node_id, e0, e1, …) or ``.parquet`` (needs pyarrow).
+def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequence | np.ndarray) -> None:
+    """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
+    their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
+    type: integer ids are written as integers (an int64 column in Parquet), text ids as text.
 
     Parameters
     ----------
     path
-        The file to write (replaced atomically): ``.csv``, ``.tsv`` or ``.parquet``; another suffix, or Parquet
-        without pyarrow, is an :class:`ExportError`.
+        The file to write (replaced atomically): ``.csv``, ``.tsv`` or ``.parquet``; another suffix is an
+        :class:`ExportError`.
     embeddings
         ``[N, d]`` embeddings, row i of node ``node_ids[i]``.
     node_ids
-        One id per row (the input files' ids).
+        One id per row (the input files' ids): integers or strings.
     """
     path = Path(path)
-    columns = [f"e{i}" for i in range(embeddings.shape[1])]
-    if path.suffix.lower() == ".parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ExportError("Parquet export needs pyarrow (pip install pyarrow); or export to .csv") from None
-        table = pa.table({"node_id": node_ids, **{c: embeddings[:, i] for i, c in enumerate(columns)}})
-        atomic_write(path, lambda f: pq.write_table(table, f))
-    elif path.suffix.lower() in (".csv", ".tsv"):
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, delimiter="\t" if path.suffix.lower() == ".tsv" else ",", lineterminator="\n")
-        writer.writerow(["node_id", *columns])
-        for node, row in zip(node_ids, embeddings, strict=True):
-            writer.writerow([node, *(f"{v:.7g}" for v in row)])
-        atomic_write_text(path, buffer.getvalue())
-    else:
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".tsv", ".parquet"):
         raise ExportError(f"cannot export to {path.name}: use a .csv, .tsv or .parquet file name")
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ExportError("export needs pyarrow (pip install pyarrow)") from None
+    if len(node_ids) != embeddings.shape[0]:
+        raise ExportError(f"{len(node_ids)} node ids for {embeddings.shape[0]} embeddings; give one id per row")
+    ids = np.asarray(node_ids) if isinstance(node_ids, np.ndarray) else node_ids
+    ids = pa.array(ids if not isinstance(ids, np.ndarray) or ids.dtype.kind in "iu" else ids.tolist())
+    columns = [f"e{i}" for i in range(embeddings.shape[1])]
+    if suffix == ".parquet":
+        table = pa.table({"node_id": ids, **{c: embeddings[:, i] for i, c in enumerate(columns)}})
+        atomic_write(path, lambda f: pq.write_table(table, f))
+        return
+    delimiter = "\t" if suffix == ".tsv" else ","
+    schema = pa.schema([("node_id", ids.type), *((c, pa.float32()) for c in columns)])
+
+    def write(f) -> None:
+        f.write((delimiter.join(["node_id", *columns]) + "\n").encode())
+        for start in range(0, embeddings.shape[0], EXPORT_ROWS):
+            block = np.asarray(embeddings[start : start + EXPORT_ROWS], dtype=np.float32)
+            table = pa.table([ids.slice(start, EXPORT_ROWS), *(block[:, i] for i in range(block.shape[1]))],
+                             schema=schema)  # fmt: skip
+            try:  # ids written as they are, quoted only where one holds the delimiter, a quote or a line end
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
+                                                             quoting_style="none"))  # fmt: skip
+            except pa.ArrowInvalid:
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
+                                                             quoting_style="needed"))  # fmt: skip
+
+    atomic_write(path, write)
+
+
+#: Rows written at a time by :func:`export_embeddings`.
+EXPORT_ROWS = 1 << 16

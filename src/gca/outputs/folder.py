@@ -239,12 +239,12 @@ class RunOutputs:
         embeddings
             ``[N, d]`` embeddings.
         node_ids
-            The export's id of each row; ``None`` for 0..N−1.
+            The export's id of each row (integers stay integers); ``None`` for 0..N−1.
         """
         if "embeddings.npy" not in self._staged:
             self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
-            ids = node_ids or [str(i) for i in range(embeddings.shape[0])]
+            ids = node_ids if node_ids is not None else np.arange(embeddings.shape[0], dtype=np.int64)
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
             self._export_staged = staged  # a hidden name with the target's suffix, beside it
             self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids))
@@ -264,7 +264,7 @@ class RunOutputs:
         record
             The run's record, written as ``results.json``.
         node_ids
-            The export's id of each row; ``None`` for 0..N−1.
+            The export's id of each row (integers stay integers); ``None`` for 0..N−1.
         plots
             The plots already drawn at :meth:`stage_path`.
         """

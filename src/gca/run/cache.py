@@ -10,8 +10,8 @@ It holds ``.npy`` files that are memory-mapped when opened (copy-on-write: a run
   them, labels, and the raw features in the form cleaning kept them (a dense array in the file's dtype, float16
   included, or a CSR matrix's three arrays);
 * what the reading knew besides: splits (``splits_ids``/``splits_offsets``, ``public_…``), node ids
-  (``node_ids.json``), and in ``meta.json`` the name, class names and the warnings about the files read and the
-  graph cleaned (printed again by every run that opens it);
+  (``node_ids.npy`` for integer ids, ``node_ids.json`` for text ones), and in ``meta.json`` the name, class names
+  and the warnings about the files read and the graph cleaned (printed again by every run that opens it);
 * what training derives from the graph, each added the first time a run computes it (:meth:`PreparedStore.kept`):
   node centrality per kind, the two views' removal and masking probabilities per augmentation setting, the neighbour
   sampler's augmentation unit of every edge.
@@ -69,7 +69,7 @@ from ..io import atomic_write, file_identity
 from ..outputs.folder import hold_folder, release_folder
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
-FORMAT = 1
+FORMAT = 2
 #: A run writes the prepared graph by itself from this many directed edges up (``--cache`` writes any graph's).
 CACHE_MIN_EDGES = 10_000_000
 #: Bytes hashed at a time by :func:`content_digest`.
@@ -395,12 +395,15 @@ class PreparedStore:
         data = Data(y=y, num_nodes=meta["num_nodes"])
         loaded_meta = meta["loaded"]
         node_ids = None
-        if loaded_meta["node_ids"]:
+        if "node_ids" in meta["arrays"]:
+            node_ids = np.load(self.folder / "node_ids.npy", mmap_mode="c")
+        elif loaded_meta["node_ids"]:
             node_ids = json.loads((self.folder / "node_ids.json").read_text())
         return LoadedDataset(
             loaded_meta["name"], data, splits=self._splits("splits"), public=self._splits("public"),
             named=loaded_meta["named"], node_ids=node_ids, directed=loaded_meta["directed"],
             warnings=list(loaded_meta["warnings"]), class_names=loaded_meta["class_names"],
+            feature_names=loaded_meta.get("feature_names"),
         )  # fmt: skip
 
     def graph(self, feature_norm: str) -> Graph:
@@ -472,8 +475,8 @@ class PreparedStore:
             partial.mkdir()
             for name, array in arrays.items():
                 _save(partial / f"{name}.npy", array)
-            if loaded.node_ids is not None:
-                atomic_write(partial / "node_ids.json", lambda f: f.write(json.dumps(loaded.node_ids).encode()))
+            if loaded.node_ids is not None and not isinstance(loaded.node_ids, np.ndarray):  # text ids
+                atomic_write(partial / "node_ids.json", lambda f: f.write(json.dumps(list(loaded.node_ids)).encode()))
             files = self.source.files()
             meta = {
                 "format": FORMAT, "gca": __version__, "source": self.source.record(),
@@ -486,7 +489,7 @@ class PreparedStore:
                 "files": {p.name: sampled_digest(p) for p in partial.iterdir() if p.suffix == ".json"},
                 "loaded": {"name": loaded.name, "named": loaded.named, "directed": loaded.directed,
                            "warnings": list(loaded.warnings), "class_names": loaded.class_names,
-                           "node_ids": loaded.node_ids is not None},
+                           "node_ids": loaded.node_ids is not None, "feature_names": loaded.feature_names},
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }  # fmt: skip
             meta["seal"] = _seal(meta)
@@ -541,6 +544,8 @@ class PreparedStore:
             arrays["edge_attr"] = graph.edge_attr.cpu().numpy()
         if graph.y is not None:
             arrays["y"] = graph.y.cpu().numpy()
+        if isinstance(loaded.node_ids, np.ndarray):  # integer ids: an int64 array (text ids: node_ids.json)
+            arrays["node_ids"] = np.asarray(loaded.node_ids, dtype=np.int64)
         for kind in ("splits", "public"):
             splits = getattr(loaded, kind)
             if splits:  # each part's node ids one after another, and where each part starts

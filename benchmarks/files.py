@@ -1,0 +1,148 @@
+"""Reading a user's files: gca's readers against PyArrow's own read of the same files, side by side.
+
+For each size a generated graph is written as an edge CSV (``source,target``) and a feature CSV (``id`` plus F
+numeric columns), with string ids (``n123``) or integer ids (edges as TSV without a header, features as ``.npy``).
+Each measurement runs in a fresh process, one after another (never two at once), and reports its wall time and
+its peak resident memory beyond what the process held before reading (PyTorch, PyG and PyArrow imported):
+
+* **PyArrow**: ``pyarrow.csv.read_csv`` of both files (multi-threaded), then every edge's two ids mapped to rows
+  with ``pyarrow.compute.index_in`` against the feature table's ids — the fastest read-and-map a user could write
+  with the library, with no checks, no cleaning and no undirected edge list;
+* **gca**: :func:`gca.datasets.load_files` (checks, id mapping, repeats merged, both directions of every edge) and
+  :func:`gca.graph.graph.prepare_graph` — files to the prepared graph a run trains on.
+
+It prints gca's time over PyArrow's and gca's peak memory in bytes per input edge beyond the features' own
+(the float32 matrix); the criterion is a ratio within 3 and at most 100 bytes per edge.
+
+    python benchmarks/files.py                    # 2·10⁶ and 2·10⁷ edges, string ids and integer ids
+    python benchmarks/files.py --edges 2000000 --ids string --folder /tmp/files-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+FEATURES = 32
+#: Nodes per edge of the generated graphs (2·10⁶ edges: 2·10⁵ nodes, as in the measurement that motivated this).
+NODES_PER_EDGE = 0.1
+
+
+def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, Path]:
+    """Write the graph's files (once: kept in ``folder`` for the next measurement)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes = int(edges * NODES_PER_EDGE)
+    stem = f"{ids}-{edges}"
+    paths = {"edges": folder / f"{stem}-edges.{'csv' if ids == 'string' else 'tsv'}",
+             "features": folder / f"{stem}-features.{'csv' if ids == 'string' else 'npy'}"}  # fmt: skip
+    if all(p.exists() for p in paths.values()):
+        return paths
+    rng = np.random.default_rng(seed)
+    block = 1 << 22
+    with paths["edges"].open("wb") as f:
+        if ids == "string":
+            f.write(b"source,target\n")
+        for start in range(0, edges, block):
+            count = min(block, edges - start)
+            source, target = rng.integers(0, nodes, count), rng.integers(0, nodes, count)
+            if ids == "string":
+                table = pa.table({"s": pc.binary_join_element_wise("n", pa.array(source).cast(pa.string()), ""),
+                                  "t": pc.binary_join_element_wise("n", pa.array(target).cast(pa.string()), "")})
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+            else:
+                table = pa.table({"s": source, "t": target})
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter="\t"))
+    x = rng.standard_normal((nodes, FEATURES)).astype(np.float32)
+    order = rng.permutation(nodes)  # feature rows in another order than the ids
+    if ids == "string":
+        columns = {"id": pc.binary_join_element_wise("n", pa.array(order).cast(pa.string()), "")}
+        columns.update({f"f{j}": x[order, j] for j in range(FEATURES)})
+        pacsv.write_csv(pa.table(columns), paths["features"], pacsv.WriteOptions(quoting_style="none"))
+    else:
+        np.save(paths["features"], x)
+    return paths
+
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np, torch, torch_geometric, pyarrow as pa, pyarrow.csv as pacsv, pyarrow.compute as pc
+from gca.datasets import load_files
+from gca.graph.graph import prepare_graph
+torch.set_num_threads(int(sys.argv[4]))
+mode, edges, features = sys.argv[1], sys.argv[2], sys.argv[3]
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS"))
+before = rss()
+start = time.perf_counter()
+if mode == "pyarrow":
+    if features.endswith(".npy"):
+        e = pacsv.read_csv(edges, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                           parse_options=pacsv.ParseOptions(delimiter="\t"))
+        x = np.load(features)
+        rows = [e.column(0).to_numpy(), e.column(1).to_numpy()]
+        ok = bool((rows[0].max() < x.shape[0]) & (rows[1].max() < x.shape[0]))
+    else:
+        e = pacsv.read_csv(edges)
+        f = pacsv.read_csv(features)
+        ids = f.column(0).combine_chunks()
+        rows = [pc.index_in(e.column(c), value_set=ids) for c in (0, 1)]
+        ok = all(r.null_count == 0 for r in rows)
+    nodes = 0
+else:
+    loaded = load_files(edges, features)
+    graph = prepare_graph(loaded.data, directed=False)
+    ok, nodes = graph.num_nodes > 0, int(graph.edge_index.shape[1])
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": seconds, "peak_beyond": peak - before, "ok": ok, "directed_edges": nodes}))
+"""
+
+
+def measure(mode: str, paths: dict[str, Path], threads: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(paths["edges"]), str(paths["features"]),
+                          str(threads)], capture_output=True, text=True, check=False)  # fmt: skip
+    if out.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--edges", type=int, action="append", help="input edges (default: 2·10⁶ and 2·10⁷)")
+    parser.add_argument("--ids", choices=("string", "integer"), action="append", help="id kinds (default both)")
+    parser.add_argument("--folder", default="runs/files-bench", help="where the generated files are kept")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each (the fastest is kept)")
+    args = parser.parse_args()
+    print(f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
+          f"{'features MB':>12} {'B/edge':>7}")  # fmt: skip
+    for edges in args.edges or [2_000_000, 20_000_000]:
+        for ids in args.ids or ["string", "integer"]:
+            start = time.perf_counter()
+            paths = write_graph(Path(args.folder), edges, ids)
+            made = time.perf_counter() - start
+            base = min((measure("pyarrow", paths, args.threads) for _ in range(args.repeats)),
+                       key=lambda r: r["seconds"])  # fmt: skip
+            ours = min((measure("gca", paths, args.threads) for _ in range(args.repeats)), key=lambda r: r["seconds"])
+            feature_bytes = int(edges * NODES_PER_EDGE) * FEATURES * 4
+            per_edge = (ours["peak_beyond"] - feature_bytes) / edges
+            print(f"{edges:>12,} {ids:>8} {base['seconds']:>10.2f} {ours['seconds']:>8.2f} "
+                  f"{ours['seconds'] / base['seconds']:>6.2f} {ours['peak_beyond'] / 1e6:>8.0f} "
+                  f"{feature_bytes / 1e6:>12.0f} {per_edge:>7.1f}"
+                  + (f"   (files written in {made:.0f} s)" if made > 1 else ""), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

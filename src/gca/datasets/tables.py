@@ -1,0 +1,445 @@
+"""Tables from users' inputs, read by PyArrow a block at a time — never a cell at a time in Python.
+
+A table is a delimited text file (CSV, TSV, semicolon- or whitespace-separated), a Parquet file, or — from Python —
+a pandas ``DataFrame`` or a PyArrow ``Table``. :class:`TableInput` opens one and answers the same questions for all
+of them: its column names (a text file's header, when it has one, else ``column 1``, ``column 2``, …) and its rows
+as a stream of PyArrow tables of the columns asked for, converted to the types asked for.
+
+**Text files.** The rules of the file readers (:mod:`gca.datasets.files`):
+
+* The delimiter is the first of tab, semicolon and comma that the first line holds; without any, fields are
+  separated by runs of spaces or tabs (leading and trailing ones ignored).
+* Blank lines, lines that hold only spaces, and lines starting with ``#`` are skipped; a UTF-8 byte-order mark and
+  Windows line ends (CRLF) are read as if absent; fields may be quoted with ``"``.
+* Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines parsed
+  with Python's ``csv`` module (:attr:`TableInput.sample`).
+
+The file is read in blocks of :data:`BLOCK_BYTES` ending at a line end; comment lines, whitespace-only lines and
+runs of spaces are removed or rewritten in a block by one regular-expression pass (in C) only where the block holds
+them, and PyArrow's multi-threaded CSV parser converts the block. Memory is a block plus what the caller keeps of
+it. The file's line number of a row — for a message only — is found by scanning the file again
+(:meth:`TableInput.where`).
+
+**Errors** are :class:`~gca.datasets.base.DatasetError` with one line naming the file: not UTF-8, a line with
+another number of fields than the first (its line number and text), a value that is not of its column's type.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .base import DatasetError, check_regular_file
+
+#: Bytes of a text file parsed at a time (each block ends at a line end).
+BLOCK_BYTES = 1 << 26
+#: Lines of a text file parsed in Python to decide its delimiter and whether it has a header.
+SAMPLE_LINES = 200
+_SAMPLE_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+_COMMENT_OR_BLANK = re.compile(rb"(?m)^(?:#[^\n]*|[ \t]*\r?)(?:\n|\Z)")
+_SPACES = re.compile(rb"[ \t]+")
+_EDGE_SPACES = re.compile(rb"(?m)^\t|\t(?=\r?$)")
+_PARQUET_MAGIC = b"PAR1"
+#: First bytes of a line that may be a comment or hold only whitespace: only a block with one is rewritten.
+_LINE_STARTS = (b"#", b" ", b"\t", b"\r")
+
+
+def is_table_object(value: Any) -> bool:
+    """Whether ``value`` is an in-memory table gca reads: a pandas ``DataFrame`` or a PyArrow ``Table``.
+
+    Parameters
+    ----------
+    value
+        Anything given where a file is expected.
+    """
+    kind = type(value)
+    return (kind.__module__.startswith("pandas") and kind.__name__ == "DataFrame") or (
+        kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch"))  # fmt: skip
+
+
+def is_parquet(path: Path) -> bool:
+    """A ``.parquet``/``.pq`` file, or any file that starts with Parquet's magic bytes.
+
+    Parameters
+    ----------
+    path
+        The file.
+    """
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return True
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+class TableInput:
+    """One table to read: see the module docstring.
+
+    Parameters
+    ----------
+    source
+        A path (text or Parquet file), a pandas ``DataFrame`` or a PyArrow ``Table``.
+    what
+        What it holds, for messages (``"edge"``, ``"feature"``, ``"label"``).
+    progress
+        ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``None`` for none.
+    """
+
+    def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None) -> None:
+        import pyarrow as pa
+
+        self.what, self.progress = what, progress
+        self.table: Any = None  # an in-memory or Parquet table's PyArrow schema source
+        self.path: Path | None = None
+        self.parquet = None
+        self.sample: list[list[str]] = []  # the first lines' fields (text files)
+        self.headed = False
+        self.delimiter: str | None = None
+        if is_table_object(source):
+            if type(source).__module__.startswith("pandas"):
+                try:
+                    source = pa.Table.from_pandas(source, preserve_index=False)
+                except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                    raise DatasetError(f"the {what} DataFrame cannot be read: {_first_line(exc)}") from None
+            elif isinstance(source, pa.RecordBatch):
+                source = pa.Table.from_batches([source])
+            self.table, self.name = source, f"the {what} table"
+            self.columns = [str(c) for c in source.column_names]
+            self.headed = True
+            return
+        self.path = Path(source)
+        self.name = str(source)
+        check_regular_file(self.path, what)
+        if is_parquet(self.path):
+            import pyarrow.parquet as pq
+
+            try:
+                self.parquet = pq.ParquetFile(self.path)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise DatasetError(f"{what} file {self.path} is not a readable Parquet file ({_first_line(exc)})"
+                                   ) from None  # fmt: skip
+            self.columns = [str(c) for c in self.parquet.schema_arrow.names]
+            self.headed = True
+            return
+        self._sample_text()
+        self.columns = [f"column {i + 1}" for i in range(len(self.sample[0]))] if self.sample else []
+
+    # -- text files ------------------------------------------------------------------------------------------------
+
+    def _sample_text(self) -> None:
+        assert self.path is not None
+        try:
+            with self.path.open("rb") as f:
+                raw = f.read(_SAMPLE_BYTES)
+                whole = len(raw) < _SAMPLE_BYTES or not f.read(1)
+        except OSError as exc:
+            raise DatasetError(f"cannot read {self.what} file {self.path}: {exc.strerror or exc}") from None
+        if not whole:  # a multi-byte character may be cut at the end: keep whole lines
+            raw = raw[: raw.rfind(b"\n") + 1] or raw
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DatasetError(f"{self.what} file {self.path} is not UTF-8 text; give a CSV/TSV file") from None
+        lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")][:SAMPLE_LINES]
+        if not lines:
+            return
+        first = lines[0]
+        self.delimiter = next((d for d in ("\t", ";", ",") if d in first), None)
+        try:
+            rows = csv.reader(lines, delimiter=self.delimiter) if self.delimiter else (ln.split() for ln in lines)
+            self.sample = [[field.strip() for field in row] for row in rows]
+        except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise DatasetError(f"{self.what} file {self.path} has a field longer than {csv.field_size_limit():,} "
+                                   "characters; is it the right file?") from None  # fmt: skip
+            raise DatasetError(f'{self.what} file {self.path} has an unbalanced quote ("); fix or remove it') from None
+        if len(self.sample) < len(lines):  # an unbalanced quote swallowed the following lines
+            raise DatasetError(f'{self.what} file {self.path} has an unbalanced quote ("); fix or remove it')
+
+    def set_header(self, headed: bool) -> None:
+        """Read the first line as the column names (a text file; others always have names).
+
+        Parameters
+        ----------
+        headed
+            Whether the first line is a header.
+        """
+        if self.path is None or self.parquet is not None or not self.sample:
+            return
+        self.headed = headed
+        if headed:
+            self.columns = [name or f"column {i + 1}" for i, name in enumerate(self.sample[0])]
+
+    @property
+    def rows_sampled(self) -> list[list[str]]:
+        """The sampled lines' fields after the header."""
+        return self.sample[1:] if self.headed and self.path is not None and self.parquet is None else self.sample
+
+    def batches(self, columns: list[int], types: dict[int, Any]) -> Iterator[Any]:
+        """The rows as PyArrow tables holding ``columns`` (indices into :attr:`columns`), in that order, each of
+        the type ``types`` gives (PyArrow's choice where none is given).
+
+        Parameters
+        ----------
+        columns
+            The columns to read.
+        types
+            Column index → PyArrow type.
+        """
+        import pyarrow as pa
+
+        names = [self.columns[i] for i in columns]
+        if self.table is not None:
+            table = self.table.select(columns)
+            total = table.num_rows
+            step = 1 << 22
+            for start in range(0, max(total, 1), step):
+                part = table.slice(start, step)
+                yield self._cast(part, columns, types, start)
+                if self.progress:
+                    self.progress(min(start + step, total), total)
+            return
+        if self.parquet is not None:
+            start = 0
+            total = self.path.stat().st_size
+            groups = self.parquet.num_row_groups
+            try:
+                for g in range(groups):
+                    part = self.parquet.read_row_group(g, columns=names)
+                    yield self._cast(part, columns, types, start)
+                    start += part.num_rows
+                    if self.progress:
+                        self.progress(total * (g + 1) // max(groups, 1), total)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise DatasetError(f"{self.what} file {self.path} cannot be read ({_first_line(exc)})") from None
+            return
+        yield from self._text_batches(columns, types)
+
+    def _cast(self, part: Any, columns: list[int], types: dict[int, Any], start: int) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arrays = []
+        for position, index in enumerate(columns):
+            array = part.column(position)
+            wanted = types.get(index)
+            if wanted is not None and array.type != wanted:
+                try:
+                    array = pc.cast(array, wanted)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    bad = _first_uncastable(array, wanted)
+                    raise ConversionFailed(index, bad, start) from None
+            arrays.append(array)
+        return pa.table(arrays, names=[self.columns[i] for i in columns])
+
+    def _text_batches(self, columns: list[int], types: dict[int, Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        assert self.path is not None
+        if not self.sample:
+            return
+        width = len(self.sample[0])
+        names = [f"c{i}" for i in range(width)]
+        delimiter = self.delimiter or "\t"
+        read = pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 22)
+        parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"', newlines_in_values=False)
+        convert = pacsv.ConvertOptions(
+            column_types={names[i]: t for i, t in types.items()}, include_columns=[names[i] for i in columns],
+            null_values=[""], strings_can_be_null=False, quoted_strings_can_be_null=False,
+        )  # fmt: skip
+        total = self.path.stat().st_size
+        done, rows, first = 0, 0, True
+        for block in _blocks(self.path):
+            done += len(block)
+            block = _clean(block, first, whitespace=self.delimiter is None)
+            if first and self.headed:
+                block = block[block.find(b"\n") + 1 :] if b"\n" in block else b""
+            first = False
+            if not block.strip():
+                continue
+            try:
+                table = pacsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse,
+                                       convert_options=convert)  # fmt: skip
+            except pa.ArrowInvalid as exc:
+                raise self._text_error(str(exc), columns, rows) from None
+            arrays = [pc.utf8_trim_whitespace(a) if pa.types.is_string(a.type) else a for a in table.columns]
+            yield pa.table(arrays, names=[self.columns[i] for i in columns])
+            rows += table.num_rows
+            if self.progress:
+                self.progress(done, total)
+
+    def _text_error(self, message: str, columns: list[int], rows_before: int) -> Exception:
+        """The one-line error for PyArrow's complaint about a block of a text file."""
+        if "invalid UTF8" in message:
+            return DatasetError(f"{self.what} file {self.path} is not UTF-8 text; give a CSV/TSV file")
+        match = re.search(r"CSV column #(\d+): CSV conversion error to \w+: invalid value '(.*)'$", message)
+        if match:
+            return ConversionFailed(int(match.group(1)), match.group(2), None)  # the file's column number
+        width = len(self.sample[0])
+        for line, fields in self.lines():
+            if len(fields) != width:
+                shown = ",".join(fields)
+                return DatasetError(f"{self.path}, line {line}: expected {width} columns like the first line, got "
+                                    f"{len(fields)} ({shown[:80]!r})")  # fmt: skip
+        return DatasetError(f"{self.what} file {self.path} cannot be read ({_first_line(message)})")
+
+    def lines(self) -> Iterator[tuple[int, list[str]]]:
+        """(line number, fields) of every data line of a text file, parsed in Python — for messages only.
+
+        Returns
+        -------
+        Iterator[tuple[int, list[str]]]
+            The lines after the header, as the fast reader reads them.
+        """
+        assert self.path is not None
+        with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
+            headed = self.headed
+            for number, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if not line.strip() or line.startswith("#"):
+                    continue
+                if headed:
+                    headed = False
+                    continue
+                if self.delimiter:
+                    try:
+                        fields = next(csv.reader([line], delimiter=self.delimiter))
+                    except (csv.Error, StopIteration):
+                        fields = line.split(self.delimiter)
+                else:
+                    fields = line.split()
+                yield number, [t.strip() for t in fields]
+
+    def where(self, row: int) -> str:
+        """``line N`` (text files: the file's line of data row ``row``, counted from 0) or ``row N`` (others,
+        counted from 1).
+
+        Parameters
+        ----------
+        row
+            The data row, counted from 0.
+        """
+        if self.path is not None and self.parquet is None:
+            for i, (line, _) in enumerate(self.lines()):
+                if i == row:
+                    return f"line {line}"
+        return f"row {row + 1}"
+
+    def find_value(self, column: int, value: str) -> str:
+        """Where ``value`` first stands in ``column``, for a message (``line N`` or ``row N``); the table's name
+        where it is not found.
+
+        Parameters
+        ----------
+        column
+            The column's index.
+        value
+            The value as text.
+        """
+        if self.path is not None and self.parquet is None:
+            for line, fields in self.lines():
+                if column < len(fields) and fields[column] == value:
+                    return f"line {line}"
+        return ""
+
+
+class ConversionFailed(DatasetError):
+    """A value of a column is not of the type asked for; the reader that asked says what that means."""
+
+    def __init__(self, column: int, value: str, row: int | None) -> None:
+        super().__init__(f"column {column + 1}: {value!r}")
+        self.column, self.value, self.row = column, value, row
+
+
+def _first_uncastable(array: Any, wanted: Any) -> str:
+    """The first value of ``array`` that does not convert to ``wanted``, as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for chunk in array.chunks if hasattr(array, "chunks") else [array]:
+        for start in range(0, len(chunk), 4096):
+            piece = chunk.slice(start, 4096)
+            try:
+                pc.cast(piece, wanted)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                for value in piece.to_pylist():
+                    try:
+                        pc.cast(pa.array([value]), wanted)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                        return str(value)
+    return "?"
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    """The file's bytes, :data:`BLOCK_BYTES` at a time, each block ending at a line end (the last at the file's)."""
+    with path.open("rb") as f:
+        carry = b""
+        while True:
+            chunk = f.read(BLOCK_BYTES)
+            if not chunk:
+                if carry:
+                    yield carry
+                return
+            data = carry + chunk if carry else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            yield data[: cut + 1]
+            carry = data[cut + 1 :]
+
+
+def _clean(block: bytes, first: bool, whitespace: bool) -> bytes:
+    """A block as PyArrow reads it: no byte-order mark, no comment or whitespace-only lines, and — for a
+    whitespace-separated file — runs of spaces and tabs as one tab, none at a line's ends."""
+    if first and block.startswith(_BOM):
+        block = block[len(_BOM) :]
+    if whitespace:
+        block = _EDGE_SPACES.sub(b"", _SPACES.sub(b"\t", block))
+    if block[:1] in _LINE_STARTS or any(b"\n" + start in block for start in _LINE_STARTS):
+        block = _COMMENT_OR_BLANK.sub(b"", block)
+    return block
+
+
+def _first_line(exc: Any) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def read_text_column(path: Path, what: str) -> Any:
+    """One column of a text file (one value per line, blank and ``#`` lines skipped; a first line ``id``/``node``
+    is a header) or of an ``.npy`` file, as a PyArrow array — the node ids of a feature matrix's rows.
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        What it holds, for messages.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    path = Path(path)
+    check_regular_file(path, what)
+    if path.suffix.lower() == ".npy":
+        values = np.load(path, allow_pickle=False)
+        if values.ndim != 1:
+            raise DatasetError(f"{what} file {path} must hold one id per row (a 1-D array), got shape {values.shape}")
+        return pa.array(values)
+    table = TableInput(path, what)
+    first = table.sample[0][0].lower() if table.sample else ""
+    table.set_header(first in {"id", "node", "node_id", "name", "nodeid"})
+    parts = [b.column(0) for b in table.batches([0], {0: pa.string()})]
+    return pa.chunked_array(parts, type=pa.string()).combine_chunks() if parts else pa.array([], pa.string())
+
+
+__all__ = ["BLOCK_BYTES", "ConversionFailed", "TableInput", "is_parquet", "is_table_object", "read_text_column"]

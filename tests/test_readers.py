@@ -1,0 +1,265 @@
+"""The table readers (gca.datasets.files on gca.datasets.tables): every form of edges, features and labels gives the
+same graph, rows aligned with ids. Each node's features encode its id, so a misaligned row is seen, not averaged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.sparse as sp
+
+from gca.cli import main
+from gca.datasets import DatasetError, load_files
+from gca.datasets import tables as tables_module
+
+N, WIDTH = 40, 6
+
+
+def _graph(rng, ids):
+    """A random graph over ``ids``; node k's active features are k % WIDTH and (k + 1) % WIDTH with values k + 1
+    and 1, so the feature row tells which node it is."""
+    edges = set()
+    while len(edges) < 90:
+        u, v = rng.integers(0, N, 2)
+        if u != v:
+            edges.add((int(min(u, v)), int(max(u, v))))
+    edges = sorted(edges)
+    dense = np.zeros((N, WIDTH), dtype=np.float32)
+    for k in range(N):
+        dense[k, k % WIDTH] += k + 1
+        dense[k, (k + 1) % WIDTH] += 1
+    return edges, dense
+
+
+def _canonical(loaded):
+    """The graph in terms of ids: the set of undirected id pairs and each id's feature row."""
+    ids = loaded.node_ids
+    ids = list(range(loaded.data.num_nodes)) if ids is None else [ids[i] for i in range(len(ids))]
+    ids = [i.item() if hasattr(i, "item") else i for i in ids]
+    x = loaded.data.x.to_dense().numpy() if loaded.data.x.is_sparse else loaded.data.x.numpy()
+    pairs = {tuple(sorted((ids[u], ids[v]), key=str)) for u, v in loaded.data.edge_index.t().tolist()}
+    rows = {ids[i]: tuple(x[i]) for i in range(len(ids))}
+    return pairs, rows
+
+
+@pytest.fixture(scope="module")
+def string_graph(tmp_path_factory):
+    """One string-id graph written in every feature form; rows shuffled so that file order is not id order."""
+    tmp = tmp_path_factory.mktemp("forms")
+    rng = np.random.default_rng(7)
+    names = [f"user-{k:03d}" for k in range(N)]
+    edges, dense = _graph(rng, names)
+    order = rng.permutation(N)
+    (tmp / "edges.csv").write_text("source,target\n" + "".join(f"{names[u]},{names[v]}\n" for u, v in edges))
+    wide = "id," + ",".join(f"f{j}" for j in range(WIDTH)) + "\n"
+    wide += "".join(names[k] + "," + ",".join(f"{v:g}" for v in dense[k]) + "\n" for k in order)
+    (tmp / "wide.csv").write_text(wide)
+    triples = [(names[k], j, float(dense[k, j])) for k in order for j in range(WIDTH) if dense[k, j]]
+    (tmp / "long.csv").write_text("node,feature,value\n" + "".join(f"{a},{b},{c:g}\n" for a, b, c in triples))
+    pq.write_table(pa.table({"node": [t[0] for t in triples], "feature": [t[1] for t in triples],
+                             "value": [t[2] for t in triples]}), tmp / "long.parquet")  # fmt: skip
+    pq.write_table(pa.table({"source": [names[u] for u, _ in edges], "target": [names[v] for _, v in edges]}),
+                   tmp / "edges.parquet")  # fmt: skip
+    as_object = {names[k]: {str(j): float(dense[k, j]) for j in range(WIDTH) if dense[k, j]} for k in order}
+    (tmp / "values.json").write_text(json.dumps(as_object))
+    np.save(tmp / "x.npy", dense[order])
+    sp.save_npz(tmp / "x.npz", sp.csr_matrix(dense[order]))
+    (tmp / "ids.txt").write_text("".join(names[k] + "\n" for k in order))
+    return {"tmp": tmp, "names": names, "edges": edges, "dense": dense, "order": order}
+
+
+FORMS = {
+    "wide csv": lambda t: {"features": t / "wide.csv"},
+    "long csv": lambda t: {"features": t / "long.csv"},
+    "long parquet": lambda t: {"features": t / "long.parquet"},
+    "json object of values": lambda t: {"features": t / "values.json"},
+    "npy with ids": lambda t: {"features": t / "x.npy", "feature_ids": t / "ids.txt"},
+    "sparse npz with ids": lambda t: {"features": t / "x.npz", "feature_ids": t / "ids.txt"},
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("edges", ["edges.csv", "edges.parquet"])
+def test_every_feature_form_gives_the_same_graph_aligned_by_id(string_graph, form, edges):
+    tmp, names, dense = string_graph["tmp"], string_graph["names"], string_graph["dense"]
+    loaded = load_files(tmp / edges, **FORMS[form](tmp))
+    pairs, rows = _canonical(loaded)
+    assert pairs == {tuple(sorted((names[u], names[v]))) for u, v in string_graph["edges"]} | \
+        {tuple(sorted((names[v], names[u]))) for u, v in string_graph["edges"]}  # fmt: skip
+    for k, name in enumerate(names):
+        if name in rows:  # a node without edges or features is absent from no form: every form lists all 40
+            np.testing.assert_array_equal(rows[name], dense[k], err_msg=f"{form}: {name}")
+    assert set(rows) == set(names)
+    sparse_forms = ("long", "json", "npz")
+    assert loaded.data.x.is_sparse == any(word in form for word in sparse_forms)
+
+
+def test_json_lists_of_active_features_and_list_of_lists(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\n")
+    (tmp_path / "x.json").write_text(json.dumps({"a": [0, 2], "b": [1], "c": [2, 2]}))
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.json")
+    assert loaded.node_ids == ["a", "b", "c"]
+    np.testing.assert_array_equal(loaded.data.x.to_dense().numpy(), [[1, 0, 1], [0, 1, 0], [0, 0, 2]])
+    assert any("more than once" in w for w in loaded.warnings)  # c lists feature 2 twice: summed, said
+    (tmp_path / "rows.json").write_text(json.dumps([["w"], ["v", "w"], []]))  # row i is node i; named features
+    (tmp_path / "i.csv").write_text("0,1\n1,2\n")
+    rows = load_files(tmp_path / "i.csv", tmp_path / "rows.json")
+    assert rows.feature_names == ["v", "w"] and rows.node_ids is None
+    np.testing.assert_array_equal(rows.data.x.to_dense().numpy(), [[0, 1], [1, 1], [0, 0]])
+
+
+def test_a_json_features_file_is_never_read_as_csv(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("a,b\n")
+    (tmp_path / "x.txt").write_text('{"a": [4708], "b": [1]}')  # any suffix: it starts like JSON
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.txt")
+    assert loaded.data.x.shape == (2, 4709)
+    (tmp_path / "bad.json").write_text('{"a": [1,}')
+    with pytest.raises(DatasetError, match="not valid JSON"):
+        load_files(tmp_path / "e.csv", tmp_path / "bad.json")
+
+
+def test_nodes_of_the_edges_without_sparse_features_get_zero_rows_and_one_line(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\nb,zz\n")
+    (tmp_path / "x.csv").write_text("id,feature\na,w1\nb,w2\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert loaded.node_ids == ["a", "b", "zz"] and loaded.feature_names == ["w1", "w2"]
+    np.testing.assert_array_equal(loaded.data.x.to_dense().numpy(), [[1, 0], [0, 1], [0, 0]])
+    assert any("1 node of edge file" in w and "all zero" in w for w in loaded.warnings)
+    (tmp_path / "w.csv").write_text("id,f\na,1\nb,2\n")  # a wide table lists every node: a missing one is an error
+    with pytest.raises(DatasetError, match="'zz'"):
+        load_files(tmp_path / "e.csv", tmp_path / "w.csv")
+
+
+def test_64_bit_integer_ids_map_and_export_as_integers(tmp_path):
+    base = 2**62
+    (tmp_path / "e.tsv").write_text("".join(f"{base + k}\t{base + k + 1}\n" for k in range(5)))
+    (tmp_path / "x.csv").write_text("node_id,a\n" + "".join(f"{base + k},{k}\n" for k in reversed(range(6))))
+    (tmp_path / "y.csv").write_text("id,label\n" + "".join(f"{base + k},{k % 2}\n" for k in range(6)))
+    loaded = load_files(tmp_path / "e.tsv", tmp_path / "x.csv", tmp_path / "y.csv")
+    assert loaded.node_ids.dtype == np.int64 and loaded.node_ids.tolist() == [base + k for k in reversed(range(6))]
+    x = loaded.data.x.numpy()[:, 0]
+    assert (loaded.node_ids - base == x).all()  # each row's feature is its id's offset
+    assert (loaded.data.y.numpy() == (loaded.node_ids - base) % 2).all()
+    out = tmp_path / "o"
+    assert main(["train", "--edges", str(tmp_path / "e.tsv"), "--features", str(tmp_path / "x.csv"), "--no-eval",
+                 "--epochs", "1", "--quiet", "--out", str(out), "--export", str(tmp_path / "emb.parquet")]) == 0
+    exported = pq.read_table(tmp_path / "emb.parquet")
+    assert exported.schema.field("node_id").type == pa.int64()
+    assert exported.column("node_id").to_pylist() == [base + k for k in reversed(range(6))]
+
+
+def test_dataframes_and_arrow_tables_read_as_their_files(string_graph):
+    pd = pytest.importorskip("pandas")
+    tmp, names = string_graph["tmp"], string_graph["names"]
+    from_files = _canonical(load_files(tmp / "edges.csv", tmp / "long.csv"))
+    edges = pd.read_csv(tmp / "edges.csv")
+    long = pd.read_csv(tmp / "long.csv")
+    from_frames = load_files(edges, long)
+    assert _canonical(from_frames) == from_files
+    from_arrow = load_files(pa.Table.from_pandas(edges), pa.Table.from_pandas(long))
+    assert _canonical(from_arrow) == from_files
+    labels = pd.DataFrame({"node": names, "split": ["a"] * N, "team": [k % 3 for k in range(N)]})
+    labelled = load_files(edges, long, labels, label_column="team")
+    index = {name: i for i, name in enumerate(labelled.node_ids)}
+    assert [int(labelled.data.y[index[n]]) for n in names] == [k % 3 for k in range(N)]
+
+
+def test_text_conventions_read_alike(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.eye(4, dtype=np.float32))
+    forms = {
+        "plain.csv": "0,1\n1,2\n2,3\n",
+        "header_crlf.csv": "source,target\r\n0,1\r\n1,2\r\n\r\n2,3\r\n",
+        "bom.csv": "\ufeffsrc,dst\n0,1\n1,2\n2,3\n",
+        "comments.txt": "# made by hand\n0 1\n\n   \n# more\n1    2\n\t2\t3  \n",
+        "semicolons.csv": "0;1\n1;2\n2;3\n",
+        "spaces_after_commas.csv": "0, 1\n1 ,2\n2, 3\n",
+    }
+    graphs = []
+    for name, text in forms.items():
+        (tmp_path / name).write_bytes(text.encode())
+        graphs.append(load_files(tmp_path / name, x).data.edge_index.tolist())
+    assert all(g == graphs[0] for g in graphs), dict(zip(forms, graphs, strict=True))
+
+
+def test_blocks_of_a_large_file_read_as_one(tmp_path, monkeypatch):
+    """Block boundaries (here every ~64 bytes) fall inside comments, blank lines and rows: same graph, and an error
+    names the file's line however many blocks came before."""
+    rng = np.random.default_rng(3)
+    lines = ["# edges"]
+    for k in range(300):
+        lines.append(f"n{rng.integers(0, 50)},n{rng.integers(0, 50)}")
+        if k % 37 == 0:
+            lines += ["", "# a comment, with a comma"]
+    (tmp_path / "e.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "x.csv").write_text("id,a\n" + "".join(f"n{k},{k}\n" for k in range(50)))
+    whole = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    monkeypatch.setattr(tables_module, "BLOCK_BYTES", 64)
+    blocked = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert blocked.data.edge_index.tolist() == whole.data.edge_index.tolist()
+    lines[250] = "n1,n2,n3"
+    (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match="line 251: expected 2 columns like the first line, got 3"):
+        load_files(tmp_path / "bad.csv", tmp_path / "x.csv")
+
+
+def test_label_tables_pick_their_columns_and_skip_nodes_not_in_the_graph(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\nc,d\n")
+    (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\nd,4\n")
+    (tmp_path / "y.csv").write_text("user,year,class,team\na,2001,x,red\nb,2002,y,blue\ngone,2003,x,red\n"
+                                    "c,2004,NA,red\nd,2005,y,blue\n")  # fmt: skip
+    with pytest.raises(DatasetError, match="--label-column"):
+        load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user",
+                        label_column="team")  # fmt: skip
+    assert loaded.data.y.tolist() == [1, 0, 1, 0] and loaded.class_names == ["blue", "red"]
+    assert any("1 label in" in w and "'gone'" in w and "skipped" in w for w in loaded.warnings)
+    by_class = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user",
+                          label_column="class")  # fmt: skip
+    assert by_class.data.y.tolist() == [0, 1, -1, 1]  # c's NA: unlabelled, never a class
+    out = tmp_path / "o"
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
+                 str(tmp_path / "y.csv"), "--id-column", "user", "--label-column", "team", "--epochs", "1",
+                 "--quiet", "--no-eval", "--out", str(out)]) == 0  # fmt: skip
+    assert "name nodes that are not in the graph" in capsys.readouterr().err
+
+
+def test_reading_flags_without_files_are_refused(tmp_path, capsys):
+    assert main(["train", "--dataset", "karate", "--edge-weight", "w", "--out", str(tmp_path / "o")]) == 2
+    assert "--edge-weight applies to --edges/--features files" in capsys.readouterr().err
+    (tmp_path / "e.csv").write_text("0,1\n")
+    (tmp_path / "x.csv").write_text("1\n2\n")
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                 "--feature-ids", str(tmp_path / "e.csv"), "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    assert "an .npy or .npz feature matrix" in capsys.readouterr().err
+
+
+def test_a_string_id_graph_with_long_features_trains_and_exports_its_ids(string_graph, tmp_path):
+    tmp, names = string_graph["tmp"], string_graph["names"]
+    (tmp_path / "y.csv").write_text("node,label\n" + "".join(f"{n},{'ab'[k % 2]}\n" for k, n in enumerate(names)))
+    out = tmp_path / "run"
+    assert main(["train", "--edges", str(tmp / "edges.parquet"), "--features", str(tmp / "long.parquet"),
+                 "--labels", str(tmp_path / "y.csv"), "--epochs", "2", "--splits", "2", "--quiet", "--out", str(out),
+                 "--export", str(tmp_path / "emb.csv")]) == 0  # fmt: skip
+    lines = (tmp_path / "emb.csv").read_text().splitlines()
+    assert lines[0].startswith("node_id,e0") and sorted(line.split(",")[0] for line in lines[1:]) == sorted(names)
+    embeddings = np.load(out / "embeddings.npy")
+    first = lines[1].split(",")
+    np.testing.assert_allclose([float(v) for v in first[1:]], embeddings[0], rtol=1e-6)
+
+
+def test_a_named_weight_column_among_others_is_the_one_read_and_checked(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.eye(3, dtype=np.float32))
+    (tmp_path / "e.csv").write_text("src,dst,kind,stamp,w\n0,1,a,1700000000,2\n1,2,b,1700000001,heavy\n")
+    with pytest.raises(DatasetError, match=r"line 3: has the weight 'heavy'"):
+        load_files(tmp_path / "e.csv", x, edge_weight="w")
+    (tmp_path / "e.csv").write_text("src,dst,kind,stamp,w\n0,1,a,1700000000,2\n1,2,b,1700000001,0.5\n")
+    loaded = load_files(tmp_path / "e.csv", x, edge_weight="w")
+    assert loaded.data.edge_weight.tolist() == [2, 2, 0.5, 0.5]
+    assert any("'kind', 'stamp'" in w and "not read" in w for w in loaded.warnings)
+    with pytest.raises(DatasetError, match="has no column 'weight2'"):
+        load_files(tmp_path / "e.csv", x, edge_weight="weight2")
