@@ -14,7 +14,7 @@ from torch_geometric.data import Data
 from ..environment import env_folder
 from ..errors import UserError
 from ..evaluate.splits import Split
-from ..graph.sparse import scatter_positions
+from ..graph.sparse import remember_symmetric, scatter_positions
 
 #: One split of the labelled nodes: (train, validation, test) node indices.
 
@@ -261,11 +261,6 @@ def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     return blocks
 
 
-def _rows_of(indptr: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """The row of each entry ``start`` … ``stop`` − 1 of a CSR with row pointers ``indptr``."""
-    return np.searchsorted(indptr, np.arange(start, stop), "right") - 1
-
-
 def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor, int]:
     """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
     many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
@@ -288,6 +283,9 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         The listed entries in all.
     """
     n = num_nodes
+    # a block's temporaries are some 40 bytes per entry: a small graph gets smaller blocks, so that they stay a
+    # fraction of its own size (at most EDGE_BLOCK entries, for the largest)
+    step = max(1 << 16, min(EDGE_BLOCK, listed // 8))
     kind = np.int32 if n < 2**31 else np.int64
     counts = np.zeros(n, dtype=np.int64)
     upper_form, last = True, None  # listed once, as (smaller, larger), sorted: the upper CSR already
@@ -317,8 +315,8 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         del cursor
         row = 0  # (2) sort each row, drop repeated neighbours, compact in place
         while row < n:
-            reach = int(np.searchsorted(upper_ptr, upper_ptr[row] + EDGE_BLOCK, "right")) - 1
-            stop = max(row + 1, min(n, row + EDGE_BLOCK, reach))
+            reach = int(np.searchsorted(upper_ptr, upper_ptr[row] + step, "right")) - 1
+            stop = max(row + 1, min(n, row + step, reach))
             low, high = int(upper_ptr[row]), int(upper_ptr[stop])
             local = np.repeat(np.arange(stop - row, dtype=np.int64), counts[row:stop])
             keys = (local * n + upper[low:high]) * 2 + forward[low:high]
@@ -339,15 +337,15 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
     # (3) mirror: row u = [its smaller neighbours v, ascending | its own upper row]. The smaller neighbours are the
     # transpose of the strict upper rows: SciPy's linear-time counting sort (tocsc, int32 below 2³¹ entries).
     strict, strict_ptr = upper[:written], upper_ptr
-    loop_rows = np.zeros(n, dtype=np.int64)  # a loop is its own row's entry only: left out of the transpose
-    for start in range(0, written, EDGE_BLOCK):
-        rows = _rows_of(upper_ptr, start, min(start + EDGE_BLOCK, written))
-        loop_rows += np.bincount(rows[upper[start : start + rows.size] == rows], minlength=n)
-    if loop_rows.any():
+    # A loop is its own row's entry only, left out of the transpose. Row u's neighbours are ≥ u and ascending, so
+    # its loop, if it has one, is its first entry: found per node, not per edge.
+    firsts = upper_ptr[:-1]
+    has_loop = counts > 0
+    has_loop[has_loop] = upper[firsts[has_loop]] == np.flatnonzero(has_loop)
+    loop_rows = has_loop.astype(np.int64)
+    if has_loop.any():
         keep = np.ones(written, dtype=bool)
-        for start in range(0, written, EDGE_BLOCK):
-            stop = min(start + EDGE_BLOCK, written)
-            keep[start:stop] = upper[start:stop] != _rows_of(upper_ptr, start, stop)
+        keep[firsts[has_loop]] = False
         strict = upper[:written][keep]
         del keep
         strict_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -375,6 +373,7 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         own = np.repeat(full_ptr[row:stop] - full_ptr[row] + below[row:stop], counts[row:stop])
         first, last = int(upper_ptr[row]), int(upper_ptr[stop])
         span[own + (np.arange(first, last) - np.repeat(upper_ptr[row:stop], counts[row:stop]))] = upper[first:last]
+    remember_symmetric(edge_index, n)  # built so: cleaning need not check it again
     return edge_index, repeated
 
 

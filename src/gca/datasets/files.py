@@ -69,6 +69,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from ..disk import trim_heap
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -180,8 +181,13 @@ class NodeIds:
         return self.count if self.keys is None else len(self.keys)
 
     def id_type(self) -> Any:
+        """The PyArrow type a column of ids is read as: int32 where rows are ids below 2³¹ (a larger or negative
+        id is then refused by the parser and reported as not in the graph), int64 for other integer ids, else
+        text."""
         import pyarrow as pa
 
+        if self.keys is None and self.count < 2**31:
+            return pa.int32()
         return pa.int64() if self.integer else pa.string()
 
     def rows(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -198,10 +204,10 @@ class NodeIds:
 
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        if self.keys is None:
-            numbers = values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if self.keys is None:  # rows are ids: checked, not looked up
+            numbers = np.array(values.to_numpy(zero_copy_only=False))  # its own memory, not the block's
             unknown = (numbers < 0) | (numbers >= self.count)
-            return np.where(unknown, -1, numbers), unknown
+            return numbers, unknown
         index = pc.index_in(values, value_set=self.keys)
         unknown = index.is_null().to_numpy(zero_copy_only=False)
         if self.grow and unknown.any():
@@ -210,7 +216,7 @@ class NodeIds:
             self.added += len(new)
             index = pc.index_in(values, value_set=self.keys)
             unknown = np.zeros(len(values), dtype=bool)
-        rows = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        rows = index.fill_null(-1).to_numpy(zero_copy_only=False)  # int32: row numbers below 2³¹
         return rows, unknown
 
     def exported(self) -> np.ndarray | list[str] | None:
@@ -341,6 +347,7 @@ class _Edges(NamedTuple):
 def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, features_name: str) -> _Edges:
     """The edges as row numbers (int32 below 2³¹ nodes), read a block at a time."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     columns = [0, 1] + ([weight_column] if weight_column is not None else [])
     kind = nodes.id_type()
@@ -355,10 +362,15 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
                     raise DatasetError(f"{table.name}, {table.where(row)}: expected two node ids per line, got an "
                                        "empty one")  # fmt: skip
+                if nodes.grow and not nodes.integer:  # an id with spaces around it would become a node of its own
+                    column = pc.utf8_trim_whitespace(column)
                 rows, unknown = nodes.rows(column)
+                if unknown.any() and not nodes.integer:  # spaces around some ids, where the sample had none
+                    column = pc.utf8_trim_whitespace(column)
+                    rows, unknown = nodes.rows(column)
                 if unknown.any():
                     raise _unknown_node(table, column, unknown, nodes, features_name)
-                pair.append(rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32))
+                pair.append(rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32, copy=False))
             sources.append(pair[0])
             targets.append(pair[1])
             if weight_column is not None:
@@ -658,13 +670,17 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     try:
         for batch in table.batches(read, types):
             offset = 1 if id_index is not None else 0
-            values = np.empty((batch.num_rows, len(value_columns)), dtype=np.float64)
+            values = np.empty((batch.num_rows, len(value_columns)), dtype=np.float32, order="F")  # a column at a time
             for j in range(len(value_columns)):
                 column = batch.column(offset + j)
                 if column.null_count:
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
                     raise DatasetError(f"{table.name}, {table.where(row)}: feature value '' is not a number")
-                values[:, j] = column.to_numpy(zero_copy_only=False)
+                exact = column.to_numpy(zero_copy_only=False)
+                with np.errstate(over="ignore"):
+                    values[:, j] = exact
+                if bool(np.isinf(values[:, j]).any()):  # infinite in float32: infinite already, or beyond its range
+                    float32_features(exact, table.name)
             blocks.append(values)
             if id_index is not None:
                 id_parts.append(batch.column(0))
@@ -674,7 +690,12 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
         hint = "; decimal commas are not read, use a point (1.5)" if _is_number(exc.value.replace(",", ".")) else ""
         raise DatasetError(f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a "
                            f"number{hint}") from None  # fmt: skip
-    matrix = float32_features(_joined(blocks) if blocks else np.zeros((0, len(value_columns))), table.name)
+    matrix = np.empty((done, len(value_columns)), dtype=np.float32)  # rows in C order, as the encoder reads them
+    start = 0
+    for block in blocks:
+        matrix[start : start + block.shape[0]] = block
+        start += block.shape[0]
+    blocks.clear()
     ids = None
     if id_index is not None:
         ids = _id_array(pa.chunked_array(id_parts), table.name, "feature", table)
@@ -1067,6 +1088,7 @@ def load_files(
             "(directed=True)")  # fmt: skip
     sources.clear()  # the listed edges go before the labels are read
     targets.clear()
+    trim_heap()  # the blocks' freed memory back to the system before the next phase
     x = _feature_tensor(matrix)
     y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(
         labels, nodes, id_column, label_column, progress)  # fmt: skip

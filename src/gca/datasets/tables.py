@@ -10,7 +10,9 @@ as a stream of PyArrow tables of the columns asked for, converted to the types a
 * The delimiter is the first of tab, semicolon and comma that the first line holds; without any, fields are
   separated by runs of spaces or tabs (leading and trailing ones ignored).
 * Blank lines, lines that hold only spaces, and lines starting with ``#`` are skipped; a UTF-8 byte-order mark and
-  Windows line ends (CRLF) are read as if absent; fields may be quoted with ``"``.
+  Windows line ends (CRLF) are read as if absent; fields may be quoted with ``"``. Spaces around a text field are
+  not part of it (they are trimmed where the sampled lines have any; :mod:`gca.datasets.files` trims and looks
+  again before it calls an id unknown).
 * Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines parsed
   with Python's ``csv`` module (:attr:`TableInput.sample`).
 
@@ -32,10 +34,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..disk import trim_heap
 from .base import DatasetError, check_regular_file
 
 #: Bytes of a text file parsed at a time (each block ends at a line end).
-BLOCK_BYTES = 1 << 26
+BLOCK_BYTES = 1 << 24
 #: Lines of a text file parsed in Python to decide its delimiter and whether it has a header.
 SAMPLE_LINES = 200
 _SAMPLE_BYTES = 1 << 20
@@ -99,6 +102,7 @@ class TableInput:
         self.path: Path | None = None
         self.parquet = None
         self.sample: list[list[str]] = []  # the first lines' fields (text files)
+        self.padded = False  # a sampled field has spaces around it: text columns are trimmed
         self.headed = False
         self.delimiter: str | None = None
         if is_table_object(source):
@@ -153,7 +157,9 @@ class TableInput:
         self.delimiter = next((d for d in ("\t", ";", ",") if d in first), None)
         try:
             rows = csv.reader(lines, delimiter=self.delimiter) if self.delimiter else (ln.split() for ln in lines)
-            self.sample = [[field.strip() for field in row] for row in rows]
+            raw_rows = list(rows)
+            self.sample = [[field.strip() for field in row] for row in raw_rows]
+            self.padded = any(field != field.strip() for row in raw_rows for field in row)
         except csv.Error as exc:
             if "field larger than field limit" in str(exc):
                 raise DatasetError(f"{self.what} file {self.path} has a field longer than {csv.field_size_limit():,} "
@@ -257,6 +263,9 @@ class TableInput:
         )  # fmt: skip
         total = self.path.stat().st_size
         done, rows, first = 0, 0, True
+        # the C library's allocator: a block's memory, once freed, goes back to the system (gca.disk.trim_heap)
+        # instead of staying in PyArrow's default pool for the rest of the run
+        pool = pa.system_memory_pool()
         for block in _blocks(self.path):
             done += len(block)
             block = _clean(block, first, whitespace=self.delimiter is None)
@@ -267,12 +276,19 @@ class TableInput:
                 continue
             try:
                 table = pacsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse,
-                                       convert_options=convert)  # fmt: skip
+                                       convert_options=convert, memory_pool=pool)  # fmt: skip
             except pa.ArrowInvalid as exc:
-                raise self._text_error(str(exc), columns, rows) from None
-            arrays = [pc.utf8_trim_whitespace(a) if pa.types.is_string(a.type) else a for a in table.columns]
-            yield pa.table(arrays, names=[self.columns[i] for i in columns])
+                try:  # lines of spaces only, which only a rewrite of the block removes
+                    table = pacsv.read_csv(pa.py_buffer(_COMMENT_OR_BLANK.sub(b"", block)), read_options=read,
+                                           parse_options=parse, convert_options=convert, memory_pool=pool)  # fmt: skip
+                except pa.ArrowInvalid:
+                    raise self._text_error(str(exc), columns, rows) from None
+            trim = self.padded or self.delimiter is None
+            arrays = [pc.utf8_trim_whitespace(a) if trim and pa.types.is_string(a.type) else a for a in table.columns]
             rows += table.num_rows
+            yield pa.table(arrays, names=[self.columns[i] for i in columns])
+            del table, arrays
+            trim_heap()  # the block's freed memory back to the system: freed heap otherwise stays resident
             if self.progress:
                 self.progress(done, total)
 
@@ -404,7 +420,7 @@ def _clean(block: bytes, first: bool, whitespace: bool) -> bytes:
         block = block[len(_BOM) :]
     if whitespace:
         block = _EDGE_SPACES.sub(b"", _SPACES.sub(b"\t", block))
-    if block[:1] in _LINE_STARTS or any(b"\n" + start in block for start in _LINE_STARTS):
+    if block[:1] in _LINE_STARTS or b"\n#" in block:  # (lines of spaces only: rewritten where PyArrow fails)
         block = _COMMENT_OR_BLANK.sub(b"", block)
     return block
 

@@ -35,11 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import coalesce, remove_self_loops
+from torch_geometric.utils import coalesce
 
 from ..errors import UserError
 from .features import ROW_BLOCK, Features, feature_forms, nonzero_columns
-from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype
+from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype, known_symmetric, remember_symmetric
 
 
 class GraphError(UserError, ValueError):
@@ -217,9 +217,12 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     edge_index = edge_index.to(index_dtype(num_nodes))  # compact from here on: the caller's copy can go
     warnings: list[str] = []
     num_raw = edge_index.shape[1]
+    symmetric = known_symmetric(edge_index, num_nodes)
     loops = edge_index[0] == edge_index[1]
-    without_loops = remove_self_loops(edge_index)[0] if bool(loops.any()) else edge_index
+    without_loops = edge_index[:, ~loops] if bool(loops.any()) else edge_index
     del loops
+    if symmetric and without_loops is not edge_index:  # a symmetric list without its loops is still symmetric
+        remember_symmetric(without_loops, num_nodes)
     if without_loops.shape[1] < num_raw:
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
     edge_index = without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(
@@ -249,9 +252,9 @@ def _nodes_with_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """[N] bool: which nodes are an end of some edge — read :data:`~gca.graph.features.ROW_BLOCK` · 64 edges at
     a time, so no 64-bit copy of the edge list is made (a ``bincount`` of it took 16 bytes per edge)."""
     seen = torch.zeros(num_nodes, dtype=torch.bool, device=edge_index.device)
-    for block in edge_index.split(ROW_BLOCK * 64, dim=1):
-        seen[block[0].long()] = True
-        seen[block[1].long()] = True
+    for block in edge_index.split(ROW_BLOCK * 64, dim=1):  # int32 or int64 indices as they are
+        seen[block[0]] = True
+        seen[block[1]] = True
     return seen
 
 

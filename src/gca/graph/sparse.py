@@ -326,11 +326,12 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
+    step = max(1 << 16, min(PAIR_BLOCK, count // 8))  # a small graph's temporaries stay a fraction of its size
     before = np.zeros(num_nodes + 1, dtype=np.int64)  # F(u): forward edges in rows < u
     start_of = np.zeros(num_nodes + 1, dtype=np.int64)  # start(u): the row's first position
     lower = np.zeros(num_nodes, dtype=np.int64)  # L(u)
-    for start in range(0, count, PAIR_BLOCK):
-        s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
+    for start in range(0, count, step):
+        s, t = source[start : start + step], target[start : start + step]
         forward = s < t
         before[1:] += np.bincount(s[forward], minlength=num_nodes)
         lower += np.bincount(s[~forward], minlength=num_nodes)
@@ -339,8 +340,8 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     np.cumsum(start_of, out=start_of)
     cursor = before[:-1].copy()
     seen = 0
-    for start in range(0, count, PAIR_BLOCK):
-        s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
+    for start in range(0, count, step):
+        s, t = source[start : start + step], target[start : start + step]
         forward = s < t
         number = int(forward.sum())
         if units is not None:
@@ -419,6 +420,36 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
     answer = pair_reverse_edges(edge_index, num_nodes)
     _LAST_SYMMETRY[:] = [weakref.ref(edge_index), now or content_key(edge_index), num_nodes, answer]
     return answer
+
+
+def remember_symmetric(edge_index: torch.Tensor, num_nodes: int) -> None:
+    """Record that ``edge_index`` (coalesced) holds the reverse of every edge — what :func:`_is_symmetric` would
+    answer — where it was built so (the edge-list loaders' undirected output): the answer is kept as a computed
+    one is, for this tensor while it is unchanged (:func:`content_key`).
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index built with every edge's reverse.
+    num_nodes
+        N.
+    """
+    _LAST_SYMMETRY[:] = [weakref.ref(edge_index), content_key(edge_index), num_nodes, True]
+
+
+def known_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether ``edge_index``, unchanged, is the one last found (or recorded) symmetric — a look-up, no check.
+
+    Parameters
+    ----------
+    edge_index
+        A ``[2, E]`` edge index.
+    num_nodes
+        N.
+    """
+    held, key, nodes, answer = _LAST_SYMMETRY
+    return bool(answer and held is not None and held() is edge_index and nodes == num_nodes
+                and key == content_key(edge_index))  # fmt: skip
 
 
 #: (weak reference to an edge_index, its content_key, node count, whether it is symmetric): _is_symmetric's last
