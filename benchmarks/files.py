@@ -16,6 +16,7 @@ It prints gca's time over PyArrow's and gca's peak memory in bytes per input edg
 
     python benchmarks/files.py                    # 2·10⁶ and 2·10⁷ edges, string ids and integer ids
     python benchmarks/files.py --edges 2000000 --ids string --folder /tmp/files-bench
+    python benchmarks/files.py --large --folder /data/bench   # gca prepare on 10⁷ nodes, 3·10⁸ edges (CSV, Parquet)
 """
 
 from __future__ import annotations
@@ -118,6 +119,59 @@ def measure(mode: str, paths: dict[str, Path], threads: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def write_large(folder: Path, nodes: int, edges: int, features: int, seed: int = 0) -> dict[str, Path]:
+    """An edge list of ``edges`` random pairs over ``nodes`` integer ids as CSV (``source,target``) and Parquet
+    (row groups of 4·10⁶), and float16 features as ``.npy`` — written a block at a time (kept for the next run)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": folder / f"large-{edges}-edges.csv", "parquet": folder / f"large-{edges}-edges.parquet",
+             "features": folder / f"large-{nodes}-features.npy"}  # fmt: skip
+    block = 1 << 22
+    if not paths["csv"].exists() or not paths["parquet"].exists():
+        schema = pa.schema([("source", pa.int64()), ("target", pa.int64())])
+        rng = np.random.default_rng(seed)
+        with paths["csv"].open("wb") as f, pq.ParquetWriter(paths["parquet"], schema) as parquet:
+            f.write(b"source,target\n")
+            for start in range(0, edges, block):
+                count = min(block, edges - start)
+                table = pa.table({"source": rng.integers(0, nodes, count), "target": rng.integers(0, nodes, count)},
+                                 schema=schema)  # fmt: skip
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False))
+                parquet.write_table(table)
+    if not paths["features"].exists():
+        rng = np.random.default_rng(seed + 1)
+        array = np.lib.format.open_memmap(paths["features"], mode="w+", dtype=np.float16, shape=(nodes, features))
+        for start in range(0, nodes, block):
+            array[start : start + block] = rng.standard_normal((min(block, nodes - start), features))
+        array.flush()
+        del array
+    return paths
+
+
+def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
+    """``gca prepare --edges FILE --features X`` in a fresh process under ``/usr/bin/time -v``: wall seconds and
+    peak resident memory (the whole process: interpreter, libraries, the features' mapped pages included)."""
+    import re
+    import shutil
+
+    shutil.rmtree(cache, ignore_errors=True)
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "gca.cli", "prepare", "--edges", str(paths[kind]),
+               "--features", str(paths["features"])]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "GCA_CACHE_DIR": str(cache)},
+                         check=False)  # fmt: skip
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) * 1024
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", out.stderr).group(1)
+    seconds = sum(float(part) * 60**i for i, part in enumerate(reversed(wall.split(":"))))
+    size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    shutil.rmtree(cache, ignore_errors=True)
+    if out.returncode != 0:
+        raise SystemExit(f"gca prepare failed:\n{out.stderr[-3000:]}")
+    return {"seconds": seconds, "peak": peak, "stored": size, "said": out.stdout.strip()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edges", type=int, action="append", help="input edges (default: 2·10⁶ and 2·10⁷)")
@@ -125,7 +179,22 @@ def main() -> None:
     parser.add_argument("--folder", default="runs/files-bench", help="where the generated files are kept")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each (the fastest is kept)")
+    parser.add_argument("--large", action="store_true", help="instead: gca prepare on a generated edge list of "
+                        "--large-nodes nodes and --large-edges edges, from CSV and from Parquet")  # fmt: skip
+    parser.add_argument("--large-nodes", type=int, default=10_000_000)
+    parser.add_argument("--large-edges", type=int, default=300_000_000)
+    parser.add_argument("--large-features", type=int, default=16)
     args = parser.parse_args()
+    if args.large:
+        start = time.perf_counter()
+        paths = write_large(Path(args.folder), args.large_nodes, args.large_edges, args.large_features)
+        print(f"files ready in {time.perf_counter() - start:.0f} s: " + ", ".join(
+            f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()), flush=True)  # fmt: skip
+        for kind in ("csv", "parquet"):
+            result = prepare_large(paths, kind, Path(args.folder) / "cache")
+            print(f"{kind}: gca prepare {result['seconds']:.0f} s, peak {result['peak'] / 2**30:.2f} GiB, prepared "
+                  f"graph {result['stored'] / 1e9:.2f} GB — {result['said']}", flush=True)  # fmt: skip
+        return
     print(f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
           f"{'features MB':>12} {'B/edge':>7}")  # fmt: skip
     for edges in args.edges or [2_000_000, 20_000_000]:

@@ -393,6 +393,22 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
     return _Edges(sources, targets, weight, table)
 
 
+def _released_on_second_pass(sources: list, targets: list):
+    """``blocks()`` for :func:`~gca.datasets.base.undirected_edges`, which reads the listed edges twice: the second
+    pass lets go of each block once it is read, so the listed edges (8 bytes each) are gone before the edge list
+    is mirrored into its final form (16 bytes per listed edge)."""
+    passes = [0]
+
+    def blocks():
+        passes[0] += 1
+        for i in range(len(sources)):
+            yield sources[i], targets[i]
+            if passes[0] >= 2:
+                sources[i] = targets[i] = None
+
+    return blocks
+
+
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -1075,7 +1091,7 @@ def load_files(
                      f"in {features_name}; their features are all zero")  # fmt: skip
     weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
-        edge_index, repeated = undirected_edges(lambda: zip(sources, targets, strict=True), num_nodes,
+        edge_index, repeated = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
                                                 read_edges.count)  # fmt: skip
         edge_weight_tensor = None
     elif weights is None:
