@@ -26,6 +26,10 @@ def run(args: argparse.Namespace) -> int:
     outputs = RunOutputs(args.out, args.export, inputs(args))
     try:
         return _embed_into(outputs, args)
+    except KeyboardInterrupt:
+        outputs.release()  # first: a folder this run made and left empty is removed
+        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        return 130
     finally:
         outputs.release()
 

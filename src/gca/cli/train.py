@@ -109,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
     try:
         return _train_into(outputs, args, overrides, splits)
+    except KeyboardInterrupt:
+        outputs.release()  # first: a folder this run made and left empty is removed
+        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        return 130
     finally:
         outputs.release()
 
