@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..config import ConfigError
-from .common import cache_arguments, graph_arguments, inputs, open_graph
+from .common import cache_arguments, check_graph_arguments, graph_arguments, inputs, open_graph
 from .shell import import_libraries, warn
 
 
@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..outputs.folder import RunOutputs
 
+    check_graph_arguments(args)
+    if args.dataset is None and not args.edges:  # the training default (Karate) is no graph to embed with a model
+        raise ConfigError("gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE --features "
+                          "FILE (with the feature columns the model was trained on)")  # fmt: skip
     outputs = RunOutputs(args.out, args.export, inputs(args))
     try:
         return _embed_into(outputs, args)
