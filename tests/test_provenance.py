@@ -106,6 +106,17 @@ def test_results_json_records_every_input_file_as_given_and_resolved_with_its_si
     assert "prepared_graph" not in _record(out)["provenance"]  # a small graph is read from its files
 
 
+def test_an_input_removed_before_the_record_is_made_is_listed_as_unreadable(tmp_path):
+    from gca.provenance import file_record
+
+    (tmp_path / "gone.csv").write_text("0,1\n")
+    present = file_record(tmp_path / "gone.csv")
+    assert present["sha256"] == _sha256(tmp_path / "gone.csv") and "unreadable" not in present
+    (tmp_path / "gone.csv").unlink()
+    assert file_record(tmp_path / "gone.csv") == {"path": str(tmp_path / "gone.csv"), "resolved": str(
+        tmp_path.resolve() / "gone.csv"), "size": None, "sha256": None, "unreadable": "No such file or directory"}
+
+
 def test_model_pt_holds_the_same_record_and_gca_load_keeps_it(trained):
     out = trained[1]
     state = torch.load(out / "model.pt", weights_only=True)  # plain values only: loadable without code

@@ -18,12 +18,14 @@ What it holds:
   the file's size, times and inode are unchanged — opening it does not read the input again;
 * ``gca train --resume``: ``resumed_from``, the checkpoint continued from, as an input.
 
-Rules. Everything is plain JSON values (strings, numbers, lists, tables), so that ``model.pt`` stays loadable with
-``torch.load(weights_only=True)``; nothing here imports PyTorch or another library that is not loaded yet. Python
-users who :meth:`gca.GCA.save` a model get ``versions``, the device and the training's times (no command or inputs:
-the caller knows them); a model loaded with :meth:`gca.GCA.load` keeps the provenance it was saved with. A model
-file from before this record has none and loads as before. This module imports only gca's lowest layers (``gca``'s
-version, :mod:`gca.io`): the estimator and the command line both use it.
+Rules. A file that can no longer be read when the record is made (removed while the run went on) is listed with
+``size`` and ``sha256`` ``None`` and ``unreadable`` saying why: gathering the record never fails a run that has
+done its work. Everything is plain JSON values (strings, numbers, lists, tables), so that ``model.pt`` stays
+loadable with ``torch.load(weights_only=True)``; nothing here imports PyTorch or another library that is not loaded
+yet. Python users who :meth:`gca.GCA.save` a model get ``versions``, the device and the training's times (no
+command or inputs: the caller knows them); a model loaded with :meth:`gca.GCA.load` keeps the provenance it was
+saved with. A model file from before this record has none and loads as before. This module imports only gca's
+lowest layers (``gca``'s version, :mod:`gca.io`): the estimator and the command line both use it.
 """
 
 from __future__ import annotations
@@ -124,7 +126,9 @@ def fit_record(device: Any, started: str, finished: str | None = None) -> dict[s
 
 
 def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
-    """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file.
+    """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file — where it can no longer be read
+    (removed while the run went on), ``size`` and ``sha256`` are ``None`` and ``unreadable`` says why: the record
+    never fails a run that has done its work.
 
     Parameters
     ----------
@@ -134,9 +138,13 @@ def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
         Its SHA-256 where already known for its present contents; ``None`` to read the file and compute it.
     """
     resolved = Path(path).expanduser().resolve()
-    size = resolved.stat().st_size
-    return {"path": str(path), "resolved": str(resolved), "size": size,
-            "sha256": sha256 if sha256 is not None else hash_files([resolved])[0]}  # fmt: skip
+    record: dict[str, Any] = {"path": str(path), "resolved": str(resolved)}
+    try:
+        record["size"] = resolved.stat().st_size
+        record["sha256"] = sha256 if sha256 is not None else hash_files([resolved])[0]
+    except OSError as exc:
+        record.update(size=None, sha256=None, unreadable=exc.strerror or str(exc))
+    return record
 
 
 def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None) -> list[dict]:

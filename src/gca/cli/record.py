@@ -31,8 +31,12 @@ def command_provenance(args: argparse.Namespace, device: Any, store: Any = None,
         Further entries of the record.
     """
     source = graph_source(args)  # after loading: a named dataset that was downloaded is on disk now
+    if source is not None:
+        read = source.named_files()
+    else:  # the built-in Karate club; or files of the user's that are gone since they were read (said as unreadable)
+        read = [(p, Path(p)) for p in (getattr(args, n, None) for n in ("edges", "features", "labels")) if p]
     known = store.recorded_sha256() if store is not None else {}
-    files = input_records(source.named_files(), known) if source is not None else []
+    files = input_records(read, known)
     config = getattr(args, "config", None)
     if config is not None and Path(config).is_file():  # else a shipped setting's name ("authors")
         files.append(file_record(config))
