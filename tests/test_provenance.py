@@ -175,6 +175,18 @@ def test_a_model_saved_from_python_records_versions_device_and_times(tmp_path):
     assert _utc(provenance["started"]) <= _utc(provenance["finished"])
 
 
+def test_a_cuda_device_is_recorded_with_the_gpus_name_and_cuda_version(monkeypatch):
+    from gca.provenance import device_record
+
+    names = []
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: names.append(index) or "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    record = device_record(torch.device("cuda:1"))
+    assert record == {"device": "cuda:1", "device_name": "NVIDIA H100 80GB HBM3 (CUDA 12.4)",
+                      "platform": platform.platform()}  # fmt: skip
+    assert names == [1]
+
+
 def test_a_model_pt_from_before_provenance_still_loads_and_embeds(trained, tmp_path, capsys):
     state = torch.load(trained[1] / "model.pt", weights_only=True)
     del state["provenance"]
