@@ -82,7 +82,7 @@ def test_malicious_checkpoint_runs_nothing(tmp_path, capsys):
     torch.save({"format": "gca-checkpoint-1", "model": _Payload(str(marker))}, evil)
     with pytest.raises(CheckpointError, match="nothing in it was run"):
         load_checkpoint(evil)
-    assert main(["embed", "--checkpoint", str(evil), "--out", str(tmp_path / "o")]) == 2
+    assert main(["embed", "--checkpoint", str(evil), "--dataset", "Karate", "--out", str(tmp_path / "o")]) == 2
     assert "not a readable gca checkpoint" in capsys.readouterr().err
     assert not marker.exists()
 
@@ -108,7 +108,8 @@ def test_embed_with_a_trained_encoder(tmp_path, capsys):
     np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
     # a training checkpoint serves as well
     assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", str(run)]) == 0
-    assert main(["embed", "--checkpoint", str(run / "checkpoint.pt"), "--out", str(out)]) == 0
+    assert main(["embed", "--checkpoint", str(run / "checkpoint.pt"), "--dataset", "Karate", "--out",
+                 str(out)]) == 0  # fmt: skip
     np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
 
 

@@ -194,6 +194,8 @@ MODEL_DAMAGE = {
     "in_channels fractional": (_set("in_channels", 34.0), "'in_channels' is 34.0"),
     "a weight NaN": (_first_weight(lambda t: t * math.nan), "holds values that are not finite"),
     "a weight infinite": (_first_weight(lambda t: t + math.inf), "holds values that are not finite"),
+    "provenance a tensor": (_set("provenance", torch.ones(2)), "'provenance' is a tensor of shape (2,), not a table"),
+    "provenance holding a NaN": (_set("provenance", "started", math.nan), "not a table of plain values"),
 }
 
 

@@ -71,7 +71,8 @@ def test_an_unknown_encoder_name_is_a_config_error():
 def test_a_gat_model_saves_loads_and_embeds_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "gat"
     assert main(["train", "--set", "encoder=gat", "--epochs", "3", "--quiet", "--out", str(out)]) == 0
-    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--out", str(tmp_path / "emb")]) == 0
+    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--dataset", "Karate", "--out",
+                 str(tmp_path / "emb")]) == 0  # fmt: skip
     loaded = GCA.load(out / "model.pt", device="cpu")
     assert isinstance(loaded.model.encoder, MessagePassingEncoder) and loaded.model.encoder.kind == "gat"
     embedded = torch.from_numpy(np.load(tmp_path / "emb" / "embeddings.npy"))

@@ -366,4 +366,4 @@ def test_an_export_inside_the_output_folder_goes_with_its_run(karate_files, tmp_
                  str(tmp_path / "e" / "x.csv")]) == 0  # fmt: skip
     assert main(["embed", "--checkpoint", str(out / "model.pt"), "--edges", str(karate_files["edges_str"]),
                  "--features", str(karate_files["features_csv"]), "--out", str(tmp_path / "e")]) == 0  # fmt: skip
-    assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["embeddings.npy"]
+    assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["embeddings.npy", "results.json"]

@@ -403,7 +403,7 @@ def test_progress_in_a_log_file_is_plain_lines(tmp_path):
      (["train", "--dataset", "/dev/null"], "is not a regular file"),
      (["train", "--config", "{tmp}/list.json"], "must hold a table"),
      (["train", "--edges", "{tmp}/e.csv", "--features", "{tmp}/empty.npy"], "holds a 0×3 matrix"),
-     (["embed", "--checkpoint", "{tmp}", "--out", "{tmp}/emb"], "is not a file")],
+     (["embed", "--checkpoint", "{tmp}", "--dataset", "Karate", "--out", "{tmp}/emb"], "is not a file")],
 )  # fmt: skip
 def test_more_hostile_arguments(args, words, tmp_path, capsys):
     (tmp_path / "list.json").write_text("[1, 2]")

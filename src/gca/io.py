@@ -4,6 +4,7 @@ half-written one, and users' text files and TOML/JSON documents read with one-li
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import secrets
@@ -65,6 +66,37 @@ def file_identity(files: list[Path]) -> list[list]:
         st = Path(path).stat()
         out.append([str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
     return out
+
+
+#: Bytes read at a time by :func:`hash_files`.
+HASH_BLOCK = 1 << 23
+
+
+def hash_files(files: list[Path], combined: Any = None) -> list[str]:
+    """Each file's SHA-256 (hex), every file read once in blocks of 8 MiB. ``combined``, a :mod:`hashlib` object,
+    is fed each file's name and size (``"NAME:SIZE;"``) and then its contents, in order — so the one read also gives
+    a digest of the files together (:func:`gca.run.cache.input_digests`).
+
+    Parameters
+    ----------
+    files
+        The files, in order.
+    combined
+        A hash object fed every file's name, size and contents too; ``None`` for none.
+    """
+    each = []
+    for path in files:
+        path = Path(path)
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            if combined is not None:
+                combined.update(f"{path.name}:{os.fstat(f.fileno()).st_size};".encode())
+            while block := f.read(HASH_BLOCK):
+                digest.update(block)
+                if combined is not None:
+                    combined.update(block)
+        each.append(digest.hexdigest())
+    return each
 
 
 def _nearly_full(folder: Path) -> bool:

@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
         return 130
+    from ..provenance import command_line, utc_now
+
+    # what a run's record says of its start (gca.provenance)
+    args.started, args.command_line = utc_now(), command_line(None if argv is None else list(argv))
     # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer
     try:
         with stop_signals_to(terminate), warnings.catch_warnings():

@@ -6,8 +6,12 @@ import argparse
 import sys
 
 from ..config import ConfigError
-from .common import cache_arguments, graph_arguments, inputs, open_graph
+from .common import cache_arguments, check_graph_arguments, graph_arguments, inputs, open_graph
+from .record import command_provenance
 from .shell import import_libraries, warn
+
+#: The names gca embed writes in its output folder: the embeddings and their record.
+EMBED_FILES = ("embeddings.npy", "results.json")
 
 
 def add_parser(sub) -> None:
@@ -16,29 +20,41 @@ def add_parser(sub) -> None:
     graph_arguments(emb)
     cache_arguments(emb)
     emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy (default: runs/embed)")
+    emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy and results.json "
+                     "(default: runs/embed)")  # fmt: skip
     emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..outputs.folder import RunOutputs
 
+    check_graph_arguments(args)
+    if args.dataset is None and not args.edges:  # the training default (Karate) is no graph to embed with a model
+        raise ConfigError("gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE --features "
+                          "FILE (with the feature columns the model was trained on)")  # fmt: skip
     outputs = RunOutputs(args.out, args.export, inputs(args))
     try:
         return _embed_into(outputs, args)
+    except KeyboardInterrupt:
+        outputs.release()  # first: a folder this run made and left empty is removed
+        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        return 130
     finally:
         outputs.release()
 
 
 def _embed_into(outputs, args: argparse.Namespace) -> int:
-    outputs.refuse_other_runs(("embeddings.npy",), "gca embed")
+    outputs.refuse_other_runs(EMBED_FILES, "gca embed")
     import_libraries()
 
+    from ..io import json_bytes
+    from ..provenance import file_record
     from ..run.job import Job
     from ..train.distributed import resolve_device
     from ..train.estimator import GCA
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
+    checkpoint = file_record(args.checkpoint)  # the file just read and checked
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)
@@ -57,7 +73,15 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
         if staged.is_file():
             outputs.wrote("embeddings.npy")
         outputs.write_embeddings(embeddings.numpy(), job.node_ids)
-        written = outputs.commit(owned=("embeddings.npy",))
+        record = {
+            "dataset": job.name, "num_nodes": graph.num_nodes, "dimensions": int(embeddings.shape[1]),
+            "device": str(estimator.device),
+            # the model used, and where it came from as its file records it (None: written before gca recorded it)
+            "checkpoint": {**checkpoint, "provenance": estimator.provenance},
+            "provenance": command_provenance(args, estimator.device, store, inputs=(checkpoint,)),
+        }  # fmt: skip
+        outputs.write("results.json", lambda f: f.write(json_bytes(record)))
+        written = outputs.commit(owned=EMBED_FILES)
     print(f"{job.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
           + ", ".join(str(p) for p in written))  # fmt: skip
     return 0

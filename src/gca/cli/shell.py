@@ -121,8 +121,10 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
             return 2
         raise
     except KeyboardInterrupt:
-        print("gca: interrupted; the output folder holds the previous run's files (finished runs of gca reproduce "
-              "are kept; a run saving checkpoints continues with --resume)", file=sys.stderr)  # fmt: skip
+        # gca train and gca embed say what their output folder holds (RunOutputs.after_stop), gca tune and gca
+        # reproduce what they saved; this is any other moment's line
+        print("gca: interrupted; files written before are kept as they were, and none is left half-written",
+              file=sys.stderr)  # fmt: skip
         return 130
 
 

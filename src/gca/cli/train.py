@@ -19,6 +19,7 @@ from .common import (
     split_count,
     split_setting,
 )
+from .record import command_provenance
 from .shell import import_libraries, warn
 
 
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
     try:
         return _train_into(outputs, args, overrides, splits)
+    except KeyboardInterrupt:
+        outputs.release()  # first: a folder this run made and left empty is removed
+        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        return 130
     finally:
         outputs.release()
 
@@ -117,6 +122,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     import_libraries()
 
     from ..progress import LongRunHint
+    from ..provenance import file_record
     from ..run.job import Job
     from ..run.pipeline import run_gca
     from ..train.distributed import Placement
@@ -154,6 +160,9 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
                                                    resume_check(estimator, job.prepared))  # fmt: skip
     if note:
         print(f"gca: {note}", file=sys.stderr)
+    resumed = {}
+    if args.resume and place.writes and checkpoint.is_file():  # what training continues from, as it is now
+        resumed["resumed_from"] = file_record(checkpoint)
     with outputs:
         result = run_gca(
             estimator, job.prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
@@ -175,7 +184,9 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
             over_seeds, result.record["pretrainings"] = more_pretrainings(job, estimator, result.evaluation,
                                                                           args.seeds, splits, args.eval_protocol)
-        written = outputs.write_run(result.embeddings.numpy(), estimator.state(), result.record, job.node_ids,
+        result.record["provenance"] = command_provenance(args, estimator.device, store, **resumed)
+        model = {**estimator.state(), "provenance": result.record["provenance"]}
+        written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids,
                                     result.plots)  # fmt: skip
     if over_seeds is not None:
         print(f"accuracy (GCA, {job.config.centrality}): {over_seeds}")
@@ -299,8 +310,10 @@ def _link_into(outputs, args: argparse.Namespace, job, estimator) -> int:
 
     result, trained, embeddings, record = link_prediction(job, estimator, args.splits, args.link_val, args.link_test)
     record.update(job.record())  # the mini-batch schedule and --fast's choice, as the other tasks record them
+    record["provenance"] = command_provenance(args, trained.device)
     with outputs:
-        written = outputs.write_run(embeddings.numpy(), trained.state(), record, job.node_ids)
+        written = outputs.write_run(embeddings.numpy(), {**trained.state(), "provenance": record["provenance"]},
+                                    record, job.node_ids)  # fmt: skip
     print(f"link prediction (GCA, {job.config.centrality}): {result}")
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -7,8 +7,8 @@ hidden folder next to its target while the run writes, and on :meth:`~RunOutputs
 first the old ``results.json`` is removed, then every file of the earlier run that this run does not write — an
 export it wrote inside the folder included (:data:`EXPORT_MARKER`) —, then the new files, ``results.json`` last. So
 a folder with ``results.json`` holds exactly one run's files; after an interruption it holds the previous run, or no
-``results.json`` at all — never a mixture. On failure nothing is moved and the staged files are removed. Messages
-name the user's paths, never a temporary file.
+``results.json`` at all — never a mixture (:meth:`~RunOutputs.after_stop` says which to the user). On failure
+nothing is moved and the staged files are removed. Messages name the user's paths, never a temporary file.
 
 Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
 previous complete run, which stays untouched until this run commits. ``--resume`` continues from the in-progress
@@ -104,6 +104,7 @@ class RunOutputs:
         self._export_staged: Path | None = None
         self._owns_checkpoint = False  # whether the in-progress file is this run's (see the module docstring)
         self._copied_checkpoint = False  # whether this run made it by copying checkpoint.pt
+        self._committed = False  # whether this run's files were moved into place
 
     def _check_export(self, inputs: list[Path]) -> None:
         export = self.export
@@ -336,7 +337,25 @@ class RunOutputs:
             written.append(self.export)
             self._export_staged = None
         self.discard()
+        self._committed = True
         return written
+
+    def after_stop(self) -> str:
+        """What the folder holds after the run was stopped (Ctrl-C, SIGTERM), said as the end of "gca: interrupted;
+        …": this run's files when it had committed them; else the earlier complete run, kept whole, where there is
+        one (its ``results.json``), or no results — and a training checkpoint in progress, which stays for
+        ``--resume``; nothing at all where the run made the folder and left it empty (:meth:`release` removed it)."""
+        out = self.out
+        if self._committed:
+            return f"this run's files were written to {out} before it stopped"
+        if not out.is_dir():
+            return "nothing was written"
+        said = (f"{out} keeps the earlier complete run, untouched" if (out / "results.json").is_file() else
+                f"{out} holds no results")  # fmt: skip
+        if self.checkpoint.is_file():
+            said += (f"; the training checkpoint {self.checkpoint} stays: the same command with --resume continues "
+                     "from it")  # fmt: skip
+        return said
 
     def _export_inside(self) -> Path | None:
         """The export's path relative to the folder, when it lies inside it (it is then one of the run's files)."""

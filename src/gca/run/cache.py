@@ -18,7 +18,8 @@ It holds ``.npy`` files that are memory-mapped when opened (copy-on-write: a run
 
 ``meta.json`` is written last and names every array with its shape and dtype (and ``node_ids.json`` with its size),
 the gca version and format that wrote it, the input's paths and how they are read, each input file's identity (size,
-modification and change times, inode) and a digest of their contents.
+modification and change times, inode), a digest of their contents and each file's SHA-256 (both from one read; a
+run's record takes the SHA-256 from here while a file's identity is unchanged, without reading the input again).
 
 **When it is not trusted.** A folder is used only when its format and gca version are this one's, it was made for the
 same input read the same way, its ``meta.json`` is the one gca wrote (a seal over its entries) and agrees with
@@ -51,7 +52,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -65,15 +66,13 @@ from ..errors import UserError
 from ..graph.features import encoder_input
 from ..graph.graph import Graph
 from ..graph.sparse import count_ids
-from ..io import atomic_write, file_identity
+from ..io import atomic_write, file_identity, hash_files
 from ..outputs.folder import hold_folder, release_folder
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
 FORMAT = 2
 #: A run writes the prepared graph by itself from this many directed edges up (``--cache`` writes any graph's).
 CACHE_MIN_EDGES = 10_000_000
-#: Bytes hashed at a time by :func:`content_digest`.
-_HASH_BLOCK = 1 << 23
 #: Space left free on the cache's disk beyond the folder's own size.
 _SPARE_BYTES = 256 << 20
 
@@ -97,10 +96,13 @@ class GraphSource:
     name: str
     paths: tuple[str, ...]
     how: str
+    #: the paths as the command was given them (or reached them: a named dataset's folder under --data-dir), one per
+    #: path; not part of what the source is (two spellings of one path are one source)
+    given: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(cls, name: str, paths: list[str | Path], how: str) -> GraphSource:
-        return cls(name, tuple(str(Path(p).expanduser().resolve()) for p in paths), how)
+        return cls(name, tuple(str(Path(p).expanduser().resolve()) for p in paths), how, tuple(str(p) for p in paths))
 
     def record(self) -> dict:
         return {"paths": list(self.paths), "how": self.how}
@@ -113,32 +115,36 @@ class GraphSource:
     def files(self) -> list[Path]:
         """Every file read: each path given, and each file under a folder given (sorted; PyTorch Geometric's own
         ``processed/`` folders are derived, not input, and are left out)."""
-        found: list[Path] = []
-        for text in self.paths:
+        return [resolved for _, resolved in self.named_files()]
+
+    def named_files(self) -> list[tuple[Path, Path]]:
+        """:meth:`files`, each as (the path it was reached by — under a folder, the folder as given joined with the
+        file's place in it —, its resolved path)."""
+        found: list[tuple[Path, Path]] = []
+        for number, text in enumerate(self.paths):
             path = Path(text)
+            given = Path(self.given[number]) if number < len(self.given) else path
             if path.is_dir():
-                found += sorted(p for p in path.rglob("*") if p.is_file() and "processed" not in
-                                p.relative_to(path).parts)  # fmt: skip
+                found += [(given / p.relative_to(path), p) for p in sorted(path.rglob("*")) if p.is_file() and
+                          "processed" not in p.relative_to(path).parts]  # fmt: skip
             else:
-                found.append(path)
+                found.append((given, path))
         return found
 
 
-def content_digest(files: list[Path]) -> str:
-    """A BLAKE2b digest of the files' names (relative to nothing: their order and sizes) and contents.
+def input_digests(files: list[Path]) -> tuple[str, list[str]]:
+    """(a BLAKE2b digest of the files' names, sizes and contents, in order; each file's SHA-256), from one read of
+    the files (:func:`gca.io.hash_files`): the first tells a prepared graph's input apart, the second is what a
+    run's record says of each input file (:mod:`gca.provenance`).
 
     Parameters
     ----------
     files
         The files, in order.
     """
-    digest = hashlib.blake2b(digest_size=20)
-    for path in files:
-        digest.update(f"{path.name}:{path.stat().st_size};".encode())
-        with path.open("rb") as f:
-            while block := f.read(_HASH_BLOCK):
-                digest.update(block)
-    return digest.hexdigest()
+    combined = hashlib.blake2b(digest_size=20)
+    each = hash_files(files, combined)
+    return combined.hexdigest(), each
 
 
 #: Blocks read by :func:`sampled_digest` (evenly spaced, the first and last included) and their size.
@@ -361,12 +367,14 @@ class PreparedStore:
         if identity != meta.get("identity"):
             if [row[0] for row in identity] != [row[0] for row in meta.get("identity", [])]:
                 return "was made from another set of input files"
-            if content_digest(files) != meta.get("digest"):
+            digest, each = input_digests(files)
+            if digest != meta.get("digest"):
                 return "was made from other contents of the input files (they changed since)"
-            meta["identity"] = identity  # same contents (copied, touched): remembered, so the next run does not hash
+            # same contents (copied, touched): remembered, so the next run does not hash
+            meta.update(identity=identity, sha256=each)
             with contextlib.suppress(OSError, UserError):  # a folder this run cannot write: hashed again next time
                 with self._meta_held():
-                    self._update_meta(meta, lambda stored: stored.update(identity=identity))
+                    self._update_meta(meta, lambda stored: stored.update(identity=identity, sha256=each))
         self.meta = meta
         return None
 
@@ -478,9 +486,10 @@ class PreparedStore:
             if loaded.node_ids is not None and not isinstance(loaded.node_ids, np.ndarray):  # text ids
                 atomic_write(partial / "node_ids.json", lambda f: f.write(json.dumps(list(loaded.node_ids)).encode()))
             files = self.source.files()
+            digest, each = input_digests(files)
             meta = {
                 "format": FORMAT, "gca": __version__, "source": self.source.record(),
-                "identity": file_identity(files), "digest": content_digest(files),
+                "identity": file_identity(files), "digest": digest, "sha256": each,
                 "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[1]),
                 "directed": graph.directed, "graph_warnings": list(graph.warnings),
                 "features": "sparse" if sp.issparse(graph.raw_features) else "dense",
@@ -624,6 +633,34 @@ class PreparedStore:
             change(stored)
             stored["seal"] = _seal(stored)
             _write_meta(self.folder, stored)
+
+    def recorded_sha256(self) -> dict[str, str]:
+        """Each input file's SHA-256 as meta.json records it (written with the folder, or when the files' contents
+        were last hashed), by resolved path — for the files whose identity (size, times, inode) is still the one
+        recorded with it; empty when the folder is not in use."""
+        meta = self.meta or {}
+        rows, each = meta.get("identity"), meta.get("sha256")
+        if not (isinstance(rows, list) and isinstance(each, list) and len(rows) == len(each)):
+            return {}
+        recorded = {}
+        for row, sha in zip(rows, each, strict=True):
+            if not (isinstance(row, list) and row and isinstance(sha, str)):
+                continue
+            try:
+                now = file_identity([Path(row[0])])[0]
+            except OSError:
+                continue
+            if now == row:
+                recorded[str(row[0])] = sha
+        return recorded
+
+    def provenance(self) -> dict | None:
+        """What a run's record says of the folder when the run read its graph from it: the folder, its key (of the
+        input's paths and how they are read) and the digest of the input's contents it was made from; ``None``
+        when the folder is not in use."""
+        if self.meta is None:
+            return None
+        return {"folder": str(self.folder), "key": self.source.key, "digest": self.meta.get("digest")}
 
     def size(self) -> int:
         """Bytes the folder takes on disk."""

@@ -3,7 +3,9 @@
 Two kinds of file, both plain dicts of tensors and Python values (so ``torch.load(weights_only=True)`` reads
 them and a crafted file cannot run code):
 
-* a **model** checkpoint (``model.pt``): the configuration, the input width, the weights and the losses per epoch;
+* a **model** checkpoint (``model.pt``): the configuration, the input width, the weights, the losses per epoch and
+  where the model came from (``provenance``: versions, device, times; :mod:`gca.provenance` — absent from files
+  written before it was recorded, which load as before);
 * a **training** checkpoint (``checkpoint.pt``): a model checkpoint plus everything needed to continue exactly —
   the epoch, the training time, Adam's moments, every random-number generator's state, the batch source's
   position and a fingerprint of the graph trained on.
@@ -155,11 +157,28 @@ def _tensor(value: Any, name: str, path: str | Path, dtype: torch.dtype | None =
     return value
 
 
+def _json_like(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is made of JSON's values only — text, finite numbers, booleans, ``None``, lists and tables
+    with text keys — nested at most 16 deep (what a run's record can copy into its ``results.json``)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth >= 16:
+        return False
+    if isinstance(value, list):
+        return all(_json_like(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_like(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     """``state`` (a checkpoint read from ``path``) when every entry that gca reads from it is sound, else a
     :class:`CheckpointError` of one line naming ``path`` and the entry. Both kinds: ``config`` (a configuration
     :class:`~gca.config.GCAConfig` accepts), ``in_channels`` (≥ 1), ``model`` (a non-empty table of finite
-    tensors), ``losses`` (finite numbers). A training checkpoint also: ``epoch`` (0 … its config's epochs, one loss
+    tensors), ``losses`` (finite numbers), and where present ``user_encoder`` (text) and ``provenance`` (a table of
+    JSON's plain values). A training checkpoint also: ``epoch`` (0 … its config's epochs, one loss
     each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table), ``optimizer`` (Adam's
     state: parameter groups of finite settings, per-parameter moments that are finite tensors and a step count)
     and ``rng`` (generator states that the generators accept). Shapes that depend on the run resuming it are
@@ -201,6 +220,9 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     user = state.get("user_encoder")
     if user is not None and not isinstance(user, str):
         raise _damaged(path, f"'user_encoder' is {_shown(user)}, not the name of a class")
+    provenance = state.get("provenance")  # optional: files from before it was recorded have none
+    if provenance is not None and not (isinstance(provenance, dict) and _json_like(provenance)):
+        raise _damaged(path, f"'provenance' is {_shown(provenance)}, not a table of plain values")
     if state["format"] == TRAINING_FORMAT:
         _check_training_entries(state, path, config)
     return state
@@ -303,9 +325,10 @@ def _check_rng(rng: Any, path: str | Path) -> None:
 
 
 def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float],
-                user_encoder: str | None = None) -> dict:  # fmt: skip
+                user_encoder: str | None = None, provenance: dict[str, Any] | None = None) -> dict:  # fmt: skip
     """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs. ``user_encoder``: the
     module and class name of a user's encoder the model was trained with (its weights need an instance of it).
+    ``provenance``: where the model came from (:mod:`gca.provenance`), plain JSON values.
 
     Parameters
     ----------
@@ -319,6 +342,8 @@ def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module
         Each epoch's loss.
     user_encoder
         ``module.Class`` of a user's encoder; ``None`` for gca's own.
+    provenance
+        The record of versions, device, times (and a command's line and inputs); ``None`` for none.
     """
     return {
         "format": MODEL_FORMAT,
@@ -327,6 +352,7 @@ def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "losses": [float(v) for v in losses],
         **({"user_encoder": str(user_encoder)} if user_encoder else {}),
+        **({"provenance": provenance} if provenance is not None else {}),
     }
 
 

@@ -46,6 +46,7 @@ from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
+from ..provenance import fit_record, utc_now
 from .batches import BatchSource, batch_source
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
@@ -224,10 +225,11 @@ class GCA:
     the classifier learns each fold's training labels, its scorer scores the held-out nodes). A bare GCA has no
     ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
     ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
-    only), ``embed_seconds`` (the final inference), ``prepare_seconds``. ``loggers``: metric loggers
-    (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with ``log(metrics,
-    step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so ``get_params`` and
-    :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
+    only), ``embed_seconds`` (the final inference), ``prepare_seconds``; ``provenance``: the versions, device and
+    times of the training (:mod:`gca.provenance`), saved with the model and kept by :meth:`load`. ``loggers``:
+    metric loggers (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with
+    ``log(metrics, step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so
+    ``get_params`` and :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
     ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
     and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
 
@@ -295,6 +297,7 @@ class GCA:
         self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
         self.embedding_file_: Path | None = None  # the .npy file embedding_ maps, when fit embedded out of core
         self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
+        self.provenance: dict | None = None  # versions, device and times of the training (gca.provenance)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
@@ -498,6 +501,7 @@ class GCA:
             This estimator, trained: :attr:`embedding_`, ``model`` and ``losses`` are set.
         """
         cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
+        started = utc_now()
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
@@ -516,6 +520,7 @@ class GCA:
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
         source = self.batch_source(self.prepared, place)
         self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
+        self.provenance = fit_record(self.device, started)  # a training checkpoint's: "finished" once training ends
         with_loss = on_epoch is not None and _takes_loss(on_epoch)
         log.info("training on %d nodes, %d features: epochs %d to %d on %s", graph.num_nodes, self.in_channels,
                  saves.first_epoch + 1, cfg.epochs, self.device)  # fmt: skip
@@ -548,6 +553,7 @@ class GCA:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         self.train_seconds = saves.seconds
+        self.provenance = fit_record(self.device, started, utc_now())
         start = time.perf_counter()
         self.embed_processes_ = place.world_size if in_blocks(model, graph.num_nodes) else 1
         embedded = encode_graph(model, graph.to(self.device), out=embeddings_file, share=place.row_share(),
@@ -648,7 +654,7 @@ class GCA:
             raise TrainingError("the model is not trained yet; call fit() first")
         user = self._initial_encoder
         named = None if user is None else f"{type(user).__module__}.{type(user).__qualname__}"
-        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named)
+        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named, self.provenance)
 
     def save(self, path: str | Path) -> None:
         """Write the model checkpoint atomically (temporary file, then rename).
@@ -703,6 +709,7 @@ class GCA:
             raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc}); if it was "
                                   "trained with your own encoder, load it with GCA.load(path, encoder=…)") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
+        estimator.provenance = state.get("provenance")  # the training's, kept when the model is saved again
         return estimator
 
 

@@ -1,0 +1,203 @@
+"""Where a result came from: the record ``results.json`` and ``model.pt`` keep under ``"provenance"``.
+
+What it holds:
+
+* ``versions``: gca, Python, PyTorch (``torch``), PyTorch Geometric (``torch_geometric``), scikit-learn, NumPy and
+  SciPy, and PyArrow where it is installed — each a library's ``__version__`` where the process has imported it
+  (the code that ran), else the installed distribution's version (read without importing it);
+* ``device`` (``"cpu"``, ``"cuda:0"``, …) and ``device_name`` (the GPU's name; on a CPU its model where the system
+  says it), and ``platform`` (the operating system and machine);
+* ``started`` and ``finished``: UTC times in ISO-8601 (``2025-06-01T09:30:00+00:00``) — for a command, when it
+  started and when its record was completed; for :meth:`gca.GCA.fit`, when training started and ended;
+* for a command only: ``command``, the command line as a list (``sys.argv``; ``["gca", …]`` when called in-process
+  with its arguments), and ``inputs``, every file the run read — the graph's files (each file under a dataset
+  folder's ``raw/`` and ``split/``), a ``--config`` file, ``gca embed``'s checkpoint —, each with ``path`` (as given,
+  or as reached under a folder given), ``resolved`` (the absolute path), ``size`` (bytes) and ``sha256`` (of its
+  contents); ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was
+  read from a prepared graph on disk (:mod:`gca.run.cache`), whose record of each file's SHA-256 is then used while
+  the file's size, times and inode are unchanged — opening it does not read the input again;
+* ``gca train --resume``: ``resumed_from``, the checkpoint continued from, as an input.
+
+Rules. A file that can no longer be read when the record is made (removed while the run went on) is listed with
+``size`` and ``sha256`` ``None`` and ``unreadable`` saying why: gathering the record never fails a run that has
+done its work. Everything is plain JSON values (strings, numbers, lists, tables), so that ``model.pt`` stays
+loadable with ``torch.load(weights_only=True)``; nothing here imports PyTorch or another library that is not loaded
+yet. Python users who :meth:`gca.GCA.save` a model get ``versions``, the device and the training's times (no
+command or inputs: the caller knows them); a model loaded with :meth:`gca.GCA.load` keeps the provenance it was
+saved with. A model file from before this record has none and loads as before. This module imports only gca's
+lowest layers (``gca``'s version, :mod:`gca.io`): the estimator and the command line both use it.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .io import hash_files
+
+#: (module, distribution, key in ``versions``) of every library recorded; the last one only where installed.
+_LIBRARIES = (
+    ("torch", "torch", "torch"),
+    ("torch_geometric", "torch_geometric", "torch_geometric"),
+    ("sklearn", "scikit-learn", "scikit-learn"),
+    ("numpy", "numpy", "numpy"),
+    ("scipy", "scipy", "scipy"),
+    ("pyarrow", "pyarrow", "pyarrow"),
+)
+
+
+def utc_now() -> str:
+    """The time now, in UTC, as ISO-8601 to the second (``2025-06-01T09:30:00+00:00``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def versions() -> dict[str, str]:
+    """gca's, Python's and each library's version (see the module docstring); a library that is not installed
+    (PyArrow is optional) is left out."""
+    found = {"gca": __version__, "python": platform.python_version()}
+    for module, distribution, key in _LIBRARIES:
+        loaded = sys.modules.get(module)
+        version = getattr(loaded, "__version__", None) if loaded is not None else None
+        if version is None:
+            try:
+                version = metadata.version(distribution)
+            except metadata.PackageNotFoundError:
+                continue
+        found[key] = str(version)  # torch's is a str subclass, which weights_only loading refuses
+    return found
+
+
+def _cpu_name() -> str:
+    """The processor's model as the system names it (Linux: /proc/cpuinfo), else what :mod:`platform` says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def device_record(device: Any) -> dict[str, str]:
+    """``device``, ``device_name`` and ``platform`` of the device a model was trained or used on.
+
+    Parameters
+    ----------
+    device
+        A ``torch.device`` or its name (``"cpu"``, ``"cuda:0"``).
+    """
+    name = str(device)
+    if name.startswith("cuda"):
+        import torch  # loaded already: a CUDA device was chosen
+
+        index = torch.device(name).index
+        model = torch.cuda.get_device_name(torch.cuda.current_device() if index is None else index)
+        if torch.version.cuda:
+            model += f" (CUDA {torch.version.cuda})"
+    elif name == "mps":
+        model = f"Apple GPU ({platform.machine()})"
+    else:
+        model = _cpu_name()
+    return {"device": name, "device_name": model, "platform": platform.platform()}
+
+
+def fit_record(device: Any, started: str, finished: str | None = None) -> dict[str, Any]:
+    """What :meth:`gca.GCA.fit` records of a training (``model.pt`` of the Python API): versions, device, times.
+
+    Parameters
+    ----------
+    device
+        The training device.
+    started
+        When training started (:func:`utc_now`).
+    finished
+        When it ended; ``None`` while it runs (a training checkpoint).
+    """
+    record: dict[str, Any] = {"versions": versions(), **device_record(device), "started": started}
+    if finished is not None:
+        record["finished"] = finished
+    return record
+
+
+def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
+    """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file — where it can no longer be read
+    (removed while the run went on), ``size`` and ``sha256`` are ``None`` and ``unreadable`` says why: the record
+    never fails a run that has done its work.
+
+    Parameters
+    ----------
+    path
+        The file, as the command was given it.
+    sha256
+        Its SHA-256 where already known for its present contents; ``None`` to read the file and compute it.
+    """
+    resolved = Path(path).expanduser().resolve()
+    record: dict[str, Any] = {"path": str(path), "resolved": str(resolved)}
+    try:
+        record["size"] = resolved.stat().st_size
+        record["sha256"] = sha256 if sha256 is not None else hash_files([resolved])[0]
+    except OSError as exc:
+        record.update(size=None, sha256=None, unreadable=exc.strerror or str(exc))
+    return record
+
+
+def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None) -> list[dict]:
+    """:func:`file_record` of each input file.
+
+    Parameters
+    ----------
+    files
+        Each file as (the path as given, its resolved path), as :meth:`gca.run.cache.GraphSource.named_files`
+        lists a graph's.
+    known
+        SHA-256 by resolved path, for files whose present contents they are (a prepared graph's record:
+        :meth:`gca.run.cache.PreparedStore.recorded_sha256`); ``None`` for none.
+    """
+    known = known or {}
+    return [file_record(given, known.get(str(resolved))) for given, resolved in files]
+
+
+def run_record(command: list[str], started: str, device: Any, inputs: list[dict],
+               prepared_graph: dict | None = None, **more: Any) -> dict[str, Any]:  # fmt: skip
+    """A command's record (see the module docstring), completed now (``finished``).
+
+    Parameters
+    ----------
+    command
+        The command line, as a list.
+    started
+        When the command started (:func:`utc_now`).
+    device
+        The device it ran on.
+    inputs
+        Its input files (:func:`input_records`, :func:`file_record`).
+    prepared_graph
+        The prepared graph read (:meth:`gca.run.cache.PreparedStore.provenance`); ``None`` when none was.
+    **more
+        Further entries (``resumed_from``).
+    """
+    record: dict[str, Any] = {"command": [str(part) for part in command], "started": started,
+                              "finished": utc_now(), "versions": versions(), **device_record(device),
+                              "inputs": inputs}  # fmt: skip
+    if prepared_graph is not None:
+        record["prepared_graph"] = prepared_graph
+    record.update(more)
+    return record
+
+
+def command_line(argv: list[str] | None) -> list[str]:
+    """The command line a run records: ``sys.argv`` when the arguments came from it (``argv`` is ``None``), else
+    ``["gca", *argv]`` (the command called in-process with its arguments).
+
+    Parameters
+    ----------
+    argv
+        The arguments the command was given; ``None`` when they came from ``sys.argv``.
+    """
+    return list(sys.argv) if argv is None else ["gca", *map(str, argv)]
