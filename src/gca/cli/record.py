@@ -34,7 +34,8 @@ def command_provenance(args: argparse.Namespace, device: Any, store: Any = None,
     if source is not None:
         read = source.named_files()
     else:  # the built-in Karate club; or files of the user's that are gone since they were read (said as unreadable)
-        read = [(p, Path(p)) for p in (getattr(args, n, None) for n in ("edges", "features", "labels")) if p]
+        given = (getattr(args, n, None) for n in ("edges", "features", "labels", "feature_ids"))
+        read = [(p, Path(p)) for p in given if p]
     known = store.recorded_sha256() if store is not None else {}
     files = input_records(read, known)
     config = getattr(args, "config", None)
