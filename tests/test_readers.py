@@ -263,3 +263,68 @@ def test_a_named_weight_column_among_others_is_the_one_read_and_checked(tmp_path
     assert any("'kind', 'stamp'" in w and "not read" in w for w in loaded.warnings)
     with pytest.raises(DatasetError, match="has no column 'weight2'"):
         load_files(tmp_path / "e.csv", x, edge_weight="weight2")
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_each_sparse_or_wide_form_trains_from_the_command_line_keeping_its_ids(string_graph, form, tmp_path):
+    tmp, names = string_graph["tmp"], string_graph["names"]
+    given = FORMS[form](tmp)
+    extra = ["--feature-ids", str(given["feature_ids"])] if "feature_ids" in given else []
+    export = tmp_path / "emb.parquet"
+    assert main(["train", "--edges", str(tmp / "edges.csv"), "--features", str(given["features"]), *extra,
+                 "--epochs", "2", "--no-eval", "--quiet", "--out", str(tmp_path / "run"), "--export",
+                 str(export)]) == 0  # fmt: skip
+    table = pq.read_table(export)
+    assert table.schema.field("node_id").type == pa.string() and sorted(table.column("node_id").to_pylist()) == names
+    np.testing.assert_array_equal(np.stack([table.column(c).to_numpy() for c in table.column_names[1:]], axis=1),
+                                  np.load(tmp_path / "run" / "embeddings.npy"))  # fmt: skip
+
+
+def test_a_graph_from_dataframes_trains_with_the_estimator_and_exports_its_ids(string_graph, tmp_path):
+    pd = pytest.importorskip("pandas")
+    from gca import GCA, GCAConfig
+    from gca.outputs.export import export_embeddings
+
+    tmp, names = string_graph["tmp"], string_graph["names"]
+    loaded = load_files(pd.read_csv(tmp / "edges.csv"), pd.read_csv(tmp / "long.csv"))
+    model = GCA(GCAConfig(epochs=2, hidden=8, proj_hidden=8), device="cpu").fit(loaded.data)
+    export_embeddings(tmp_path / "emb.csv", model.embedding_.numpy(), loaded.node_ids)
+    frame = pd.read_csv(tmp_path / "emb.csv")
+    assert sorted(frame["node_id"]) == names and frame.shape == (N, 9)
+    row = frame.set_index("node_id").loc[loaded.node_ids[5]].to_numpy()
+    np.testing.assert_allclose(row, model.embedding_.numpy()[5], rtol=1e-6)
+
+
+def test_reading_a_large_file_says_how_far_it_has_come(tmp_path, monkeypatch, capsys):
+    from gca.datasets import files as files_module
+
+    monkeypatch.setattr(files_module, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr(tables_module, "BLOCK_BYTES", 1 << 10)
+    (tmp_path / "e.csv").write_text("".join(f"{k},{k + 1}\n" for k in range(2000)))
+    np.save(tmp_path / "x.npy", np.eye(2001, 3, dtype=np.float32))
+    load_files(tmp_path / "e.csv", tmp_path / "x.npy", progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("reading edges e.csv")]
+    assert lines and lines[-1].startswith("reading edges e.csv: 1/1 MB"), lines
+    load_files(tmp_path / "e.csv", tmp_path / "x.npy")  # progress=False: nothing
+    assert "reading" not in capsys.readouterr().err
+
+
+def test_embed_reads_named_sparse_features_into_the_columns_the_model_was_trained_on(string_graph, tmp_path, capsys):
+    """Another file of the same graph — rows in another order, a word the model never saw — embeds each node as
+    training did: its words land in the trained columns (sorted anew, 'a-new' would shift every column)."""
+    tmp, names, dense = string_graph["tmp"], string_graph["names"], string_graph["dense"]
+    rows = [(names[k], f"w{j}", float(dense[k, j])) for k in range(N) for j in range(WIDTH) if dense[k, j]]
+    (tmp_path / "train.csv").write_text("node,word,count\n" + "".join(f"{a},{b},{c:g}\n" for a, b, c in rows))
+    (tmp_path / "other.csv").write_text("node,word,count\n" + "".join(
+        f"{a},{b},{c:g}\n" for a, b, c in [*reversed(rows), (names[3], "a-new", 5.0)]))  # fmt: skip
+    run = tmp_path / "run"
+    assert main(["train", "--edges", str(tmp / "edges.csv"), "--features", str(tmp_path / "train.csv"), "--epochs",
+                 "2", "--no-eval", "--quiet", "--out", str(run), "--export", str(tmp_path / "train.parquet")]) == 0
+    capsys.readouterr()
+    assert main(["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(tmp / "edges.csv"), "--features",
+                 str(tmp_path / "other.csv"), "--out", str(tmp_path / "emb"), "--export",
+                 str(tmp_path / "other.parquet")]) == 0  # fmt: skip
+    assert "1 feature (1 entries) that the model was not trained on are left out" in capsys.readouterr().err
+    trained, other = (pq.read_table(tmp_path / f"{n}.parquet").to_pandas().set_index("node_id").sort_index()
+                      for n in ("train", "other"))  # fmt: skip
+    np.testing.assert_allclose(other.to_numpy(), trained.to_numpy(), rtol=1e-5, atol=1e-6)

@@ -104,6 +104,7 @@ def load_graph(args: argparse.Namespace):
     if args.edges:
         reading = {flag: getattr(args, flag, None) for flag in READING_FLAGS}
         reading["feature_layout"] = reading["feature_layout"] or "auto"
+        reading["feature_names"] = getattr(args, "feature_names", None)  # gca embed: the model's columns
         return load_files(args.edges, args.features, args.labels, directed=args.directed, **reading,
                           progress=not getattr(args, "quiet", False))  # fmt: skip
     return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
@@ -152,6 +153,11 @@ def graph_source(args: argparse.Namespace):
         if not all(Path(f).is_file() for f in files):
             return None  # reading them says what is wrong
         how = " ".join(f"{flag}={getattr(args, flag, None)}" for flag in READING_FLAGS)
+        like = getattr(args, "feature_names", None)  # gca embed: the model's columns key how the features are read
+        if like is not None:
+            import hashlib
+
+            how += f" columns={hashlib.sha256(repr(like).encode()).hexdigest()[:16]}"
         return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
                               f"labels={bool(args.labels)} {how}")  # fmt: skip
     if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():

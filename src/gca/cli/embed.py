@@ -55,6 +55,10 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
     checkpoint = file_record(args.checkpoint)  # the file just read and checked
+    if args.edges:  # sparse features by id are read into the columns the model was trained on
+        from ..train.checkpoint import load_checkpoint
+
+        args.feature_names = load_checkpoint(args.checkpoint).get("feature_names") or estimator.in_channels
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)

@@ -185,7 +185,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             over_seeds, result.record["pretrainings"] = more_pretrainings(job, estimator, result.evaluation,
                                                                           args.seeds, splits, args.eval_protocol)
         result.record["provenance"] = command_provenance(args, estimator.device, store, **resumed)
-        model = {**estimator.state(), "provenance": result.record["provenance"]}
+        model = {**estimator.state(), "provenance": result.record["provenance"], **_feature_names(job)}
         written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids,
                                     result.plots)  # fmt: skip
     if over_seeds is not None:
@@ -200,6 +200,13 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     if result.record.get("logged_to"):
         print("logged to " + ", ".join(result.record["logged_to"]))
     return 0
+
+
+def _feature_names(job) -> dict:
+    """What model.pt records of the feature columns it was trained on, where a sparse feature file named them:
+    ``gca embed`` maps another graph's features to the same columns (gca.datasets.files)."""
+    names = job.loaded.feature_names
+    return {"feature_names": list(names)} if names else {}
 
 
 def _check_seeds(args: argparse.Namespace, logged: list[str]) -> None:
@@ -312,7 +319,8 @@ def _link_into(outputs, args: argparse.Namespace, job, estimator) -> int:
     record.update(job.record())  # the mini-batch schedule and --fast's choice, as the other tasks record them
     record["provenance"] = command_provenance(args, trained.device)
     with outputs:
-        written = outputs.write_run(embeddings.numpy(), {**trained.state(), "provenance": record["provenance"]},
+        written = outputs.write_run(embeddings.numpy(), {**trained.state(), "provenance": record["provenance"],
+                                                         **_feature_names(job)},
                                     record, job.node_ids)  # fmt: skip
     print(f"link prediction (GCA, {job.config.centrality}): {result}")
     print("wrote " + ", ".join(str(p) for p in written))

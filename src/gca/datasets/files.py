@@ -138,11 +138,12 @@ def _reporter(path: Any, what: str, enabled: bool) -> Callable[[int, int], None]
         return None
     from ..progress import Progress
 
-    bar = Progress(max(1, size >> 20), f"reading {what} {Path(path).name}", "MB")
+    units = max(1, -(-size >> 20))  # MiB, rounded up
+    bar = Progress(units, f"reading {what} {Path(path).name}", "MB")
     state = {"done": 0}
 
     def report(done: int, total: int) -> None:
-        now = min(done, total) >> 20
+        now = units if done >= total else min(done >> 20, units)
         if now > state["done"]:
             bar.update(now - state["done"])
             state["done"] = now
@@ -544,7 +545,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | 
 
 
 def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: str | None = None,
-                  progress: bool = False) -> Features:  # fmt: skip
+                  progress: bool = False, like: list[str] | int | None = None) -> Features:  # fmt: skip
     """The feature matrix and the node id of each row, from any form the module describes.
 
     Parameters
@@ -561,6 +562,9 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
         The name of a table's id column; ``None`` to recognise it.
     progress
         Say how far the reading of a large file has come.
+    like
+        The columns of a model trained before, for the sparse forms: its feature names, or its number of
+        columns (``gca embed``); ``None``: the columns the file's own feature ids give.
 
     Returns
     -------
@@ -599,7 +603,7 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
         if suffix == ".json" or _starts_like_json(path):
             if ids is not None:
                 raise DatasetError(f"feature file {path} is JSON, which names its nodes itself; leave out the id list")
-            return _json_features(path)
+            return _json_features(path, like)
     if ids is not None:
         raise DatasetError(f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
                            "matrix (a table gives its ids in an id column)")  # fmt: skip
@@ -617,7 +621,7 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
     long = layout == "long" or (layout == "auto" and table.headed and 2 <= len(table.columns) <= 3
                                 and table.columns[1].lower() in FEATURE_KEY_NAMES)  # fmt: skip
     if long:
-        return _long_features(table, id_column)
+        return _long_features(table, id_column, like)
     return _wide_features(table, id_column, pa)
 
 
@@ -718,16 +722,21 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     return Features(matrix, ids)
 
 
-def _feature_columns(keys: Any, source: str) -> tuple[np.ndarray, int, list[str] | None]:
-    """Column numbers of a sparse form's feature ids: the ids themselves when all are integers ≥ 0, else their
-    place among the sorted distinct names."""
+def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
+                     ) -> tuple[np.ndarray, int, list[str] | None, str | None]:  # fmt: skip
+    """Column numbers of a sparse form's feature ids (−1: left out), the width, the columns' names and a note.
+
+    The ids themselves are the columns when all are integers ≥ 0; otherwise their place among the sorted distinct
+    names. ``like`` gives the columns of a model trained before (``gca embed``): its feature names, where the ids
+    are mapped to them, or its number of columns, which integer ids must stay below; features it does not have are
+    left out, and the note counts them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64), 0, None
+        return np.zeros(0, dtype=np.int64), like if isinstance(like, int) else len(like or []), None, None
     numbers = None
     if pa.types.is_integer(keys.type):
         numbers = keys.cast(pa.int64())
@@ -739,20 +748,49 @@ def _feature_columns(keys: Any, source: str) -> tuple[np.ndarray, int, list[str]
                 numbers = None
     else:
         keys = keys.cast(pa.string())
+    text = keys.cast(pa.string())
+    if isinstance(like, list):  # the trained model's names: every feature where the model had it
+        columns = pc.index_in(text, value_set=pa.array(like, pa.string())).fill_null(-1).to_numpy(
+            zero_copy_only=False).astype(np.int64)  # fmt: skip
+        return columns, len(like), list(like), _left_out(columns, text, source)
     if numbers is not None and pc.min(numbers).as_py() >= 0:
-        columns = numbers.to_numpy(zero_copy_only=False)
+        columns = numbers.to_numpy(zero_copy_only=False).astype(np.int64)
+        if isinstance(like, int):  # the trained model's columns: numbered features beyond them are left out
+            columns[columns >= like] = -1
+            return columns, like, None, _left_out(columns, text, source)
         width = int(columns.max()) + 1
         if width > 1 << 31:
             raise DatasetError(f"{source}: a feature id reaches {width - 1:,}; number the features from 0, or name "
                                "them")  # fmt: skip
-        return columns, width, None
-    names = pc.unique(keys.cast(pa.string()))
+        return columns, width, None, None
+    if isinstance(like, int):
+        example = next(v for v in text.to_pylist() if not _INTEGER.match(v.strip()))
+        raise DatasetError(f"{source} names its features (e.g. {example!r}) but the model was trained on numbered "
+                           "features; give the features the model was trained on")  # fmt: skip
+    names = pc.unique(text)
     names = pc.take(names, pc.sort_indices(names))
-    columns = pc.index_in(keys.cast(pa.string()), value_set=names).to_numpy(zero_copy_only=False)
-    return columns.astype(np.int64), len(names), names.to_pylist()
+    columns = pc.index_in(text, value_set=names).to_numpy(zero_copy_only=False)
+    return columns.astype(np.int64), len(names), names.to_pylist(), None
 
 
-def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source: str, what: str) -> Features:
+def _left_out(columns: np.ndarray, text: Any, source: str) -> str | None:
+    """The note about features the trained model does not have, or ``None``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = columns < 0
+    if not missing.any():
+        return None
+    distinct = len(pc.unique(pc.filter(text, pa.array(missing))))
+    if missing.all():
+        raise DatasetError(f"none of the features in {source} is one the model was trained on; give the features "
+                           "the model was trained on")  # fmt: skip
+    return (f"{source}: {distinct} feature{'s' if distinct != 1 else ''} ({int(missing.sum())} entries) that the "
+            "model was not trained on are left out")
+
+
+def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source: str, what: str,
+                  like: list[str] | int | None = None) -> Features:  # fmt: skip
     """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -763,17 +801,18 @@ def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source:
     ids = pc.unique(node_keys)
     typed = _id_array(ids, source, "feature")
     rows = pc.index_in(node_keys, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int64)
-    columns, width, names = _feature_columns(feature_keys, source)
+    columns, width, names, note = _feature_columns(feature_keys, source, like)
     values = float32_features(np.asarray(values, dtype=np.float64), source)
-    matrix = sp.coo_matrix((values, (rows, columns)), shape=(len(ids), width)).tocsr()
-    repeated = len(values) - matrix.nnz if len(values) else 0
+    kept = columns >= 0
+    matrix = sp.coo_matrix((values[kept], (rows[kept], columns[kept])), shape=(len(ids), width)).tocsr()
+    repeated = int(kept.sum()) - matrix.nnz if len(values) else 0
     matrix.sum_duplicates()
     notes = [f"{source} lists {repeated} (node, feature) pair{'s' if repeated != 1 else ''} more than once; their "
              "values are summed"] if repeated > 0 else []  # fmt: skip
-    return Features(sp.csr_matrix(matrix, dtype=np.float32), typed, True, names, notes)
+    return Features(sp.csr_matrix(matrix, dtype=np.float32), typed, True, names, notes + ([note] if note else []))
 
 
-def _long_features(table: TableInput, id_column: str | None) -> Features:
+def _long_features(table: TableInput, id_column: str | None, like: list[str] | int | None = None) -> Features:
     import pyarrow as pa
 
     columns = table.columns
@@ -808,10 +847,10 @@ def _long_features(table: TableInput, id_column: str | None) -> Features:
     node_keys = pa.chunked_array(nodes).combine_chunks()
     feature_keys = pa.chunked_array(features).combine_chunks()
     weights = _joined(values) if values else np.ones(done)
-    return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file")
+    return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file", like)
 
 
-def _json_features(path: Path) -> Features:
+def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
     import pyarrow as pa
 
     try:
@@ -853,15 +892,16 @@ def _json_features(path: Path) -> Features:
                            f"{feature_keys.type}")  # fmt: skip
     if node_ids is None:  # row i is node i: a list of lists
         rows = np.repeat(np.arange(len(entries)), lengths)
-        columns, width, names = _feature_columns(feature_keys, str(path))
-        matrix = sp.coo_matrix((float32_features(values, path), (rows, columns)), shape=(len(entries), width))
-        matrix = matrix.tocsr()
+        columns, width, names, note = _feature_columns(feature_keys, str(path), like)
+        kept = columns >= 0
+        matrix = sp.coo_matrix((float32_features(values, path)[kept], (rows[kept], columns[kept])),
+                               shape=(len(entries), width)).tocsr()  # fmt: skip
         matrix.sum_duplicates()
-        return Features(sp.csr_matrix(matrix, dtype=np.float32), None, False, names)
+        return Features(sp.csr_matrix(matrix, dtype=np.float32), None, False, names, [note] if note else [])
     if not node_ids:
         raise DatasetError(f"feature file {path} is an empty JSON object; give {shape}")
     node_keys = pa.array(np.repeat(np.array(node_ids, dtype=object), lengths).tolist(), type=pa.string())
-    features = _sparse_by_id(node_keys, feature_keys, values, str(path), "feature file")
+    features = _sparse_by_id(node_keys, feature_keys, values, str(path), "feature file", like)
     # nodes listed with no active feature still have a row
     listed = _id_array(pa.array(node_ids, type=pa.string()), str(path), "feature")
     return _rows_for(features, listed)
@@ -1031,7 +1071,7 @@ def _as_node_ids(column: Any, nodes: NodeIds) -> tuple[Any, np.ndarray]:
 def load_files(
     edges: Any, features: Any, labels: Any = None, directed: bool = False, *, edge_weight: str | int | None = None,
     feature_ids: Any = None, feature_layout: str = "auto", id_column: str | None = None,
-    label_column: str | None = None, progress: bool = False,
+    label_column: str | None = None, progress: bool = False, feature_names: list[str] | int | None = None,
 ) -> LoadedDataset:
     """A :class:`LoadedDataset` from a user's tables; ``node_ids`` maps row i to the node's id in them.
 
@@ -1061,6 +1101,11 @@ def load_files(
         The label column's name in a label table of more than two columns.
     progress
         Say how far the reading of large files has come (on standard error).
+    feature_names
+        The columns of the model the graph is for (``gca embed``): the feature names it was trained on, or its
+        number of columns. Long and JSON features are then mapped to those columns — features it does not have are
+        left out, with one warning line — so that a vocabulary in another order or with other words gives the
+        same columns as in training. ``None``: the columns the features' own ids give.
 
     Returns
     -------
@@ -1071,7 +1116,7 @@ def load_files(
         where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
     """
     table = _edge_table(edges, progress)  # first: a missing or empty edge file is said before the features are read
-    read = feature_input(features, feature_ids, feature_layout, id_column, progress)
+    read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
     if id_column is not None:
         _check_id_column(id_column, features, labels)
     matrix = read.matrix

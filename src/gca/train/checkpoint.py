@@ -177,7 +177,8 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     """``state`` (a checkpoint read from ``path``) when every entry that gca reads from it is sound, else a
     :class:`CheckpointError` of one line naming ``path`` and the entry. Both kinds: ``config`` (a configuration
     :class:`~gca.config.GCAConfig` accepts), ``in_channels`` (≥ 1), ``model`` (a non-empty table of finite
-    tensors), ``losses`` (finite numbers), and where present ``user_encoder`` (text) and ``provenance`` (a table of
+    tensors), ``losses`` (finite numbers), and where present ``user_encoder`` (text), ``feature_names`` (a list of
+    text) and ``provenance`` (a table of
     JSON's plain values). A training checkpoint also: ``epoch`` (0 … its config's epochs, one loss
     each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table), ``optimizer`` (Adam's
     state: parameter groups of finite settings, per-parameter moments that are finite tensors and a step count)
@@ -220,6 +221,9 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     user = state.get("user_encoder")
     if user is not None and not isinstance(user, str):
         raise _damaged(path, f"'user_encoder' is {_shown(user)}, not the name of a class")
+    names = state.get("feature_names")  # optional: the columns' names, where a sparse feature file named them
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise _damaged(path, f"'feature_names' is {_shown(names)}, not a list of names")
     provenance = state.get("provenance")  # optional: files from before it was recorded have none
     if provenance is not None and not (isinstance(provenance, dict) and _json_like(provenance)):
         raise _damaged(path, f"'provenance' is {_shown(provenance)}, not a table of plain values")
