@@ -328,3 +328,15 @@ def test_embed_reads_named_sparse_features_into_the_columns_the_model_was_traine
     trained, other = (pq.read_table(tmp_path / f"{n}.parquet").to_pandas().set_index("node_id").sort_index()
                       for n in ("train", "other"))  # fmt: skip
     np.testing.assert_allclose(other.to_numpy(), trained.to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_id_list_keeps_each_line_whole(tmp_path):
+    (tmp_path / "ids.txt").write_text("id\nSmith, J.\nDoe, A.\nRoe  B\n")  # commas and spaces inside ids
+    np.save(tmp_path / "x.npy", np.arange(9, dtype=np.float32).reshape(3, 3))
+    (tmp_path / "e.csv").write_text("source;target\nSmith, J.;Doe, A.\nDoe, A.;Roe  B\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.npy", feature_ids=tmp_path / "ids.txt")
+    assert loaded.node_ids == ["Smith, J.", "Doe, A.", "Roe  B"]
+    assert loaded.data.edge_index.tolist() == [[0, 1, 1, 2], [1, 0, 2, 1]]
+    (tmp_path / "short.txt").write_text("a\nb\n")
+    with pytest.raises(DatasetError, match="holds 2 ids but .* has 3 rows"):
+        load_files(tmp_path / "e.csv", tmp_path / "x.npy", feature_ids=tmp_path / "short.txt")

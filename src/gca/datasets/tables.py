@@ -447,11 +447,18 @@ def read_text_column(path: Path, what: str) -> Any:
     path = Path(path)
     check_regular_file(path, what)
     if path.suffix.lower() == ".npy":
-        values = np.load(path, allow_pickle=False)
+        try:
+            values = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{what} file {path} is not a readable .npy array ({_first_line(exc)})") from None
         if values.ndim != 1:
             raise DatasetError(f"{what} file {path} must hold one id per row (a 1-D array), got shape {values.shape}")
         return pa.array(values)
     table = TableInput(path, what)
+    # one id per line, whole: an id may hold commas or spaces ("Smith, J."), so no delimiter splits it
+    table.delimiter, table.padded = "\x1f", True
+    table.sample = [[" ".join(fields)] for fields in table.sample] if table.sample else []
+    table.columns = table.columns[:1]
     first = table.sample[0][0].lower() if table.sample else ""
     table.set_header(first in {"id", "node", "node_id", "name", "nodeid"})
     parts = [b.column(0) for b in table.batches([0], {0: pa.string()})]
