@@ -156,12 +156,30 @@ def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
     peak resident memory (the whole process: interpreter, libraries, the features' mapped pages included)."""
     import re
     import shutil
+    import threading
 
     shutil.rmtree(cache, ignore_errors=True)
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "gca.cli", "prepare", "--edges", str(paths[kind]),
                "--features", str(paths["features"])]  # fmt: skip
-    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "GCA_CACHE_DIR": str(cache)},
-                         check=False)  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "GCA_CACHE_DIR": str(cache)})  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True)
+    reader.start()
+    anon, where = 0, ""  # peak anonymous memory (the process's own, not mapped files' pages) and the phase then
+    while process.poll() is None:
+        for pid in _children(process.pid):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            now = int(re.search(r"RssAnon:\s+(\d+)", status).group(1)) * 1024 if "RssAnon" in status else 0
+            if now > anon:
+                anon, where = now, (lines[-1].strip() if lines else "starting")
+        time.sleep(0.5)
+    stdout = process.stdout.read()
+    reader.join()
+    out = subprocess.CompletedProcess(command, process.returncode, stdout, "".join(lines))
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) * 1024
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", out.stderr).group(1)
     seconds = sum(float(part) * 60**i for i, part in enumerate(reversed(wall.split(":"))))
@@ -169,7 +187,21 @@ def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
     if out.returncode != 0:
         raise SystemExit(f"gca prepare failed:\n{out.stderr[-3000:]}")
-    return {"seconds": seconds, "peak": peak, "stored": size, "said": out.stdout.strip()}
+    return {"seconds": seconds, "peak": peak, "anon": anon, "anon_at": where, "stored": size,
+            "said": out.stdout.strip()}  # fmt: skip
+
+
+def _children(pid: int) -> list[int]:
+    """``pid`` and its descendants (``/usr/bin/time`` runs gca as its child)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        try:
+            queue += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except OSError:
+            pass
+    return found
 
 
 def main() -> None:
@@ -192,8 +224,10 @@ def main() -> None:
             f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()), flush=True)  # fmt: skip
         for kind in ("csv", "parquet"):
             result = prepare_large(paths, kind, Path(args.folder) / "cache")
-            print(f"{kind}: gca prepare {result['seconds']:.0f} s, peak {result['peak'] / 2**30:.2f} GiB, prepared "
-                  f"graph {result['stored'] / 1e9:.2f} GB — {result['said']}", flush=True)  # fmt: skip
+            print(f"{kind}: gca prepare {result['seconds']:.0f} s, peak resident {result['peak'] / 2**30:.2f} GiB "
+                  f"(of which anonymous, not mapped files' pages: {result['anon'] / 2**30:.2f} GiB, reached after "
+                  f"{result['anon_at']!r}), prepared graph {result['stored'] / 1e9:.2f} GB — {result['said']}",
+                  flush=True)  # fmt: skip
         return
     print(f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
           f"{'features MB':>12} {'B/edge':>7}")  # fmt: skip

@@ -340,3 +340,27 @@ def test_an_id_list_keeps_each_line_whole(tmp_path):
     (tmp_path / "short.txt").write_text("a\nb\n")
     with pytest.raises(DatasetError, match="holds 2 ids but .* has 3 rows"):
         load_files(tmp_path / "e.csv", tmp_path / "x.npy", feature_ids=tmp_path / "short.txt")
+
+
+def test_self_loops_are_left_out_by_the_reader_once_and_the_graph_is_cleaning_s(tmp_path):
+    """The reader leaves self-loops out (cleaning would copy the whole edge list to do it): the graph equals what
+    cleaning makes of the raw pairs, and the loops are said once."""
+    import torch
+    from torch_geometric.data import Data
+
+    from gca.graph.graph import prepare_graph
+
+    rng = np.random.default_rng(11)
+    pairs = rng.integers(0, 30, size=(200, 2))
+    pairs[:7, 1] = pairs[:7, 0]  # loops, some repeated
+    pairs[7] = pairs[0]
+    (tmp_path / "e.csv").write_text("".join(f"{u},{v}\n" for u, v in pairs))
+    np.save(tmp_path / "x.npy", rng.random((30, 4)).astype(np.float32))
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.npy")
+    loops = len({int(u) for u, v in pairs if u == v})
+    assert [w for w in loaded.warnings if "self-loop" in w] == [f"removed {loops} self-loops (GCN adds its own)"]
+    ours = prepare_graph(loaded.data, directed=False)
+    raw = Data(x=loaded.data.x, edge_index=torch.from_numpy(pairs.T.copy()), num_nodes=30)
+    theirs = prepare_graph(raw, directed=False)
+    assert torch.equal(ours.edge_index.long(), theirs.edge_index.long())
+    assert not any("self-loop" in w for w in ours.warnings)

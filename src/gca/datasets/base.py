@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -232,7 +233,8 @@ def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: 
         for start in range(0, len(source), EDGE_BLOCK):
             yield source[start : start + EDGE_BLOCK], target[start : start + EDGE_BLOCK]
 
-    return undirected_edges(blocks, num_nodes, len(source))
+    edge_index, repeated, _ = undirected_edges(blocks, num_nodes, len(source))
+    return edge_index, repeated
 
 
 #: Listed edges handled at a time by :func:`undirected_edges`.
@@ -261,7 +263,16 @@ def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     return blocks
 
 
-def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor, int]:
+class UndirectedEdges(NamedTuple):
+    """:func:`undirected_edges`'s answer: the edge list, the listed pairs that repeat an earlier one, and the
+    self-loops left out (``keep_loops=False``; else 0)."""
+
+    edge_index: torch.Tensor
+    repeated: int
+    loops: int
+
+
+def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = True) -> UndirectedEdges:
     """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
     many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
     read twice, ``listed`` entries in all.
@@ -281,6 +292,8 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         N.
     listed
         The listed entries in all.
+    keep_loops
+        Keep each self-loop once (``False``: leave them out — a GCN adds its own — and count them).
     """
     n = num_nodes
     # a block's temporaries are some 40 bytes per entry: a small graph gets smaller blocks, so that they stay a
@@ -350,6 +363,9 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         del keep
         strict_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts - loop_rows, out=strict_ptr[1:])
+    loops = int(loop_rows.sum())
+    if not keep_loops and loops:  # the rows without their loops are the rows from here on
+        upper, upper_ptr, counts = strict, strict_ptr, counts - loop_rows
     lower = sp.csr_matrix((np.ones(strict.size, dtype=np.int8), strict, strict_ptr), shape=(n, n)).tocsc()
     del strict
     lower.data = None
@@ -374,7 +390,7 @@ def undirected_edges(blocks, num_nodes: int, listed: int) -> tuple[torch.Tensor,
         first, last = int(upper_ptr[row]), int(upper_ptr[stop])
         span[own + (np.arange(first, last) - np.repeat(upper_ptr[row:stop], counts[row:stop]))] = upper[first:last]
     remember_symmetric(edge_index, n)  # built so: cleaning need not check it again
-    return edge_index, repeated
+    return UndirectedEdges(edge_index, repeated, 0 if keep_loops else loops)
 
 
 def repeated_edges_warning(path: str | Path, repeated: int, weighted: bool = False) -> str:

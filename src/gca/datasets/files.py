@@ -1135,9 +1135,16 @@ def load_files(
         notes.append(f"{nodes.added} node{'s' if nodes.added != 1 else ''} of edge file {table.name} have no features "
                      f"in {features_name}; their features are all zero")  # fmt: skip
     weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
+    loop_notes: list[str] = []
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
-        edge_index, repeated = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
-                                                read_edges.count)  # fmt: skip
+        # self-loops left out here, not by cleaning: at 6·10⁸ edges, cleaning would copy the edge list to drop them
+        edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
+                                                       read_edges.count, keep_loops=False)  # fmt: skip
+        if loops:
+            loop_notes.append(f"removed {loops} self-loop{'s' if loops != 1 else ''} (GCN adds its own)")
+            if not edge_index.shape[1]:
+                raise DatasetError(f"edge file {table.name} lists only self-loops; GCA learns from the graph "
+                                   "structure, so give at least one edge between two nodes")  # fmt: skip
         edge_weight_tensor = None
     elif weights is None:
         edge_index, repeated = edge_list(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
@@ -1158,7 +1165,7 @@ def load_files(
         data.edge_weight = edge_weight_tensor
     name = Path(edges).stem if not is_table_object(edges) else "graph"
     notes = ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else []) + \
-        weight_notes + notes + label_notes  # fmt: skip
+        loop_notes + weight_notes + notes + label_notes  # fmt: skip
     return LoadedDataset(name, data, named=False, node_ids=nodes.exported(), directed=directed, warnings=notes,
                          class_names=class_names, feature_names=read.names)  # fmt: skip
 

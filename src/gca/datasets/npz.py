@@ -158,7 +158,7 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
         edge_index, repeated = edge_list(coo.row, coo.col, num_nodes, directed)
         del coo
     else:  # read a block of rows at a time: no row array, no 64-bit edge list
-        edge_index, repeated = undirected_edges(csr_blocks(adj.indptr, adj.indices), num_nodes, adj.nnz)
+        edge_index, repeated, _ = undirected_edges(csr_blocks(adj.indptr, adj.indices), num_nodes, adj.nnz)
         del adj, arrays["adj_data"], arrays["adj_indices"]
     if sp.issparse(attr):
         attr = attr.tocoo()

@@ -390,7 +390,7 @@ def _mirrored(edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tenso
     from ..datasets.base import undirected_edges  # the loaders' builder; imported here, as gca.datasets is large
 
     pairs = edge_index.numpy()
-    both, _ = undirected_edges(lambda: [(pairs[0], pairs[1])], num_nodes, pairs.shape[1])
+    both = undirected_edges(lambda: [(pairs[0], pairs[1])], num_nodes, pairs.shape[1]).edge_index
     if not values:
         return both, []
     keys = edge_index[0].long() * num_nodes + edge_index[1].long()  # sorted: edge_index is coalesced
