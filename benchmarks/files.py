@@ -216,13 +216,14 @@ def main() -> None:
     parser.add_argument("--large-nodes", type=int, default=10_000_000)
     parser.add_argument("--large-edges", type=int, default=300_000_000)
     parser.add_argument("--large-features", type=int, default=16)
+    parser.add_argument("--large-kind", choices=("csv", "parquet"), action="append", help="which (default both)")
     args = parser.parse_args()
     if args.large:
         start = time.perf_counter()
         paths = write_large(Path(args.folder), args.large_nodes, args.large_edges, args.large_features)
         print(f"files ready in {time.perf_counter() - start:.0f} s: " + ", ".join(
             f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()), flush=True)  # fmt: skip
-        for kind in ("csv", "parquet"):
+        for kind in args.large_kind or ("csv", "parquet"):
             result = prepare_large(paths, kind, Path(args.folder) / "cache")
             print(f"{kind}: gca prepare {result['seconds']:.0f} s, peak resident {result['peak'] / 2**30:.2f} GiB "
                   f"(of which anonymous, not mapped files' pages: {result['anon'] / 2**30:.2f} GiB, reached after "

@@ -299,6 +299,13 @@ def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = Tru
     # a block's temporaries are some 40 bytes per entry: a small graph gets smaller blocks, so that they stay a
     # fraction of its own size (at most EDGE_BLOCK entries, for the largest)
     step = max(1 << 16, min(EDGE_BLOCK, listed // 8))
+    given = blocks
+
+    def blocks():  # the caller's blocks, cut to at most ``step`` entries
+        for source, target in given():
+            for start in range(0, len(source), step):
+                yield source[start : start + step], target[start : start + step]
+
     kind = np.int32 if n < 2**31 else np.int64
     counts = np.zeros(n, dtype=np.int64)
     upper_form, last = True, None  # listed once, as (smaller, larger), sorted: the upper CSR already

@@ -69,7 +69,6 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from ..disk import trim_heap
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -82,7 +81,7 @@ from .base import (
     undirected_edges,
     weighted_edge_list,
 )
-from .tables import ConversionFailed, TableInput, is_table_object, read_text_column
+from .tables import ConversionFailed, TableInput, is_table_object, read_text_column, release_memory
 
 HEADER_NAMES = {
     "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
@@ -354,26 +353,34 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
     kind = nodes.id_type()
     types = {0: kind, 1: kind, **({weight_column: pa.float64()} if weight_column is not None else {})}
     sources, targets, weights, done = [], [], [], 0
+    # A look-up builds a hash table of all the graph's ids: blocks are looked up together, both columns at once, a
+    # few ids per node at a time (at 2·10⁷ edges block by block, the tables took 32 of 35 s).
+    group = max(4 * nodes.size, 1 << 22) if nodes.keys is not None else 0
     try:
-        for batch in table.batches(columns, types):
-            pair = []
+        for batch in _grouped(table.batches(columns, types), group):
+            ends = []
             for c in (0, 1):
                 column = batch.column(c)
                 if column.null_count:
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
                     raise DatasetError(f"{table.name}, {table.where(row)}: expected two node ids per line, got an "
                                        "empty one")  # fmt: skip
-                if nodes.grow and not nodes.integer:  # an id with spaces around it would become a node of its own
-                    column = pc.utf8_trim_whitespace(column)
+                ends.append(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+            column = pa.concat_arrays(ends)  # sources, then targets
+            del ends
+            if nodes.grow and not nodes.integer:  # an id with spaces around it would become a node of its own
+                column = pc.utf8_trim_whitespace(column)
+            rows, unknown = nodes.rows(column)
+            if unknown.any() and not nodes.integer:  # spaces around some ids, where the sample had none
+                column = pc.utf8_trim_whitespace(column)
                 rows, unknown = nodes.rows(column)
-                if unknown.any() and not nodes.integer:  # spaces around some ids, where the sample had none
-                    column = pc.utf8_trim_whitespace(column)
-                    rows, unknown = nodes.rows(column)
-                if unknown.any():
-                    raise _unknown_node(table, column, unknown, nodes, features_name)
-                pair.append(rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32, copy=False))
-            sources.append(pair[0])
-            targets.append(pair[1])
+            if unknown.any():
+                raise _unknown_node(table, column, unknown, nodes, features_name)
+            rows = rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32, copy=False)
+            sources.append(rows[: batch.num_rows].copy())
+            targets.append(rows[batch.num_rows :].copy())
+            del rows, column
+            release_memory()
             if weight_column is not None:
                 column = batch.column(2)
                 if column.null_count:
@@ -392,6 +399,25 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
     if weight_column is not None:
         weight = edge_weights(_joined(weights), table.name, table.where)
     return _Edges(sources, targets, weight, table)
+
+
+def _grouped(batches, rows: int):
+    """The tables of ``batches`` joined (without copying) into tables of at least ``rows`` rows; as they are where
+    ``rows`` is 0."""
+    import pyarrow as pa
+
+    if not rows:
+        yield from batches
+        return
+    held, count = [], 0
+    for batch in batches:
+        held.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.concat_tables(held)
+            held, count = [], 0
+    if held:
+        yield pa.concat_tables(held)
 
 
 def _released_on_second_pass(sources: list, targets: list):
@@ -719,6 +745,7 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     ids = None
     if id_index is not None:
         ids = _id_array(pa.chunked_array(id_parts), table.name, "feature", table)
+    release_memory()
     return Features(matrix, ids)
 
 
@@ -1156,7 +1183,7 @@ def load_files(
             "(directed=True)")  # fmt: skip
     sources.clear()  # the listed edges go before the labels are read
     targets.clear()
-    trim_heap()  # the blocks' freed memory back to the system before the next phase
+    release_memory()  # the blocks' freed memory back to the system before the next phase
     x = _feature_tensor(matrix)
     y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(
         labels, nodes, id_column, label_column, progress)  # fmt: skip

@@ -288,7 +288,7 @@ class TableInput:
             rows += table.num_rows
             yield pa.table(arrays, names=[self.columns[i] for i in columns])
             del table, arrays
-            trim_heap()  # the block's freed memory back to the system: freed heap otherwise stays resident
+            release_memory()  # the block's freed memory back to the system: otherwise it stays resident
             if self.progress:
                 self.progress(done, total)
 
@@ -425,6 +425,15 @@ def _clean(block: bytes, first: bool, whitespace: bool) -> bytes:
     return block
 
 
+def release_memory() -> None:
+    """Freed memory back to the system: the C heap's (:func:`gca.disk.trim_heap`) and PyArrow's default pool's,
+    which otherwise keep what a block's arrays held for the rest of the run."""
+    import pyarrow as pa
+
+    trim_heap()
+    pa.default_memory_pool().release_unused()
+
+
 def _first_line(exc: Any) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 160 else text[:157] + "..."
@@ -465,4 +474,5 @@ def read_text_column(path: Path, what: str) -> Any:
     return pa.chunked_array(parts, type=pa.string()).combine_chunks() if parts else pa.array([], pa.string())
 
 
-__all__ = ["BLOCK_BYTES", "ConversionFailed", "TableInput", "is_parquet", "is_table_object", "read_text_column"]
+__all__ = ["BLOCK_BYTES", "ConversionFailed", "TableInput", "is_parquet", "is_table_object", "read_text_column",
+           "release_memory"]
