@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy (default: runs/embed)")
     emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+    emb.add_argument("--quiet", action="store_true", help="no progress of inference (shown where it takes a few "
+                     "seconds)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,6 +41,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     from ..train.estimator import GCA
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
+    estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)

@@ -160,7 +160,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
             plots=plots, plot_title=job.name,
-            on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
+            on_update=LongRunHint(job.config, job.graph.num_nodes, device=place.device) if place.writes else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
             scratch=None if place.writes else _scratch_folder(),
         )  # fmt: skip

@@ -14,13 +14,14 @@ when the job has one (:attr:`Job.store`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..augment.prepared import PreparedGraph
+from ..augment.prepared import PreparedGraph, preparation_steps
 from ..config import (
     ConfigError,
     GCAConfig,
@@ -35,6 +36,7 @@ from ..datasets.base import LoadedDataset
 from ..disk import page_out, trim_heap
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
+from ..progress import phase
 from ..train.estimator import GCA
 from ..train.fast import FastChoice, fast_choice
 from .cache import CACHE_MIN_EDGES, PreparedStore
@@ -156,7 +158,8 @@ class Job:
         return self.loaded.data.y
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
-        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``.
+        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``;
+        where the estimator's ``progress`` is on, the steps show on stderr once they take a few seconds.
 
         Parameters
         ----------
@@ -166,9 +169,13 @@ class Job:
             Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
         """
         start = time.perf_counter()
-        self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
-        cleaning = time.perf_counter() - start
-        self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None)
+        steps = preparation_steps(estimator.config, clean=True)  # cleaned here, the rest by the estimator
+        with contextlib.closing(phase(len(steps), "prepare", "step", enabled=estimator.progress)) as bar:
+            self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
+            cleaning = time.perf_counter() - start
+            bar.update(1, done="cleaned")
+            self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None,
+                                              on_step=lambda name: bar.update(1, done=name))  # fmt: skip
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
         trim_heap()  # the loader's and the preparation's freed blocks go back to the kernel
         return self.prepared
