@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import gca.train.fast as fast
 from gca import GCA
@@ -47,7 +48,7 @@ def test_a_mini_batch_choice_keeps_the_settings_number_of_updates_and_the_users_
     assert exact.apply(cfg, 2708) == cfg.replace(batch_size=0)
     assert exact.record() == {"training": "exact", "batch_size": 0, "fanout": [], "reason": exact.reason,
                               "chosen": {"training": "exact", "batch_size": 0, "fanout": []},
-                              "kept_user_keys": []}  # fmt: skip
+                              "kept_user_keys": [], "chosen_by": "--fast"}  # fmt: skip
     assert fast_choice(7650, "mps").reason.startswith("7,650 nodes on mps")
 
 
@@ -68,7 +69,7 @@ def test_a_job_takes_the_choice_between_the_datasets_setting_and_the_users(tmp_p
     assert mine.config.batch_size == 0 and mine.fast.kept == ("batch_size",)  # the user's value wins …
     assert mine.record()["fast_path"] | {"reason": ""} == {  # … and results.json says what trained
         "training": "exact", "batch_size": 0, "fanout": [], "reason": "", "kept_user_keys": ["batch_size"],
-        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]}}  # fmt: skip
+        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]}, "chosen_by": "--fast"}  # fmt: skip
     mine = Job.open(karate, None, {"batch_size": 4}, fast=True, device="cpu")
     assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)
     assert mine.fast.describe().startswith("--fast kept your batch_size (it would have chosen mini-batches")
@@ -96,7 +97,8 @@ def test_gca_train_fast_trains_in_mini_batches_above_the_threshold(tmp_path, cap
     assert record["fast_path"] | {"reason": ""} == {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10],
                                                    "chosen": {"training": "mini-batch", "batch_size": 8,
                                                               "fanout": [10, 10]},  # per layer, as trained
-                                                   "reason": "", "kept_user_keys": []}  # fmt: skip
+                                                   "reason": "", "kept_user_keys": [],
+                                                   "chosen_by": "--fast"}  # fmt: skip
     assert record["config"]["batch_size"] == 8 and len(record["losses"]) == 2  # --epochs is obeyed
     assert "mini-batches of 8 anchors, fan-out 10,10; --fast chose mini-batches: 34 nodes" in capsys.readouterr().out
 
@@ -145,3 +147,102 @@ def test_link_prediction_records_the_fast_paths_choice_as_the_other_tasks_do(tmp
     assert main(args) == 0
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["fast_path"]["training"] == "mini-batch" and record["config"]["batch_size"] == 8
+
+
+# gca train's default on a CPU (issue 43): mini-batches where the exact schedule is estimated over the bound
+
+
+@pytest.fixture
+def exact_estimate(monkeypatch):
+    """An exact update estimated at ``seconds`` whatever the graph (the cost model's answer, set by the test)."""
+
+    def estimate(seconds: float) -> None:
+        monkeypatch.setattr(fast, "exact_update_seconds", lambda *args: seconds)
+
+    return estimate
+
+
+def test_the_default_estimates_the_exact_schedule_from_the_graph_and_the_setting():
+    from gca.train.fast import EXACT_BOUND_SECONDS, default_choice, exact_update_seconds
+
+    x = torch.zeros(40_000, 100)
+    x[:, :10] = 1.0
+    users = build_config(None, None, {"epochs": 500})  # 40,000 nodes, 500 epochs of the default widths
+    choice = default_choice(40_000, 800_000, x, users, "cpu")
+    assert choice.mini_batch and choice.by == "default" and choice.exact_seconds > EXACT_BOUND_SECONDS
+    assert choice.layer() == {"batch_size": FAST_BATCH_SIZE, "fanout": (10,)}
+    assert choice.describe().startswith("mini-batches by default: the paper's exact training (500 updates of all "
+                                        "40,000 nodes) is estimated at about ")  # fmt: skip
+    assert "(--exact keeps the paper's full-graph training)" in choice.describe()
+    small = default_choice(2_708, 10_556, torch.ones(2_708, 16), build_config("Cora"), "cpu")  # Cora's size
+    assert not small.mini_batch and small.exact_seconds < EXACT_BOUND_SECONDS
+    assert default_choice(40_000, 800_000, x, users, "cuda") is None  # a GPU keeps the configuration
+    assert default_choice(40_000, 800_000, x, users.replace(epochs=20), "cpu").batch_size == 0  # a short run
+    # four processes share each exact update
+    per_process = default_choice(40_000, 800_000, x, users, "cpu", world_size=4).exact_seconds
+    assert per_process == pytest.approx(choice.exact_seconds / 4)
+    # the estimate grows with the graph and the width
+    assert exact_update_seconds(20_000, 0, 100, None, users) > exact_update_seconds(10_000, 0, 100, None, users)
+    assert exact_update_seconds(10_000, 0, 100, None, users.replace(hidden=256)) > exact_update_seconds(
+        10_000, 0, 100, None, users)  # fmt: skip
+
+
+def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_long(tmp_path, capsys,
+                                                                                    small_thresholds,
+                                                                                    exact_estimate):  # fmt: skip
+    exact_estimate(100.0)  # Karate's 100 epochs × 100 s: 2.8 h
+    args = ["train", "--no-eval", "--quiet", "--set", "warmup_steps=0"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert ("mini-batches of 8 anchors, fan-out 10,10; 20 epochs of 5 updates keep the full-graph setting's 100 "
+            "updates") in out  # fmt: skip
+    assert ("mini-batches by default: the paper's exact training (100 updates of all 34 nodes) is estimated at about "
+            "2.8 h on 2 CPU cores, over 1 h (--exact keeps the paper's full-graph training)") in out  # fmt: skip
+    record = json.loads((tmp_path / "a" / "results.json").read_text())["fast_path"]
+    assert record["training"] == "mini-batch" and record["chosen_by"] == "default"
+    assert record["exact_estimate_seconds"] == 10_000.0
+    # --exact keeps the paper's training, and says nothing of the estimate
+    assert main([*args, "--exact", "--out", str(tmp_path / "b")]) == 0
+    assert "by default" not in capsys.readouterr().out
+    record = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert record["config"]["batch_size"] == 0 and "fast_path" not in record
+    # a batch_size of the user's makes no choice; a fanout of theirs is kept
+    assert main([*args, "--set", "batch_size=0", "--out", str(tmp_path / "c")]) == 0
+    record = json.loads((tmp_path / "c" / "results.json").read_text())
+    assert record["config"]["batch_size"] == 0 and "fast_path" not in record
+    assert main([*args, "--set", "fanout=3", "--out", str(tmp_path / "d")]) == 0
+    record = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert record["config"]["fanout"] == [3] and record["fast_path"]["kept_user_keys"] == ["fanout"]
+    # within the bound the default keeps exact training, quietly, and results.json says why
+    capsys.readouterr()
+    exact_estimate(1.0)
+    assert main([*args, "--out", str(tmp_path / "e")]) == 0
+    assert "by default" not in capsys.readouterr().out
+    record = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert record["config"]["batch_size"] == 0 and record["fast_path"]["chosen_by"] == "default"
+    assert record["fast_path"]["training"] == "exact" and record["fast_path"]["exact_estimate_seconds"] == 100.0
+
+
+def test_fast_and_exact_together_and_exact_with_a_batch_size_are_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--fast", "--exact", "--out", str(tmp_path / "a")])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert stop.value.code == 2
+    assert err == ["gca: error: argument --exact: not allowed with argument --fast (see gca train --help)"]
+    assert main(["train", "--exact", "--set", "batch_size=8", "--quiet", "--out", str(tmp_path / "b")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["gca: error: --exact trains on the whole graph at every update, and batch_size=8 asks for "
+                   "mini-batches; leave out one of them"]  # fmt: skip
+
+
+def test_the_python_api_and_gca_reproduce_keep_their_configuration(small_thresholds, exact_estimate):
+    exact_estimate(1e6)
+    karate = load_dataset("Karate")
+    job = Job.open(karate)  # a script's job: the configuration as it is
+    assert job.config.batch_size == 0 and job.fast is None
+    assert Job.open(karate, training="auto").config.batch_size == 8  # what gca train asks for
+    assert Job.open(karate, training="exact").config.batch_size == 0
+    with pytest.raises(ValueError, match="training must be one of"):
+        Job.open(karate, training="quick")
+    runs = [run for cell in Planner(TINY, baselines=()).table3("Karate") for run in cell.runs]
+    assert runs and all(dict(run.config)["batch_size"] == 0 for run in runs)  # gca reproduce: its own defaults

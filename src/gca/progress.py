@@ -3,46 +3,138 @@ run will be long.
 
 tqdm's bar redraws itself with carriage returns, which is right on a terminal and hundreds of lines of noise in a
 batch job's log or CI output. :class:`Progress` uses the bar when stderr is a terminal and otherwise prints one
-plain line about every tenth of the work (and at the end). :class:`LongRunHint` (an ``on_epoch`` hook of
-:meth:`gca.GCA.fit`) projects the run's time from its first epoch. :func:`to_stderr` is the line writer the
-library's long jobs (``gca tune``'s search, ``gca reproduce``) report through by default.
+plain line about every tenth of the work, at least one a minute while the work goes on, and one at the end — each
+with the seconds spent and, before the end, an estimate of the time left. :func:`phase` makes the progress of a
+phase that is usually short (preparing a graph, evaluating, embedding): nothing shows unless it has run for
+:data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results. :class:`LongRunHint` (an
+``on_update`` hook of :meth:`gca.GCA.fit`) projects the run's time from its first updates. :func:`to_stderr` is the
+line writer the library's long jobs (``gca tune``'s search, ``gca reproduce``) report through by default.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
+#: A phase shows its progress once it has run this many seconds (:func:`phase`); shorter phases show nothing.
+PHASE_DELAY = 3.0
+#: Without a terminal, a line at least this often (seconds) while the work goes on, besides every tenth of it.
+LINE_EVERY_SECONDS = 60.0
+
 
 class Progress:
+    """The progress of ``total`` units of work: a tqdm bar when ``stream`` (default stderr) is a terminal, else a
+    plain line at every tenth of the work, at least every :data:`LINE_EVERY_SECONDS` while it goes on, and at its
+    end, e.g. ``GCA: 146/1,465 updates, epoch 1/1, loss 5.3121, 31.2 s, about 4.6 min left``.
+
+    Parameters
+    ----------
+    total
+        The units of work.
+    desc
+        What is done (the line's first word).
+    unit
+        What a unit is called (singular).
+    enabled
+        Show anything at all (``False``: ``--quiet``, or not the process that writes).
+    initial
+        The units already done (a resumed run).
+    stream
+        Where it goes; ``None`` for stderr.
+    delay
+        Show nothing until this many seconds have passed (:func:`phase`: :data:`PHASE_DELAY`).
+    clock
+        The clock the seconds are read from.
+    """
+
     def __init__(self, total: int, desc: str, unit: str, enabled: bool = True, initial: int = 0,
-                 stream: TextIO | None = None) -> None:  # fmt: skip
+                 stream: TextIO | None = None, *, delay: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.stream = stream or sys.stderr
-        self.total, self.done, self.desc, self.unit = total, initial, desc, unit
+        self.total, self.done, self.initial, self.desc, self.unit = total, initial, initial, desc, unit
         self.enabled = enabled and total > initial
+        self.clock, self.delay = clock, delay
+        self.start = self.last_line = clock()
         interactive = self.enabled and _is_terminal(self.stream)
         self.bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, dynamic_ncols=True, file=self.stream,
-                        disable=not interactive)  # fmt: skip
+                        disable=not interactive, delay=delay)  # fmt: skip
         self.every = max(1, total // 10)
         self.plain = self.enabled and not interactive
+        self.postfix: dict[str, Any] = {}
+        self.shown = False  # a plain line printed
 
     def update(self, n: int = 1, **postfix: Any) -> None:
+        """``n`` more units done; ``postfix`` (name → value) is shown after the count from now on."""
+        before = self.done
         self.done += n
         if postfix:
+            self.postfix = postfix
             self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(n)
-        if self.plain and (self.done % self.every == 0 or self.done == self.total):
-            details = "".join(f", {k} {v}" for k, v in postfix.items())
-            print(f"{self.desc}: {self.done}/{self.total} {self.unit}s{details}", file=self.stream, flush=True)
+        if not self.plain:
+            return
+        now = self.clock()
+        if now - self.start < self.delay:
+            return
+        tenth = self.done // self.every > before // self.every
+        late = self.delay > 0 and not self.shown  # a delayed phase says what it does as soon as it shows
+        if tenth or late or self.done >= self.total or now - self.last_line >= LINE_EVERY_SECONDS:
+            self.last_line, self.shown = now, True
+            print(self.line(now), file=self.stream, flush=True)
+
+    def line(self, now: float | None = None) -> str:
+        """The plain line of the work done so far: the count, the postfix, the seconds and the time left."""
+        now = self.clock() if now is None else now
+        spent = now - self.start
+        details = "".join(f", {k} {v}" for k, v in self.postfix.items())
+        text = f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s{details}, {duration(spent)}"
+        if self.initial < self.done < self.total:
+            left = spent / (self.done - self.initial) * (self.total - self.done)
+            text += f", about {duration(left)} left"
+        return text
 
     def describe(self, text: str) -> None:
         self.bar.set_postfix_str(text, refresh=True)
 
     def close(self) -> None:
         self.bar.close()
+
+
+def phase(total: int, desc: str, unit: str, enabled: bool = True) -> Progress:
+    """The progress of a phase that is usually short — preparing a graph, evaluating, embedding: shown only once it
+    has run :data:`PHASE_DELAY` seconds (read when the phase starts), so small graphs print nothing.
+
+    Parameters
+    ----------
+    total
+        The units of work.
+    desc
+        What is done.
+    unit
+        What a unit is called (singular).
+    enabled
+        Show anything at all.
+    """
+    return Progress(total, desc, unit, enabled=enabled, delay=PHASE_DELAY)
+
+
+def duration(seconds: float) -> str:
+    """``12.3 s``, ``4.6 min`` or ``1.3 h``.
+
+    Parameters
+    ----------
+    seconds
+        The time.
+    """
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.1f} h"
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -68,9 +160,11 @@ LONG_RUN_SECONDS = 3600.0
 
 
 class LongRunHint:
-    """``on_epoch`` hook: after the first epoch, if all epochs would take over ``limit`` seconds, one warning line
-    saying how long and what shortens it — mini-batches for exact training on a large graph, fewer updates for a
-    mini-batch run. A user sees it within one epoch instead of after hours; training goes on unchanged.
+    """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
+    or fewer where they took :attr:`FIRST_SECONDS` already (one update of exact training on a large graph) — if
+    the rest of the run would take over ``limit`` seconds, one warning line saying how long and what shortens it:
+    ``--fast`` (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
+    sees it within seconds instead of after an epoch or hours; training goes on unchanged.
 
     Parameters
     ----------
@@ -79,35 +173,59 @@ class LongRunHint:
     num_nodes
         The graph's nodes.
     limit
-        Warn when the remaining epochs would take longer than this many seconds.
+        Warn when the remaining updates would take longer than this many seconds.
     clock
-        The clock the first epoch is timed with.
+        The clock the first updates are timed with (from the hook's making).
     emit
         Where the warning line goes; ``None`` for stderr, above a progress bar.
+    device
+        The device training runs on: exact training is told of ``--fast`` where the fast path would choose
+        mini-batches there (:func:`gca.train.fast.fast_choice`).
+    exact_asked
+        The run trains exactly because ``--exact`` asked for it (the warning then says what dropping it does).
     """
 
+    #: Updates timed before the projection, at most.
+    FIRST_UPDATES = 3
+    #: Seconds of updates that are enough to project from, whatever their number.
+    FIRST_SECONDS = 2.0
+
     def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
-                 emit=None) -> None:  # fmt: skip
+                 emit=None, device: Any = "cpu", exact_asked: bool = False) -> None:  # fmt: skip
         self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
         self.emit = emit or _print_above_progress
+        self.device, self.exact_asked = device, exact_asked
         self.start = clock()
+        self.timed = 0  # updates this process made so far
         self.done = False
 
-    def __call__(self, epoch: int, embed: Any = None) -> None:
-        if self.done:
+    def __call__(self, update: int, updates: int | None) -> None:
+        """After update ``update`` (counted from 1 over the run, on from a resumed checkpoint's) of ``updates``."""
+        if self.done or not updates:
             return
-        self.done = True  # the first epoch this process ran (epoch counts from 1, and on from a resumed checkpoint)
-        per_epoch = self.clock() - self.start
-        remaining = per_epoch * (self.config.epochs - epoch)
+        self.timed += 1
+        spent = self.clock() - self.start
+        if self.timed < self.FIRST_UPDATES and spent < self.FIRST_SECONDS and update < updates:
+            return
+        self.done = True
+        left = updates - update
+        remaining = spent / self.timed * left
         if remaining <= self.limit:
             return
         config, n = self.config, self.num_nodes
-        head = (f"the first epoch took {per_epoch:,.1f} s, so the other {config.epochs - epoch:,} epochs need about "
-                f"{remaining / 3600:,.1f} h")  # fmt: skip
+        what = "epoch" if not config.batch_size else "update"
+        first = f"the first {what}" if self.timed == 1 else f"the first {self.timed} {what}s"
+        head = f"{first} took {spent:,.1f} s, so the other {left:,} {what}s need about {duration(remaining)}"
         if not config.batch_size:
-            advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes every epoch; for a graph "
-                      "this large, sampled mini-batches are far cheaper (--set batch_size=1024; README: Large graphs)"
-                      if n >= 20_000 else "lower --epochs, or train on a GPU (--device cuda)")  # fmt: skip
+            from .train.fast import fast_choice
+
+            if fast_choice(n, self.device).mini_batch:
+                advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
+                          "for a graph this large mini-batches are far cheaper: --fast "
+                          f"{'instead of --exact ' if self.exact_asked else ''}trains in mini-batches of 1,024 "
+                          "anchors, as many updates (README: Large graphs)")  # fmt: skip
+            else:
+                advice = "lower --epochs, or train on a GPU (--device cuda)"
         else:
             steps = config.steps_per_epoch or -(-n // config.batch_size)
             advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "

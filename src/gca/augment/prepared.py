@@ -72,8 +72,32 @@ class Kept(Protocol):
              shape: tuple[int, ...] | None = None) -> torch.Tensor: ...  # fmt: skip
 
 
+def preparation_steps(config: GCAConfig, clean: bool = True) -> list[str]:
+    """The steps :func:`prepare` takes, in order, as it names them to ``on_step`` (a progress bar counts them):
+    cleaning (``clean``: it is given a ``Data``, not a :class:`Graph`), centrality (adaptive augmentation), the
+    views' probabilities.
+
+    Parameters
+    ----------
+    config
+        The run's settings.
+    clean
+        Whether the graph is cleaned first.
+    """
+    steps = ["cleaned"] if clean else []
+    if _adaptive(config):
+        steps.append(f"centrality {config.centrality}")
+    return [*steps, "views' probabilities"]
+
+
+def _adaptive(config: GCAConfig) -> bool:
+    """Whether the views' probabilities read the centrality."""
+    return config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
+
+
 def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
-            encoder: nn.Module | None = None, store: Kept | None = None) -> PreparedGraph:  # fmt: skip
+            encoder: nn.Module | None = None, store: Kept | None = None,
+            on_step: Callable[[str], None] | None = None) -> PreparedGraph:  # fmt: skip
     """Clean ``data`` (unless it is a :class:`Graph` already) and compute centrality and both views' probabilities.
     ``encoder``: a user's encoder, else the one ``config.encoder`` names, for the warnings on unused edge values.
 
@@ -97,6 +121,8 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
         ``config.encoder``.
     store
         Where the arrays are kept between runs (:class:`Kept`); ``None``: computed here.
+    on_step
+        Told the name of each step (:func:`preparation_steps`) once it is done; ``None`` for nothing.
 
     Returns
     -------
@@ -104,7 +130,10 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
         The graph, centrality and both views' samplers.
     """
     start = time.perf_counter()
+    done = on_step or (lambda name: None)
     graph = data if isinstance(data, Graph) else prepare_graph(data, directed, config.feature_norm)
+    if not isinstance(data, Graph):
+        done("cleaned")
     for note in unused_edge_values(encoder if encoder is not None else config.encoder,
                                    graph.edge_weight is not None, graph.edge_attr is not None):  # fmt: skip
         if note not in graph.warnings:
@@ -112,11 +141,11 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
             # said to a Python user too (the command line prints graph.warnings itself and hides Python's warnings)
             warnings.warn(note, UserWarning, stacklevel=3)
             logging.getLogger("gca.augment").warning(note)
-    adaptive = config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
     centrality = None
-    if adaptive:
+    if _adaptive(config):
         centrality = _kept(store, f"centrality-{config.centrality}", lambda: node_centrality(
             config.centrality, graph.edge_index, graph.num_nodes, graph.directed), (graph.num_nodes,))  # fmt: skip
+        done(f"centrality {config.centrality}")
 
     def build() -> tuple[ViewAugmentor, ViewAugmentor]:
         return build_augmentors(
@@ -130,6 +159,7 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     if store is not None and config.batch_size and views[0].symmetric_units:
         unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True),
                               (graph.edge_index.shape[1],))  # fmt: skip
+    done("views' probabilities")
     return PreparedGraph(graph, centrality, views, time.perf_counter() - start, unit_ids)
 
 

@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
     emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy and results.json "
                      "(default: runs/embed)")  # fmt: skip
     emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
+    emb.add_argument("--quiet", action="store_true", help="no progress of inference (shown where it takes a few "
+                     "seconds)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +61,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
         from ..train.checkpoint import load_checkpoint
 
         args.feature_names = load_checkpoint(args.checkpoint).get("feature_names") or estimator.in_channels
+    estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)

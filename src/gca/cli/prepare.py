@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
                       help="override one hyperparameter (repeatable); with batch_size the sampler's unit ids are "
                       "stored too")  # fmt: skip
     prep.add_argument("--centrality", help="node centrality φ the later runs use (default: degree)")
+    prep.add_argument("--quiet", action="store_true", help="no progress of the steps that take a few seconds")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     found = store.usable()
     job = Job.open(store.loaded() if found else load_graph(args), args.config, overrides, store=store,
                    store_graph=True)  # fmt: skip
-    estimator = GCA(job.config, device="cpu")
+    estimator = GCA(job.config, device="cpu", progress=not args.quiet)
     job.prepare(estimator, require_edges=False)
     for warning in job.warnings:
         warn(warning)

@@ -40,10 +40,17 @@ def add_parser(sub) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
     )
     train.add_argument("--epochs", type=int, help="training epochs (overrides the config)")
-    train.add_argument(
+    schedule = train.add_mutually_exclusive_group()
+    schedule.add_argument(
         "--fast", action="store_true", help="choose exact or mini-batch training from the graph's size and the "
         "device (on a CPU: mini-batches of 1,024 anchors from 4,096 nodes up), keeping the setting's number of "
         "updates; your own batch_size or fanout is kept. Said in the run's header and results.json",
+    )  # fmt: skip
+    schedule.add_argument(
+        "--exact", action="store_true", help="train on the whole graph at every update, the paper's training. "
+        "Without --fast or --exact, on a CPU, a graph whose exact training is estimated at over an hour trains in "
+        "mini-batches of 1,024 anchors (fan-out 10, the setting's number of updates), said in the run's header "
+        "and results.json; your own batch_size or fanout is kept",
     )  # fmt: skip
     train.add_argument("--seed", type=int, help="random seed (default 0)")
     train.add_argument(
@@ -132,7 +139,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
     # the prepared graph on disk, where one was made from these files (link prediction re-prepares per hold-out)
     loaded, store = open_graph(args) if args.task != "link" else (load_graph(args), None)
-    job = Job.open(loaded, args.config, overrides, world_size=place.world_size, fast=args.fast, device=place.device,
+    training = "fast" if args.fast else "exact" if args.exact else "auto"
+    job = Job.open(loaded, args.config, overrides, world_size=place.world_size, training=training, device=place.device,
                    store=store, store_graph=args.cache if environment.local_rank() == 0 else False)  # fmt: skip
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
@@ -169,7 +177,8 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
             plots=plots, plot_title=job.name,
-            on_epoch=LongRunHint(job.config, job.graph.num_nodes) if place.writes else None,
+            on_update=LongRunHint(job.config, job.graph.num_nodes, device=place.device,
+                                  exact_asked=args.exact) if place.writes else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
             scratch=None if place.writes else _scratch_folder(),
         )  # fmt: skip

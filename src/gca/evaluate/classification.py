@@ -18,6 +18,7 @@ paper's 78.5 under its own); a comparison with published figures names the proto
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
 from ..names import PROTOCOLS
+from ..progress import phase
 from .splits import PARTS, EvaluationError, Split, renumber_classes, unlabelled_in
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
@@ -131,10 +133,14 @@ def evaluate_embeddings(
     splits: list[Split],
     protocol: str = "sklearn",
     device: str | torch.device | None = None,
+    progress: bool = False,
+    desc: str = "evaluate",
 ) -> EvaluationResult:
     """Test accuracy of ``features`` on ``splits`` under ``protocol`` (``sklearn`` or ``authors``).
 
     ``device`` is where the authors' probe trains (default: where ``features`` lie); scikit-learn runs on the CPU.
+    ``progress``: the splits' progress (``sklearn``) or the probe's epochs (``authors``) on stderr, once the
+    evaluation has run a few seconds (:func:`gca.progress.phase`), as ``desc``.
 
     Parameters
     ----------
@@ -153,6 +159,10 @@ def evaluate_embeddings(
         (:mod:`gca.evaluate.probe`). Another name is an :class:`EvaluationError`.
     device
         Where the authors' probe trains; ``None`` for where ``features`` lie. Not read under ``sklearn``.
+    progress
+        Show the evaluation's progress on stderr where it runs a few seconds or more.
+    desc
+        What the progress says is done.
 
     Returns
     -------
@@ -160,11 +170,12 @@ def evaluate_embeddings(
         Test accuracy (in %) per split, with micro- and macro-F1 and what each split's validation chose.
     """
     if check_protocol(protocol) == "sklearn":
-        return linear_evaluation(features, labels, splits)
+        return linear_evaluation(features, labels, splits, progress=progress, desc=desc)
     from .probe import adam_probe
 
     y = _checked_labels(features, labels, splits)
-    test, val, epochs, macro = adam_probe(features, y, splits, device=device)
+    test, val, epochs, macro = adam_probe(features, y, splits, device=device, progress=progress,
+                                          desc=f"{desc} ({len(splits)} split{'s' if len(splits) > 1 else ''})")
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
         fitted_on=[len(s[0]) for s in splits], protocol="authors", chosen_epochs=[int(e) for e in epochs],
@@ -271,6 +282,8 @@ def linear_evaluation(
     c_grid: tuple[float, ...] = DEFAULT_C_GRID,
     max_iter: int = 1000,
     max_train: int = MAX_TRAIN_NODES,
+    progress: bool = False,
+    desc: str = "evaluate",
 ) -> EvaluationResult:
     """Mean test accuracy of ℓ2 logistic regression on ``features``, C chosen per split on validation.
 
@@ -298,6 +311,10 @@ def linear_evaluation(
     max_train
         A split with more training nodes than this fits on a random sample of this many (seeded by the split's
         number); test accuracy still counts every test node.
+    progress
+        Show the splits' progress on stderr once the evaluation has run a few seconds (:func:`gca.progress.phase`).
+    desc
+        What the progress says is done.
 
     Returns
     -------
@@ -307,16 +324,18 @@ def linear_evaluation(
     """
     x, y = _inputs(features, labels, splits)
     result = EvaluationResult([])
-    for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
-        val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
-                                                           max_train)  # fmt: skip
-        predicted = _predict(clf, x, test_idx)
-        result.accuracies.append(100.0 * float((predicted == y[test_idx]).mean()))
-        result.micro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="micro")))
-        result.macro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="macro", zero_division=0)))
-        result.chosen_c.append(c)
-        result.val_accuracies.append(100.0 * val_acc)
-        result.fitted_on.append(fitted_on)
+    with contextlib.closing(phase(len(splits), desc, "split", enabled=progress)) as bar:
+        for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
+            val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
+                                                               max_train)  # fmt: skip
+            predicted = _predict(clf, x, test_idx)
+            result.accuracies.append(100.0 * float((predicted == y[test_idx]).mean()))
+            result.micro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="micro")))
+            result.macro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="macro", zero_division=0)))
+            result.chosen_c.append(c)
+            result.val_accuracies.append(100.0 * val_acc)
+            result.fitted_on.append(fitted_on)
+            bar.update(1)
     return result
 
 

@@ -34,6 +34,7 @@ import torch
 from torch.nn import functional as F
 
 from ..graph.sparse import csr_tensor
+from ..progress import phase
 from ..seeds import run_seeds
 from .splits import renumber_classes
 
@@ -120,6 +121,8 @@ def adam_probe(
     check_every: int = CHECK_EVERY,
     seed: int = 0,
     device: str | torch.device | None = None,
+    progress: bool = False,
+    desc: str = "probe",
 ) -> ProbeResult:
     """Train one linear classifier per split as the authors do; return ``(test, val, epochs, macro_f1)``
     (:class:`ProbeResult`) at the check each split reports — accuracies as fractions, epochs numbered from 1.
@@ -147,6 +150,10 @@ def adam_probe(
         Seed of the initial weights (:func:`initial_weights`).
     device
         Where the classifiers train; ``None``: where dense tensor features lie, else the CPU.
+    progress
+        Show the epochs' progress on stderr once the probe has run a few seconds (:func:`gca.progress.phase`).
+    desc
+        What the progress says is done.
 
     Returns
     -------
@@ -192,7 +199,9 @@ def adam_probe(
     val = [torch.from_numpy(np.asarray(s[1], dtype=np.int64)).to(device) for s in splits]
     test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)).to(device) for s in splits]
     work = num_splits * dim * num_classes * (sum(len(t) for t in train_idx) / num_splits + x.shape[0] / check_every)
-    with _threads(PROBE_THREADS if device.type == "cpu" and PROBE_THREADS and work < SMALL_WORK else None):
+    bar = phase(epochs - epochs % check_every, desc, "epoch", enabled=progress)  # the epochs up to the last check
+    with _threads(PROBE_THREADS if device.type == "cpu" and PROBE_THREADS and work < SMALL_WORK else None), \
+            contextlib.closing(bar):  # fmt: skip
         checks_val, checks_test, checks_f1 = [], [], []
         for epoch in range(epochs):
             if batched:
@@ -212,6 +221,7 @@ def adam_probe(
                 checks_val.append(_accuracies(predicted, y, val))
                 checks_test.append(_accuracies(predicted, y, test))
                 checks_f1.append(macro_f1s(predicted, y, test, num_classes))
+                bar.update(check_every)
     val_acc, test_acc = np.array(checks_val), np.array(checks_test)
     chosen = best_validation_check(val_acc)
     columns = np.arange(num_splits)

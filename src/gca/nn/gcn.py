@@ -277,7 +277,8 @@ class GCNEncoder(nn.Module):
 
     @torch.no_grad()
     def forward_in_chunks(self, features: Features, adjacency: RowSlices, rows: int, allocate: Allocate | None = None,
-                          share: RowShare | None = None) -> torch.Tensor | None:  # fmt: skip
+                          share: RowShare | None = None,
+                          on_rows: Callable[[int], None] | None = None) -> torch.Tensor | None:  # fmt: skip
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
 
         A layer whose successor computes M (H W) hands over H W directly: each block of its output rows is
@@ -303,6 +304,9 @@ class GCNEncoder(nn.Module):
         on the whole graph — to float32 rounding, bit for bit only where the blocks coincide. Processes other
         than the first return ``None``.
 
+        ``on_rows(count)`` is told of every block of output rows computed, layer after layer (the progress of
+        inference: ``len(layers)`` times this process's rows in all).
+
         Parameters
         ----------
         features
@@ -315,6 +319,8 @@ class GCNEncoder(nn.Module):
             ``allocate(shape, dtype, final)`` gives each N-row matrix; ``None`` for ``torch.empty``.
         share
             This process's share of the rows under torchrun; ``None`` for all of them.
+        on_rows
+            Told the rows of every block computed; ``None`` for nothing.
 
         Returns
         -------
@@ -349,6 +355,8 @@ class GCNEncoder(nn.Module):
                 else:
                     out[start:stop] = block
                 written(out, start, stop)
+                if on_rows is not None:
+                    on_rows(stop - start)
             if share is not None:
                 share.complete(out, rows, i == last, written)
             h, hw = (None, out) if handover else (out, None)

@@ -14,13 +14,14 @@ when the job has one (:attr:`Job.store`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..augment.prepared import PreparedGraph
+from ..augment.prepared import PreparedGraph, preparation_steps
 from ..config import (
     ConfigError,
     GCAConfig,
@@ -35,8 +36,9 @@ from ..datasets.base import LoadedDataset
 from ..disk import page_out, trim_heap
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
+from ..progress import phase
 from ..train.estimator import GCA
-from ..train.fast import FastChoice, fast_choice
+from ..train.fast import FastChoice, default_choice, fast_choice
 from .cache import CACHE_MIN_EDGES, PreparedStore
 
 
@@ -61,7 +63,7 @@ class Job:
     schedule
         The mini-batch epochs chosen to keep the full-graph setting's updates, if they were.
     fast
-        The fast path's choice (``--fast``), if it was asked for.
+        The fast path's choice (``--fast``), or ``gca train``'s default choice on a CPU, if one was made.
     store
         The prepared graph's folder it is read from or written to.
     store_graph
@@ -78,7 +80,7 @@ class Job:
     graph: Graph | None = field(default=None, repr=False)  # the cleaned graph, once prepared or cleaned
     split_record: dict | None = field(default=None, repr=False)  # what splits() drew
     schedule: dict | None = None  # mini-batch epochs chosen to keep the full-graph setting's updates, if they were
-    fast: FastChoice | None = None  # the fast path's choice (--fast), if it was asked for
+    fast: FastChoice | None = None  # the fast path's choice (--fast) or gca train's default, if one was made
     #: where the prepared graph is read from (when :meth:`PreparedStore.usable` found it) or written to
     store: PreparedStore | None = field(default=None, repr=False)
     #: whether a graph cleaned here is written to :attr:`store`: ``None`` from :data:`.cache.CACHE_MIN_EDGES`
@@ -90,12 +92,23 @@ class Job:
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
              world_size: int = 1, fast: bool = False, device: str | torch.device = "cpu",
-             store: PreparedStore | None = None, store_graph: bool | None = None) -> Job:  # fmt: skip
+             store: PreparedStore | None = None, store_graph: bool | None = None,
+             training: str = "config") -> Job:  # fmt: skip
         """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
 
-        ``fast`` (``--fast``): the fast path chooses exact or mini-batch training from the graph's node count and
-        ``device`` (:func:`gca.train.fast.fast_choice`), a layer between the dataset's setting and the user's: a
-        ``batch_size`` or ``fanout`` in ``config_file`` or ``overrides`` is kept; :attr:`fast` says what was chosen.
+        ``training`` says who chooses between exact and mini-batch training:
+
+        * ``"config"`` (the default): the configuration, as it is (exact unless it sets ``batch_size``);
+        * ``"fast"`` (``--fast``; ``fast=True`` says the same): the fast path, from the graph's node count and
+          ``device`` (:func:`gca.train.fast.fast_choice`);
+        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the paper's
+          exact schedule is estimated to take over :data:`gca.train.fast.EXACT_BOUND_SECONDS`
+          (:func:`gca.train.fast.default_choice`), else exact training;
+        * ``"exact"`` (``--exact``): exact training; a ``batch_size`` of the user's is refused.
+
+        A choice is a layer between the dataset's setting and the user's: a ``batch_size`` or ``fanout`` in
+        ``config_file`` or ``overrides`` is kept (under ``"auto"`` the user's ``batch_size`` makes no choice at
+        all); :attr:`fast` says what was chosen and why.
 
         A mini-batch run (``batch_size`` > 0) whose epochs the user did not give keeps the full-graph setting's
         number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
@@ -115,9 +128,11 @@ class Job:
         world_size
             The processes that will train together.
         fast
-            Let the fast path choose exact or mini-batch training (``--fast``).
+            Let the fast path choose exact or mini-batch training (``--fast``): ``training="fast"``.
         device
-            The device training will run on (read by the fast path).
+            The device training will run on (read by the fast path and the default).
+        training
+            ``"config"``, ``"fast"``, ``"auto"`` or ``"exact"`` (above).
         store
             The prepared graph's folder; ``None`` for none.
         store_graph
@@ -131,11 +146,22 @@ class Job:
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
                               "is not one of them; give a TOML or JSON file")  # fmt: skip
+        training = "fast" if fast else training
+        if training not in TRAININGS:
+            raise ValueError(f"training must be one of {', '.join(TRAININGS)}, got {training!r}")
         overrides = dict(overrides or {})
+        own_file = read_config_file(config_file) if config_file and not is_named_config(config_file) else {}
+        user = {**own_file, **overrides}  # the user's own keys
         choice = None
-        if fast:
-            own_file = read_config_file(config_file) if config_file and not is_named_config(config_file) else {}
-            choice = fast_choice(loaded.data.num_nodes, device).keeping([*own_file, *overrides])
+        if training == "exact" and user.get("batch_size"):
+            raise ConfigError(f"--exact trains on the whole graph at every update, and batch_size={user['batch_size']} "
+                              "asks for mini-batches; leave out one of them")  # fmt: skip
+        if training == "fast":
+            choice = fast_choice(loaded.data.num_nodes, device).keeping(user)
+        elif training == "auto" and "batch_size" not in user:
+            choice = _default_choice(loaded, config_file, overrides, device, world_size)
+            choice = choice.keeping(user) if choice is not None else None
+        if choice is not None:
             overrides = {**choice.layer(), **overrides}
         job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice,
                   store=store, store_graph=store_graph, world_size=world_size)  # fmt: skip
@@ -156,7 +182,8 @@ class Job:
         return self.loaded.data.y
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
-        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``.
+        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``;
+        where the estimator's ``progress`` is on, the steps show on stderr once they take a few seconds.
 
         Parameters
         ----------
@@ -166,9 +193,13 @@ class Job:
             Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
         """
         start = time.perf_counter()
-        self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
-        cleaning = time.perf_counter() - start
-        self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None)
+        steps = preparation_steps(estimator.config, clean=True)  # cleaned here, the rest by the estimator
+        with contextlib.closing(phase(len(steps), "prepare", "step", enabled=estimator.progress)) as bar:
+            self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
+            cleaning = time.perf_counter() - start
+            bar.update(1, done="cleaned")
+            self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None,
+                                              on_step=lambda name: bar.update(1, done=name))  # fmt: skip
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
         trim_heap()  # the loader's and the preparation's freed blocks go back to the kernel
         return self.prepared
@@ -282,8 +313,8 @@ class Job:
             s = self.schedule
             line += (f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
                      f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
-        if self.fast is not None:
-            line += f"; {self.fast.describe()}"
+        if self.fast is not None and (self.fast.by != "default" or self.fast.mini_batch):
+            line += f"; {self.fast.describe()}"  # the default says nothing where it keeps the paper's training
         return line
 
     def record(self) -> dict:
@@ -298,6 +329,20 @@ class Job:
     def node_ids(self) -> list[str] | None:
         """The input files' node id of each row (user files), else ``None`` (rows are nodes 0..N−1)."""
         return self.loaded.node_ids
+
+
+#: Who chooses between exact and mini-batch training in :meth:`Job.open`.
+TRAININGS = ("config", "fast", "auto", "exact")
+
+
+def _default_choice(loaded: LoadedDataset, config_file: str | None, overrides: dict[str, Any],
+                    device: str | torch.device, world_size: int) -> FastChoice | None:  # fmt: skip
+    """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of the
+    configuration the user's layers give (its epochs and widths)."""
+    data = loaded.data
+    config = build_config(loaded.name if loaded.named else None, config_file, overrides)
+    edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
+    return default_choice(data.num_nodes, edges, data.x, config, device, world_size)
 
 
 def _give_up_arrays(loaded: LoadedDataset) -> None:

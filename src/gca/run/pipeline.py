@@ -97,6 +97,7 @@ def run_gca(
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,
     embeddings_file: str | Path | None = None,
     scratch: str | Path | None = None,
+    on_update: Callable[[int, int | None], None] | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
     (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
@@ -104,7 +105,10 @@ def run_gca(
     passed to :meth:`GCA.fit` (validation during training); so is ``embeddings_file``, where a graph embedded in
     blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so), and
     ``scratch`` (a torchrun process other than the first: where its share of inference maps its matrices;
-    ``record["inference_processes"]`` says how many processes embedded the graph).
+    ``record["inference_processes"]`` says how many processes embedded the graph). ``on_update`` is passed to
+    :meth:`GCA.fit` too (:class:`gca.progress.LongRunHint`). The evaluations show their progress where the
+    estimator's ``progress`` is on and they run a few seconds or more; ``record["eval_seconds"]`` and
+    ``record["raw_eval_seconds"]`` say how long each took.
 
     The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters (the
     config's fields and ``dataset``) are logged first, the evaluation's numbers (:func:`gca.loggers.final_metrics`
@@ -142,6 +146,8 @@ def run_gca(
         A new ``.npy`` path for out-of-core embeddings, as ``GCA.fit`` takes it.
     scratch
         Where a torchrun process other than the first maps its matrices, as ``GCA.fit`` takes it.
+    on_update
+        A hook after every update, as ``GCA.fit`` takes it.
 
     Returns
     -------
@@ -151,7 +157,7 @@ def run_gca(
     with logged_run(estimator.loggers, {"dataset": dataset, **estimator.config.to_dict()}):
         result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
                       dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,
-                           embeddings_file=embeddings_file, scratch=scratch))  # fmt: skip
+                           embeddings_file=embeddings_file, scratch=scratch, on_update=on_update))  # fmt: skip
         if estimator.loggers:  # the evaluation's numbers, at the last epoch, before the loggers close
             final = final_metrics(result.record, ("accuracy", "raw_features_accuracy", "clustering"))
             if final:
@@ -193,13 +199,17 @@ def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Te
     if splits is not None and labels is not None:
         start = time.perf_counter()
         # the authors' probe trains on the training device (a GPU runs its 20 classifiers in about a second)
-        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol, device=estimator.device)
+        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol, device=estimator.device,
+                                         progress=estimator.progress)  # fmt: skip
         record["accuracy"] = evaluation.to_dict()
         record["eval_seconds"] = round(time.perf_counter() - start, 3)
         if eval_raw:
+            start = time.perf_counter()
             raw = evaluate_embeddings(raw_feature_input(prepared.graph.raw_features, protocol), labels, splits,
-                                      protocol, device=estimator.device)  # fmt: skip
+                                      protocol, device=estimator.device, progress=estimator.progress,
+                                      desc="evaluate raw features")  # fmt: skip
             record["raw_features_accuracy"] = raw.to_dict()
+            record["raw_eval_seconds"] = round(time.perf_counter() - start, 3)
     grouped = None
     if clusters and labels is not None:
         grouped = cluster_embeddings(embeddings, labels, clusters, config.seed)

@@ -110,6 +110,12 @@ class BatchSource(ABC):
             The generator random choices draw from.
         """
 
+    @property
+    def steps(self) -> int | None:
+        """The batches (updates) of an epoch, where known: progress counts updates by it; ``None`` where an epoch's
+        number of batches is not known before it runs."""
+        return None
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 
@@ -130,6 +136,8 @@ class FullGraphBatches(BatchSource):
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
         self.batch = Batch.of_graph(graph, views)  # X̂ built once for every epoch
+
+    steps = 1  # one update of the whole graph an epoch
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
         yield self.batch

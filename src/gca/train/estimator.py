@@ -37,7 +37,7 @@ import torch
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from ..augment.prepared import Kept, PreparedGraph, prepare
+from ..augment.prepared import Kept, PreparedGraph, preparation_steps, prepare
 from ..config import ConfigError, GCAConfig
 from ..disk import trim_heap
 from ..errors import UserError
@@ -46,6 +46,7 @@ from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
+from ..progress import phase
 from ..provenance import fit_record, utc_now
 from .batches import BatchSource, batch_source
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
@@ -247,8 +248,10 @@ class GCA:
         ``"mps"``, or a ``torch.device``; one this machine lacks is a ``ConfigError``. Ignored when ``placement``
         is given (its device is used).
     progress
-        Show a progress bar of the epochs on stderr (a bar on a terminal, else a plain line about every tenth of
-        the epochs).
+        Show the progress of every phase on stderr (:mod:`gca.progress`: a bar on a terminal, else a plain line
+        about every tenth of the work): training's epochs (its updates, for mini-batches), and — where one runs a
+        few seconds or more — preparing the graph, embedding it in blocks, and :func:`gca.run.run_gca`'s
+        evaluation.
     objective
         A module ``objective(u, v) → loss`` (a scalar to minimise) used in place of Eq. 2's contrastive loss;
         ``None`` for GCA's own. Copied now; each ``fit`` trains a fresh copy of it.
@@ -394,9 +397,11 @@ class GCA:
     graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
     prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
 
-    def prepare(self, data: Data | Graph, directed: bool | None = None, store: Kept | None = None) -> PreparedGraph:
+    def prepare(self, data: Data | Graph, directed: bool | None = None, store: Kept | None = None,
+                on_step: Callable[[str], None] | None = None) -> PreparedGraph:  # fmt: skip
         """Clean the graph and compute centrality and both views' probabilities (once per graph); ``store``: where
-        they are kept between runs (:func:`gca.augment.prepared.prepare`).
+        they are kept between runs (:func:`gca.augment.prepared.prepare`). With ``progress`` on, the steps show
+        on stderr where they take a few seconds or more (unless ``on_step`` is given: it is then told each step).
 
         Parameters
         ----------
@@ -409,13 +414,21 @@ class GCA:
         store
             Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
             kept them, and kept when not (such as :class:`gca.run.cache.PreparedStore`); ``None``: computed here.
+        on_step
+            Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`); ``None``: the
+            estimator's progress shows them.
 
         Returns
         -------
         PreparedGraph
             The graph with its centrality and augmentors, to pass to :meth:`fit` (once for several fits).
         """
-        return prepare(data, self.config, directed, encoder=self.encoder, store=store)
+        if on_step is not None:
+            return prepare(data, self.config, directed, encoder=self.encoder, store=store, on_step=on_step)
+        steps = preparation_steps(self.config, clean=not isinstance(data, Graph))
+        with contextlib.closing(phase(len(steps), "prepare", "step", enabled=self.progress)) as bar:
+            return prepare(data, self.config, directed, encoder=self.encoder, store=store,
+                           on_step=lambda name: bar.update(1, done=name))  # fmt: skip
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
         """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement.
@@ -437,7 +450,8 @@ class GCA:
     def fit(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, *, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
             on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None,
-            scratch: str | Path | None = None) -> GCA:  # fmt: skip
+            scratch: str | Path | None = None, on_update: Callable[[int, int | None], None] | None = None
+            ) -> GCA:  # fmt: skip
         """Train on the graph ``X``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         scikit-learn's signature: ``y`` is accepted and ignored (the training is self-supervised: no label is
@@ -466,6 +480,9 @@ class GCA:
         (``losses[epoch - 1]``); a hook of two arguments is called as before. The estimator's ``loggers`` get every
         epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
+        ``on_update(update, updates)`` runs after every update with the updates made so far (counted from 1, on
+        from a resumed checkpoint's) and those the run plans (:class:`gca.progress.LongRunHint` projects the run's
+        time from the first ones).
 
         Parameters
         ----------
@@ -494,6 +511,8 @@ class GCA:
         scratch
             The folder where a torchrun rank without ``embeddings_file`` maps its matrices (a folder that cannot be
             made keeps them in memory); ``None``: in memory.
+        on_update
+            A hook ``on_update(update, updates)`` called after every update; ``None`` for none.
 
         Returns
         -------
@@ -542,7 +561,7 @@ class GCA:
             self.losses[saves.first_epoch :] = train(
                 model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
                 learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg),
-                loggers=self.loggers)  # fmt: skip
+                loggers=self.loggers, on_update=on_update)  # fmt: skip
         except BaseException:
             with contextlib.suppress(Exception):  # the training's own error is the one the user sees
                 close_loggers(self.loggers)
@@ -557,7 +576,7 @@ class GCA:
         start = time.perf_counter()
         self.embed_processes_ = place.world_size if in_blocks(model, graph.num_nodes) else 1
         embedded = encode_graph(model, graph.to(self.device), out=embeddings_file, share=place.row_share(),
-                                scratch=scratch)  # fmt: skip
+                                scratch=scratch, progress=self.progress)  # fmt: skip
         self.embedding_file_ = Path(embeddings_file) if embeddings_file and Path(embeddings_file).is_file() else None
         # under torchrun a graph embedded by blocks of rows is embedded by all processes together, and its
         # embeddings are rank 0's alone: the others hold None
@@ -646,7 +665,7 @@ class GCA:
         if graph.num_features != self.in_channels:
             raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
                                 f"{self.in_channels}")  # fmt: skip
-        return encode_graph(self.model, graph.to(self.device), out=out).cpu()
+        return encode_graph(self.model, graph.to(self.device), out=out, progress=self.progress).cpu()
 
     def state(self) -> dict:
         """A model checkpoint made of tensors and plain values only (loadable with ``weights_only=True``)."""

@@ -21,16 +21,25 @@ The rule reads the node count and the device only — never a test set: B, the f
 fixed by the measurements above. A mini-batch run keeps the full-graph setting's number of updates
 (:func:`gca.config.mini_batch_epochs`). Keys the user sets (``--set batch_size=…``, ``fanout``, their own config
 file) are theirs: the fast path fills in only what they left unset, and says which it kept.
+
+``gca train`` without ``--fast`` or ``--exact`` makes the same mini-batch choice on a CPU where the paper's exact
+schedule would be long — estimated, not timed: :func:`default_choice` multiplies a cost model of one exact update
+(:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants measured by
+``benchmarks/exact_cost.py``) by the setting's updates, and chooses mini-batches over
+:data:`EXACT_BOUND_SECONDS`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
 
 from ..config import GCAConfig, mini_batch_epochs
+from ..graph.features import SPARSE_FEATURE_DENSITY
+from ..objective.blocked import CPU_KEEP_BYTES
 
 #: Anchors per mini-batch update: the batch measured on the paper's graphs (the measurements above).
 FAST_BATCH_SIZE = 1024
@@ -61,12 +70,20 @@ class FastChoice:
         Why, in words.
     kept
         The keys the user set, which the choice leaves as they are.
+    by
+        Who chose: ``"--fast"`` (:func:`fast_choice`), or ``"default"`` (:func:`default_choice`, ``gca train``
+        without ``--fast`` or ``--exact`` on a CPU).
+    exact_seconds
+        The paper's exact schedule's estimated seconds on this device (:func:`default_choice`); ``None`` where not
+        estimated.
     """
 
     batch_size: int  # 0: the whole graph at every update
     fanout: tuple[int, ...]
     reason: str
     kept: tuple[str, ...] = ()  # keys the user set, which the choice leaves as they are
+    by: str = "--fast"  # who chose: "--fast", or "default" (gca train's rule on a CPU: default_choice)
+    exact_seconds: float | None = None  # the exact schedule's estimated seconds (default_choice)
 
     @property
     def mini_batch(self) -> bool:
@@ -86,7 +103,7 @@ class FastChoice:
             The config keys the user set (their file's and ``--set``'s).
         """
         kept = tuple(key for key in KEYS if key in set(given))
-        return FastChoice(self.batch_size, self.fanout, self.reason, kept)
+        return dataclasses.replace(self, kept=kept)
 
     def apply(self, config: GCAConfig, num_nodes: int, world_size: int = 1) -> GCAConfig:
         """``config`` with the choice, and — when it trains in mini-batches — the epochs that keep ``config``'s
@@ -115,15 +132,19 @@ class FastChoice:
         """``--fast chose …`` — what was chosen (the header names the batch size and fan-out), why, and which of
         the user's own settings it kept."""
         what = "mini-batches" if self.mini_batch else "exact training (the whole graph at every update)"
+        kept = f"; your {' and '.join(self.kept)} kept" if self.kept else ""
+        if self.by == "default":
+            keeps = "--exact keeps the paper's full-graph training" if self.mini_batch else "--fast for mini-batches"
+            return f"{what} by default: {self.reason} ({keeps}){kept}"
         if "batch_size" in self.kept:  # the user's batch size decides between exact and mini-batch training
             return f"--fast kept your batch_size (it would have chosen {what}: {self.reason})"
-        kept = f"; your {' and '.join(self.kept)} kept" if self.kept else ""
         return f"--fast chose {what}: {self.reason}{kept}"
 
     def record(self, config: GCAConfig | None = None) -> dict:
         """For ``results.json`` (``fast_path``): what trained — ``config``'s batch size and fan-out, which may be
         the user's where they were kept — and, under ``chosen``, what the fast path chose and why, its fan-out one
-        value per layer of ``config``'s encoder.
+        value per layer of ``config``'s encoder; ``chosen_by`` (``--fast`` or ``default``) and, where estimated,
+        ``exact_estimate_seconds``.
 
         Parameters
         ----------
@@ -138,7 +159,9 @@ class FastChoice:
         ran = chosen if config is None else {
             "training": "mini-batch" if config.batch_size else "exact", "batch_size": config.batch_size,
             "fanout": list(config.fanouts) if config.batch_size else []}  # fmt: skip
-        return {**ran, "chosen": chosen, "reason": self.reason, "kept_user_keys": list(self.kept)}
+        estimate = {} if self.exact_seconds is None else {"exact_estimate_seconds": round(self.exact_seconds, 1)}
+        return {**ran, "chosen": chosen, "reason": self.reason, "kept_user_keys": list(self.kept),
+                "chosen_by": self.by, **estimate}  # fmt: skip
 
 
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
@@ -168,3 +191,160 @@ def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoic
                                  "does")  # fmt: skip
     return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on {where}, at least {CPU_MIN_NODES:,}, "
                       "where a mini-batch update costs a fraction of an exact one (O(N²))")  # fmt: skip
+
+
+# --- gca train's default on a CPU: the exact schedule's time, estimated -------------------------------------------
+
+#: One core's seconds per unit of each term of :func:`exact_update_terms` (dense multiply-adds, similarity pairs,
+#: sparse multiply-adds) and per update, fitted to exact updates timed on one thread, by CPU time, on an AMD EPYC
+#: (Zen 3, AVX2; PyTorch 2.13.0 CPU, 2026-11-28) by ``python benchmarks/exact_cost.py --fit``
+#: (docs/large-graphs.md: measured against predicted).
+CPU_EXACT_COSTS = (3.16e-11, 1.94e-9, 0.0)
+CPU_EXACT_FIXED = 0.0
+#: How many times faster two threads on two cores run an exact update than one does (the same machine:
+#: ``python benchmarks/exact_cost.py --two-threads``). The estimate is of two such cores.
+CPU_TWO_CORE_SPEEDUP = 1.7
+#: ``gca train`` on a CPU trains in mini-batches by default where the paper's exact schedule is estimated to take
+#: longer than this many seconds — the time past which the long-run warning (:class:`gca.progress.LongRunHint`)
+#: would tell the user to shorten the run.
+EXACT_BOUND_SECONDS = 3600.0
+
+
+def exact_update_terms(num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None,
+                       config: GCAConfig) -> tuple[float, float, float]:  # fmt: skip
+    """What one exact update of ``config``'s GCN encoder and the blocked objective costs on a CPU, in three counts
+    that each take their own time per unit (:data:`CPU_EXACT_COSTS`):
+
+    * **dense multiply-adds**: the objective's products over the 2N×2N similarities of the stacked views,
+      (2N)²·d·(2 − ½·k) with k the share of them the forward pass keeps for the backward pass
+      (:data:`gca.objective.blocked.CPU_KEEP_BYTES`); the encoder's dense products (forward and backward, both
+      views) and the projection head's;
+    * **similarity pairs**: (2N)²·(2 − ½·k), the exponentials and sums of each pair;
+    * **sparse multiply-adds**: each layer's aggregation over the N + E entries of the normalised adjacency, and
+      the first layer's product with sparse features (bag of words: at most a quarter of them non-zero).
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    num_edges
+        The directed edges E (both directions of an undirected edge).
+    num_features
+        The features' width F.
+    nonzeros
+        Their non-zeros (sparse features: the product reads only those); ``None`` for N·F (dense).
+    config
+        The run's settings (``hidden``, ``proj_hidden``, ``layers``, ``first_layer_factor``).
+    """
+    n, rows = num_nodes, 2 * num_nodes
+    d, width = config.hidden, config.first_layer_factor * config.hidden
+    widths = [width] * (config.layers - 1) + [d]  # each layer's output
+    entries = n * num_features if nonzeros is None else nonzeros
+    sparse_x = entries <= SPARSE_FEATURE_DENSITY * n * num_features
+    kept = min(1.0, CPU_KEEP_BYTES / max(2.0 * rows * rows, 1.0))  # fp32 upper triangle: 2 bytes a pair
+    units = 2.0 - 0.5 * kept
+    dense = rows * rows * d * units
+    # per view: the later layers' H W and the projection head (forward + two backward products)
+    dense += 2 * 3 * n * (sum(a * b for a, b in zip(widths, widths[1:], strict=False)) + 2 * d * config.proj_hidden)
+    sparse = 2 * 2 * (num_edges + n) * sum(widths)  # M (H W), forward and backward, both views
+    if sparse_x:
+        sparse += 2 * 2 * entries * widths[0]  # X W and Xᵀ G
+    else:
+        dense += 2 * 2 * n * num_features * widths[0]
+    return float(dense), float(rows * rows * units), float(sparse)
+
+
+def exact_update_seconds(num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None,
+                         config: GCAConfig) -> float:  # fmt: skip
+    """One exact update's estimated seconds on two cores of a CPU like the one measured: the terms of
+    :func:`exact_update_terms`, each times its one-core cost (:data:`CPU_EXACT_COSTS`), plus
+    :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`.
+
+    Parameters
+    ----------
+    num_nodes, num_edges, num_features, nonzeros, config
+        As :func:`exact_update_terms` takes them.
+    """
+    return exact_update_seconds_of(exact_update_terms(num_nodes, num_edges, num_features, nonzeros, config))
+
+
+def exact_update_seconds_of(terms: tuple[float, float, float]) -> float:
+    """:func:`exact_update_seconds` of the terms :func:`exact_update_terms` gave: one core's seconds
+    (:data:`CPU_EXACT_COSTS`, :data:`CPU_EXACT_FIXED`) over two cores' speed-up (:data:`CPU_TWO_CORE_SPEEDUP`).
+
+    Parameters
+    ----------
+    terms
+        Dense multiply-adds, similarity pairs, sparse multiply-adds.
+    """
+    one_core = CPU_EXACT_FIXED + sum(cost * term for cost, term in zip(CPU_EXACT_COSTS, terms, strict=True))
+    return one_core / CPU_TWO_CORE_SPEEDUP
+
+
+def feature_nonzeros(x: torch.Tensor | None) -> int:
+    """The non-zeros of a graph's features ``x`` (a dense tensor is counted in blocks of rows; none: 0).
+
+    Parameters
+    ----------
+    x
+        ``Data.x``: dense or sparse (COO or CSR).
+    """
+    if x is None:
+        return 0
+    if x.layout == torch.sparse_coo:
+        return int(x.coalesce()._nnz())
+    if x.layout != torch.strided:
+        return int(x.values().numel())
+    return sum(int(torch.count_nonzero(block)) for block in x.split(65_536))
+
+
+def default_choice(num_nodes: int, num_edges: int, features: torch.Tensor | None, config: GCAConfig,
+                   device: str | torch.device = "cpu", world_size: int = 1) -> FastChoice | None:  # fmt: skip
+    """``gca train``'s training where neither ``--fast`` nor ``--exact`` is given: on a CPU, mini-batches (the fast
+    path's B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`) where the paper's exact schedule —
+    ``config.epochs`` updates of the whole graph, shared by ``world_size`` processes — is estimated
+    (:func:`exact_update_seconds`) to take longer than :data:`EXACT_BOUND_SECONDS`, else exact training; ``None``
+    on other devices (exact training, as configured). The estimate reads the graph's size and ``config`` only, no
+    clock: the same graph and settings choose the same training on every machine.
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    num_edges
+        The directed edges.
+    features
+        ``Data.x`` (its width and, where the estimate needs them, its non-zeros); ``None`` for none.
+    config
+        The run's settings (``epochs``, the encoder's widths).
+    device
+        The device training runs on.
+    world_size
+        The processes that share each update.
+    """
+    if torch.device(device).type != "cpu":
+        return None
+    width = 0 if features is None or features.dim() < 2 else int(features.shape[1])
+
+    def schedule(nonzeros: int) -> float:
+        return config.epochs * exact_update_seconds(num_nodes, num_edges, width, nonzeros, config) / world_size
+
+    seconds = schedule(0)  # without the features' product: a lower bound, enough where it is over the bound
+    if seconds <= EXACT_BOUND_SECONDS:
+        seconds = schedule(feature_nonzeros(features))
+    plan = f"{config.epochs:,} update{'s' if config.epochs != 1 else ''} of all {num_nodes:,} nodes"
+    over = seconds > EXACT_BOUND_SECONDS
+    reason = (f"the paper's exact training ({plan}) is estimated at about {_hours(seconds)} on 2 CPU cores, "
+              f"{'over' if over else 'within'} {_hours(EXACT_BOUND_SECONDS)}")  # fmt: skip
+    if over:
+        return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, reason, by="default", exact_seconds=seconds)
+    return FastChoice(0, (), reason, by="default", exact_seconds=seconds)
+
+
+def _hours(seconds: float) -> str:
+    """``9.4 h``, ``12 min``, ``40 s``."""
+    if seconds >= 3600:
+        return f"{round(seconds / 3600, 1):,g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"

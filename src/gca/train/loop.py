@@ -20,6 +20,7 @@ the end of training at INFO, a collapse or a diverged loss at WARNING.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from ..loggers import LOG
 from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
-from ..progress import Progress
+from ..progress import Progress, phase
 from .batches import Batch, BatchSource
 
 log = LOG.getChild("train.loop")
@@ -96,6 +97,7 @@ def train(
     learning_rate: Callable[[int], float] | None = None,
     collapse: CollapseWatch | None = None,
     loggers: Sequence[Any] = (),
+    on_update: Callable[[int, int | None], None] | None = None,
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
@@ -110,7 +112,11 @@ def train(
     ``loggers`` (:mod:`gca.loggers`) get ``log({"loss", "lr"}, step=epoch)`` after every epoch (before
     ``after_epoch``), and those with a true ``per_update`` get ``log({"loss/update"}, step=update)`` after every
     update (counted from 1 over the run, on from the optimiser's own count when resumed). An epoch that stops
-    training is not logged.
+    training is not logged. ``on_update(update, updates)`` runs after every update with that count and the run's
+    planned updates (``None`` where the source does not say how many batches an epoch has).
+
+    The progress bar counts epochs where an epoch is one update (the whole graph), else updates — a mini-batch epoch
+    of a large graph makes thousands — with the epoch and the epoch's mean loss so far beside the count.
 
     Parameters
     ----------
@@ -129,13 +135,15 @@ def train(
     after_epoch
         ``after_epoch(finished_epochs, losses)`` after every epoch; ``None`` for nothing.
     progress
-        Show a progress bar of the epochs on stderr.
+        Show the training's progress on stderr (:class:`gca.progress.Progress`).
     learning_rate
         ``learning_rate(t)``: the rate before update t (:func:`warmup_schedule`); ``None`` keeps the optimiser's.
     collapse
         The collapse watch; ``None`` for the default one (when the objective knows its uniform loss).
     loggers
         Metric loggers (:mod:`gca.loggers`).
+    on_update
+        ``on_update(update, updates)`` after every update (:class:`gca.progress.LongRunHint`); ``None`` for nothing.
 
     Returns
     -------
@@ -144,10 +152,14 @@ def train(
     """
     losses: list[float] = []
     per_update = [logger for logger in loggers if getattr(logger, "per_update", False)]
-    update = updates_taken(optimizer) if loggers else 0
+    update = updates_taken(optimizer)
+    steps = source.steps  # updates an epoch makes, where the source says
+    planned = epochs * steps if steps else None
     uniform = getattr(model.objective, "uniform_loss", None)
     collapse = collapse or CollapseWatch()
-    bar = Progress(epochs, "GCA", "epoch", enabled=progress, initial=first_epoch)
+    per_epoch = steps or 1  # the bar counts updates where an epoch makes several, else epochs
+    bar = Progress(epochs * per_epoch, "GCA", "epoch" if per_epoch == 1 else "update", enabled=progress,
+                   initial=first_epoch * per_epoch)  # fmt: skip
     batch = None
     for epoch in range(first_epoch, epochs):
         step_losses = []
@@ -160,6 +172,10 @@ def train(
             update += 1
             for logger in per_update:
                 logger.log({"loss/update": step_losses[-1]}, update)
+            if per_epoch > 1:
+                bar.update(1, epoch=f"{epoch + 1}/{epochs}", loss=f"{np.mean(step_losses):.4f}")
+            if on_update is not None:
+                on_update(update, planned)
             if uniform is not None:
                 flat = uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors))
                 if collapse.update(epoch + 1, step_losses[-1] - flat, flat):
@@ -168,6 +184,7 @@ def train(
                                                                                   collapse.advice))))  # fmt: skip
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
+            bar.close()
             raise _stopped(TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or "
                                          "raise tau"))  # fmt: skip
         if epoch + 1 == epochs and uniform is not None and collapse.ended_collapsed():
@@ -179,7 +196,8 @@ def train(
         log.debug("epoch %d/%d: loss %.6f, lr %g", epoch + 1, epochs, loss, rate)
         for logger in loggers:
             logger.log({"loss": loss, "lr": rate}, epoch + 1)
-        bar.update(loss=f"{loss:.4f}")
+        if per_epoch == 1:
+            bar.update(loss=f"{loss:.4f}")
         if after_epoch is not None:
             after_epoch(epoch + 1, losses)
     bar.close()
@@ -334,7 +352,8 @@ def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) ->
 
 @torch.no_grad()
 def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, out: str | Path | None = None,
-                 share: RowShare | None = None, scratch: str | Path | None = None) -> torch.Tensor | None:  # fmt: skip
+                 share: RowShare | None = None, scratch: str | Path | None = None,
+                 progress: bool = False) -> torch.Tensor | None:  # fmt: skip
     """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
 
     Graphs with more than ``chunk_rows`` nodes (default :data:`INFERENCE_CHUNK_ROWS`) are embedded over blocks of rows
@@ -353,6 +372,9 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
     the embeddings. A graph embedded whole is embedded by every
     process, as before.
 
+    ``progress``: a graph embedded in blocks shows the rows embedded, layer after layer, once inference has run a
+    few seconds (:func:`gca.progress.phase`).
+
     Parameters
     ----------
     model
@@ -368,6 +390,8 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
         Under torchrun, this process's share of the rows of inference; ``None`` for one process.
     scratch
         The folder a process without ``out`` maps its matrices in; ``None``: in memory.
+    progress
+        Show the progress of inference by blocks on stderr.
 
     Returns
     -------
@@ -388,7 +412,12 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
             disk = DiskArrays(out)
         elif model_device(model).type == "cpu" and share is not None and scratch is not None and _made(scratch):
             disk = DiskArrays(None, scratch, final_rows=share.row_range(graph.num_nodes))
-        embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk, share=share)
+        start, stop = share.row_range(graph.num_nodes) if share is not None else (0, graph.num_nodes)
+        layers = len(encoder.layers)
+        with contextlib.closing(phase(layers * (stop - start), f"embed ({layers} layers)", "row",
+                                      enabled=progress)) as bar:  # fmt: skip
+            embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk, share=share,
+                                                   on_rows=bar.update)  # fmt: skip
         if disk is not None and embeddings is not None:
             disk.flush()
         return embeddings
