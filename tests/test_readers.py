@@ -364,3 +364,14 @@ def test_self_loops_are_left_out_by_the_reader_once_and_the_graph_is_cleaning_s(
     theirs = prepare_graph(raw, directed=False)
     assert torch.equal(ours.edge_index.long(), theirs.edge_index.long())
     assert not any("self-loop" in w for w in ours.warnings)
+
+
+def test_a_dataframe_indexed_by_node_id_keeps_its_ids(tmp_path):
+    pd = pytest.importorskip("pandas")
+    edges = pd.DataFrame({"source": [30, 10], "target": [10, 20]})
+    features = pd.DataFrame({"f": [1.0, 2.0, 3.0]}, index=pd.Index([10, 20, 30], name="node"))
+    loaded = load_files(edges, features.iloc[::-1])  # rows 30, 20, 10: the index names them
+    assert loaded.node_ids.tolist() == [30, 20, 10]
+    assert loaded.data.x[:, 0].tolist() == [3.0, 2.0, 1.0]
+    labels = pd.DataFrame({"label": ["a", "b", "a"]}, index=[10, 20, 30])
+    assert load_files(edges, features, labels).data.y.tolist() == [0, 1, 0]

@@ -633,7 +633,8 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
     if ids is not None:
         raise DatasetError(f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
                            "matrix (a table gives its ids in an id column)")  # fmt: skip
-    table = TableInput(path, "feature", _reporter(path, "features", progress))
+    names = frozenset(ID_COLUMN_NAMES | ({id_column.lower()} if id_column else set()) | {"id"})
+    table = TableInput(path, "feature", _reporter(path, "features", progress), index_names=names)
     if table.path is not None and table.parquet is None:
         if not table.sample:
             raise DatasetError(f"feature file {table.name} is empty")
@@ -961,7 +962,8 @@ def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
 
 
 def _label_table(source: Any, id_column: str | None, label_column: str | None, progress: bool) -> TableInput:
-    table = TableInput(source, "label", _reporter(source, "labels", progress))
+    names = frozenset(ID_COLUMN_NAMES | ({id_column.lower()} if id_column else set()) | {"source", "node1"})
+    table = TableInput(source, "label", _reporter(source, "labels", progress), index_names=names)
     if table.path is not None and table.parquet is None:
         if not table.sample:
             raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")

@@ -64,6 +64,19 @@ def is_table_object(value: Any) -> bool:
         kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch"))  # fmt: skip
 
 
+def _index_as_column(frame: Any, names: frozenset[str]) -> Any:
+    """``frame`` with a non-default index moved into its first column, unless it has an id column (``names``)."""
+    if not names or any(str(c).lower() in names for c in frame.columns):
+        return frame
+    index = frame.index
+    default = type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
+    if default:
+        return frame
+    frame = frame.reset_index()
+    first = frame.columns[0]
+    return frame.rename(columns={first: "id"}) if first in ("index", None) else frame
+
+
 def is_parquet(path: Path) -> bool:
     """A ``.parquet``/``.pq`` file, or any file that starts with Parquet's magic bytes.
 
@@ -92,9 +105,14 @@ class TableInput:
         What it holds, for messages (``"edge"``, ``"feature"``, ``"label"``).
     progress
         ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``None`` for none.
+    index_names
+        For a pandas ``DataFrame`` of features or labels: the id columns' names. A frame with none of them whose
+        index is not the default 0, 1, … has its index as its first column (named ``id`` where unnamed): a frame
+        indexed by node id (``set_index("node")``) keeps its ids.
     """
 
-    def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None,
+                 index_names: frozenset[str] = frozenset()) -> None:  # fmt: skip
         import pyarrow as pa
 
         self.what, self.progress = what, progress
@@ -107,6 +125,7 @@ class TableInput:
         self.delimiter: str | None = None
         if is_table_object(source):
             if type(source).__module__.startswith("pandas"):
+                source = _index_as_column(source, index_names)
                 try:
                     source = pa.Table.from_pandas(source, preserve_index=False)
                 except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
