@@ -186,8 +186,11 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
         indptr = np.zeros(n + 1, dtype=np.int64)  # the same edges read from a CSR a block of rows at a time
         order = np.lexsort((target, source))
         np.cumsum(np.bincount(source, minlength=n), out=indptr[1:])
-        from_csr, again = base.undirected_edges(base.csr_blocks(indptr, target[order]), n, m)
+        from_csr, again, _ = base.undirected_edges(base.csr_blocks(indptr, target[order]), n, m)
         assert np.array_equal(from_csr.numpy(), expected) and again == repeats, case
+        loop_free, again, loops = base.undirected_edges(base.csr_blocks(indptr, target[order]), n, m, keep_loops=False)
+        assert np.array_equal(loop_free.numpy(), expected[:, expected[0] != expected[1]]) and again == repeats, case
+        assert loops == int((expected[0] == expected[1]).sum()), case
         upper = expected[:, expected[0] < expected[1]]  # listed once, sorted, as (smaller, larger): copied as it is
         loops = expected[:, expected[0] == expected[1]]
         for listed in (upper, np.hstack([upper, loops])):  # with loops it is not in that form: the general path

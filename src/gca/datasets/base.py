@@ -298,7 +298,7 @@ def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = Tru
     n = num_nodes
     # a block's temporaries are some 40 bytes per entry: a small graph gets smaller blocks, so that they stay a
     # fraction of its own size (at most EDGE_BLOCK entries, for the largest)
-    step = max(1 << 16, min(EDGE_BLOCK, listed // 8))
+    step = min(EDGE_BLOCK, max(1 << 16, listed // 8))
     given = blocks
 
     def blocks():  # the caller's blocks, cut to at most ``step`` entries

@@ -326,7 +326,7 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
-    step = max(1 << 16, min(PAIR_BLOCK, count // 8))  # a small graph's temporaries stay a fraction of its size
+    step = min(PAIR_BLOCK, max(1 << 16, count // 8))  # a small graph's temporaries stay a fraction of its size
     before = np.zeros(num_nodes + 1, dtype=np.int64)  # F(u): forward edges in rows < u
     start_of = np.zeros(num_nodes + 1, dtype=np.int64)  # start(u): the row's first position
     lower = np.zeros(num_nodes, dtype=np.int64)  # L(u)
