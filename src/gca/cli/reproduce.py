@@ -48,6 +48,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..datasets import check_dataset_name
     from ..outputs.folder import check_folder, hold_folder, release_folder
     from ..reproduce import PAPER_DATASETS
     from ..reproduce.baselines import BASELINES
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     # Without --dataset: the paper's five datasets for the tables and, as in the paper, Amazon-Photo for Figure 4.
     datasets = args.dataset or list(PAPER_DATASETS)
     figure4_datasets = args.dataset or ["Amazon-Photo"]
+    for name in datasets:  # an unknown name is one line naming the closest, before the output folder is made
+        check_dataset_name(name)
     out = check_folder(args.out, "--out")
     lock = hold_folder(out)  # one reproduction per folder: a second would train the same runs again beside it
     try:
@@ -96,4 +99,8 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
           f"{time.perf_counter() - start:.0f} s")  # fmt: skip
     for path in written:
         print(f"wrote {path}")
+    if repro.ran_nothing:  # a table of "skipped" is not a result: scripts must see it
+        reasons = "; ".join(f"{ds}: {why}" for ds, why in repro.skipped.items())
+        print(f"gca: error: no dataset could run ({reasons})", file=sys.stderr)
+        return 1
     return 0

@@ -17,11 +17,11 @@ from .base import (
 from .files import load_files, read_edge_list, read_features, read_labels
 from .npz import read_npz_graph
 from .pyg import DATASETS, KARATE_INSTRUCTOR_FACTION, KARATE_LEADERS, KARATE_NAMES, karate_club
-from .registry import DATASET_NAMES, dataset_display_name, load_dataset
+from .registry import DATASET_NAMES, check_dataset_name, dataset_display_name, load_dataset
 
 __all__ = [
     "DATASETS", "DATASET_NAMES", "KARATE_INSTRUCTOR_FACTION", "KARATE_LEADERS", "KARATE_NAMES", "DatasetError",
-    "LoadedDataset", "Split", "check_regular_file", "class_labels", "dataset_display_name", "default_cache_dir",
-    "default_data_dir", "edge_list", "float32_features", "karate_club", "load_dataset", "load_files",
-    "mask_splits", "read_edge_list", "read_features", "read_labels", "read_npz_graph",
+    "LoadedDataset", "Split", "check_dataset_name", "check_regular_file", "class_labels", "dataset_display_name",
+    "default_cache_dir", "default_data_dir", "edge_list", "float32_features", "karate_club", "load_dataset",
+    "load_files", "mask_splits", "read_edge_list", "read_features", "read_labels", "read_npz_graph",
 ]  # fmt: skip

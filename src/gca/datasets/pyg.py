@@ -7,6 +7,7 @@ cache (``$GCA_CACHE_DIR``, default ``~/.cache/gca``) whose ``raw`` folders link 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -113,7 +114,34 @@ def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
     cache_dir
         Where processed files go when the folder cannot hold them.
     """
-    return _loaded(spec, _open(spec, folder, cache_dir))
+    created = _first_missing(folder)
+    try:
+        return _loaded(spec, _open(spec, folder, cache_dir))
+    except BaseException:
+        if created is not None:  # a failed download (say, a mistyped data folder offline) leaves no empty folders
+            _remove_empty(created)
+        raise
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist yet (``None``: ``folder`` exists)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return missing
+        missing = path
+    return missing
+
+
+def _remove_empty(top: Path) -> None:
+    """Remove ``top`` and the folders below it, bottom up, as far as they are empty (a file keeps its folders)."""
+    if not top.is_dir():
+        return
+    for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+    with contextlib.suppress(OSError):
+        top.rmdir()
 
 
 def is_dataset_folder(folder: Path) -> bool:

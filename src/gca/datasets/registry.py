@@ -10,6 +10,7 @@ looked up as the paper's name, so a run under either is the same run — same co
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -114,11 +115,33 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         check_regular_file(path, "graph")
     entry = named
     if entry is None:
-        raise DatasetError(
-            f"unknown dataset {name!r} (no file or folder of that name exists either); choose one of "
-            f"{', '.join(DATASET_NAMES)}, or give the path of an .npz graph file or of a dataset folder"
-        )
+        raise unknown_dataset(name)
     return entry[1](Path(data_dir) if data_dir is not None else default_data_dir(), cache_dir)
+
+
+def unknown_dataset(name: str) -> DatasetError:
+    """The error for a name that is no named dataset, file or folder: it names the closest dataset name, if any."""
+    keys = {**{key: entry[0] for key, entry in NAMED.items()}, **{a: NAMED[k][0] for a, k in ALIASES.items()}}
+    close = difflib.get_close_matches(canonical_name(name), list(keys), n=1, cutoff=0.6)
+    hint = f"did you mean {keys[close[0]]}? " if close else ""
+    return DatasetError(
+        f"unknown dataset {name!r} (no file or folder of that name exists either); {hint}choose one of "
+        f"{', '.join(DATASET_NAMES)}, or give the path of an .npz graph file or of a dataset folder"
+    )
+
+
+def check_dataset_name(name: str) -> str:
+    """``name``'s display name (:func:`dataset_display_name`) if it is a named dataset or an existing file or folder;
+    otherwise the :func:`unknown_dataset` error, before anything is read or written.
+
+    Parameters
+    ----------
+    name
+        A dataset name in any spelling, or a path.
+    """
+    if Path(name).expanduser().exists() or ("/" not in name and os.sep not in name and named_key(name) in NAMED):
+        return dataset_display_name(name)
+    raise unknown_dataset(name)
 
 
 def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[Path], str] | None:

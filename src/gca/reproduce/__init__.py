@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..datasets import LoadedDataset, dataset_display_name
+from ..datasets import LoadedDataset, check_dataset_name
 from ..evaluate.splits import SplitSetting
 from ..progress import to_stderr
 from ..train.distributed import resolve_device
@@ -93,10 +93,12 @@ class Reproduction:
         fast: bool = False,
     ) -> None:
         self.out = Path(out)
-        self.datasets = [dataset_display_name(d) for d in datasets]
+        # an unknown name is an error before anything runs; a dataset named twice in two spellings runs once
+        self.datasets = list(dict.fromkeys(check_dataset_name(d) for d in datasets))
         # The paper's Figure 4 is on Amazon-Photo alone; by default it follows ``datasets``.
         figure4 = self.datasets if figure4_datasets is None else figure4_datasets
-        self.figure4_datasets = [dataset_display_name(d) for d in figure4]
+        self.figure4_datasets = list(dict.fromkeys(check_dataset_name(d) for d in figure4))
+        self.skipped: dict[str, str] = {}  # dataset → why it could not run (filled by run)
         self.mode = mode or Mode.create(quick, runs, protocol, split)
         self.log = log
         self.device = device
@@ -122,6 +124,12 @@ class Reproduction:
         return fast_choice(loaded.data.num_nodes, resolve_device(self.device)), loaded.data.num_nodes
 
     @property
+    def ran_nothing(self) -> bool:
+        """After :meth:`run`: whether every dataset it needed was skipped (nothing in its tables is a number)."""
+        needed = set(self.datasets) | set(self.figure4_datasets)
+        return bool(needed) and needed <= set(self.skipped)
+
+    @property
     def trained(self) -> int:
         return self.executor.trained
 
@@ -141,6 +149,7 @@ class Reproduction:
         for ds in dict.fromkeys(cell.dataset for cells in plans.values() for cell in cells):
             loaded = self.data.get(ds)
             if not isinstance(loaded, LoadedDataset):
+                self.skipped[ds] = loaded
                 self.log(f"gca: skipping {ds}: {loaded}")
         self.executor.execute(cell for cells in plans.values() for cell in cells)
         written: list[Path] = []

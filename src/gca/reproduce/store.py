@@ -23,18 +23,42 @@ class RunFileError(UserError):
     """A file in ``OUT/runs`` that is not a finished run's record."""
 
 
-def _problem(record: Any) -> str:
-    """What is wrong with a run record as read from its file ('' when nothing is)."""
+def _json(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists), to compare a record with its run."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _problem(record: Any, run: Run, key: str) -> str:
+    """What is wrong with a run record as read from the file of ``run`` (key ``key``); '' when nothing is. A record
+    this store wrote names its own key and carries its run's method, dataset, seed, settings (and, for GCA, the
+    resolved configuration): one copied over another run's file, or emptied, is not taken as that run."""
     if not isinstance(record, dict):
         return "not readable JSON" if record is None else f"a JSON {type(record).__name__}, not an object"
-    accuracy = record.get("accuracy")
-    if accuracy is None:
-        return ""  # a run that diverged or was not judged: reported as such
+    if record.get("run") != key:
+        named = record.get("run")
+        return "it names no run" if named is None else f"it is the record of run {named!r}, not of this file's"
+    expected = {"method": run.method, "dataset": run.dataset, "seed": run.seed, "settings": dict(run.settings)}
+    if run.method == "gca":
+        expected["config"] = dict(run.config)
+    for name, value in expected.items():
+        if name not in record:
+            return f"it has no {name!r}"
+        if _json(record[name]) != _json(value):
+            return f"its {name!r} is not this run's"
+    if "accuracy" not in record:
+        return "it has no 'accuracy'"
+    accuracy = record["accuracy"]
+    if accuracy is None:  # a run that diverged: reported as such, with its error
+        return "" if isinstance(record.get("error"), str) else "it has no accuracy and no error"
     if not isinstance(accuracy, dict):
         return f"its accuracy is a {type(accuracy).__name__}"
     mean = accuracy.get("mean")
     if isinstance(mean, bool) or not isinstance(mean, int | float) or not math.isfinite(mean) or not 0 <= mean <= 100:
         return f"its accuracy's mean is {mean!r}, not a percentage"
+    values = accuracy.get("runs")
+    if values is not None and (not isinstance(values, list) or not values or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 100 for v in values)):  # fmt: skip
+        return "its per-split accuracies are not percentages"
     return ""
 
 
@@ -63,7 +87,7 @@ class RunStore:
         if not path.exists():
             return None
         record = read_json(path)
-        problem = _problem(record)
+        problem = _problem(record, run, path.stem)
         if problem:
             raise RunFileError(f"{path} is not a run record gca wrote ({problem}); delete it and run again to redo "
                                "that run")  # fmt: skip
