@@ -63,6 +63,9 @@ class EvaluationResult:
         ``"sklearn"`` or ``"authors"``.
     chosen_epochs
         ``authors``: the check each split reports.
+    last_check
+        ``authors``: the probe's last check (epoch 3,000 for the authors' 3,000 epochs checked every 20). A split
+        whose best check is the last one had not stopped improving: its probe had not converged.
     micro_f1
         Micro-F1 (in %) per split; equal to accuracy for one label per node.
     macro_f1
@@ -75,6 +78,7 @@ class EvaluationResult:
     fitted_on: list[int] = field(default_factory=list)  # training nodes each split's classifier was fitted on
     protocol: str = "sklearn"
     chosen_epochs: list[int] = field(default_factory=list)  # authors: the check each split reports
+    last_check: int = 0  # authors: the probe's last check
     micro_f1: list[float] = field(default_factory=list)  # in %; equal to accuracy for one label per node
     macro_f1: list[float] = field(default_factory=list)  # in %; the unweighted mean of the classes' F1
 
@@ -86,9 +90,22 @@ class EvaluationResult:
     def std(self) -> float:
         return float(np.std(self.accuracies))
 
+    @property
+    def best_at_last_check(self) -> int:
+        """``authors``: on how many splits the best validation check was the probe's last (0 otherwise)."""
+        return sum(e == self.last_check for e in self.chosen_epochs) if self.last_check else 0
+
+    @property
+    def probe_converged(self) -> bool:
+        """False when the authors' probe's best check was its last on most splits: it was still improving when it
+        stopped, so its accuracy says as much about the probe's schedule as about the embeddings (always True under
+        ``sklearn``, whose solver runs to convergence)."""
+        return 2 * self.best_at_last_check <= len(self.chosen_epochs)
+
     def to_dict(self) -> dict:
-        chosen = {"chosen_epoch": list(self.chosen_epochs)} if self.protocol == "authors" else {
-            "chosen_C": list(self.chosen_c)}  # fmt: skip
+        chosen = {"chosen_epoch": list(self.chosen_epochs), "last_check": self.last_check,
+                  "best_at_last_check": self.best_at_last_check, "probe_converged": self.probe_converged,
+                  } if self.protocol == "authors" else {"chosen_C": list(self.chosen_c)}  # fmt: skip
         return {
             "protocol": self.protocol,
             "mean": self.mean,
@@ -101,13 +118,17 @@ class EvaluationResult:
         }
 
     def __str__(self) -> str:
-        """``mean ± std % … over N splits``; a single split has no spread to give: ``75.90 % … on 1 split``."""
+        """``mean ± std % … over N splits``; a single split has no spread to give: ``75.90 % … on 1 split``. A probe
+        that had not converged (:attr:`probe_converged`) is said after it."""
+        unconverged = "" if self.probe_converged else (
+            f"; the probe had not converged: its best check was its last on {self.best_at_last_check} of "
+            f"{len(self.chosen_epochs)} splits")  # fmt: skip
         if len(self.accuracies) == 1:
             f1 = f", macro-F1 {self.macro_f1[0]:.2f}" if self.macro_f1 else ""
-            return f"{self.mean:.2f} %{f1} on 1 split ({self.protocol} protocol)"
+            return f"{self.mean:.2f} %{f1} on 1 split ({self.protocol} protocol{unconverged})"
         f1 = f", macro-F1 {np.mean(self.macro_f1):.2f} ± {np.std(self.macro_f1):.2f}" if self.macro_f1 else ""
         return (f"{self.mean:.2f} ± {self.std:.2f} %{f1} over {len(self.accuracies)} splits ({self.protocol} "
-                "protocol)")  # fmt: skip
+                f"protocol{unconverged})")  # fmt: skip
 
 
 def _summary(values: list[float]) -> dict:
@@ -171,7 +192,7 @@ def evaluate_embeddings(
     """
     if check_protocol(protocol) == "sklearn":
         return linear_evaluation(features, labels, splits, progress=progress, desc=desc)
-    from .probe import adam_probe
+    from .probe import CHECK_EVERY, PROBE_EPOCHS, adam_probe
 
     y = _checked_labels(features, labels, splits)
     test, val, epochs, macro = adam_probe(features, y, splits, device=device, progress=progress,
@@ -179,6 +200,7 @@ def evaluate_embeddings(
     return EvaluationResult(
         [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
         fitted_on=[len(s[0]) for s in splits], protocol="authors", chosen_epochs=[int(e) for e in epochs],
+        last_check=PROBE_EPOCHS - PROBE_EPOCHS % CHECK_EVERY,
         micro_f1=[100.0 * float(a) for a in test], macro_f1=[100.0 * float(f) for f in macro],
     )  # fmt: skip
 

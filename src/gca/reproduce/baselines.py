@@ -1,7 +1,9 @@
 """Baselines of Table 3 (Zhu et al., WWW 2021), run on the same splits and, where unsupervised, the same evaluator.
 
-Each baseline is a function ``(data, splits, seed, quick, device, protocol) -> test accuracy in % per split``: one
-training with ``seed``, judged on each of ``splits`` (supervised ones train once per split). In quick mode
+Each baseline is a function ``(data, splits, seed, quick, device, protocol)`` returning the test accuracy in % per
+split — an unsupervised one the whole evaluation (:class:`gca.evaluate.classification.EvaluationResult`, whose
+record says what the probe chose and whether it converged): one training with ``seed``, judged on each of
+``splits`` (supervised ones train once per split). In quick mode
 (``quick``) the rows marked *shortened* below train on a shorter schedule (:data:`SHORTENED_IN_QUICK`); a
 reproduction marks those rows and does not compare them with the paper.
 
@@ -49,7 +51,7 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..datasets.base import Split
-from ..evaluate.classification import evaluate_embeddings, raw_feature_input
+from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
 from ..graph.features import normalize_rows
 from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
@@ -60,10 +62,11 @@ class BaselineUnavailable(RuntimeError):
     """The baseline cannot run in this environment (a package is missing); the message says why."""
 
 
-#: ``(data, splits, seed, quick, device, protocol="sklearn") -> test accuracy in % per split``; ``protocol`` names
+#: ``(data, splits, seed, quick, device, protocol="sklearn") -> test accuracy in % per split`` (a list, or the
+#: :class:`~gca.evaluate.classification.EvaluationResult` that holds it); ``protocol`` names
 #: how an unsupervised baseline's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`); supervised
 #: ones ignore it.
-Baseline = Callable[..., list[float]]
+Baseline = Callable[..., list[float] | EvaluationResult]
 
 #: The baselines whose schedule ``quick`` shortens: DGI 100 of 300 epochs, GAE and VGAE 100 of 200, DeepWalk 10 of 80
 #: walks per node (also under DeepWalk + features), node2vec's p, q from {0.5, 2}² instead of {0.25, 1, 4}².
@@ -77,12 +80,13 @@ def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 
 
-def _evaluate(embeddings: torch.Tensor, data: Data, splits: list[Split], protocol: str = "sklearn") -> list[float]:
-    return evaluate_embeddings(embeddings.detach().cpu(), data.y, splits, protocol).accuracies
+def _evaluate(embeddings: torch.Tensor, data: Data, splits: list[Split],
+              protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+    return evaluate_embeddings(embeddings.detach().cpu(), data.y, splits, protocol)
 
 
 def raw_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                 protocol: str = "sklearn") -> list[float]:  # fmt: skip
+                 protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol)
 
@@ -149,7 +153,7 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> 
 
 
 def dgi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> list[float]:  # fmt: skip
+        protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
     return _evaluate(dgi_embeddings(data, seed, quick, device), data, splits, protocol)
 
 
@@ -191,7 +195,7 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
 
 def _autoencoder(variational: bool) -> Baseline:
     def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn") -> list[float]:  # fmt: skip
+            protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
         return _evaluate(autoencoder_embeddings(data, seed, quick, device, variational), data, splits, protocol)
 
     return run
@@ -278,13 +282,13 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
 
 
 def deepwalk(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn") -> list[float]:  # fmt: skip
+             protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
     seed_everything(seed)
     return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol)
 
 
 def deepwalk_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                      protocol: str = "sklearn") -> list[float]:  # fmt: skip
+                      protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
     seed_everything(seed)
     z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
     x = data.x.to_dense() if data.x.is_sparse else data.x

@@ -13,6 +13,7 @@ import numpy as np
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
+from ..evaluate.classification import EvaluationResult, evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
 from ..names import canonical_name
 from ..progress import Progress
@@ -21,7 +22,7 @@ from ..train.distributed import resolve_device
 from ..train.estimator import GCA
 from ..train.loop import TrainingError
 from .baselines import BASELINES, BaselineUnavailable
-from .plan import Cell, Mode, Run
+from .plan import SECOND_OPINION, Cell, Mode, Run
 from .store import RunStore
 
 
@@ -93,6 +94,7 @@ class Executor:
         self.unavailable: dict[str, str] = {}  # baseline key → why it cannot run here
         self.trained = 0
         self.reused = 0
+        self.second_opinion: set[Run] = set()  # runs judged under the sklearn protocol too (SECOND_OPINION)
 
     def execute(self, cells: Iterable[Cell]) -> None:
         cells = list(cells)
@@ -101,6 +103,10 @@ class Executor:
         for cell in cells:
             if cell.info.get("plots") and cell.runs:
                 plot_label.setdefault(cell.runs[0], cell.label)
+        # under the authors' protocol, the pair that says what training adds is judged by gca's probe as well: the
+        # authors' probe stops before it converges on an untrained encoder's tiny outputs (see Reporter.gain_notes)
+        self.second_opinion = {run for cell in cells if self.mode.protocol == "authors" and
+                               (cell.info.get("untrained") or cell.info.get("versus_untrained")) for run in cell.runs}
         runnable = [r for r in unique if isinstance(self.datasets.get(r.dataset), LoadedDataset)]
         pending = [r for r in runnable if self.store.get(r) is None and r.method not in self.unavailable]
         self.reused += len(runnable) - len(pending)
@@ -136,6 +142,8 @@ class Executor:
                 return None
             except TrainingError as exc:  # a diverged baseline is a result (it would diverge again), not a crash
                 return {**about, "accuracy": None, "error": str(exc)}
+            if isinstance(accuracies, EvaluationResult):  # the whole evaluation: what its probe chose, too
+                return {**about, "accuracy": accuracies.to_dict(), "seconds": time.perf_counter() - start}
             values = [float(a) for a in accuracies]
             return {**about, "accuracy": {"mean": float(np.mean(values)), "std": float(np.std(values)),
                                           "runs": values}, "seconds": time.perf_counter() - start}  # fmt: skip
@@ -153,4 +161,7 @@ class Executor:
                              protocol=self.mode.protocol)  # fmt: skip
         except TrainingError as exc:  # a diverged run is a result (it would diverge again), not a crash
             return {**about, "accuracy": None, "error": str(exc)}
-        return {**about, **result.record, "seconds": time.perf_counter() - start}
+        record = {**about, **result.record}
+        if run in self.second_opinion:
+            record[SECOND_OPINION] = evaluate_embeddings(result.embeddings, loaded.data.y, splits, "sklearn").to_dict()
+        return {**record, "seconds": time.perf_counter() - start}

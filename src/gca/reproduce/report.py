@@ -15,8 +15,8 @@ from ..io import atomic_write_text
 from ..names import canonical_name
 from .baselines import BASELINES, SHORTENED_IN_QUICK
 from .execute import DatasetCache
-from .paper import PAPER_TABLE3, PAPER_TABLE4
-from .plan import TRAINED_TWIN, Cell, Mode, plural
+from .paper import PAPER_OOM, PAPER_TABLE3, PAPER_TABLE4
+from .plan import SECOND_OPINION, TRAINED_TWIN, Cell, Mode, plural
 from .store import RunStore
 
 
@@ -27,12 +27,23 @@ def accuracy(record: dict[str, Any] | None) -> float | None:
     return float(record["accuracy"]["mean"])
 
 
-def split_accuracies(record: dict[str, Any] | None) -> list[float]:
-    """The test accuracy (%) on each split that judged a run, in the order of its splits (empty: no number)."""
-    if not record or not record.get("accuracy"):
+def split_accuracies(record: dict[str, Any] | None, key: str = "accuracy") -> list[float]:
+    """The test accuracy (%) on each split that judged a run, in the order of its splits (empty: no number);
+    ``key`` names the judgement (``accuracy``, or :data:`~gca.reproduce.plan.SECOND_OPINION`)."""
+    if not record or not isinstance(record.get(key), dict):
         return []
-    values = record["accuracy"].get("runs")
-    return [float(v) for v in values] if values else [float(record["accuracy"]["mean"])]
+    values = record[key].get("runs")
+    return [float(v) for v in values] if values else [float(record[key]["mean"])]
+
+
+def best_at_last_check(record: dict[str, Any] | None, key: str = "accuracy") -> tuple[int, int]:
+    """Under the authors' protocol: (splits whose best validation check was the probe's last, splits); (0, 0) when
+    the record does not say (another protocol, a supervised baseline)."""
+    judged = record.get(key) if record else None
+    if not isinstance(judged, dict) or not judged.get("last_check") or "chosen_epoch" not in judged:
+        return 0, 0
+    chosen = judged["chosen_epoch"]
+    return sum(int(e) == int(judged["last_check"]) for e in chosen), len(chosen)
 
 
 #: How each protocol is said under a table.
@@ -67,19 +78,22 @@ class Reporter:
         method = cell.runs[0].method if cell.runs else "gca"
         if method in self.unavailable:
             return {"status": "not run", "reason": self.unavailable[method]}
-        training = _training(cell)
+        key = cell.info.get("judge", "accuracy")
         records = [(run, self.store.get(run)) for run in cell.runs]
+        training = _training(cell, [r for _, r in records if r])
         errors = [r["error"] for _, r in records if r and r.get("error")]
-        values = {(run.seed, j): v for run, r in records for j, v in enumerate(split_accuracies(r))}
+        values = {(run.seed, j): v for run, r in records for j, v in enumerate(split_accuracies(r, key))}
         shortened = self.shortened(cell)
         if not values:
             return {"status": "failed" if errors else "missing", "reason": errors[0] if errors else "no finished runs",
                     "training": training, "shortened": shortened}  # fmt: skip
         numbers = list(values.values())
-        finished = [r for _, r in records if split_accuracies(r)]
+        finished = [r for _, r in records if split_accuracies(r, key)]
+        last, judged = np.sum([best_at_last_check(r, key) for r in finished], axis=0).astype(int).tolist()
         return {"status": "ok", "mean": float(np.mean(numbers)), "std": float(np.std(numbers)), "n": len(numbers),
                 "runs": len(finished), "failed_runs": len(errors), "training": training, "shortened": shortened,
-                "values": values, "seconds": float(sum(r.get("seconds", 0.0) for r in finished))}  # fmt: skip
+                "values": values, "seconds": float(sum(r.get("seconds", 0.0) for r in finished)),
+                "probe_last": (last, judged), "unconverged": 2 * last > judged > 0}  # fmt: skip
 
     def shortened(self, cell: Cell) -> str:
         """Why the cell's runs are shorter than the setting the paper's number comes from ('' when they are not): a
@@ -109,7 +123,19 @@ class Reporter:
             said += f" (a training was judged on {min(judged)} to {max(judged)} splits, as many as its dataset has)"
         notes.append(f"Runs: {said}. A number without ± is a single value.")
         notes += self.training_notes(cells, datasets)
-        notes += self.gain_notes(cells, datasets, twin)
+        gains = self.gain_notes(cells, datasets, twin)
+        notes += gains
+        summaries = [self.summary(c) for c in cells]
+        if any(map(_mini_batch, summaries)):
+            notes.append("(mini-batch): trained in mini-batches (the fast path: B anchors a step, neighbours sampled "
+                         "with the fan-out of each layer, negatives from the batch; see the training note above), not "
+                         "on the whole graph at every update as the paper's numbers were.")  # fmt: skip
+        flagged = [f"{c.label} on {c.dataset} ({s['probe_last'][0]} of {s['probe_last'][1]} splits)"
+                   for c, s in zip(cells, summaries, strict=True) if s["status"] == "ok" and s["unconverged"]]
+        if flagged:
+            notes.append(f"{UNCONVERGED}: the authors' probe (3,000 Adam steps) had not converged — its best "
+                         f"validation check was its last on most splits — so the number is the probe's as much as the "
+                         f"embeddings': {'; '.join(flagged)}.")  # fmt: skip
         if any(self.shortened(c) for c in cells):
             notes.append("‡: trained on a shortened schedule (quick mode; gca.reproduce.baselines."
                          "SHORTENED_IN_QUICK), so not compared with the paper's number.")  # fmt: skip
@@ -149,8 +175,12 @@ class Reporter:
 
     def gain_notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
         """What training adds: per dataset, the trained row ``twin`` minus Random-Init (the same encoder with the
-        same seed, untrained, judged on the same splits), as mean ± std of the paired differences."""
-        said = []
+        same seed, untrained, judged on the same splits), as mean ± std of the paired differences — under a protocol
+        whose probe converged on both rows. The authors' probe often has not on Random-Init (its best check is its
+        last: the untrained encoder's outputs are tiny); then the difference is given under gca's probe, judged on
+        the same runs and splits (:data:`~gca.reproduce.plan.SECOND_OPINION`), and the authors' is said to measure
+        the probe."""
+        said, caveats = [], []
         for ds in datasets:
             trained = next((c for c in cells if c.dataset == ds and c.label == twin), None)
             untrained = next((c for c in cells if c.dataset == ds and c.info.get("untrained")), None)
@@ -159,16 +189,29 @@ class Reporter:
             a, b = self.summary(trained), self.summary(untrained)
             if a["status"] != "ok" or b["status"] != "ok":
                 continue
-            pairs = sorted(set(a["values"]) & set(b["values"]))
-            if not pairs:
-                continue
-            gains = np.array([a["values"][k] - b["values"][k] for k in pairs])
-            spread = f" ± {np.std(gains):.2f}" if len(gains) > 1 else ""
-            said.append(f"{ds} {np.mean(gains):+.2f}{spread} ({plural(len(gains), 'pair')})")
-        if not said:
-            return []
-        return [f"What training adds ({twin} − Random-Init, the same encoder and seed untrained, judged on the same "
-                f"splits; mean ± std of the paired differences, in points): {'; '.join(said)}."]  # fmt: skip
+            protocol = self.mode.protocol
+            if a["unconverged"] or b["unconverged"]:
+                which = "Random-Init" if b["unconverged"] else twin
+                last, judged = (b if b["unconverged"] else a)["probe_last"]
+                caveats.append(f"{ds}: {_paired(a, b)} under the authors' protocol measures their probe, not the "
+                               f"training: on {which} its best check was its last on {last} of {judged} splits")
+                a, b = (self.summary(Cell(c.label, c.dataset, c.runs, {**c.info, "judge": SECOND_OPINION}))
+                        for c in (trained, untrained))  # fmt: skip
+                protocol = "sklearn"
+                if a["status"] != "ok" or b["status"] != "ok":
+                    continue
+            gain = _paired(a, b)
+            if gain:
+                said.append(f"{ds} {gain} under the {protocol} protocol")
+        notes = []
+        if said:
+            notes.append(f"What training adds ({twin} − Random-Init, the same encoder and seed untrained, judged on "
+                         f"the same splits by a probe that converged on both; mean ± std of the paired differences, "
+                         f"in points): {'; '.join(said)}.")  # fmt: skip
+        if caveats:
+            notes.append(f"Not what training adds: {'; '.join(caveats)} — Random-Init (sklearn probe) is the same runs "
+                         "judged by gca's probe, whose solver runs to convergence.")  # fmt: skip
+        return notes
 
     def _by_label(self, cells: list[Cell]) -> dict[str, dict[str, dict[str, Any]]]:
         table: dict[str, dict[str, dict[str, Any]]] = {}
@@ -232,13 +275,25 @@ class Reporter:
         return written
 
 
-def _training(cell: Cell) -> str:
-    """The training that made a cell's runs: ``exact`` or the mini-batch setting ``--fast`` chose; ``""`` for a
-    baseline."""
+def _training(cell: Cell, records: list[dict[str, Any]]) -> str:
+    """The training that made a cell's runs, read from their records: ``exact``, or ``mini-batch B=…, fan-out …``
+    with the fan-out of every layer (``10,10``); ``untrained``; ``""`` for a baseline."""
     if not cell.runs or cell.runs[0].method != "gca":
         return ""
-    settings = dict(cell.runs[0].settings)
-    return settings.get("training", "exact") if settings.get("epochs") else "untrained"
+    if not dict(cell.runs[0].settings).get("epochs"):
+        return "untrained"
+    config = next((r["config"] for r in records if isinstance(r.get("config"), dict)), None)
+    if config is None:  # not run yet: what the plan chose
+        return dict(cell.runs[0].settings).get("training", "exact")
+    if not config.get("batch_size"):
+        return "exact"
+    return f"mini-batch B={config['batch_size']}, fan-out {','.join(map(str, _fanout(config)))}"
+
+
+def _fanout(config: dict[str, Any]) -> list[int]:
+    """The fan-out of every layer (one value given applies to each)."""
+    fanout = list(config["fanout"])
+    return fanout * int(config["layers"]) if len(fanout) == 1 else fanout
 
 
 def _how_trained(record: dict[str, Any], planned: int | None = None) -> str:
@@ -249,8 +304,7 @@ def _how_trained(record: dict[str, Any], planned: int | None = None) -> str:
     updates = int(record.get("updates") or epochs)
     device = record.get("device", "?")
     if config.get("batch_size"):
-        fanout = config["fanout"]
-        fanout = list(fanout) * int(config["layers"]) if len(fanout) == 1 else list(fanout)
+        fanout = _fanout(config)
         kept = f" (the setting's {plural(planned, 'epoch')} of the whole graph)" if planned else ""
         return (f"in mini-batches of B = {config['batch_size']:,} anchors, fan-out {','.join(map(str, fanout))}: "
                 f"{plural(epochs, 'epoch')} of {updates // max(epochs, 1):,} = {plural(updates, 'update')}{kept} on "
@@ -259,11 +313,41 @@ def _how_trained(record: dict[str, Any], planned: int | None = None) -> str:
             f"{device}")  # fmt: skip
 
 
-def _fmt(summary: dict[str, Any]) -> str:
+#: The mark of a number whose authors' probe had not converged (best check its last on most splits).
+UNCONVERGED = "◊"
+
+
+def _fmt(summary: dict[str, Any], regime: bool = False) -> str:
+    """A cell: mean ± std (no spread for one value), ‡ when shortened, ◊ when its probe had not converged, and with
+    ``regime`` "(mini-batch)" after a number trained in mini-batches."""
     if summary["status"] == "ok":
         number = f"{summary['mean']:.2f}" + (f" ± {summary['std']:.2f}" if summary["n"] > 1 else "")
-        return number + (" ‡" if summary.get("shortened") else "")
+        marks = [" (mini-batch)" if regime and _mini_batch(summary) else "", " ‡" if summary.get("shortened") else "",
+                 f" {UNCONVERGED}" if summary.get("unconverged") else ""]  # fmt: skip
+        return number + "".join(marks)
     return {"skipped": "skipped", "not run": "not run†", "failed": "diverged", "missing": "—"}[summary["status"]]
+
+
+def _paired(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """``+1.23 ± 0.45 (20 pairs)``: the mean ± std of ``a``'s values minus ``b``'s, paired by (seed, split)."""
+    pairs = sorted(set(a["values"]) & set(b["values"]))
+    if not pairs:
+        return ""
+    gains = np.array([a["values"][k] - b["values"][k] for k in pairs])
+    spread = f" ± {np.std(gains):.2f}" if len(gains) > 1 else ""
+    return f"{np.mean(gains):+.2f}{spread} ({plural(len(gains), 'pair')})"
+
+
+def _mini_batch(summary: dict[str, Any]) -> bool:
+    return str(summary.get("training", "")).startswith("mini-batch")
+
+
+def _paper_cell(ref: tuple[float, float] | None, oom: bool, shortened: bool) -> str:
+    """The paper's number as the paper's table gives it: no spread where it has none (a deterministic row)."""
+    if ref is None:
+        return "OOM" if oom else "—"
+    text = f"{ref[0]:.2f}" + (f" ± {ref[1]:.2f}" if ref[1] else "")
+    return text + (" (not compared)" if shortened else "")
 
 
 def differs(summary: dict[str, Any], paper: tuple[float, float] | None) -> bool:
@@ -291,29 +375,29 @@ def write_table(
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "values",
               "runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status", "reason",
-              "training", "shortened", "seconds"]]  # fmt: skip
+              "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
     for label, lead, by_dataset in rows:
-        cells = [label, *lead]
+        # a row trained in mini-batches on every dataset says so in its name; a row that is on some says it per cell
+        trained = [by_dataset[ds] for ds in datasets if by_dataset[ds]["status"] == "ok"]
+        all_mini = bool(trained) and all(map(_mini_batch, trained))
+        cells = [f"{label} (mini-batch)" if all_mini else label, *lead]
         for ds in datasets:
             summary = by_dataset[ds]
             ref = paper.get(label, {}).get(ds)
             compared = comparable and ref is not None and not summary.get("shortened")
             flag = compared and differs(summary, ref)
-            cells.append(_fmt(summary) + (" ⚠" if flag else ""))
-            if ref is None:
-                cells.append("—")
-            elif summary.get("shortened"):
-                cells.append(f"{ref[0]:.2f} ± {ref[1]:.2f} (not compared)")
-            else:
-                cells.append(f"{ref[0]:.2f} ± {ref[1]:.2f}")
+            cells.append(_fmt(summary, regime=not all_mini) + (" ⚠" if flag else ""))
+            cells.append(_paper_cell(ref, (label, ds) in PAPER_OOM, bool(summary.get("shortened"))))
             ok = summary["status"] == "ok"
+            last, judged = summary.get("probe_last", (0, 0))
             table.append([
-                label, *lead, ds, f"{summary['mean']:.4f}" if ok else "",
+                cells[0], *lead, ds, f"{summary['mean']:.4f}" if ok else "",
                 f"{summary['std']:.4f}" if ok and summary["n"] > 1 else "", summary.get("n", 0),
                 summary.get("runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
                 str(compared).lower(), str(flag).lower(), summary["status"], summary.get("reason", ""),
                 summary.get("training", ""), summary.get("shortened", ""),
-                f"{summary['seconds']:.1f}" if ok else "",
+                f"{summary['seconds']:.1f}" if ok else "", f"{last}/{judged}" if judged else "",
+                str(bool(summary.get("unconverged"))).lower() if judged else "",
             ])  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     for note in notes:  # each its own paragraph
