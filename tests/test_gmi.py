@@ -86,6 +86,12 @@ def test_negatives_never_pick_the_node_itself():
     assert set(negatives[:, 0].tolist()) == {1, 2, 3, 4}
 
 
+def test_quick_mode_caps_the_all_pairs_work_of_amazon_photo():
+    assert gmi.quick_epochs(100) == gmi.quick_epochs(7650) == 60
+    assert gmi.quick_epochs(13_752) == 18  # Amazon-Computers
+    assert gmi.quick_epochs(18_333) == gmi.quick_epochs(34_493) == 10  # Coauthor-CS, -Physics: the floor
+
+
 def test_same_seed_same_embeddings_and_shape():
     data = two_communities(n=30)
     cpu = torch.device("cpu")

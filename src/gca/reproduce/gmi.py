@@ -58,10 +58,13 @@ Deviations, and why:
 * **Sparse everywhere.** Propagation, neighbour means and (for features under 10 % dense, e.g. Coauthor-CS) the
   features themselves are sparse CSR matrices; the reference's dense N × N target is never built. Negatives are
   drawn with torch's generator (seeded), vectorised, instead of NumPy's in a Python loop: the same distribution.
-* **Quick mode** (``quick=True``) stops after :data:`QUICK_EPOCHS` epochs (patience unchanged); the objective is
-  the same. One Amazon-Photo training (7,650 nodes) then takes about 4 minutes on 2 CPU cores; an epoch costs
-  ~2·N²·512 multiply-adds in L_rec, so Coauthor-CS (18,333 nodes) takes ~5.7× longer per epoch — quick mode there
-  is the same 60 epochs, not a shorter objective, and takes accordingly longer (see :data:`QUICK_EPOCHS`).
+* **Quick mode** (``quick=True``) caps the epochs by :func:`quick_epochs`; the objective, learning rate and
+  patience are unchanged. An epoch costs ~2·N²·512 multiply-adds in L_rec plus the encoder's and discriminators'
+  products, so the cap keeps N² × epochs at most that of 60 epochs on Amazon-Photo (7,650 nodes): 60 epochs there
+  (one training took 345 s on one core of a 2-core AMD EPYC shared with another job, ~5.8 s per epoch; about 4
+  minutes or less on 2 free cores), 18 on Amazon-Computers (13,752 nodes), and the floor of 10 on Coauthor-CS
+  (18,333 nodes; ~31 s per epoch on the same core, so ~5 minutes) — there quick mode trains far less than the
+  full schedule and its numbers say little about GMI; the full schedule (up to 550 epochs) is the one to compare.
 """
 
 from __future__ import annotations
@@ -83,12 +86,18 @@ ALPHA, BETA, GAMMA, NEGATIVES = 0.8, 1.0, 1.0, 5
 HIDDEN = 512
 #: Maximal epochs and the early-stopping patience on the loss (reference defaults), Adam's learning rate.
 EPOCHS, PATIENCE, LR = 550, 20, 0.001
-#: Quick mode's epoch cap: one Amazon-Photo training in about 4 minutes on 2 CPU cores.
-QUICK_EPOCHS = 60
+#: Quick mode's epoch cap on Amazon-Photo (7,650 nodes), and its floor on larger graphs (:func:`quick_epochs`).
+QUICK_EPOCHS, QUICK_NODES, QUICK_FLOOR = 60, 7650, 10
 #: Elements of one N × b block of similarities in the reconstruction loss (32 MiB in float32 per buffer).
 BLOCK_ELEMENTS = 1 << 23
 #: Features with fewer nonzeros than this fraction are kept sparse.
 SPARSE_FEATURES_BELOW = 0.1
+
+
+def quick_epochs(num_nodes: int) -> int:
+    """Quick mode's epoch cap: :data:`QUICK_EPOCHS` × (:data:`QUICK_NODES` / N)², the all-pairs work of 60 epochs on
+    Amazon-Photo, at most :data:`QUICK_EPOCHS` and at least :data:`QUICK_FLOOR`."""
+    return max(QUICK_FLOOR, min(QUICK_EPOCHS, int(QUICK_EPOCHS * (QUICK_NODES / num_nodes) ** 2)))
 
 
 class _SparseMatmul(torch.autograd.Function):
@@ -315,7 +324,7 @@ def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, 
                    block: int | None = None) -> torch.Tensor:  # fmt: skip
     """GMI's embeddings (N × 512) of every node (module docstring); the graph in ``data.edge_index`` is all it sees.
 
-    ``epochs`` overrides the epoch cap (:data:`EPOCHS`, or :data:`QUICK_EPOCHS` with ``quick``) and ``block`` the
+    ``epochs`` overrides the epoch cap (:data:`EPOCHS`, or :func:`quick_epochs` with ``quick``) and ``block`` the
     rows per block of the reconstruction loss. A loss that is not finite raises
     :class:`gca.train.loop.TrainingError`."""
     from .baselines import _fit
@@ -328,7 +337,7 @@ def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, 
     target = ReconstructionTarget(a, device)
     in_channels = x.shape[1]
     model = GMI(in_channels).to(device)
-    cap = epochs if epochs is not None else (QUICK_EPOCHS if quick else EPOCHS)
+    cap = epochs if epochs is not None else (quick_epochs(n) if quick else EPOCHS)
     _fit("GMI", model, lambda m: m.loss(x, propagation, mean, target, block=block), lr=LR, epochs=cap,
          patience=PATIENCE)  # fmt: skip
     with torch.no_grad():
