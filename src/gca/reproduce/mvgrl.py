@@ -1,8 +1,8 @@
 """MVGRL (Hassani & Khasahmadi, "Contrastive Multi-View Representation Learning on Graphs", ICML 2020), the Table 3
 baseline, with a personalised-PageRank diffusion computed in bounded memory.
 
-**Views** (paper §3.1). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}; the diffusion view is
-personalised PageRank with teleport probability α = 0.2 (paper §4.2),
+**Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}; the
+diffusion view is personalised PageRank with teleport probability α = 0.2 (paper §4, experimental setup),
 
     S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
 
@@ -17,11 +17,11 @@ one sparse product per term — O(N·B) memory, O(K·nnz(T)) time per column. Ea
 
 *Truncation error.* ‖T‖₂ ≤ 1 for the symmetric normalisation of an undirected graph, so every entry of the
 remainder satisfies |S − S_K|_{vu} ≤ ‖S − S_K‖₂ ≤ α Σ_{k>K} (1 − α)^k = (1 − α)^{K+1}: K = ⌈ln ε / ln(1 − α)⌉ − 1
-terms give error ≤ ε a priori (ε = 10⁻⁴: K = 41). The series also stops earlier, with the same guarantee, once the
-newest term t_K of every column has (1 − α)/α · ‖t_K‖₂ ≤ ε (the remainder is Σ_{j≥1} ((1 − α)Tᵀ)^j t_K); on a
-large connected graph t_K shrinks much faster than (1 − α)^K, since a unit vector has little mass along T's
-leading eigenvector. (For a directed graph ‖T‖₂ may exceed 1; the a posteriori test still stops the series, and
-the a priori K stays its cap.)
+terms give error ≤ ε a priori (ε = 10⁻⁴: K = 41). Each column's series also stops earlier, with the same
+guarantee, once its newest term t_K has (1 − α)/α · ‖t_K‖₂ ≤ ε (the remainder is Σ_{j≥1} ((1 − α)Tᵀ)^j t_K);
+on Amazon-Photo most columns stop after 20–30 terms, the ones of small components (isolated nodes) run to K.
+(For a directed graph ‖T‖₂ may exceed 1; the a posteriori test still stops the series, and the a priori K stays
+its cap.)
 
 *Sparsification.* The authors' node-classification code keeps S dense on Cora and PubMed and, on CiteSeer only,
 zeroes entries below ε chosen from {10⁻⁵, 10⁻⁴, 10⁻³, 10⁻²} so that the average number of kept entries per row
@@ -30,26 +30,26 @@ S: each node keeps its k = round(average degree) largest entries (k = |E| / N wi
 twice, at least 1; 31 on Amazon-Photo), which is the same average number per row, exactly and for every node
 instead of on average. The kept values are S's own, not renormalised (the reference does not renormalise either).
 
-**Encoders** (paper §3.2, §4.2). One GCN layer per view, not shared: h = PReLU(M X W + b) with M = Â or S, 512
+**Encoders** (paper §3 and §4). One GCN layer per view, not shared: h = PReLU(M X W + b) with M = Â or S, 512
 units (the node-classification setting), on the row-normalised features every baseline here sees. Readout:
-s = σ(mean_v h_v) per view. The paper's §3.2 also passes node and graph representations through projection heads
+s = σ(mean_v h_v) per view. The paper's §3 also passes node and graph representations through projection heads
 shared by the views (MLPs with two hidden layers and PReLU); the authors' node-classification code, which gave the
 paper's node results, has none, and neither has PyGCL's MVGRL example (by GCA's authors) for nodes. We follow the
 code: no heads by default (``heads=False``). ``heads=True`` adds them — f_ψ on the node representations and f_φ
 on the summaries, each three linear layers with PReLU plus a linear shortcut as in the authors' only
-implementation of the head (``graph/train.py``) — but they multiply a training step's cost by about ten (four
-512 × 512 products on 4 × 4 × 2,000 rows) and, on Amazon-Photo, kept the loss at log 2 through the first 20
-epochs, so that early stopping ended training at its initial weights.
+implementation of the head (``graph/train.py``) — but on Amazon-Photo they made a step about three times slower
+(their 512 × 512 products on the 4 × 8,000 rows of a step's four node sets) and kept the loss at or above its
+initial log 2 through the first 20 epochs, so that early stopping ended training at the initial weights.
 
-**Objective** (paper §3.3, Eq. 7; as the node code). A bilinear discriminator D(z, g) = zᵀ W g + b scores the
+**Objective** (paper §3, training; as the node code). A bilinear discriminator D(z, g) = zᵀ W g + b scores the
 node representations of one view against the summary of the other: positives D(h^S_v, s^Â) and D(h^Â_v, s^S)
 (through the heads, when used: D(f_ψ(h^S_v), f_φ(s^Â)), …); negatives the same with the nodes encoded from
 row-shuffled features (one permutation per step, as DGI's corruption). The loss is the binary cross-entropy of
 all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the authors' code.
 
-**Embedding** (paper §3.4). h^Â + h^S on the whole graph, from the weights of the lowest loss, detached.
+**Embedding** (paper §3 and §4). h^Â + h^S on the whole graph, from the weights of the lowest loss, detached.
 
-**Training** (paper §4.2 and ``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on a batch of
+**Training** (paper §4 and ``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on a batch of
 4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
 :func:`gca.reproduce.baselines._fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
 batch's one graph. Quick mode caps training at :data:`QUICK_EPOCHS` = 120 epochs, so that one training on
@@ -58,7 +58,8 @@ Amazon-Photo (7,650 nodes) with its diffusion fits about 4 minutes of 2 CPU core
 **Deviations from the reference, and why.**
 
 * Diffusion: blockwise truncated series and per-node top-k instead of a dense inverse and a global threshold
-  (above) — the dense form needs N² floats (Amazon-Computers: 0.7 GB, Coauthor-CS 1.3 GB, ogbn-arxiv 115 GB).
+  (above) — the dense form needs N² floats (in float32 Amazon-Computers 0.76 GB, Coauthor-CS 1.3 GB, ogbn-arxiv
+  115 GB; the reference's float64 twice that).
 * Subgraphs: each of the batch's 4 subgraphs is the induced subgraph of 2,000 nodes drawn uniformly without
   replacement, where the reference slices a contiguous range of node ids. A contiguous range depends on the order
   in which the dataset stores its nodes (often grouped by class or by crawl), and nodes near either end of the
@@ -66,7 +67,7 @@ Amazon-Photo (7,650 nodes) with its diffusion fits about 4 minutes of 2 CPU core
   the subgraph keeps the entries of the whole graph's Â and S between its nodes, not renormalised.
 * Sparse products throughout (``torch.sparse.mm``), where the reference multiplies dense 2,000 × 2,000 blocks.
 * No projection heads by default, as the authors' node code (above). The embedding is the encoders' outputs, as
-  there; the paper's §3.4 text sums the representations after the heads.
+  there; the paper's text sums the representations after the heads.
 * The reference adds the self-loops twice to the adjacency view (``normalize_adj(adj + I)`` with its own
   self-loop); Â here has them once, as a GCN's operator.
 * The negatives' features are shuffled across the batch's 4 subgraphs (one permutation of all its rows), the
@@ -86,9 +87,9 @@ from torch_geometric.data import Data
 from ..train.loop import TrainingError
 from .baselines import _fit, _seeded_inputs
 
-#: Teleport probability of the PPR diffusion (paper §4.2).
+#: Teleport probability of the PPR diffusion (paper §4).
 ALPHA = 0.2
-#: Width of each view's encoder (one GCN layer) and of the projection heads (paper §4.2, node classification).
+#: Width of each view's encoder (one GCN layer) and of the projection heads (paper §4, node classification).
 HIDDEN = 512
 #: Nodes per sampled subgraph and subgraphs per step (the authors' ``node/train.py``).
 SAMPLE_SIZE, BATCH_SIZE = 2000, 4
@@ -197,7 +198,7 @@ def induced_batch(entries: Entries, subsets: list[torch.Tensor], num_nodes: int)
 
 
 class _Projection(nn.Module):
-    """The paper's projection head (§3.2): an MLP with two hidden layers and PReLU, plus a linear shortcut."""
+    """The paper's projection head (§3): an MLP with two hidden layers and PReLU, plus a linear shortcut."""
 
     def __init__(self, width: int) -> None:
         super().__init__()
