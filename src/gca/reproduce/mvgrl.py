@@ -1,0 +1,306 @@
+"""MVGRL (Hassani & Khasahmadi, "Contrastive Multi-View Representation Learning on Graphs", ICML 2020), the Table 3
+baseline, with a personalised-PageRank diffusion computed in bounded memory.
+
+**Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}; the
+diffusion view is personalised PageRank with teleport probability α = 0.2 (paper §4, experimental setup),
+
+    S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
+
+with the self-loops the authors' ``compute_ppr`` adds (the paper's formula writes D^{-1/2} A D^{-1/2}; we follow
+the code). Both operators act as a GCN's does: row v aggregates over the nodes u of its non-zero columns.
+
+*Memory-bounded diffusion.* The reference inverts the dense N × N matrix (O(N²) memory, O(N³) time). Here S is
+built a block of B rows at a time (:func:`ppr_rows`): row v of S is column v of Sᵀ = α Σ_k (1 − α)^k (Tᵀ)^k, so
+a block is the truncated series S_K = α Σ_{k≤K} ((1 − α)Tᵀ)^k E applied to the block's unit vectors E (N × B),
+one sparse product per term — O(N·B) memory, O(K·nnz(T)) time per column. Each block is cut to its largest
+``top_k`` entries per row (:func:`ppr_top_k`) before the next is computed, so no N × N tensor ever exists.
+
+*Truncation error.* ‖T‖₂ ≤ 1 for the symmetric normalisation of an undirected graph, so every entry of the
+remainder satisfies |S − S_K|_{vu} ≤ ‖S − S_K‖₂ ≤ α Σ_{k>K} (1 − α)^k = (1 − α)^{K+1}: K = ⌈ln ε / ln(1 − α)⌉ − 1
+terms give error ≤ ε a priori (ε = 10⁻⁴: K = 41). Each column's series also stops earlier, with the same
+guarantee, once its newest term t_K has (1 − α)/α · ‖t_K‖₂ ≤ ε (the remainder is Σ_{j≥1} ((1 − α)Tᵀ)^j t_K);
+on Amazon-Photo most columns stop after 20–30 terms, the ones of small components (isolated nodes) run to K.
+(For a directed graph ‖T‖₂ may exceed 1; the a posteriori test still stops the series, and the a priori K stays
+its cap.)
+
+*Sparsification.* The authors' node-classification code keeps S dense on Cora and PubMed and, on CiteSeer only,
+zeroes entries below ε chosen from {10⁻⁵, 10⁻⁴, 10⁻³, 10⁻²} so that the average number of kept entries per row
+is closest to the graph's average degree (``node/dataset.py``). We keep that aim with a rule that needs no dense
+S: each node keeps its k = round(average degree) largest entries (k = |E| / N with each undirected edge counted
+twice, at least 1; 31 on Amazon-Photo), which is the same average number per row, exactly and for every node
+instead of on average. The kept values are S's own, not renormalised (the reference does not renormalise either).
+
+**Encoders** (paper §3 and §4). One GCN layer per view, not shared: h = PReLU(M X W + b) with M = Â or S, 512
+units (the node-classification setting), on the row-normalised features every baseline here sees. Readout:
+s = σ(mean_v h_v) per view. The paper's §3 also passes node and graph representations through projection heads
+shared by the views (MLPs with two hidden layers and PReLU); the authors' node-classification code, which gave the
+paper's node results, has none, and neither has PyGCL's MVGRL example (by GCA's authors) for nodes. We follow the
+code: no heads by default (``heads=False``). ``heads=True`` adds them — f_ψ on the node representations and f_φ
+on the summaries, each three linear layers with PReLU plus a linear shortcut as in the authors' only
+implementation of the head (``graph/train.py``) — but on Amazon-Photo they made a step about three times slower
+(their 512 × 512 products on the 4 × 8,000 rows of a step's four node sets) and kept the loss at or above its
+initial log 2 through the first 20 epochs, so that early stopping ended training at the initial weights.
+
+**Objective** (paper §3, training; as the node code). A bilinear discriminator D(z, g) = zᵀ W g + b scores the
+node representations of one view against the summary of the other: positives D(h^S_v, s^Â) and D(h^Â_v, s^S)
+(through the heads, when used: D(f_ψ(h^S_v), f_φ(s^Â)), …); negatives the same with the nodes encoded from
+row-shuffled features (one permutation per step, as DGI's corruption). The loss is the binary cross-entropy of
+all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the authors' code.
+
+**Embedding** (paper §3 and §4). h^Â + h^S on the whole graph, from the weights of the lowest loss, detached.
+
+**Training** (paper §4 and ``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on a batch of
+4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
+:func:`gca.reproduce.baselines._fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
+batch's one graph. Quick mode caps training at :data:`QUICK_EPOCHS` = 120 epochs, so that one training on
+Amazon-Photo (7,650 nodes) with its diffusion fits about 4 minutes of 2 CPU cores.
+
+**Deviations from the reference, and why.**
+
+* Diffusion: blockwise truncated series and per-node top-k instead of a dense inverse and a global threshold
+  (above) — the dense form needs N² floats (in float32 Amazon-Computers 0.76 GB, Coauthor-CS 1.3 GB, ogbn-arxiv
+  115 GB; the reference's float64 twice that).
+* Subgraphs: each of the batch's 4 subgraphs is the induced subgraph of 2,000 nodes drawn uniformly without
+  replacement, where the reference slices a contiguous range of node ids. A contiguous range depends on the order
+  in which the dataset stores its nodes (often grouped by class or by crawl), and nodes near either end of the
+  order fall in fewer ranges; a uniform subset samples every node alike whatever the order. Like the reference,
+  the subgraph keeps the entries of the whole graph's Â and S between its nodes, not renormalised.
+* Sparse products throughout (``torch.sparse.mm``), where the reference multiplies dense 2,000 × 2,000 blocks.
+* No projection heads by default, as the authors' node code (above). The embedding is the encoders' outputs, as
+  there; the paper's text sums the representations after the heads.
+* The reference adds the self-loops twice to the adjacency view (``normalize_adj(adj + I)`` with its own
+  self-loop); Â here has them once, as a GCN's operator.
+* The negatives' features are shuffled across the batch's 4 subgraphs (one permutation of all its rows), the
+  reference's one permutation within each; all are nodes of the same graph, so the negatives' distribution is
+  the same.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch_geometric.data import Data
+
+from ..train.loop import TrainingError
+from .baselines import _fit, _seeded_inputs
+
+#: Teleport probability of the PPR diffusion (paper §4).
+ALPHA = 0.2
+#: Width of each view's encoder (one GCN layer) and of the projection heads (paper §4, node classification).
+HIDDEN = 512
+#: Nodes per sampled subgraph and subgraphs per step (the authors' ``node/train.py``).
+SAMPLE_SIZE, BATCH_SIZE = 2000, 4
+#: Adam's learning rate, the early-stopping patience and the most epochs (the authors' ``node/train.py``).
+LR, PATIENCE, EPOCHS = 0.001, 20, 3000
+#: The cap on epochs in quick mode.
+QUICK_EPOCHS = 120
+#: The bound on every entry's truncation error in the diffusion series (module docstring).
+PPR_TOLERANCE = 1e-4
+#: Bytes the diffusion's dense blocks may take (sets the block of rows: :func:`ppr_block`).
+PPR_BLOCK_BYTES = 128 * 2**20
+
+Entries = tuple[torch.Tensor, torch.Tensor]  # ([2, E] (row, column) index, [E] values) of a sparse N × N matrix
+
+
+def normalized_adjacency_entries(edge_index: torch.Tensor, num_nodes: int) -> Entries:
+    """Â = D̃^{-1/2}(A + I)D̃^{-1/2} as (row, column) entries, row v holding v's in-neighbours u (edges u → v) and v
+    itself, as GCN aggregates. Self-loops already in the graph are kept once, with weight 1."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    index, weight = gcn_norm(edge_index.long(), None, num_nodes, add_self_loops=True)
+    return torch.stack([index[1], index[0]]), weight.float()
+
+
+def series_terms(alpha: float, tolerance: float) -> int:
+    """The smallest K with (1 − α)^{K+1} ≤ ``tolerance``: the a priori number of terms after the first."""
+    return max(0, math.ceil(math.log(tolerance) / math.log(1.0 - alpha)) - 1)
+
+
+def ppr_block(num_nodes: int, budget_bytes: int | None = None) -> int:
+    """Rows of S computed at once: the three N × B float32 blocks :func:`ppr_rows` holds fit ``budget_bytes``
+    (default :data:`PPR_BLOCK_BYTES`)."""
+    budget = PPR_BLOCK_BYTES if budget_bytes is None else budget_bytes
+    return max(1, min(num_nodes, budget // (12 * max(1, num_nodes))))
+
+
+def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
+             tolerance: float = PPR_TOLERANCE) -> torch.Tensor:  # fmt: skip
+    """Rows ``rows`` of S = α(I − (1 − α)T)^{-1} as the columns of a dense N × B block, each entry within
+    ``tolerance`` of the exact value (module docstring).
+
+    ``transition`` is Tᵀ as a sparse N × N tensor; column j of the result is row ``rows[j]`` of S."""
+    n, b = transition.shape[0], rows.numel()
+    total = torch.zeros(n, b, dtype=torch.float32, device=transition.device)
+    total[rows, torch.arange(b, device=rows.device)] = alpha
+    term, active = total.clone(), torch.arange(b, device=rows.device)  # the columns whose series goes on
+    decay = 1.0 - alpha
+    for _ in range(series_terms(alpha, tolerance)):
+        term = decay * torch.sparse.mm(transition, term)
+        if active.numel() == b:
+            total += term
+        else:
+            total[:, active] += term
+        going = decay / alpha * term.norm(dim=0) > tolerance
+        if not going.all():
+            term, active = term[:, going], active[going]
+            if not active.numel():
+                break
+    return total
+
+
+def average_degree_k(edge_index: torch.Tensor, num_nodes: int) -> int:
+    """round(|E| / N), at least 1: the entries per node that the reference's ε rule aims at."""
+    return max(1, round(edge_index.shape[1] / max(1, num_nodes)))
+
+
+def ppr_top_k(edge_index: torch.Tensor, num_nodes: int, k: int | None = None, alpha: float = ALPHA,
+              tolerance: float = PPR_TOLERANCE, block: int | None = None) -> Entries:  # fmt: skip
+    """The diffusion view: each row of S cut to its ``k`` largest entries (default :func:`average_degree_k`), as
+    (row, column) entries sorted by row, rows of ``block`` nodes at a time (default :func:`ppr_block`)."""
+    k = min(num_nodes, k or average_degree_k(edge_index, num_nodes))
+    index, weight = normalized_adjacency_entries(edge_index, num_nodes)
+    # Tᵀ: its column v is T's row v, so the series on Tᵀ gives the rows of S
+    transition = _operator((index.flip(0), weight), num_nodes)
+    block = block or ppr_block(num_nodes)
+    rows, columns, values = [], [], []
+    for start in range(0, num_nodes, block):
+        chosen = torch.arange(start, min(start + block, num_nodes))
+        top = ppr_rows(transition, chosen, alpha, tolerance).topk(k, dim=0)  # k × B: column j is row chosen[j]
+        value = top.values.t().reshape(-1)
+        kept = value > 0  # a node with fewer than k reachable nodes keeps only those
+        rows.append(chosen.repeat_interleave(k)[kept])
+        columns.append(top.indices.t().reshape(-1)[kept])
+        values.append(value[kept])
+    return torch.stack([torch.cat(rows), torch.cat(columns)]), torch.cat(values)
+
+
+def _operator(entries: Entries, size: int) -> torch.Tensor:
+    return torch.sparse_coo_tensor(entries[0], entries[1], (size, size), check_invariants=False).coalesce()
+
+
+def induced_batch(entries: Entries, subsets: list[torch.Tensor], num_nodes: int) -> torch.Tensor:
+    """The block-diagonal sparse operator of the submatrices of ``entries`` on each node subset, in order (the
+    whole graph's values between the subset's nodes, not renormalised)."""
+    position = torch.full((num_nodes,), -1, dtype=torch.long)
+    index, values = entries
+    parts, offset = [], 0
+    for nodes in subsets:
+        position[nodes] = torch.arange(offset, offset + nodes.numel())
+        row, col = position[index[0]], position[index[1]]
+        keep = (row >= offset) & (col >= offset)
+        parts.append((torch.stack([row[keep], col[keep]]), values[keep]))
+        position[nodes] = -1
+        offset += nodes.numel()
+    return _operator((torch.cat([p[0] for p in parts], 1), torch.cat([p[1] for p in parts])), offset)
+
+
+class _Projection(nn.Module):
+    """The paper's projection head (§3): an MLP with two hidden layers and PReLU, plus a linear shortcut."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(width, width), nn.PReLU(), nn.Linear(width, width), nn.PReLU(),
+                                 nn.Linear(width, width), nn.PReLU())  # fmt: skip
+        self.shortcut = nn.Linear(width, width)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.mlp(h) + self.shortcut(h)
+
+
+class _ViewEncoder(nn.Module):
+    """One GCN layer, PReLU(M X W + b), with X W exposed so that shuffled rows reuse it."""
+
+    def __init__(self, in_channels: int, width: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_channels, width, bias=False)
+        nn.init.xavier_uniform_(self.lin.weight)
+        self.bias = nn.Parameter(torch.zeros(width))
+        self.act = nn.PReLU()
+
+    def forward(self, xw: torch.Tensor, operator: torch.Tensor) -> torch.Tensor:
+        return self.act(torch.sparse.mm(operator, xw) + self.bias)
+
+
+class MVGRL(nn.Module):
+    """The two view encoders, the bilinear discriminator and, with ``heads``, the node and graph projection heads."""
+
+    def __init__(self, in_channels: int, width: int = HIDDEN, heads: bool = False) -> None:
+        super().__init__()
+        self.adjacency_encoder = _ViewEncoder(in_channels, width)
+        self.diffusion_encoder = _ViewEncoder(in_channels, width)
+        self.node_head = _Projection(width) if heads else nn.Identity()
+        self.graph_head = _Projection(width) if heads else nn.Identity()
+        self.discriminator = nn.Bilinear(width, width, 1)
+        nn.init.xavier_uniform_(self.discriminator.weight)
+        nn.init.zeros_(self.discriminator.bias)
+
+    def _score(self, h: torch.Tensor, summaries: torch.Tensor) -> torch.Tensor:
+        """D(f_ψ(h_v), g) for each node v against its graph's projected summary g (one row per graph): zᵀ(W g) + b
+        with W g computed once per graph (``nn.Bilinear`` itself takes minutes to differentiate on CPU)."""
+        z = self.node_head(h).view(summaries.shape[0], -1, h.shape[1])
+        weighted = summaries @ self.discriminator.weight[0].t()
+        return (z * weighted.unsqueeze(1)).sum(-1).reshape(-1) + self.discriminator.bias
+
+    def embed(self, x: torch.Tensor, adjacency: torch.Tensor, diffusion: torch.Tensor) -> torch.Tensor:
+        """h^Â + h^S, the embedding (module docstring)."""
+        return (self.adjacency_encoder(self.adjacency_encoder.lin(x), adjacency)
+                + self.diffusion_encoder(self.diffusion_encoder.lin(x), diffusion))  # fmt: skip
+
+    def loss(self, x: torch.Tensor, rows: torch.Tensor, adjacency: torch.Tensor, diffusion: torch.Tensor,
+             graphs: int, permutation: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """The BCE of the cross-view node–graph scores on a batch of ``graphs`` equal-sized graphs (block-diagonal
+        operators); the batch's node i has features ``x[rows[i]]`` (each distinct node's X W is computed once, as
+        subgraphs overlap), and ``permutation`` shuffles the batch's rows for the negatives."""
+        xa, xd = self.adjacency_encoder.lin(x), self.diffusion_encoder.lin(x)
+        shuffled = rows[permutation]
+        h_a, h_d = self.adjacency_encoder(xa[rows], adjacency), self.diffusion_encoder(xd[rows], diffusion)
+        neg_a = self.adjacency_encoder(xa[shuffled], adjacency)
+        neg_d = self.diffusion_encoder(xd[shuffled], diffusion)
+        size = rows.numel() // graphs
+        s_a = self.graph_head(torch.sigmoid(h_a.view(graphs, size, -1).mean(1)))
+        s_d = self.graph_head(torch.sigmoid(h_d.view(graphs, size, -1).mean(1)))
+        scores = torch.cat([self._score(h_d, s_a), self._score(h_a, s_d), self._score(neg_d, s_a),
+                            self._score(neg_a, s_d)])  # fmt: skip
+        labels = torch.cat([torch.ones(2 * rows.numel()), torch.zeros(2 * rows.numel())]).to(scores)
+        return F.binary_cross_entropy_with_logits(scores, labels)
+
+
+def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, top_k: int | None = None,
+                     sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE,
+                     epochs: int | None = None, heads: bool = False) -> torch.Tensor:  # fmt: skip
+    """MVGRL's embeddings of every node (module docstring): N × 512, float32, detached.
+
+    ``top_k`` (entries kept per row of S), ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000,
+    quick :data:`QUICK_EPOCHS`) default to the settings above; tests shrink them. ``heads`` adds the paper's
+    projection heads (module docstring). Raises
+    :class:`gca.train.loop.TrainingError` when the loss is not finite."""
+    x, edge_index = _seeded_inputs(data, seed, torch.device("cpu"))
+    n = x.shape[0]
+    adjacency = normalized_adjacency_entries(edge_index, n)
+    diffusion = ppr_top_k(edge_index, n, top_k)
+    model = MVGRL(x.shape[1], heads=heads).to(device)
+    x = x.to(device)
+    generator = torch.Generator().manual_seed(seed)
+    whole = n <= sample_size
+
+    def loss_of(m: nn.Module) -> torch.Tensor:
+        if whole:
+            subsets = [torch.arange(n)]
+        else:
+            subsets = [torch.randperm(n, generator=generator)[:sample_size].sort().values for _ in range(batch_size)]
+        distinct, rows = torch.cat(subsets).unique(return_inverse=True)
+        a = induced_batch(adjacency, subsets, n).to(device)
+        s = induced_batch(diffusion, subsets, n).to(device)
+        permutation = torch.randperm(rows.numel(), generator=generator).to(device)
+        return m.loss(x[distinct.to(device)], rows.to(device), a, s, len(subsets), permutation)
+
+    cap = epochs if epochs is not None else (QUICK_EPOCHS if quick else EPOCHS)
+    _fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE)
+    with torch.no_grad():
+        z = model.embed(x, _operator(adjacency, n).to(device), _operator(diffusion, n).to(device))
+    if not torch.isfinite(z).all():
+        raise TrainingError("MVGRL's embeddings are not finite")
+    return z.detach().float()
