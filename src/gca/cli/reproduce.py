@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
     rep.add_argument(
         "--quick", action="store_true", help="sized for a laptop CPU: every GCA row keeps its setting's number of "
         "updates (mini-batches where --fast would choose them), one training per cell judged on 20 splits, raw "
-        "features as the only baseline unless --baselines names others, a 5×5 Figure 4 grid of shortened runs",
+        "features, GMI and MVGRL (on shortened schedules, marked ‡) as the baselines unless --baselines names others, "
+        "a 5×5 Figure 4 grid of shortened runs",
     )  # fmt: skip
     rep.add_argument("--runs", type=int, help="trainings per table cell (default 20, or 1 with --quick)")
     rep.add_argument(
@@ -38,7 +39,7 @@ def add_parser(sub) -> None:
     rep.add_argument(
         "--baselines",
         help="comma-separated baselines for Table 3 (default: all of raw, node2vec, deepwalk, "
-        "deepwalk+features, gae, vgae, dgi, gcn, gat; with --quick: raw; 'none' for none)",
+        "deepwalk+features, gae, vgae, dgi, gmi, mvgrl, gcn, gat; with --quick: raw, gmi, mvgrl; 'none' for none)",
     )
     rep.add_argument("--no-plots", action="store_true", help="skip the loss-curve and t-SNE plots of GCA runs")
     protocol_argument(rep, default="authors")

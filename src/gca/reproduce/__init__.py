@@ -99,6 +99,7 @@ class Reproduction:
         figure4 = self.datasets if figure4_datasets is None else figure4_datasets
         self.figure4_datasets = list(dict.fromkeys(check_dataset_name(d) for d in figure4))
         self.skipped: dict[str, str] = {}  # dataset → why it could not run (filled by run)
+        self.needed: set[str] = set()  # the datasets the last run planned
         self.mode = mode or Mode.create(quick, runs, protocol, split)
         self.log = log
         self.device = device
@@ -126,8 +127,7 @@ class Reproduction:
     @property
     def ran_nothing(self) -> bool:
         """After :meth:`run`: whether every dataset it needed was skipped (nothing in its tables is a number)."""
-        needed = set(self.datasets) | set(self.figure4_datasets)
-        return bool(needed) and needed <= set(self.skipped)
+        return bool(self.needed) and self.needed <= set(self.skipped)
 
     @property
     def trained(self) -> int:
@@ -146,6 +146,7 @@ class Reproduction:
             if t != "figure3":
                 datasets = self.figure4_datasets if t == "figure4" else self.datasets
                 plans[t] = [cell for ds in datasets for cell in getattr(self.planner, t)(ds)]
+        self.needed = {cell.dataset for cells in plans.values() for cell in cells}
         for ds in dict.fromkeys(cell.dataset for cells in plans.values() for cell in cells):
             loaded = self.data.get(ds)
             if not isinstance(loaded, LoadedDataset):

@@ -11,6 +11,13 @@ reproduction marks those rows and does not compare them with the paper.
 * ``dgi`` — Deep Graph Infomax (Veličković et al., 2019) with PyTorch Geometric's ``DeepGraphInfomax``: one GCN
   layer of 512 units with PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss, as in DGI's
   reference setting.
+* ``gmi`` — Graphical Mutual Information maximisation (Peng et al., WWW 2020; :mod:`gca.reproduce.gmi`): GMI-mean
+  with the reference code's settings (two GCN layers of 512 units with PReLU, α = 0.8, β = 1, γ = 1, 5 negatives,
+  Adam lr 0.001, up to 550 epochs with patience 20), its all-pairs edge reconstruction computed exactly in row
+  blocks, so memory is O(N·block) where the original's N × N matrix ran out of memory on Coauthor-CS and -Physics.
+* ``mvgrl`` — Contrastive Multi-View Representation Learning (Hassani & Khasahmadi, ICML 2020;
+  :mod:`gca.reproduce.mvgrl`): the adjacency and personalised-PageRank diffusion views (computed block by block and
+  kept sparse, never the dense N × N inverse), node–graph contrast across the views, the paper's settings.
 * ``gae`` / ``vgae`` — graph auto-encoders (Kipf & Welling, 2016) with PyG's ``GAE``/``VGAE`` and a two-layer GCN
   encoder, Adam (lr 0.01), 200 epochs. Widths 256 → 128 instead of the link-prediction setting's 32 → 16, so that
   the embedding is as wide as GCA's on most datasets.
@@ -69,8 +76,9 @@ class BaselineUnavailable(RuntimeError):
 Baseline = Callable[..., list[float] | EvaluationResult]
 
 #: The baselines whose schedule ``quick`` shortens: DGI 100 of 300 epochs, GAE and VGAE 100 of 200, DeepWalk 10 of 80
-#: walks per node (also under DeepWalk + features), node2vec's p, q from {0.5, 2}² instead of {0.25, 1, 4}².
-SHORTENED_IN_QUICK = frozenset({"dgi", "gae", "vgae", "deepwalk", "deepwalk+features", "node2vec"})
+#: walks per node (also under DeepWalk + features), node2vec's p, q from {0.5, 2}² instead of {0.25, 1, 4}², GMI at
+#: most 60 of 550 epochs (fewer on larger graphs: :func:`gca.reproduce.gmi.quick_epochs`), MVGRL at most 120 of 3,000.
+SHORTENED_IN_QUICK = frozenset({"dgi", "gae", "vgae", "deepwalk", "deepwalk+features", "node2vec", "gmi", "mvgrl"})
 
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
@@ -155,6 +163,20 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> 
 def dgi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
         protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
     return _evaluate(dgi_embeddings(data, seed, quick, device), data, splits, protocol)
+
+
+def gmi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
+        protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+    from .gmi import gmi_embeddings
+
+    return _evaluate(gmi_embeddings(data, seed, quick, device), data, splits, protocol)
+
+
+def mvgrl(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
+          protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+    from .mvgrl import mvgrl_embeddings
+
+    return _evaluate(mvgrl_embeddings(data, seed, quick, device), data, splits, protocol)
 
 
 class _AutoEncoderGCN(nn.Module):
@@ -323,6 +345,8 @@ BASELINES: dict[str, tuple[str, str, Baseline]] = {
     "gae": ("GAE", "X, A", _autoencoder(variational=False)),
     "vgae": ("VGAE", "X, A", _autoencoder(variational=True)),
     "dgi": ("DGI", "X, A", dgi),
+    "gmi": ("GMI", "X, A", gmi),
+    "mvgrl": ("MVGRL", "X, A", mvgrl),
     "gcn": ("GCN", "X, A, Y", _supervised("gcn")),
     "gat": ("GAT", "X, A, Y", _supervised("gat")),
 }
