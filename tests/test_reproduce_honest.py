@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import pytest
 import torch
@@ -59,6 +60,19 @@ def test_a_record_copied_over_another_runs_file_is_refused(tmp_path):
         _table3(tmp_path)
 
 
+def _cli_args(out) -> list[str]:
+    return ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw", "--quiet",
+            "--device", "cpu", "--no-plots", "--out", str(out)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A quick Karate Table 3 made once by the command line; tests tamper with copies of it."""
+    out = tmp_path_factory.mktemp("finished") / "out"
+    assert main(_cli_args(out)) == 0
+    return out
+
+
 @pytest.mark.parametrize("edit", [
     lambda r: {k: v for k, v in r.items() if k != "accuracy"},
     lambda r: {**r, "accuracy": None},  # a diverged run without its error
@@ -66,14 +80,13 @@ def test_a_record_copied_over_another_runs_file_is_refused(tmp_path):
     lambda r: {**r, "config": {**r["config"], "tau": 0.123}},
     lambda r: {**r, "accuracy": {**r["accuracy"], "runs": [101.0]}},
 ])  # fmt: skip
-def test_records_whose_fields_do_not_match_their_run_are_refused_in_one_line(tmp_path, capsys, edit):
-    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw", "--quiet",
-            "--device", "cpu", "--no-plots", "--out", str(tmp_path)]  # fmt: skip
-    assert main(args) == 0
-    capsys.readouterr()
-    path, record = _record_of(tmp_path, "GCA-DE")
+def test_records_whose_fields_do_not_match_their_run_are_refused_in_one_line(finished, tmp_path, capsys, edit):
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    assert main(_cli_args(out)) == 0 and "0 runs trained" in capsys.readouterr().out  # the copy is whole
+    path, record = _record_of(out, "GCA-DE")
     path.write_text(json.dumps(edit(record)))
-    assert main(args) == 2
+    assert main(_cli_args(out)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0] and "delete it" in err[0], err
 
