@@ -63,7 +63,7 @@ def _two_communities(size: int = 40, seed: int = 0) -> Data:
 def test_walk_baselines_find_planted_communities():
     data = _two_communities()
     split = random_splits(80, 1, train=0.2, seed=0, labels=data.y)[0]
-    assert deepwalk(data, [split], 0, True, torch.device("cpu"))[0] >= 90.0
+    assert deepwalk(data, [split], 0, True, torch.device("cpu")).accuracies[0] >= 90.0
     assert node2vec(data, [split], 0, True, torch.device("cpu"))[0] >= 90.0
 
 
