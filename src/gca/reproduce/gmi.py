@@ -78,6 +78,7 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..graph.features import normalize_rows
+from ..graph.sparse import SparseMatrix
 
 #: Loss weights α (I(h_i; x_i)), β (I(h_i; neighbours' x_j)), γ (reconstruction), and negatives per node: the
 #: reference code's defaults.
@@ -100,29 +101,12 @@ def quick_epochs(num_nodes: int) -> int:
     return max(QUICK_FLOOR, min(QUICK_EPOCHS, int(QUICK_EPOCHS * (QUICK_NODES / num_nodes) ** 2)))
 
 
-class _SparseMatmul(torch.autograd.Function):
-    """``a @ x`` for a sparse ``a`` whose transpose ``a_t`` is given: backward is ``a_t @ grad`` (a CSR product,
-    deterministic on CPU, no scatter)."""
-
-    @staticmethod
-    def forward(ctx, a: torch.Tensor, a_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.a_t = a_t
-        return a @ x
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        return None, None, ctx.a_t @ grad
-
-
-class _Sparse:
-    """A sparse CSR matrix and its transpose, multiplied with autograd through :class:`_SparseMatmul`."""
+class _Sparse(SparseMatrix):
+    """A SciPy sparse matrix as a CSR tensor with its stored transpose (:class:`gca.graph.sparse.SparseMatrix`):
+    autograd's backward is a CSR product with the transpose, deterministic on CPU, no scatter."""
 
     def __init__(self, matrix: sp.spmatrix, device: torch.device) -> None:
-        self.shape = matrix.shape
-        self.a, self.a_t = (_csr_tensor(m, device) for m in (matrix.tocsr(), matrix.T.tocsr()))
-
-    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
-        return _SparseMatmul.apply(self.a, self.a_t, x)
+        super().__init__(_csr_tensor(matrix.tocsr(), device), _csr_tensor(matrix.T.tocsr(), device))
 
 
 def _csr_tensor(m: sp.csr_matrix, device: torch.device) -> torch.Tensor:
