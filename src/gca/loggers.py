@@ -11,16 +11,20 @@ over the whole run; with full-batch training there is one update per epoch). ``c
 however it ends; the built-in loggers start a new run if ``fit`` runs once more.
 
 A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`, as
-PyTorch Lightning's ``Trainer`` logs: first ``log_hyperparams(params)`` (the config's fields by name and the
-``dataset``), then the epochs, then the evaluation's numbers once with ``log(metrics, step=epochs)`` — each number
+PyTorch Lightning's ``Trainer`` logs: first ``log_hyperparams(params)`` (the config's fields by name — those left
+to ``auto`` as the run resolves them: :func:`gca.run.pipeline.logged_params` — and the ``dataset``), then the
+epochs, then the evaluation's numbers once with ``log(metrics, step=epochs)`` — each number
 of ``results.json``'s ``accuracy``, ``raw_features_accuracy`` and ``clustering`` by its path there
 (``accuracy/mean``, ``accuracy/macro_f1/std``, ``clustering/nmi/mean``; lists of per-split values are left out) —
 and only then ``close()``: ``fit`` does not close a logger of a run still going on.
 
 Each run of a built-in logger is its own: :class:`TensorBoardLogger` writes every run into a new ``version_N``
 folder of its directory (as Lightning's loggers do: N one more than the largest there, taken by ``mkdir`` so that
-two runs starting at once get different ones), so two runs never merge into one curve; :attr:`location` says which.
-:class:`CSVLogger` writes the file it is given afresh each run (the user names each run's file).
+two runs starting at once get different ones), so two runs never merge into one curve; :attr:`location` says which
+(:meth:`TensorBoardLogger.continue_version` makes a run resumed from a checkpoint go on in the folder of the run it
+resumes). :class:`CSVLogger` writes the file it is given afresh each run (the user names each run's file), but for
+a resumed run, which keeps the rows of the epochs before it. :class:`Tagged` makes one logger hold a series of runs
+as one, each row tagged with its run (``gca train --seeds K``'s CSV log: :mod:`gca.run.logs`).
 
 Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
 (``pip install 'gca-graph[tensorboard]'``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
@@ -201,6 +205,60 @@ def where_logged(loggers: Iterable[Any]) -> list[str]:
     return [str(place) for place in (getattr(logger, "location", None) for logger in loggers) if place is not None]
 
 
+class Tagged:
+    """A logger that holds a series of runs as one — the pretrainings of ``gca train --seeds K`` in one CSV file —
+    each row tagged with the run it belongs to: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to
+    ``logger`` while :attr:`value` is set (the series sets it before each run), and ``metrics`` alone while it is
+    ``None`` (a row of the series' own: its summary). Its ``log_hyperparams`` and ``close`` do nothing: the series
+    logs its hyperparameters to ``logger`` once and closes it once, around all its runs (a :func:`logged_run` of
+    ``logger``), so no run of the series starts the file afresh. ``per_update`` and ``location`` are ``logger``'s.
+
+    Parameters
+    ----------
+    logger
+        The logger the series writes to.
+    tag
+        The name of the column that says which run a row is of (``"seed"``).
+    """
+
+    def __init__(self, logger: Any, tag: str) -> None:
+        self.logger, self.tag = logger, tag
+        self.value: Any = None  # the current run's tag; None: a row of the series itself
+        self.per_update = bool(getattr(logger, "per_update", False))
+
+    @property
+    def location(self) -> Any:
+        """Where ``logger`` writes (its ``location``), or ``None``."""
+        return getattr(self.logger, "location", None)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        """``logger.log`` of ``metrics``, tagged with :attr:`value` when it is set.
+
+        Parameters
+        ----------
+        metrics
+            Metric name → value.
+        step
+            The epoch (from 1).
+        """
+        self.logger.log(dict(metrics) if self.value is None else {self.tag: self.value, **metrics}, step)
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        """Nothing: a run's hyperparameters are not the series', which are logged to the wrapped logger itself.
+
+        Parameters
+        ----------
+        params
+            A run's hyperparameters (not logged).
+        """
+
+    def close(self) -> None:
+        """Nothing: the series closes the wrapped logger when it ends."""
+
+    def __repr__(self) -> str:
+        return f"Tagged({self.logger!r}, {self.tag!r})"
+
+
 def folder_problem(folder: str | Path, made: bool = False) -> str | None:
     """Why files cannot be written in ``folder``, in words, or ``None`` when they can: a file stands where the
     folder or one above it should be, or (unless ``made``: the folder and its missing parents will be made) the
@@ -241,12 +299,16 @@ class CSVLogger:
     """One row per epoch in the CSV file ``path``: a header (``epoch`` and the metrics' names: ``epoch,loss,lr``),
     then each epoch's values, floats written exactly (``repr``: read back they equal ``GCA.losses``).
 
-    The file is made afresh when a run logs its first epoch; a run resumed from epoch k keeps the rows of epochs
-    1..k of the file it continues (those with the same header) and appends after them. That start is atomic (a
-    temporary file renamed over ``path``); each later row is one write of a whole line, flushed at once, so a run
-    that fails or is killed leaves the header and the rows of the epochs it finished. Metrics with new names (the
-    run's final evaluation) widen the header, as Lightning's CSV logger does: the file is rewritten atomically with
-    the new columns at the end, empty in the earlier rows, and the new row has the others empty.
+    The file is made afresh when a run logs its first epoch (its folder too, with any missing parents). A run
+    resumed from epoch k — whose first row is of epoch k + 1 > 1 — continues the file there when that file's
+    header starts with ``epoch`` and holds every name of the first row: it keeps that header as it is (the earlier
+    run's evaluation columns included) and the rows of epochs 1..k, and appends after them (when the first row is
+    not an epoch's — it has no ``loss``: a resumed run with no epoch left to train logs its evaluation at k — the
+    rows of epoch k too). That start is atomic (a temporary file renamed over ``path``); each later row is one write
+    of a whole line, flushed at once, so a run that fails or is killed leaves the header and the rows of the epochs
+    it finished. Metrics with new names (the run's final evaluation) widen the header, as Lightning's CSV logger
+    does: the file is rewritten atomically with the new columns at the end, empty in the earlier rows, and the new
+    row has the others empty.
 
     ``log_hyperparams(params)`` writes them as JSON to :attr:`hparams_path` beside the file (``losses.csv`` →
     ``losses.hparams.json``), atomically, at once.
@@ -254,8 +316,8 @@ class CSVLogger:
     Parameters
     ----------
     path
-        The CSV file to write (replaced when a run starts); its folder must exist. A folder at ``path``, or a file
-        where its folder should be, is a :class:`LoggerError` at once.
+        The CSV file to write (replaced when a run starts); a missing folder is made when the run starts. A folder
+        at ``path``, or a file where its folder (or one above it) should be, is a :class:`LoggerError` at once.
     """
 
     per_update = False
@@ -264,7 +326,7 @@ class CSVLogger:
         self.path = Path(path)
         if self.path.is_dir():
             raise LoggerError(f"the CSV log {self.path} is a folder; name a file in it")
-        problem = folder_problem(self.path.parent)
+        problem = folder_problem(self.path.parent, made=True)
         if problem is not None:
             raise LoggerError(f"the CSV log {self.path}: {problem}")
         self._fields: list[str] | None = None  # set by the run's first row
@@ -290,6 +352,7 @@ class CSVLogger:
         from .io import atomic_write_text
 
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.hparams_path, json.dumps(params, indent=2, sort_keys=True, default=str) + "\n")
         except (OSError, ValueError) as exc:
             raise LoggerError(f"cannot write the hyperparameters {self.hparams_path}: "
@@ -307,7 +370,7 @@ class CSVLogger:
             The epoch (from 1); for ``loss/update``, the update (from 1).
         """
         if self._fields is None:
-            self._start(["epoch", *metrics], step)
+            self._start(["epoch", *metrics], step, epoch_row="loss" in metrics)
         assert self._fields is not None
         new = [name for name in metrics if name not in self._fields]
         if new:
@@ -320,10 +383,10 @@ class CSVLogger:
         except OSError as exc:
             raise LoggerError(f"cannot write the CSV log {self.path}: {exc.strerror or exc}") from None
 
-    def _start(self, fields: list[str], step: int) -> None:
-        kept = self._earlier_rows(fields, step)
-        self._write(",".join(fields) + "\n" + "".join(kept))
-        self._fields = fields
+    def _start(self, fields: list[str], step: int, epoch_row: bool = True) -> None:
+        header, kept = self._earlier_rows(fields, step if epoch_row else step + 1)
+        self._write(",".join(_cell(name) for name in header) + "\n" + "".join(kept))
+        self._fields = header
 
     def _widen(self, new: list[str]) -> None:
         """The file again with the columns ``new`` added at the end: a header with them, each row padded."""
@@ -342,20 +405,24 @@ class CSVLogger:
         from .io import atomic_write_text
 
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, text)
         except OSError as exc:
             raise LoggerError(f"cannot write the CSV log {self.path}: {exc.strerror or exc}") from None
 
-    def _earlier_rows(self, fields: list[str], step: int) -> list[str]:
-        """The rows of epochs before ``step`` in the file there now, when its header is ``fields`` (a resumed run)."""
+    def _earlier_rows(self, fields: list[str], step: int) -> tuple[list[str], list[str]]:
+        """The header to write and the rows of epochs before ``step`` to keep: of the file there now when ``step``
+        > 1 (a resumed run) and that file's header starts with ``epoch`` and holds every name of ``fields``, else
+        ``fields`` and none."""
         if step <= 1:
-            return []
+            return fields, []
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
         except (OSError, UnicodeDecodeError):
-            return []
-        if not lines or lines[0].rstrip("\r\n") != ",".join(fields):
-            return []
+            return fields, []
+        header = next(csv.reader([lines[0]])) if lines and lines[0].endswith("\n") else []
+        if not header or header[0] != "epoch" or not set(fields) <= set(header):
+            return fields, []
         kept = []
         for line in lines[1:]:
             if not line.endswith("\n"):
@@ -367,7 +434,7 @@ class CSVLogger:
             if epoch >= step:
                 break
             kept.append(line)
-        return kept
+        return header, kept
 
     def close(self) -> None:
         """End the run: the next ``log`` starts the file afresh."""
@@ -445,30 +512,59 @@ class TensorBoardLogger:
         problem = folder_problem(self.root, made=True)
         if problem is not None:
             raise LoggerError(f"the TensorBoard folder {self.root}: {problem}")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, (int, str))
-                                    or (isinstance(version, str) and (not version.strip() or "/" in version))):
-            raise LoggerError(f"version must be a number or a folder name, got {version!r}")  # fmt: skip
+        if version is not None:
+            _check_version(version)
         self.fixed_version = version
         self.writer_kwargs = writer_kwargs
         self.version: int | str | None = None  # the current (or last) run's
         self.location: Path | None = None  # its folder
         self._writer: Any = None
+        self._continued: tuple[int | str, int] | None = None  # the next run's: (version, purge_step)
+
+    def continue_version(self, version: int | str, step: int) -> None:
+        """Make the next run continue the run in ``version`` (``version_{version}`` for a number, the name as given
+        for text) rather than start a new folder — a run resumed from a checkpoint, whose curves go on in the
+        folder of the run it resumes, as one run with one HPARAMS row (TensorBoard keeps the hyperparameters the
+        folder's first run logged). TensorBoard hides the events that folder holds from step ``step`` on, in every
+        tag (the writer's ``purge_step``): give the first update the resumed run makes, the updates done at the
+        checkpoint + 1, so ``loss/update`` shows each update once. In full-batch training (one update an epoch)
+        that is also the first epoch it trains, and every epoch shows once; with mini-batches the epochs logged
+        between the checkpoint and the stop lie below it and show twice, at the same values where the resumed run
+        repeats them exactly (as gca's training does). Runs after the next one start as before.
+
+        Parameters
+        ----------
+        version
+            The run's folder in ``log_dir``: a number for ``version_{version}``, or its name.
+        step
+            The first step the resumed run logs, ≥ 1: what the folder holds from there on is hidden.
+        """
+        _check_version(version)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise LoggerError(f"the first step of a continued run must be a whole number ≥ 1, got {step!r}")
+        self._continued = (version, step)
 
     @property
     def writer(self) -> Any:
         """The run's ``SummaryWriter``, opened (and the run's folder chosen) on first use."""
         if self._writer is None:
-            self._start()
-            self._writer = _summary_writer()(log_dir=str(self.location), **self.writer_kwargs)
+            continued, self._continued = self._continued, None
+            kwargs = dict(self.writer_kwargs)
+            if continued is not None:
+                self._start(continued[0])
+                kwargs["purge_step"] = continued[1]
+            else:
+                self._start(self.fixed_version)
+            self._writer = _summary_writer()(log_dir=str(self.location), **kwargs)
         return self._writer
 
-    def _start(self) -> None:
-        """The run's folder: the fixed version's, else a new one."""
-        if self.fixed_version is None:
+    def _start(self, version: int | str | None) -> None:
+        """The run's folder: ``version``'s (made if missing), else a new one."""
+        if version is None:
             self.version, self.location = next_version(self.root)
             return
-        name = f"version_{self.fixed_version}" if isinstance(self.fixed_version, int) else self.fixed_version
-        self.version, self.location = self.fixed_version, self.root / name
+        name = f"version_{version}" if isinstance(version, int) else version
+        self.version, self.location = version, self.root / name
         try:
             self.location.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -518,6 +614,13 @@ class TensorBoardLogger:
 
     def __repr__(self) -> str:
         return f"TensorBoardLogger({str(self.root)!r})"
+
+
+def _check_version(version: Any) -> None:
+    """A :class:`LoggerError` unless ``version`` names a run's folder: a number, or text without ``/``."""
+    if isinstance(version, bool) or not isinstance(version, (int, str)) or (
+            isinstance(version, str) and (not version.strip() or "/" in version)):  # fmt: skip
+        raise LoggerError(f"version must be a number or a folder name, got {version!r}")
 
 
 def _hparam_value(value: Any) -> bool | int | float | str:
