@@ -79,6 +79,33 @@ def _objective_used(estimator: GCA) -> dict[str, str]:
     return {"objective": f"{backend} {precision}", "objective_reason": why}
 
 
+def logged_params(estimator: GCA, dataset: str) -> dict[str, Any]:
+    """The hyperparameters a run logs (:func:`gca.loggers.logged_run`): ``dataset`` and the config's fields by
+    name, with the ones chosen automatically as the run will use them — ``loss_backend`` and ``precision`` as the
+    objective resolves ``auto`` on the estimator's device (:func:`gca.objective.resolve_objective`; an objective of
+    the user's without a ``resolved`` method is logged as the config sets it) and ``warmup_steps`` as
+    :attr:`~gca.config.GCAConfig.warmup_updates` (−1, automatic, becomes the updates of the warm-up). ``results.json``
+    keeps the config as given; its ``objective`` and ``warmup_updates`` say the same.
+
+    Parameters
+    ----------
+    estimator
+        The estimator that will train (its config, device and objective).
+    dataset
+        The dataset's name.
+    """
+    config = estimator.config
+    params: dict[str, Any] = {"dataset": dataset, **config.to_dict(), "warmup_steps": config.warmup_updates}
+    objective = estimator.objective
+    if objective is None or hasattr(objective, "resolved"):
+        from ..objective import resolve_objective
+
+        resolved = (resolve_objective(config.loss_backend, config.precision, estimator.device) if objective is None
+                    else objective.resolved(estimator.device))  # fmt: skip
+        params["loss_backend"], params["precision"] = resolved
+    return params
+
+
 def run_gca(
     estimator: GCA,
     prepared: PreparedGraph,
@@ -110,10 +137,11 @@ def run_gca(
     estimator's ``progress`` is on and they run a few seconds or more; ``record["eval_seconds"]`` and
     ``record["raw_eval_seconds"]`` say how long each took.
 
-    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters (the
-    config's fields and ``dataset``) are logged first, the evaluation's numbers (:func:`gca.loggers.final_metrics`
-    of the record's ``accuracy``, ``raw_features_accuracy`` and ``clustering``) at step ``config.epochs`` after it,
-    and ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`).
+    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters
+    (:func:`logged_params`: the config's fields as the run uses them, and ``dataset``) are logged first, the
+    evaluation's numbers (:func:`gca.loggers.final_metrics` of the record's ``accuracy``, ``raw_features_accuracy``
+    and ``clustering``) at step ``config.epochs`` after it, and ``record["logged_to"]`` lists where they went
+    (:func:`gca.loggers.where_logged`).
 
     Parameters
     ----------
@@ -154,7 +182,7 @@ def run_gca(
     RunResult
         The embeddings, the evaluations and the JSON-ready record.
     """
-    with logged_run(estimator.loggers, {"dataset": dataset, **estimator.config.to_dict()}):
+    with logged_run(estimator.loggers, logged_params(estimator, dataset)):
         result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
                       dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,
                            embeddings_file=embeddings_file, scratch=scratch, on_update=on_update))  # fmt: skip
