@@ -223,7 +223,6 @@ def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     (["--log-csv", "{out}/losses.csv"], "lies inside --out"),
     (["--tensorboard", "{out}/tb"], "lies inside --out"),
     (["--log-csv", "{out}"], "lies inside --out"),
-    (["--log-csv", "{out}-no/such.csv"], "does not exist"),
     (["--log-csv", "{out}-dir"], "is a folder"),
     (["--log-csv", "{out}-file/log.csv"], "run-file is a file, not a folder"),  # not "does not exist"
     (["--log-csv", "{out}-file/deeper/log.csv"], "run-file is a file, not a folder"),
@@ -302,7 +301,9 @@ def test_a_run_logs_hyperparams_then_its_epochs_then_its_evaluation_and_closes_o
     seen = RunRecorder()
     estimator, result = _karate_run([seen], epochs=3, clusters=2)
     hparams, *logs, close = seen.events
-    assert hparams == ("hparams", {"dataset": "karate", **estimator.config.to_dict()})
+    # the config's fields, those left to "auto" as the run resolved them (on a CPU: the blocked kernel in fp32)
+    resolved = {"loss_backend": "blocked", "precision": "fp32", "warmup_steps": estimator.config.warmup_updates}
+    assert hparams == ("hparams", {"dataset": "karate", **estimator.config.to_dict(), **resolved})
     assert [e[2] for e in logs] == [1, 2, 3, 3] and [e[1]["loss"] for e in logs[:3]] == estimator.losses
     final = logs[-1][1]
     accuracy, clustering = result.record["accuracy"], result.record["clustering"]
@@ -332,7 +333,8 @@ def test_the_csv_log_of_a_run_has_its_hyperparameters_beside_it_and_the_evaluati
     log = tmp_path / "losses.csv"
     estimator, result = _karate_run([CSVLogger(log)], epochs=3)
     params = json.loads((tmp_path / "losses.hparams.json").read_text())
-    assert params == json.loads(json.dumps({"dataset": "karate", **estimator.config.to_dict()}))
+    resolved = {"loss_backend": "blocked", "precision": "fp32", "warmup_steps": 1}  # lr 5e-4: no warm-up
+    assert params == json.loads(json.dumps({"dataset": "karate", **estimator.config.to_dict(), **resolved}))
     header, *rows = _rows(log)
     assert header[:3] == ["epoch", "loss", "lr"] and "accuracy/mean" in header and "accuracy/runs" not in header
     assert [r[0] for r in rows] == ["1", "2", "3", "3"]
@@ -434,7 +436,9 @@ def test_a_fake_wandb_run_gets_its_config_epochs_and_evaluation_and_makes_its_fo
     estimator, result = _karate_run([logger], epochs=2)
     assert folder.is_dir()
     assert calls[0] == ("init", {"project": "p", "dir": str(folder)})
-    assert calls[1] == ("config", {"dataset": "karate", **estimator.config.to_dict()})
+    from gca.run.pipeline import logged_params
+
+    assert calls[1] == ("config", logged_params(estimator, "karate"))
     assert calls[2:4] == [("log", ["loss", "lr"], 1), ("log", ["loss", "lr"], 2)]
     assert calls[4][0] == "log" and calls[4][2] == 2 and "accuracy/mean" in calls[4][1]
     assert calls[5:] == [("finish",)] and result.record["logged_to"] == ["u"]
@@ -476,3 +480,224 @@ def test_two_gca_train_runs_into_one_tensorboard_folder_are_two_versions_with_hp
         assert hparams["lr"].number_value == result["config"]["lr"]
         assert hparams["dataset"].string_value == result["dataset"]
         assert hparams["fanout"].string_value == json.dumps(result["config"]["fanout"])
+
+
+# --- runs logged whole: --seeds K, a resumed run, a missing folder, the hyperparameters as they ran ---
+
+
+class FakeBoard:
+    """``torch.utils.tensorboard`` as far as gca uses it, without the tensorboard package: each writer's folder,
+    purge step, scalars and hyperparameters, in the order the writers were opened."""
+
+    def __init__(self) -> None:
+        self.writers = []
+        board = self
+
+        class SummaryWriter:
+            def __init__(self, log_dir, purge_step=None):
+                self.log_dir, self.purge_step, self.scalars, self.hparams = log_dir, purge_step, [], []
+                self.file_writer = types.SimpleNamespace(add_summary=self.hparams.append)
+                board.writers.append(self)
+
+            def add_scalar(self, tag, value, step):
+                self.scalars.append((tag, value, step))
+
+            def flush(self):
+                pass
+
+            def close(self):
+                pass
+
+        self.module = types.SimpleNamespace(SummaryWriter=SummaryWriter)
+        # hparams(params, metrics) → (experiment, session start, session end); the start is what a writer adds
+        self.summary = types.SimpleNamespace(hparams=lambda params, metrics: (None, dict(params), None))
+
+    def install(self, monkeypatch) -> FakeBoard:
+        monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", self.module)
+        monkeypatch.setitem(sys.modules, "torch.utils.tensorboard.summary", self.summary)
+        return self
+
+    def steps(self, index, tag):
+        return [step for name, _, step in self.writers[index].scalars if name == tag]
+
+
+def _table(path):
+    header, *rows = _rows(path)
+    return header, [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def test_a_resumed_csv_log_keeps_the_earlier_epochs_under_a_header_widened_by_their_evaluation(tmp_path):
+    path = tmp_path / "l.csv"
+    finished = "epoch,loss,lr,accuracy/mean\n1,4.0,0.001,\n2,3.5,0.002,\n2,,,80.0\n"  # a finished 2-epoch run
+    path.write_text(finished)
+    logger = CSVLogger(path)
+    logger.log({"loss": 3.0, "lr": 0.003}, 3)  # resumed from its checkpoint of epoch 2
+    logger.log({"accuracy/mean": 85.0}, 3)
+    assert path.read_text() == finished + "3,3.0,0.003,\n3,,,85.0\n"  # the header as it was
+    again = CSVLogger(path)
+    again.log({"accuracy/mean": 86.0}, 3)  # resumed with no epoch left to train: epoch 3's rows stay
+    assert path.read_text() == finished + "3,3.0,0.003,\n3,,,85.0\n3,,,86.0\n"
+
+
+def test_gca_train_makes_the_csv_logs_folder_and_logs_the_hyperparameters_as_they_ran(tmp_path):
+    log = tmp_path / "logs" / "deeper" / "l.csv"  # neither folder exists yet
+    assert main(["train", "--epochs", "2", "--no-eval", "--quiet", "--set", "lr=0.004", "--out", str(tmp_path / "run"),
+                 "--log-csv", str(log)]) == 0  # fmt: skip
+    record = json.loads((tmp_path / "run" / "results.json").read_text())
+    params = json.loads((log.parent / "l.hparams.json").read_text())
+    assert record["config"]["loss_backend"] == record["config"]["precision"] == "auto"  # as given
+    assert record["config"]["warmup_steps"] == -1
+    assert f"{params['loss_backend']} {params['precision']}" == record["objective"] == "blocked fp32"  # as they ran
+    assert params["warmup_steps"] == record["warmup_updates"] == 4  # ⌈0.004 / 0.001⌉
+    assert [float(row[1]) for row in _rows(log)[1:]] == record["losses"]
+
+
+def test_seeds_log_each_pretraining_then_their_summary(tmp_path, monkeypatch, capsys):
+    board = FakeBoard().install(monkeypatch)
+    log, root, out = tmp_path / "seeds.csv", tmp_path / "tb", tmp_path / "run"
+    assert main(["train", "--epochs", "2", "--splits", "2", "--seeds", "3", "--quiet", "--out", str(out),
+                 "--tensorboard", str(root), "--log-csv", str(log)]) == 0  # fmt: skip
+    record = json.loads((out / "results.json").read_text())
+    summary = record["pretrainings"]
+    seeds = summary["seeds"]
+    versions = [str(root / f"version_{v}") for v in range(4)]  # the three pretrainings, then their summary
+    assert [writer.log_dir for writer in board.writers] == versions
+    assert record["logged_to"] == [str(log), *versions]
+    assert capsys.readouterr().out.endswith(f"logged to {', '.join(record['logged_to'])}\n")
+    for index, (seed, accuracy) in enumerate(zip(seeds, summary["accuracy"], strict=True)):
+        (params,) = board.writers[index].hparams  # one HPARAMS row each, with its own seed
+        assert params["seed"] == seed and (params["loss_backend"], params["precision"]) == ("blocked", "fp32")
+        assert board.steps(index, "loss") == [1, 2] and board.steps(index, "accuracy/mean") == [2]
+        assert [v for t, v, _ in board.writers[index].scalars if t == "accuracy/mean"] == [accuracy]
+    (params,) = board.writers[3].hparams
+    assert params["seeds"] == json.dumps(seeds) and params["seed"] == seeds[0]
+    assert {t: (v, s) for t, v, s in board.writers[3].scalars} == {
+        "pretrainings/mean": (summary["mean"], 2), "pretrainings/std": (summary["std"], 2),
+        "pretrainings/count": (3, 2), "pretrainings/splits_each": (2, 2)}  # fmt: skip
+    # the CSV log: one file, a seed column naming each row's pretraining, the summary last
+    header, table = _table(log)
+    assert header[:4] == ["epoch", "seed", "loss", "lr"]
+    assert [(r["epoch"], r["seed"]) for r in table] == [(e, str(s)) for s in seeds for e in "122"] + [("2", "")]
+    assert [float(r["loss"]) for r in table[:2]] == record["losses"]  # the first pretraining: the run's files
+    for seed, accuracy in zip(seeds, summary["accuracy"], strict=True):
+        (final,) = [r for r in table if r["seed"] == str(seed) and r["loss"] == ""]
+        assert float(final["accuracy/mean"]) == accuracy
+    assert float(table[-1]["pretrainings/mean"]) == summary["mean"]
+    assert float(table[-1]["pretrainings/std"]) == summary["std"] and table[-1]["accuracy/mean"] == ""
+    params = json.loads((log.parent / "seeds.hparams.json").read_text())
+    assert params["seeds"] == seeds and params["seed"] == seeds[0] and params["precision"] == "fp32"
+
+
+def _resumable(tmp_path, *extra):
+    out, root, log = tmp_path / "run", tmp_path / "tb", tmp_path / "run.csv"
+    return out, root, log, ["train", "--splits", "2", "--quiet", "--checkpoint-every", "1", "--out", str(out),
+                            "--tensorboard", str(root), "--log-csv", str(log), *extra]  # fmt: skip
+
+
+def test_a_run_resumed_to_more_epochs_goes_on_in_its_tensorboard_version_and_csv_log(tmp_path, monkeypatch):
+    board = FakeBoard().install(monkeypatch)
+    out, root, log, args = _resumable(tmp_path)
+    assert main([*args, "--epochs", "2"]) == 0
+    header = _rows(log)[0]
+    assert "accuracy/mean" in header  # the 2-epoch run's evaluation widened the header
+    assert main([*args, "--epochs", "4", "--resume"]) == 0
+    record = json.loads((out / "results.json").read_text())
+    assert [writer.log_dir for writer in board.writers] == [str(root / "version_0")] * 2  # not a version_1
+    assert sorted(p.name for p in root.iterdir()) == ["version_0"] and record["logged_to"][1] == str(root / "version_0")
+    assert board.writers[1].purge_step == 3  # from the first update after the checkpoint of epoch 2
+    assert board.steps(1, "loss") == [3, 4] and board.steps(1, "accuracy/mean") == [4]
+    again, table = _table(log)
+    assert again == header  # unchanged
+    assert [(r["epoch"], r["loss"] != "") for r in table] == [("1", True), ("2", True), ("2", False), ("3", True),
+                                                                ("4", True), ("4", False)]  # fmt: skip
+    assert [float(r["loss"]) for r in table if r["loss"]] == record["losses"]
+    assert float(table[-1]["accuracy/mean"]) == record["accuracy"]["mean"]
+
+
+def _stop_after_epoch(monkeypatch, epoch):
+    """A stop (SIGTERM, Ctrl-C: a KeyboardInterrupt in gca train) just after ``epoch`` was logged, before its
+    checkpoint is written: the log holds an epoch that the resumed run trains again."""
+    logged = TensorBoardLogger.log
+
+    def log(self, metrics, step):
+        logged(self, metrics, step)
+        if "loss" in metrics and step == epoch:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(TensorBoardLogger, "log", log)
+
+
+def test_a_stopped_run_resumed_holds_every_epoch_once_in_its_version_and_csv_log(tmp_path, monkeypatch, capsys):
+    board = FakeBoard().install(monkeypatch)
+    out, root, log, args = _resumable(tmp_path, "--epochs", "4")
+    with monkeypatch.context() as stopped:
+        _stop_after_epoch(stopped, 3)
+        assert main(args) == 130
+    assert "checkpoint.in-progress.pt stays" in capsys.readouterr().err
+    assert [int(r[0]) for r in _rows(log)[1:]] == [1, 2, 3] and board.steps(0, "loss") == [1, 2, 3]
+    assert main([*args, "--resume"]) == 0
+    record = json.loads((out / "results.json").read_text())
+    assert [writer.log_dir for writer in board.writers] == [str(root / "version_0")] * 2
+    assert board.writers[1].purge_step == 3 and board.steps(1, "loss") == [3, 4]  # epoch 3 of the stop: hidden
+    header, table = _table(log)
+    assert header[:3] == ["epoch", "loss", "lr"] and [r["epoch"] for r in table] == ["1", "2", "3", "4", "4"]
+    assert [float(r["loss"]) for r in table[:4]] == record["losses"]
+
+
+@pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
+def test_a_stopped_run_resumed_is_one_tensorboard_version_with_every_epoch_once(tmp_path, monkeypatch, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    out, root, _, args = _resumable(tmp_path, "--epochs", "4")
+    with monkeypatch.context() as stopped:
+        _stop_after_epoch(stopped, 3)
+        assert main(args) == 130
+    assert main([*args, "--resume"]) == 0
+    record = json.loads((out / "results.json").read_text())
+    assert sorted(p.name for p in root.iterdir()) == ["version_0"]
+    events = EventAccumulator(str(root / "version_0"), size_guidance={"tensors": 0, "scalars": 0}).Reload()
+    losses = events.Scalars("loss")
+    assert [e.step for e in losses] == [1, 2, 3, 4]  # epoch 3, logged before the stop and again after: once
+    assert [e.value for e in losses] == pytest.approx(record["losses"], rel=1e-6)
+    assert [e.step for e in events.Scalars("loss/update")] == [1, 2, 3, 4]
+    (final,) = events.Scalars("accuracy/mean")
+    assert final.step == 4 and final.value == pytest.approx(record["accuracy"]["mean"])
+    start = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    hparams = plugin_data_pb2.HParamsPluginData.FromString(start).session_start_info.hparams
+    assert (hparams["loss_backend"].string_value, hparams["precision"].string_value) == ("blocked", "fp32")
+    assert hparams["warmup_steps"].number_value == record["warmup_updates"]
+
+
+@pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
+def test_seeds_are_a_tensorboard_version_each_and_one_for_their_summary(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    root, out = tmp_path / "tb", tmp_path / "run"
+    assert main(["train", "--epochs", "2", "--splits", "2", "--seeds", "3", "--quiet", "--out", str(out),
+                 "--tensorboard", str(root)]) == 0  # fmt: skip
+    summary = json.loads((out / "results.json").read_text())["pretrainings"]
+    assert sorted(p.name for p in root.iterdir()) == [f"version_{v}" for v in range(4)]
+    for version, accuracy in enumerate(summary["accuracy"]):
+        events = EventAccumulator(str(root / f"version_{version}")).Reload()
+        assert [e.step for e in events.Scalars("loss")] == [1, 2]
+        assert [e.value for e in events.Scalars("accuracy/mean")] == pytest.approx([accuracy])
+    events = EventAccumulator(str(root / "version_3")).Reload()
+    assert [(e.step, e.value) for e in events.Scalars("pretrainings/mean")] == [(2, pytest.approx(summary["mean"]))]
+    assert [e.value for e in events.Scalars("pretrainings/std")] == pytest.approx([summary["std"]])
+
+
+def test_continue_version_sends_the_next_run_alone_to_that_folder_from_its_step(tmp_path, monkeypatch):
+    board = FakeBoard().install(monkeypatch)
+    logger = TensorBoardLogger(tmp_path / "tb")
+    estimator = GCA(GCAConfig(epochs=2, **SMALL), device="cpu", loggers=[logger])
+    estimator.fit(karate_club())
+    logger.continue_version(0, 2)
+    estimator.fit(karate_club())
+    estimator.fit(karate_club())
+    assert [(w.log_dir, w.purge_step) for w in board.writers] == [
+        (str(tmp_path / "tb" / "version_0"), None), (str(tmp_path / "tb" / "version_0"), 2),
+        (str(tmp_path / "tb" / "version_1"), None)]  # fmt: skip
+    for version, step in (("a/b", 1), (True, 1), (0, 0), (0, 1.5)):
+        with pytest.raises(LoggerError):
+            logger.continue_version(version, step)

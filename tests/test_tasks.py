@@ -245,3 +245,24 @@ def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
     assert main(["train", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set", "proj_hidden=8",
                  "--out", str(tmp_path / "classify")]) == 0  # fmt: skip
     assert len(json.loads((tmp_path / "classify" / "results.json").read_text())["accuracy"]["runs"]) == 20
+
+
+def test_seeds_that_cannot_be_drawn_or_judged_are_refused_in_one_line_before_anything_trains(tmp_path, capsys):
+    from gca.cli import main
+
+    out = tmp_path / "o"
+    assert main(["train", "--epochs", "1", "--splits", "2", "--quiet", "--out", str(out)]) == 0  # an earlier run
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    (tmp_path / "e.csv").write_text("0,1\n1,2\n2,3\n3,0\n")
+    np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
+    unlabelled = ["--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy")]
+    for extra, said in ((["--seeds", "100000000000000000000"], "--seeds must be at most 1000"),
+                        ([*unlabelled, "--seeds", "3"], "--seeds 3 repeats a pretraining to judge its accuracy, "
+                                                        "and the graph e has no labels to judge it by")):  # fmt: skip
+        assert main(["train", "--epochs", "1", "--quiet", "--out", str(out), *extra]) == 2
+        printed = capsys.readouterr()
+        err = printed.err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("gca: error: ") and said in err[0], err
+        assert "Traceback" not in printed.err and printed.out == ""  # nothing trained, nothing said of training
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier run whole

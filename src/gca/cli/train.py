@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from .. import environment
@@ -21,6 +22,10 @@ from .common import (
 )
 from .record import command_provenance
 from .shell import import_libraries, warn
+
+#: The most pretrainings ``--seeds K`` asks for, as ``--splits N`` asks for at most 1,000 splits: each is a whole
+#: training, and their seeds and accuracies are listed in ``results.json``.
+MAX_SEEDS = 1000
 
 
 def add_parser(sub) -> None:
@@ -54,10 +59,10 @@ def add_parser(sub) -> None:
     )  # fmt: skip
     train.add_argument("--seed", type=int, help="random seed (default 0)")
     train.add_argument(
-        "--seeds", type=int, default=1, metavar="K", help="classify: pretrain K times (seeds from --seed, "
-        "gca.seeds.run_seeds) and report the accuracy's mean ± std over the pretrainings, each judged on the same "
-        "splits — the spread that a public split, whose nodes are fixed, leaves (default 1); the files are the "
-        "first pretraining's",
+        "--seeds", type=int, default=1, metavar="K", help=f"classify: pretrain K times (1 to {MAX_SEEDS}; seeds "
+        "from --seed, gca.seeds.run_seeds) and report the accuracy's mean ± std over the pretrainings, each judged "
+        "on the same splits — the spread that a public split, whose nodes are fixed, leaves (default 1); the files "
+        "are the first pretraining's; a log holds each pretraining and their summary",
     )  # fmt: skip
     train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
@@ -83,7 +88,10 @@ def add_parser(sub) -> None:
         "--resume", action="store_true", help="continue the run in OUT (its in-progress checkpoint, else "
         "OUT/checkpoint.pt; same settings) if there is one"
     )
-    train.add_argument("--log-csv", metavar="FILE", help="write each epoch's loss and learning rate to FILE (CSV)")
+    train.add_argument(
+        "--log-csv", metavar="FILE", help="write each epoch's loss and learning rate to FILE (CSV; its folder is "
+        "made if missing)",
+    )  # fmt: skip
     train.add_argument(
         "--tensorboard", metavar="DIR", help="write the losses and learning rate as TensorBoard events into DIR "
         "(needs pip install 'gca-graph[tensorboard]')",
@@ -109,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     args.splits_given = args.splits is not None  # a count the splits cannot follow is refused, not ignored
     split_count(args, args.task)
     splits = split_setting(args)
-    _check_seeds(args, logged)
+    _check_seeds(args)
     from ..outputs.folder import RunOutputs
 
     _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
@@ -142,6 +150,14 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     training = "fast" if args.fast else "exact" if args.exact else "auto"
     job = Job.open(loaded, args.config, overrides, world_size=place.world_size, training=training, device=place.device,
                    store=store, store_graph=args.cache if environment.local_rank() == 0 else False)  # fmt: skip
+    _check_labelled(args, job)
+    pretrainings = None  # --seeds K with loggers: each pretraining logged, then their summary (gca.run.logs)
+    if args.seeds > 1 and loggers:
+        from ..run.logs import PretrainingLogs
+        from ..seeds import run_seeds
+
+        pretrainings = PretrainingLogs(loggers, run_seeds(job.config.seed, args.seeds))
+        loggers = pretrainings.loggers
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
         job.clean(job.config.feature_norm, require_edges=True)
@@ -171,14 +187,27 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     resumed = {}
     if args.resume and place.writes and checkpoint.is_file():  # what training continues from, as it is now
         resumed["resumed_from"] = file_record(checkpoint)
-    with outputs:
+    link = None  # a TensorBoard run tied to the checkpoints, so that --resume continues it (gca.run.logs)
+    if place.writes and args.tensorboard is not None and (args.resume or args.checkpoint_every):
+        from ..run.logs import CheckpointLink
+
+        link = CheckpointLink(loggers, outputs.out, checkpoint)
+        if resumed:
+            link.resume(resumed["resumed_from"]["sha256"])
+    hint = LongRunHint(job.config, job.graph.num_nodes, device=place.device,
+                       exact_asked=args.exact) if place.writes else None  # fmt: skip
+    series = contextlib.nullcontext()
+    if pretrainings is not None:
+        from ..run.pipeline import logged_params
+
+        series = pretrainings.series(logged_params(estimator, job.name))
+    with outputs, series:
         result = run_gca(
             estimator, job.prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
             protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
-            plots=plots, plot_title=job.name,
-            on_update=LongRunHint(job.config, job.graph.num_nodes, device=place.device,
-                                  exact_asked=args.exact) if place.writes else None,
+            plots=plots, plot_title=job.name, on_update=link.on_update(hint) if link is not None else hint,
+            on_epoch=link.after_epoch if link is not None else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
             scratch=None if place.writes else _scratch_folder(),
         )  # fmt: skip
@@ -191,8 +220,13 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         if args.seeds > 1 and result.evaluation is not None:
             from ..run.tasks import more_pretrainings
 
+            if pretrainings is not None:
+                pretrainings.ran(result.record.get("logged_to", []))
             over_seeds, result.record["pretrainings"] = more_pretrainings(job, estimator, result.evaluation,
-                                                                          args.seeds, splits, args.eval_protocol)
+                                                                          args.seeds, splits, args.eval_protocol,
+                                                                          logs=pretrainings)  # fmt: skip
+            if pretrainings is not None:
+                result.record["logged_to"] = pretrainings.logged_to
         result.record["provenance"] = command_provenance(args, estimator.device, store, **resumed)
         model = {**estimator.state(), "provenance": result.record["provenance"], **_feature_names(job)}
         written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids,
@@ -218,20 +252,32 @@ def _feature_names(job) -> dict:
     return {"feature_names": list(names)} if names else {}
 
 
-def _check_seeds(args: argparse.Namespace, logged: list[str]) -> None:
-    """--seeds K repeats the pretraining of a classify run in this process: refused where it cannot apply."""
+def _check_seeds(args: argparse.Namespace) -> None:
+    """--seeds K repeats the pretraining of a classify run in this process: refused where it cannot apply, before
+    anything is loaded (a graph without labels, known once loaded, is refused then: :func:`_check_labelled`)."""
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.seeds > MAX_SEEDS:
+        raise ConfigError(f"--seeds must be at most {MAX_SEEDS} (each pretraining is a whole training), got "
+                          f"{args.seeds}")  # fmt: skip
     if args.seeds == 1:
         return
     if args.task != "classify" or args.no_eval:
         raise ConfigError("--seeds K repeats a pretraining to judge its accuracy; it goes with --task classify and "
                           "evaluation (leave out --no-eval)")  # fmt: skip
     taken = [flag for flag, used in (("--checkpoint-every", args.checkpoint_every), ("--resume", args.resume),
-                                     ("torchrun", environment.world_size() > 1)) if used] + logged  # fmt: skip
+                                     ("torchrun", environment.world_size() > 1)) if used]  # fmt: skip
     if taken:
         raise ConfigError(f"--seeds K trains K times in one process; it takes no {taken[0]} (train one seed with "
                           "--seed S for that)")  # fmt: skip
+
+
+def _check_labelled(args: argparse.Namespace, job) -> None:
+    """--seeds K judges each pretraining's accuracy: a graph without labels, which cannot be judged, is refused
+    before anything trains, as --seeds K with --no-eval is."""
+    if args.seeds > 1 and job.labels is None:
+        raise ConfigError(f"--seeds {args.seeds} repeats a pretraining to judge its accuracy, and the graph "
+                          f"{job.name} has no labels to judge it by; leave out --seeds (or give --labels)")  # fmt: skip
 
 
 def _check_split_count(args: argparse.Namespace, splits, name: str) -> None:
@@ -273,7 +319,8 @@ def _check_log_paths(args: argparse.Namespace) -> None:
             raise OutputError(f"{flag} {path} lies inside --out {args.out}, which holds one run's files only; write "
                               f"the log beside it (e.g. {Path(args.out).name}-log"
                               f"{'.csv' if flag == '--log-csv' else ''})")  # fmt: skip
-        problem = folder_problem(path, made=True) if flag == "--tensorboard" else folder_problem(path.parent)
+        # both folders are made when the run starts (with their missing parents)
+        problem = folder_problem(path if flag == "--tensorboard" else path.parent, made=True)
         if problem is not None:
             raise OutputError(f"{flag} {path}: {problem}")
         if flag == "--tensorboard":

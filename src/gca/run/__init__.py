@@ -1,6 +1,7 @@
 """One run of GCA on one graph: the graph loaded with its configuration, warnings and splits (:mod:`.job`), fit →
-evaluate → plots → record (:mod:`.pipeline`), and what else a run can measure (:mod:`.tasks`). Nothing here prints;
-result files are :mod:`gca.outputs`'.
+evaluate → plots → record (:mod:`.pipeline`), what else a run can measure (:mod:`.tasks`), and how ``gca train``
+logs repeated pretrainings and resumed runs (:mod:`.logs`). Nothing here prints; result files are
+:mod:`gca.outputs`'.
 
 Names are imported on first use (PEP 562).
 """

@@ -12,17 +12,20 @@ edges left, embeds every node on that training graph and scores the held-out pai
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from ..evaluate.classification import EvaluationResult, evaluate_embeddings
+from ..evaluate.classification import EvaluationResult
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
 from ..names import TASK_COUNTS
 from ..seeds import run_seeds
 from ..train.estimator import GCA, clone
 from .job import Job
+
+if TYPE_CHECKING:
+    from .logs import PretrainingLogs
 
 
 def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05,
@@ -72,12 +75,15 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
 
 
 def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: int, splits: list,
-                      protocol: str) -> tuple[str, dict[str, Any]]:  # fmt: skip
+                      protocol: str, logs: PretrainingLogs | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``, judged on
     ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
-    of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each judged on the same ``splits`` under
-    ``protocol``. Returns one line to print and the record (``results.json``'s ``pretrainings``): the seeds, each
-    pretraining's mean accuracy over the splits, and their mean ± std over the pretrainings.
+    of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each a run of :func:`gca.run.pipeline.run_gca`
+    judged on the same ``splits`` under ``protocol``. Returns one line to print and the record (``results.json``'s
+    ``pretrainings``): the seeds, each pretraining's mean accuracy over the splits, and their mean ± std over the
+    pretrainings. With ``logs`` (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has), each
+    pretraining is logged as its own run (a CSV log's rows tagged with its seed), then the summary; without, each
+    is a plain run of ``estimator``'s loggers (a CSV log written afresh by each).
 
     Parameters
     ----------
@@ -93,17 +99,28 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
         The evaluation splits every pretraining is judged on.
     protocol
         ``"sklearn"`` or ``"authors"``.
+    logs
+        The series' loggers, or ``None`` when nothing is logged.
     """
+    from .pipeline import logged_params, run_gca
+
     seeds = run_seeds(estimator.config.seed, count)
     results = [first]
-    for seed in seeds[1:]:
+    for index, seed in enumerate(seeds[1:], start=1):
         again = clone(estimator, seed=seed)
-        embeddings = again.fit_transform(job.prepared)
-        results.append(evaluate_embeddings(embeddings, job.labels, splits, protocol, device=again.device))
+        if logs is not None:
+            logs.pretraining(index)
+        run = run_gca(again, job.prepared, dataset=job.name, labels=job.labels, splits=splits, protocol=protocol)
+        assert run.evaluation is not None, "judged on the splits given"
+        results.append(run.evaluation)
+        if logs is not None:
+            logs.ran(run.record.get("logged_to", []))
     means = [r.mean for r in results]
     record = {"count": count, "seeds": seeds, "accuracy": means, "mean": float(np.mean(means)),
               "std": float(np.std(means)), "splits_each": len(splits), "protocol": protocol}  # fmt: skip
     line = (f"{record['mean']:.2f} ± {record['std']:.2f} % over {count} pretrainings (seeds "
             f"{', '.join(map(str, seeds))}), each judged on {len(splits)} split{'s' if len(splits) > 1 else ''} "
             f"({protocol} protocol)")  # fmt: skip
+    if logs is not None:
+        logs.summary(record, logged_params(estimator, job.name), estimator.config.epochs)
     return line, record
