@@ -70,6 +70,24 @@ def test_code_wraps_only_at_spaces() -> None:
     assert 'span.className = "gca-token"' in script and "extractContents" in script
 
 
+def test_a_wrapped_line_hangs_so_that_it_never_reads_as_a_new_command() -> None:
+    """The rest of a wrapped line (the end of a trailing ``# comment`` above all) starts right of the line's own
+    indentation, never where a command starts; a trailing comment moves whole; the copied text is unchanged."""
+    rules = re.sub(r"/\*.*?\*/", "", (DOCS / "css" / "extra.css").read_text(encoding="utf-8"), flags=re.DOTALL)
+    line = re.search(r"\.gca-line\s*\{(?P<body>[^}]*)\}", rules)
+    assert line is not None
+    body = line["body"]
+    # inline-level: the newlines between lines stay text, so innerText (the copy button's) is the text as written
+    assert re.search(r"display:\s*inline-block;", body) and re.search(r"width:\s*100%;", body)
+    assert re.search(r"padding-left:\s*calc\(\(var\(--gca-indent, 0\) \+ 4\) \* 1ch\);", body)
+    assert re.search(r"text-indent:\s*calc\(\(var\(--gca-indent, 0\) \+ 4\) \* -1ch\);", body)
+    comment = re.search(r"\.gca-line \.c1\s*\{(?P<body>[^}]*)\}", rules)
+    assert comment is not None and re.search(r"display:\s*inline-block;", comment["body"])
+    script = (DOCS / "js" / "code-wrap.js").read_text(encoding="utf-8")
+    assert 'span.className = "gca-line"' in script and '"--gca-indent"' in script
+    assert "/[^\\n]+/g" in script  # a line's span holds no newline
+
+
 # -- the parameters' descriptions -------------------------------------------------------------------------------
 
 #: A NumPy-style section title: a line, then a line of dashes (as the reference's parser reads them).
