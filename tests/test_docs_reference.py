@@ -221,3 +221,54 @@ def test_the_extension_completes_a_parameters_section_with_the_signature() -> No
     assert hook.complete_parameters("Prose.", []) == "Prose."
     described_both = "P.\n\nParameters\n----------\na, b\n    Both.\n"
     assert hook.complete_parameters(described_both, ["a", "b"]) == described_both
+
+
+def _hook(name: str):  # noqa: ANN202 - a module loaded from docs/hooks
+    spec = importlib.util.spec_from_file_location(f"{name}_hook", DOCS / "hooks" / f"{name}.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+#: A rendered reference entry, as mkdocstrings writes it: a Parameters table (a described and an undescribed row),
+#: then a Returns table whose row has no description either (not a parameter).
+RENDERED = """
+<h3 id="gca.thing.f" class="doc doc-heading"><span>f</span></h3>
+<p><span class="doc-section-title">Parameters:</span></p>
+    <table><tbody>
+      <tr class="doc-section-item"><td><code>a</code></td><td><code>int</code></td>
+        <td><div class="doc-md-description"><p>The <code>a</code>.</p></div></td></tr>
+      <tr class="doc-section-item"><td><code>b</code></td><td><code>int</code></td>
+        <td><div class="doc-md-description">
+        </div></td></tr>
+    </tbody></table>
+<p><span class="doc-section-title">Returns:</span></p>
+    <table><tbody>
+      <tr class="doc-section-item"><td><code>int</code></td><td><div class="doc-md-description"></div></td></tr>
+    </tbody></table>
+"""
+
+
+def test_a_parameter_without_a_description_fails_the_strict_build(caplog: pytest.LogCaptureFixture) -> None:
+    assert re.search(r"^hooks:\n(?:  - .+\n)*  - docs/hooks/parameters_described\.py$", _mkdocs(), flags=re.MULTILINE)
+    hook = _hook("parameters_described")
+    assert hook.undescribed(RENDERED) == ["gca.thing.f.b"]
+    assert hook.undescribed(RENDERED.replace("\n        </div>", "Now described.</div>")) == []
+
+    class Page:
+        class file:  # noqa: N801 - MkDocs's page.file
+            src_uri = "reference/thing.md"
+
+    with caplog.at_level("WARNING", logger="mkdocs"):
+        assert hook.on_page_content(RENDERED, page=Page(), config=None, files=None) == RENDERED
+    # a warning on MkDocs's logger: what mkdocs build --strict counts and fails on
+    assert [(r.name, r.levelname) for r in caplog.records] == [("mkdocs.hooks.parameters_described", "WARNING")]
+    assert "gca.thing.f.b" in caplog.records[0].getMessage()
+
+
+def test_make_docs_fails_on_a_warning() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    build = [line for line in makefile.splitlines() if "mkdocs build" in line]
+    assert build and all("--strict" in line for line in build)
+    # --quiet sets MkDocs's log level to ERROR: the warnings --strict counts are then never counted
+    assert not any("--quiet" in line or re.search(r"\s-q\b", line) for line in build)
