@@ -23,10 +23,11 @@ test: $(BIN)/gca
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks docs/hooks
 
-# The documentation site (MkDocs, Material, API reference from the docstrings); --strict: a broken link fails.
+# The documentation site (MkDocs, Material, API reference from the docstrings); --strict: a warning fails the build
+# (a broken link or anchor, a parameter without a description). Not --quiet: it hides the warnings --strict counts.
 docs: $(BIN)/gca
 	$(BIN)/pip install -q -e ".[docs]"
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Speed and memory are measured by these scripts (they print tables), never by timed tests.
 bench: $(BIN)/gca

@@ -70,6 +70,24 @@ def test_code_wraps_only_at_spaces() -> None:
     assert 'span.className = "gca-token"' in script and "extractContents" in script
 
 
+def test_a_wrapped_line_hangs_so_that_it_never_reads_as_a_new_command() -> None:
+    """The rest of a wrapped line (the end of a trailing ``# comment`` above all) starts right of the line's own
+    indentation, never where a command starts; a trailing comment moves whole; the copied text is unchanged."""
+    rules = re.sub(r"/\*.*?\*/", "", (DOCS / "css" / "extra.css").read_text(encoding="utf-8"), flags=re.DOTALL)
+    line = re.search(r"\.gca-line\s*\{(?P<body>[^}]*)\}", rules)
+    assert line is not None
+    body = line["body"]
+    # inline-level: the newlines between lines stay text, so innerText (the copy button's) is the text as written
+    assert re.search(r"display:\s*inline-block;", body) and re.search(r"width:\s*100%;", body)
+    assert re.search(r"padding-left:\s*calc\(\(var\(--gca-indent, 0\) \+ 4\) \* 1ch\);", body)
+    assert re.search(r"text-indent:\s*calc\(\(var\(--gca-indent, 0\) \+ 4\) \* -1ch\);", body)
+    comment = re.search(r"\.gca-line \.c1\s*\{(?P<body>[^}]*)\}", rules)
+    assert comment is not None and re.search(r"display:\s*inline-block;", comment["body"])
+    script = (DOCS / "js" / "code-wrap.js").read_text(encoding="utf-8")
+    assert 'span.className = "gca-line"' in script and '"--gca-indent"' in script
+    assert "/[^\\n]+/g" in script  # a line's span holds no newline
+
+
 # -- the parameters' descriptions -------------------------------------------------------------------------------
 
 #: A NumPy-style section title: a line, then a line of dashes (as the reference's parser reads them).
@@ -206,3 +224,54 @@ def test_the_extension_completes_a_parameters_section_with_the_signature() -> No
     assert hook.complete_parameters("Prose.", []) == "Prose."
     described_both = "P.\n\nParameters\n----------\na, b\n    Both.\n"
     assert hook.complete_parameters(described_both, ["a", "b"]) == described_both
+
+
+def _hook(name: str):  # noqa: ANN202 - a module loaded from docs/hooks
+    spec = importlib.util.spec_from_file_location(f"{name}_hook", DOCS / "hooks" / f"{name}.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+#: A rendered reference entry, as mkdocstrings writes it: a Parameters table (a described and an undescribed row),
+#: then a Returns table whose row has no description either (not a parameter).
+RENDERED = """
+<h3 id="gca.thing.f" class="doc doc-heading"><span>f</span></h3>
+<p><span class="doc-section-title">Parameters:</span></p>
+    <table><tbody>
+      <tr class="doc-section-item"><td><code>a</code></td><td><code>int</code></td>
+        <td><div class="doc-md-description"><p>The <code>a</code>.</p></div></td></tr>
+      <tr class="doc-section-item"><td><code>b</code></td><td><code>int</code></td>
+        <td><div class="doc-md-description">
+        </div></td></tr>
+    </tbody></table>
+<p><span class="doc-section-title">Returns:</span></p>
+    <table><tbody>
+      <tr class="doc-section-item"><td><code>int</code></td><td><div class="doc-md-description"></div></td></tr>
+    </tbody></table>
+"""
+
+
+def test_a_parameter_without_a_description_fails_the_strict_build(caplog: pytest.LogCaptureFixture) -> None:
+    assert re.search(r"^hooks:\n(?:  - .+\n)*  - docs/hooks/parameters_described\.py$", _mkdocs(), flags=re.MULTILINE)
+    hook = _hook("parameters_described")
+    assert hook.undescribed(RENDERED) == ["gca.thing.f.b"]
+    assert hook.undescribed(RENDERED.replace("\n        </div>", "Now described.</div>")) == []
+
+    class Page:
+        class file:  # noqa: N801 - MkDocs's page.file
+            src_uri = "reference/thing.md"
+
+    with caplog.at_level("WARNING", logger="mkdocs"):
+        assert hook.on_page_content(RENDERED, page=Page(), config=None, files=None) == RENDERED
+    # a warning on MkDocs's logger: what mkdocs build --strict counts and fails on
+    assert [(r.name, r.levelname) for r in caplog.records] == [("mkdocs.hooks.parameters_described", "WARNING")]
+    assert "gca.thing.f.b" in caplog.records[0].getMessage()
+
+
+def test_make_docs_fails_on_a_warning() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    build = [line for line in makefile.splitlines() if "mkdocs build" in line]
+    assert build and all("--strict" in line for line in build)
+    # --quiet sets MkDocs's log level to ERROR: the warnings --strict counts are then never counted
+    assert not any("--quiet" in line or re.search(r"\s-q\b", line) for line in build)

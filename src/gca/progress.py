@@ -68,7 +68,16 @@ class Progress:
         self.shown = False  # a plain line printed
 
     def update(self, n: int = 1, **postfix: Any) -> None:
-        """``n`` more units done; ``postfix`` (name → value) is shown after the count from now on."""
+        """``n`` more units done; ``postfix`` (name → value) is shown after the count from now on.
+
+        Parameters
+        ----------
+        n
+            The units done since the last update.
+        **postfix
+            Name → value shown after the count (``loss=5.3121`` → ``, loss 5.3121``), replacing the previous ones;
+            none keeps them.
+        """
         before = self.done
         self.done += n
         if postfix:
@@ -87,7 +96,13 @@ class Progress:
             print(self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float | None = None) -> str:
-        """The plain line of the work done so far: the count, the postfix, the seconds and the time left."""
+        """The plain line of the work done so far: the count, the postfix, the seconds and the time left.
+
+        Parameters
+        ----------
+        now
+            The time on the progress's clock to report at; ``None``: read the clock now.
+        """
         now = self.clock() if now is None else now
         spent = now - self.start
         details = "".join(f", {k} {v}" for k, v in self.postfix.items())

@@ -120,7 +120,14 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
 
 
 def unknown_dataset(name: str) -> DatasetError:
-    """The error for a name that is no named dataset, file or folder: it names the closest dataset name, if any."""
+    """The error for a name that is no named dataset, file or folder: it names the closest dataset name, if any.
+
+    Parameters
+    ----------
+    name
+        The name as the user gave it; the hint is the dataset name closest to its canonical spelling (difflib, at
+        least 0.6 similar), or none.
+    """
     keys = {**{key: entry[0] for key, entry in NAMED.items()}, **{a: NAMED[k][0] for a, k in ALIASES.items()}}
     close = difflib.get_close_matches(canonical_name(name), list(keys), n=1, cutoff=0.6)
     hint = f"did you mean {keys[close[0]]}? " if close else ""

@@ -64,6 +64,12 @@ def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
     accuracy is strictly above the best so far, starting from 0 — so ties go to the earliest check, and a split
     whose validation accuracy is 0 at every check reports its first check (its test accuracy is then taken there;
     the authors' script would report 0, which only happens when nothing is learned at all).
+
+    Parameters
+    ----------
+    val_accuracies
+        ``[checks, splits]``: the validation accuracy of each split's classifier at each check, in check order (a
+        ``ValueError`` for another shape or no checks).
     """
     val_accuracies = np.asarray(val_accuracies)
     if val_accuracies.ndim != 2 or val_accuracies.shape[0] == 0:
@@ -254,7 +260,19 @@ class ProbeResult(NamedTuple):
 def macro_f1s(predicted: torch.Tensor, y: torch.Tensor, parts: list[torch.Tensor], num_classes: int) -> list[float]:
     """Each split's macro-F1 on its nodes ``parts[s]``, as scikit-learn's ``f1_score(average="macro")``: the mean
     over the classes that occur among the true or the predicted labels of 2·TP / (predicted + true), which is 0
-    for a class never predicted or never present."""
+    for a class never predicted or never present.
+
+    Parameters
+    ----------
+    predicted
+        ``[S, N]``: the class each split's classifier predicts for every node.
+    y
+        ``[N]``: the true classes, integers in 0 … ``num_classes`` − 1.
+    parts
+        One index tensor per split: the nodes it is scored on (its test or validation nodes).
+    num_classes
+        The number of classes C (the length of the per-class counts).
+    """
     scores = []
     for s, part in enumerate(parts):
         guess, truth = predicted[s, part], y[part]

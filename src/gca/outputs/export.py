@@ -18,7 +18,9 @@ class ExportError(UserError, ValueError):
 def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequence | np.ndarray) -> None:
     """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
     their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
-    type: integer ids are written as integers (an int64 column in Parquet), text ids as text.
+    type: integer ids are written as integers (an int64 column in Parquet), text ids as text. The values are
+    written as given: a ReLU encoder's (the default) hold many exact zeros, the last layer's activation (the
+    documentation's "What the embeddings hold").
 
     Parameters
     ----------

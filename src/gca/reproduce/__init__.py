@@ -138,7 +138,14 @@ class Reproduction:
         return self.executor.reused
 
     def run(self, task: str) -> list[Path]:
-        """Run ``task`` (table3, table4, figure4, figure3 or all) and return the files written."""
+        """Run ``task`` (table3, table4, figure4, figure3 or all) and return the files written.
+
+        Parameters
+        ----------
+        task
+            ``table3``, ``table4``, ``figure4``, ``figure3`` (:data:`TASKS`), or ``all`` for the four in that
+            order; the runs of every table asked for are executed before any table is written.
+        """
         tasks = TASKS if task == "all" else (task,)
         self.out.mkdir(parents=True, exist_ok=True)
         plans: dict[str, list[Cell]] = {}
@@ -169,5 +176,13 @@ class Reproduction:
 
 
 def reproduce(task: str, repro: Reproduction) -> list[Path]:
-    """Run ``task`` with ``repro`` (same as ``repro.run(task)``)."""
+    """Run ``task`` with ``repro`` (same as ``repro.run(task)``).
+
+    Parameters
+    ----------
+    task
+        ``table3``, ``table4``, ``figure4``, ``figure3`` or ``all`` (:meth:`Reproduction.run`).
+    repro
+        The reproduction: its output folder, datasets, mode and run store.
+    """
     return repro.run(task)

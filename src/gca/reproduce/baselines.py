@@ -83,7 +83,15 @@ SHORTENED_IN_QUICK = frozenset({"dgi", "gae", "vgae", "deepwalk", "deepwalk+feat
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
     """The features as a dense tensor, rows scaled as GCA's encoder input
-    (:func:`gca.graph.features.normalize_rows`)."""
+    (:func:`gca.graph.features.normalize_rows`).
+
+    Parameters
+    ----------
+    data
+        The graph; its features ``x``, dense or sparse, are read.
+    device
+        Where the tensor is put.
+    """
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 
@@ -145,7 +153,19 @@ def _fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tenso
 
 
 def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> torch.Tensor:
-    """DGI's embeddings of every node (module docstring); the graph in ``data.edge_index`` is all it sees."""
+    """DGI's embeddings of every node (module docstring); the graph in ``data.edge_index`` is all it sees.
+
+    Parameters
+    ----------
+    data
+        The graph: ``x`` (dense or sparse) and ``edge_index``.
+    seed
+        Seeds every generator (Python, NumPy, PyTorch) before the model is built.
+    quick
+        Quick mode's schedule: at most 100 epochs instead of 300 (both stop after 20 epochs without a lower loss).
+    device
+        Where the model trains and the embeddings are computed.
+    """
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
     x, edge_index = _seeded_inputs(data, seed, device)
@@ -199,7 +219,21 @@ class _AutoEncoderGCN(nn.Module):
 
 def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.device,
                            variational: bool = False) -> torch.Tensor:  # fmt: skip
-    """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``."""
+    """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``.
+
+    Parameters
+    ----------
+    data
+        The graph: ``x`` (dense or sparse) and ``edge_index``.
+    seed
+        Seeds every generator (Python, NumPy, PyTorch) before the model is built.
+    quick
+        Quick mode's schedule: 100 epochs instead of 200.
+    device
+        Where the model trains and the embeddings are computed.
+    variational
+        VGAE (the encoder also gives log σ, and the loss adds the KL term divided by N) instead of GAE.
+    """
     from torch_geometric.nn import GAE, VGAE
 
     x, edge_index = _seeded_inputs(data, seed, device)
@@ -275,7 +309,23 @@ def _supervised(architecture: str) -> Baseline:
 def skipgram_embeddings(walks: np.ndarray, num_nodes: int, dim: int, window: int, hierarchical: bool,
                         seed: int) -> np.ndarray:  # fmt: skip
     """Skip-gram (gensim's ``Word2Vec``) over ``walks`` (−1 is padding); row i is node i's vector (zero for a
-    node that appears in no walk)."""
+    node that appears in no walk). Without gensim: :class:`BaselineUnavailable`.
+
+    Parameters
+    ----------
+    walks
+        ``[walks, length]`` node indices, one walk a row, ``-1`` after a walk's end.
+    num_nodes
+        N, the rows of the result.
+    dim
+        The vectors' width.
+    window
+        The skip-gram context: nodes at most this many steps apart in a walk are pairs.
+    hierarchical
+        Hierarchical softmax (DeepWalk) instead of 5 negative samples a pair (node2vec).
+    seed
+        gensim's seed (one epoch over the walks; its worker threads may still order updates differently).
+    """
     try:
         from gensim.models import Word2Vec
     except ImportError:
@@ -319,7 +369,23 @@ def deepwalk_features(data: Data, splits: list[Split], seed: int, quick: bool, d
 
 def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
              protocol: str = "sklearn") -> list[float]:  # fmt: skip
-    """p, q chosen on each split's validation nodes; the test accuracy of that split's choice."""
+    """p, q chosen on each split's validation nodes; the test accuracy of that split's choice.
+
+    Parameters
+    ----------
+    data
+        The graph; only ``edge_index`` (the walks) and the labels ``y`` are read.
+    splits
+        The (train, validation, test) node indices of each split that judges the run.
+    seed
+        Seeds the walks, gensim and every generator.
+    quick
+        Quick mode's grid: p, q ∈ {0.5, 2} instead of {0.25, 1, 4}.
+    device
+        Not read: walks and skip-gram run on the CPU (the signature of every baseline).
+    protocol
+        How each p, q's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`).
+    """
     seed_everything(seed)
     adjacency = binary_adjacency(data.edge_index, data.num_nodes)
     grid = (0.5, 2.0) if quick else (0.25, 1.0, 4.0)

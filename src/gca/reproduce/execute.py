@@ -27,14 +27,28 @@ from .store import RunStore
 
 
 class DatasetCache:
-    """Each dataset loaded once; one that cannot be loaded is remembered with the reason (it is skipped)."""
+    """Each dataset loaded once; one that cannot be loaded is remembered with the reason (it is skipped).
+
+    Parameters
+    ----------
+    data_dir
+        Where the datasets are (:func:`gca.datasets.load_dataset`); ``None``: ``$GCA_DATA_DIR`` or
+        ``~/.cache/gca/data``.
+    """
 
     def __init__(self, data_dir: str | Path | None = None) -> None:
         self.data_dir = data_dir
         self._loaded: dict[str, LoadedDataset | str] = {}
 
     def get(self, name: str) -> LoadedDataset | str:
-        """The loaded dataset, or the one-line reason it is skipped."""
+        """The loaded dataset, or the one-line reason it is skipped.
+
+        Parameters
+        ----------
+        name
+            A dataset name or path, as :func:`gca.datasets.load_dataset` takes it; loaded on its first request,
+            and any error then (a missing file, a failed download) is kept as the reason.
+        """
         if name not in self._loaded:
             try:
                 self._loaded[name] = load_dataset(name, data_dir=self.data_dir)
@@ -69,12 +83,39 @@ def run_splits(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = 
 
 
 def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = None) -> Split:
-    """The first of :func:`run_splits`: the split that judges training ``seed`` in the paper's protocol."""
+    """The first of :func:`run_splits`: the split that judges training ``seed`` in the paper's protocol.
+
+    Parameters
+    ----------
+    loaded
+        The dataset, with its own splits if it has them.
+    seed
+        The training's seed, i for training i of a cell.
+    setting
+        The split scheme (:func:`run_splits`); default one split of the default scheme.
+    """
     return run_splits(loaded, seed, setting)[0]
 
 
 class Executor:
-    """Runs what is missing from the store, with a progress bar that counts runs and estimates the time left."""
+    """Runs what is missing from the store, with a progress bar that counts runs and estimates the time left.
+
+    Parameters
+    ----------
+    store
+        The finished runs: a run found there is not trained again, and each new record is put there.
+    datasets
+        The datasets, each loaded once; a run whose dataset cannot be loaded is not run.
+    mode
+        How runs are judged: the splits per training, the protocol, quick mode (the baselines' schedules).
+    device
+        ``auto``, ``cpu`` or ``cuda[:N]``, for GCA and the baselines.
+    plots_dir
+        Where the first run of each row marked for plots saves its loss curve and t-SNE map
+        (``<dataset>-<row>-seed<i>-loss.png``, ``…-tsne.png``); ``None``: no plots.
+    progress
+        Whether a progress bar counts the runs.
+    """
 
     def __init__(
         self,
@@ -126,7 +167,16 @@ class Executor:
             bar.close()
 
     def run(self, run: Run, plot_label: str | None = None) -> dict[str, Any] | None:
-        """Train and judge one run; its record, or ``None`` when its baseline cannot run here."""
+        """Train and judge one run; its record, or ``None`` when its baseline cannot run here.
+
+        Parameters
+        ----------
+        run
+            The run; its dataset must be one :class:`DatasetCache` could load.
+        plot_label
+            The row's label, named in the plots' file names and title, when this run saves the row's loss curve
+            and t-SNE map (and the executor has a ``plots_dir``); ``None``: no plots.
+        """
         loaded = self.datasets.get(run.dataset)
         assert isinstance(loaded, LoadedDataset)
         splits = run_splits(loaded, run.seed, self.mode.split)

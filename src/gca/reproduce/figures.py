@@ -17,7 +17,22 @@ from ..outputs.plots import plt, save_figure  # pyplot on the Agg backend
 def sensitivity_heatmap(
     accuracy: np.ndarray, p_e: Sequence[float], p_f: Sequence[float], path: str | Path, title: str
 ) -> None:
-    """Accuracy over the (p_e, p_f) grid: rows p_e, columns p_f; missing cells (NaN) are left blank."""
+    """Accuracy over the (p_e, p_f) grid: rows p_e, columns p_f; missing cells (NaN) are left blank.
+
+    Parameters
+    ----------
+    accuracy
+        ``[len(p_e), len(p_f)]`` accuracies (%), NaN where a cell has no number; the colour scale spans the finite
+        ones.
+    p_e
+        The edge-removal probabilities of the rows (p_e = p_e,1 = p_e,2), bottom to top.
+    p_f
+        The feature-masking probabilities of the columns (p_f = p_f,1 = p_f,2), left to right.
+    path
+        The PNG file to write (atomically).
+    title
+        The figure's title.
+    """
     fig, ax = plt.subplots(figsize=(2.4 + 0.75 * len(p_f), 1.6 + 0.62 * len(p_e)))
     finite = accuracy[np.isfinite(accuracy)]
     low, high = (finite.min(), finite.max()) if finite.size else (0, 1)
@@ -38,7 +53,19 @@ def sensitivity_heatmap(
 
 
 def spring_layout(edge_index: np.ndarray, num_nodes: int, seed: int = 0, iterations: int = 300) -> np.ndarray:
-    """Fruchterman–Reingold force-directed positions in [0, 1]², deterministic for a seed (dense: small graphs)."""
+    """Fruchterman–Reingold force-directed positions in [0, 1]², deterministic for a seed (dense: small graphs).
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` node indices of the edges; each edge attracts both ways, whichever direction it is listed in.
+    num_nodes
+        N; the result has one row per node, and memory is O(N²).
+    seed
+        Seeds the random initial positions.
+    iterations
+        Force steps, each moving a node by at most the temperature (0.1, cooling by 1.5 % a step to 0.002).
+    """
     rng = np.random.default_rng(seed)
     pos = rng.random((num_nodes, 2))
     adjacency = np.zeros((num_nodes, num_nodes))
@@ -71,7 +98,15 @@ def spring_layout(edge_index: np.ndarray, num_nodes: int, seed: int = 0, iterati
 def karate_edge_centrality(path: str | Path, seed: int = 0) -> dict[str, np.ndarray]:
     """Figure 3: the Karate club's edge centrality w_uv = (φ(u) + φ(v))/2 under degree, eigenvector and
     PageRank centrality, side by side; edge width ∝ w_uv (scaled to each panel's largest), nodes coloured by
-    faction, the two leaders ("coaches") in orange. Returns the edge weights per scheme (undirected edges u < v)."""
+    faction, the two leaders ("coaches") in orange. Returns the edge weights per scheme (undirected edges u < v).
+
+    Parameters
+    ----------
+    path
+        The PNG file to write (atomically).
+    seed
+        The seed of the layout (:func:`spring_layout`); the weights do not depend on it.
+    """
     data = karate_club()
     n = data.num_nodes
     edges = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]

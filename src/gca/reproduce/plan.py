@@ -95,8 +95,14 @@ class Mode:
         return self.protocol == "authors"
 
     def describe(self, splits: int | None = None) -> str:
-        """One sentence: how many trainings and splits make a cell, and how they are judged. ``splits``: the splits
-        that judged each training, as the records say (a dataset's own splits may be fewer than asked)."""
+        """One sentence: how many trainings and splits make a cell, and how they are judged.
+
+        Parameters
+        ----------
+        splits
+            The splits that judged each training, as the records say (a dataset's own splits may be fewer than
+            asked); ``None`` or 0: the mode's :attr:`splits_per_run`.
+        """
         runs, splits = self.runs, splits or self.splits_per_run
         trainings = f"{plural(runs, 'training')} per cell (seed{'s 0–' + str(runs - 1) if runs > 1 else ' 0'})"
         judged = (f"each judged on {plural(splits, 'split')} drawn from its seed" if splits > 1 else
@@ -129,7 +135,15 @@ class Mode:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``; ``(training, split) value`` → ``… values``."""
+    """``1 run``, ``2 runs``; ``(training, split) value`` → ``… values``.
+
+    Parameters
+    ----------
+    count
+        How many; written with thousands separators (``1,000 runs``).
+    noun
+        The singular noun; an ``s`` is appended unless ``count`` is 1.
+    """
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
@@ -157,7 +171,19 @@ class Cell:
 class Planner:
     """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time. With ``training`` (``--fast``) each
     trained GCA run takes the fast path's choice for its dataset (:mod:`gca.train.fast`): a run it sends to
-    mini-batches records ``training`` in its settings, and keeps the planned epochs' number of updates."""
+    mini-batches records ``training`` in its settings, and keeps the planned epochs' number of updates.
+
+    Parameters
+    ----------
+    mode
+        How many trainings a cell has, the epoch caps, Figure 4's grid and how runs are judged.
+    baselines
+        Keys of :data:`gca.reproduce.baselines.BASELINES`: the baselines' rows of Table 3 (GCA's rows are always
+        planned).
+    training
+        ``--fast``: a dataset's name → the fast path's choice for it and its node count; ``None``: every GCA run
+        trains as its configuration says.
+    """
 
     def __init__(self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES),
                  training: Training | None = None) -> None:  # fmt: skip
@@ -211,7 +237,16 @@ class Planner:
     def random_init(self, dataset: str, info: dict[str, Any]) -> list[Cell]:
         """The untrained encoder's row (:data:`RANDOM_INIT`), judged as every row is; under the authors' protocol also
         a row of the same runs judged by gca's probe (:data:`SECOND_OPINION_LABEL`): the authors' 3,000-step Adam probe
-        does not converge on an untrained encoder's tiny outputs, gca's solver runs to convergence."""
+        does not converge on an untrained encoder's tiny outputs, gca's solver runs to convergence.
+
+        Parameters
+        ----------
+        dataset
+            The dataset's name in any spelling, or its path.
+        info
+            The row's entries in its table besides the accuracy (Table 3: ``{"data": "X, A"}``; Table 4: the
+            topology and attribute columns), copied into each cell's :attr:`Cell.info`.
+        """
         label, switches = RANDOM_INIT
         runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
         name = dataset_display_name(dataset)

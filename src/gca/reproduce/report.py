@@ -21,15 +21,31 @@ from .store import RunStore
 
 
 def accuracy(record: dict[str, Any] | None) -> float | None:
-    """The test accuracy (%) a run record holds, or ``None`` (not finished, or diverged)."""
+    """The test accuracy (%) a run record holds, or ``None`` (not finished, or diverged).
+
+    Parameters
+    ----------
+    record
+        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
+        not finished.
+    """
     if not record or not record.get("accuracy"):
         return None
     return float(record["accuracy"]["mean"])
 
 
 def split_accuracies(record: dict[str, Any] | None, key: str = "accuracy") -> list[float]:
-    """The test accuracy (%) on each split that judged a run, in the order of its splits (empty: no number);
-    ``key`` names the judgement (``accuracy``, or :data:`~gca.reproduce.plan.SECOND_OPINION`)."""
+    """The test accuracy (%) on each split that judged a run, in the order of its splits (empty: no number).
+
+    Parameters
+    ----------
+    record
+        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
+        not finished.
+    key
+        The judgement read: ``accuracy`` (the reproduction's protocol), or
+        :data:`~gca.reproduce.plan.SECOND_OPINION` (gca's probe on the same splits).
+    """
     if not record or not isinstance(record.get(key), dict):
         return []
     values = record[key].get("runs")
@@ -38,7 +54,16 @@ def split_accuracies(record: dict[str, Any] | None, key: str = "accuracy") -> li
 
 def best_at_last_check(record: dict[str, Any] | None, key: str = "accuracy") -> tuple[int, int]:
     """Under the authors' protocol: (splits whose best validation check was the probe's last, splits); (0, 0) when
-    the record does not say (another protocol, a supervised baseline)."""
+    the record does not say (another protocol, a supervised baseline).
+
+    Parameters
+    ----------
+    record
+        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
+        not finished.
+    key
+        The judgement read: ``accuracy``, or :data:`~gca.reproduce.plan.SECOND_OPINION`.
+    """
     judged = record.get(key) if record else None
     if not isinstance(judged, dict) or not judged.get("last_check") or "chosen_epoch" not in judged:
         return 0, 0
@@ -58,7 +83,24 @@ PROTOCOL_WORDS = {
 
 class Reporter:
     """Reads finished runs and writes tables and figures; knows nothing about how runs are made. Every note under a
-    table is made from the runs it reads: what trained, how long, how it was judged."""
+    table is made from the runs it reads: what trained, how long, how it was judged.
+
+    Parameters
+    ----------
+    out
+        The folder the tables (``table3.md``, ``table3.csv``, …) and Figure 4's files are written to.
+    store
+        The finished runs the numbers are read from.
+    datasets
+        The datasets; one that could not be loaded is a ``skipped`` cell and a note.
+    mode
+        How the runs were judged, said under each table; whether the paper's numbers are compared.
+    unavailable
+        Baseline key → why it cannot run here (the executor's, filled as it runs): its cells read ``not run†``
+        and the reason is a note.
+    left_out
+        Baselines not asked for; quick mode names them in a note.
+    """
 
     def __init__(self, out: Path, store: RunStore, datasets: DatasetCache, mode: Mode,
                  unavailable: dict[str, str], left_out: list[str] | None = None) -> None:  # fmt: skip
@@ -71,7 +113,13 @@ class Reporter:
 
     def summary(self, cell: Cell) -> dict[str, Any]:
         """mean ± std over the values of the cell's finished runs (one per training and split), or why there is no
-        number. ``values`` keys each value by (seed, split number), which pairs it with another row's."""
+        number. ``values`` keys each value by (seed, split number), which pairs it with another row's.
+
+        Parameters
+        ----------
+        cell
+            The table entry: its runs, label and dataset.
+        """
         loaded = self.datasets.get(cell.dataset)
         if not isinstance(loaded, LoadedDataset):
             return {"status": "skipped", "reason": loaded}
@@ -97,7 +145,13 @@ class Reporter:
 
     def shortened(self, cell: Cell) -> str:
         """Why the cell's runs are shorter than the setting the paper's number comes from ('' when they are not): a
-        GCA row below its Table 5 epochs, a baseline that quick mode shortens."""
+        GCA row below its Table 5 epochs, a baseline that quick mode shortens.
+
+        Parameters
+        ----------
+        cell
+            The table entry: its runs, label and dataset.
+        """
         if not cell.runs:
             return ""
         run = cell.runs[0]
@@ -108,7 +162,18 @@ class Reporter:
         return f"{planned} of Table 5's {full} epochs" if 0 < planned < full else ""
 
     def notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
-        """The notes under a table, made from what ran."""
+        """The notes under a table, made from what ran.
+
+        Parameters
+        ----------
+        cells
+            The table's cells, every dataset's.
+        datasets
+            The table's datasets, in column order.
+        twin
+            The trained row compared with Random-Init (:data:`~gca.reproduce.plan.TRAINED_TWIN`: ``GCA-DE`` in
+            Table 3, ``GCA`` in Table 4).
+        """
         notes = [f"Judged under {PROTOCOL_WORDS[self.mode.protocol]}."]
         if self.mode.comparable:
             notes.append("⚠: ours and the paper's differ by more than 2·√(s² + s_paper²). Paper numbers: Zhu et al., "
@@ -155,7 +220,15 @@ class Reporter:
 
     def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
         """Per dataset: how its trained GCA rows trained (epochs, updates, exact or mini-batch with B and fan-out,
-        device), read from their records, and the seconds its runs took."""
+        device), read from their records, and the seconds its runs took.
+
+        Parameters
+        ----------
+        cells
+            The table's cells, every dataset's.
+        datasets
+            The table's datasets, in column order.
+        """
         lines = []
         for ds in datasets:
             mine = [c for c in cells if c.dataset == ds]
@@ -179,7 +252,18 @@ class Reporter:
         whose probe converged on both rows. The authors' probe often has not on Random-Init (its best check is its
         last: the untrained encoder's outputs are tiny); then the difference is given under gca's probe, judged on
         the same runs and splits (:data:`~gca.reproduce.plan.SECOND_OPINION`), and the authors' is said to measure
-        the probe."""
+        the probe.
+
+        Parameters
+        ----------
+        cells
+            The table's cells, every dataset's.
+        datasets
+            The table's datasets, in column order.
+        twin
+            The trained row compared with Random-Init (:data:`~gca.reproduce.plan.TRAINED_TWIN`: ``GCA-DE`` in
+            Table 3, ``GCA`` in Table 4).
+        """
         said, caveats = [], []
         for ds in datasets:
             trained = next((c for c in cells if c.dataset == ds and c.label == twin), None)
@@ -351,7 +435,16 @@ def _paper_cell(ref: tuple[float, float] | None, oom: bool, shortened: bool) -> 
 
 
 def differs(summary: dict[str, Any], paper: tuple[float, float] | None) -> bool:
-    """More than two standard deviations apart, the two std's combined: |m − m_p| > 2·√(s² + s_p²)."""
+    """More than two standard deviations apart, the two std's combined: |m − m_p| > 2·√(s² + s_p²).
+
+    Parameters
+    ----------
+    summary
+        A cell's summary (:meth:`Reporter.summary`): m and s are its ``mean`` and ``std``; ``False`` unless its
+        status is ``ok``.
+    paper
+        The paper's (m_p, s_p) for the cell; ``None`` (no number in the paper): ``False``.
+    """
     if paper is None or summary["status"] != "ok":
         return False
     spread = float(np.hypot(summary["std"], paper[1]))
@@ -369,7 +462,31 @@ def write_table(
     comparable: bool = True,
 ) -> str:
     """Markdown and CSV: per dataset our mean ± std beside the paper's, ⚠ where they differ by > 2σ — only where
-    the two are ``comparable`` (the same protocol) and the row was not shortened (‡)."""
+    the two are ``comparable`` (the same protocol) and the row was not shortened (‡). Returns the Markdown.
+
+    Parameters
+    ----------
+    path_stem
+        The files' path without suffix: ``<path_stem>.md`` and ``<path_stem>.csv`` are written (atomically).
+    title
+        The Markdown's heading.
+    rows
+        One per table row: its label (the paper's row name), its leading columns' values, and dataset → the cell's
+        summary (:meth:`Reporter.summary`).
+    leading
+        The names of the columns before the datasets' (``["Method", "Training data"]``); the first names the
+        label's column.
+    datasets
+        The datasets, in column order; each has an "ours" and a "paper" column.
+    paper
+        Row label → dataset → the paper's (mean, std) (:data:`~gca.reproduce.paper.PAPER_TABLE3`); a missing entry
+        is shown as ``—``, or ``OOM`` where the paper ran out of memory.
+    notes
+        Paragraphs under the Markdown table, each its own paragraph.
+    comparable
+        Whether the runs were judged as the paper's were (the authors' protocol); if not, no number is compared
+        and the paper's column says so.
+    """
     kind = "paper" if comparable else "paper, authors' protocol: not comparable"
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -72,7 +72,13 @@ def run_key(run: Run) -> str:
 
 
 class RunStore:
-    """Finished runs in ``folder`` (``OUT/runs``)."""
+    """Finished runs in ``folder`` (``OUT/runs``).
+
+    Parameters
+    ----------
+    folder
+        The folder of the run files, one ``<run key>.json`` per finished run; made by the first :meth:`put`.
+    """
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
@@ -82,7 +88,14 @@ class RunStore:
 
     def get(self, run: Run) -> dict[str, Any] | None:
         """The run's record, or ``None`` if it has not finished (a half-written file never exists). A file that is
-        there but not a record this store wrote (edited by hand, damaged) is a :class:`RunFileError`."""
+        there but not a record this store wrote (edited by hand, damaged) is a :class:`RunFileError`.
+
+        Parameters
+        ----------
+        run
+            The planned run; its file is found by :func:`run_key`, and the record must match its method, dataset,
+            seed and settings (and, for GCA, its configuration).
+        """
         path = self.path(run)
         if not path.exists():
             return None
