@@ -436,3 +436,78 @@ def test_processes_started_differently_are_refused_with_one_line_each(tmp_path, 
     assert len(ours) == 2 and all(line.startswith("gca: error: the processes " + why) for line in ours), ours
     assert "rank 1" in ours[0] and not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+_RESUMED = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--set", "hidden=8", "--seed", "1",
+            "--checkpoint-every", "2"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def checkpointed(tmp_path_factory) -> Path:
+    """An --out folder whose run trained 4 epochs and kept its training checkpoint."""
+    out = tmp_path_factory.mktemp("resumed") / "out"
+    done = subprocess.run([sys.executable, "-m", "gca", *_RESUMED, "--epochs", "4", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize("rank1", ["a copy", "none"])
+def test_a_rank_resuming_while_another_starts_afresh_is_refused_with_one_line_each(tmp_path, checkpointed, rank1):
+    """``--resume`` with each process's own --out, as on two machines: rank 0's holds a checkpoint of epoch 4, rank
+    1's a copy of it (both resume and train epochs 5 to 8) or none (rank 1 would start afresh while rank 0 resumes:
+    refused before training with the same line on both ranks, nothing written; before, the ranks trained from
+    different epochs and waited for each other's collectives)."""
+    import shutil
+    import stat
+
+    shutil.copytree(checkpointed, tmp_path / "zero")
+    if rank1 == "a copy":
+        shutil.copytree(checkpointed, tmp_path / "one")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then o=one; else o=zero; fi\n'
+                        f'exec "{sys.executable}" -m gca "$@" --out "{tmp_path}/$o"\n')  # fmt: skip
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    before = (tmp_path / "zero" / "results.json").read_bytes()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_DIST_TIMEOUT": "60"}
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
+                           *_RESUMED, "--epochs", "8", "--resume"], capture_output=True, text=True, timeout=300,
+                          env=env)  # fmt: skip
+    if rank1 == "a copy":
+        assert done.returncode == 0, done.stderr[-3000:]
+        resumed = json.loads((tmp_path / "zero" / "results.json").read_text())
+        assert len(resumed["losses"]) == 8 and resumed["losses"][:4] == json.loads(before)["losses"]
+        return
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
+    assert len(ours) == 2 and ours[0] == ours[1], ours
+    assert ours[0].startswith("gca: error: the processes would not start from the same training state: rank 1 "
+                              "starts afresh (no --resume, or no checkpoint in its --out) while rank 0 resumes from "
+                              "epoch 4; "), ours  # fmt: skip
+    assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
+    assert (tmp_path / "zero" / "results.json").read_bytes() == before  # the earlier run, untouched
+
+
+def test_the_starting_points_compared_say_epochs_and_checkpoints(tmp_path):
+    """What :func:`gca.train.checkpoint.resume_point` gives the comparison, and the line each difference gets."""
+    import hashlib
+
+    from gca.train.checkpoint import resume_point
+    from gca.train.distributed import _AFRESH, _different_starts
+
+    torch.save({"epoch": 3, "weights": torch.zeros(4)}, tmp_path / "c.pt")
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    for name, epoch in (("c.pt", 3), ("bad.pt", -1)):
+        digest = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        assert resume_point(tmp_path / name) == (epoch, digest)
+    assert resume_point(None) is None and resume_point(tmp_path / "missing.pt") is None
+
+    assert _different_starts(1, 2, 4).split(": ", 1)[1].startswith("rank 1 resumes from epoch 2 while rank 0 "
+                                                                    "resumes from epoch 4; ")  # fmt: skip
+    assert "rank 3 resumes from epoch 4 while rank 0 starts afresh" in _different_starts(3, 4, _AFRESH)
+    assert "rank 1 resumes from another checkpoint than rank 0's (both at epoch 4, their contents differ)" in \
+        _different_starts(1, 4, 4)  # fmt: skip
+    assert "rank 1 resumes from a checkpoint whose epoch cannot be read while rank 0" in _different_starts(1, -1, 4)
+    all_lines = [_different_starts(1, a, b) for a, b in ((2, 4), (4, _AFRESH), (4, 4), (-1, 4), (_AFRESH, 4))]
+    assert all("\n" not in line and "or start them all without --resume" in line for line in all_lines)

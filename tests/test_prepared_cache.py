@@ -388,6 +388,77 @@ def test_a_derived_array_replaced_by_another_of_the_same_shape_is_computed_again
     assert np.array_equal(_train(tmp_path, "third")[0], opened) and "prepared graph" not in capsys.readouterr().err
 
 
+def _simulate_read_only(monkeypatch, folder: Path) -> None:
+    """``folder`` as a read-only mount shows it (for a root user, whom chmod does not stop): opening a file for
+    writing, renaming or removing a file there fails with EROFS — removing one even when there is none, as Linux
+    checks the mount before it looks the name up."""
+    import errno
+    import pathlib
+
+    def inside(path) -> bool:
+        return Path(os.path.abspath(path)).is_relative_to(folder)
+
+    def refuse(path) -> OSError:
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    opened, unlink, replace = pathlib.Path.open, pathlib.Path.unlink, os.replace
+
+    def open_(self, mode="r", *args, **kwargs):
+        if inside(self) and any(c in mode for c in "wax+"):
+            raise refuse(self)
+        return opened(self, mode, *args, **kwargs)
+
+    def unlink_(self, missing_ok=False):
+        if inside(self):
+            raise refuse(self)
+        return unlink(self, missing_ok)
+
+    def replace_(src, dst, *args, **kwargs):
+        if inside(src) or inside(dst):
+            raise refuse(dst)
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", open_)
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink_)
+    monkeypatch.setattr(os, "replace", replace_)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("how", ["read-only mount", "no write permission"])
+def test_a_read_only_prepared_graph_computes_what_it_lacks_in_memory_and_says_so_once(tmp_path, cache_dir, capsys,
+                                                                                      monkeypatch, how):
+    """A prepared graph made with degree centrality and mounted read-only (or without write permission) for a run
+    with eigenvector centrality: the five arrays it lacks (the centrality, the views' four probabilities) are
+    computed in memory, one line says they were not stored, the folder is left as it was, and the embeddings equal
+    those of a run without a prepared graph."""
+    _npz_graph(tmp_path / "g.npz")
+    folder, _ = _stored_folder(tmp_path)
+    before = _files(folder)
+    capsys.readouterr()
+    if how == "read-only mount":
+        _simulate_read_only(monkeypatch, folder)
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes whatever the permissions (the read-only mount case covers it)")
+        folder.chmod(0o555)
+    try:
+        embeddings, record = _train(tmp_path, "eigen", "--centrality", "eigenvector")
+    finally:
+        folder.chmod(0o755)
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "prepared graph" in line]
+    reason = "Read-only file system" if how == "read-only mount" else "Permission denied"
+    assert said == [f"gca: the prepared graph in {folder} could not be written ({reason}): centrality-eigenvector "
+                    "and 4 more arrays were computed in memory for this run and not stored"], err
+    assert record["prepared_graph"]["opened"] is True
+    assert _files(folder) == before
+    monkeypatch.undo()
+    assert np.array_equal(embeddings, _train(tmp_path, "fresh", "--no-cache", "--centrality", "eigenvector")[0])
+
+
 def test_a_refused_prepared_graph_is_removed_once_not_hashed_on_every_run(tmp_path, cache_dir, capsys):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)

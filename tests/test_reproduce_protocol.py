@@ -171,13 +171,24 @@ def test_the_authors_protocol_cuts_split_parts_with_int():
 
 
 def test_gca_train_draws_int_sized_parts_under_the_authors_protocol(tmp_path):
-    sizes = {}
+    sizes, cut = {}, {}
     for protocol in ("authors", "sklearn"):
         out = tmp_path / protocol
         assert main(["train", "--epochs", "2", "--quiet", "--splits", "1", "--train-frac", "0.2", "--val-frac",
                      "0.2", "--eval-protocol", protocol, "--out", str(out)]) == 0  # fmt: skip
-        sizes[protocol] = json.loads((out / "results.json").read_text())["evaluation_split"]["sizes"]
+        record = json.loads((out / "results.json").read_text())["evaluation_split"]
+        sizes[protocol], cut[protocol] = record["sizes"], record.get("cut")
     assert sizes == {"authors": [6, 6, 22], "sklearn": [7, 7, 20]}  # 0.2 · 34 = 6.8
+    assert cut == {"authors": "floor", "sklearn": None}  # the rule kept beside the sizes it gave
+
+
+def test_a_split_record_keeps_the_cut_and_the_part_sizes_apart():
+    setting = SplitSetting("random", 2, train=0.2, val=0.2).for_protocol("authors")
+    record = setting.record(setting.draw(np.arange(34) % 2))
+    assert record == {"scheme": "random", "train": 0.2, "val": 0.2, "test": None, "cut": "floor", "count": 2,
+                      "sizes": [6, 6, 22], "unlabelled_removed": {"train": 0, "val": 0, "test": 0}}  # fmt: skip
+    assert setting.record() == {"scheme": "random", "train": 0.2, "val": 0.2, "test": None, "cut": "floor"}
+    assert "cut" not in SplitSetting("random", 2).record()  # round(), the default, is not said
 
 
 # 5. Seeds on every split

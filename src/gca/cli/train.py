@@ -163,7 +163,10 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         job.clean(job.config.feature_norm, require_edges=True)
     else:
         job.prepare(estimator)
-    place.check_same_start(job.config.to_dict(), job.graph.fingerprint() if place.distributed else "")
+    from ..train.checkpoint import resume_point  # where each process resumes from is compared too
+
+    place.check_same_start(job.config.to_dict(), job.graph.fingerprint() if place.distributed else "",
+                           resume_point(outputs.resume_source()) if args.resume and place.distributed else None)
     if place.writes and store is not None:
         for note in store.notes:
             print(f"gca: {note}", file=sys.stderr)

@@ -381,6 +381,11 @@ class SplitSetting:
     def record(self, splits: list[Split] | None = None) -> dict:
         """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn.
 
+        Two entries, never one in place of the other: ``cut`` — how random parts are cut from their fractions,
+        ``"floor"`` (``int(fraction · n)``, the authors' protocol), recorded only when it is not the default
+        ``round`` (so records made before it match) — and ``sizes``, the node counts of the first split's training,
+        validation and test parts as drawn (with ``splits``).
+
         Parameters
         ----------
         splits
@@ -394,7 +399,7 @@ class SplitSetting:
         elif self.scheme != "public":
             entry.update(train=self.train, val=self.val, test=self.test)
             if self.sizes != "round":  # said only when not the default, so records made before it match
-                entry["sizes"] = self.sizes
+                entry["cut"] = self.sizes
         if splits:
             entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])
             entry["unlabelled_removed"] = dict(getattr(splits, "removed", None) or dict.fromkeys(PARTS, 0))

@@ -137,6 +137,13 @@ class RunOutputs:
         """Where this run's training checkpoints go while it runs (atomically, so a kill keeps the last one)."""
         return self.out / IN_PROGRESS
 
+    def resume_source(self) -> Path | None:
+        """The file ``--resume`` continues from: the in-progress checkpoint if there is one, else the folder's
+        ``checkpoint.pt``; ``None`` when there is neither (the run starts afresh). Every process of a run reads it
+        by this rule (:meth:`resume_from`, :meth:`training_checkpoint`)."""
+        finished = self.out / "checkpoint.pt"
+        return self.checkpoint if self.checkpoint.is_file() else finished if finished.is_file() else None
+
     def resume_from(self, check: Callable[[Path], Any] | None = None) -> Path | None:
         """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
         the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none.
@@ -149,7 +156,7 @@ class RunOutputs:
             ``check(path)`` raises when the run would refuse that file; ``None`` for no check.
         """
         finished = self.out / "checkpoint.pt"
-        source = self.checkpoint if self.checkpoint.is_file() else finished if finished.is_file() else None
+        source = self.resume_source()
         if source is None:
             return None
         if check is not None:
@@ -188,7 +195,7 @@ class RunOutputs:
             self._owns_checkpoint = True  # continued from, or written by this run from its first epoch
             return self.checkpoint, f"resuming from {source}" if source else f"no checkpoint yet in {self.out}"
         if resume:
-            return (self.checkpoint if self.checkpoint.is_file() else self.out / "checkpoint.pt"), None
+            return (self.resume_source() or self.out / "checkpoint.pt"), None
         if writes and every:
             self.start_fresh()
             self._owns_checkpoint = True

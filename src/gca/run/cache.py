@@ -305,6 +305,9 @@ class PreparedStore:
         self.notes: list[str] = []
         self.meta: dict | None = None  # the folder's meta.json once it is found usable
         self._host = socket.gethostname()
+        #: the derived arrays this run computed but could not add to the folder, and why (the first failure's reason)
+        self._unstored: list[str] = []
+        self._unstored_why, self._unstored_note = "", 0
 
     # -- finding ---------------------------------------------------------------------------------------------------
 
@@ -391,7 +394,8 @@ class PreparedStore:
     def _remove_if_dead(self, path: Path) -> None:
         host, _, pid = path.name.rpartition(".partial-")[2].rpartition("-")
         if host == self._host and pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a folder this run cannot write (read-only): left as it is
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -576,8 +580,11 @@ class PreparedStore:
         when the folder is in use, and recorded in meta.json (``derived``) as the graph's arrays are. A stored array
         is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
         ``shape``, has that shape; else it is computed and stored again — said in a note when it was recorded (a
-        file present but not recorded was not written whole by gca: it is replaced without a word). An array that
-        cannot be stored is simply not kept.
+        file present but not recorded was not written whole by gca: it is replaced without a word).
+
+        An array that cannot be stored (a folder prepared once and mounted read-only, one without write permission,
+        a full disk) is used from memory for this run and not kept: the first failure ends the run's attempts to
+        write into the folder, and one note says which arrays were not stored and why, however many there are.
 
         Parameters
         ----------
@@ -599,6 +606,9 @@ class PreparedStore:
         value = compute()
         if self.meta is None:
             return value
+        if self._unstored:  # the folder refused an earlier array this run: not tried again
+            self._not_stored(name)
+            return value
         temporary = self.folder / f".{name}.npy.partial-{self._host}-{os.getpid()}"
         try:
             _save(temporary, value.detach().cpu().numpy())
@@ -607,9 +617,25 @@ class PreparedStore:
                 os.replace(temporary, path)
                 self._update_meta(self.meta, lambda stored: stored.setdefault("derived", {}).update({name: record}))
         except (OSError, UserError) as exc:
-            temporary.unlink(missing_ok=True)
-            self.notes.append(f"{name} was not added to the prepared graph ({getattr(exc, 'strerror', None) or exc})")
+            # on a read-only file system even removing a file that is not there fails (EROFS, before the lookup)
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            self._not_stored(name, str(getattr(exc, "strerror", None) or exc))
         return value
+
+    def _not_stored(self, name: str, why: str = "") -> None:
+        """Record that the derived array ``name`` was computed in memory and not added to the folder; the run's one
+        note on it (:attr:`notes`) names the first such array, how many more, and the first failure's reason."""
+        if not self._unstored:
+            self._unstored_why, self._unstored_note = why, len(self.notes)
+            self.notes.append("")
+        self._unstored.append(name)
+        more = len(self._unstored) - 1
+        names = self._unstored[0] + (f" and {more} more array{'s' if more > 1 else ''}" if more else "")
+        # one note, rewritten as arrays follow (every kept() runs while the graph is prepared, before notes are said)
+        self.notes[self._unstored_note] = (f"the prepared graph in {self.folder} could not be written "
+                                           f"({self._unstored_why}): {names} {'were' if more else 'was'} computed in "
+                                           "memory for this run and not stored")  # fmt: skip
 
     @contextlib.contextmanager
     def _meta_held(self) -> Iterator[None]:

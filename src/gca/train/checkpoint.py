@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError
-from ..io import atomic_write
+from ..io import atomic_write, hash_files
 
 MODEL_FORMAT = "gca-checkpoint-1"
 TRAINING_FORMAT = "gca-training-checkpoint-1"
@@ -582,6 +582,32 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
                                       "continuation")  # fmt: skip
 
     return check
+
+
+def resume_point(path: str | Path | None) -> tuple[int, str] | None:
+    """Where a run resuming from ``path`` continues, for the processes of a distributed run to compare before they
+    train (:meth:`gca.train.distributed.Placement.check_same_start`): ``(epoch, digest)`` — the epochs the
+    checkpoint holds and the SHA-256 of its bytes —, or ``None`` when there is no such file (the run starts
+    afresh). It never raises over what the file holds, since every process must reach the comparison: a file whose
+    epoch cannot be read gives epoch −1 (resuming refuses it later, with its own message), one that cannot be read
+    at all the digest ``"unreadable"``. Only the epoch is unpickled (tensors are mapped, not read).
+
+    Parameters
+    ----------
+    path
+        The training checkpoint the run would resume from; ``None`` for none.
+    """
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        digest = hash_files([Path(path)])[0]
+    except OSError:
+        return -1, "unreadable"
+    try:
+        epoch = int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["epoch"])
+    except Exception:  # noqa: BLE001 - any file that is not a training checkpoint: refused when resuming
+        epoch = -1
+    return max(epoch, -1), digest
 
 
 def restore_training_state(

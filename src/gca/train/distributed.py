@@ -18,9 +18,10 @@ rank trains on its own anchors and its own sampled subgraphs, and the weights' g
 ranks before every optimiser step (:func:`average_gradients`).
 
 Every process must train the same model from the same graph: at start the processes compare a digest of their
-resolved settings and of their graph (:meth:`Placement.check_same_start`), and a difference — one rank started
-with another ``--set``, or reading another copy of a file of the same shape — stops every one of them with one
-line before the first step.
+resolved settings, of their graph and of the training state they start from (:meth:`Placement.check_same_start`),
+and a difference — one rank started with another ``--set``, reading another copy of a file of the same shape, or
+resuming from another checkpoint, or none, than rank 0 — stops every one of them with one line before the first
+step.
 
 Inference over blocks of rows is shared too (:class:`RowRanges`): each rank computes its range of rows of every
 layer, the ranks exchange them, and rank 0 receives the embeddings' rows. Rank 0 alone evaluates and writes
@@ -40,6 +41,34 @@ import torch.distributed as dist
 
 from .. import environment
 from .loop import TrainingError
+
+#: The epoch :meth:`Placement.check_same_start` gathers for a process that starts afresh (−1: a checkpoint whose
+#: epoch cannot be read).
+_AFRESH = -2
+
+
+def _epoch(gathered: torch.Tensor) -> int:
+    """The epoch a rank's gathered digest ends with (:meth:`Placement.check_same_start`)."""
+    return int.from_bytes(bytes(gathered[48:56].cpu().tolist()), "little", signed=True)
+
+
+def _different_starts(rank: int, theirs: int, zero: int) -> str:
+    """The line refusing processes that would start from different training states: rank ``rank`` from epoch
+    ``theirs``, rank 0 from epoch ``zero`` (:data:`_AFRESH`: afresh; −1: a checkpoint whose epoch is unreadable)."""
+
+    def said(epoch: int) -> str:
+        if epoch == _AFRESH:
+            return "starts afresh (no --resume, or no checkpoint in its --out)"
+        return "resumes from a checkpoint whose epoch cannot be read" if epoch < 0 else f"resumes from epoch {epoch}"
+
+    if theirs == zero and theirs != _AFRESH:
+        both = f"both at epoch {zero}, " if zero >= 0 else ""
+        what = f"rank {rank} resumes from another checkpoint than rank 0's ({both}their contents differ)"
+    else:
+        what = f"rank {rank} {said(theirs)} while rank 0 {said(zero)}"
+    return (f"the processes would not start from the same training state: {what}; give every process --resume "
+            "and the same checkpoint (copy rank 0's into the --out folder of each machine), or start them all "
+            "without --resume")
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -320,11 +349,16 @@ class Placement:
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
-    def check_same_start(self, config: dict[str, object], graph_fingerprint: str) -> None:
+    def check_same_start(self, config: dict[str, object], graph_fingerprint: str,
+                         resume: tuple[int, str] | None = None) -> None:  # fmt: skip
         """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
-        digest of its resolved settings (``config``) and of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
-        edges, features and edge values, every byte) — 32 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0. Nothing for one process.
+        digest of its resolved settings (``config``), of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
+        edges, features and edge values, every byte) and of the state it starts from (``resume``: afresh, or the
+        epoch and digest of the checkpoint it resumes from) — 56 bytes a rank, one all-gather — and raises
+        :class:`TrainingError` naming the first rank that differs from rank 0, the same line on every rank.
+        Settings are compared first, then the graph, then the starting point: one rank resuming while another
+        starts afresh, or two resuming from different checkpoints, would otherwise wait for each other's
+        collectives (their epochs differ) or train two models. Nothing for one process.
 
         Parameters
         ----------
@@ -332,26 +366,36 @@ class Placement:
             This process's resolved configuration (``GCAConfig.to_dict()``).
         graph_fingerprint
             This process's graph's fingerprint.
+        resume
+            ``(epoch, digest)`` of the training checkpoint this process resumes from
+            (:func:`gca.train.checkpoint.resume_point`: epoch −1 for a file whose epoch cannot be read); ``None``
+            when it starts afresh.
         """
         if not self.distributed:
             return
         settings = hashlib.blake2b(json.dumps(config, sort_keys=True, default=str).encode(), digest_size=16)
         graph = hashlib.blake2b(graph_fingerprint.encode(), digest_size=16)
-        mine = torch.frombuffer(bytearray(settings.digest() + graph.digest()), dtype=torch.uint8)
+        start = hashlib.blake2b(json.dumps(resume).encode(), digest_size=16)
+        epoch = (_AFRESH if resume is None else resume[0]).to_bytes(8, "little", signed=True)
+        mine = torch.frombuffer(bytearray(settings.digest() + graph.digest() + start.digest() + epoch),
+                                dtype=torch.uint8)  # fmt: skip
         mine = mine.to(self.device if self.backend == "nccl" else "cpu")
         every = [torch.empty_like(mine) for _ in range(self.world_size)]
         dist.all_gather(every, mine)
+        zero = every[0]
         for rank, theirs in enumerate(every[1:], start=1):
-            if not torch.equal(theirs[:16], every[0][:16]):
+            if not torch.equal(theirs[:16], zero[:16]):
                 raise TrainingError(
                     f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
                     "flags, resolved) differ from rank 0's; start every process with the same command"
                 )
-            if not torch.equal(theirs[16:], every[0][16:]):
+            if not torch.equal(theirs[16:32], zero[16:32]):
                 raise TrainingError(
                     f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
                     "(another file, or another copy of it); give every process the same input files"
                 )
+            if not torch.equal(theirs[32:], zero[32:]):
+                raise TrainingError(_different_starts(rank, _epoch(theirs), _epoch(zero)))
 
     def record(self) -> dict[str, object]:
         """What ``results.json`` says of the run's processes (nothing for one)."""
