@@ -23,7 +23,7 @@ def test_get_params_gives_the_arguments_as_given_and_deep_adds_the_config_fields
     estimator = GCA(CONFIG, device="cpu", encoder=encoder)
     shallow = estimator.get_params(deep=False)
     assert set(shallow) == {"config", "device", "progress", "objective", "batches", "placement", "encoder",
-                            "loggers"}
+                            "loggers", "memory"}
     assert shallow["config"] is CONFIG and shallow["device"] == "cpu" and shallow["encoder"] is encoder
     deep = estimator.get_params()
     assert deep["lr"] == CONFIG.lr and deep["tau"] == CONFIG.tau and deep["epochs"] == 2

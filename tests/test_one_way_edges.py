@@ -83,3 +83,55 @@ def test_an_edge_listed_both_ways_with_different_weights_is_still_refused():
     data = Data(x=torch.eye(3), edge_index=edges, edge_weight=torch.tensor([1.0, 2.0, 3.0]))
     with pytest.raises(GraphError, match="different weight in each direction"):
         prepare_graph(data, directed=False)
+
+
+def _one_way_warnings(data: Data, **fit) -> list[str]:
+    """The one-way warnings of a fit and a transform of ``data`` (every warning recorded, none filtered)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator = GCA(CONFIG, device="cpu").fit(data, **fit)
+        estimator.transform(data)
+    return [str(w.message) for w in caught if "listed one way only" in str(w.message)]
+
+
+def test_a_graph_whose_every_edge_is_one_way_is_said_once_to_train_directed():
+    club = karate_club()
+    one = Data(x=club.x, edge_index=_one_way(club.edge_index))
+    said = _one_way_warnings(one)
+    assert len(said) == 1 and "none of its 78 edges has its reverse" in said[0]
+    assert "directed=False" in said[0] and "directed=True" in said[0]
+    with pytest.warns(UserWarning, match="listed one way only"):
+        graph = GCA(CONFIG, device="cpu").prepare(one).graph
+    assert graph.directed and said[0] in graph.warnings
+
+
+def test_no_one_way_warning_where_the_direction_is_given_or_some_edge_has_its_reverse():
+    club = karate_club()
+    once = _one_way(club.edge_index)
+    one = Data(x=club.x, edge_index=once)
+    assert _one_way_warnings(one, directed=False) == [] and _one_way_warnings(one, directed=True) == []
+    assert _one_way_warnings(Data(x=club.x, edge_index=club.edge_index)) == []  # both ways: undirected
+    mixed = torch.cat([once, once[:, :1].flip(0)], 1)  # one edge listed both ways: a directed graph, as given
+    assert _one_way_warnings(Data(x=club.x, edge_index=mixed)) == []
+    x = torch.eye(4)
+    loops = torch.tensor([[0, 1, 2], [0, 1, 2]])
+    for edges in (loops, torch.empty(2, 0, dtype=torch.long)):  # self-loops only, no edge: nothing one way
+        assert _one_way_warnings(Data(x=x, edge_index=edges)) == []
+
+
+def test_has_reverse_edge_finds_one_reverse_pair_among_one_way_edges(monkeypatch):
+    from gca.graph import sparse
+    from gca.graph.sparse import has_reverse_edge
+
+    monkeypatch.setattr(sparse, "PAIR_BLOCK", 8)
+
+    edges = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])  # a directed cycle: no reverse
+    assert not has_reverse_edge(edges, 4)
+    assert has_reverse_edge(torch.tensor([[0, 1, 1, 2], [1, 0, 2, 3]]), 4)
+    n = 2 * sparse.PAIR_BLOCK + 5  # blocks of 8 edges: a pair whose reverse lies in another block is found
+    chain = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
+    assert not has_reverse_edge(chain, n)
+    last = torch.cat([chain, torch.tensor([[n - 1], [n - 2]])], 1)
+    assert has_reverse_edge(last, n)

@@ -212,3 +212,56 @@ def test_a_training_part_of_one_class_is_refused_under_both_protocols(protocol):
     split = (np.array([0, 2, 4]), np.array([1, 6]), np.array([3, 5, 7, 8, 9, 10, 11]))
     with pytest.raises(EvaluationError, match="training part of split 1 .* holds only one"):
         evaluate_embeddings(torch.randn(12, 4), y, [split], protocol)
+
+
+def _masked_case():
+    """Embeddings that separate three classes, a PyG-style split as masks and the same split as indices."""
+    y = torch.from_numpy(_labels())
+    z = torch.nn.functional.one_hot(y).float() + 0.3 * torch.randn(60, 3, generator=torch.Generator().manual_seed(0))
+    order = np.random.default_rng(2).permutation(60)
+    idx = (np.sort(order[:12]), np.sort(order[12:24]), np.sort(order[24:]))
+    masks = tuple(torch.zeros(60, dtype=torch.bool).index_fill_(0, torch.from_numpy(i), True) for i in idx)
+    return z, y, idx, masks
+
+
+def test_boolean_masks_are_judged_as_the_indices_they_select():
+    from gca.evaluate.classification import evaluate_embeddings, validation_accuracy
+    from gca.evaluate.probe import adam_probe
+
+    z, y, idx, masks = _masked_case()
+    numpy_masks = tuple(m.numpy() for m in masks)
+    by_index = linear_evaluation(z, y, [idx])
+    for given in (masks, numpy_masks, (masks[0], idx[1], numpy_masks[2])):  # torch, NumPy, mixed with indices
+        assert linear_evaluation(z, y, [given]).to_dict() == by_index.to_dict()
+        assert validation_accuracy(z, y, [given]) == validation_accuracy(z, y, [idx])
+    authors = evaluate_embeddings(z, y, [masks], "authors").to_dict()
+    assert authors == evaluate_embeddings(z, y, [idx], "authors").to_dict()
+    probed = [np.asarray(a).tolist() for a in adam_probe(z, y, [masks], epochs=20)]
+    assert probed == [np.asarray(a).tolist() for a in adam_probe(z, y, [idx], epochs=20)]
+
+
+def test_a_mask_of_another_length_or_a_part_of_another_kind_is_one_line():
+    from gca.evaluate.splits import drop_unlabelled, index_splits
+
+    z, y, idx, masks = _masked_case()
+    cases = [
+        ([(masks[0][:59], masks[1], masks[2])], r"the train part of split 1 is a boolean mask of 59 entries but there "
+                                                r"are 60 nodes"),
+        ([(idx[0].astype(float), idx[1], idx[2])], "the train part of split 1 holds float64 values; give node indices"),
+        ([(idx[0], idx[1], np.append(idx[2], 60))], r"the test part of split 1 holds node ids in \[\d+, 60\], "
+                                                    r"outside \[0, 59\]"),
+        ([(idx[0], -idx[1] - 1, idx[2])], r"the val part of split 1 holds node ids in \[-\d+, -\d+\]"),
+        ([(masks[0].long(), masks[1], masks[2])], r"60 zeros and ones, one per node: a mask stored as integers\?"),
+        ([(torch.stack([masks[0]] * 2, 1), masks[1], masks[2])], r"has shape \(60, 2\); give a 1-D array"),
+        ([(idx[0], idx[1])], r"split 1 has 2 parts"),
+        (idx, r"got one triple of arrays; pass \[\(train, val, test\)\]"),
+    ]
+    for splits, message in cases:
+        with pytest.raises(EvaluationError, match=message) as caught:
+            linear_evaluation(z, y, splits)
+        assert "\n" not in str(caught.value) and isinstance(caught.value, ValueError)
+    assert index_splits([idx], 60)[0] is idx  # index arrays pass through untouched
+    unlabelled = y.clone()
+    unlabelled[idx[2][:5]] = -1
+    kept = drop_unlabelled([masks], unlabelled)
+    assert kept.removed == {"train": 0, "val": 0, "test": 5} and np.array_equal(kept[0][2], idx[2][5:])

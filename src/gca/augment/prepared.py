@@ -30,6 +30,7 @@ from torch_geometric.data import Data
 from ..config import GCAConfig
 from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids
+from ..graph.sparse import has_reverse_edge
 from ..nn.encoders import unused_edge_values
 from .augmentors import EdgeDropper, FeatureMasker, ViewAugmentor, build_augmentors
 from .centrality import node_centrality
@@ -70,6 +71,20 @@ class Kept(Protocol):
 
     def kept(self, name: str, compute: Callable[[], torch.Tensor],
              shape: tuple[int, ...] | None = None) -> torch.Tensor: ...  # fmt: skip
+
+
+def one_way_note(edges: int) -> str:
+    """The warning for a graph given without ``directed`` whose every edge is listed one way only: it is trained as
+    a directed graph, which a graph exported without ``to_undirected`` is not meant to be.
+
+    Parameters
+    ----------
+    edges
+        The graph's edges (self-loops and repeats aside).
+    """
+    return (f"every edge of the graph is listed one way only (none of its {edges} edges has its reverse), so it is "
+            "trained as a directed graph; pass directed=False if it is undirected (each edge then gets its reverse), "
+            "or directed=True to keep it directed without this warning")  # fmt: skip
 
 
 def preparation_steps(config: GCAConfig, clean: bool = True) -> list[str]:
@@ -132,10 +147,14 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
     start = time.perf_counter()
     done = on_step or (lambda name: None)
     graph = data if isinstance(data, Graph) else prepare_graph(data, directed, config.feature_norm)
+    notes = []
     if not isinstance(data, Graph):
         done("cleaned")
-    for note in unused_edge_values(encoder if encoder is not None else config.encoder,
-                                   graph.edge_weight is not None, graph.edge_attr is not None):  # fmt: skip
+        if directed is None and graph.directed and not has_reverse_edge(graph.edge_index, graph.num_nodes):
+            notes.append(one_way_note(graph.edge_index.shape[1]))
+    notes += unused_edge_values(encoder if encoder is not None else config.encoder, graph.edge_weight is not None,
+                                graph.edge_attr is not None)  # fmt: skip
+    for note in notes:
         if note not in graph.warnings:
             graph.warnings.append(note)
             # said to a Python user too (the command line prints graph.warnings itself and hides Python's warnings)

@@ -15,7 +15,7 @@ _EXPORTS = {
         "validation_accuracy",
     ),
     "probe": ("adam_probe", "ProbeResult"),
-    "splits": ("EvaluationError", "SplitSetting", "random_splits", "label_splits", "few_label_splits"),
+    "splits": ("EvaluationError", "SplitSetting", "random_splits", "label_splits", "few_label_splits", "index_splits"),
     "linkpred": ("hold_out_edges", "score_links", "HeldOutEdges", "LinkResult"),
     "clustering": ("cluster_embeddings", "ClusterResult"),
 }
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .splits import EvaluationError as EvaluationError
     from .splits import SplitSetting as SplitSetting
     from .splits import few_label_splits as few_label_splits
+    from .splits import index_splits as index_splits
     from .splits import label_splits as label_splits
     from .splits import random_splits as random_splits
 

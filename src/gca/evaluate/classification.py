@@ -33,7 +33,7 @@ from sklearn.preprocessing import normalize
 
 from ..names import PROTOCOLS
 from ..progress import phase
-from .splits import PARTS, EvaluationError, Split, renumber_classes, unlabelled_in
+from .splits import PARTS, EvaluationError, Split, index_splits, renumber_classes, unlabelled_in
 
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
@@ -172,9 +172,10 @@ def evaluate_embeddings(
         One class number per node (integers, or floats with integral values; −1 for a node without a label), any
         values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
     splits
-        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
-        every training part needs two classes.
+        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
+        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
+        nodes may be in them, and every training part needs two classes.
     protocol
         ``"sklearn"``: :func:`linear_evaluation`; ``"authors"``: the authors' Adam-trained linear probe
         (:mod:`gca.evaluate.probe`). Another name is an :class:`EvaluationError`.
@@ -190,6 +191,7 @@ def evaluate_embeddings(
     EvaluationResult
         Test accuracy (in %) per split, with micro- and macro-F1 and what each split's validation chose.
     """
+    splits = index_splits(splits, features.shape[0])
     if check_protocol(protocol) == "sklearn":
         return linear_evaluation(features, labels, splits, progress=progress, desc=desc)
     from .probe import CHECK_EVERY, PROBE_EPOCHS, adam_probe
@@ -322,9 +324,10 @@ def linear_evaluation(
         One class number per node (integers, or floats with integral values; −1 for a node without a label), any
         values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
     splits
-        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
-        every training part needs two classes.
+        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
+        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
+        nodes may be in them, and every training part needs two classes.
     c_grid
         The inverse regularisation strengths C = 1/λ tried; the one of best validation accuracy is used on the test
         nodes (of equal ones, the first tried: in the grid's order, or ascending for a large split).
@@ -344,6 +347,7 @@ def linear_evaluation(
         Test accuracy (in %) per split (``mean``, ``std``), micro- and macro-F1, the C chosen and its validation
         accuracy, and how many training nodes each classifier was fitted on.
     """
+    splits = index_splits(splits, features.shape[0])
     x, y = _inputs(features, labels, splits)
     result = EvaluationResult([])
     with contextlib.closing(phase(len(splits), desc, "split", enabled=progress)) as bar:
@@ -377,9 +381,10 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
         One class number per node (integers, or floats with integral values; −1 for a node without a label), any
         values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
     splits
-        ``(train, val, test)`` arrays of node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`); only labelled nodes may be in them, and
-        every training part needs two classes.
+        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
+        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
+        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
+        nodes may be in them, and every training part needs two classes.
     c_grid
         The C values tried, as :func:`linear_evaluation` takes them.
     max_iter
@@ -389,6 +394,7 @@ def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, label
     protocol
         ``"sklearn"`` or ``"authors"``.
     """
+    splits = index_splits(splits, features.shape[0])
     if check_protocol(protocol) == "authors":
         from .probe import adam_probe
 

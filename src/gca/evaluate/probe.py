@@ -36,7 +36,7 @@ from torch.nn import functional as F
 from ..graph.sparse import csr_tensor
 from ..progress import phase
 from ..seeds import run_seeds
-from .splits import renumber_classes
+from .splits import index_splits, renumber_classes
 
 #: The authors' settings (``pGRACE/eval.py`` and ``train.py``).
 PROBE_EPOCHS = 3000
@@ -145,7 +145,8 @@ def adam_probe(
     labels
         One class value per node; −1 marks a node without a label (it must be in no split).
     splits
-        ``(train, val, test)`` node indices per split; every split gets its own classifier.
+        ``(train, val, test)`` node indices per split, each part an index array or a boolean mask of one entry
+        per node (:func:`~gca.evaluate.splits.index_splits`); every split gets its own classifier.
     epochs
         Adam epochs per classifier (the authors': 3,000); at least ``check_every``.
     lr
@@ -173,6 +174,7 @@ def adam_probe(
         device = features.device if dense_tensor else "cpu"
     device = torch.device(device)
     x = _as_torch(features)
+    splits = index_splits(splits, x.shape[0])
     # classes renumbered 0 … C−1: one output per class present, whatever the class values
     y = torch.from_numpy(renumber_classes(labels.cpu() if isinstance(labels, torch.Tensor) else labels)).to(device)
     num_splits, dim = len(splits), x.shape[1]

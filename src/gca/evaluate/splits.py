@@ -72,6 +72,78 @@ def _as_numpy(labels) -> np.ndarray:
     return labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
 
 
+def index_splits(splits, num_nodes: int) -> list[Split]:
+    """``splits`` with every part as an int64 array of node indices, the one form evaluation reads.
+
+    A part is given either as **node indices** (integers in ``[0, num_nodes)``: a NumPy array, a tensor or a list,
+    in any order) or as a **boolean mask** of one entry per node (NumPy or PyTorch, PyTorch Geometric's
+    ``data.train_mask``): a mask becomes the indices of its ``True`` entries, in ascending order, so
+    ``[(data.train_mask, data.val_mask, data.test_mask)]`` and ``[(train_idx, val_idx, test_idx)]`` are judged alike.
+    Anything else is one line (:class:`EvaluationError`, a ``ValueError``): a mask of another length, a part of
+    another dtype (floats), of more than one dimension (a ``[N, S]`` mask holds S splits: give one triple per
+    column, as :func:`gca.datasets.base.mask_splits` builds them), ids outside ``[0, num_nodes)`` (a negative id
+    would count from the end), an integer part of exactly ``num_nodes`` zeros and ones (a mask stored as integers:
+    give ``mask.bool()``), a split of other than three parts, or one ``(train, val, test)`` triple not wrapped in a
+    list. Splits that are already int64 index arrays are returned as they are (the same object).
+
+    Parameters
+    ----------
+    splits
+        ``(train, val, test)`` triples, one per split.
+    num_nodes
+        N, the rows of the features judged.
+
+    Returns
+    -------
+    list[Split]
+        The splits as ``(train, val, test)`` int64 index arrays (a :class:`DrawnSplits` keeps what it recorded).
+    """
+    splits = splits if hasattr(splits, "__len__") else list(splits)
+    if len(splits) == 3 and all(getattr(part, "ndim", 0) == 1 for part in splits):  # arrays, not triples
+        raise EvaluationError("splits is a list of (train, val, test) triples, one per split, but got one triple of "
+                              "arrays; pass [(train, val, test)]")  # fmt: skip
+    converted, changed = [], False
+    for number, split in enumerate(splits, start=1):
+        if len(split) != len(PARTS):
+            raise EvaluationError(f"split {number} has {len(split)} parts; each split is (train, val, test) node "
+                                  "indices or boolean masks")  # fmt: skip
+        parts = tuple(_node_indices(part, num_nodes, name, number) for name, part in zip(PARTS, split, strict=True))
+        changed = changed or any(new is not old for new, old in zip(parts, split, strict=True))
+        converted.append(parts)
+    if not changed:
+        return splits
+    if isinstance(splits, DrawnSplits):
+        return DrawnSplits(converted, splits.removed, splits.own)
+    return converted
+
+
+def _node_indices(part, num_nodes: int, name: str, number: int) -> np.ndarray:
+    """One part of a split as int64 node indices (:func:`index_splits`); an int64 array is returned as it is."""
+    values = _as_numpy(part.detach() if hasattr(part, "detach") else part)
+    where = f"the {name} part of split {number}"
+    if values.ndim != 1:
+        raise EvaluationError(f"{where} has shape {values.shape}; give a 1-D array of node indices or a boolean mask "
+                              f"of {num_nodes} entries (a [N, S] mask holds S splits: one triple per column)")
+    if values.dtype == np.bool_:
+        if values.shape[0] != num_nodes:
+            raise EvaluationError(f"{where} is a boolean mask of {values.shape[0]} entries but there are {num_nodes} "
+                                  "nodes; a mask needs one entry per node (or give node indices)")  # fmt: skip
+        return np.flatnonzero(values)
+    if values.size == 0:
+        return values if values.dtype == np.int64 else np.empty(0, dtype=np.int64)
+    if values.dtype.kind not in "iu":
+        raise EvaluationError(f"{where} holds {values.dtype} values; give node indices (integers) or a boolean mask "
+                              f"of {num_nodes} entries")  # fmt: skip
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= num_nodes:
+        raise EvaluationError(f"{where} holds node ids in [{low}, {high}], outside [0, {num_nodes - 1}] for "
+                              f"{num_nodes} nodes")  # fmt: skip
+    if values.shape[0] == num_nodes > 2 and high <= 1:
+        raise EvaluationError(f"{where} is {num_nodes} zeros and ones, one per node: a mask stored as integers? give "
+                              "it as booleans (mask.bool()) or as node indices")  # fmt: skip
+    return part if isinstance(part, np.ndarray) and part.dtype == np.int64 else values.astype(np.int64)
+
+
 def random_splits(
     num_nodes: int,
     num_splits: int = TASK_COUNTS["classify"],
@@ -166,6 +238,7 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
         The dataset's name, for the message.
     """
     y = _as_numpy(labels)
+    splits = index_splits(splits, y.shape[0])
     removed = dict.fromkeys(PARTS, 0)
     kept = []
     for number, split in enumerate(splits, start=1):
@@ -196,7 +269,7 @@ def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -
         Which parts to look in (``"train"``, ``"val"``, ``"test"``).
     """
     y = _as_numpy(labels)
-    for number, split in enumerate(splits, start=1):
+    for number, split in enumerate(index_splits(splits, y.shape[0]), start=1):
         for name, part in zip(PARTS, split, strict=True):
             if name not in parts:
                 continue

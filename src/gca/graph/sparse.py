@@ -422,6 +422,31 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
     return answer
 
 
+def has_reverse_edge(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether some edge (u, v), u ≠ v, of a coalesced ``edge_index`` (sorted by source, then target) has its
+    reverse (v, u) — ``False`` when every edge is listed one way only. The edges' keys u·N + v are sorted as the
+    edges are; the reverse of each edge with u > v is looked up among them, :data:`PAIR_BLOCK` edges at a time
+    (one int64 key per edge held at once), stopping at the first found.
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index.
+    num_nodes
+        N.
+    """
+    source, target = edge_index.cpu().numpy()
+    keys = source.astype(np.int64) * num_nodes + target
+    for start in range(0, keys.size, PAIR_BLOCK):
+        s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
+        back = s > t  # (u, v) with u < v is found from its reverse, if that is listed
+        query = t[back].astype(np.int64) * num_nodes + s[back]
+        found = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+        if query.size and bool((keys[found] == query).any()):
+            return True
+    return False
+
+
 def remember_symmetric(edge_index: torch.Tensor, num_nodes: int) -> None:
     """Record that ``edge_index`` (coalesced) holds the reverse of every edge — what :func:`_is_symmetric` would
     answer — where it was built so (the edge-list loaders' undirected output): the answer is kept as a computed

@@ -28,6 +28,7 @@ import copy
 import inspect
 import pickle
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ from .loop import (
     train,
     warmup_schedule,  # fmt: skip
 )
+from .memory import check_memory, fit_key, open_memory, remembered
 
 log = LOG.getChild("train.estimator")
 
@@ -156,6 +158,44 @@ def _collapse_watch(config: GCAConfig) -> CollapseWatch:
                                 f"(warmup_steps={config.warmup_updates} now)")  # fmt: skip
 
 
+class _TensorBytes:
+    """A plain dense CPU tensor, pickled as the NumPy array of its bytes, its dtype and its shape (the pickle holds
+    no address, so equal tensors pickle alike); unpickled, a tensor of its own memory."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+    def __reduce__(self) -> tuple:
+        tensor = self.tensor
+        flat = tensor.contiguous().reshape(-1).view(torch.uint8).numpy()
+        return (_tensor_of_bytes, (flat, str(tensor.dtype).removeprefix("torch."), tuple(tensor.shape)))
+
+
+def _tensor_of_bytes(flat: np.ndarray, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
+    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's)."""
+    return torch.from_numpy(np.array(flat)).view(getattr(torch, dtype)).reshape(shape)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a tensor :class:`_TensorBytes` pickles: a plain dense CPU tensor without gradient (not
+    a subclass such as PyG's ``EdgeIndex``, whose own pickle keeps what it knows)."""
+    return (type(value) is torch.Tensor and value.layout == torch.strided and value.device.type == "cpu"
+            and not value.requires_grad and not value.is_quantized)  # fmt: skip
+
+
+def _stable_data(data: Any) -> Any:
+    """A shallow copy of a PyG ``Data`` whose plain tensors pickle as :class:`_TensorBytes` (anything else as it
+    is); an object of another kind is returned as it is."""
+    if not isinstance(data, Data):
+        return data
+    copied = copy.copy(data)
+    mapping = copied._store._mapping
+    for key, value in list(mapping.items()):
+        if _plain(value):
+            mapping[key] = _TensorBytes(value)
+    return copied
+
+
 class GraphNodes:
     """Some nodes of one graph, as scikit-learn's model selection splits samples: ``GraphNodes(data)`` stands for
     every node of ``data`` (a PyG ``Data``, node i its row i) and ``nodes[idx]`` (an integer or boolean array, a
@@ -167,7 +207,9 @@ class GraphNodes:
     label: the transductive setting of the paper) and ``transform`` gives the rows of the nodes given, so in
     ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
     fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
-    scikit-learn's folds and scorer.
+    scikit-learn's folds and scorer. Since no fold changes what GCA learns, ``GCA(memory=...)`` trains it once per
+    setting for all folds (:mod:`gca.train.memory`). Pickled (and so hashed by joblib) by its values: equal graphs
+    and nodes hash alike whatever tensors hold them, so ``Pipeline(memory=...)`` finds a fold it fitted before.
 
     Parameters
     ----------
@@ -210,6 +252,14 @@ class GraphNodes:
     def __repr__(self) -> str:
         return f"GraphNodes({len(self)} of {int(self.data.num_nodes)} nodes)"
 
+    def __reduce__(self) -> tuple:
+        """Pickled with every plain dense CPU tensor — of its graph and its node ids — as the NumPy array of its
+        bytes with its dtype and shape (:class:`_TensorBytes`), so the pickle, and joblib's hash, which pickles,
+        depend on the values alone: scikit-learn's ``Pipeline(memory=...)`` finds a fold it fitted before, in this
+        process or another. PyTorch's own pickle of a tensor names its storage's address, so equal graphs hashed
+        apart and the pipeline's memory never found anything. Unpickled, it is the same graph and nodes."""
+        return (GraphNodes, (_stable_data(self.data), _TensorBytes(self.index)))
+
 
 class GCA:
     """Self-supervised node embeddings with GCA: ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` (a PyG
@@ -223,7 +273,10 @@ class GCA:
     the built-in encoder's name). What works with scikit-learn: ``sklearn.base.clone``, ``check_is_fitted``, a
     ``Pipeline`` of GCA and a classifier fitted on ``(data, y)``, and ``cross_val_score`` / ``GridSearchCV`` of
     that pipeline over one graph's nodes given as :class:`GraphNodes` (GCA fits on the whole graph without labels;
-    the classifier learns each fold's training labels, its scorer scores the held-out nodes). A bare GCA has no
+    the classifier learns each fold's training labels, its scorer scores the held-out nodes); with ``memory`` (a
+    folder or a ``joblib.Memory``) such a search trains GCA once per distinct GCA setting, not once per fold and
+    candidate (:mod:`gca.train.memory`; ``from_memory_`` says whether a fit read its model from there), and a
+    ``Pipeline(memory=...)`` finds the folds it fitted (:class:`GraphNodes` hash by their values). A bare GCA has no
     ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
     ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
     only), ``embed_seconds`` (the final inference), ``prepare_seconds``; ``provenance``: the versions, device and
@@ -269,18 +322,27 @@ class GCA:
     loggers
         Metric loggers (:mod:`gca.loggers`), each an object with ``log(metrics, step)``; they get each epoch's
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
+    memory
+        Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
+        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory``, as
+        scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and every fit
+        trains. A search over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is
+        every config field, the device, the versions and the cleaned graph's contents — never which nodes or
+        labels the fit is given, which training does not read.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
                  objective: torch.nn.Module | None = None,
                  batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
                  placement: Placement | None = None, encoder: torch.nn.Module | None = None,
-                 loggers: Sequence[Any] | None = None) -> None:  # fmt: skip
+                 loggers: Sequence[Any] | None = None, memory: Any = None) -> None:  # fmt: skip
         # the arguments as given, for get_params: scikit-learn's clone rebuilds the estimator from them
         self._params = {"config": config, "device": device, "progress": progress, "objective": objective,
                         "batches": batches, "placement": placement, "encoder": encoder,
-                        "loggers": loggers}  # fmt: skip
+                        "loggers": loggers, "memory": memory}  # fmt: skip
         _check_parts(config, placement, objective, batches, encoder)
+        check_memory(memory)
+        self.memory = memory  # opened (a folder made) by the first fit that uses it, never here
         self.config = config or GCAConfig()
         self.config.validate()
         self.loggers = check_loggers(loggers)
@@ -300,6 +362,7 @@ class GCA:
         self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
         self.embedding_file_: Path | None = None  # the .npy file embedding_ maps, when fit embedded out of core
         self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
+        self.from_memory_ = False  # whether the last fit read its model from memory instead of training
         self.provenance: dict | None = None  # versions, device and times of the training (gca.provenance)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -380,6 +443,8 @@ class GCA:
         for name in ("objective", "batches", "placement", "encoder"):
             if self._params[name] is not None:
                 shown.append(f"{name}={type(self._params[name]).__name__}")
+        if self.memory is not None:
+            shown.append(f"memory={self.memory!r}")
         if self.loggers:
             shown.append(f"loggers=[{', '.join(type(logger).__name__ for logger in self.loggers)}]")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -519,14 +584,72 @@ class GCA:
         GCA
             This estimator, trained: :attr:`embedding_`, ``model`` and ``losses`` are set.
         """
-        cfg, saves = self.config, TrainingCheckpoints(checkpoint, checkpoint_every, resume)
+        saves = TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         started = utc_now()
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
+        memory = self._memory_for(X, {"checkpoint": checkpoint, "resume": resume, "on_epoch": on_epoch,
+                                      "on_update": on_update, "embeddings_file": embeddings_file,
+                                      "scratch": scratch})  # fmt: skip
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         self._directed = directed
+        self.from_memory_ = False
+        if memory is None:
+            return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update)
+        key = fit_key(self.config.to_dict(), self.device, self.prepared.graph)
+        kept, trained = remembered(memory, key, lambda: self._train(saves, started, None, None, None, None)._kept())
+        if not trained:
+            self._restore(kept)
+        log.info("%s the model of key %s in %s", "trained and kept" if trained else "read", key,
+                 getattr(memory, "location", memory))  # fmt: skip
+        return self
+
+    def _memory_for(self, X: Any, options: dict[str, Any]) -> Any:
+        """The ``joblib.Memory`` this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or
+        ``None``: none was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
+        memory = open_memory(self.memory)
+        if memory is None:
+            return None
+        parts = [name for name in ("encoder", "objective", "batches", "placement") if getattr(self, name) is not None]
+        given = [name for name, value in options.items() if value]
+        why = ""
+        if parts:
+            why = f"your own {' and '.join(parts)} cannot be keyed (its code is no part of the key)"
+        elif self.loggers:
+            why = "its loggers get the metrics of a training"
+        elif isinstance(X, (Graph, PreparedGraph)):
+            why = (f"a {type(X).__name__} may carry features or views of other settings than the estimator's; give "
+                   "the Data")  # fmt: skip
+        elif given:
+            why = f"{' and '.join(given)} watch or write a training"
+        if not why:
+            return memory
+        warnings.warn(f"GCA's memory is not used for this fit, which trains: {why}", UserWarning, stacklevel=3)
+        return None
+
+    def _kept(self) -> dict:
+        """What memory keeps of this fit (:func:`gca.train.memory.remembered`): the model checkpoint, the
+        embeddings and the training's timings."""
+        return {"state": self.state(), "embedding": self.embedding_, "train_seconds": self.train_seconds,
+                "embed_seconds": self.embed_seconds}  # fmt: skip
+
+    def _restore(self, kept: dict) -> None:
+        """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already)."""
+        state = kept["state"]
+        self.in_channels = int(state["in_channels"])
+        self.model = GCAModel.from_weights(state["model"], self.in_channels, self.config).to(self.device)
+        self.losses, self.provenance = [float(v) for v in state["losses"]], state.get("provenance")
+        self.embedding_, self.embedding_file_, self.embed_processes_ = kept["embedding"], None, 1
+        self.train_seconds, self.embed_seconds = kept["train_seconds"], kept["embed_seconds"]
+        self.from_memory_ = True
+
+    def _train(self, saves: TrainingCheckpoints, started: str, on_epoch: Callable[..., None] | None,
+               embeddings_file: str | Path | None, scratch: str | Path | None,
+               on_update: Callable[[int, int | None], None] | None) -> GCA:  # fmt: skip
+        """:meth:`fit`'s training of the prepared graph (``self.prepared``), and its final embeddings."""
+        cfg = self.config
         graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
         fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
         seed_everything(cfg.seed)
@@ -754,4 +877,4 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
     return GCA(estimator.config.replace(**changes), device=estimator._params["device"], progress=estimator.progress,
                objective=_fresh(estimator._initial_objective), batches=estimator.batches,
                placement=estimator.placement, encoder=_fresh(estimator._initial_encoder),
-               loggers=estimator._params["loggers"])  # fmt: skip
+               loggers=estimator._params["loggers"], memory=estimator.memory)  # fmt: skip

@@ -1,0 +1,138 @@
+"""A search over a pipeline's classifier trains GCA once per distinct GCA setting: ``GCA(memory=...)`` keeps fitted
+models keyed by the settings and the graph's contents (never by which nodes or labels a fold gives, which training
+does not read), and ``Pipeline(memory=...)`` finds a fold it fitted before, as GraphNodes hash by their values."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from torch_geometric.data import Data
+
+import gca.train.estimator as estimator_module
+from gca.config import ConfigError, GCAConfig
+from gca.datasets import karate_club
+from gca.train.estimator import GCA, GraphNodes, clone
+
+CONFIG = GCAConfig(epochs=3, hidden=8, proj_hidden=8, seed=1)
+GRID = {"clf__C": [0.1, 1.0, 10.0]}
+
+
+@pytest.fixture
+def trainings(monkeypatch):
+    """How many times the training loop ran (every GCA training, however it was started, runs it once)."""
+    count = [0]
+    loop = estimator_module.train
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return loop(*args, **kwargs)
+
+    monkeypatch.setattr(estimator_module, "train", counted)
+    return count
+
+
+def _club() -> Data:
+    club = karate_club()
+    return Data(x=club.x, edge_index=club.edge_index, y=club.y)
+
+
+def _search(memory=None, grid=GRID, pipeline_memory=None, **options) -> GridSearchCV:
+    data = _club()
+    pipe = Pipeline([("gca", GCA(CONFIG, device="cpu", memory=memory)), ("clf", LogisticRegression())],
+                    memory=pipeline_memory)  # fmt: skip
+    return GridSearchCV(pipe, grid, cv=2, **options).fit(GraphNodes(data), data.y.numpy())
+
+
+def test_a_search_over_the_classifier_trains_gca_once_per_distinct_setting(trainings, tmp_path):
+    plain = _search()
+    assert trainings[0] == 7  # 2 folds × 3 candidates, and the refit: the same model each time
+    trainings[0] = 0
+    kept = _search(memory=tmp_path / "fits")
+    assert trainings[0] == 1
+    assert np.array_equal(kept.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"])
+    assert torch.equal(kept.best_estimator_["gca"].embedding_, plain.best_estimator_["gca"].embedding_)
+    trainings[0] = 0
+    _search(memory=tmp_path / "fits", grid={**GRID, "gca__tau": [CONFIG.tau, CONFIG.tau / 2]})
+    assert trainings[0] == 1  # CONFIG's tau is kept already; half of it trains once for its 6 fits (and refit)
+
+
+def test_two_threads_fitting_one_setting_at_once_take_turns(trainings, tmp_path):
+    with joblib.parallel_backend("threading", n_jobs=2):
+        search = _search(memory=tmp_path, n_jobs=2)
+    assert trainings[0] == 1 and search.best_estimator_["gca"].from_memory_
+
+
+def test_another_setting_or_another_graph_trains_again_and_equal_values_read_the_kept_model(trainings, tmp_path):
+    data = _club()
+    first = GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
+    again = GCA(CONFIG, device="cpu", memory=tmp_path).fit(GraphNodes(data)[[0, 5]])  # other nodes: same model
+    assert trainings[0] == 1 and not first.from_memory_ and again.from_memory_
+    assert torch.equal(again.embedding_, first.embedding_) and torch.equal(again.transform(data), first.embedding_)
+    assert again.losses == first.losses and again.train_seconds == first.train_seconds
+    copy = Data(x=data.x.clone(), edge_index=data.edge_index.clone())  # other tensors, equal values
+    assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(copy).from_memory_ and trainings[0] == 1
+    GCA(CONFIG, device="cpu", memory=tmp_path).set_params(seed=2).fit(data)
+    assert trainings[0] == 2
+    data.x[0, 0] += 1.0  # changed in place through PyTorch
+    assert not GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_ and trainings[0] == 3
+    data.x.numpy()[0, 1] = 7.0  # and through a NumPy view, which moves no version counter
+    assert not GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_ and trainings[0] == 4
+    edges = data.edge_index.clone()
+    edges[:, :2] = edges[:, :2].flip(1)  # the same graph, its edges in another order
+    assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(Data(x=data.x, edge_index=edges)).from_memory_
+    assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data, directed=True).from_memory_ is False
+    assert trainings[0] == 5  # another direction is another graph
+
+
+def test_pipeline_memory_finds_a_fold_it_fitted_before_as_graph_nodes_hash_by_their_values(trainings, tmp_path):
+    data, other = _club(), _club()
+    nodes = GraphNodes(data)[[1, 2, 3]]
+    assert joblib.hash(nodes) == joblib.hash(GraphNodes(other)[[1, 2, 3]])  # other tensors, equal values
+    assert joblib.hash(nodes) != joblib.hash(GraphNodes(data)[[1, 2, 4]])
+    other.x[0, 0] = 2.0
+    assert joblib.hash(nodes) != joblib.hash(GraphNodes(other)[[1, 2, 3]])
+    back = pickle.loads(pickle.dumps(nodes))
+    assert torch.equal(back.index, nodes.index) and back.data.keys() == data.keys()
+    for key in data.keys():
+        assert torch.equal(back.data[key], data[key]) and back.data[key].dtype == data[key].dtype
+    _search(pipeline_memory=str(tmp_path))
+    assert trainings[0] == 3  # once per fold and the refit: the classifier's C no longer trains GCA again
+
+
+def test_memory_is_a_setting_like_the_others_and_writes_nothing_before_a_fit(tmp_path):
+    folder = tmp_path / "fits"
+    estimator = GCA(CONFIG, device="cpu", memory=folder)
+    assert estimator.get_params(deep=False)["memory"] is folder and clone(estimator).memory is folder
+    assert f"memory={folder!r}" in repr(estimator) and not folder.exists()
+    assert GCA(CONFIG, device="cpu", memory=joblib.Memory(None)).fit(_club()).from_memory_ is False
+    for bad in (3, ""):
+        with pytest.raises(ConfigError, match="memory") as caught:
+            GCA(CONFIG, memory=bad)
+        assert "\n" not in str(caught.value)
+
+
+def test_a_fit_that_cannot_be_keyed_trains_and_says_why(trainings, tmp_path):
+    from torch_geometric.nn import GCNConv
+
+    data = _club()
+    with pytest.warns(UserWarning, match="memory is not used for this fit, which trains: on_epoch watch or write"):
+        GCA(CONFIG, device="cpu", memory=tmp_path).fit(data, on_epoch=lambda epoch, embed: None)
+    with pytest.warns(UserWarning, match="your own encoder cannot be keyed"):
+        GCA(CONFIG, device="cpu", memory=tmp_path, encoder=GCNConv(34, 8)).fit(data)
+    estimator = GCA(CONFIG, device="cpu", memory=tmp_path)
+    with pytest.warns(UserWarning, match="a Graph may carry features or views of other settings"):
+        estimator.fit(estimator.prepare(data).graph)
+    assert trainings[0] == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_ is False  # kept now, no word
+        assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_
+    assert trainings[0] == 4
