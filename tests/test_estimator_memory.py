@@ -136,3 +136,14 @@ def test_a_fit_that_cannot_be_keyed_trains_and_says_why(trainings, tmp_path):
         assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_ is False  # kept now, no word
         assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_
     assert trainings[0] == 4
+
+
+def test_a_model_kept_by_other_gca_code_is_not_read(trainings, tmp_path, monkeypatch):
+    import gca.train.memory as memory_module
+
+    data = _club()
+    GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
+    assert len(memory_module.source_digest()) == 32
+    monkeypatch.setattr(memory_module, "source_digest", lambda: "edited training code")
+    edited = GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
+    assert trainings[0] == 2 and not edited.from_memory_

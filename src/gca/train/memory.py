@@ -9,7 +9,9 @@ scikit-learn's convention (``Pipeline(memory=...)``, ``AgglomerativeClustering(m
 model up by :func:`fit_key` and trains only when it is not there: once per distinct setting.
 
 **What the key holds** — exactly what training reads: every field of the configuration (the seed included), the
-device, the versions of gca, PyTorch and PyTorch Geometric, and the cleaned graph's
+device, the versions of gca, PyTorch and PyTorch Geometric, a digest of gca's own source files (a development
+checkout whose training code changed without a new version number does not read a model the old code trained),
+and the cleaned graph's
 :meth:`~gca.graph.graph.Graph.fingerprint` (node count, direction, edges, raw feature values, edge weights and edge
 features) with the raw features' form. The fingerprint is taken of the graph's contents at every fit, so a graph
 changed in place — through PyTorch or a NumPy view — is another key, never a stale hit; two graphs that clean to
@@ -32,6 +34,7 @@ given), processes share them: two fits of one key at once (``GridSearchCV(n_jobs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -81,9 +84,20 @@ def open_memory(memory: Any) -> Any:
     return memory if getattr(memory, "location", True) is not None else None
 
 
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """A digest of the Python files of the installed ``gca`` package (their paths and bytes), read once per process:
+    part of :func:`fit_key`, so that a model kept by other code is not read as this code's."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def fit_key(config: dict, device: torch.device, graph: Graph) -> str:
-    """The digest naming a fitted model: the configuration, the device, the versions and the cleaned graph's
-    contents (module docstring).
+    """The digest naming a fitted model: the configuration, the device, the versions, gca's source and the cleaned
+    graph's contents (module docstring).
 
     Parameters
     ----------
@@ -99,6 +113,7 @@ def fit_key(config: dict, device: torch.device, graph: Graph) -> str:
     raw = graph.raw_features
     record = {
         "gca": __version__,
+        "gca_source": source_digest(),
         "torch": torch.__version__,
         "torch_geometric": torch_geometric.__version__,
         "config": config,
