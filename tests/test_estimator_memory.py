@@ -147,3 +147,13 @@ def test_a_model_kept_by_other_gca_code_is_not_read(trainings, tmp_path, monkeyp
     monkeypatch.setattr(memory_module, "source_digest", lambda: "edited training code")
     edited = GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
     assert trainings[0] == 2 and not edited.from_memory_
+
+
+def test_graph_nodes_with_an_empty_tensor_pickle_and_come_back_alike():
+    # a graph without edges, no nodes given, an empty attribute: tensors of no bytes
+    data = Data(x=torch.ones(4, 3), edge_index=torch.empty(2, 0, dtype=torch.long), extra=torch.empty(0, 5))
+    for nodes in (GraphNodes(data), GraphNodes(data, [])):
+        back = pickle.loads(pickle.dumps(nodes))
+        assert torch.equal(back.index, nodes.index) and back.index.dtype == torch.long
+        for key in data.keys():
+            assert back.data[key].shape == data[key].shape and back.data[key].dtype == data[key].dtype

@@ -172,7 +172,10 @@ class _TensorBytes:
 
 
 def _tensor_of_bytes(flat: np.ndarray, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
-    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's)."""
+    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's); a tensor
+    of no elements (a graph without edges) is made empty, as its byte array cannot be viewed as another dtype."""
+    if flat.size == 0:
+        return torch.empty(shape, dtype=getattr(torch, dtype))
     return torch.from_numpy(np.array(flat)).view(getattr(torch, dtype)).reshape(shape)
 
 
