@@ -330,8 +330,8 @@ class GCA:
         of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory``, as
         scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and every fit
         trains. A search over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is
-        every config field, the device, the versions and the cleaned graph's contents — never which nodes or
-        labels the fit is given, which training does not read.
+        every config field, the device (with the precision ``auto`` becomes there), the versions and the cleaned
+        graph's contents — never which nodes or labels the fit is given, which training does not read.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
