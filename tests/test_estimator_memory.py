@@ -171,3 +171,12 @@ def test_a_model_trained_at_another_resolved_precision_is_not_read(monkeypatch):
         monkeypatch.setattr(selection, "bf16_tensor_cores", lambda device, fast=fast: fast)
         keys.append(fit_key(settings, torch.device("cuda"), graph))
     assert keys[0] != keys[1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_graph_nodes_on_a_gpu_pickle_as_they_are():
+    data = _club().to("cuda")
+    nodes = GraphNodes(data, torch.tensor([1, 2], device="cuda"))
+    back = pickle.loads(pickle.dumps(nodes))
+    assert back.index.device.type == "cuda" and torch.equal(back.index.cpu(), torch.tensor([1, 2]))
+    assert torch.equal(back.data.x.cpu(), data.x.cpu())

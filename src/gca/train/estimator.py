@@ -261,7 +261,8 @@ class GraphNodes:
         depend on the values alone: scikit-learn's ``Pipeline(memory=...)`` finds a fold it fitted before, in this
         process or another. PyTorch's own pickle of a tensor names its storage's address, so equal graphs hashed
         apart and the pipeline's memory never found anything. Unpickled, it is the same graph and nodes."""
-        return (GraphNodes, (_stable_data(self.data), _TensorBytes(self.index)))
+        index = _TensorBytes(self.index) if _plain(self.index) else self.index  # ids on a GPU: PyTorch's pickle
+        return (GraphNodes, (_stable_data(self.data), index))
 
 
 class GCA:
