@@ -147,3 +147,36 @@ def test_a_model_kept_by_other_gca_code_is_not_read(trainings, tmp_path, monkeyp
     monkeypatch.setattr(memory_module, "source_digest", lambda: "edited training code")
     edited = GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
     assert trainings[0] == 2 and not edited.from_memory_
+
+
+def test_graph_nodes_with_an_empty_tensor_pickle_and_come_back_alike():
+    # a graph without edges, no nodes given, an empty attribute: tensors of no bytes
+    data = Data(x=torch.ones(4, 3), edge_index=torch.empty(2, 0, dtype=torch.long), extra=torch.empty(0, 5))
+    for nodes in (GraphNodes(data), GraphNodes(data, [])):
+        back = pickle.loads(pickle.dumps(nodes))
+        assert torch.equal(back.index, nodes.index) and back.index.dtype == torch.long
+        for key in data.keys():
+            assert back.data[key].shape == data[key].shape and back.data[key].dtype == data[key].dtype
+
+
+def test_a_model_trained_at_another_resolved_precision_is_not_read(monkeypatch):
+    # precision=auto is bf16 on a GPU with bf16 tensor cores and fp32 on an older one, both named "cuda"
+    import gca.objective.selection as selection
+    from gca.graph.graph import prepare_graph
+    from gca.train.memory import fit_key
+
+    graph, settings = prepare_graph(_club()), CONFIG.to_dict()
+    keys = []
+    for fast in (True, False):
+        monkeypatch.setattr(selection, "bf16_tensor_cores", lambda device, fast=fast: fast)
+        keys.append(fit_key(settings, torch.device("cuda"), graph))
+    assert keys[0] != keys[1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_graph_nodes_on_a_gpu_pickle_as_they_are():
+    data = _club().to("cuda")
+    nodes = GraphNodes(data, torch.tensor([1, 2], device="cuda"))
+    back = pickle.loads(pickle.dumps(nodes))
+    assert back.index.device.type == "cuda" and torch.equal(back.index.cpu(), torch.tensor([1, 2]))
+    assert torch.equal(back.data.x.cpu(), data.x.cpu())

@@ -9,7 +9,7 @@ from sklearn.metrics import f1_score
 
 from gca.evaluate.classification import linear_evaluation
 from gca.evaluate.probe import macro_f1s
-from gca.evaluate.splits import EvaluationError, SplitSetting, few_label_splits, random_splits
+from gca.evaluate.splits import EvaluationError, SplitSetting, few_label_splits, index_splits, random_splits
 
 
 def _labels(sizes=(30, 20, 10)) -> np.ndarray:
@@ -265,3 +265,27 @@ def test_a_mask_of_another_length_or_a_part_of_another_kind_is_one_line():
     unlabelled[idx[2][:5]] = -1
     kept = drop_unlabelled([masks], unlabelled)
     assert kept.removed == {"train": 0, "val": 0, "test": 5} and np.array_equal(kept[0][2], idx[2][5:])
+
+
+def test_a_part_that_selects_no_node_is_one_line_under_either_protocol():
+    from gca.evaluate import classification
+
+    x, y = torch.eye(12), torch.tensor([0, 1] * 6)
+    train, val, test = (torch.zeros(12, dtype=torch.bool) for _ in range(3))
+    train[:6], val[6:9] = True, True  # the test mask selects nothing
+    for protocol in ("sklearn", "authors"):
+        with pytest.raises(EvaluationError, match="the test part of split 1 holds no node"):
+            classification.evaluate_embeddings(x, y, [(train, val, test)], protocol=protocol)
+    with pytest.raises(EvaluationError, match="the val part of split 1 holds no node"):
+        linear_evaluation(x, y, [(np.arange(6), np.empty(0, dtype=np.int64), np.arange(6, 12))])
+
+
+def test_parts_that_share_nodes_are_one_line_not_a_test_accuracy_on_training_nodes():
+    x, y = torch.eye(12), torch.tensor([0, 1] * 6)
+    train = torch.zeros(12, dtype=torch.bool)
+    train[:6] = True
+    val, test = ~train, train.clone()  # the test mask is the training mask
+    with pytest.raises(EvaluationError, match="the train and test parts of split 1 share 6 nodes"):
+        linear_evaluation(x, y, [(train, val, test)])
+    with pytest.raises(EvaluationError, match="the val and test parts of split 2 share 1 node"):
+        index_splits([(np.arange(4), np.arange(4, 8), np.arange(8, 12)), ([0, 1], [2, 3, 4], [4, 5])], 12)

@@ -174,7 +174,7 @@ def adam_probe(
         device = features.device if dense_tensor else "cpu"
     device = torch.device(device)
     x = _as_torch(features)
-    splits = index_splits(splits, x.shape[0])
+    splits = index_splits(splits, x.shape[0], disjoint=False)  # evaluate_embeddings has checked a user's parts
     # classes renumbered 0 … C−1: one output per class present, whatever the class values
     y = torch.from_numpy(renumber_classes(labels.cpu() if isinstance(labels, torch.Tensor) else labels)).to(device)
     num_splits, dim = len(splits), x.shape[1]

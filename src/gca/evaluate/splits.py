@@ -72,7 +72,7 @@ def _as_numpy(labels) -> np.ndarray:
     return labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
 
 
-def index_splits(splits, num_nodes: int) -> list[Split]:
+def index_splits(splits, num_nodes: int, disjoint: bool = True) -> list[Split]:
     """``splits`` with every part as an int64 array of node indices, the one form evaluation reads.
 
     A part is given either as **node indices** (integers in ``[0, num_nodes)``: a NumPy array, a tensor or a list,
@@ -83,8 +83,10 @@ def index_splits(splits, num_nodes: int) -> list[Split]:
     another dtype (floats), of more than one dimension (a ``[N, S]`` mask holds S splits: give one triple per
     column, as :func:`gca.datasets.base.mask_splits` builds them), ids outside ``[0, num_nodes)`` (a negative id
     would count from the end), an integer part of exactly ``num_nodes`` zeros and ones (a mask stored as integers:
-    give ``mask.bool()``), a split of other than three parts, or one ``(train, val, test)`` triple not wrapped in a
-    list. Splits that are already int64 index arrays are returned as they are (the same object).
+    give ``mask.bool()``), a part that holds no node (an all-``False`` mask), two parts of one split that share a
+    node (a test accuracy on training nodes would read as a sound one), a split of other than three parts, or one
+    ``(train, val, test)`` triple not wrapped in a list. Splits that are already int64 index arrays are returned
+    as they are (the same object).
 
     Parameters
     ----------
@@ -92,6 +94,10 @@ def index_splits(splits, num_nodes: int) -> list[Split]:
         ``(train, val, test)`` triples, one per split.
     num_nodes
         N, the rows of the features judged.
+    disjoint
+        Refuse two parts of a split that share a node (the default); ``False`` only where a caller builds such a
+        split on purpose (:func:`~gca.evaluate.classification.validation_accuracy` hands the probe a validation
+        node as its unread test part).
 
     Returns
     -------
@@ -108,6 +114,7 @@ def index_splits(splits, num_nodes: int) -> list[Split]:
             raise EvaluationError(f"split {number} has {len(split)} parts; each split is (train, val, test) node "
                                   "indices or boolean masks")  # fmt: skip
         parts = tuple(_node_indices(part, num_nodes, name, number) for name, part in zip(PARTS, split, strict=True))
+        _check_parts(parts, num_nodes, number, disjoint)
         changed = changed or any(new is not old for new, old in zip(parts, split, strict=True))
         converted.append(parts)
     if not changed:
@@ -115,6 +122,27 @@ def index_splits(splits, num_nodes: int) -> list[Split]:
     if isinstance(splits, DrawnSplits):
         return DrawnSplits(converted, splits.removed, splits.own)
     return converted
+
+
+def _check_parts(parts: Split, num_nodes: int, number: int, disjoint: bool) -> None:
+    """An :class:`EvaluationError` where a part of split ``number`` holds no node (an all-``False`` mask: no
+    accuracy can be taken on it) or, with ``disjoint``, two parts share a node (a test accuracy on training nodes,
+    or C chosen on test nodes, would read as a sound one)."""
+    for name, part in zip(PARTS, parts, strict=True):
+        if part.size == 0:
+            raise EvaluationError(f"the {name} part of split {number} holds no node (an empty index array or a mask "
+                                  "with no True entry); every part needs at least one")  # fmt: skip
+    if not disjoint:
+        return
+    seen = np.full(num_nodes, -1, dtype=np.int8)  # the part each node was first seen in
+    for which, part in enumerate(parts):
+        before = seen[part]
+        shared = before[(before >= 0) & (before != which)]
+        if shared.size:
+            count = int(np.unique(part[(before >= 0) & (before != which)]).size)
+            raise EvaluationError(f"the {PARTS[int(shared[0])]} and {PARTS[which]} parts of split {number} share "
+                                  f"{count} node{'s' if count != 1 else ''}; a node may be in one part only")
+        seen[part] = which
 
 
 def _node_indices(part, num_nodes: int, name: str, number: int) -> np.ndarray:

@@ -172,7 +172,10 @@ class _TensorBytes:
 
 
 def _tensor_of_bytes(flat: np.ndarray, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
-    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's)."""
+    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's); a tensor
+    of no elements (a graph without edges) is made empty, as its byte array cannot be viewed as another dtype."""
+    if flat.size == 0:
+        return torch.empty(shape, dtype=getattr(torch, dtype))
     return torch.from_numpy(np.array(flat)).view(getattr(torch, dtype)).reshape(shape)
 
 
@@ -258,7 +261,8 @@ class GraphNodes:
         depend on the values alone: scikit-learn's ``Pipeline(memory=...)`` finds a fold it fitted before, in this
         process or another. PyTorch's own pickle of a tensor names its storage's address, so equal graphs hashed
         apart and the pipeline's memory never found anything. Unpickled, it is the same graph and nodes."""
-        return (GraphNodes, (_stable_data(self.data), _TensorBytes(self.index)))
+        index = _TensorBytes(self.index) if _plain(self.index) else self.index  # ids on a GPU: PyTorch's pickle
+        return (GraphNodes, (_stable_data(self.data), index))
 
 
 class GCA:
@@ -327,8 +331,8 @@ class GCA:
         of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory``, as
         scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and every fit
         trains. A search over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is
-        every config field, the device, the versions and the cleaned graph's contents — never which nodes or
-        labels the fit is given, which training does not read.
+        every config field, the device (with the precision ``auto`` becomes there), the versions and the cleaned
+        graph's contents — never which nodes or labels the fit is given, which training does not read.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,

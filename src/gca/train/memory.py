@@ -9,9 +9,10 @@ scikit-learn's convention (``Pipeline(memory=...)``, ``AgglomerativeClustering(m
 model up by :func:`fit_key` and trains only when it is not there: once per distinct setting.
 
 **What the key holds** — exactly what training reads: every field of the configuration (the seed included), the
-device, the versions of gca, PyTorch and PyTorch Geometric, a digest of gca's own source files (a development
-checkout whose training code changed without a new version number does not read a model the old code trained),
-and the cleaned graph's
+device and the loss backend and precision ``auto`` resolves to there (a GPU without bf16 tensor cores trains in
+fp32 what another trains in bf16, under the same device name), the versions of gca, PyTorch and PyTorch
+Geometric, a digest of gca's own source files (a development checkout whose training code changed without a new
+version number does not read a model the old code trained), and the cleaned graph's
 :meth:`~gca.graph.graph.Graph.fingerprint` (node count, direction, edges, raw feature values, edge weights and edge
 features) with the raw features' form. The fingerprint is taken of the graph's contents at every fit, so a graph
 changed in place — through PyTorch or a NumPy view — is another key, never a stale hit; two graphs that clean to
@@ -96,8 +97,8 @@ def source_digest() -> str:
 
 
 def fit_key(config: dict, device: torch.device, graph: Graph) -> str:
-    """The digest naming a fitted model: the configuration, the device, the versions, gca's source and the cleaned
-    graph's contents (module docstring).
+    """The digest naming a fitted model: the configuration, the device and the objective resolved there, the
+    versions, gca's source and the cleaned graph's contents (module docstring).
 
     Parameters
     ----------
@@ -110,6 +111,8 @@ def fit_key(config: dict, device: torch.device, graph: Graph) -> str:
     """
     import torch_geometric
 
+    from ..objective.selection import resolve_objective
+
     raw = graph.raw_features
     record = {
         "gca": __version__,
@@ -118,6 +121,8 @@ def fit_key(config: dict, device: torch.device, graph: Graph) -> str:
         "torch_geometric": torch_geometric.__version__,
         "config": config,
         "device": str(device),
+        # what loss_backend and precision "auto" become there: "cuda" is bf16 on one GPU and fp32 on another
+        "objective": list(resolve_objective(config["loss_backend"], config["precision"], device)),
         "graph": graph.fingerprint(),
         "raw_features": [sp.issparse(raw), str(raw.dtype)],
     }
