@@ -180,3 +180,11 @@ def test_graph_nodes_on_a_gpu_pickle_as_they_are():
     back = pickle.loads(pickle.dumps(nodes))
     assert back.index.device.type == "cuda" and torch.equal(back.index.cpu(), torch.tensor([1, 2]))
     assert torch.equal(back.data.x.cpu(), data.x.cpu())
+
+
+def test_a_memory_that_is_a_file_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "fits"
+    path.write_text("not a folder")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        GCA(CONFIG, device="cpu", memory=path).fit(_club())
+    assert path.read_text() == "not a folder"

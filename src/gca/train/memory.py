@@ -81,6 +81,8 @@ def open_memory(memory: Any) -> Any:
     if isinstance(memory, (str, os.PathLike)):
         import joblib
 
+        if Path(memory).exists() and not Path(memory).is_dir():
+            raise ConfigError(f"memory {memory} is a file, not a folder; give a folder to keep fitted models in")
         memory = joblib.Memory(location=os.fspath(memory), verbose=0)
     return memory if getattr(memory, "location", True) is not None else None
 
