@@ -401,7 +401,9 @@ def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
     ours = [line for line in err.splitlines() if line.startswith("gca:") and not line.startswith("gca: warning:")]
-    assert ours and all(line.startswith("gca: error:") for line in ours), ours
+    # rank 0 either sees its peer gone ("gca: error: …") or is stopped first by torchrun, which ends the other
+    # workers when one dies ("gca: interrupted; nothing was written"): which comes first is the scheduler's race
+    assert ours and all(line.startswith(("gca: error:", "gca: interrupted")) for line in ours), ours
     assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', err), err
     assert not (tmp_path / "out").exists()  # made by this run, left empty: removed
     assert list((tmp_path / "c" / "scratch").iterdir()) == []
