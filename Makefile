@@ -17,8 +17,10 @@ $(BIN)/gca: pyproject.toml
 demo: $(BIN)/gca
 	$(BIN)/gca train --out runs/demo
 
+# Tests run in one pytest-xdist worker per core (tests/conftest.py shares the cores' threads among them); tests that
+# share a module-scoped fixture are grouped into one worker (--dist loadgroup). Plain `pytest` runs them in one.
 test: $(BIN)/gca
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks docs/hooks

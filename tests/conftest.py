@@ -23,6 +23,20 @@ settings.register_profile(
 settings.load_profile("deterministic")
 
 
+def pytest_configure(config) -> None:
+    """Share the cores between pytest-xdist's workers instead of oversubscribing them.
+
+    Each worker (and every `gca` or torchrun process a test starts, through the environment) gets its share of the
+    cores as threads; two workers that each spun two OpenMP threads on a 2-core machine would wait on each other.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[name] = threads
+        torch.set_num_threads(int(threads))
+
+
 @pytest.fixture(scope="session")
 def shared_data(tmp_path_factory) -> Path:
     """A read-only copy of the test data, made by the suite itself.
