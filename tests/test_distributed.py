@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -90,23 +91,69 @@ def _torchrun() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
-@pytest.mark.parametrize("backend", ["blocked", "attention"])
-def test_two_processes_train_like_one_and_write_once(tmp_path, backend):
-    """torchrun with 2 CPU processes: the same losses and embeddings as one process; only rank 0 writes."""
-    common = ["train", "--dataset", "Karate", "--epochs", "20", "--no-eval", "--quiet", "--seed", "3",
-              "--set", f"loss_backend={backend}"]  # fmt: skip
-    single, double = tmp_path / "one", tmp_path / "two"
-    done = subprocess.run([sys.executable, "-m", "gca", *common, "--out", str(single)], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common,
-                           "--set", "block_size=8", "--out", str(double)], capture_output=True, text=True,
-                          timeout=300, env=env)  # fmt: skip
+@contextlib.contextmanager
+def _as_a_rank_runs(**env: str):
+    """This process set up as each torchrun rank below runs (``OMP_NUM_THREADS=1`` and ``env``), then restored: a
+    one-process reference computed here, with its libraries loaded already, instead of in a new interpreter."""
+    threads, saved = torch.get_num_threads(), {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _gca_here(*args: str, **env: str) -> None:
+    """``gca ARGS`` as one process would run it (:func:`_as_a_rank_runs`); it must succeed."""
+    from gca.cli import main
+
+    with _as_a_rank_runs(**env):
+        assert main(list(args)) == 0, args
+
+
+_KARATE = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "3", "--set", "block_size=8"]
+
+
+def _karate_torchrun(out: Path, epochs: int, *extra: str) -> dict:
+    """Karate trained by torchrun with 2 CPU processes; its results.json."""
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *_KARATE, "--epochs",
+                           str(epochs), "--out", str(out), *extra], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def karate_by_two(tmp_path_factory) -> Path:
+    """The --out folder of 20 epochs of Karate (blocked objective) trained by two processes: what one process
+    trains, and what a run interrupted and resumed under torchrun continues to."""
+    out = tmp_path_factory.mktemp("torchrun") / "two"
+    _karate_torchrun(out, 20, "--set", "loss_backend=blocked")
+    return out
+
+
+@pytest.mark.xdist_group("karate_by_two")
+@pytest.mark.parametrize("backend", ["blocked", "attention"])
+def test_two_processes_train_like_one_and_write_once(tmp_path, backend, request):
+    """torchrun with 2 CPU processes: the same losses and embeddings as one process; only rank 0 writes."""
+    single = tmp_path / "one"
+    if backend == "blocked":
+        double = request.getfixturevalue("karate_by_two")
+    else:
+        double = tmp_path / "two"
+        _karate_torchrun(double, 20, "--set", f"loss_backend={backend}")
+    # one process (in this one), with the default block size
+    _gca_here(*_KARATE[:-2], "--epochs", "20", "--set", f"loss_backend={backend}", "--out", str(single))
     one = json.loads((single / "results.json").read_text())
     two = json.loads((double / "results.json").read_text())
-    assert two["distributed"] == {"world_size": 2, "backend": "gloo"}
+    assert two["distributed"] == {"world_size": 2, "backend": "gloo"} and "distributed" not in one
+    assert one["config"]["block_size"] != 8 and two["config"]["block_size"] == 8
     np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
     a, b = np.load(single / "embeddings.npy"), np.load(double / "embeddings.npy")
     assert np.abs(a - b).max() <= 1e-4 * np.abs(a).max()
@@ -151,23 +198,15 @@ def test_a_killed_rank_stops_the_others_with_one_line(tmp_path):
     assert not (tmp_path / "o" / "results.json").exists()
 
 
-def test_resume_under_torchrun_continues_exactly(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-    def torchrun(out: Path, epochs: int, *extra: str) -> dict:
-        done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train",
-                               "--dataset", "Karate", "--epochs", str(epochs), "--no-eval", "--quiet", "--set",
-                               "block_size=8", "--out", str(out), *extra], capture_output=True, text=True,
-                              timeout=300, env=env)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        return json.loads((out / "results.json").read_text())
-
-    torchrun(tmp_path / "a", 10, "--checkpoint-every", "5")
-    resumed = torchrun(tmp_path / "a", 20, "--checkpoint-every", "5", "--resume")
-    straight = torchrun(tmp_path / "b", 20)
+@pytest.mark.xdist_group("karate_by_two")
+def test_resume_under_torchrun_continues_exactly(tmp_path, karate_by_two):
+    _karate_torchrun(tmp_path / "a", 10, "--set", "loss_backend=blocked", "--checkpoint-every", "5")
+    resumed = _karate_torchrun(tmp_path / "a", 20, "--set", "loss_backend=blocked", "--checkpoint-every", "5",
+                               "--resume")  # fmt: skip
+    straight = json.loads((karate_by_two / "results.json").read_text())
     assert len(resumed["losses"]) == 20
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
-    np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
+    np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(karate_by_two / "embeddings.npy"),
                                rtol=0, atol=1e-6)  # fmt: skip
 
 
@@ -308,10 +347,9 @@ def test_two_processes_share_inference_in_gca_train(tmp_path):
     _random_npz(tmp_path / "g.npz", 300, 2000, 12, seed=0)
     common = ["train", "--dataset", str(tmp_path / "g.npz"), "--epochs", "3", "--no-eval", "--quiet", "--set",
               "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--no-cache"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "50", "GCA_CACHE_DIR": str(tmp_path / "c")}
-    done = subprocess.run([sys.executable, "-m", "gca", *common, "--out", str(tmp_path / "one")], capture_output=True,
-                          text=True, timeout=300, env=env)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    blocks = {"GCA_INFERENCE_ROWS": "50", "GCA_CACHE_DIR": str(tmp_path / "c")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **blocks}
+    _gca_here(*common, "--out", str(tmp_path / "one"), **blocks)
     done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common, "--out",
                            str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -321,10 +359,8 @@ def test_two_processes_share_inference_in_gca_train(tmp_path):
     assert one["embeddings_out_of_core"] and two["embeddings_out_of_core"]
     # data-parallel training averages two processes' gradients, so the trained model is not one process's: the
     # embeddings two processes wrote are compared with one process embedding their model (gca embed)
-    done = subprocess.run([sys.executable, "-m", "gca", "embed", "--checkpoint", str(tmp_path / "two" / "model.pt"),
-                           "--dataset", str(tmp_path / "g.npz"), "--no-cache", "--out", str(tmp_path / "again")],
-                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _gca_here("embed", "--checkpoint", str(tmp_path / "two" / "model.pt"), "--dataset", str(tmp_path / "g.npz"),
+              "--no-cache", "--out", str(tmp_path / "again"), **blocks)  # fmt: skip
     shared, alone = np.load(tmp_path / "two" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy")
     assert np.array_equal(shared, alone)
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["embeddings.npy", "model.pt", "results.json"]
@@ -340,10 +376,9 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
     import stat
 
     graph = _random_npz(tmp_path / "g.npz", 240, 1500, 10, seed=1)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "40", "GCA_CACHE_DIR": str(tmp_path / "c0")}
-    done = subprocess.run([sys.executable, "-m", "gca", "prepare", "--dataset", str(graph)], capture_output=True,
-                          text=True, timeout=300, env=env)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    blocks = {"GCA_INFERENCE_ROWS": "40", "GCA_CACHE_DIR": str(tmp_path / "c0")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **blocks}
+    _gca_here("prepare", "--dataset", str(graph), **blocks)
     shutil.copytree(tmp_path / "c0", tmp_path / "c1")
     for rank in (0, 1):
         (tmp_path / f"work{rank}").mkdir()
@@ -366,10 +401,8 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
     # graph each process opened: rank 1 opened its own copy
     for cache in ("c0", "c1"):
         assert len(list((tmp_path / cache / "prepared").glob("*/sampler-units.npy"))) == 1, cache
-    done = subprocess.run([sys.executable, "-m", "gca", "embed", "--checkpoint", str(tmp_path / "out" / "model.pt"),
-                           "--dataset", str(graph), "--out", str(tmp_path / "again")], capture_output=True,
-                          text=True, timeout=300, env=env)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _gca_here("embed", "--checkpoint", str(tmp_path / "out" / "model.pt"), "--dataset", str(graph), "--out",
+              str(tmp_path / "again"), **blocks)  # fmt: skip
     assert np.array_equal(np.load(tmp_path / "out" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy"))
 
 
@@ -448,10 +481,7 @@ _RESUMED = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--set", "hi
 def checkpointed(tmp_path_factory) -> Path:
     """An --out folder whose run trained 4 epochs and kept its training checkpoint."""
     out = tmp_path_factory.mktemp("resumed") / "out"
-    done = subprocess.run([sys.executable, "-m", "gca", *_RESUMED, "--epochs", "4", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    _gca_here(*_RESUMED, "--epochs", "4", "--out", str(out))
     return out
 
 

@@ -21,8 +21,6 @@ from gca.reproduce.plan import QUICK_SPLITS
 from gca.seeds import run_seeds
 from gca.train.fast import fast_choice
 
-TWO = Mode(runs=2, max_epochs=None, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=False)
-
 
 def _run(tmp_path, mode, task="table3", baselines=("raw",), **kwargs):
     repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
@@ -97,7 +95,8 @@ def test_a_shortened_row_is_marked_in_the_row_and_not_compared(tmp_path):
 
 
 def test_random_init_stands_in_both_tables_and_the_gain_is_the_paired_difference(tmp_path):
-    _run(tmp_path, TWO, task="table4")
+    two = Mode(runs=2, max_epochs=20, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=False, protocol="sklearn")
+    _run(tmp_path, two, task="table4")
     table = (tmp_path / "table4.md").read_text()
     assert "| Random-Init | untrained | untrained |" in table
     by_key = {}
@@ -250,7 +249,7 @@ def test_a_run_shorter_than_its_warm_up_says_so_in_one_line(tmp_path, capsys):
 
 def test_the_notes_count_the_splits_that_judged_a_run_not_the_ones_asked(tmp_path, shared_data, cache_dir):
     """Cora has one public split: asked for 3 per training, each training is judged on that one, and says so."""
-    public = Mode(runs=1, max_epochs=2, grid=(0.1,), grid_runs=1, grid_max_epochs=2, quick=True,
+    public = Mode(runs=1, max_epochs=2, grid=(0.1,), grid_runs=1, grid_max_epochs=2, quick=True, protocol="sklearn",
                   split=SplitSetting("public", count=3))  # fmt: skip
     repro = Reproduction(tmp_path, ["Cora"], data_dir=shared_data, progress=False, plots=False, device="cpu",
                          log=lambda m: None, mode=public, baselines=("raw",))  # fmt: skip
