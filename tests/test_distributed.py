@@ -241,17 +241,22 @@ def test_mini_batch_processes_take_disjoint_anchors_and_stay_identical(tmp_path)
 def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
-    def torchrun(out: Path, epochs: int, *extra: str) -> dict:
-        done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train",
-                               "--dataset", "Karate", "--epochs", str(epochs), "--no-eval", "--quiet", "--set",
-                               "batch_size=8", "--set", "fanout=4", "--out", str(out), *extra],
-                              capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
+    def torchrun(out: Path, epochs: int, *extra: str) -> subprocess.Popen:
+        return subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train",
+                                 "--dataset", "Karate", "--epochs", str(epochs), "--no-eval", "--quiet", "--set",
+                                 "batch_size=8", "--set", "fanout=4", "--out", str(out), *extra],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+
+    def results(process: subprocess.Popen, out: Path) -> dict:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-2000:]
         return json.loads((out / "results.json").read_text())
 
-    torchrun(tmp_path / "a", 4, "--checkpoint-every", "2")
-    resumed = torchrun(tmp_path / "a", 8, "--checkpoint-every", "2", "--resume")
-    straight = torchrun(tmp_path / "b", 8)
+    # the uninterrupted run alongside the first part of the interrupted one (each --standalone has its own port)
+    first, whole = torchrun(tmp_path / "a", 4, "--checkpoint-every", "2"), torchrun(tmp_path / "b", 8)
+    results(first, tmp_path / "a")
+    resumed = results(torchrun(tmp_path / "a", 8, "--checkpoint-every", "2", "--resume"), tmp_path / "a")
+    straight = results(whole, tmp_path / "b")
     assert len(resumed["losses"]) == 8
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
     np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
