@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -91,30 +90,21 @@ def _torchrun() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "torch.distributed.run"]
 
 
-@contextlib.contextmanager
-def _as_a_rank_runs(**env: str):
-    """This process set up as each torchrun rank below runs (``OMP_NUM_THREADS=1`` and ``env``), then restored: a
-    one-process reference computed here, with its libraries loaded already, instead of in a new interpreter."""
-    threads, saved = torch.get_num_threads(), {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _gca_here(*args: str, **env: str) -> None:
-    """``gca ARGS`` as one process would run it (:func:`_as_a_rank_runs`); it must succeed."""
+    """``gca ARGS`` run in this process, set up as each torchrun rank below runs (one thread, and ``env``), then
+    restored: a one-process reference computed with the libraries loaded already, not in a new interpreter. It
+    must succeed."""
     from gca.cli import main
 
-    with _as_a_rank_runs(**env):
-        assert main(list(args)) == 0, args
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            assert main(list(args)) == 0, args
+    finally:
+        torch.set_num_threads(threads)
 
 
 _KARATE = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "3", "--set", "block_size=8"]
