@@ -110,7 +110,7 @@ def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_t
     from types import SimpleNamespace
 
     from gca.cli import dispatch, train
-    from gca.cli.shell import terminate
+    from gca.cli.shell import Stop
     from gca.cli.signals import signals_held
 
     start = signal.default_int_handler if inherited == "default" else signal.SIG_IGN
@@ -130,10 +130,10 @@ def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_t
     finally:
         signal.signal(signal.SIGINT, previous)
     if inherited == "default":
-        assert held == [signal.SIGINT] and seen[signal.SIGINT] is terminate  # a Ctrl-C in a finalizer is not lost
+        assert held == [signal.SIGINT] and isinstance(seen[signal.SIGINT], Stop)  # a Ctrl-C in a finalizer is not lost
     else:  # a background job of a script: a Ctrl-C meant for the foreground is none of its business
         assert held == [] and seen[signal.SIGINT] is signal.SIG_IGN
-    assert seen[signal.SIGTERM] is terminate and after is start
+    assert isinstance(seen[signal.SIGTERM], Stop) and after is start
 
 
 def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
@@ -145,12 +145,12 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
 
     sent = []
     monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
-    outcome = []
+    stop, outcome = cli.Stop(), []
 
     class Finalized:
         def __del__(self):  # Python would print and swallow an exception raised here
             try:
-                cli.terminate(signal.SIGTERM, sys._getframe())
+                stop(signal.SIGTERM, sys._getframe())
                 outcome.append("deferred")
             except KeyboardInterrupt:
                 outcome.append("raised")
@@ -161,7 +161,68 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
         time.sleep(0.01)
     assert outcome == ["deferred"] and sent == [signal.SIGTERM]
     with pytest.raises(KeyboardInterrupt):  # anywhere else it ends the command at once
-        cli.terminate(signal.SIGTERM, sys._getframe())
+        stop(signal.SIGTERM, sys._getframe())
+
+
+def test_a_stop_signal_while_an_error_is_handled_waits_for_the_handling_then_ends_the_command(monkeypatch):
+    """torchrun stops the other processes the moment one fails: a SIGTERM landing in a failing command's cleanup is
+    sent again once the cleanup is over (not raised inside it), within a bound; after the command, it is ignored."""
+    import signal
+    import sys
+    import time
+
+    import gca.cli.shell as cli
+
+    sent = []
+    monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
+    stop = cli.Stop()
+    try:
+        raise ValueError("the command failed")
+    except ValueError:
+        stop(signal.SIGTERM, sys._getframe())  # no KeyboardInterrupt here: the handling goes on
+        handled = True
+    assert handled
+    deadline = time.time() + 5
+    while not sent and time.time() < deadline:
+        time.sleep(0.01)
+    assert sent == [signal.SIGTERM]
+    with pytest.raises(KeyboardInterrupt):  # the signal sent again, outside the handling, ends the command
+        stop(signal.SIGTERM, sys._getframe())
+    stop.patience_s = 0.0  # a handler that goes on working past the bound is interrupted after all
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            raise ValueError("the command failed")
+        except ValueError:
+            stop(signal.SIGTERM, sys._getframe())
+    stop.ended = True  # the command has returned: its status stands
+    assert stop(signal.SIGTERM, sys._getframe()) is None and sent == [signal.SIGTERM]
+
+
+def test_a_sigterm_during_a_failed_runs_cleanup_keeps_its_error_line_and_removes_the_folder_it_made(
+        tmp_path, monkeypatch, capsys):  # fmt: skip
+    """The command fails (its graph file is missing); torchrun's SIGTERM lands while it releases its output folder.
+    Before, the interrupt cut the release short — the empty folder the run had made stayed — and the line said
+    "interrupted" instead of the error."""
+    import signal
+
+    import gca.cli.shell as cli
+    from gca.outputs.folder import RunOutputs
+
+    release = RunOutputs.release
+
+    def signalled(self):
+        signal.raise_signal(signal.SIGTERM)
+        release(self)
+
+    monkeypatch.setattr(RunOutputs, "release", signalled)
+    monkeypatch.setattr(cli.Stop, "again_s", 60.0)  # sent again only after the command: cancelled by then
+    out = tmp_path / "out"
+    code = main(["train", "--dataset", str(tmp_path / "missing.npz"), "--epochs", "1", "--no-eval", "--quiet",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("gca:")]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("gca: error:") and "missing.npz" in lines[0], err
+    assert not out.exists()
 
 
 def test_gca_version_prints_the_package_version(capsys):

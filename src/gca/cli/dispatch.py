@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import embed, prepare, reproduce, train, tune
-from .shell import Parser, leave_process_group, run_guarded, terminate
+from .shell import Parser, Stop, leave_process_group, run_guarded
 from .signals import stop_signals_to
 
 COMMANDS = {"train": train, "embed": embed, "prepare": prepare, "tune": tune, "reproduce": reproduce}
@@ -34,14 +34,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # what a run's record says of its start (gca.provenance)
     args.started, args.command_line = utc_now(), command_line(None if argv is None else list(argv))
-    # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer
+    # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer, nor
+    # cuts short the cleanup after an error
+    stop = Stop()
     try:
-        with stop_signals_to(terminate), warnings.catch_warnings():
+        with stop_signals_to(stop), warnings.catch_warnings():
             if not sys.warnoptions:
                 # gca's own warnings are "gca: warning: …" lines; a library's internal warnings (with a source
                 # line) are noise to a user. `python -W default -m gca.cli …` shows them for debugging.
                 warnings.simplefilter("ignore")
-            return run_guarded(COMMANDS[args.command].run, args)
+            try:
+                return run_guarded(COMMANDS[args.command].run, args)
+            finally:
+                stop.ended = True  # first, and not a call (Stop's docstring)
+                stop.cancel()
     finally:
         leave_process_group()
 

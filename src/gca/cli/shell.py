@@ -8,6 +8,8 @@ import argparse
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 from .. import environment
@@ -22,18 +24,59 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"gca: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def terminate(signum, frame) -> None:
-    """Ctrl-C and SIGTERM end the command with ``KeyboardInterrupt``. Inside an object's finalizer (``__del__``,
-    e.g. a progress bar's) Python would print the exception and swallow it — the run would go on — so there the
-    signal is sent again a moment later."""
+class Stop:
+    """Ctrl-C and SIGTERM while a command runs: they end it with ``KeyboardInterrupt`` — except at two moments
+    where raising it would lose something; there the signal is sent again a moment later:
+
+    * inside an object's finalizer (``__del__``, e.g. a progress bar's), where Python would print the exception
+      and swallow it — the run would go on;
+    * while an error is being handled (an ``except`` or ``finally`` block, a context manager's exit on the way
+      out): the command is already ending. An interrupt there would cut its cleanup short (an output folder it made
+      left behind) and put "interrupted" in place of the error's own line — as when torchrun stops the other
+      processes of a run the moment one has failed. The signal waits until the handling is over, for at most
+      :attr:`patience_s` seconds (an ``except`` block that goes on working is then interrupted after all).
+
+    Once the command has returned (``ended``, then :meth:`cancel`), a signal changes nothing: its exit status
+    stands. ``ended`` is set by a plain assignment, not a call: Python runs signal handlers at calls, so a signal
+    that arrives as the command returns cannot interrupt the marking of its end."""
+
+    again_s = 0.05
+    patience_s = 2.0
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._waiting_since: dict[int, float] = {}
+        self._timers: list = []
+
+    def __call__(self, signum, frame) -> None:
+        if self.ended:
+            return
+        now = time.monotonic()
+        if _in_finalizer(frame) or (sys.exc_info()[1] is not None and
+                                    now - self._waiting_since.setdefault(signum, now) < self.patience_s):  # fmt: skip
+            self._send_again(signum)
+            return
+        self._waiting_since.pop(signum, None)
+        raise KeyboardInterrupt
+
+    def _send_again(self, signum: int) -> None:
+        timer = threading.Timer(self.again_s, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def cancel(self) -> None:
+        """Send no signal again (the command has ended)."""
+        for timer in self._timers:
+            timer.cancel()
+
+
+def _in_finalizer(frame) -> bool:
     while frame is not None:
         if frame.f_code.co_name == "__del__":
-            import threading
-
-            threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
-            return
+            return True
         frame = frame.f_back
-    raise KeyboardInterrupt
+    return False
 
 
 def import_libraries() -> None:
