@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -466,6 +467,63 @@ def test_processes_started_differently_are_refused_with_one_line_each(tmp_path, 
     assert len(ours) == 2 and all(line.startswith("gca: error: the processes " + why) for line in ours), ours
     assert "rank 1" in ours[0] and not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
+    """Rank 1 words its line only after rank 0 has said its own and left (a wait put in through
+    ``sitecustomize``), as a loaded machine may order them: torchrun stops rank 1 meanwhile. Before, that SIGTERM
+    cut rank 1's report short (one line of the two, and a traceback); now a stop signal waits while an error is
+    being handled."""
+    import stat
+
+    graph = _random_npz(tmp_path / "g.npz", 80, 300, 6, seed=2)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent("""\
+        import os
+        if os.environ.get("RANK") == "1":
+            import pathlib
+            import time
+
+            import gca.cli.shell as shell
+
+            said = shell._one_line
+
+            def others():
+                found = []
+                for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+                    try:
+                        parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                    except (OSError, IndexError, ValueError):
+                        continue
+                    if parent == os.getppid() and int(stat.parent.name) != os.getpid():
+                        found.append(stat.parent.name)
+                return found
+
+            def after_rank_0(exc):
+                deadline = time.monotonic() + 30
+                while others() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.5)  # torchrun's SIGTERM lands here (it checks its processes every 0.1 s)
+                return said(exc)
+
+            shell._one_line = after_rank_0
+        """))  # fmt: skip
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" --set tau=0.9; fi\n'
+                        f'exec "{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
+                           "train", "--dataset", str(graph), "--epochs", "2", "--no-eval", "--quiet", "--no-cache",
+                           "--set", "hidden=8", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=300, env=env)  # fmt: skip
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
+    assert len(ours) == 2 and all("started with different settings" in line for line in ours), done.stderr[-3000:]
+    assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
 
 
 _RESUMED = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--set", "hidden=8", "--seed", "1",

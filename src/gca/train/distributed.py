@@ -52,6 +52,22 @@ def _epoch(gathered: torch.Tensor) -> int:
     return int.from_bytes(bytes(gathered[48:56].cpu().tolist()), "little", signed=True)
 
 
+def _first_difference(every: list[torch.Tensor]) -> str | None:
+    """The line for the first rank whose start digest (:meth:`Placement.check_same_start`) differs from rank 0's:
+    settings first, then the graph, then the starting point; ``None`` when all agree."""
+    zero = every[0]
+    for rank, theirs in enumerate(every[1:], start=1):
+        if not torch.equal(theirs[:16], zero[:16]):
+            return (f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
+                    "flags, resolved) differ from rank 0's; start every process with the same command")  # fmt: skip
+        if not torch.equal(theirs[16:32], zero[16:32]):
+            return (f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
+                    "(another file, or another copy of it); give every process the same input files")  # fmt: skip
+        if not torch.equal(theirs[32:], zero[32:]):
+            return _different_starts(rank, _epoch(theirs), _epoch(zero))
+    return None
+
+
 def _different_starts(rank: int, theirs: int, zero: int) -> str:
     """The line refusing processes that would start from different training states: rank ``rank`` from epoch
     ``theirs``, rank 0 from epoch ``zero`` (:data:`_AFRESH`: afresh; −1: a checkpoint whose epoch is unreadable)."""
@@ -355,7 +371,9 @@ class Placement:
         digest of its resolved settings (``config``), of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
         edges, features and edge values, every byte) and of the state it starts from (``resume``: afresh, or the
         epoch and digest of the checkpoint it resumes from) — 56 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0, the same line on every rank.
+        :class:`TrainingError` naming the first rank that differs from rank 0, the same line on every rank — and
+        only once every rank has found it, so a launcher that stops the others when one exits (torchrun) stops none
+        before it has said so.
         Settings are compared first, then the graph, then the starting point: one rank resuming while another
         starts afresh, or two resuming from different checkpoints, would otherwise wait for each other's
         collectives (their epochs differ) or train two models. Nothing for one process.
@@ -382,20 +400,17 @@ class Placement:
         mine = mine.to(self.device if self.backend == "nccl" else "cpu")
         every = [torch.empty_like(mine) for _ in range(self.world_size)]
         dist.all_gather(every, mine)
-        zero = every[0]
-        for rank, theirs in enumerate(every[1:], start=1):
-            if not torch.equal(theirs[:16], zero[:16]):
-                raise TrainingError(
-                    f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
-                    "flags, resolved) differ from rank 0's; start every process with the same command"
-                )
-            if not torch.equal(theirs[16:32], zero[16:32]):
-                raise TrainingError(
-                    f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
-                    "(another file, or another copy of it); give every process the same input files"
-                )
-            if not torch.equal(theirs[32:], zero[32:]):
-                raise TrainingError(_different_starts(rank, _epoch(theirs), _epoch(zero)))
+        difference = _first_difference(every)
+        if difference is None:
+            return
+        # Every rank found the same difference in the same gathered bytes. None leaves before all have (a launcher
+        # stops the other processes the moment one exits, so a slower rank could be stopped before saying it):
+        # one more collective, and the error is raised even if a stop signal lands as it returns.
+        error = TrainingError(difference)
+        try:
+            dist.all_reduce(torch.zeros(1, device=mine.device))
+        finally:
+            raise error
 
     def record(self) -> dict[str, object]:
         """What ``results.json`` says of the run's processes (nothing for one)."""
