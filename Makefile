@@ -17,10 +17,10 @@ $(BIN)/gca: pyproject.toml
 demo: $(BIN)/gca
 	$(BIN)/gca train --out runs/demo
 
-# One test at a time: under two pytest-xdist workers (`pytest -n auto --dist loadgroup`, about 9 minutes on 2 cores)
-# two torchrun tests whose ranks race torchrun's own shutdown failed once in three runs (docs/development.md).
+# One pytest-xdist worker per core, each with its share of the threads (tests/conftest.py); tests that share a
+# module fixture stay in one worker (--dist loadgroup). Plain `pytest` runs them one at a time.
 test: $(BIN)/gca
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks docs/hooks
