@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
+from .terminal import say
+
 #: A phase shows its progress once it has run this many seconds (:func:`phase`); shorter phases show nothing.
 PHASE_DELAY = 3.0
 #: Without a terminal, a line at least this often (seconds) while the work goes on, besides every tenth of it.
@@ -160,14 +162,15 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def to_stderr(message: str) -> None:
-    """One line to standard error, flushed at once (a log file shows it as it happens).
+    """One line to standard error, in one write, flushed at once (a log file shows it as it happens; lines of
+    several processes do not interleave: :mod:`gca.terminal`).
 
     Parameters
     ----------
     message
         The line (without its newline).
     """
-    print(message, file=sys.stderr, flush=True)
+    say(message)
 
 
 #: Projected training time above which ``gca train`` says, once, how to make the run shorter.

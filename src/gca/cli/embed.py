@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..config import ConfigError
+from ..terminal import say
 from .common import cache_arguments, check_graph_arguments, graph_arguments, inputs, open_graph
 from .record import command_provenance
 from .shell import import_libraries, warn
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         return _embed_into(outputs, args)
     except KeyboardInterrupt:
         outputs.release()  # first: a folder this run made and left empty is removed
-        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        say(f"gca: interrupted; {outputs.after_stop()}")
         return 130
     finally:
         outputs.release()
@@ -68,7 +68,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     for warning in job.warnings:
         warn(warning)
     for note in store.notes if store is not None else ():
-        print(f"gca: {note}", file=sys.stderr)
+        say(f"gca: {note}")
     if graph.num_features != estimator.in_channels:
         raise ConfigError(
             f"{job.name} has {graph.num_features} features per node but the encoder in {args.checkpoint} was "

@@ -4,10 +4,10 @@ and every process of a torchrun job — open it instead of reading and cleaning 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
+from ..terminal import say
 from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
 from .shell import import_libraries, warn
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in job.warnings:
         warn(warning)
     for note in store.notes:
-        print(f"gca: {note}", file=sys.stderr)
+        say(f"gca: {note}")
     if not job.stored:
         raise UserError(f"the prepared graph of {job.name} could not be stored in {store.folder}; see the line "
                         "above")  # fmt: skip

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ..config import ConfigError
+from ..terminal import say
 from .common import protocol_argument, split_arguments, split_setting
 
 
@@ -90,11 +90,8 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
     try:
         written = repro.run(args.task)
     except KeyboardInterrupt:
-        print(
-            f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "
-            "run the same command again to continue",
-            file=sys.stderr,
-        )
+        say(f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "
+            "run the same command again to continue")
         return 130
     print(f"{repro.trained} runs trained, {repro.reused} reused from {out / 'runs'}; "
           f"{time.perf_counter() - start:.0f} s")  # fmt: skip
@@ -102,6 +99,6 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
         print(f"wrote {path}")
     if repro.ran_nothing:  # a table of "skipped" is not a result: scripts must see it
         reasons = "; ".join(f"{ds}: {why}" for ds, why in repro.skipped.items())
-        print(f"gca: error: no dataset could run ({reasons})", file=sys.stderr)
+        say(f"gca: error: no dataset could run ({reasons})")
         return 1
     return 0

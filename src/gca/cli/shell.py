@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
+from ..terminal import say
 from .signals import signals_held
 
 
@@ -103,7 +104,7 @@ _OUT_OF_MEMORY = (
 
 def warn(message: str) -> None:
     """One warning line on stderr; the run goes on."""
-    print(f"gca: warning: {message}", file=sys.stderr)
+    say(f"gca: warning: {message}")
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:
@@ -145,29 +146,28 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
         return command(args)
     except UserError as exc:
         if environment.reports_errors():  # under torchrun, an input error once (rank 0), not once per rank
-            print(f"gca: error: {_one_line(exc)}", file=sys.stderr)
+            say(f"gca: error: {_one_line(exc)}")
         return 2
     except MemoryError:
-        print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        say(f"gca: error: {_OUT_OF_MEMORY}")
         return 2
     except OSError as exc:  # e.g. a full disk or a vanished folder; result files are staged, so none is half-written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"gca: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        say(f"gca: error: {where}{exc.strerror or exc}")
         return 2
     except RuntimeError as exc:
         if _is_out_of_memory(exc):
-            print(f"gca: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+            say(f"gca: error: {_OUT_OF_MEMORY}")
             return 2
         if _is_peer_failure(exc):
-            print("gca: error: another process of this distributed run stopped or cannot be reached; see its "
-                  "message (this one made no result files)", file=sys.stderr)  # fmt: skip
+            say("gca: error: another process of this distributed run stopped or cannot be reached; see its "
+                "message (this one made no result files)")  # fmt: skip
             return 2
         raise
     except KeyboardInterrupt:
         # gca train and gca embed say what their output folder holds (RunOutputs.after_stop), gca tune and gca
         # reproduce what they saved; this is any other moment's line
-        print("gca: interrupted; files written before are kept as they were, and none is left half-written",
-              file=sys.stderr)  # fmt: skip
+        say("gca: interrupted; files written before are kept as they were, and none is left half-written")  # fmt: skip
         return 130
 
 

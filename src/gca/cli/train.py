@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 
 from .. import environment
 from ..config import ConfigError
 from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
+from ..terminal import say
 from .common import (
     cache_arguments,
     evaluation_arguments,
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         return _train_into(outputs, args, overrides, splits)
     except KeyboardInterrupt:
         outputs.release()  # first: a folder this run made and left empty is removed
-        print(f"gca: interrupted; {outputs.after_stop()}", file=sys.stderr)
+        say(f"gca: interrupted; {outputs.after_stop()}")
         return 130
     finally:
         outputs.release()
@@ -169,7 +169,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
                            resume_point(outputs.resume_source()) if args.resume and place.distributed else None)
     if place.writes and store is not None:
         for note in store.notes:
-            print(f"gca: {note}", file=sys.stderr)
+            say(f"gca: {note}")
     judged = place.writes and not args.no_eval
     splits = job.splits(split_setting) if judged and args.task == "classify" else None
     if splits is not None:
@@ -186,7 +186,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     checkpoint, note = outputs.training_checkpoint(args.resume, args.checkpoint_every, place.writes,
                                                    resume_check(estimator, job.prepared))  # fmt: skip
     if note:
-        print(f"gca: {note}", file=sys.stderr)
+        say(f"gca: {note}")
     resumed = {}
     if args.resume and place.writes and checkpoint.is_file():  # what training continues from, as it is now
         resumed["resumed_from"] = file_record(checkpoint)

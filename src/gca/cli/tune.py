@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
+from ..terminal import say
 from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
 from .shell import import_libraries, warn
 
@@ -114,16 +114,16 @@ def run(args: argparse.Namespace) -> int:
     search = Search(out, settings, graph, job.labels, splits[:searching], device=str(device),
                     seed=job.config.seed, log=None if args.quiet else to_stderr)  # fmt: skip
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
-    print(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
-          f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
-          f"{args.trials} trials already finished in {out / 'study.db'}", file=sys.stderr)  # fmt: skip
+    say(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
+        f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
+        f"{args.trials} trials already finished in {out / 'study.db'}")  # fmt: skip
     start = time.perf_counter()
     try:
         search.run(args.trials, args.timeout)
     except KeyboardInterrupt:
         search.write_trials(plots=False)
-        print(f"gca: interrupted; {search.finished()} finished trials are saved in {out / 'study.db'} — run the "
-              "same command again to continue", file=sys.stderr)  # fmt: skip
+        say(f"gca: interrupted; {search.finished()} finished trials are saved in {out / 'study.db'} — run the "
+            "same command again to continue")  # fmt: skip
         return 130
     written = search.write_trials()
     record, evaluation, concluded = search.conclude(job.labels, splits, time.perf_counter() - start)
