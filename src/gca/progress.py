@@ -252,4 +252,4 @@ class LongRunHint:
 
 
 def _print_above_progress(line: str) -> None:
-    tqdm.write(line, file=sys.stderr)
+    tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.terminal)
