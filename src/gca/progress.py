@@ -7,8 +7,9 @@ plain line about every tenth of the work, at least one a minute while the work g
 with the seconds spent and, before the end, an estimate of the time left. :func:`phase` makes the progress of a
 phase that is usually short (preparing a graph, evaluating, embedding): nothing shows unless it has run for
 :data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results. :class:`LongRunHint` (an
-``on_update`` hook of :meth:`gca.GCA.fit`) projects the run's time from its first updates. :func:`to_stderr` is the
-line writer the library's long jobs (``gca tune``'s search, ``gca reproduce``) report through by default.
+``on_update`` hook of :meth:`gca.GCA.fit`) projects the run's time from its first updates. :func:`to_stderr`
+(:func:`gca.terminal.say`, each line in one write) is the line writer the library's long jobs (``gca tune``'s
+search, ``gca reproduce``) report through by default.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-from .terminal import say
+from .terminal import say as to_stderr  # noqa: F401 - the line writer of the library's long jobs
 
 #: A phase shows its progress once it has run this many seconds (:func:`phase`); shorter phases show nothing.
 PHASE_DELAY = 3.0
@@ -159,18 +160,6 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def to_stderr(message: str) -> None:
-    """One line to standard error, in one write, flushed at once (a log file shows it as it happens; lines of
-    several processes do not interleave: :mod:`gca.terminal`).
-
-    Parameters
-    ----------
-    message
-        The line (without its newline).
-    """
-    say(message)
 
 
 #: Projected training time above which ``gca train`` says, once, how to make the run shorter.
