@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
         help="search hyperparameters on validation accuracy (Optuna; resumable) and write DIR/best.toml",
         description="Search GCA's hyperparameters on validation accuracy with Optuna's TPE sampler and median "
         "pruning. The study lives in OUT/study.db: run the same command again to continue after an interruption, "
-        "or start several processes on the same OUT to search in parallel. Needs pip install 'gca-graph[tune]'.",
+        "or start several processes on the same OUT to search in parallel. Needs Optuna: pip install optuna (the tune extra).",
     )
     graph_arguments(tune)
     tune.add_argument("--trials", type=int, default=30, help="finished trials wanted in the study (default 30)")
@@ -75,7 +75,7 @@ def _fixed_and_searched(args: argparse.Namespace) -> tuple[dict[str, Any], dict]
     try:
         import optuna  # noqa: F401
     except ImportError:
-        raise ConfigError("gca tune needs Optuna: pip install 'gca-graph[tune]'") from None
+        raise ConfigError("gca tune needs Optuna: pip install optuna (the tune extra)") from None
     return overrides, space
 
 

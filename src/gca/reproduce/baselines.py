@@ -36,7 +36,7 @@ reproduction marks those rows and does not compare them with the paper.
 
   Walks are sampled by :mod:`gca.graph.walks` (vectorised over all walkers; PyG's ``Node2Vec`` needs the compiled
   ``pyg-lib``, which has no wheel for recent PyTorch) and skip-gram is gensim's ``Word2Vec``, as in both
-  reference implementations (optional extra ``gca-graph[baselines]``). Quick mode: γ = 10 DeepWalk walks.
+  reference implementations (the optional ``baselines`` extra). Quick mode: γ = 10 DeepWalk walks.
 
 Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.features.normalize_rows`;
 their reference code does so too) and are judged by the same logistic regression as GCA (C chosen on the split's
@@ -329,7 +329,7 @@ def skipgram_embeddings(walks: np.ndarray, num_nodes: int, dim: int, window: int
     try:
         from gensim.models import Word2Vec
     except ImportError:
-        raise BaselineUnavailable("skip-gram needs gensim: pip install 'gca-graph[baselines]'") from None
+        raise BaselineUnavailable("skip-gram needs gensim: pip install gensim (the baselines extra)") from None
     sentences = [[str(v) for v in row[row >= 0]] for row in walks]
     model = Word2Vec(
         sentences, vector_size=dim, window=window, min_count=0, sg=1, hs=int(hierarchical),
