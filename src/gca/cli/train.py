@@ -44,7 +44,11 @@ def add_parser(sub) -> None:
     train.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
     )
-    train.add_argument("--epochs", type=int, help="training epochs (overrides the config)")
+    train.add_argument(
+        "--epochs", type=int, help="training epochs (overrides the config). They do not change the training chosen "
+        "(exact, or mini-batches by --fast or by default): in mini-batch training an epoch is one pass of "
+        "mini-batches over the nodes, its updates said in the run's header",
+    )  # fmt: skip
     schedule = train.add_mutually_exclusive_group()
     schedule.add_argument(
         "--fast", action="store_true", help="choose exact or mini-batch training from the graph's size and the "
