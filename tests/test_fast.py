@@ -100,7 +100,8 @@ def test_gca_train_fast_trains_in_mini_batches_above_the_threshold(tmp_path, cap
                                                    "reason": "", "kept_user_keys": [],
                                                    "chosen_by": "--fast"}  # fmt: skip
     assert record["config"]["batch_size"] == 8 and len(record["losses"]) == 2  # --epochs is obeyed
-    assert "mini-batches of 8 anchors, fan-out 10,10; --fast chose mini-batches: 34 nodes" in capsys.readouterr().out
+    assert ("mini-batches of 8 anchors, fan-out 10,10; 2 epochs of 5 updates (--epochs counts mini-batch epochs, each "
+            "one pass over the nodes); --fast chose mini-batches: 34 nodes") in capsys.readouterr().out  # fmt: skip
 
 
 TINY = Mode(runs=1, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
@@ -216,11 +217,11 @@ def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_
     assert main([*args, "--set", "fanout=3", "--out", str(tmp_path / "d")]) == 0
     record = json.loads((tmp_path / "d" / "results.json").read_text())
     assert record["config"]["fanout"] == [3] and record["fast_path"]["kept_user_keys"] == ["fanout"]
-    # within the bound the default keeps exact training, quietly, and results.json says why
+    # within the bound the default keeps exact training, says so in the header, and results.json says why
     capsys.readouterr()
     exact_estimate(1.0)
     assert main([*args, "--out", str(tmp_path / "e")]) == 0
-    assert "by default" not in capsys.readouterr().out
+    assert "exact training (the whole graph at every update) by default: " in capsys.readouterr().out
     record = json.loads((tmp_path / "e" / "results.json").read_text())
     assert record["config"]["batch_size"] == 0 and record["fast_path"]["chosen_by"] == "default"
     assert record["fast_path"]["training"] == "exact" and record["fast_path"]["exact_estimate_seconds"] == 100.0

@@ -645,13 +645,15 @@ def test_a_stopped_run_resumed_holds_every_epoch_once_in_its_version_and_csv_log
 
 
 @pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
-def test_a_stopped_run_resumed_is_one_tensorboard_version_with_every_epoch_once(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("checkpointed", [False, True])  # stopped before epoch 3's checkpoint, or just after it
+def test_a_stopped_run_resumed_is_one_tensorboard_version_with_every_epoch_once(tmp_path, monkeypatch, capsys,
+                                                                                 checkpointed):  # fmt: skip
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     out, root, _, args = _resumable(tmp_path, "--epochs", "4")
     with monkeypatch.context() as stopped:
-        _stop_after_epoch(stopped, 3)
+        (_stop_after_checkpoint if checkpointed else _stop_after_epoch)(stopped, 3)
         assert main(args) == 130
     assert main([*args, "--resume"]) == 0
     record = json.loads((out / "results.json").read_text())
@@ -701,3 +703,75 @@ def test_continue_version_sends_the_next_run_alone_to_that_folder_from_its_step(
     for version, step in (("a/b", 1), (True, 1), (0, 0), (0, 1.5)):
         with pytest.raises(LoggerError):
             logger.continue_version(version, step)
+
+
+def _stop_after_checkpoint(monkeypatch, epoch, killed=False):
+    """A stop (SIGTERM, Ctrl-C) that lands just after the checkpoint of ``epoch`` was written, before the TensorBoard
+    version recorded it (:class:`gca.run.logs.CheckpointLink` hashing the new file): the log holds ``epoch``, the
+    in-progress checkpoint is at ``epoch``. ``killed``: the run never records it (as a SIGKILL there)."""
+    import gca.run.logs
+
+    hashed = gca.run.logs.hash_files
+    stopped = []
+
+    def hash_files(files, *args, **kwargs):
+        if (killed or not stopped) and torch.load(files[0], weights_only=True)["epoch"] == epoch:
+            stopped.append(epoch)
+            raise KeyboardInterrupt
+        return hashed(files, *args, **kwargs)
+
+    monkeypatch.setattr(gca.run.logs, "hash_files", hash_files)
+
+
+@pytest.mark.parametrize("per_epoch", [1, 5])  # full-batch; mini-batches of 8 of Karate's 34 anchors
+def test_a_run_stopped_just_after_a_checkpoint_resumes_in_its_version_whose_record_names_that_epoch(
+        tmp_path, monkeypatch, per_epoch):  # fmt: skip
+    """One run is one TensorBoard version wherever the stop lands: after the checkpoint of epoch 2 was written and
+    before the version recorded it, the version's record names that checkpoint once the run has stopped, and the
+    resumed run goes on in it from the update after it."""
+    from gca.run.logs import MARKER
+
+    board = FakeBoard().install(monkeypatch)
+    batches = ["--set", "batch_size=8"] if per_epoch > 1 else []
+    out, root, log, args = _resumable(tmp_path, "--epochs", "4", *batches)
+    with monkeypatch.context() as stopped:
+        _stop_after_checkpoint(stopped, 2)
+        assert main(args) == 130
+    marker = json.loads((root / "version_0" / MARKER).read_text())
+    assert (marker["epoch"], marker["updates"]) == (2, 2 * per_epoch)  # the checkpoint the run reached
+    assert torch.load(out / "checkpoint.in-progress.pt", weights_only=True)["epoch"] == 2
+    assert main([*args, "--resume"]) == 0
+    record = json.loads((out / "results.json").read_text())
+    assert sorted(p.name for p in root.iterdir()) == ["version_0"]
+    assert [(w.log_dir, w.purge_step) for w in board.writers] == [
+        (str(root / "version_0"), None), (str(root / "version_0"), 2 * per_epoch + 1)]  # fmt: skip
+    assert board.steps(0, "loss") == [1, 2] and board.steps(1, "loss") == [3, 4]
+    assert board.steps(1, "loss/update") == list(range(2 * per_epoch + 1, 4 * per_epoch + 1))
+    assert len(board.writers[1].hparams) == 1 and record["logged_to"][1] == str(root / "version_0")
+    assert json.loads((root / "version_0" / MARKER).read_text())["epoch"] == 4
+
+
+def test_a_run_killed_before_recording_its_checkpoint_resumes_in_its_version_and_another_runs_does_not(
+        tmp_path, monkeypatch):  # fmt: skip
+    """The version records the checkpoint of epoch 1 and never that of epoch 2 (the run was killed in between): the
+    checkpoint of epoch 2, whose losses begin with those the record names, is the same run's, and goes on in its
+    version from the update after it. Another run's checkpoint in the same --out (another seed, not logged to
+    TensorBoard) is a new version."""
+    from gca.run.logs import MARKER
+
+    board = FakeBoard().install(monkeypatch)
+    out, root, log, args = _resumable(tmp_path, "--epochs", "4")
+    with monkeypatch.context() as stopped:
+        _stop_after_checkpoint(stopped, 2, killed=True)
+        assert main(args) == 130
+    assert json.loads((root / "version_0" / MARKER).read_text())["epoch"] == 1  # the checkpoint of epoch 2 unrecorded
+    assert main([*args, "--resume"]) == 0
+    assert [(w.log_dir, w.purge_step) for w in board.writers] == [(str(root / "version_0"), None),
+                                                                   (str(root / "version_0"), 3)]  # fmt: skip
+    assert board.steps(1, "loss") == [3, 4] and sorted(p.name for p in root.iterdir()) == ["version_0"]
+    # another seed's finished run in the same --out, not logged to TensorBoard, resumed to more epochs
+    other = [a for a in args if a not in ("--tensorboard", str(root), "--epochs", "4")]
+    assert main([*other, "--seed", "1", "--epochs", "2"]) == 0
+    assert main([*args, "--seed", "1", "--resume"]) == 0
+    assert [(w.log_dir, w.purge_step) for w in board.writers[2:]] == [(str(root / "version_1"), None)]
+    assert board.steps(2, "loss") == [3, 4]

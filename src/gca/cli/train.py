@@ -44,7 +44,11 @@ def add_parser(sub) -> None:
     train.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override one hyperparameter (repeatable)"
     )
-    train.add_argument("--epochs", type=int, help="training epochs (overrides the config)")
+    train.add_argument(
+        "--epochs", type=int, help="training epochs (overrides the config). They do not change the training chosen "
+        "(exact, or mini-batches by --fast or by default): in mini-batch training an epoch is one pass of "
+        "mini-batches over the nodes, its updates said in the run's header",
+    )  # fmt: skip
     schedule = train.add_mutually_exclusive_group()
     schedule.add_argument(
         "--fast", action="store_true", help="choose exact or mini-batch training from the graph's size and the "
@@ -204,12 +208,13 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         from ..run.pipeline import logged_params
 
         series = pretrainings.series(logged_params(estimator, job.name))
-    with outputs, series:
+    # the link's end records the last checkpoint written, however the run ends (a stop just after writing one)
+    with outputs, series, link if link is not None else contextlib.nullcontext():
         result = run_gca(
             estimator, job.prepared, dataset=job.name, labels=job.labels, splits=splits, eval_raw=args.eval_raw,
             protocol=args.eval_protocol, clusters=args.splits if judged and args.task == "cluster" else 0,
             checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every if place.writes else 0,
-            plots=plots, plot_title=job.name, on_update=link.on_update(hint) if link is not None else hint,
+            plots=plots, plot_title=job.name, on_update=hint,
             on_epoch=link.after_epoch if link is not None else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
             scratch=None if place.writes else _scratch_folder(),

@@ -15,6 +15,7 @@ when the job has one (:attr:`Job.store`).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from ..augment.prepared import PreparedGraph, preparation_steps
 from ..config import (
     ConfigError,
     GCAConfig,
+    batches_per_epoch,
     build_config,
     epochs_given,
     is_named_config,
@@ -36,7 +38,8 @@ from ..datasets.base import LoadedDataset
 from ..disk import page_out, trim_heap
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
-from ..progress import phase
+from ..progress import duration, phase
+from ..train import fast as fast_rule
 from ..train.estimator import GCA
 from ..train.fast import FastChoice, default_choice, fast_choice
 from .cache import CACHE_MIN_EDGES, PreparedStore
@@ -73,6 +76,9 @@ class Job:
         The prepared graph's folder, and whether it was opened.
     world_size
         The processes that share each update.
+    exact_seconds
+        Where ``gca train``'s default chose exact training on a CPU: the run's own epochs of it, estimated in
+        seconds (:func:`gca.train.fast.exact_update_seconds`); else ``None``.
     """
     loaded: LoadedDataset
     config: GCAConfig
@@ -88,6 +94,8 @@ class Job:
     store_graph: bool | None = None
     store_record: dict | None = field(default=None, repr=False)  # the prepared graph's folder, and whether opened
     world_size: int = 1  # processes that share each update (a mini-batch epoch's updates depend on it)
+    #: where ``gca train``'s default chose exact training on a CPU: the run's own exact schedule, estimated seconds
+    exact_seconds: float | None = None
 
     @classmethod
     def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
@@ -103,7 +111,11 @@ class Job:
           ``device`` (:func:`gca.train.fast.fast_choice`);
         * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the paper's
           exact schedule is estimated to take over :data:`gca.train.fast.EXACT_BOUND_SECONDS`
-          (:func:`gca.train.fast.default_choice`), else exact training;
+          (:func:`gca.train.fast.default_choice`), else exact training. The schedule estimated is the setting's
+          epochs, not epochs the user gave: ``--epochs N`` keeps the training the graph's setting chooses (a
+          graph trained in mini-batches by default trains N mini-batch epochs, not N exact updates), so giving
+          the epochs never changes the training. :attr:`exact_seconds` then says what exact training of the
+          run's own epochs is estimated to take;
         * ``"exact"`` (``--exact``): exact training; a ``batch_size`` of the user's is refused.
 
         A choice is a layer between the dataset's setting and the user's: a ``batch_size`` or ``fanout`` in
@@ -166,6 +178,8 @@ class Job:
         job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice,
                   store=store, store_graph=store_graph, world_size=world_size)  # fmt: skip
         cfg = job.config
+        if choice is not None and choice.by == "default" and not cfg.batch_size:
+            job.exact_seconds = _exact_seconds(loaded, cfg, world_size)
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
                                               world_size)  # fmt: skip
@@ -313,8 +327,16 @@ class Job:
             s = self.schedule
             line += (f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
                      f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
-        if self.fast is not None and (self.fast.by != "default" or self.fast.mini_batch):
-            line += f"; {self.fast.describe()}"  # the default says nothing where it keeps the paper's training
+        elif cfg.batch_size and cfg.epochs:
+            steps = batches_per_epoch(graph.num_nodes, cfg.batch_size, cfg.steps_per_epoch, self.world_size)
+            line += (f"; {cfg.epochs} epochs of {steps} updates (--epochs counts mini-batch epochs, each one pass "
+                     "over the nodes)")  # fmt: skip
+        if self.fast is not None:  # said whichever way it chose: exact training by default too
+            line += f"; {self.fast.describe()}"
+        if self.exact_seconds is not None and self.fast is not None and self.fast.exact_seconds is not None and (
+                not math.isclose(self.exact_seconds, self.fast.exact_seconds)):  # fmt: skip
+            updates = f"{cfg.epochs:,} update{'' if cfg.epochs == 1 else 's'}"
+            line += f"; this run's {updates} of the whole graph: about {duration(self.exact_seconds)}"
         return line
 
     def record(self) -> dict:
@@ -338,11 +360,27 @@ TRAININGS = ("config", "fast", "auto", "exact")
 def _default_choice(loaded: LoadedDataset, config_file: str | None, overrides: dict[str, Any],
                     device: str | torch.device, world_size: int) -> FastChoice | None:  # fmt: skip
     """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of the
-    configuration the user's layers give (its epochs and widths)."""
+    configuration the user's layers give (its widths), with the setting's epochs: epochs the user gave
+    (:func:`gca.config.epochs_given`) do not change the training chosen, they count in it."""
     data = loaded.data
-    config = build_config(loaded.name if loaded.named else None, config_file, overrides)
+    name = loaded.name if loaded.named else None
+    config = build_config(name, config_file, overrides)
+    if epochs_given(config_file, overrides):
+        setting = build_config(name, config_file if is_named_config(config_file) else None, {})
+        config = config.replace(epochs=setting.epochs)
     edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
     return default_choice(data.num_nodes, edges, data.x, config, device, world_size)
+
+
+def _exact_seconds(loaded: LoadedDataset, config: GCAConfig, world_size: int) -> float:
+    """The estimated seconds of ``config``'s epochs of exact training of ``loaded`` on 2 CPU cores, shared by
+    ``world_size`` processes (:func:`gca.train.fast.exact_update_seconds`)."""
+    data = loaded.data
+    edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
+    width = 0 if data.x is None or data.x.dim() < 2 else int(data.x.shape[1])
+    update = fast_rule.exact_update_seconds(data.num_nodes, edges, width, fast_rule.feature_nonzeros(data.x),
+                                            config)  # fmt: skip
+    return config.epochs * update / world_size
 
 
 def _give_up_arrays(loaded: LoadedDataset) -> None:

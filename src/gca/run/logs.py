@@ -10,19 +10,22 @@ summary is every number of ``results.json``'s ``pretrainings`` by its path — `
 ``pretrainings/std``, ``pretrainings/count``, ``pretrainings/splits_each`` — at step = the last epoch.
 
 **A resumed run** (:class:`CheckpointLink`). A TensorBoard run that writes or resumes training checkpoints records in
-its version folder (:data:`MARKER`) the output folder, the SHA-256 of the latest checkpoint it saw written, and that
-checkpoint's epoch and updates. ``--resume`` continues the version whose record names the same output folder and
-the checkpoint it resumes from (the latest such version, should two hold the same file's contents), hiding what that
-version logged after the checkpoint (:meth:`gca.loggers.TensorBoardLogger.continue_version`), so the version holds
-each epoch once, the resumed run's evaluation at its last epoch, and one HPARAMS row. Where no version matches (the
-run was not logged there, or was stopped between writing a checkpoint and its record) a new version starts.
+its version folder (:data:`MARKER`) the output folder and the latest checkpoint it wrote: its SHA-256, its epoch and
+update count and a digest of its losses, as the file holds them — after every checkpoint, and once more when the run
+ends however it ends, so a stop that lands between writing a checkpoint and recording it leaves the version naming
+the checkpoint the run reached. ``--resume`` continues the version whose record names the same output folder and the
+checkpoint it resumes from, or an earlier checkpoint of the same run (one whose losses the resumed checkpoint's begin
+with: a run killed before it could record its last checkpoint) — the latest such version, should two match —,
+hiding what that version logged after the checkpoint (:meth:`gca.loggers.TensorBoardLogger.continue_version`), so
+one run is one version wherever it was stopped: each epoch once, the resumed run's evaluation at its last epoch, and
+one HPARAMS row. Where no version matches (the run was not logged there) a new version starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +121,9 @@ class PretrainingLogs:
 
 class CheckpointLink:
     """The TensorBoard runs of a ``gca train`` run that writes or resumes training checkpoints, tied to them (the
-    module docstring): :meth:`resume` before training, :meth:`on_update` and :meth:`after_epoch` as the hooks of
-    :func:`gca.run.pipeline.run_gca`.
+    module docstring): :meth:`resume` before training, :meth:`after_epoch` as the ``on_epoch`` hook of
+    :func:`gca.run.pipeline.run_gca`, and the run inside ``with link:``, whose end records the last checkpoint
+    written however the run ends — a stop that lands between writing a checkpoint and recording it included.
 
     Parameters
     ----------
@@ -135,41 +139,31 @@ class CheckpointLink:
         self.boards = [logger for logger in loggers if isinstance(logger, TensorBoardLogger)]
         self.out = str(Path(out).resolve())
         self.checkpoint = Path(checkpoint)
-        self.updates = 0  # the updates made so far, counted on from a resumed checkpoint's
-        self._seen = _stamp(self.checkpoint)  # the file as the run found it: no checkpoint this run wrote
+        self._seen = _stamp(self.checkpoint)  # the file as last recorded; at first as the run found it
 
     def resume(self, sha256: str | None) -> None:
-        """Continue, in each TensorBoard folder, the version that logged the checkpoint whose contents have
-        ``sha256`` for this output folder, from the update after it; none found: a new version.
+        """Continue, in each TensorBoard folder, the version of this output folder's run that the checkpoint (whose
+        contents have ``sha256``) continues, from the update after it; none found: a new version. A version is
+        that run's when its record names the checkpoint itself, or names an earlier checkpoint of the same run —
+        one whose losses the checkpoint's begin with (a run stopped after writing a checkpoint, before recording
+        it). The version's record then names the checkpoint resumed from.
 
         Parameters
         ----------
         sha256
             The SHA-256 of the checkpoint the run resumes from; ``None`` (unreadable): a new version.
         """
-        if sha256 is None:
+        if sha256 is None or not self.boards:
             return
+        point = _checkpoint_point(self.checkpoint)
+        if point is None:
+            return
+        record = self._record(sha256, point)
         for board in self.boards:
-            found = _logged_version(board.root, self.out, sha256)
-            if found is not None:
-                version, marker = found
-                board.continue_version(version, int(marker["updates"]) + 1)
-
-    def on_update(self, hook: Callable[[int, int | None], None] | None) -> Callable[[int, int | None], None]:
-        """``run_gca``'s ``on_update``: counts the updates, then calls ``hook`` (``None`` for none).
-
-        Parameters
-        ----------
-        hook
-            The hook to call after it, as ``GCA.fit`` takes it.
-        """
-
-        def counted(update: int, updates: int | None = None) -> None:
-            self.updates = update
-            if hook is not None:
-                hook(update, updates)
-
-        return counted
+            version = _logged_version(board.root, self.out, sha256, point["losses"])
+            if version is not None:
+                board.continue_version(version, point["updates"] + 1)
+                atomic_write_json(board.root / f"version_{version}" / MARKER, record)
 
     def after_epoch(self, epoch: int, embed: Any) -> None:
         """``run_gca``'s ``on_epoch`` (called after the epoch's checkpoint is written): where a new checkpoint was
@@ -182,17 +176,64 @@ class CheckpointLink:
         embed
             Unused (``GCA.fit``'s embedding function).
         """
+        self.record()
+
+    def record(self) -> None:
+        """Record the checkpoint in each TensorBoard version (:data:`MARKER`) when it was written anew since last
+        recorded: its SHA-256, and its epoch and update count as the file holds them."""
         stamp = _stamp(self.checkpoint)
         if stamp is None or stamp == self._seen:
             return
-        self._seen = stamp
         places = [board.location for board in self.boards if board.location is not None]
         if not places:
             return
         (sha256,) = hash_files([self.checkpoint])
+        point = _checkpoint_point(self.checkpoint)
+        if point is None:
+            return
+        record = self._record(sha256, point)
         for place in places:
-            atomic_write_json(Path(place) / MARKER, {"out": self.out, "checkpoint_sha256": sha256, "epoch": epoch,
-                                                     "updates": self.updates})  # fmt: skip
+            atomic_write_json(Path(place) / MARKER, record)
+        self._seen = stamp  # only once recorded: a stop before this leaves it for the run's end to record
+
+    def _record(self, sha256: str, point: dict[str, Any]) -> dict[str, Any]:
+        return {"out": self.out, "checkpoint_sha256": sha256, "epoch": point["epoch"], "updates": point["updates"],
+                "losses_sha256": _losses_digest(point["losses"])}  # fmt: skip
+
+    def __enter__(self) -> CheckpointLink:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        """The run's end, however it ends: the last checkpoint it wrote is recorded (an error in doing so is
+        raised only where the run itself ended well)."""
+        if kind is None:
+            self.record()
+            return
+        with contextlib.suppress(Exception):
+            self.record()
+
+
+def _checkpoint_point(path: Path) -> dict[str, Any] | None:
+    """What a training checkpoint says of where its run stands: ``epoch``, ``updates`` (Adam's step count: the
+    updates made) and ``losses`` (one an epoch) — or ``None`` when the file cannot be read as one."""
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        epoch, losses = int(state["epoch"]), [float(loss) for loss in state["losses"]]
+        steps = [entry["step"] for entry in state["optimizer"]["state"].values() if "step" in entry]
+        updates = int(steps[0]) if steps else 0
+    except Exception:  # noqa: BLE001 - any file that is not a readable training checkpoint is not recorded
+        return None
+    return {"epoch": epoch, "updates": updates, "losses": losses}
+
+
+def _losses_digest(losses: Sequence[float]) -> str:
+    """The SHA-256 of the losses as JSON (exact: each float as ``repr`` writes it)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([float(loss) for loss in losses]).encode()).hexdigest()
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int] | None:
@@ -204,9 +245,11 @@ def _stamp(path: Path) -> tuple[int, int, int, int] | None:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def _logged_version(root: Path, out: str, sha256: str) -> tuple[int, dict[str, Any]] | None:
-    """The largest N whose ``root/version_N`` record names ``out`` and ``sha256``, with the record; else ``None``."""
-    found: tuple[int, dict[str, Any]] | None = None
+def _logged_version(root: Path, out: str, sha256: str, losses: Sequence[float]) -> int | None:
+    """The N of the ``root/version_N`` whose record names ``out`` and the checkpoint of SHA-256 ``sha256`` — or,
+    where none does, an earlier checkpoint of the same run: one of epoch k ≤ ``len(losses)`` whose losses are the
+    first k of ``losses`` —, the largest such N; else ``None``."""
+    found: tuple[bool, int] | None = None
     try:
         folders = list(root.iterdir())
     except OSError:
@@ -216,11 +259,13 @@ def _logged_version(root: Path, out: str, sha256: str) -> tuple[int, dict[str, A
         if match is None:
             continue
         marker = read_json(folder / MARKER)
-        if not (isinstance(marker, dict) and marker.get("out") == out and marker.get("checkpoint_sha256") == sha256
-                and isinstance(marker.get("updates"), int) and not isinstance(marker["updates"], bool)
-                and marker["updates"] >= 0):  # fmt: skip
+        if not isinstance(marker, dict) or marker.get("out") != out:
             continue
-        version = int(match.group(1))
-        if found is None or version > found[0]:
-            found = (version, marker)
-    return found
+        same = marker.get("checkpoint_sha256") == sha256
+        epoch = marker.get("epoch")
+        earlier = (isinstance(epoch, int) and not isinstance(epoch, bool) and 0 < epoch <= len(losses)
+                   and marker.get("losses_sha256") == _losses_digest(losses[:epoch]))  # fmt: skip
+        if same or earlier:
+            candidate = (same, int(match.group(1)))
+            found = candidate if found is None or candidate > found else found
+    return None if found is None else found[1]
