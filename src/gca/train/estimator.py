@@ -64,7 +64,7 @@ from .loop import (
     train,
     warmup_schedule,  # fmt: skip
 )
-from .memory import check_memory, fit_key, open_memory, remembered
+from .memory import check_memory, fit_key, graph_claim, memory_folder, remembered
 
 log = LOG.getChild("train.estimator")
 
@@ -602,18 +602,18 @@ class GCA:
         self.from_memory_ = False
         if memory is None:
             return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update)
-        key = fit_key(self.config.to_dict(), self.device, self.prepared.graph)
-        kept, trained = remembered(memory, key, lambda: self._train(saves, started, None, None, None, None)._kept())
-        if not trained:
-            self._restore(kept)
-        log.info("%s the model of key %s in %s", "trained and kept" if trained else "read", key,
-                 getattr(memory, "location", memory))  # fmt: skip
+        graph = self.prepared.graph
+        fingerprint = graph.fingerprint()
+        key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
+        trained = remembered(memory, key, graph_claim(graph, fingerprint),
+                             lambda: self._train(saves, started, None, None, None, None)._kept(), self._restore)
+        log.info("%s the model of key %s in %s", "trained" if trained else "read", key, memory)
         return self
 
-    def _memory_for(self, X: Any, options: dict[str, Any]) -> Any:
-        """The ``joblib.Memory`` this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or
-        ``None``: none was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
-        memory = open_memory(self.memory)
+    def _memory_for(self, X: Any, options: dict[str, Any]) -> Path | None:
+        """The folder this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or ``None``: none
+        was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
+        memory = memory_folder(self.memory)
         if memory is None:
             return None
         parts = [name for name in ("encoder", "objective", "batches", "placement") if getattr(self, name) is not None]
@@ -640,10 +640,11 @@ class GCA:
                 "embed_seconds": self.embed_seconds}  # fmt: skip
 
     def _restore(self, kept: dict) -> None:
-        """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already)."""
+        """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already); weights
+        that do not fit the model raise before anything of the estimator is changed."""
         state = kept["state"]
-        self.in_channels = int(state["in_channels"])
-        self.model = GCAModel.from_weights(state["model"], self.in_channels, self.config).to(self.device)
+        model = GCAModel.from_weights(state["model"], int(state["in_channels"]), self.config).to(self.device)
+        self.in_channels, self.model = int(state["in_channels"]), model
         self.losses, self.provenance = [float(v) for v in state["losses"]], state.get("provenance")
         self.embedding_, self.embedding_file_, self.embed_processes_ = kept["embedding"], None, 1
         self.train_seconds, self.embed_seconds = kept["train_seconds"], kept["embed_seconds"]
