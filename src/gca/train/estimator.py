@@ -152,6 +152,21 @@ def _takes_loss(hook: Callable[..., Any]) -> bool:
     return any(p.kind == p.VAR_KEYWORD or (p.name == "loss" and p.kind != p.POSITIONAL_ONLY) for p in parameters)
 
 
+def _feature_names(data: Any, width: int) -> list[str] | None:
+    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as :func:`gca.load_files`
+    sets them for a file that names its features), checked against its ``width`` columns; ``None`` for none."""
+    names = getattr(data, "feature_names", None) if isinstance(data, Data) else None
+    if names is None:
+        return None
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"data.feature_names must be a list of the feature columns' names, got "
+                          f"{type(names).__name__}; give one name per column, or delete the attribute")  # fmt: skip
+    if len(names) != width:
+        raise ConfigError(f"data.feature_names has {len(names)} feature names for {width} feature columns; give one "
+                          "name per column, or delete the attribute")  # fmt: skip
+    return list(names)
+
+
 def _collapse_watch(config: GCAConfig) -> CollapseWatch:
     """Collapse detection whose message says which of the run's settings to change."""
     return CollapseWatch(advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
@@ -368,6 +383,7 @@ class GCA:
         self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
         self.from_memory_ = False  # whether the last fit read its model from memory instead of training
         self.provenance: dict | None = None  # versions, device and times of the training (gca.provenance)
+        self.feature_names_in_: list[str] | None = None  # the feature columns' names, where the graph named them
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
@@ -598,6 +614,7 @@ class GCA:
                                       "scratch": scratch})  # fmt: skip
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
+        self.feature_names_in_ = _feature_names(data, self.prepared.graph.num_features)
         self._directed = directed
         self.from_memory_ = False
         if memory is None:
@@ -801,7 +818,10 @@ class GCA:
             raise TrainingError("the model is not trained yet; call fit() first")
         user = self._initial_encoder
         named = None if user is None else f"{type(user).__module__}.{type(user).__qualname__}"
-        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named, self.provenance)
+        state = model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named, self.provenance)
+        if self.feature_names_in_ is not None:  # gca embed maps another file's named features to these columns
+            state["feature_names"] = list(self.feature_names_in_)
+        return state
 
     def save(self, path: str | Path) -> None:
         """Write the model checkpoint atomically (temporary file, then rename).
@@ -857,6 +877,11 @@ class GCA:
                                   "trained with your own encoder, load it with GCA.load(path, encoder=…)") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         estimator.provenance = state.get("provenance")  # the training's, kept when the model is saved again
+        names = state.get("feature_names")
+        if names is not None and len(names) != estimator.in_channels:
+            raise CheckpointError(f"{path} is a damaged gca checkpoint ({len(names)} feature names for its "
+                                  f"{estimator.in_channels} input features)")  # fmt: skip
+        estimator.feature_names_in_ = names
         return estimator
 
 
