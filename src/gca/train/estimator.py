@@ -153,8 +153,9 @@ def _takes_loss(hook: Callable[..., Any]) -> bool:
 
 
 def _feature_names(data: Any, width: int) -> list[str] | None:
-    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as :func:`gca.load_files`
-    sets them for a file that names its features), checked against its ``width`` columns; ``None`` for none."""
+    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as
+    :func:`gca.datasets.load_files` sets them for a file that names its features), checked against its ``width``
+    columns; ``None`` for none."""
     names = getattr(data, "feature_names", None) if isinstance(data, Data) else None
     if names is None:
         return None
@@ -297,9 +298,12 @@ class GCA:
     candidate (:mod:`gca.train.memory`; ``from_memory_`` says whether a fit read its model from there), and a
     ``Pipeline(memory=...)`` finds the folds it fitted (:class:`GraphNodes` hash by their values). A bare GCA has no
     ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
-    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
-    only), ``embed_seconds`` (the final inference), ``prepare_seconds``; ``provenance``: the versions, device and
-    times of the training (:mod:`gca.provenance`), saved with the model and kept by :meth:`load`. ``loggers``:
+    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``feature_names_in_`` (the feature columns'
+    names where the ``Data`` carries them as ``data.feature_names``, as :func:`gca.datasets.load_files` sets them
+    for a file that names its features; saved with the model and kept by :meth:`load`; else ``None``); timings:
+    ``train_seconds`` (the loop only), ``embed_seconds`` (the final inference), ``prepare_seconds``;
+    ``provenance``: the versions, device and times of the training (:mod:`gca.provenance`), saved with the model
+    and kept by :meth:`load`. ``loggers``:
     metric loggers (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with
     ``log(metrics, step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so
     ``get_params`` and :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
@@ -343,11 +347,13 @@ class GCA:
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
     memory
         Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
-        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory``, as
-        scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and every fit
-        trains. A search over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is
-        every config field, the device (with the precision ``auto`` becomes there), the versions and the cleaned
-        graph's contents — never which nodes or labels the fit is given, which training does not read.
+        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
+        folder), as scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and
+        every fit trains. A kept model is served only after it is checked against the fit's key and graph (a
+        file that fails is trained again, with a warning line saying why); nothing there is ever run. A search
+        over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is every config
+        field, the device (with the precision ``auto`` becomes there), the versions and the cleaned graph's
+        contents — never which nodes or labels the fit is given, which training does not read.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
@@ -824,7 +830,8 @@ class GCA:
         return state
 
     def save(self, path: str | Path) -> None:
-        """Write the model checkpoint atomically (temporary file, then rename).
+        """Write the model checkpoint atomically (temporary file, then rename), with :attr:`feature_names_in_`
+        where the graph named its features (``gca embed`` then reads another graph's named features into them).
 
         Parameters
         ----------
@@ -853,7 +860,8 @@ class GCA:
         Returns
         -------
         GCA
-            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`.
+            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`;
+            ``feature_names_in_`` holds the feature columns' names the file records (``None`` where it has none).
         """
         state = load_checkpoint(path)
         user = state.get("user_encoder")
