@@ -279,6 +279,15 @@ def test_a_lock_file_that_is_a_link_is_never_written_through(trainings, tmp_path
     assert GCA(CONFIG, device="cpu", memory=memory).fit(data).from_memory_ and trainings[0] == 3
 
 
+def test_a_memory_subfolder_that_is_a_link_leaves_the_memory_unused(trainings, tmp_path):
+    (tmp_path / "fits").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "fits" / "joblib").symlink_to(tmp_path / "elsewhere")
+    with pytest.warns(UserWarning, match="joblib is a symbolic link, which gca never writes through"):
+        assert not GCA(CONFIG, device="cpu", memory=tmp_path / "fits").fit(_club()).from_memory_
+    assert not list((tmp_path / "elsewhere").iterdir()) and trainings[0] == 1
+
+
 def test_joblib_memory_clear_forgets_the_kept_models(trainings, tmp_path):
     GCA(CONFIG, device="cpu", memory=joblib.Memory(tmp_path, verbose=0)).fit(_club())
     assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(_club()).from_memory_  # one folder, either way given
