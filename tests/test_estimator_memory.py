@@ -4,6 +4,8 @@ does not read), and ``Pipeline(memory=...)`` finds a fold it fitted before, as G
 
 from __future__ import annotations
 
+import errno
+import os
 import pickle
 import warnings
 
@@ -188,3 +190,169 @@ def test_a_memory_that_is_a_file_is_refused_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="is a file, not a folder"):
         GCA(CONFIG, device="cpu", memory=path).fit(_club())
     assert path.read_text() == "not a folder"
+
+
+# -- a memory folder is input like any other: what is found there is checked before it is served ---------------------
+
+
+class _Planted:
+    """Unpickled, creates the file ``marker``: a crafted entry whose code must never run."""
+
+    def __init__(self, marker) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple:
+        return (open, (self.marker, "w"))
+
+
+def _kept_files(folder):
+    """The files a memory folder keeps fitted models in (of whatever format)."""
+    return [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".pt", ".pkl")]
+
+
+def _one_line_warning(caught, words: str) -> str:
+    said = [str(w.message) for w in caught if issubclass(w.category, UserWarning) and words in str(w.message)]
+    assert len(said) == 1 and "\n" not in said[0], [str(w.message) for w in caught]
+    return said[0]
+
+
+def test_a_crafted_file_in_the_memory_runs_no_code_and_the_fit_trains_again_saying_why(trainings, tmp_path):
+    data, marker = _club(), tmp_path / "ran"
+    memory = tmp_path / "fits"
+    GCA(CONFIG, device="cpu", memory=memory).fit(data)
+    for kept in _kept_files(memory):  # every kept model replaced by a pickle that would create the marker
+        if kept.suffix == ".pt":
+            torch.save(_Planted(marker), kept)
+        else:
+            kept.write_bytes(pickle.dumps(_Planted(marker)))
+    for folder in [memory, *[p for p in memory.rglob("*") if p.is_dir()]]:
+        (folder / "output.pkl").write_bytes(pickle.dumps(_Planted(marker)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = GCA(CONFIG, device="cpu", memory=memory).fit(data)
+    assert not marker.exists()
+    assert "not read" in _one_line_warning(caught, "GCA's memory")
+    assert not again.from_memory_ and trainings[0] == 2 and again.embedding_.shape == (34, 8)
+    assert GCA(CONFIG, device="cpu", memory=memory).fit(data).from_memory_  # the entry was replaced
+    assert trainings[0] == 2 and not marker.exists()
+
+
+def test_another_graphs_kept_model_copied_over_this_ones_is_not_served(trainings, tmp_path):
+    data = _club()
+    ring = torch.arange(20)
+    both_ways = torch.stack([torch.cat([ring, (ring + 1) % 20]), torch.cat([(ring + 1) % 20, ring])])
+    other = Data(x=torch.rand(20, 34, generator=torch.Generator().manual_seed(0)), edge_index=both_ways)
+    GCA(CONFIG, device="cpu", memory=tmp_path / "a").fit(data)
+    GCA(CONFIG, device="cpu", memory=tmp_path / "b").fit(other)
+    (mine,), (theirs,) = _kept_files(tmp_path / "a"), _kept_files(tmp_path / "b")
+    mine.write_bytes(theirs.read_bytes())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = GCA(CONFIG, device="cpu", memory=tmp_path / "a").fit(data)
+    assert not fitted.from_memory_ and fitted.embedding_.shape == (34, 8) and trainings[0] == 3
+    assert "another" in _one_line_warning(caught, "GCA's memory")
+
+
+def test_a_lock_file_that_is_a_link_is_never_written_through(trainings, tmp_path):
+    from gca.train.memory import fit_key
+
+    data, memory = _club(), tmp_path / "fits"
+    memory.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    key = fit_key(CONFIG.to_dict(), torch.device("cpu"), GCA(CONFIG, device="cpu").prepare(data).graph)
+    (memory / f".gca-fit-{key}.lock").symlink_to(target)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = GCA(CONFIG, device="cpu", memory=memory).fit(data)
+    assert target.read_text() == "keep me" and (memory / f".gca-fit-{key}.lock").is_symlink()
+    assert "symbolic link" in _one_line_warning(caught, "GCA's memory")
+    assert not fitted.from_memory_ and trainings[0] == 1 and fitted.embedding_.shape == (34, 8)
+    (memory / f".gca-fit-{key}.lock").unlink()
+    GCA(CONFIG, device="cpu", memory=memory).fit(data)
+    (entry,) = _kept_files(memory)
+    entry.unlink()
+    entry.symlink_to(target)  # a kept model's name that links elsewhere: replaced by the link's own name
+    with pytest.warns(UserWarning, match="symbolic link"):
+        assert not GCA(CONFIG, device="cpu", memory=memory).fit(data).from_memory_
+    assert target.read_text() == "keep me" and not entry.is_symlink() and trainings[0] == 3
+    assert GCA(CONFIG, device="cpu", memory=memory).fit(data).from_memory_ and trainings[0] == 3
+
+
+def test_a_memory_subfolder_that_is_a_link_leaves_the_memory_unused(trainings, tmp_path):
+    (tmp_path / "fits").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "fits" / "joblib").symlink_to(tmp_path / "elsewhere")
+    with pytest.warns(UserWarning, match="joblib is a symbolic link, which gca never writes through"):
+        assert not GCA(CONFIG, device="cpu", memory=tmp_path / "fits").fit(_club()).from_memory_
+    assert not list((tmp_path / "elsewhere").iterdir()) and trainings[0] == 1
+
+
+def test_joblib_memory_clear_forgets_the_kept_models(trainings, tmp_path):
+    GCA(CONFIG, device="cpu", memory=joblib.Memory(tmp_path, verbose=0)).fit(_club())
+    assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(_club()).from_memory_  # one folder, either way given
+    joblib.Memory(tmp_path, verbose=0).clear()
+    assert not GCA(CONFIG, device="cpu", memory=tmp_path).fit(_club()).from_memory_ and trainings[0] == 2
+
+
+@pytest.mark.parametrize("error", [errno.EROFS, errno.ENOSPC])
+def test_a_memory_that_cannot_be_written_trains_and_says_why_in_one_line(trainings, tmp_path, monkeypatch, error):
+    import gca.train.memory as memory_module
+
+    def refused(path, write):
+        raise OSError(error, os.strerror(error), str(path))
+
+    monkeypatch.setattr(memory_module, "atomic_write", refused, raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = GCA(CONFIG, device="cpu", memory=tmp_path).fit(_club())
+    said = _one_line_warning(caught, "GCA's memory")
+    assert "not kept" in said and os.strerror(error) in said
+    assert not fitted.from_memory_ and fitted.embedding_.shape == (34, 8) and not _kept_files(tmp_path)
+
+
+def test_a_memory_folder_that_cannot_be_made_trains_and_says_why_in_one_line(trainings, tmp_path):
+    (tmp_path / "file").write_text("")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = GCA(CONFIG, device="cpu", memory=tmp_path / "file" / "fits").fit(_club())
+    assert "cannot be made" in _one_line_warning(caught, "GCA's memory")
+    assert not fitted.from_memory_ and trainings[0] == 1
+
+
+def test_a_memory_on_a_read_only_file_system_serves_what_it_holds_and_trains_what_it_lacks(trainings, tmp_path,
+                                                                                           monkeypatch):  # fmt: skip
+    import gca.outputs.folder as folder_module
+    import gca.train.memory as memory_module
+    from gca.outputs.folder import OutputError
+
+    data = _club()
+    GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
+
+    def read_only(*args, **kwargs):  # what a read-only mount does to every write (root's permission bits do not)
+        raise OutputError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(folder_module, "hold_folder", read_only)
+    monkeypatch.setattr(memory_module, "atomic_write", read_only)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_
+    with pytest.warns(UserWarning, match="not kept in GCA's memory") as caught:
+        assert not GCA(CONFIG, device="cpu", memory=tmp_path).set_params(seed=5).fit(data).from_memory_
+    assert len(caught) == 1 and trainings[0] == 2
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a user whom file permissions bind")
+def test_a_read_only_memory_folder_serves_what_it_holds_and_trains_what_it_lacks(trainings, tmp_path):
+    data = _club()
+    GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
+    for folder in [tmp_path, *[p for p in tmp_path.rglob("*") if p.is_dir()]]:
+        folder.chmod(0o555)
+    try:
+        assert GCA(CONFIG, device="cpu", memory=tmp_path).fit(data).from_memory_
+        with pytest.warns(UserWarning, match="not kept"):
+            assert not GCA(CONFIG, device="cpu", memory=tmp_path).set_params(seed=5).fit(data).from_memory_
+    finally:
+        for folder in [tmp_path, *[p for p in tmp_path.rglob("*") if p.is_dir()]]:
+            folder.chmod(0o755)
+    assert trainings[0] == 2

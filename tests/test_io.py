@@ -84,3 +84,17 @@ def test_a_users_document_is_read_or_refused_in_one_line(tmp_path):
     (tmp_path / "space.yaml").write_text("[tau\n")
     with pytest.raises(TuneError, match="is not valid TOML"):  # named by how it was read, not by its suffix
         read_space(tmp_path / "space.yaml")
+
+
+def test_a_lock_file_that_is_a_link_is_refused_in_one_line_and_its_target_kept(tmp_path):
+    from gca.outputs.folder import OutputError, hold_folder, release_folder
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".gca-lock").symlink_to(target)
+    with pytest.raises(OutputError, match="is a symbolic link") as caught:
+        hold_folder(tmp_path / "out", ".gca-lock")
+    assert "\n" not in str(caught.value) and target.read_text() == "keep me"
+    release_folder(hold_folder(tmp_path / "out", ".other-lock"))  # a plain lock file: held, then removed
+    assert not (tmp_path / "out" / ".other-lock").exists()

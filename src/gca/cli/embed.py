@@ -57,10 +57,8 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
     checkpoint = file_record(args.checkpoint)  # the file just read and checked
-    if args.edges:  # sparse features by id are read into the columns the model was trained on
-        from ..train.checkpoint import load_checkpoint
-
-        args.feature_names = load_checkpoint(args.checkpoint).get("feature_names") or estimator.in_channels
+    if args.edges:  # sparse features by id are read into the columns the model was trained on: by name or number
+        args.feature_names = estimator.feature_names_in_ or estimator.in_channels
     estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)

@@ -69,6 +69,11 @@ class LoadedDataset:
     class_names: list[str] | None = None  # a label file's name of class number c, where the file named them
     feature_names: list[str] | None = None  # a sparse feature file's name of column j, where it named them
 
+    def __post_init__(self) -> None:
+        # the Data carries the columns' names too, so a model fitted on it keeps them (GCA.feature_names_in_)
+        if self.feature_names is not None and isinstance(self.data, Data):
+            self.data.feature_names = list(self.feature_names)
+
 
 def check_regular_file(path: Path, what: str) -> None:
     """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading.

@@ -35,6 +35,7 @@ refused with one line, and only the holder removes staging folders left by a kil
 from __future__ import annotations
 
 import contextlib
+import errno
 import filecmp
 import os
 import secrets
@@ -455,9 +456,12 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] |
         return None
     path = folder / name
     while True:
-        try:
-            handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 — held open for the run's lifetime
+        try:  # never through a link: a lock file that is one would truncate and overwrite the file it names
+            handle = open(path, "a+", encoding="utf-8", opener=_no_follow)  # noqa: SIM115 — held for the run
         except OSError as exc:
+            if exc.errno == errno.ELOOP or path.is_symlink():
+                raise OutputError(f"the lock file {path} is a symbolic link, which gca never writes through; remove "
+                                  "it") from None  # fmt: skip
             raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -481,6 +485,11 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] |
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
+
+
+def _no_follow(path: str, flags: int) -> int:
+    """``os.open`` for :func:`open`'s ``opener``, refusing a symbolic link (``ELOOP``) where the system can."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
 
 
 def release_folder(handle: IO[str] | None) -> None:

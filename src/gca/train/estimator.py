@@ -64,7 +64,7 @@ from .loop import (
     train,
     warmup_schedule,  # fmt: skip
 )
-from .memory import check_memory, fit_key, open_memory, remembered
+from .memory import check_memory, fit_key, graph_claim, memory_folder, remembered
 
 log = LOG.getChild("train.estimator")
 
@@ -150,6 +150,22 @@ def _takes_loss(hook: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):  # a callable Python cannot inspect: called the old way
         return False
     return any(p.kind == p.VAR_KEYWORD or (p.name == "loss" and p.kind != p.POSITIONAL_ONLY) for p in parameters)
+
+
+def _feature_names(data: Any, width: int) -> list[str] | None:
+    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as
+    :func:`gca.datasets.load_files` sets them for a file that names its features), checked against its ``width``
+    columns; ``None`` for none."""
+    names = getattr(data, "feature_names", None) if isinstance(data, Data) else None
+    if names is None:
+        return None
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"data.feature_names must be a list of the feature columns' names, got "
+                          f"{type(names).__name__}; give one name per column, or delete the attribute")  # fmt: skip
+    if len(names) != width:
+        raise ConfigError(f"data.feature_names has {len(names)} feature names for {width} feature columns; give one "
+                          "name per column, or delete the attribute")  # fmt: skip
+    return list(names)
 
 
 def _collapse_watch(config: GCAConfig) -> CollapseWatch:
@@ -282,9 +298,12 @@ class GCA:
     candidate (:mod:`gca.train.memory`; ``from_memory_`` says whether a fit read its model from there), and a
     ``Pipeline(memory=...)`` finds the folds it fitted (:class:`GraphNodes` hash by their values). A bare GCA has no
     ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
-    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch); timings: ``train_seconds`` (the loop
-    only), ``embed_seconds`` (the final inference), ``prepare_seconds``; ``provenance``: the versions, device and
-    times of the training (:mod:`gca.provenance`), saved with the model and kept by :meth:`load`. ``loggers``:
+    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``feature_names_in_`` (the feature columns'
+    names where the ``Data`` carries them as ``data.feature_names``, as :func:`gca.datasets.load_files` sets them
+    for a file that names its features; saved with the model and kept by :meth:`load`; else ``None``); timings:
+    ``train_seconds`` (the loop only), ``embed_seconds`` (the final inference), ``prepare_seconds``;
+    ``provenance``: the versions, device and times of the training (:mod:`gca.provenance`), saved with the model
+    and kept by :meth:`load`. ``loggers``:
     metric loggers (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with
     ``log(metrics, step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so
     ``get_params`` and :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
@@ -328,11 +347,13 @@ class GCA:
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
     memory
         Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
-        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory``, as
-        scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and every fit
-        trains. A search over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is
-        every config field, the device (with the precision ``auto`` becomes there), the versions and the cleaned
-        graph's contents — never which nodes or labels the fit is given, which training does not read.
+        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
+        folder), as scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and
+        every fit trains. A kept model is served only after it is checked against the fit's key and graph (a
+        file that fails is trained again, with a warning line saying why); nothing there is ever run. A search
+        over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is every config
+        field, the device (with the precision ``auto`` becomes there), the versions and the cleaned graph's
+        contents — never which nodes or labels the fit is given, which training does not read.
     """
 
     def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
@@ -368,6 +389,7 @@ class GCA:
         self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
         self.from_memory_ = False  # whether the last fit read its model from memory instead of training
         self.provenance: dict | None = None  # versions, device and times of the training (gca.provenance)
+        self.feature_names_in_: list[str] | None = None  # the feature columns' names, where the graph named them
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
@@ -598,22 +620,23 @@ class GCA:
                                       "scratch": scratch})  # fmt: skip
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
+        self.feature_names_in_ = _feature_names(data, self.prepared.graph.num_features)
         self._directed = directed
         self.from_memory_ = False
         if memory is None:
             return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update)
-        key = fit_key(self.config.to_dict(), self.device, self.prepared.graph)
-        kept, trained = remembered(memory, key, lambda: self._train(saves, started, None, None, None, None)._kept())
-        if not trained:
-            self._restore(kept)
-        log.info("%s the model of key %s in %s", "trained and kept" if trained else "read", key,
-                 getattr(memory, "location", memory))  # fmt: skip
+        graph = self.prepared.graph
+        fingerprint = graph.fingerprint()
+        key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
+        trained = remembered(memory, key, graph_claim(graph, fingerprint),
+                             lambda: self._train(saves, started, None, None, None, None)._kept(), self._restore)
+        log.info("%s the model of key %s in %s", "trained" if trained else "read", key, memory)
         return self
 
-    def _memory_for(self, X: Any, options: dict[str, Any]) -> Any:
-        """The ``joblib.Memory`` this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or
-        ``None``: none was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
-        memory = open_memory(self.memory)
+    def _memory_for(self, X: Any, options: dict[str, Any]) -> Path | None:
+        """The folder this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or ``None``: none
+        was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
+        memory = memory_folder(self.memory)
         if memory is None:
             return None
         parts = [name for name in ("encoder", "objective", "batches", "placement") if getattr(self, name) is not None]
@@ -640,10 +663,11 @@ class GCA:
                 "embed_seconds": self.embed_seconds}  # fmt: skip
 
     def _restore(self, kept: dict) -> None:
-        """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already)."""
+        """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already); weights
+        that do not fit the model raise before anything of the estimator is changed."""
         state = kept["state"]
-        self.in_channels = int(state["in_channels"])
-        self.model = GCAModel.from_weights(state["model"], self.in_channels, self.config).to(self.device)
+        model = GCAModel.from_weights(state["model"], int(state["in_channels"]), self.config).to(self.device)
+        self.in_channels, self.model = int(state["in_channels"]), model
         self.losses, self.provenance = [float(v) for v in state["losses"]], state.get("provenance")
         self.embedding_, self.embedding_file_, self.embed_processes_ = kept["embedding"], None, 1
         self.train_seconds, self.embed_seconds = kept["train_seconds"], kept["embed_seconds"]
@@ -800,10 +824,14 @@ class GCA:
             raise TrainingError("the model is not trained yet; call fit() first")
         user = self._initial_encoder
         named = None if user is None else f"{type(user).__module__}.{type(user).__qualname__}"
-        return model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named, self.provenance)
+        state = model_state(self.config.to_dict(), self.in_channels, self.model, self.losses, named, self.provenance)
+        if self.feature_names_in_ is not None:  # gca embed maps another file's named features to these columns
+            state["feature_names"] = list(self.feature_names_in_)
+        return state
 
     def save(self, path: str | Path) -> None:
-        """Write the model checkpoint atomically (temporary file, then rename).
+        """Write the model checkpoint atomically (temporary file, then rename), with :attr:`feature_names_in_`
+        where the graph named its features (``gca embed`` then reads another graph's named features into them).
 
         Parameters
         ----------
@@ -832,7 +860,8 @@ class GCA:
         Returns
         -------
         GCA
-            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`.
+            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`;
+            ``feature_names_in_`` holds the feature columns' names the file records (``None`` where it has none).
         """
         state = load_checkpoint(path)
         user = state.get("user_encoder")
@@ -856,6 +885,11 @@ class GCA:
                                   "trained with your own encoder, load it with GCA.load(path, encoder=…)") from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         estimator.provenance = state.get("provenance")  # the training's, kept when the model is saved again
+        names = state.get("feature_names")
+        if names is not None and len(names) != estimator.in_channels:
+            raise CheckpointError(f"{path} is a damaged gca checkpoint ({len(names)} feature names for its "
+                                  f"{estimator.in_channels} input features)")  # fmt: skip
+        estimator.feature_names_in_ = names
         return estimator
 
 
