@@ -62,6 +62,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
 
         args.feature_names = load_checkpoint(args.checkpoint).get("feature_names") or estimator.in_channels
     estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
+    args.record_inputs = True  # each input's digest taken as it is read, for results.json
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)
