@@ -475,7 +475,8 @@ def _head(path: Path) -> tuple[bytes, bool, int]:
             head = head[lead:]
             if head.startswith(b"#"):  # a comment line not ended yet
                 head, in_comment = b"", True
-            elif head.strip(b" \t\r\f\v"):  # the first line that is not skipped
+            # the first line that is not skipped; a line of spaces longer than a read is looked at as it is
+            elif head.strip(b" \t\r\f\v") or len(head) >= _SAMPLE_BYTES:
                 break
         if len(head) < _SAMPLE_BYTES:
             head += f.read(_SAMPLE_BYTES - len(head))
