@@ -87,7 +87,7 @@ def test_blank_first_cell_is_a_missing_number_not_a_header(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,2\n2,0\n")
     (tmp_path / "x.csv").write_text("1,,0\n0,1,0\n0,0,1\n")
     error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
     assert "line 1: feature value '' is not a number" in error
 
 
@@ -129,7 +129,7 @@ def test_ids_beyond_int64(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,123456789012345678901234567890\n")
     np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32))
     error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
     assert "names node 123456789012345678901234567890 but the features have 3 rows" in error
 
 
@@ -200,7 +200,7 @@ def test_semicolons_with_decimal_commas(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,2\n")
     (tmp_path / "x.csv").write_text("1,5;2,0\n0,5;1,0\n3,0;0,0\n")
     error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
     assert "line 1: feature value '1,5' is not a number; decimal commas" in error
 
 
@@ -529,3 +529,87 @@ def test_an_npz_claiming_a_billion_nodes_is_refused_fast(tmp_path, capsys):
     error = _error(["train", "--dataset", str(tmp_path / "big.npz"), "--out", str(tmp_path / "o"), "--quiet"], capsys)
     assert "big.npz" in error and time.perf_counter() - start < 30
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # kB: no 10⁹-row array was made
+
+
+# -- odd but plausible text files (issue 52) ---------------------------------------------------------------------
+
+
+def _edge_rows(loaded) -> set[tuple[int, int]]:
+    return {tuple(pair) for pair in loaded.data.edge_index.t().tolist()}
+
+
+def test_an_edge_file_opening_with_over_a_mib_of_comment_lines_is_read(tmp_path):
+    from gca.datasets import load_files
+
+    preamble = "".join(f"# exported by a tool, line {i} of its notes\n" for i in range(40_000))  # ~1.7 MB
+    assert len(preamble) > 1 << 20
+    (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
+    for name, body in (("plain.csv", "a,b\nb,c\n"), ("headed.csv", "source,target\na,b\nb,c\n"),
+                       ("long.csv", "#" * (3 << 20) + "\n" + "source,target\na,b\nb,c\n")):
+        (tmp_path / name).write_text(preamble + body if name != "long.csv" else body)
+        loaded = load_files(tmp_path / name, tmp_path / "x.csv")
+        assert loaded.node_ids == ["a", "b", "c"] and _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}, name
+
+
+def test_a_header_after_a_block_of_comment_lines_is_not_read_as_an_edge(tmp_path, monkeypatch):
+    import gca.datasets.tables
+    from gca.datasets import load_files
+
+    monkeypatch.setattr(gca.datasets.tables, "BLOCK_BYTES", 1 << 12)  # the comments fill the first blocks
+    (tmp_path / "e.csv").write_text("".join(f"# note {i}\n" for i in range(2_000)) + "source,target\na,b\nb,c\n")
+    (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}
+
+
+def test_a_quoted_id_holding_a_line_break_is_refused_for_that_cause(tmp_path, capsys):
+    (tmp_path / "x.csv").write_text("id,f\n" + "".join(f"n{i},{i}\n" for i in range(400)))
+    many = "".join(f"n{i},n{i + 1}\n" for i in range(300))
+    cases = {
+        "early.csv": ('source,target\n"n1\nn2",n3\n', "line 2: a quoted value holds a line break"),
+        "late.csv": (f'source,target\n{many}"n1\nn2",n3\n', "line 302: node id 'n1\\nn2' holds a line break"),
+        "open.csv": (f'source,target\n{many}"n1,n3\nn4,n5\n', 'line 302: a quote (") is never closed'),
+    }
+    for name, (text, said) in cases.items():
+        (tmp_path / name).write_text(text)
+        error = _error(["train", "--edges", str(tmp_path / name), "--features", str(tmp_path / "x.csv"),
+                        "--out", str(tmp_path / "o"), *QUICK], capsys)
+        assert f"{tmp_path / name}, {said}" in error, error
+        assert "unbalanced" not in error and not (tmp_path / "o").exists()
+
+
+def test_a_feature_id_holding_a_line_break_is_refused_naming_its_line(tmp_path, capsys):
+    rows = "".join(f"n{i},{i}\n" for i in range(300))
+    (tmp_path / "x.csv").write_text(f'id,f\n{rows}"n1\nn2",7\n')
+    (tmp_path / "e.csv").write_text("n0,n1\n")
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    assert f"{tmp_path / 'x.csv'}, line 302: node id 'n1\\nn2' holds a line break" in error
+
+
+def test_zero_padded_ids_are_exported_as_written(tmp_path):
+    ids = ["00000554", "00000555", "00000556", "00000557"]
+    (tmp_path / "x.csv").write_text("id,f,g\n" + "".join(f"{n},{i},1\n" for i, n in enumerate(ids)))
+    (tmp_path / "e.csv").write_text("".join(f"{a},{b}\n" for a, b in zip(ids, ids[1:], strict=False)))
+    (tmp_path / "y.csv").write_text("".join(f"{n},{'ab'[i % 2]}\n" for i, n in enumerate(ids)))
+    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
+                 str(tmp_path / "y.csv"), "--no-eval", "--export", str(tmp_path / "emb.csv"), "--out",
+                 str(tmp_path / "o"), *QUICK]) == 0
+    lines = (tmp_path / "emb.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in lines] == ["node_id", *ids]
+
+
+def test_ids_that_change_as_integers_are_kept_as_text_and_a_mismatch_says_why(tmp_path, capsys):
+    from gca.datasets import load_files
+
+    (tmp_path / "e.csv").write_text("+5,-0\n-0,7\n")
+    (tmp_path / "x.csv").write_text("id,f\n+5,1\n-0,2\n7,3\n")
+    assert load_files(tmp_path / "e.csv", tmp_path / "x.csv").node_ids == ["+5", "-0", "7"]
+    (tmp_path / "plain.csv").write_text("id,f\n 5 ,1\n0,2\n7,3\n")  # spaces around an id are not part of it
+    (tmp_path / "plain_e.csv").write_text("5,0\n0,7\n")
+    assert load_files(tmp_path / "plain_e.csv", tmp_path / "plain.csv").node_ids.tolist() == [5, 0, 7]
+    (tmp_path / "x.csv").write_text("id,f\n007,1\n008,2\n")
+    (tmp_path / "e.csv").write_text("7,8\n")
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    assert "node '7' of edge file" in error and "kept as written (e.g. '007') and matched exactly" in error

@@ -110,3 +110,38 @@ def test_any_files_load_to_a_valid_graph_or_one_error(tmp_path, edges, features,
     values = x.data if hasattr(x, "data") and not isinstance(x, np.ndarray) else np.asarray(x)
     assert np.isfinite(values).all() and graph.num_nodes == loaded.data.num_nodes
     assert int(graph.edge_index.max()) < graph.num_nodes if graph.edge_index.numel() else True
+
+
+PADDED_IDS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 9), st.booleans()), min_size=2, max_size=12,
+                      unique_by=lambda t: t[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=PADDED_IDS, suffix=st.sampled_from([".csv", ".tsv", ".parquet"]))
+def test_zero_padded_ids_come_back_as_written_in_every_export(tmp_path, ids, suffix):
+    """Ids written with leading zeros are kept as text: the export's id column holds them byte for byte, each on the
+    row of its own node (the features encode the id)."""
+    import pyarrow.parquet as pq
+
+    from gca.datasets import load_files
+    from gca.outputs.export import export_embeddings
+
+    written = [str(n).zfill(n_digits + len(str(n))) if padded else str(n) for n, n_digits, padded in ids]
+    if all(text == str(int(text)) for text in written):  # none padded: a zero-padded one added
+        written[0] = "0" + written[0]
+    rows = "".join(f"{text},{int(text)},{i}\n" for i, text in enumerate(written))
+    (tmp_path / "x.csv").write_text(f"id,value,place\n{rows}")
+    (tmp_path / "e.csv").write_text("".join(f"{a},{b}\n" for a, b in zip(written, written[1:], strict=False)))
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert loaded.node_ids == written
+    out = tmp_path / f"emb{suffix}"
+    export_embeddings(out, loaded.data.x.numpy(), loaded.node_ids)
+    if suffix == ".parquet":
+        table = pq.read_table(out)
+        exported, values = table.column("node_id").to_pylist(), table.column("e0").to_pylist()
+    else:
+        lines = out.read_bytes().decode().splitlines()[1:]
+        fields = [line.split("\t" if suffix == ".tsv" else ",") for line in lines]
+        exported, values = [f[0] for f in fields], [float(f[1]) for f in fields]
+    assert exported == written
+    assert values == [float(int(text)) for text in written]  # each id on its own node's row

@@ -117,6 +117,48 @@ def test_an_input_removed_before_the_record_is_made_is_listed_as_unreadable(tmp_
         tmp_path.resolve() / "gone.csv"), "size": None, "sha256": None, "unreadable": "No such file or directory"}
 
 
+def test_a_labels_file_rewritten_after_it_was_read_is_recorded_as_read(tmp_path, monkeypatch, capsys):
+    """The digest is taken as the file is read: rewriting it before the record is made changes nothing recorded
+    but ``changed``, said in one warning line."""
+    import gca.cli.train
+
+    files = _graph_files(tmp_path / "graph")
+    read = _sha256(files["labels"]), files["labels"].stat().st_size
+    original = gca.cli.train.command_provenance
+
+    def rewritten_first(*args, **kwargs):
+        files["labels"].write_text("".join(f"{i},{'cd'[i % 2]}\n" for i in range(31)))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(gca.cli.train, "command_provenance", rewritten_first)
+    monkeypatch.setenv("GCA_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["train", "--edges", str(files["edges"]), "--features", str(files["features"]), "--labels",
+                 str(files["labels"]), *QUICK, "--out", str(tmp_path / "run")]) == 0
+    entry = _record(tmp_path / "run")["provenance"]["inputs"][2]
+    assert entry["path"] == str(files["labels"]) and _sha256(files["labels"]) != read[0]
+    assert (entry["sha256"], entry["size"], entry["changed"]) == (*read, "after it was read")
+    lines = [line for line in capsys.readouterr().err.splitlines() if "changed" in line]
+    assert lines == [f"gca: warning: {files['labels']} changed after it was read; the run's record gives the "
+                     "SHA-256 of the contents read"]
+    unchanged = _record(tmp_path / "run")["provenance"]["inputs"][:2]
+    assert [e["sha256"] for e in unchanged] == [_sha256(files["edges"]), _sha256(files["features"])]
+    assert not any("changed" in e for e in unchanged)
+
+
+def test_a_file_that_changed_while_it_was_read_has_no_digest(tmp_path):
+    from gca.provenance import digests_as_read, file_record, identities
+
+    path = tmp_path / "labels.csv"
+    path.write_text("0,a\n")
+    before = identities([path])
+    path.write_text("0,b\n1,a\n")  # between the identity taken before the read and the digest after it
+    taken = digests_as_read([path], before)[str(path.resolve())]
+    assert (taken["sha256"], taken["size"], taken["changed"]) == (None, None, "while it was read")
+    assert file_record(path, read=taken)["changed"] == "while it was read"
+    again = digests_as_read([path], identities([path]))[str(path.resolve())]
+    assert again["sha256"] == _sha256(path) and "changed" not in file_record(path, read=again)
+
+
 def test_model_pt_holds_the_same_record_and_gca_load_keeps_it(trained):
     out = trained[1]
     state = torch.load(out / "model.pt", weights_only=True)  # plain values only: loadable without code

@@ -13,9 +13,11 @@ What it holds:
   with its arguments), and ``inputs``, every file the run read — the graph's files (each file under a dataset
   folder's ``raw/`` and ``split/``), a ``--config`` file, ``gca embed``'s checkpoint —, each with ``path`` (as given,
   or as reached under a folder given), ``resolved`` (the absolute path), ``size`` (bytes) and ``sha256`` (of its
-  contents); ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was
-  read from a prepared graph on disk (:mod:`gca.run.cache`), whose record of each file's SHA-256 is then used while
-  the file's size, times and inode are unchanged — opening it does not read the input again;
+  contents as the run read them: :func:`digests_as_read` takes them just after the graph is read, and a file not
+  the same at the record's time gets ``changed``, said in one warning line — :func:`file_record`);
+  ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was read from a
+  prepared graph on disk (:mod:`gca.run.cache`), whose record of each file's SHA-256 is then used while the file's
+  size, times and inode are unchanged when it is opened — opening it does not read the input again;
 * ``gca train --resume``: ``resumed_from``, the checkpoint continued from, as an input.
 
 Rules. A file that can no longer be read when the record is made (removed while the run went on) is listed with
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .io import hash_files
+from .io import file_identity, hash_files
 
 #: (module, distribution, key in ``versions``) of every library recorded; the last one only where installed.
 _LIBRARIES = (
@@ -125,10 +127,71 @@ def fit_record(device: Any, started: str, finished: str | None = None) -> dict[s
     return record
 
 
-def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
+def identities(files: list[str | Path]) -> dict[str, list]:
+    """Each file's identity (:func:`gca.io.file_identity`: size, modification and change times, inode) by resolved
+    path, taken before the files are read; a file that cannot be reached is left out.
+
+    Parameters
+    ----------
+    files
+        The files.
+    """
+    found = {}
+    for path in files:
+        resolved = Path(path).expanduser().resolve()
+        try:
+            found[str(resolved)] = file_identity([resolved])[0]
+        except OSError:
+            continue
+    return found
+
+
+def digests_as_read(files: list[str | Path], before: dict[str, list] | None = None,
+                    known: dict[str, str] | None = None) -> dict[str, dict]:
+    """Each input file's SHA-256 and size as the run read it, taken once it is read (a file rewritten later in the
+    run is then recorded as it was read, and said to have changed: :func:`file_record`), by resolved path.
+
+    A file whose identity changed between ``before`` (:func:`identities`, taken before the read) and the end of its
+    hashing changed while it was read: its contents as read are unknown, so its ``sha256`` and ``size`` are
+    ``None`` and ``changed`` is ``"while it was read"``. A file that cannot be read is left out.
+
+    Parameters
+    ----------
+    files
+        The files read.
+    before
+        Their identities before they were read; ``None`` where not taken.
+    known
+        SHA-256 by resolved path of files whose present contents they are (a prepared graph's record); these files
+        are not read again.
+    """
+    before, known = before or {}, known or {}
+    taken = {}
+    for path in files:
+        resolved = Path(path).expanduser().resolve()
+        key = str(resolved)
+        try:
+            start = file_identity([resolved])[0]
+            sha256 = known.get(key) or hash_files([resolved])[0]
+            end = file_identity([resolved])[0]
+        except OSError:
+            continue
+        if start != end or before.get(key, end) != end:
+            taken[key] = {"identity": end, "size": None, "sha256": None, "changed": "while it was read"}
+        else:
+            taken[key] = {"identity": end, "size": end[1], "sha256": sha256}
+    return taken
+
+
+def file_record(path: str | Path, sha256: str | None = None, read: dict | None = None) -> dict[str, Any]:
     """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file — where it can no longer be read
     (removed while the run went on), ``size`` and ``sha256`` are ``None`` and ``unreadable`` says why: the record
     never fails a run that has done its work.
+
+    With ``read`` (:func:`digests_as_read`), ``size`` and ``sha256`` are the file's as the run read it; a file
+    that is not the same now (rewritten, touched or removed since) gets ``changed``: ``"after it was read"``, or
+    ``"while it was read"`` (its size and SHA-256 then ``None``: the contents read are unknown) —
+    :func:`changed_inputs` words the warning.
 
     Parameters
     ----------
@@ -136,9 +199,20 @@ def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
         The file, as the command was given it.
     sha256
         Its SHA-256 where already known for its present contents; ``None`` to read the file and compute it.
+    read
+        Its size and SHA-256 taken when it was read; ``None`` where not taken.
     """
     resolved = Path(path).expanduser().resolve()
     record: dict[str, Any] = {"path": str(path), "resolved": str(resolved)}
+    if read is not None:
+        record.update(size=read["size"], sha256=read["sha256"])
+        try:
+            now = file_identity([resolved])[0]
+        except OSError:
+            now = None
+        if read.get("changed") or now != read["identity"]:
+            record["changed"] = read.get("changed") or "after it was read"
+        return record
     try:
         record["size"] = resolved.stat().st_size
         record["sha256"] = sha256 if sha256 is not None else hash_files([resolved])[0]
@@ -147,7 +221,27 @@ def file_record(path: str | Path, sha256: str | None = None) -> dict[str, Any]:
     return record
 
 
-def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None) -> list[dict]:
+def changed_inputs(records: list[dict]) -> list[str]:
+    """One warning line per input record (:func:`file_record`) of a file that changed while the run went on.
+
+    Parameters
+    ----------
+    records
+        The input files' records.
+    """
+    lines = []
+    for record in records:
+        if record.get("changed") == "while it was read":
+            lines.append(f"{record['path']} changed while it was read; the run's record gives no SHA-256 for it "
+                         "(its contents as read are unknown)")
+        elif record.get("changed"):
+            lines.append(f"{record['path']} changed after it was read; the run's record gives the SHA-256 of the "
+                         "contents read")
+    return lines
+
+
+def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None,
+                  read: dict[str, dict] | None = None) -> list[dict]:
     """:func:`file_record` of each input file.
 
     Parameters
@@ -158,9 +252,13 @@ def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, s
     known
         SHA-256 by resolved path, for files whose present contents they are (a prepared graph's record:
         :meth:`gca.run.cache.PreparedStore.recorded_sha256`); ``None`` for none.
+    read
+        Size and SHA-256 by resolved path as taken when the files were read (:func:`digests_as_read`): these win
+        over ``known``; ``None`` for none.
     """
-    known = known or {}
-    return [file_record(given, known.get(str(resolved))) for given, resolved in files]
+    known, read = known or {}, read or {}
+    return [file_record(given, known.get(str(resolved)), read.get(str(Path(resolved).expanduser().resolve())))
+            for given, resolved in files]
 
 
 def run_record(command: list[str], started: str, device: Any, inputs: list[dict],

@@ -98,16 +98,23 @@ READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "l
 
 
 def load_graph(args: argparse.Namespace):
+    """The graph read from its files; where the command records its inputs, their digests are taken as read
+    (:func:`gca.cli.record.remember_inputs`)."""
     from ..datasets import load_dataset, load_files
+    from .record import inputs_before, remember_inputs
 
     check_graph_arguments(args)
+    before = inputs_before(args)
     if args.edges:
         reading = {flag: getattr(args, flag, None) for flag in READING_FLAGS}
         reading["feature_layout"] = reading["feature_layout"] or "auto"
         reading["feature_names"] = getattr(args, "feature_names", None)  # gca embed: the model's columns
-        return load_files(args.edges, args.features, args.labels, directed=args.directed, **reading,
-                          progress=not getattr(args, "quiet", False))  # fmt: skip
-    return load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
+        loaded = load_files(args.edges, args.features, args.labels, directed=args.directed, **reading,
+                            progress=not getattr(args, "quiet", False))  # fmt: skip
+    else:
+        loaded = load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
+    remember_inputs(args, before)
+    return loaded
 
 
 def check_graph_arguments(args: argparse.Namespace) -> None:
@@ -181,6 +188,9 @@ def open_graph(args: argparse.Namespace):
         return load_graph(args), None
     store = PreparedStore(source)
     if store.usable():
+        from .record import remember_inputs
+
+        remember_inputs(args, known=store.recorded_sha256())
         return store.loaded(), store
     return load_graph(args), store
 

@@ -60,6 +60,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
     if args.edges:  # sparse features by id are read into the columns the model was trained on: by name or number
         args.feature_names = estimator.feature_names_in_ or estimator.in_channels
     estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
+    args.record_inputs = True  # each input's digest taken as it is read, for results.json
     loaded, store = open_graph(args)
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)

@@ -8,14 +8,58 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..provenance import command_line, file_record, input_records, run_record, utc_now
+from ..provenance import (
+    changed_inputs,
+    command_line,
+    digests_as_read,
+    file_record,
+    identities,
+    input_records,
+    run_record,
+    utc_now,
+)
 from .common import graph_source
+
+
+def _read_files(args: argparse.Namespace) -> list[Path]:
+    """The files the command reads whose digests its record holds: the graph's and a ``--config`` file."""
+    source = graph_source(args)
+    files = source.files() if source is not None else []
+    config = getattr(args, "config", None)
+    if config is not None and Path(config).is_file():  # else a shipped setting's name ("authors")
+        files.append(Path(config))
+    return files
+
+
+def inputs_before(args: argparse.Namespace) -> dict[str, list]:
+    """The input files' identities before the graph is read (:func:`gca.provenance.identities`), where the command
+    records its inputs (``args.record_inputs``); else empty."""
+    return identities(_read_files(args)) if getattr(args, "record_inputs", False) else {}
+
+
+def remember_inputs(args: argparse.Namespace, before: dict[str, list] | None = None,
+                    known: dict[str, str] | None = None) -> None:
+    """Each input file's size and SHA-256 as the graph was just read (:func:`gca.provenance.digests_as_read`), kept
+    in ``args.inputs_read`` for :func:`command_provenance` — where the command records its inputs.
+
+    Parameters
+    ----------
+    args
+        The command's arguments.
+    before
+        The files' identities before they were read (:func:`inputs_before`).
+    known
+        SHA-256 by resolved path where the files were not read but a prepared graph was, whose record holds them.
+    """
+    if getattr(args, "record_inputs", False):
+        args.inputs_read = digests_as_read(_read_files(args), before, known)
 
 
 def command_provenance(args: argparse.Namespace, device: Any, store: Any = None, inputs: tuple[dict, ...] = (),
                        **more: Any) -> dict[str, Any]:  # fmt: skip
-    """The command's provenance record, completed now: every file it read, each file's SHA-256 taken from the
-    prepared graph's record where the graph was read from one (``store``) and the file is unchanged since.
+    """The command's provenance record, completed now: every file it read, each file's size and SHA-256 as taken
+    when the graph was read (:func:`remember_inputs`; the prepared graph's record where the graph was read from one)
+    — a file that changed since is recorded as it was read, marked ``changed``, and said in one warning line.
 
     Parameters
     ----------
@@ -37,10 +81,15 @@ def command_provenance(args: argparse.Namespace, device: Any, store: Any = None,
         given = (getattr(args, n, None) for n in ("edges", "features", "labels", "feature_ids"))
         read = [(p, Path(p)) for p in given if p]
     known = store.recorded_sha256() if store is not None else {}
-    files = input_records(read, known)
+    taken = getattr(args, "inputs_read", None) or {}
+    files = input_records(read, known, taken)
     config = getattr(args, "config", None)
     if config is not None and Path(config).is_file():  # else a shipped setting's name ("authors")
-        files.append(file_record(config))
+        files.append(file_record(config, read=taken.get(str(Path(config).expanduser().resolve()))))
+    from .shell import warn
+
+    for line in changed_inputs(files):
+        warn(line)
     command = getattr(args, "command_line", None) or command_line(None)
     started = getattr(args, "started", None) or utc_now()
     prepared = store.provenance() if store is not None else None

@@ -149,6 +149,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
 
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
     loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
+    args.record_inputs = place.writes  # each input's digest taken as it is read, for results.json
     # the prepared graph on disk, where one was made from these files (link prediction re-prepares per hold-out)
     loaded, store = open_graph(args) if args.task != "link" else (load_graph(args), None)
     training = "fast" if args.fast else "exact" if args.exact else "auto"

@@ -13,9 +13,10 @@ kernels, never one at a time in Python.
 * a matrix without ids (``.npy``, a SciPy sparse ``.npz``, a CSV of numbers only): row i is node i, and the
   other files' ids must be integers in ``[0, rows)``.
 
-Ids are integers when every id of the feature table is one (``007`` is then 7, in every file); otherwise they are
-matched as text, exactly. The exported embeddings (``--export``) are keyed by the ids in their own type:
-integers stay integers.
+Ids are integers when every id of the feature table is an integer written as Python writes it (spaces around it
+aside); otherwise they are matched as text, exactly — ``007``, ``+5`` or ``-0`` keep every id as written, since as
+integers they would come back changed. The exported embeddings (``--export``) are keyed by the ids in their own
+type: integers stay integers, and text ids are written as they were. An id holding a line break is refused.
 
 **edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
 from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
@@ -230,7 +231,9 @@ class NodeIds:
 
 
 def _id_array(values: Any, source: str, what: str, table: TableInput | None = None) -> Any:
-    """A column of node ids as int64 when every one is an integer, else as strings; a repeated id is an error."""
+    """A column of node ids as int64 when every one is an integer written as Python writes it, else as strings
+    (``007``, ``+5`` or ``-0`` keep every id as written: as integers they would come back changed in the export);
+    a repeated id, or one holding a line break, is an error."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -242,8 +245,15 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
         raise DatasetError(f"{source}, {where}: the node id is empty; give every row its node's id")
     if not pa.types.is_integer(values.type):
         text = values.cast(pa.string())
-        try:
-            if pc.all(pc.match_substring_regex(text, r"^\s*[+-]?\d+\s*$")).as_py() is not False and len(text):
+        broken = pc.match_substring_regex(text, "[\r\n]").to_numpy(zero_copy_only=False)
+        if broken.any():
+            row = int(np.argmax(broken))
+            where = table.where(row) if table is not None else ""
+            raise DatasetError(f"{source}{', ' + where if where else ''}: node id {text[row].as_py()!r} holds a line "
+                               "break; node ids with line breaks are not supported — write each id on one line")
+        try:  # spaces around an id are not part of it; 007 is kept as text, else it would be exported as 7
+            plain = pc.match_substring_regex(pc.utf8_trim_whitespace(text), r"^(0|-?[1-9]\d*)$")
+            if len(text) and pc.all(plain).as_py() is not False:
                 values = pc.cast(pc.utf8_trim_whitespace(text), pa.int64())
             else:
                 values = text
@@ -375,7 +385,7 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
                 column = pc.utf8_trim_whitespace(column)
                 rows, unknown = nodes.rows(column)
             if unknown.any():
-                raise _unknown_node(table, column, unknown, nodes, features_name)
+                raise _unknown_node(table, column, unknown, nodes, features_name, done)
             rows = rows.astype(np.int64 if nodes.grow or nodes.size >= 2**31 else np.int32, copy=False)
             sources.append(rows[: batch.num_rows].copy())
             targets.append(rows[batch.num_rows :].copy())
@@ -440,9 +450,24 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str):
-    value = column.combine_chunks()[int(np.argmax(unknown))].as_py() if hasattr(column, "combine_chunks") else \
-        column[int(np.argmax(unknown))].as_py()  # fmt: skip
+def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str,
+                  done: int = 0):
+    """The error for the first id of ``column`` (a group's sources, then its targets, its first row ``done`` rows
+    into the file) that names no node."""
+    import pyarrow.compute as pc
+
+    first = int(np.argmax(unknown))
+    value = column.combine_chunks()[first].as_py() if hasattr(column, "combine_chunks") else column[first].as_py()
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        where = table.where(done + first % max(len(column) // 2, 1)) if table.path is not None else ""
+        return DatasetError(f"edge file {table.name}{', ' + where if where else ''}: node id {value!r} holds a line "
+                            "break; node ids with line breaks are not supported — write each id on one line")
+    if isinstance(value, str) and _INTEGER.match(value.strip()) and nodes.keys is not None and \
+            pc.all(pc.match_substring_regex(nodes.keys, r"^\s*[+-]?\d+\s*$")).as_py():
+        written = next((k for k in nodes.keys.to_pylist() if str(int(k)) != k.strip()), nodes.keys[0].as_py())
+        return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}, "
+                            f"whose ids are kept as written (e.g. {written!r}) and matched exactly; write the ids "
+                            "the same way in every file")
     if nodes.keys is None:
         if value < 0:
             return DatasetError(f"edge file {table.name} has a negative node id ({value}); ids must lie in "

@@ -9,8 +9,10 @@ as a stream of PyArrow tables of the columns asked for, converted to the types a
 
 * The delimiter is the first of tab, semicolon and comma that the first line holds; without any, fields are
   separated by runs of spaces or tabs (leading and trailing ones ignored).
-* Blank lines, lines that hold only spaces, and lines starting with ``#`` are skipped; a UTF-8 byte-order mark and
-  Windows line ends (CRLF) are read as if absent; fields may be quoted with ``"``. Spaces around a text field are
+* Blank lines, lines that hold only spaces, and lines starting with ``#`` are skipped, however many of them open the
+  file; a UTF-8 byte-order mark and Windows line ends (CRLF) are read as if absent; fields may be quoted with
+  ``"``, but a quoted field may not hold a line break (one line, one row): such a field, or a quote never closed,
+  is one error naming its line. Spaces around a text field are
   not part of it (they are trimmed where the sampled lines have any; :mod:`gca.datasets.files` trims and looks
   again before it calls an id unknown).
 * Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines parsed
@@ -23,7 +25,8 @@ it. The file's line number of a row — for a message only — is found by scann
 (:meth:`TableInput.where`).
 
 **Errors** are :class:`~gca.datasets.base.DatasetError` with one line naming the file: not UTF-8, a line with
-another number of fields than the first (its line number and text), a value that is not of its column's type.
+another number of fields than the first (its line number and text), a quoted field that runs past its line's end
+(its line number), a value that is not of its column's type.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ SAMPLE_LINES = 200
 _SAMPLE_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _COMMENT_OR_BLANK = re.compile(rb"(?m)^(?:#[^\n]*|[ \t]*\r?)(?:\n|\Z)")
+#: Whole comment and blank lines at the start of a file's bytes.
+_LEADING = re.compile(rb"(?:(?:#[^\n]*|[ \t\r\f\v]*)\n)*")
 _SPACES = re.compile(rb"[ \t]+")
 _EDGE_SPACES = re.compile(rb"(?m)^\t|\t(?=\r?$)")
 _PARQUET_MAGIC = b"PAR1"
@@ -158,34 +163,41 @@ class TableInput:
     def _sample_text(self) -> None:
         assert self.path is not None
         try:
-            with self.path.open("rb") as f:
-                raw = f.read(_SAMPLE_BYTES)
-                whole = len(raw) < _SAMPLE_BYTES or not f.read(1)
+            raw, whole, skipped = _head(self.path)
         except OSError as exc:
             raise DatasetError(f"cannot read {self.what} file {self.path}: {exc.strerror or exc}") from None
         if not whole:  # a multi-byte character may be cut at the end: keep whole lines
             raw = raw[: raw.rfind(b"\n") + 1] or raw
         try:
-            text = raw.decode("utf-8-sig")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise DatasetError(f"{self.what} file {self.path} is not UTF-8 text; give a CSV/TSV file") from None
-        lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")][:SAMPLE_LINES]
-        if not lines:
+        numbered = [(skipped + i, line) for i, line in enumerate(text.splitlines(), 1)
+                    if line.strip() and not line.startswith("#")][:SAMPLE_LINES]
+        if not numbered:
             return
+        lines = [line for _, line in numbered]
         first = lines[0]
         self.delimiter = next((d for d in ("\t", ";", ",") if d in first), None)
-        try:
-            rows = csv.reader(lines, delimiter=self.delimiter) if self.delimiter else (ln.split() for ln in lines)
-            raw_rows = list(rows)
-            self.sample = [[field.strip() for field in row] for row in raw_rows]
-            self.padded = any(field != field.strip() for row in raw_rows for field in row)
-        except csv.Error as exc:
-            if "field larger than field limit" in str(exc):
-                raise DatasetError(f"{self.what} file {self.path} has a field longer than {csv.field_size_limit():,} "
-                                   "characters; is it the right file?") from None  # fmt: skip
-            raise DatasetError(f'{self.what} file {self.path} has an unbalanced quote ("); fix or remove it') from None
-        if len(self.sample) < len(lines):  # an unbalanced quote swallowed the following lines
-            raise DatasetError(f'{self.what} file {self.path} has an unbalanced quote ("); fix or remove it')
+        if not self.delimiter:
+            raw_rows = [ln.split() for ln in lines]
+        else:
+            raw_rows, reader, start = [], csv.reader(lines, delimiter=self.delimiter), 0
+            try:
+                for row in reader:
+                    if reader.line_num - start > 1:  # a quoted field ran on over the line's end
+                        spanned = lines[start : reader.line_num]
+                        raise DatasetError(_quote_message(self.what, self.path, numbered[start][0],
+                                                          sum(ln.count('"') for ln in spanned) % 2 == 0))
+                    raw_rows.append(row)
+                    start = reader.line_num
+            except csv.Error as exc:
+                if "field larger than field limit" in str(exc):
+                    raise DatasetError(f"{self.what} file {self.path} has a field longer than "
+                                       f"{csv.field_size_limit():,} characters; is it the right file?") from None
+                raise DatasetError(_quote_message(self.what, self.path, numbered[start][0], False)) from None
+        self.sample = [[field.strip() for field in row] for row in raw_rows]
+        self.padded = any(field != field.strip() for row in raw_rows for field in row)
 
     def set_header(self, headed: bool) -> None:
         """Read the first line as the column names (a text file; others always have names).
@@ -281,18 +293,21 @@ class TableInput:
             null_values=[""], strings_can_be_null=False, quoted_strings_can_be_null=False,
         )  # fmt: skip
         total = self.path.stat().st_size
-        done, rows, first = 0, 0, True
+        done, rows, first, header = 0, 0, True, self.headed
         # the C library's allocator: a block's memory, once freed, goes back to the system (gca.disk.trim_heap)
         # instead of staying in PyArrow's default pool for the rest of the run
         pool = pa.system_memory_pool()
         for block in _blocks(self.path):
             done += len(block)
             block = _clean(block, first, whitespace=self.delimiter is None)
-            if first and self.headed:
-                block = block[block.find(b"\n") + 1 :] if b"\n" in block else b""
             first = False
-            if not block.strip():
+            if not block.strip():  # (a block of comment lines only: the header is in a later one)
                 continue
+            if header:
+                block = block[block.find(b"\n") + 1 :] if b"\n" in block else b""
+                header = False
+                if not block.strip():
+                    continue
             try:
                 table = pacsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse,
                                        convert_options=convert, memory_pool=pool)  # fmt: skip
@@ -318,6 +333,9 @@ class TableInput:
         match = re.search(r"CSV column #(\d+): CSV conversion error to \w+: invalid value '(.*)'$", message)
         if match:
             return ConversionFailed(int(match.group(1)), match.group(2), None)  # the file's column number
+        quote = self._quote_error()
+        if quote is not None:
+            return quote
         width = len(self.sample[0])
         for line, fields in self.lines():
             if len(fields) != width:
@@ -325,6 +343,25 @@ class TableInput:
                 return DatasetError(f"{self.path}, line {line}: expected {width} columns like the first line, got "
                                     f"{len(fields)} ({shown[:80]!r})")  # fmt: skip
         return DatasetError(f"{self.what} file {self.path} cannot be read ({_first_line(message)})")
+
+    def _quote_error(self) -> DatasetError | None:
+        """The first quoted field of a text file that runs past its line's end — a value holding a line break, or
+        a quote never closed — as its one-line error; ``None`` where there is none."""
+        assert self.path is not None
+        if not self.delimiter:
+            return None
+        starts = ('"', f'{self.delimiter}"', f'{self.delimiter} "')
+        opened = None
+        with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
+            for number, line in enumerate(f, 1):
+                if opened is None and (not line.strip() or line.startswith("#")):
+                    continue
+                if line.count('"') % 2:
+                    if opened is not None:
+                        return DatasetError(_quote_message(self.what, self.path, opened, True))
+                    if line.lstrip().startswith('"') or any(mark in line for mark in starts[1:]):
+                        opened = number
+        return None if opened is None else DatasetError(_quote_message(self.what, self.path, opened, False))
 
     def lines(self) -> Iterator[tuple[int, list[str]]]:
         """(line number, fields) of every data line of a text file, parsed in Python — for messages only.
@@ -411,6 +448,49 @@ def _first_uncastable(array: Any, wanted: Any) -> str:
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                         return str(value)
     return "?"
+
+
+def _head(path: Path) -> tuple[bytes, bool, int]:
+    """(up to :data:`_SAMPLE_BYTES` of the file from its first line that is neither a comment nor blank, whether
+    that is all the rest of the file, the number of lines before it). Comment and blank lines before it are skipped
+    however many there are — a file may open with a long commented preamble — and never held: the file is read
+    :data:`_SAMPLE_BYTES` at a time, a comment line longer than that included. A byte-order mark is dropped."""
+    skipped, head, in_comment, first = 0, b"", False, True
+    with path.open("rb") as f:
+        while True:
+            chunk = f.read(_SAMPLE_BYTES)
+            if first and chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+            first = False
+            if not chunk:
+                return (b"" if in_comment else head), True, skipped
+            if in_comment:  # the rest of a comment line longer than a read
+                cut = chunk.find(b"\n")
+                if cut < 0:
+                    continue
+                chunk, skipped, in_comment = chunk[cut + 1 :], skipped + 1, False
+            head += chunk
+            lead = _LEADING.match(head).end()
+            skipped += head.count(b"\n", 0, lead)
+            head = head[lead:]
+            if head.startswith(b"#"):  # a comment line not ended yet
+                head, in_comment = b"", True
+            # the first line that is not skipped; a line of spaces longer than a read is looked at as it is
+            elif head.strip(b" \t\r\f\v") or len(head) >= _SAMPLE_BYTES:
+                break
+        if len(head) < _SAMPLE_BYTES:
+            head += f.read(_SAMPLE_BYTES - len(head))
+        whole = len(head) < _SAMPLE_BYTES or not f.read(1)
+    return head, whole, skipped
+
+
+def _quote_message(what: str, path: Path | None, line: int, closed: bool) -> str:
+    """The one line for a quote that runs past its line's end: a quoted value holding a line break (the quote
+    closes on a later line), which no reader of gca's takes, or a quote that is never closed."""
+    if closed:
+        return (f"{what} file {path}, line {line}: a quoted value holds a line break, which gca does not read "
+                "(node ids and values are one line each); remove the line break")
+    return f'{what} file {path}, line {line}: a quote (") is never closed; fix or remove it'
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

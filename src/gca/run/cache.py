@@ -70,7 +70,7 @@ from ..io import atomic_write, file_identity, hash_files
 from ..outputs.folder import hold_folder, release_folder
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
-FORMAT = 2
+FORMAT = 3
 #: A run writes the prepared graph by itself from this many directed edges up (``--cache`` writes any graph's).
 CACHE_MIN_EDGES = 10_000_000
 #: Space left free on the cache's disk beyond the folder's own size.
