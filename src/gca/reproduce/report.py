@@ -231,8 +231,8 @@ class Reporter:
                     said[run] = failed_run(cell.label, run, record, self.store)
         if not said:
             return ""
-        return (f"Failed runs (a cell without a finished run reads \"failed\"; each record is kept, read again by the "
-                f"same command, and its file deleted trains that run again): {'; '.join(said.values())}.")
+        return (f"Failed runs (a cell without a finished training reads \"failed\"; each record is kept and read again "
+                f"by the same command — delete its file to train that run again): {'; '.join(said.values())}.")
 
     def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
         """Per dataset: how its trained GCA rows trained (epochs, updates, exact or mini-batch with B and fan-out,
