@@ -1,16 +1,23 @@
-"""Seeds of repeated runs: one rule for every task that repeats something from one seed.
+"""Seeds of repeated runs: two rules, one for repeated trainings and one for what a run draws several of.
 
-A run's ``seed`` may be any integer in [0, 2³² − 1] (:data:`gca.config.RANGES`). A task that repeats a run —
-link prediction's hold-outs (each its own training), clustering's k-means initialisations — takes the seed of
-repeat ``i`` from :func:`run_seeds`:
+A run's ``seed`` may be any integer in [0, 2³² − 1] (:data:`gca.config.RANGES`).
+
+**Repeated trainings** — ``gca train --seed S --seeds K``'s pretrainings and ``gca reproduce``'s trainings of a
+cell (seeds 0 … runs − 1) — take consecutive seeds from :func:`training_seeds`: S, S + 1, …, S + K − 1 (past
+2³² − 1 they wrap to 0). So training i of a reproduction is ``gca train --seed i``, and ``gca train --seeds K``
+pretrains as ``gca reproduce --runs K`` trains.
+
+**Draws within a run** — link prediction's hold-outs (each its own training), clustering's k-means
+initialisations, the authors' probe's per-split generators — take the seed of repeat ``i`` from :func:`run_seeds`:
 
 * repeat 0 uses ``seed`` itself, so one repeat equals the plain run with that seed
   (``gca train --task link --splits 1 --seed s`` trains the model ``gca train --seed s`` would, on the edges left);
 * repeat i ≥ 1 uses the i-th child of ``numpy.random.SeedSequence(seed)``, read as one 32-bit word.
 
-Every accepted seed gives accepted seeds: ``seed + i``, as before, overflowed at 2³² − 1. The children are
-statistically independent streams (NumPy's ``SeedSequence`` hashing), unlike consecutive integers. Kept free of
-PyTorch, so the command line can use it before PyTorch loads.
+Every accepted seed gives accepted seeds. The children are statistically independent streams (NumPy's
+``SeedSequence`` hashing), unlike consecutive integers; trainings keep consecutive seeds so that a reproduction's
+training i can be named and repeated by its seed alone. Kept free of PyTorch, so the command line can use it
+before PyTorch loads.
 """
 
 from __future__ import annotations
@@ -21,8 +28,30 @@ import numpy as np
 MAX_SEED = 2**32 - 1
 
 
+def _check(seed: int) -> int:
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise ValueError(f"a seed must lie in [0, {MAX_SEED}], got {seed}")
+    return int(seed)
+
+
+def training_seeds(seed: int, count: int) -> list[int]:
+    """The seeds of ``count`` trainings repeated from ``seed`` (module docstring): ``seed``, ``seed + 1``, …, each
+    taken modulo 2³² so that it lies in [0, :data:`MAX_SEED`].
+
+    Parameters
+    ----------
+    seed
+        The first training's seed, in [0, :data:`MAX_SEED`] (else a ``ValueError``).
+    count
+        How many trainings.
+    """
+    first = _check(seed)
+    return [(first + i) % (MAX_SEED + 1) for i in range(max(count, 0))]
+
+
 def run_seeds(seed: int, count: int) -> list[int]:
-    """The seeds of ``count`` repeats of a run seeded ``seed`` (module docstring); each in [0, :data:`MAX_SEED`].
+    """The seeds of ``count`` draws within a run seeded ``seed`` — hold-outs, k-means initialisations, probe
+    generators (module docstring); each in [0, :data:`MAX_SEED`].
 
     Parameters
     ----------
@@ -31,9 +60,8 @@ def run_seeds(seed: int, count: int) -> list[int]:
     count
         How many repeats.
     """
-    if not 0 <= int(seed) <= MAX_SEED:
-        raise ValueError(f"a seed must lie in [0, {MAX_SEED}], got {seed}")
+    seed = _check(seed)
     if count < 1:
         return []
-    children = np.random.SeedSequence(int(seed)).spawn(count - 1)
+    children = np.random.SeedSequence(seed).spawn(count - 1)
     return [int(seed)] + [int(child.generate_state(1, dtype=np.uint32)[0]) for child in children]

@@ -64,9 +64,10 @@ def add_parser(sub) -> None:
     train.add_argument("--seed", type=int, help="random seed (default 0)")
     train.add_argument(
         "--seeds", type=int, default=1, metavar="K", help=f"classify: pretrain K times (1 to {MAX_SEEDS}; seeds "
-        "from --seed, gca.seeds.run_seeds) and report the accuracy's mean ± std over the pretrainings, each judged "
-        "on the same splits — the spread that a public split, whose nodes are fixed, leaves (default 1); the files "
-        "are the first pretraining's; a log holds each pretraining and their summary",
+        "S, S+1, …, S+K−1 from --seed S, as gca reproduce trains with seeds 0, 1, …) and report the accuracy's "
+        "mean ± std over the pretrainings, each judged on the same splits — the spread that a public split, whose "
+        "nodes are fixed, leaves (default 1); the files are the first pretraining's; a log holds each pretraining "
+        "and their summary",
     )  # fmt: skip
     train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
@@ -159,9 +160,9 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
     pretrainings = None  # --seeds K with loggers: each pretraining logged, then their summary (gca.run.logs)
     if args.seeds > 1 and loggers:
         from ..run.logs import PretrainingLogs
-        from ..seeds import run_seeds
+        from ..seeds import training_seeds
 
-        pretrainings = PretrainingLogs(loggers, run_seeds(job.config.seed, args.seeds))
+        pretrainings = PretrainingLogs(loggers, training_seeds(job.config.seed, args.seeds))
         loggers = pretrainings.loggers
     estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
     if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned

@@ -62,7 +62,7 @@ class Reproduction:
     baselines
         Keys of :data:`gca.reproduce.baselines.BASELINES` for Table 3; default all, or ``raw`` in quick mode.
     log
-        Where one-line notes go (a skipped dataset); default standard error.
+        Where one-line notes go (a skipped dataset, a failed run); default standard error.
     figure4_datasets
         Figure 4's datasets (default: ``datasets``).
     mode
@@ -112,7 +112,7 @@ class Reproduction:
         self.store = RunStore(self.out / "runs")
         self.data = DatasetCache(data_dir)
         self.executor = Executor(self.store, self.data, self.mode, device, self.out / "plots" if plots else None,
-                                 progress)  # fmt: skip
+                                 progress, log)  # fmt: skip
         self.reporter = Reporter(self.out, self.store, self.data, self.mode, self.executor.unavailable,
                                  [b for b in BASELINES if b not in self.baselines])  # fmt: skip
 

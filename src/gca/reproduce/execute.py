@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
 from ..names import canonical_name
-from ..progress import Progress
+from ..progress import Progress, to_stderr
 from ..run.pipeline import run_gca
 from ..train.distributed import resolve_device
 from ..train.estimator import GCA
@@ -97,6 +97,24 @@ def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = N
     return run_splits(loaded, seed, setting)[0]
 
 
+def failed_run(label: str, run: Run, record: dict[str, Any], store: RunStore) -> str:
+    """``GCA-PR on Karate, seed 0 failed (OUT/runs/<key>.json): <the error>``, said of a run whose record holds the
+    reason it failed (training collapsed or diverged) instead of an accuracy.
+
+    Parameters
+    ----------
+    label
+        The row the run stands in.
+    run
+        The run.
+    record
+        Its record, with ``error``.
+    store
+        The store that holds it (the file is named).
+    """
+    return f"{label} on {run.dataset}, seed {run.seed} failed ({store.path(run)}): {record['error']}"
+
+
 class Executor:
     """Runs what is missing from the store, with a progress bar that counts runs and estimates the time left.
 
@@ -115,6 +133,8 @@ class Executor:
         (``<dataset>-<row>-seed<i>-loss.png``, ``…-tsne.png``); ``None``: no plots.
     progress
         Whether a progress bar counts the runs.
+    log
+        Where the line about each failed run goes (one per run, new or read again); default standard error.
     """
 
     def __init__(
@@ -125,6 +145,7 @@ class Executor:
         device: str = "auto",
         plots_dir: Path | None = None,
         progress: bool = True,
+        log: Callable[[str], None] = to_stderr,
     ) -> None:
         self.store = store
         self.datasets = datasets
@@ -132,6 +153,7 @@ class Executor:
         self.device = device
         self.plots_dir = plots_dir
         self.progress = progress
+        self.log = log
         self.unavailable: dict[str, str] = {}  # baseline key → why it cannot run here
         self.trained = 0
         self.reused = 0
@@ -149,22 +171,29 @@ class Executor:
         self.second_opinion = {run for cell in cells if self.mode.protocol == "authors" and
                                (cell.info.get("untrained") or cell.info.get("versus_untrained")) for run in cell.runs}
         runnable = [r for r in unique if isinstance(self.datasets.get(r.dataset), LoadedDataset)]
-        pending = [r for r in runnable if self.store.get(r) is None and r.method not in self.unavailable]
+        found = {r: self.store.get(r) for r in runnable}
+        pending = [r for r in runnable if found[r] is None and r.method not in self.unavailable]
         self.reused += len(runnable) - len(pending)
-        if not pending:
-            return
-        bar = Progress(len(runnable), "runs", "run", enabled=self.progress, initial=len(runnable) - len(pending))
-        try:
-            for run in pending:
-                bar.describe(f"{run.dataset} {run.method} seed {run.seed}")
-                if run.method not in self.unavailable:
-                    record = self.run(run, plot_label.get(run) if self.plots_dir else None)
-                    if record is not None:
-                        self.store.put(run, record)
-                        self.trained += 1
-                bar.update(1)
-        finally:
-            bar.close()
+        if pending:
+            bar = Progress(len(runnable), "runs", "run", enabled=self.progress, initial=len(runnable) - len(pending))
+            try:
+                for run in pending:
+                    bar.describe(f"{run.dataset} {run.method} seed {run.seed}")
+                    if run.method not in self.unavailable:
+                        record = self.run(run, plot_label.get(run) if self.plots_dir else None)
+                        if record is not None:
+                            self.store.put(run, record)
+                            found[run] = record
+                            self.trained += 1
+                    bar.update(1)
+            finally:
+                bar.close()
+        labels = {run: cell.label for cell in reversed(cells) for run in cell.runs}  # a shared run: its first row
+        for run, record in found.items():
+            if record is not None and record.get("error"):
+                self.log(f"gca: {failed_run(labels.get(run, run.method), run, record, self.store)} — its record is "
+                         "kept and read again by the same command; delete the file to train that run again")
+
 
     def run(self, run: Run, plot_label: str | None = None) -> dict[str, Any] | None:
         """Train and judge one run; its record, or ``None`` when its baseline cannot run here.
@@ -190,7 +219,7 @@ class Executor:
             except BaselineUnavailable as exc:
                 self.unavailable[run.method] = str(exc)
                 return None
-            except TrainingError as exc:  # a diverged baseline is a result (it would diverge again), not a crash
+            except TrainingError as exc:  # a failed baseline is a result (it would fail again), not a crash
                 return {**about, "accuracy": None, "error": str(exc)}
             if isinstance(accuracies, EvaluationResult):  # the whole evaluation: what its probe chose, too
                 return {**about, "accuracy": accuracies.to_dict(), "seconds": time.perf_counter() - start}
@@ -209,8 +238,9 @@ class Executor:
             result = run_gca(estimator, estimator.prepare(loaded.data, loaded.directed), dataset=run.dataset,
                              labels=loaded.data.y, splits=splits, plots=plots, plot_title=title,
                              protocol=self.mode.protocol)  # fmt: skip
-        except TrainingError as exc:  # a diverged run is a result (it would diverge again), not a crash
-            return {**about, "accuracy": None, "error": str(exc)}
+        except TrainingError as exc:  # a collapsed or diverged run is a result (it would fail again), not a crash;
+            # its record names the configuration it failed with, as a finished run's does
+            return {**about, "config": dict(run.config), "accuracy": None, "error": str(exc)}
         record = {**about, **result.record}
         if run in self.second_opinion:
             record[SECOND_OPINION] = evaluate_embeddings(result.embeddings, loaded.data.y, splits, "sklearn").to_dict()

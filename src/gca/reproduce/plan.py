@@ -15,6 +15,7 @@ from typing import Any
 from ..config import build_config
 from ..datasets import dataset_display_name
 from ..evaluate.splits import SplitSetting
+from ..seeds import training_seeds
 from ..train.fast import FastChoice
 from .baselines import BASELINES
 
@@ -66,7 +67,7 @@ class Mode:
     the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`): the authors', behind the paper's
     numbers, unless asked otherwise."""
 
-    runs: int  # trainings per cell, seeds 0 … runs − 1
+    runs: int  # trainings per cell, seeds 0 … runs − 1 (gca.seeds.training_seeds, as gca train --seeds)
     max_epochs: int | None  # cap on the tables' GCA epochs (None: Table 5's); a capped row is marked shortened
     grid: tuple[float, ...]  # Figure 4's values of p_e and p_f
     grid_runs: int
@@ -206,14 +207,15 @@ class Planner:
             cfg = build_config(dataset, None, {**config_keys, "seed": seed})
             return _items((choice.apply(cfg, num_nodes) if choice is not None else cfg).to_dict())
 
-        return [Run(dataset, "gca", seed, _items(settings), config(seed)) for seed in range(runs)]
+        return [Run(dataset, "gca", seed, _items(settings), config(seed)) for seed in training_seeds(0, runs)]
 
     def baseline_runs(self, dataset: str, key: str) -> list[Run]:
         dataset = dataset_display_name(dataset)
         judged = self.mode.judged()
         if BASELINES[key][1] == "X, A, Y":  # supervised ones judge themselves: only their split matters
             judged.pop("protocol", None)
-        return [Run(dataset, key, seed, _items({"quick": self.mode.quick, **judged})) for seed in range(self.mode.runs)]
+        return [Run(dataset, key, seed, _items({"quick": self.mode.quick, **judged}))
+                for seed in training_seeds(0, self.mode.runs)]
 
     def table3(self, dataset: str) -> list[Cell]:
         name = dataset_display_name(dataset)

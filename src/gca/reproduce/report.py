@@ -14,14 +14,14 @@ from ..datasets import LoadedDataset
 from ..io import atomic_write_text
 from ..names import canonical_name
 from .baselines import BASELINES, SHORTENED_IN_QUICK
-from .execute import DatasetCache
+from .execute import DatasetCache, failed_run
 from .paper import PAPER_OOM, PAPER_TABLE3, PAPER_TABLE4
 from .plan import SECOND_OPINION, TRAINED_TWIN, Cell, Mode, plural
 from .store import RunStore
 
 
 def accuracy(record: dict[str, Any] | None) -> float | None:
-    """The test accuracy (%) a run record holds, or ``None`` (not finished, or diverged).
+    """The test accuracy (%) a run record holds, or ``None`` (not finished, or failed).
 
     Parameters
     ----------
@@ -175,13 +175,6 @@ class Reporter:
             Table 3, ``GCA`` in Table 4).
         """
         notes = [f"Judged under {PROTOCOL_WORDS[self.mode.protocol]}."]
-        if self.mode.comparable:
-            notes.append("⚠: ours and the paper's differ by more than 2·√(s² + s_paper²). Paper numbers: Zhu et al., "
-                         "WWW 2021, under the same protocol (none for datasets outside the paper, e.g. Cora).")
-        else:
-            notes.append("The paper's numbers (Zhu et al., WWW 2021) were measured under the authors' protocol; "
-                         "beside these they are shown for reference, not compared (gca reproduce without "
-                         "--eval-protocol judges as the paper did).")  # fmt: skip
         judged = {len(split_accuracies(r)) for c in cells for r in map(self.store.get, c.runs)} - {0}
         said = self.mode.describe(judged.pop() if len(judged) == 1 else None)
         if len(judged) > 1:  # some datasets have fewer splits of their own than asked
@@ -204,6 +197,9 @@ class Reporter:
         if any(self.shortened(c) for c in cells):
             notes.append("‡: trained on a shortened schedule (quick mode; gca.reproduce.baselines."
                          "SHORTENED_IN_QUICK), so not compared with the paper's number.")  # fmt: skip
+        failed = self.failed_note(cells)
+        if failed:
+            notes.append(failed)
         if self.mode.quick and self.left_out:
             named = ", ".join(BASELINES[b][0] for b in self.left_out)
             notes.append(f"Quick mode left out these baselines (name them with --baselines to run them): {named}.")
@@ -217,6 +213,26 @@ class Reporter:
         for reason, labels in by_reason.items():
             notes.append(f"† {', '.join(labels)}: not run here — {reason}.")
         return notes
+
+    def failed_note(self, cells: list[Cell]) -> str:
+        """Every run of the table that failed (training collapsed or diverged), with its file and reason; '' when
+        none did. A failed run's record is kept: the same command reads it again, deleting it trains the run again.
+
+        Parameters
+        ----------
+        cells
+            The table's cells, every dataset's; a run two rows share is named once, with its first row.
+        """
+        said = {}
+        for cell in cells:
+            for run in cell.runs:
+                record = self.store.get(run) if isinstance(self.datasets.get(run.dataset), LoadedDataset) else None
+                if record and record.get("error") and run not in said:
+                    said[run] = failed_run(cell.label, run, record, self.store)
+        if not said:
+            return ""
+        return (f"Failed runs (a cell without a finished training reads \"failed\"; each record is kept and read again "
+                f"by the same command — delete its file to train that run again): {'; '.join(said.values())}.")
 
     def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
         """Per dataset: how its trained GCA rows trained (epochs, updates, exact or mini-batch with B and fan-out,
@@ -408,10 +424,12 @@ def _fmt(summary: dict[str, Any], regime: bool = False) -> str:
     ``regime`` "(mini-batch)" after a number trained in mini-batches."""
     if summary["status"] == "ok":
         number = f"{summary['mean']:.2f}" + (f" ± {summary['std']:.2f}" if summary["n"] > 1 else "")
+        failed = summary.get("failed_runs", 0)
         marks = [" (mini-batch)" if regime and _mini_batch(summary) else "", " ‡" if summary.get("shortened") else "",
-                 f" {UNCONVERGED}" if summary.get("unconverged") else ""]  # fmt: skip
+                 f" {UNCONVERGED}" if summary.get("unconverged") else "",
+                 f" ({failed} of {failed + summary['runs']} trainings failed)" if failed else ""]  # fmt: skip
         return number + "".join(marks)
-    return {"skipped": "skipped", "not run": "not run†", "failed": "diverged", "missing": "—"}[summary["status"]]
+    return {"skipped": "skipped", "not run": "not run†", "failed": "failed", "missing": "—"}[summary["status"]]
 
 
 def _paired(a: dict[str, Any], b: dict[str, Any]) -> str:
@@ -434,6 +452,17 @@ def _paper_cell(ref: tuple[float, float] | None, oom: bool, shortened: bool) -> 
         return "OOM" if oom else "—"
     text = f"{ref[0]:.2f}" + (f" ± {ref[1]:.2f}" if ref[1] else "")
     return text + (" (not compared)" if shortened else "")
+
+
+#: The legend of ⚠, under a table with a cell that carries it.
+FLAG_LEGEND = "⚠: ours and the paper's differ by more than 2·√(s² + s_paper²)."
+#: What the paper's column is, under a table that shows a paper number.
+PAPER_LEGEND = {
+    True: "Paper numbers: Zhu et al., WWW 2021, under the same protocol (none for datasets outside the paper, e.g. "
+          "Cora).",
+    False: "The paper's numbers (Zhu et al., WWW 2021) were measured under the authors' protocol; beside these they "
+           "are shown for reference, not compared (gca reproduce without --eval-protocol judges as the paper did).",
+}  # fmt: skip
 
 
 def differs(summary: dict[str, Any], paper: tuple[float, float] | None) -> bool:
@@ -484,7 +513,8 @@ def write_table(
         Row label → dataset → the paper's (mean, std) (:data:`~gca.reproduce.paper.PAPER_TABLE3`); a missing entry
         is shown as ``—``, or ``OOM`` where the paper ran out of memory.
     notes
-        Paragraphs under the Markdown table, each its own paragraph.
+        Paragraphs under the Markdown table, each its own paragraph; then what the paper's column is, where the table
+        shows a paper number, and the legend of ⚠, where a cell carries it.
     comparable
         Whether the runs were judged as the paper's were (the authors' protocol); if not, no number is compared
         and the paper's column says so.
@@ -492,9 +522,10 @@ def write_table(
     kind = "paper" if comparable else "paper, authors' protocol: not comparable"
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "values",
+    table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "n_values",
               "runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status", "reason",
               "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
+    shown = flagged = False  # a paper number in the table; a cell flagged ⚠
     for label, lead, by_dataset in rows:
         # a row trained in mini-batches on every dataset says so in its name; a row that is on some says it per cell
         trained = [by_dataset[ds] for ds in datasets if by_dataset[ds]["status"] == "ok"]
@@ -505,6 +536,7 @@ def write_table(
             ref = paper.get(label, {}).get(ds)
             compared = comparable and ref is not None and not summary.get("shortened")
             flag = compared and differs(summary, ref)
+            shown, flagged = shown or ref is not None, flagged or flag
             cells.append(_fmt(summary, regime=not all_mini) + (" ⚠" if flag else ""))
             cells.append(_paper_cell(ref, (label, ds) in PAPER_OOM, bool(summary.get("shortened"))))
             ok = summary["status"] == "ok"
@@ -519,6 +551,7 @@ def write_table(
                 str(bool(summary.get("unconverged"))).lower() if judged else "",
             ])  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    notes = [*notes, *([PAPER_LEGEND[comparable]] if shown else []), *([FLAG_LEGEND] if flagged else [])]
     for note in notes:  # each its own paragraph
         lines += ["", note]
     markdown = "\n".join(lines) + "\n"

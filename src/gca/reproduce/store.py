@@ -2,7 +2,13 @@
 
 The key is a digest of everything that determines a run's result — dataset, method, the resolved configuration,
 the plan's settings, the seed — and of the gca version, so a changed setting or a new release never reuses an
-old result. A run whose file exists is never repeated: an interrupted reproduction continues where it stopped.
+old result. A run whose file exists is never repeated: an interrupted reproduction continues where it stopped. A
+run that failed (training collapsed or diverged: ``accuracy`` null, ``error`` its reason) is a finished run too —
+the same seed and settings fail again — so its record is kept and read like any other.
+
+Each record carries ``digest``, the SHA-256 of its run key and its canonical JSON (:func:`record_digest`), checked
+on every read: a record edited by hand, copied over another run's file or written by a gca whose records had no
+digest is refused (:class:`RunFileError`), never read as numbers or as a failed run.
 """
 
 from __future__ import annotations
@@ -28,10 +34,31 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+#: The field of a run record that holds :func:`record_digest`.
+DIGEST = "digest"
+
+
+def record_digest(record: dict[str, Any], key: str) -> str:
+    """The SHA-256 (hex) of run key ``key``, a newline and ``record``'s canonical JSON (sorted keys, no spaces,
+    UTF-8; its :data:`DIGEST` field left out): what :meth:`RunStore.put` writes into a record and every read checks.
+
+    Parameters
+    ----------
+    record
+        The record as JSON holds it (what :meth:`RunStore.put` writes, or what a read returns).
+    key
+        The run's key (:func:`run_key`), the name of the record's file.
+    """
+    body = {name: value for name, value in record.items() if name != DIGEST}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{key}\n{canonical}".encode()).hexdigest()
+
+
 def _problem(record: Any, run: Run, key: str) -> str:
     """What is wrong with a run record as read from the file of ``run`` (key ``key``); '' when nothing is. A record
-    this store wrote names its own key and carries its run's method, dataset, seed, settings (and, for GCA, the
-    resolved configuration): one copied over another run's file, or emptied, is not taken as that run."""
+    this store wrote names its own key, carries its run's method, dataset, seed, settings (and, for GCA, the
+    resolved configuration) and the digest of its content with that key: one copied over another run's file,
+    emptied or edited is not taken as that run."""
     if not isinstance(record, dict):
         return "not readable JSON" if record is None else f"a JSON {type(record).__name__}, not an object"
     if record.get("run") != key:
@@ -45,10 +72,14 @@ def _problem(record: Any, run: Run, key: str) -> str:
             return f"it has no {name!r}"
         if _json(record[name]) != _json(value):
             return f"its {name!r} is not this run's"
+    if DIGEST not in record:
+        return "it carries no digest of its content: written by a gca before records had one, or edited"
+    if record[DIGEST] != record_digest(record, key):
+        return "its content does not match its digest: it was changed after gca wrote it"
     if "accuracy" not in record:
         return "it has no 'accuracy'"
     accuracy = record["accuracy"]
-    if accuracy is None:  # a run that diverged: reported as such, with its error
+    if accuracy is None:  # a run that failed (collapsed, diverged): reported as such, with its error
         return "" if isinstance(record.get("error"), str) else "it has no accuracy and no error"
     if not isinstance(accuracy, dict):
         return f"its accuracy is a {type(accuracy).__name__}"
@@ -107,5 +138,19 @@ class RunStore:
         return record
 
     def put(self, run: Run, record: dict[str, Any]) -> None:
+        """Write ``record`` as the run's file (atomically), with the run's key and the digest of both.
+
+        Parameters
+        ----------
+        run
+            The planned run the record is of.
+        record
+            Its JSON-ready fields: method, dataset, seed, settings (GCA: config), ``accuracy`` — or ``accuracy``
+            ``None`` and ``error``, the reason the run failed.
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.path(run), {"run": run_key(run), **record})
+        key = run_key(run)
+        # as a read returns it (tuples become lists), so that the digest is the read's; not JSON: an error, as before
+        written = json.loads(json.dumps({"run": key, **record}, allow_nan=False))
+        written.pop(DIGEST, None)
+        atomic_write_json(self.path(run), {**written, DIGEST: record_digest(written, key)})

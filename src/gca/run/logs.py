@@ -47,7 +47,7 @@ class PretrainingLogs:
     loggers
         The loggers the command line asked for.
     seeds
-        The pretrainings' seeds, the first pretraining's first (:func:`gca.seeds.run_seeds`).
+        The pretrainings' seeds, the first pretraining's first (:func:`gca.seeds.training_seeds`).
     """
 
     def __init__(self, loggers: Sequence[Any], seeds: Sequence[int]) -> None:

@@ -3,11 +3,11 @@
 clustering (:mod:`gca.evaluate.clustering`).
 
 Classification and clustering judge the embeddings of one training on the whole graph; :func:`more_pretrainings`
-repeats that training with other seeds (``--seeds K``: seed i from ``run_seeds(config.seed, K)[i]``) and judges each
-on the same splits — what varies on a public split, whose nodes are fixed, is the pretraining. Link prediction must hold
-edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws hold-out i from seed
-``run_seeds(config.seed, runs)[i]`` (:mod:`gca.seeds`: the seed itself first), trains GCA with that seed on the
-edges left, embeds every node on that training graph and scores the held-out pairs.
+repeats that training with other seeds (``--seeds K``: seed i is ``config.seed + i``, :func:`gca.seeds.training_seeds`)
+and judges each on the same splits — what varies on a public split, whose nodes are fixed, is the pretraining. Link
+prediction must hold edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws
+hold-out i from seed ``run_seeds(config.seed, runs)[i]`` (:mod:`gca.seeds`: the seed itself first), trains GCA with
+that seed on the edges left, embeds every node on that training graph and scores the held-out pairs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from ..evaluate.classification import EvaluationResult
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
 from ..names import TASK_COUNTS
-from ..seeds import run_seeds
+from ..seeds import run_seeds, training_seeds
 from ..train.estimator import GCA, clone
 from .job import Job
 
@@ -78,7 +78,7 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
                       protocol: str, logs: PretrainingLogs | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``, judged on
     ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
-    of :func:`gca.seeds.run_seeds` on ``job``'s prepared graph, each a run of :func:`gca.run.pipeline.run_gca`
+    of :func:`gca.seeds.training_seeds` on ``job``'s prepared graph, each a run of :func:`gca.run.pipeline.run_gca`
     judged on the same ``splits`` under ``protocol``. Returns one line to print and the record (``results.json``'s
     ``pretrainings``): the seeds, each pretraining's mean accuracy over the splits, and their mean ± std over the
     pretrainings. With ``logs`` (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has), each
@@ -104,7 +104,7 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
     """
     from .pipeline import logged_params, run_gca
 
-    seeds = run_seeds(estimator.config.seed, count)
+    seeds = training_seeds(estimator.config.seed, count)
     results = [first]
     for index, seed in enumerate(seeds[1:], start=1):
         again = clone(estimator, seed=seed)
