@@ -11,6 +11,7 @@ import secrets
 import shutil
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -199,7 +200,7 @@ def read_document(path: str | Path, what: str, error: type[Exception], allow_jso
         raise error(f"{what} file {path} is not valid {kind.upper()}: {exc}") from None
 
 
-def parse_document(text: str, kind: str) -> Any:
+def parse_document(text: str, kind: str, object_pairs_hook: Callable[[list], Any] | None = None) -> Any:
     """``text`` in ``kind`` ("json" or "toml") as Python values. Any malformed text is a ``ValueError`` — also
     nesting deep enough to exhaust Python's recursion limit, which a few kilobytes of brackets reach.
 
@@ -209,9 +210,12 @@ def parse_document(text: str, kind: str) -> Any:
         The document.
     kind
         ``"json"`` or ``"toml"``.
+    object_pairs_hook
+        JSON only: builds each object from its (key, value) pairs, as :func:`json.loads`'s does (a key given twice
+        is then seen, where a ``dict`` keeps the last); ``None``: a ``dict``.
     """
     if kind == "json":
-        parse = json.loads
+        parse = json.loads if object_pairs_hook is None else partial(json.loads, object_pairs_hook=object_pairs_hook)
     elif sys.version_info >= (3, 11):
         import tomllib
 

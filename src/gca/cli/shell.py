@@ -108,9 +108,11 @@ def warn(message: str) -> None:
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:
-    """PyTorch reports a failed allocation as a RuntimeError (CPU) or torch.OutOfMemoryError (a RuntimeError)."""
+    """PyTorch reports a failed allocation as a RuntimeError (CPU: "DefaultCPUAllocator: can't allocate memory")
+    or torch.OutOfMemoryError (a RuntimeError)."""
     text = str(exc).lower()
-    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text or "not enough memory" in text
+    words = ("out of memory", "not enough memory", "can't allocate memory")
+    return type(exc).__name__ == "OutOfMemoryError" or any(w in text for w in words)
 
 
 def _process_group():

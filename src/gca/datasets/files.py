@@ -34,20 +34,24 @@ as weights. A first line of a text file is a header when it names its columns (`
   ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``); a missing value
   is 1, and repeated (id, feature) rows are summed;
 * *JSON*, kept sparse: an object mapping each node id to its list of active feature ids (value 1) or to an object
-  of feature id → value; or a list of such lists, row i being node i;
+  of feature id → value; or a list of such lists, row i being node i (the same form for every node; a node listed
+  twice is refused);
 * a matrix with an id list beside it: ``ids`` (``--feature-ids FILE``: one id per line, or a 1-D ``.npy``), or in
   Python a ``(matrix, ids)`` pair.
 
 Feature ids of the long and JSON forms are column numbers when they are all integers ≥ 0 (so the same vocabulary
 gives the same columns in another graph); otherwise the sorted distinct names are the columns
-(:attr:`~gca.datasets.base.LoadedDataset.feature_names`). In these sparse forms a node that has no active
-feature has no row: a node of the edge list that the features do not name is added with all-zero features, and
-one line counts them. In the wide forms every node needs its row.
+(:attr:`~gca.datasets.base.LoadedDataset.feature_names`); integer ids that would leave most columns empty (beyond
+:data:`SPARSE_IDS_WIDTH`, under a quarter of them used) are names too, and one line says so. In these sparse forms
+a node that has no active feature has no row: a node of the edge list that the features do not name is added with
+all-zero features, and one line counts them. In the wide forms every node needs its row. A pandas ``DataFrame``
+without an id column whose index is named or not the default 0, 1, … is indexed by node id: the index is its id
+column, never a feature.
 
 **labels** — a table of ``node, label`` (labels may be strings; ``nan``, ``NA``, ``null``, … or an empty cell
 mark a node without one). With more than two columns, ``label_column`` names the label column (and ``id_column``
 the id column; default the first). Labels of nodes that are not in the graph — label tables of real systems hold
-removed nodes — are skipped, and one line counts them.
+removed nodes — are skipped, and one line counts them, whatever the form of the features.
 
 Everything that is wrong with a file raises :class:`~gca.datasets.DatasetError` with one line naming the file,
 the line (text files) or row, and what to do.
@@ -70,6 +74,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from ..io import parse_document, read_user_text
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -99,6 +104,10 @@ WEIGHT_NAME = "weight"
 MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
 _INTEGER = re.compile(r"^[+-]?\d+$")
+#: Integer feature ids are column numbers up to this many columns; beyond it, ids that leave most columns empty
+#: (a feature id of 10⁸ among a few hundred) are read as names, one column per distinct id, so the encoder's first
+#: weight matrix is not 10⁸ rows.
+SPARSE_IDS_WIDTH = 1 << 20
 #: Text files at least this large say how far reading has come (smaller ones are read in well under a second).
 PROGRESS_BYTES = 64 << 20
 
@@ -574,13 +583,15 @@ def read_npy(path: Path) -> np.ndarray:
 class Features(NamedTuple):
     """A feature matrix as read: ``matrix`` (dense or CSR), ``ids`` (a PyArrow array of row ids, or ``None`` when
     row i is node i), ``sparse_by_id`` (a long or JSON form: nodes the edges add get zero rows), ``names`` (the
-    columns' feature names, where they were not numbers) and ``notes``."""
+    columns' feature names, where they were not numbers), ``notes``, and ``positional``: the ids are the rows'
+    numbers (a JSON list of lists), so the graph keeps row i as node i unless the edges add nodes."""
 
     matrix: np.ndarray | sp.csr_matrix
     ids: Any
     sparse_by_id: bool = False
     names: list[str] | None = None
     notes: list[str] = []
+    positional: bool = False
 
 
 def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | None]:
@@ -592,7 +603,7 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | 
         An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet feature file.
     """
     read = feature_input(path)
-    return read.matrix, (read.ids.to_pylist() if read.ids is not None else None)
+    return read.matrix, (read.ids.to_pylist() if read.ids is not None and not read.positional else None)
 
 
 def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: str | None = None,
@@ -721,8 +732,8 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     columns = table.columns
     if id_column is not None and id_column in columns:  # else the label table's (load_files checks one has it)
         id_index: int | None = columns.index(id_column)
-    elif table.headed and columns and columns[0].lower() in ID_COLUMN_NAMES:
-        id_index = 0
+    elif (table.headed and columns and columns[0].lower() in ID_COLUMN_NAMES) or table.index_ids:
+        id_index = 0  # an id column by its name, or a DataFrame's index of node ids (never a feature)
     elif table.table is not None or table.parquet is not None:
         schema = table.table.schema if table.table is not None else table.parquet.schema_arrow
         id_index = 0 if columns and not (pa.types.is_integer(schema.field(0).type) or
@@ -735,6 +746,7 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
         raise DatasetError(f"feature file {table.name} has an id column but no feature columns")
     types = {i: pa.float64() for i in value_columns}
     if id_index is not None:
+        _check_key_types(table, {id_index: "node id"})
         types[id_index] = pa.string() if table.path is not None and table.parquet is None else None
         types = {k: v for k, v in types.items() if v is not None}
     read = ([id_index] if id_index is not None else []) + value_columns
@@ -751,11 +763,11 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
                 exact = column.to_numpy(zero_copy_only=False)
                 with np.errstate(over="ignore"):
                     values[:, j] = exact
-                if bool(np.isinf(values[:, j]).any()):  # infinite in float32: infinite already, or beyond its range
-                    float32_features(exact, table.name)
+                if not bool(np.isfinite(values[:, j]).all()):  # NaN or infinite already, or beyond float32's range
+                    float32_features(_finite_values(exact, done, table), table.name)
             blocks.append(values)
             if id_index is not None:
-                id_parts.append(batch.column(0))
+                id_parts.append(_no_empty_keys(batch.column(0), done, table, "node id"))
             done += batch.num_rows
     except ConversionFailed as exc:
         where = table.find_value(exc.column, exc.value)
@@ -812,6 +824,14 @@ def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
             columns[columns >= like] = -1
             return columns, like, None, _left_out(columns, text, source)
         width = int(columns.max()) + 1
+        if width > SPARSE_IDS_WIDTH:
+            distinct = pc.unique(numbers)
+            if width > 4 * len(distinct):  # mostly empty columns: the numbers name a vocabulary's words
+                distinct = pc.take(distinct, pc.sort_indices(distinct))
+                columns = pc.index_in(numbers, value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int64)
+                note = (f"{source}: feature ids reach {width - 1:,} but only {len(distinct):,} are used; they are read "
+                        f"as the names of {len(distinct):,} columns (feature_names), not as column numbers")
+                return columns, len(distinct), [str(n) for n in distinct.to_pylist()], note
         if width > 1 << 31:
             raise DatasetError(f"{source}: a feature id reaches {width - 1:,}; number the features from 0, or name "
                                "them")  # fmt: skip
@@ -879,17 +899,18 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
     types = {0: pa.string(), 1: pa.string()} if text else {}
     if len(columns) == 3:
         types[2] = pa.float64()
+    _check_key_types(table, {0: "node id", 1: "feature id"})
     nodes, features, values, done = [], [], [], 0
     try:
         for batch in table.batches(list(range(len(columns))), types):
-            nodes.append(batch.column(0))
-            features.append(batch.column(1))
+            nodes.append(_no_empty_keys(batch.column(0), done, table, "node id"))
+            features.append(_no_empty_keys(batch.column(1), done, table, "feature id"))
             if len(columns) == 3:
                 column = batch.column(2)
                 if column.null_count:
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
                     raise DatasetError(f"{table.name}, {table.where(row)}: feature value '' is not a number")
-                values.append(column.to_numpy(zero_copy_only=False))
+                values.append(_finite_values(column.to_numpy(zero_copy_only=False), done, table))
             done += batch.num_rows
     except ConversionFailed as exc:
         where = table.find_value(exc.column, exc.value)
@@ -903,61 +924,183 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
     return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file", like)
 
 
-def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
+def _check_key_types(table: TableInput, roles: dict[int, str]) -> None:
+    """A Parquet file's or an in-memory table's id columns must hold integers or text (``roles``: column → what it
+    holds): a column of lists or structs is one line, not a PyArrow error when it is first used."""
     import pyarrow as pa
 
+    if table.table is None and table.parquet is None:
+        return  # a text file's columns are read as text
+    schema = table.table.schema if table.table is not None else table.parquet.schema_arrow
+    for index, role in roles.items():
+        kind = schema.field(index).type
+        try:
+            pa.array([], type=kind).cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise DatasetError(
+                f"{table.name}: column {table.columns[index]!r} holds {kind} values; a {role} is an integer or text, "
+                "one per row"
+            ) from None
+
+
+def _no_empty_keys(column: Any, start: int, table: TableInput, role: str) -> Any:
+    """A block of a table's id column (``role``: what the ids are), refused in one line naming its line (text) or
+    row where a cell is empty or blank — an empty cell names no node and no feature."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = column.is_null()
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        empty = pc.or_kleene(empty, pc.equal(pc.utf8_trim_whitespace(column), "")).fill_null(False)
+    if pc.any(empty).as_py():
+        empty = empty.combine_chunks() if isinstance(empty, pa.ChunkedArray) else empty
+        row = start + int(np.argmax(empty.to_numpy(zero_copy_only=False)))
+        raise DatasetError(f"{table.name}, {table.where(row)}: the {role} is empty; give every row its {role}")
+    return column
+
+
+def _finite_values(values: np.ndarray, start: int, table: TableInput) -> np.ndarray:
+    """``values`` (a block of a feature column, as read), refused in one line naming the line (text) or row of the
+    first NaN or infinite one: a model trained on it would only learn NaN."""
+    finite = np.isfinite(values)
+    if not finite.all():
+        at = int(np.argmin(finite))
+        kind = "NaN" if np.isnan(values[at]) else "infinite"
+        raise DatasetError(
+            f"{table.name}, {table.where(start + at)}: feature value {str(float(values[at]))!r} is {kind}; features "
+            "must be finite numbers, so clean or impute it"
+        )
+    return values
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs in file order: a key given twice stays visible (a ``dict`` would
+    keep its last value silently)."""
+
+
+def _json_type(value: Any) -> str:
+    """``value``'s JSON type, for a message."""
+    if isinstance(value, _Pairs):
+        return "object"
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
+    """A JSON features file: an object of node id → list of feature ids (or object of feature id → value), or a
+    list of such lists whose entry i is node i. Parsed by the guarded parser (nesting deep enough to exhaust the
+    recursion limit is a malformed file); every entry, feature id and value is checked before any is used, and a
+    wrong one is named by its node."""
+    import pyarrow as pa
+
+    text = read_user_text(path, "feature", DatasetError, "save it as UTF-8")
     try:
-        document = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise DatasetError(f"feature file {path} is not UTF-8 text") from None
+        document = parse_document(text, "json", object_pairs_hook=_Pairs)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"feature file {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read feature file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise DatasetError(f"feature file {path} is not valid JSON: {exc}") from None
+    del text
     shape = "an object of node id → list of feature ids (or of feature id → value), or a list of such lists"
-    if isinstance(document, dict):
-        node_ids, entries = list(document.keys()), list(document.values())
+    if isinstance(document, _Pairs):
+        node_ids: list[str] | None = [key for key, _ in document]
+        entries = [entry for _, entry in document]
     elif isinstance(document, list):
         node_ids, entries = None, document
     else:
-        raise DatasetError(f"feature file {path} holds a JSON {type(document).__name__}; give {shape}")
-    lists = all(isinstance(e, list) for e in entries)
-    if not lists and not all(isinstance(e, dict) for e in entries):
-        bad = next(i for i, e in enumerate(entries) if not isinstance(e, (list, dict)))
-        name = node_ids[bad] if node_ids is not None else f"entry {bad}"
-        raise DatasetError(f"feature file {path}: node {name!r} has a JSON {type(entries[bad]).__name__}; give {shape}")
+        raise DatasetError(f"feature file {path} holds a JSON {_json_type(document)}; give {shape}")
+    del document
+
+    def node(i: int) -> str:
+        return f"node {node_ids[i]!r}" if node_ids is not None else f"entry {i} (node {i})"
+
+    if node_ids is not None:
+        if not node_ids:
+            raise DatasetError(f"feature file {path} is an empty JSON object; give {shape}")
+        if "" in node_ids:
+            raise DatasetError(f"feature file {path} has an empty node id (\"\"); give every node its id")
+        if len(set(node_ids)) < len(node_ids):
+            seen: set[str] = set()
+            twice = next(n for n in node_ids if n in seen or seen.add(n))
+            raise DatasetError(f"feature file {path} lists node {twice!r} twice; give one entry per node")
+    kinds = [type(e) for e in entries]
+    lists = kinds.count(list)
+    if lists + kinds.count(_Pairs) < len(entries):
+        bad = next(i for i, k in enumerate(kinds) if k is not list and k is not _Pairs)
+        raise DatasetError(f"feature file {path}: {node(bad)} has a JSON {_json_type(entries[bad])}; give {shape}")
+    if 0 < lists < len(entries):
+        first_list, first_object = kinds.index(list), kinds.index(_Pairs)
+        raise DatasetError(
+            f"feature file {path} mixes the two forms: {node(first_list)} has a list of feature ids, "
+            f"{node(first_object)} an object of feature id → value; give every node the same form"
+        )
+    lists = lists == len(entries)
     lengths = np.fromiter((len(e) for e in entries), dtype=np.int64, count=len(entries))
+    owner = np.repeat(np.arange(len(entries)), lengths)  # the entry of each (feature, value)
     if lists:
         keys = list(chain.from_iterable(entries))
         values = np.ones(len(keys))
     else:
-        keys = list(chain.from_iterable(e.keys() for e in entries))
+        keys = [key for e in entries for key, _ in e]
+        listed = [value for e in entries for _, value in e]
         try:
-            values = np.array(list(chain.from_iterable(e.values() for e in entries)), dtype=np.float64)
-        except (TypeError, ValueError):
-            raise DatasetError(f"feature file {path}: a feature value is not a number") from None
-    try:
-        feature_keys = pa.array(keys)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        feature_keys = pa.array([str(k) for k in keys])
-    if not (pa.types.is_integer(feature_keys.type) or pa.types.is_string(feature_keys.type)) and len(keys):
-        raise DatasetError(f"feature file {path}: feature ids must be integers or strings, got "
-                           f"{feature_keys.type}")  # fmt: skip
-    if node_ids is None:  # row i is node i: a list of lists
-        rows = np.repeat(np.arange(len(entries)), lengths)
+            values = np.array(listed, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            values = None
+        if values is None or values.ndim != 1:
+            at = next(i for i, v in enumerate(listed) if not isinstance(v, (int, float)))
+            raise DatasetError(f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} the value "
+                               f"{json.dumps(listed[at])[:40]}, which is not a number; give feature id → number")
+        del listed
+        finite = np.isfinite(values)
+        if not finite.all():
+            at = int(np.argmin(finite))
+            kind = "NaN" if np.isnan(values[at]) else "infinite"
+            raise DatasetError(
+                f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} a value that is {kind}; "
+                "features must be finite numbers, so clean or impute it"
+            )
+    del entries
+    feature_keys = _json_feature_ids(keys, path, node, owner)
+    del keys
+    if node_ids is None:  # row i is node i; nodes the edges add get zero rows (their ids stay theirs)
+        count = len(lengths)
         columns, width, names, note = _feature_columns(feature_keys, str(path), like)
         kept = columns >= 0
-        matrix = sp.coo_matrix((float32_features(values, path)[kept], (rows[kept], columns[kept])),
-                               shape=(len(entries), width)).tocsr()  # fmt: skip
+        entries_matrix = (float32_features(values, path)[kept], (owner[kept], columns[kept]))
+        matrix = sp.coo_matrix(entries_matrix, shape=(count, width)).tocsr()
         matrix.sum_duplicates()
-        return Features(sp.csr_matrix(matrix, dtype=np.float32), None, False, names, [note] if note else [])
-    if not node_ids:
-        raise DatasetError(f"feature file {path} is an empty JSON object; give {shape}")
-    node_keys = pa.array(np.repeat(np.array(node_ids, dtype=object), lengths).tolist(), type=pa.string())
+        ids = pa.array(np.arange(count, dtype=np.int64))
+        notes = [note] if note else []
+        return Features(sp.csr_matrix(matrix, dtype=np.float32), ids, True, names, notes, positional=True)
+    node_keys = pa.array(node_ids, type=pa.string()).take(pa.array(owner))
     features = _sparse_by_id(node_keys, feature_keys, values, str(path), "feature file", like)
     # nodes listed with no active feature still have a row
-    listed = _id_array(pa.array(node_ids, type=pa.string()), str(path), "feature")
-    return _rows_for(features, listed)
+    listed_ids = _id_array(pa.array(node_ids, type=pa.string()), str(path), "feature")
+    return _rows_for(features, listed_ids)
+
+
+def _json_feature_ids(keys: list, path: Path, node: Callable[[int], str], owner: np.ndarray) -> Any:
+    """The feature ids of a JSON features file as a PyArrow array: integers, or text where any is text. A feature
+    id that is neither (a number with a fraction, ``true``, ``null``, a list, an object) is named by its node."""
+    import pyarrow as pa
+
+    try:
+        feature_keys = pa.array(keys)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        feature_keys = None
+    kind = feature_keys.type if feature_keys is not None else None
+    if kind is not None and (pa.types.is_integer(kind) or pa.types.is_string(kind)) and not feature_keys.null_count:
+        return feature_keys
+    if not keys:
+        return pa.array([], pa.int64())
+    at = next((i for i, k in enumerate(keys) if type(k) is not int and type(k) is not str), None)
+    if at is not None:
+        raise DatasetError(
+            f"feature file {path}: {node(int(owner[at]))} has the feature id {json.dumps(keys[at])[:40]} (a JSON "
+            f"{_json_type(keys[at])}); feature ids are integers or strings"
+        )
+    return pa.array([str(k) for k in keys], pa.string())  # integers beside names, or beyond 64 bits: names
 
 
 def _rows_for(features: Features, listed: Any) -> Features:
@@ -1041,6 +1184,7 @@ def _label_vector(source: Any, nodes: NodeIds, id_column: str | None, label_colu
 
     table = _label_table(source, id_column, label_column, progress)
     id_index, label_index = _label_columns(table, id_column, label_column)
+    _check_key_types(table, {id_index: "node id", label_index: "label"})
     text = table.path is not None and table.parquet is None
     types = {id_index: pa.string(), label_index: pa.string()} if text else {label_index: pa.string()}
     order = sorted((id_index, label_index))
@@ -1182,8 +1326,11 @@ def load_files(
     nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
     weight_column, weight_notes = _weight_index(table, edge_weight)
     read_edges = _read_edges(table, nodes, weight_column, features_name)
+    nodes.grow = False  # the edges decide which nodes the features lack; a label names a node or is skipped
     notes = list(read.notes)
     num_nodes = nodes.size
+    if read.positional and nodes.added:
+        _check_added_rows(nodes, matrix.shape[0], table.name)
     if nodes.added:
         matrix = sp.vstack([matrix, sp.csr_matrix((nodes.added, matrix.shape[1]), dtype=np.float32)]).tocsr()
         notes.append(f"{nodes.added} node{'s' if nodes.added != 1 else ''} of edge file {table.name} have no features "
@@ -1220,8 +1367,23 @@ def load_files(
     name = Path(edges).stem if not is_table_object(edges) else "graph"
     notes = ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else []) + \
         loop_notes + weight_notes + notes + label_notes  # fmt: skip
-    return LoadedDataset(name, data, named=False, node_ids=nodes.exported(), directed=directed, warnings=notes,
+    node_ids = None if read.positional and not nodes.added else nodes.exported()
+    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
                          class_names=class_names, feature_names=read.names)  # fmt: skip
+
+
+def _check_added_rows(nodes: NodeIds, listed: int, edges_name: str) -> None:
+    """Nodes an edge file adds to features whose entry i is node i must be integers beyond the entries: a negative
+    id is no node's."""
+    import pyarrow.compute as pc
+
+    added = nodes.keys.slice(listed)
+    lowest = pc.min(added).as_py()
+    if lowest is not None and lowest < 0:
+        raise DatasetError(
+            f"edge file {edges_name} has a negative node id ({lowest}); node ids are the feature entries' numbers "
+            "0, 1, …, and the edges may add nodes numbered beyond them"
+        )
 
 
 def _check_id_column(name: str, *sources: Any) -> None:
@@ -1232,7 +1394,7 @@ def _check_id_column(name: str, *sources: Any) -> None:
             continue
         if not is_table_object(source) and Path(source).suffix.lower() in (".npy", ".npz", ".json"):
             continue
-        table = TableInput(source, "label")
+        table = TableInput(source, "label", index_names=frozenset(ID_COLUMN_NAMES | {name.lower()}))
         if table.path is not None and table.parquet is None:
             table.set_header(True)
         if name.lower() in (c.lower() for c in table.columns):

@@ -69,17 +69,25 @@ def is_table_object(value: Any) -> bool:
         kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch"))  # fmt: skip
 
 
-def _index_as_column(frame: Any, names: frozenset[str]) -> Any:
-    """``frame`` with a non-default index moved into its first column, unless it has an id column (``names``)."""
+def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -> tuple[Any, bool]:
+    """``frame`` with its index moved into its first column, and whether it was: an index that is named, or is not
+    the default 0, 1, …, holds the node ids — unless the frame has an id column (``names``). The moved column keeps
+    the index's name (``id`` where it has none); a MultiIndex is refused (which level is the id?)."""
     if not names or any(str(c).lower() in names for c in frame.columns):
-        return frame
+        return frame, False
     index = frame.index
-    default = type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
+    if index.nlevels > 1:
+        levels = ", ".join(str(n) for n in index.names)
+        raise DatasetError(
+            f"the {what} DataFrame is indexed by {index.nlevels} levels ({levels}); index it by the node ids alone "
+            "(set_index) or give them in an id column"
+        )
+    default = type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1 and index.name is None
     if default:
-        return frame
+        return frame, False
     frame = frame.reset_index()
     first = frame.columns[0]
-    return frame.rename(columns={first: "id"}) if first in ("index", None) else frame
+    return (frame.rename(columns={first: "id"}) if first in ("index", None) else frame), True
 
 
 def is_parquet(path: Path) -> bool:
@@ -112,8 +120,9 @@ class TableInput:
         ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``None`` for none.
     index_names
         For a pandas ``DataFrame`` of features or labels: the id columns' names. A frame with none of them whose
-        index is not the default 0, 1, … has its index as its first column (named ``id`` where unnamed): a frame
-        indexed by node id (``set_index("node")``) keeps its ids.
+        index is named or is not the default 0, 1, … has its index as its first column (named ``id`` where
+        unnamed), its id column (:attr:`index_ids`): a frame indexed by node id (``set_index("node")``,
+        ``set_index("user")``) keeps its ids, and the index is never read as a feature.
     """
 
     def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None,
@@ -128,9 +137,10 @@ class TableInput:
         self.padded = False  # a sampled field has spaces around it: text columns are trimmed
         self.headed = False
         self.delimiter: str | None = None
+        self.index_ids = False  # the first column is a DataFrame's index of node ids
         if is_table_object(source):
             if type(source).__module__.startswith("pandas"):
-                source = _index_as_column(source, index_names)
+                source, self.index_ids = _index_as_column(source, index_names, what)
                 try:
                     source = pa.Table.from_pandas(source, preserve_index=False)
                 except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
