@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
         help="search hyperparameters on validation accuracy (Optuna; resumable) and write DIR/best.toml",
         description="Search GCA's hyperparameters on validation accuracy with Optuna's TPE sampler and median "
         "pruning. The study lives in OUT/study.db: run the same command again to continue after an interruption, "
-        "or start several processes on the same OUT to search in parallel. Needs Optuna: pip install optuna (the tune extra).",
+        "or start several processes on the same OUT to search in parallel. Needs Optuna: pip install optuna (the "
+        "tune extra).",
     )
     graph_arguments(tune)
     tune.add_argument("--trials", type=int, default=30, help="finished trials wanted in the study (default 30)")
