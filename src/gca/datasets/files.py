@@ -1144,7 +1144,7 @@ def load_files(
         columns, unlabelled nodes), ``class_names`` the labels' names, ``feature_names`` the features' names
         where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
     """
-    table = _edge_table(edges, progress)  # first: a missing or empty edge file is said before the features are read
+    table = _edge_table(edges, False)  # first: a missing or empty edge file is said before the features are read
     read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
     if id_column is not None:
         _check_id_column(id_column, features, labels)
@@ -1156,6 +1156,7 @@ def load_files(
                            "one row of features per node")  # fmt: skip
     nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
     weight_column, weight_notes = _weight_index(table, edge_weight)
+    table.progress = _reporter(edges, "edges", progress)  # made now: its clock starts as the edges' reading does
     read_edges = _read_edges(table, nodes, weight_column, features_name)
     notes = list(read.notes)
     num_nodes = nodes.size
@@ -1167,8 +1168,11 @@ def load_files(
     loop_notes: list[str] = []
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
         # self-loops left out here, not by cleaning: at 6·10⁸ edges, cleaning would copy the edge list to drop them
-        edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
-                                                       read_edges.count, keep_loops=False)  # fmt: skip
+        from ..progress import step
+
+        with step(f"building the undirected edge list of {read_edges.count:,} listed edges", progress):
+            edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
+                                                           read_edges.count, keep_loops=False)  # fmt: skip
         if loops:
             loop_notes.append(f"removed {loops} self-loop{'s' if loops != 1 else ''} (GCN adds its own)")
             if not edge_index.shape[1]:
