@@ -75,6 +75,40 @@ def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, 
     return paths
 
 
+def write_long(folder: Path, nodes: int, edges: int, per_node: int = 10, vocabulary: int = 1000,
+               seed: int = 0) -> dict[str, Path]:
+    """String-id edges (``source,target``, ``edges`` random pairs over ``nodes`` ids ``n123``) and a long feature
+    table (``id,feature,value``: ``per_node`` rows per node, features ``w17`` of ``vocabulary``, rows shuffled) —
+    written once into ``folder``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"edges": folder / f"long-{nodes}-{edges}-edges.csv",
+             "features": folder / f"long-{nodes}-{per_node}-features.csv"}  # fmt: skip
+    rng = np.random.default_rng(seed)
+
+    def named(prefix: str, numbers: np.ndarray):
+        return pc.binary_join_element_wise(prefix, pa.array(numbers).cast(pa.string()), "")
+
+    if not paths["edges"].exists():
+        with paths["edges"].open("wb") as f:
+            f.write(b"source,target\n")
+            for start in range(0, edges, 1 << 22):
+                count = min(1 << 22, edges - start)
+                table = pa.table({"s": named("n", rng.integers(0, nodes, count)),
+                                  "t": named("n", rng.integers(0, nodes, count))})  # fmt: skip
+                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+    if not paths["features"].exists():
+        rows = nodes * per_node
+        node = rng.permutation(np.repeat(np.arange(nodes), per_node))
+        table = pa.table({"id": named("n", node), "feature": named("w", rng.integers(0, vocabulary, rows)),
+                          "value": rng.random(rows).astype(np.float32)})  # fmt: skip
+        pacsv.write_csv(table, paths["features"], pacsv.WriteOptions(quoting_style="none"))
+    return paths
+
+
 CHILD = r"""
 import json, resource, sys, time
 import numpy as np, torch, torch_geometric, pyarrow as pa, pyarrow.csv as pacsv, pyarrow.compute as pc
@@ -87,8 +121,16 @@ def rss():
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS"))
 before = rss()
 start = time.perf_counter()
-if mode == "pyarrow":
-    if features.endswith(".npy"):
+if mode.startswith("pyarrow"):
+    if mode == "pyarrow-long":  # node ids: the feature table's; edges, feature rows and columns mapped to numbers
+        e = pacsv.read_csv(edges)
+        f = pacsv.read_csv(features)
+        ids = pc.unique(f.column(0).combine_chunks())
+        rows = [pc.index_in(e.column(c), value_set=ids) for c in (0, 1)]
+        rows.append(pc.index_in(f.column(0), value_set=ids))
+        rows.append(pc.index_in(f.column(1), value_set=pc.unique(f.column(1).combine_chunks())))
+        ok = all(r.null_count == 0 for r in rows)
+    elif features.endswith(".npy"):
         e = pacsv.read_csv(edges, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
                            parse_options=pacsv.ParseOptions(delimiter="\t"))
         x = np.load(features)
@@ -217,7 +259,23 @@ def main() -> None:
     parser.add_argument("--large-edges", type=int, default=300_000_000)
     parser.add_argument("--large-features", type=int, default=16)
     parser.add_argument("--large-kind", choices=("csv", "parquet"), action="append", help="which (default both)")
+    parser.add_argument("--long", type=int, metavar="NODES", help="instead: string-id edges and a long feature table "
+                        "(id, feature, value; 10 rows per node) over NODES nodes, --edges edges (default 2·10⁶)")
     args = parser.parse_args()
+    if args.long:
+        edges = (args.edges or [2_000_000])[0]
+        paths = write_long(Path(args.folder), args.long, edges)
+        runs = {mode: [measure(mode, paths, args.threads) for _ in range(args.repeats)]
+                for mode in ("pyarrow-long", "gca")}  # fmt: skip
+        times = {mode: sorted(r["seconds"] for r in rs) for mode, rs in runs.items()}
+        for mode, rs in runs.items():
+            print(f"{mode:>13}: " + ", ".join(f"{r['seconds']:.2f} s ({r['peak_beyond'] / 1e6:.0f} MB)" for r in rs),
+                  flush=True)  # fmt: skip
+        low, mid = (times["gca"][0] / times["pyarrow-long"][0],
+                    times["gca"][len(times["gca"]) // 2] / times["pyarrow-long"][len(times["pyarrow-long"]) // 2])
+        print(f"{args.long:,} nodes, {edges:,} edges, long features: gca over PyArrow {low:.2f} (fastest of each), "
+              f"{mid:.2f} (medians)", flush=True)  # fmt: skip
+        return
     if args.large:
         start = time.perf_counter()
         paths = write_large(Path(args.folder), args.large_nodes, args.large_edges, args.large_features)

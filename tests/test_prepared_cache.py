@@ -489,3 +489,29 @@ def test_a_malformed_inference_block_size_is_said_before_training(tmp_path, monk
     assert len(err) == 1 and "GCA_INFERENCE_ROWS='abc'" in err[0] and "rows of an inference block" in err[0], err
     assert not log.exists() or len(log.read_text().splitlines()) <= 1  # no epoch was trained
     assert not (tmp_path / "out").exists()
+
+
+def test_the_views_are_weighed_a_block_at_a_time_after_the_heap_is_trimmed_with_the_same_probabilities(
+        monkeypatch):  # fmt: skip
+    """gca prepare's peak: the views' temporaries are those of one block of edges (not of all of them, which made
+    the command's peak above the reading's), made after the cleaning's freed memory went back to the kernel; the
+    probabilities do not depend on the block."""
+    import gca.augment.augmentors as augmentors
+    import gca.augment.prepared as prepared
+    from gca.config import build_config
+    from gca.datasets import karate_club
+
+    assert augmentors.UNIT_BLOCK <= 1 << 20
+    graph = prepare_graph(karate_club(), directed=False)
+    config = build_config("Karate")
+    events: list[str] = []
+    monkeypatch.setattr(prepared, "trim_heap", lambda: events.append("trimmed"))
+    built = prepared.build_augmentors
+    monkeypatch.setattr(prepared, "build_augmentors", lambda *a, **k: (events.append("views"), built(*a, **k))[1])
+    whole = prepared.prepare(graph, config)
+    assert events == ["trimmed", "views"]
+    monkeypatch.setattr(augmentors, "UNIT_BLOCK", 7)  # 156 directed edges in 23 blocks
+    blocked = prepared.prepare(graph, config)
+    for one, other in zip(whole.views, blocked.views, strict=True):
+        assert torch.allclose(one.edge_prob, other.edge_prob, rtol=1e-6, atol=0)
+        assert torch.equal(one.feature_prob, other.feature_prob)

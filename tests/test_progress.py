@@ -172,3 +172,92 @@ def test_the_library_reports_lines_on_stderr_by_default_and_nothing_when_told(tm
     assert capsys.readouterr() == ("", "trial 3: 81.2\n")  # stdout stays the command's results
     for kind in (Search, Reproduction):
         assert inspect.signature(kind).parameters["log"].default is to_stderr
+
+
+class _Timer:
+    """A timer that fires only when the test says so."""
+
+    made: list[_Timer] = []
+
+    def __init__(self, seconds: float, function) -> None:
+        self.seconds, self.function, self.cancelled = seconds, function, False
+        _Timer.made.append(self)
+
+    def start(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_a_step_says_it_is_under_way_after_its_delay_and_when_it_is_done_and_nothing_when_short():
+    clock, lines = Clock(), []
+    with progress.step("storing", clock=clock, timer=_Timer, emit=lines.append, delay=3.0):
+        clock.now += 1.0
+    assert lines == [] and _Timer.made[-1].cancelled and _Timer.made[-1].seconds == 3.0  # short: nothing said
+    with progress.step("building the edge list", clock=clock, timer=_Timer, emit=lines.append, delay=3.0):
+        clock.now += 3.0
+        _Timer.made[-1].function()  # the timer fires while the step runs
+        clock.now += 9.5
+    assert lines == ["building the edge list: under way, 3.0 s", "building the edge list: done, 12.5 s"]
+    lines.clear()
+    with progress.step("late", clock=clock, timer=_Timer, emit=lines.append, delay=3.0):
+        fire = _Timer.made[-1].function
+    fire()  # a timer that fires after its step ended says nothing
+    assert lines == []
+    with progress.step("quiet", enabled=False, clock=clock, timer=_Timer, emit=lines.append):
+        pass
+    assert lines == []
+
+
+def test_the_edge_readers_clock_starts_when_the_edges_are_read_not_before_the_features(tmp_path, monkeypatch):
+    import gca.datasets.files as files
+
+    clock, stream = Clock(), io.StringIO()
+
+    class Timed(Progress):  # the readers' bars on the test's clock, into the test's stream
+        def __init__(self, *args, **options) -> None:
+            super().__init__(*args, stream=stream, clock=clock, **options)
+
+    read_features = files.feature_input
+
+    def slow_features(*args, **options):
+        clock.now += 100.0  # the features take 100 s
+        return read_features(*args, **options)
+
+    monkeypatch.setattr(progress, "Progress", Timed)
+    monkeypatch.setattr(files, "feature_input", slow_features)
+    monkeypatch.setattr(files, "PROGRESS_BYTES", 1)
+    edges, features = tmp_path / "edges.csv", tmp_path / "features.csv"
+    edges.write_text("source,target\n" + "".join(f"n{i},n{(i + 1) % 40}\n" for i in range(40)))
+    features.write_text("id,f0\n" + "".join(f"n{i},{i}\n" for i in range(40)))
+    files.load_files(edges, features, progress=True)
+    said = [line for line in stream.getvalue().splitlines() if line.startswith("reading edges")]
+    assert said == ["reading edges edges.csv: 1/1 MBs, 0.0 s"], stream.getvalue()
+
+
+def test_gca_prepare_says_each_phase_after_the_features_and_export_says_what_it_writes(
+        tmp_path, capsys, monkeypatch, every_phase):  # fmt: skip
+    from gca.datasets import karate_club
+
+    data = karate_club()
+    edges, features = tmp_path / "edges.csv", tmp_path / "features.csv"
+    edges.write_text("".join(f"{u},{v}\n" for u, v in data.edge_index.t().tolist() if u < v))
+    features.write_text("".join(f"{i},{','.join(map(str, row))}\n" for i, row in enumerate(data.x.tolist())))
+    monkeypatch.setenv("GCA_CACHE_DIR", str(tmp_path / "cache"))
+    graph = ["--edges", str(edges), "--features", str(features)]
+    assert main(["prepare", *graph]) == 0
+    err = capsys.readouterr().err
+    assert "building the undirected edge list of 78 listed edges: under way, " in err, err
+    assert "building the undirected edge list of 78 listed edges: done, " in err
+    assert "storing the prepared graph in " in err and ": done, " in err
+    assert main(["prepare", *graph, "--quiet", "--set", "p_e1=0.1"]) == 0
+    assert "under way" not in capsys.readouterr().err
+    run = ["train", *graph, "--epochs", "3", "--no-eval", "--set", "warmup_steps=0"]
+    assert main([*run, "--out", str(tmp_path / "a"), "--export", str(tmp_path / "emb.csv")]) == 0
+    assert "export emb.csv: 34/34 rows, " in capsys.readouterr().err
+    assert main([*run, "--out", str(tmp_path / "b"), "--export", str(tmp_path / "emb.parquet")]) == 0
+    err = capsys.readouterr().err
+    assert "export emb.parquet (34 rows): under way, " in err and "export emb.parquet (34 rows): done, " in err
+    assert main([*run, "--quiet", "--out", str(tmp_path / "c"), "--export", str(tmp_path / "quiet.csv")]) == 0
+    assert "export" not in capsys.readouterr().err

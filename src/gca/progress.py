@@ -6,7 +6,9 @@ batch job's log or CI output. :class:`Progress` uses the bar when stderr is a te
 plain line about every tenth of the work, at least one a minute while the work goes on, and one at the end — each
 with the seconds spent and, before the end, an estimate of the time left. :func:`phase` makes the progress of a
 phase that is usually short (preparing a graph, evaluating, embedding): nothing shows unless it has run for
-:data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results. :class:`LongRunHint` (an
+:data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results; :func:`step` does the same for
+a phase whose work is not counted (building an edge list, storing a prepared graph): one line once it has run
+:data:`PHASE_DELAY` seconds, one at its end. :class:`LongRunHint` (an
 ``on_update`` hook of :meth:`gca.GCA.fit`) projects the run's time from its first updates. :func:`to_stderr`
 (:func:`gca.terminal.say`, each line in one write) is the line writer the library's long jobs (``gca tune``'s
 search, ``gca reproduce``) report through by default.
@@ -14,9 +16,11 @@ search, ``gca reproduce``) report through by default.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from tqdm.auto import tqdm
@@ -138,6 +142,63 @@ def phase(total: int, desc: str, unit: str, enabled: bool = True) -> Progress:
         Show anything at all.
     """
     return Progress(total, desc, unit, enabled=enabled, delay=PHASE_DELAY)
+
+
+@contextlib.contextmanager
+def step(desc: str, enabled: bool = True, *, delay: float | None = None, clock: Callable[[], float] = time.monotonic,
+         timer: Callable[..., Any] = threading.Timer, emit: Callable[[str], None] | None = None) -> Iterator[None]:
+    """A phase whose work is not counted in units (building the undirected edge list, storing the prepared graph):
+    once it has run ``delay`` seconds (default :data:`PHASE_DELAY`) and still runs, the line ``DESC: under way,
+    3.0 s`` (a timer thread says it; with no delay it is said at once); at its end, where that line was said,
+    ``DESC: done, 12.4 s``. A step shorter than the delay says nothing, so small graphs print no more than
+    before.
+
+    Parameters
+    ----------
+    desc
+        What is done.
+    enabled
+        Show anything at all.
+    delay
+        Seconds before the first line; ``None`` for :data:`PHASE_DELAY` (read when the step starts).
+    clock
+        The clock the seconds are read from (from the step's start).
+    timer
+        Makes the timer that says the first line: ``timer(seconds, function)`` with ``start()`` and ``cancel()``
+        (:class:`threading.Timer`).
+    emit
+        Where a line goes; ``None`` for stderr, above a progress bar.
+    """
+    if not enabled:
+        yield
+        return
+    write = emit or _print_above_progress
+    said: list[bool | None] = [False]  # the first line said; None once the step ended
+    start, lock = clock(), threading.Lock()
+
+    def under_way() -> None:
+        with lock:
+            if said[0] is None:  # ended meanwhile
+                return
+            said[0] = True
+            write(f"{desc}: under way, {duration(clock() - start)}")
+
+    delay = PHASE_DELAY if delay is None else delay
+    waiting = timer(delay, under_way) if delay > 0 else None
+    if waiting is None:
+        under_way()  # no delay: said at once (in this thread)
+    else:
+        waiting.daemon = True
+        waiting.start()
+    try:
+        yield
+    finally:
+        if waiting is not None:
+            waiting.cancel()
+        with lock:
+            if said[0]:
+                write(f"{desc}: done, {duration(clock() - start)}")
+            said[0] = None
 
 
 def duration(seconds: float) -> str:

@@ -81,7 +81,7 @@ def _from_logs(logs: torch.Tensor, s_max, spread, flat: bool, p: float, p_tau: f
 
 
 #: Edge units weighed at a time by :func:`edge_drop_probabilities`.
-UNIT_BLOCK = 1 << 22
+UNIT_BLOCK = 1 << 20
 
 
 def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, symmetric: bool,

@@ -28,6 +28,7 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..config import GCAConfig
+from ..disk import trim_heap
 from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids
 from ..graph.sparse import has_reverse_edge
@@ -173,6 +174,7 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
             feature_weighting=config.feature_weighting,
         )  # fmt: skip
 
+    trim_heap()  # the cleaning's freed blocks back to the kernel before the views' temporaries are made
     views = build() if store is None else _kept_views(store, graph, config, build)
     unit_ids = None
     if store is not None and config.batch_size and views[0].symmetric_units:

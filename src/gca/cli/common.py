@@ -186,7 +186,7 @@ def open_graph(args: argparse.Namespace):
     source = graph_source(args) if getattr(args, "cache", None) is not False else None
     if source is None:
         return load_graph(args), None
-    store = PreparedStore(source)
+    store = PreparedStore(source, progress=not getattr(args, "quiet", False))
     if store.usable():
         from .record import remember_inputs
 

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset is None and not args.edges:  # the training default (Karate) is no graph to embed with a model
         raise ConfigError("gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE --features "
                           "FILE (with the feature columns the model was trained on)")  # fmt: skip
-    outputs = RunOutputs(args.out, args.export, inputs(args))
+    outputs = RunOutputs(args.out, args.export, inputs(args), progress=not args.quiet)
     try:
         return _embed_into(outputs, args)
     except KeyboardInterrupt:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from ..run.job import Job
     from ..train.estimator import GCA
 
-    store = PreparedStore(source)
+    store = PreparedStore(source, progress=not args.quiet)
     found = store.usable()
     job = Job.open(store.loaded() if found else load_graph(args), args.config, overrides, store=store,
                    store_graph=True)  # fmt: skip

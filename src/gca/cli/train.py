@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
     # under torchrun only rank 0 writes, so only it holds the folder's lock
-    outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0)
+    outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0,
+                         progress=not args.quiet)
     try:
         return _train_into(outputs, args, overrides, splits)
     except KeyboardInterrupt:

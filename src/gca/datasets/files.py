@@ -918,8 +918,10 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
                            "number") from None  # fmt: skip
     if not done:
         raise DatasetError(f"feature file {table.name} has a header but no rows")
-    node_keys = pa.chunked_array(nodes).combine_chunks()
-    feature_keys = pa.chunked_array(features).combine_chunks()
+    # joined from the batches' chunks: pa.chunked_array of the columns themselves converts every value through
+    # Python (22 of 26 s for 10⁷ rows)
+    node_keys, feature_keys = ((pa.chunked_array([c for column in parts for c in column.chunks], type=parts[0].type)
+                                .combine_chunks()) for parts in (nodes, features))  # fmt: skip
     weights = _joined(values) if values else np.ones(done)
     return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file", like)
 
@@ -1313,7 +1315,7 @@ def load_files(
         columns, unlabelled nodes), ``class_names`` the labels' names, ``feature_names`` the features' names
         where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
     """
-    table = _edge_table(edges, progress)  # first: a missing or empty edge file is said before the features are read
+    table = _edge_table(edges, False)  # first: a missing or empty edge file is said before the features are read
     read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
     if id_column is not None:
         _check_id_column(id_column, features, labels)
@@ -1325,6 +1327,7 @@ def load_files(
                            "one row of features per node")  # fmt: skip
     nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
     weight_column, weight_notes = _weight_index(table, edge_weight)
+    table.progress = _reporter(edges, "edges", progress)  # made now: its clock starts as the edges' reading does
     read_edges = _read_edges(table, nodes, weight_column, features_name)
     nodes.grow = False  # the edges decide which nodes the features lack; a label names a node or is skipped
     notes = list(read.notes)
@@ -1339,8 +1342,11 @@ def load_files(
     loop_notes: list[str] = []
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
         # self-loops left out here, not by cleaning: at 6·10⁸ edges, cleaning would copy the edge list to drop them
-        edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
-                                                       read_edges.count, keep_loops=False)  # fmt: skip
+        from ..progress import step
+
+        with step(f"building the undirected edge list of {read_edges.count:,} listed edges", progress):
+            edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
+                                                           read_edges.count, keep_loops=False)  # fmt: skip
         if loops:
             loop_notes.append(f"removed {loops} self-loop{'s' if loops != 1 else ''} (GCN adds its own)")
             if not edge_index.shape[1]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,13 +10,15 @@ import numpy as np
 
 from ..errors import UserError
 from ..io import atomic_write
+from ..progress import phase, step
 
 
 class ExportError(UserError, ValueError):
     """The export cannot be written in the asked format."""
 
 
-def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequence | np.ndarray) -> None:
+def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequence | np.ndarray,
+                      progress: bool = False, shown: str | Path | None = None) -> None:  # fmt: skip
     """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
     their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
     type: integer ids are written as integers (an int64 column in Parquet), text ids as text. The values are
@@ -31,6 +34,12 @@ def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequen
         ``[N, d]`` embeddings, row i of node ``node_ids[i]``.
     node_ids
         One id per row (the input files' ids): integers or strings.
+    progress
+        Say on stderr what is written once it takes a few seconds: the rows written (CSV, TSV), or a line at the
+        start and at the end (Parquet, written at once).
+    shown
+        The file named in that progress (the export's own name, where ``path`` is a staged file); ``None`` for
+        ``path``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -47,14 +56,20 @@ def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequen
     ids = np.asarray(node_ids) if isinstance(node_ids, np.ndarray) else node_ids
     ids = pa.array(ids if not isinstance(ids, np.ndarray) or ids.dtype.kind in "iu" else ids.tolist())
     columns = [f"e{i}" for i in range(embeddings.shape[1])]
+    what = f"export {Path(shown or path).name}"
     if suffix == ".parquet":
         table = pa.table({"node_id": ids, **{c: embeddings[:, i] for i, c in enumerate(columns)}})
-        atomic_write(path, lambda f: pq.write_table(table, f))
+        with step(f"{what} ({embeddings.shape[0]:,} rows)", progress):
+            atomic_write(path, lambda f: pq.write_table(table, f))
         return
     delimiter = "\t" if suffix == ".tsv" else ","
     schema = pa.schema([("node_id", ids.type), *((c, pa.float32()) for c in columns)])
 
     def write(f) -> None:
+        with contextlib.closing(phase(embeddings.shape[0], what, "row", enabled=progress)) as bar:
+            write_rows(f, bar)
+
+    def write_rows(f, bar) -> None:
         f.write((delimiter.join(["node_id", *columns]) + "\n").encode())
         for start in range(0, embeddings.shape[0], EXPORT_ROWS):
             block = np.asarray(embeddings[start : start + EXPORT_ROWS], dtype=np.float32)
@@ -66,6 +81,7 @@ def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequen
             except pa.ArrowInvalid:
                 pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
                                                              quoting_style="needed"))  # fmt: skip
+            bar.update(block.shape[0])
 
     atomic_write(path, write)
 

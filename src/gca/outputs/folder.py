@@ -71,7 +71,8 @@ class RunOutputs:
     """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
 
     def __init__(
-        self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True
+        self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True,
+        progress: bool = False,
     ) -> None:
         """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
         reads from the folder (the checkpoint it resumes from).
@@ -87,12 +88,15 @@ class RunOutputs:
             The run's input files, which no output may overwrite.
         lock
             Whether this process writes the run.
+        progress
+            Show the export's progress once it takes a few seconds (:func:`gca.outputs.export.export_embeddings`).
         """
         # only the writing process (``lock``; under torchrun rank 0) makes and checks the folder; one it made is
         # removed again if the run leaves nothing in it
         self._made = lock and not Path(out).exists()
         self.out = check_folder(out, "--out") if lock else Path(out)
         self.export = None if export is None else Path(export)
+        self.progress = progress
         inputs = [Path(p) for p in inputs if p is not None]
         if self.export is not None:
             self._check_export(inputs)
@@ -256,7 +260,7 @@ class RunOutputs:
             ids = node_ids if node_ids is not None else np.arange(embeddings.shape[0], dtype=np.int64)
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
             self._export_staged = staged  # a hidden name with the target's suffix, beside it
-            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids))
+            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids, self.progress, self.export))
 
     def write_run(self, embeddings: np.ndarray, model_state: dict[str, Any], record: dict[str, Any],
                   node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip

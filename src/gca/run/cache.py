@@ -68,6 +68,7 @@ from ..graph.graph import Graph
 from ..graph.sparse import count_ids
 from ..io import atomic_write, file_identity, hash_files
 from ..outputs.folder import hold_folder, release_folder
+from ..progress import step
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
 FORMAT = 3
@@ -295,10 +296,12 @@ class PreparedStore:
         What the run reads (its key names the folder).
     root
         The cache folder the ``prepared/`` folders live in; ``None`` for ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
+    progress
+        Say on stderr that the graph is being stored when that takes a few seconds (:func:`gca.progress.step`).
     """
 
-    def __init__(self, source: GraphSource, root: str | Path | None = None) -> None:
-        self.source = source
+    def __init__(self, source: GraphSource, root: str | Path | None = None, progress: bool = False) -> None:
+        self.source, self.progress = source, progress
         self.root = (Path(root) if root is not None else default_cache_dir()) / "prepared"
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.name)[:40] or "graph"
         self.folder = self.root / f"{safe}-{source.key}"
@@ -468,6 +471,10 @@ class PreparedStore:
         graph
             The graph cleaned from it.
         """
+        with step(f"storing the prepared graph in {self.folder}", self.progress):
+            return self._write(loaded, graph)
+
+    def _write(self, loaded: LoadedDataset, graph: Graph) -> bool:
         start = time.perf_counter()
         arrays = self._arrays(loaded, graph)
         need = sum(a.nbytes for a in arrays.values()) + _SPARE_BYTES
