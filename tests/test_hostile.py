@@ -232,7 +232,7 @@ def test_a_write_that_fails_after_training_leaves_the_earlier_run_whole(karate, 
 
     before = _snapshot(karate["out"])
 
-    def full_disk(path, embeddings, node_ids):
+    def full_disk(path, embeddings, node_ids, **_):
         Path(path).write_text("partial")
         raise OSError(28, "No space left on device")
 

@@ -107,7 +107,7 @@ def test_figure4_grid_csv_and_png(tmp_path):
     repro = _repro(tmp_path)
     written = reproduce("figure4", repro)
     lines = (tmp_path / "figure4-karate.csv").read_text().splitlines()
-    assert lines[0] == "p_e,p_f,mean,std,runs,status" and len(lines) == 1 + 4
+    assert lines[0] == "p_e,p_f,mean,std,runs,failed_runs,status" and len(lines) == 1 + 4
     assert all(line.endswith(",ok") for line in lines[1:])
     png = tmp_path / "figure4-karate.png"
     assert png in written and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -153,6 +153,10 @@ def test_a_failed_gca_run_is_kept_shown_failed_with_its_reason_and_reused(tmp_pa
     assert "GCA-PR on Karate" in note and COLLAPSED in note and path.name in note
     rows = {r["method"]: r for r in csv.DictReader((out / "table3.csv").open())}
     assert rows["GCA-PR"]["status"] == "failed" and rows["GCA-PR"]["reason"] == COLLAPSED
+    assert rows["GCA-PR"]["failed_runs"] == "1" and rows["GCA-DE"]["failed_runs"] == "0"
+    # how the rows trained is read from the finished trainings only; the failed one is counted, never "on ?"
+    training = next(line for line in table.splitlines() if line.startswith("Karate: "))
+    assert " on ?" not in training and "2 GCA trainings finished" in training and "1 failed" in training, training
     # the same command reads the record again, trains nothing, says the failure again and writes the same table
     attempted.clear()
     assert main(_cli_args(out)) == 0

@@ -27,8 +27,8 @@ a resumed run, which keeps the rows of the epochs before it. :class:`Tagged` mak
 as one, each row tagged with its run (``gca train --seeds K``'s CSV log: :mod:`gca.run.logs`).
 
 Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
-(``pip install 'gca-graph[tensorboard]'``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
-install 'gca-graph[wandb]'``; the hyperparameters in the run's config); the optional packages are imported when the
+(``pip install tensorboard``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
+install wandb``; the hyperparameters in the run's config); the optional packages are imported when the
 logger is made, so a missing one is a one-line :class:`LoggerError` before training starts, and nothing is made on
 disk.
 
@@ -490,7 +490,7 @@ class TensorBoardLogger:
     hyperparameters in the HPARAMS tab (one session per run; its metrics are the run's scalars). ``version``: a
     fixed folder instead, ``version_{version}`` for a number or the name as given, which every run then continues.
     After a run starts, :attr:`version` and :attr:`location` (its folder) say which. Needs the ``tensorboard``
-    package (``pip install 'gca-graph[tensorboard]'``); ``writer_kwargs`` go to the writer.
+    package (``pip install tensorboard``); ``writer_kwargs`` go to the writer.
 
     Parameters
     ----------
@@ -634,7 +634,7 @@ def _summary_writer() -> Any:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
-        raise LoggerError("TensorBoard logging needs the tensorboard package: pip install 'gca-graph[tensorboard]'"
+        raise LoggerError("TensorBoard logging needs the tensorboard package: pip install tensorboard"
                           ) from None  # fmt: skip
     return SummaryWriter
 
@@ -645,7 +645,7 @@ class WandbLogger:
     ``wandb.log(metrics, step=epoch)`` every epoch and the final metrics at the last epoch, and ``wandb.finish()``
     when the run ends. ``log_hyperparams`` updates the run's config. Per-update losses are not sent: wandb's
     ``step`` must only grow, and one axis is the epoch. :attr:`location` is the run's address once it started.
-    Needs ``pip install 'gca-graph[wandb]'``.
+    Needs ``pip install wandb``.
 
     Parameters
     ----------
@@ -716,5 +716,5 @@ def _wandb() -> Any:
     try:
         import wandb
     except ImportError:
-        raise LoggerError("Weights & Biases logging needs the wandb package: pip install 'gca-graph[wandb]'") from None
+        raise LoggerError("Weights & Biases logging needs the wandb package: pip install wandb") from None
     return wandb

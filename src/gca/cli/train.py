@@ -99,11 +99,11 @@ def add_parser(sub) -> None:
     )  # fmt: skip
     train.add_argument(
         "--tensorboard", metavar="DIR", help="write the losses and learning rate as TensorBoard events into DIR "
-        "(needs pip install 'gca-graph[tensorboard]')",
+        "(needs pip install tensorboard)",
     )  # fmt: skip
     train.add_argument(
         "--wandb", metavar="PROJECT", help="log the losses and learning rate to the Weights & Biases project PROJECT "
-        "(its local files in OUT-wandb/, beside OUT; needs pip install 'gca-graph[wandb]')",
+        "(its local files in OUT-wandb/, beside OUT; needs pip install wandb)",
     )  # fmt: skip
 
 

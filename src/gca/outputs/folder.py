@@ -134,7 +134,7 @@ class RunOutputs:
                 import pyarrow  # noqa: F401
             except ImportError:
                 raise OutputError(
-                    "--export to .parquet needs pyarrow (pip install 'gca-graph[parquet]'); or export to .csv"
+                    "--export to .parquet needs pyarrow (pip install pyarrow); or export to .csv"
                 ) from None
 
     @property
@@ -260,7 +260,8 @@ class RunOutputs:
             ids = node_ids if node_ids is not None else np.arange(embeddings.shape[0], dtype=np.int64)
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
             self._export_staged = staged  # a hidden name with the target's suffix, beside it
-            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids, self.progress, self.export))
+            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids, progress=self.progress,
+                                                                     shown=self.export))
 
     def write_run(self, embeddings: np.ndarray, model_state: dict[str, Any], record: dict[str, Any],
                   node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip

@@ -134,12 +134,13 @@ class Reporter:
         shortened = self.shortened(cell)
         if not values:
             return {"status": "failed" if errors else "missing", "reason": errors[0] if errors else "no finished runs",
-                    "training": training, "shortened": shortened}  # fmt: skip
+                    "failed_runs": len(errors), "training": training, "shortened": shortened}  # fmt: skip
         numbers = list(values.values())
         finished = [r for _, r in records if split_accuracies(r, key)]
         last, judged = np.sum([best_at_last_check(r, key) for r in finished], axis=0).astype(int).tolist()
         return {"status": "ok", "mean": float(np.mean(numbers)), "std": float(np.std(numbers)), "n": len(numbers),
-                "runs": len(finished), "failed_runs": len(errors), "training": training, "shortened": shortened,
+                "runs": len(finished), "failed_runs": len(errors), **({"reason": errors[0]} if errors else {}),
+                "training": training, "shortened": shortened,
                 "values": values, "seconds": float(sum(r.get("seconds", 0.0) for r in finished)),
                 "probe_last": (last, judged), "unconverged": 2 * last > judged > 0}  # fmt: skip
 
@@ -251,17 +252,22 @@ class Reporter:
             # a run two rows share (Random-Init judged by two probes, Table 4's GCA row and GCA-DE) ran once:
             # its seconds are counted once
             runs = {r: None for c in mine for r in c.runs}
-            trained = [self.store.get(r) for r in runs if r.method == "gca" and dict(r.settings).get("epochs")]
-            trained = [r for r in trained if r and r.get("config")]
-            if not trained:
+            records = [self.store.get(r) for r in runs if r.method == "gca" and dict(r.settings).get("epochs")]
+            # a failed training (accuracy null) made no updates to report and has no time of its own: counted apart
+            trained = [r for r in records if r and r.get("config") and r.get("accuracy") is not None]
+            failed = sum(1 for r in records if r and r.get("accuracy") is None)
+            if not trained and not failed:
                 continue
             how = sorted({_how_trained(r, dict(c.runs[0].settings).get("epochs")) for c in mine if c.runs
                           and c.runs[0].method == "gca" and dict(c.runs[0].settings).get("epochs")
-                          for r in map(self.store.get, c.runs) if r and r.get("config")})  # fmt: skip
+                          for r in map(self.store.get, c.runs)
+                          if r and r.get("config") and r.get("accuracy") is not None})  # fmt: skip
             gca_seconds = sum(float(r.get("seconds", 0.0)) for r in trained)
             all_seconds = sum(float(r.get("seconds", 0.0)) for r in map(self.store.get, runs) if r)
-            lines.append(f"{ds}: GCA trained {'; '.join(how)}. Runs took {all_seconds:,.0f} s "
-                         f"({plural(len(trained), 'GCA training')}: {gca_seconds:,.0f} s).")  # fmt: skip
+            done = f"GCA trained {'; '.join(how)}. " if how else ""
+            lost = f"; {failed} failed (see Failed runs)" if failed else ""
+            lines.append(f"{ds}: {done}Runs took {all_seconds:,.0f} s ({plural(len(trained), 'GCA training')} "
+                         f"finished: {gca_seconds:,.0f} s{lost}).")  # fmt: skip
         return lines
 
     def gain_notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
@@ -355,16 +361,16 @@ class Reporter:
                 continue
             mine = [c for c in cells if c.dataset == ds]
             values = np.full((len(grid), len(grid)), np.nan)
-            lines = ["p_e,p_f,mean,std,runs,status"]
+            lines = ["p_e,p_f,mean,std,runs,failed_runs,status"]
             for cell in mine:
                 s = self.summary(cell)
                 i, j = grid.index(cell.info["p_e"]), grid.index(cell.info["p_f"])
                 if s["status"] == "ok":
                     values[i, j] = s["mean"]
                     std = f"{s['std']:.4f}" if s["n"] > 1 else ""  # one value has no spread to give
-                    lines.append(f"{cell.info['p_e']},{cell.info['p_f']},{s['mean']:.4f},{std},{s['runs']},ok")
+                    lines.append(f"{cell.info['p_e']},{cell.info['p_f']},{s['mean']:.4f},{std},{s['runs']},{s['failed_runs']},ok")
                 else:
-                    lines.append(f"{cell.info['p_e']},{cell.info['p_f']},,,0,{s['status']}")
+                    lines.append(f"{cell.info['p_e']},{cell.info['p_f']},,,0,{s.get('failed_runs', 0)},{s['status']}")
             stem = self.out / f"figure4-{canonical_name(ds)}"
             atomic_write_text(stem.with_suffix(".csv"), "\n".join(lines) + "\n")
             epochs = dict(mine[0].runs[0].settings)["epochs"] if mine and mine[0].runs else "?"
@@ -523,7 +529,7 @@ def write_table(
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "n_values",
-              "runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status", "reason",
+              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status", "reason",
               "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
     shown = flagged = False  # a paper number in the table; a cell flagged ⚠
     for label, lead, by_dataset in rows:
@@ -544,7 +550,7 @@ def write_table(
             table.append([
                 cells[0], *lead, ds, f"{summary['mean']:.4f}" if ok else "",
                 f"{summary['std']:.4f}" if ok and summary["n"] > 1 else "", summary.get("n", 0),
-                summary.get("runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
+                summary.get("runs", 0), summary.get("failed_runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
                 str(compared).lower(), str(flag).lower(), summary["status"], summary.get("reason", ""),
                 summary.get("training", ""), summary.get("shortened", ""),
                 f"{summary['seconds']:.1f}" if ok else "", f"{last}/{judged}" if judged else "",
