@@ -529,8 +529,8 @@ def write_table(
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "n_values",
-              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status", "reason",
-              "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
+              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status",
+              "reason", "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
     shown = flagged = False  # a paper number in the table; a cell flagged ⚠
     for label, lead, by_dataset in rows:
         # a row trained in mini-batches on every dataset says so in its name; a row that is on some says it per cell
@@ -550,7 +550,8 @@ def write_table(
             table.append([
                 cells[0], *lead, ds, f"{summary['mean']:.4f}" if ok else "",
                 f"{summary['std']:.4f}" if ok and summary["n"] > 1 else "", summary.get("n", 0),
-                summary.get("runs", 0), summary.get("failed_runs", 0), f"{ref[0]:.2f}" if ref else "", f"{ref[1]:.2f}" if ref else "",
+                summary.get("runs", 0), summary.get("failed_runs", 0), f"{ref[0]:.2f}" if ref else "",
+                f"{ref[1]:.2f}" if ref else "",
                 str(compared).lower(), str(flag).lower(), summary["status"], summary.get("reason", ""),
                 summary.get("training", ""), summary.get("shortened", ""),
                 f"{summary['seconds']:.1f}" if ok else "", f"{last}/{judged}" if judged else "",
