@@ -529,8 +529,9 @@ def write_table(
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "n_values",
-              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std", "status",
-              "reason", "training", "shortened", "seconds", "probe_best_at_last_check", "probe_unconverged"]]  # fmt: skip
+              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std",
+              "status", "reason", "training", "shortened", "seconds", "probe_best_at_last_check",
+              "probe_unconverged"]]  # fmt: skip
     shown = flagged = False  # a paper number in the table; a cell flagged ⚠
     for label, lead, by_dataset in rows:
         # a row trained in mini-batches on every dataset says so in its name; a row that is on some says it per cell
