@@ -551,6 +551,23 @@ def test_an_edge_file_opening_with_over_a_mib_of_comment_lines_is_read(tmp_path)
         assert loaded.node_ids == ["a", "b", "c"] and _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}, name
 
 
+def test_an_edge_file_opening_with_a_line_of_spaces_longer_than_a_mib_is_read(tmp_path, capsys):
+    from gca.datasets import load_files
+
+    (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
+    spaces = " " * (2 << 20)
+    cases = {"blank.csv": spaces + "\na,b\nb,c\n", "after_comment.csv": "# c\n" + spaces + "\r\na,b\nb,c\n",
+             "opening.csv": spaces + "a,b\nb,c\n", "edge.csv": " " * ((1 << 20) - 1) + "\na,b\nb,c\n"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        loaded = load_files(tmp_path / name, tmp_path / "x.csv")
+        assert _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}, name
+    (tmp_path / "none.csv").write_text(spaces)  # nothing but spaces: no edges, said as for an empty file
+    assert main(["train", "--edges", str(tmp_path / "none.csv"), "--features", str(tmp_path / "x.csv"),
+                 "--no-eval", "--out", str(tmp_path / "out")]) == 2
+    assert "holds no edges" in capsys.readouterr().err
+
+
 def test_a_header_after_a_block_of_comment_lines_is_not_read_as_an_edge(tmp_path, monkeypatch):
     import gca.datasets.tables
     from gca.datasets import load_files

@@ -47,6 +47,7 @@ SAMPLE_LINES = 200
 _SAMPLE_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _COMMENT_OR_BLANK = re.compile(rb"(?m)^(?:#[^\n]*|[ \t]*\r?)(?:\n|\Z)")
+_BLANK_BYTES = b" \t\r\f\v"  # what a blank line may hold besides its line end
 #: Whole comment and blank lines at the start of a file's bytes.
 _LEADING = re.compile(rb"(?:(?:#[^\n]*|[ \t\r\f\v]*)\n)*")
 _SPACES = re.compile(rb"[ \t]+")
@@ -463,9 +464,11 @@ def _first_uncastable(array: Any, wanted: Any) -> str:
 def _head(path: Path) -> tuple[bytes, bool, int]:
     """(up to :data:`_SAMPLE_BYTES` of the file from its first line that is neither a comment nor blank, whether
     that is all the rest of the file, the number of lines before it). Comment and blank lines before it are skipped
-    however many there are — a file may open with a long commented preamble — and never held: the file is read
-    :data:`_SAMPLE_BYTES` at a time, a comment line longer than that included. A byte-order mark is dropped."""
-    skipped, head, in_comment, first = 0, b"", False, True
+    however many there are and however long — a file may open with a long commented preamble — and never held: the
+    file is read :data:`_SAMPLE_BYTES` at a time. Spaces that open the first line are dropped with it. A byte-order
+    mark is dropped."""
+    skipped, head, first = 0, b"", True
+    skipping = b""  # b"#": inside a comment line not ended yet; b" ": inside a line of nothing but spaces so far
     with path.open("rb") as f:
         while True:
             chunk = f.read(_SAMPLE_BYTES)
@@ -473,20 +476,26 @@ def _head(path: Path) -> tuple[bytes, bool, int]:
                 chunk = chunk[len(_BOM) :]
             first = False
             if not chunk:
-                return (b"" if in_comment else head), True, skipped
-            if in_comment:  # the rest of a comment line longer than a read
+                return (b"" if skipping else head), True, skipped
+            if skipping == b"#":  # the rest of a comment line longer than a read
                 cut = chunk.find(b"\n")
                 if cut < 0:
                     continue
-                chunk, skipped, in_comment = chunk[cut + 1 :], skipped + 1, False
+                chunk, skipped, skipping = chunk[cut + 1 :], skipped + 1, b""
+            elif skipping == b" ":  # more of a line of spaces: a line end makes it blank, anything else its content
+                chunk = chunk.lstrip(_BLANK_BYTES)
+                if not chunk:
+                    continue
+                skipping = b""
             head += chunk
             lead = _LEADING.match(head).end()
             skipped += head.count(b"\n", 0, lead)
             head = head[lead:]
             if head.startswith(b"#"):  # a comment line not ended yet
-                head, in_comment = b"", True
-            # the first line that is not skipped; a line of spaces longer than a read is looked at as it is
-            elif head.strip(b" \t\r\f\v") or len(head) >= _SAMPLE_BYTES:
+                head, skipping = b"", b"#"
+            elif not head.strip(_BLANK_BYTES):  # spaces, no line end yet: whether the line is blank is read on
+                head, skipping = b"", b" "
+            else:  # the first line that is not skipped
                 break
         if len(head) < _SAMPLE_BYTES:
             head += f.read(_SAMPLE_BYTES - len(head))
