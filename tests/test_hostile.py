@@ -629,4 +629,9 @@ def test_ids_that_change_as_integers_are_kept_as_text_and_a_mismatch_says_why(tm
     (tmp_path / "e.csv").write_text("7,8\n")
     error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
                     "--out", str(tmp_path / "o"), *QUICK], capsys)
-    assert "node '7' of edge file" in error and "kept as written (e.g. '007') and matched exactly" in error
+    assert "node '7' of edge file" in error and "kept as written ('007') and matched exactly" in error
+    (tmp_path / "e.csv").write_text("999,008\n")  # unknown however written: no word of spellings
+    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
+                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    assert "node '999' of edge file" in error and "has no row in feature file" in error
+    assert "kept as written" not in error

@@ -473,10 +473,12 @@ def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: No
                             "break; node ids with line breaks are not supported — write each id on one line")
     if isinstance(value, str) and _INTEGER.match(value.strip()) and nodes.keys is not None and \
             pc.all(pc.match_substring_regex(nodes.keys, r"^\s*[+-]?\d+\s*$")).as_py():
-        written = next((k for k in nodes.keys.to_pylist() if str(int(k)) != k.strip()), nodes.keys[0].as_py())
-        return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}, "
-                            f"whose ids are kept as written (e.g. {written!r}) and matched exactly; write the ids "
-                            "the same way in every file")
+        # only where the features write the same number otherwise: an id unknown however written is just unknown
+        written = next((k for k in nodes.keys.to_pylist() if int(k) == int(value)), None)
+        if written is not None:
+            return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file "
+                                f"{features_name}, whose ids are kept as written ({written!r}) and matched exactly; "
+                                "write the ids the same way in every file")
     if nodes.keys is None:
         if value < 0:
             return DatasetError(f"edge file {table.name} has a negative node id ({value}); ids must lie in "
