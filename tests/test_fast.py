@@ -207,7 +207,8 @@ def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_
     assert record["exact_estimate_seconds"] == 10_000.0
     # --exact keeps the paper's training, and says nothing of the estimate
     assert main([*args, "--exact", "--out", str(tmp_path / "b")]) == 0
-    assert "by default" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "by default" not in out and "; exact training (the whole graph at every update)" in out
     record = json.loads((tmp_path / "b" / "results.json").read_text())
     assert record["config"]["batch_size"] == 0 and "fast_path" not in record
     # a batch_size of the user's makes no choice; a fanout of theirs is kept

@@ -329,10 +329,12 @@ class Job:
                      f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
         elif cfg.batch_size and cfg.epochs:
             steps = batches_per_epoch(graph.num_nodes, cfg.batch_size, cfg.steps_per_epoch, self.world_size)
-            line += (f"; {cfg.epochs} epochs of {steps} updates (--epochs counts mini-batch epochs, each one pass "
-                     "over the nodes)")  # fmt: skip
+            epochs, updates = f"{cfg.epochs} epoch{'s' * (cfg.epochs != 1)}", f"{steps} update{'s' * (steps != 1)}"
+            line += f"; {epochs} of {updates} (--epochs counts mini-batch epochs, each one pass over the nodes)"
         if self.fast is not None:  # said whichever way it chose: exact training by default too
             line += f"; {self.fast.describe()}"
+        elif not cfg.batch_size:  # --exact, or a setting of the user's: the mode is said all the same
+            line += "; exact training (the whole graph at every update)"
         if self.exact_seconds is not None and self.fast is not None and self.fast.exact_seconds is not None and (
                 not math.isclose(self.exact_seconds, self.fast.exact_seconds)):  # fmt: skip
             updates = f"{cfg.epochs:,} update{'' if cfg.epochs == 1 else 's'}"
