@@ -266,8 +266,8 @@ class Reporter:
             all_seconds = sum(float(r.get("seconds", 0.0)) for r in map(self.store.get, runs) if r)
             done = f"GCA trained {'; '.join(how)}. " if how else ""
             lost = f"; {failed} failed (see Failed runs)" if failed else ""
-            lines.append(f"{ds}: {done}Runs took {all_seconds:,.0f} s ({plural(len(trained), 'GCA training')} "
-                         f"finished: {gca_seconds:,.0f} s{lost}).")  # fmt: skip
+            lines.append(f"{ds}: {done}Runs took {all_seconds:,.0f} s ({plural(len(trained), 'GCA training')}: "
+                         f"{gca_seconds:,.0f} s{lost}).")  # fmt: skip
         return lines
 
     def gain_notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
