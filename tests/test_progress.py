@@ -210,6 +210,15 @@ def test_a_step_says_it_is_under_way_after_its_delay_and_when_it_is_done_and_not
     assert lines == []
 
 
+def test_a_step_whose_work_raised_is_said_stopped_not_done():
+    clock, lines = Clock(), []
+    with pytest.raises(OSError), progress.step("export x.parquet", clock=clock, timer=_Timer, emit=lines.append,
+                                               delay=0):
+        clock.now += 2.0
+        raise OSError(28, "No space left on device")
+    assert lines == ["export x.parquet: under way, 0.0 s", "export x.parquet: stopped, 2.0 s"]
+
+
 def test_the_edge_readers_clock_starts_when_the_edges_are_read_not_before_the_features(tmp_path, monkeypatch):
     import gca.datasets.files as files
 

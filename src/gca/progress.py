@@ -150,8 +150,8 @@ def step(desc: str, enabled: bool = True, *, delay: float | None = None, clock: 
     """A phase whose work is not counted in units (building the undirected edge list, storing the prepared graph):
     once it has run ``delay`` seconds (default :data:`PHASE_DELAY`) and still runs, the line ``DESC: under way,
     3.0 s`` (a timer thread says it; with no delay it is said at once); at its end, where that line was said,
-    ``DESC: done, 12.4 s``. A step shorter than the delay says nothing, so small graphs print no more than
-    before.
+    ``DESC: done, 12.4 s`` (``DESC: stopped, 12.4 s`` where the work raised). A step shorter than the delay says
+    nothing, so small graphs print no more than before.
 
     Parameters
     ----------
@@ -190,14 +190,16 @@ def step(desc: str, enabled: bool = True, *, delay: float | None = None, clock: 
     else:
         waiting.daemon = True
         waiting.start()
+    ended = "stopped"  # a step whose work raised is not said to be done; its error is said after
     try:
         yield
+        ended = "done"
     finally:
         if waiting is not None:
             waiting.cancel()
         with lock:
             if said[0]:
-                write(f"{desc}: done, {duration(clock() - start)}")
+                write(f"{desc}: {ended}, {duration(clock() - start)}")
             said[0] = None
 
 
