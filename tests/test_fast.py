@@ -251,3 +251,10 @@ def test_the_python_api_and_gca_reproduce_keep_their_configuration(small_thresho
         Job.open(karate, training="quick")
     runs = [run for cell in Planner(TINY, baselines=()).table3("Karate") for run in cell.runs]
     assert runs and all(dict(run.config)["batch_size"] == 0 for run in runs)  # gca reproduce: its own defaults
+
+
+def test_an_estimate_that_rounds_to_nothing_is_said_to_be_under_a_second():
+    from gca.train import fast
+
+    assert fast._estimate(0.2) == "under 1 s" and fast._estimate(40.0) == "about 40 s"
+    assert fast._estimate(2 * 3600) == "about 2 h"

@@ -334,11 +334,16 @@ def default_choice(num_nodes: int, num_edges: int, features: torch.Tensor | None
         seconds = schedule(feature_nonzeros(features))
     plan = f"{config.epochs:,} update{'s' if config.epochs != 1 else ''} of all {num_nodes:,} nodes"
     over = seconds > EXACT_BOUND_SECONDS
-    reason = (f"the paper's exact training ({plan}) is estimated at about {_hours(seconds)} on 2 CPU cores, "
+    reason = (f"the paper's exact training ({plan}) is estimated at {_estimate(seconds)} on 2 CPU cores, "
               f"{'over' if over else 'within'} {_hours(EXACT_BOUND_SECONDS)}")  # fmt: skip
     if over:
         return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, reason, by="default", exact_seconds=seconds)
     return FastChoice(0, (), reason, by="default", exact_seconds=seconds)
+
+
+def _estimate(seconds: float) -> str:
+    """``about 9.4 h`` … ``about 1 s``, ``under 1 s``: an estimate that would round to nothing is said so."""
+    return f"about {_hours(seconds)}" if seconds >= 0.5 else "under 1 s"
 
 
 def _hours(seconds: float) -> str:
