@@ -296,3 +296,103 @@ def test_labels_of_absent_nodes_with_sparse_features_are_skipped_and_counted(for
         args += [str(tmp_path / "y.csv"), "--epochs", "1", "--quiet", "--no-eval", "--out", str(tmp_path / "o")]
         assert main(args) == 0
         assert capsys.readouterr().err.count("name nodes that are not in the graph") == 1
+
+
+# ------------------------------------------------------------------------ ids follow one rule across the files
+def test_a_json_node_without_features_keeps_its_own_row_when_ids_are_kept_as_written(tmp_path):
+    (tmp_path / "e.csv").write_text("01,1\n1,2\n2,01\n")
+    (tmp_path / "x.json").write_text('{"01": {}, "1": {"0": 1}, "2": {"0": 2}}')  # x of a node is its number
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.json")
+    assert loaded.node_ids == ["01", "1", "2"]
+    np.testing.assert_array_equal(_dense(loaded), [[0], [1], [2]])
+
+
+@pytest.mark.parametrize("text, edges", [
+    ('{"1": [1], "2": [2], "a": []}', "1,2\n2,a\n"),
+    ('{"1": [1], "2": [2], "007": []}', "1,2\n2,007\n"),
+])  # fmt: skip
+def test_a_json_node_without_features_whose_id_is_text_is_read(tmp_path, text, edges):
+    (tmp_path / "e.csv").write_text(edges)
+    (tmp_path / "x.json").write_text(text)
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.json")
+    rows = {str(node): row for node, row in zip(loaded.node_ids, _dense(loaded), strict=True)}
+    assert rows["1"].tolist() == [0, 1, 0] and rows["2"].tolist() == [0, 0, 1] and not any(
+        r.any() for k, r in rows.items() if k not in ("1", "2"))  # fmt: skip
+
+
+def test_json_nodes_all_without_features_are_one_line(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("1,2\n2,3\n")
+    (tmp_path / "x.json").write_text('{"1": [], "2": [], "3": []}')
+    assert "3×0 matrix" in _one_line_error(tmp_path / "e.csv", tmp_path / "x.json")
+    assert "3×0 matrix" in _cli_error(capsys, tmp_path / "e.csv", tmp_path / "x.json")
+
+
+def test_a_json_value_true_is_not_a_number(tmp_path):
+    (tmp_path / "e.csv").write_text("0,1\n")
+    (tmp_path / "x.json").write_text('{"0": {"1": true}, "1": {"1": 1}}')
+    message = _one_line_error(tmp_path / "e.csv", tmp_path / "x.json")
+    assert "node '0' gives feature '1' the value true, which is not a number" in message
+
+
+@pytest.mark.parametrize("header", ["node,feature\n", "node,feature,value\n", "id,f\n"])
+@pytest.mark.parametrize("layout", ["auto", "long"])
+def test_a_feature_file_of_only_a_header_says_so(tmp_path, header, layout):
+    (tmp_path / "e.csv").write_text("a,b\n")
+    (tmp_path / "x.csv").write_text(header)
+    message = _one_line_error(tmp_path / "e.csv", tmp_path / "x.csv", feature_layout=layout)
+    assert message == f"feature file {tmp_path / 'x.csv'} has a header but no rows"
+
+
+def test_a_long_table_of_names_without_a_header_keeps_its_first_row(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\n")
+    (tmp_path / "x.csv").write_text("a,apple\nb,banana\nc,cherry\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", feature_layout="long")
+    assert loaded.node_ids == ["a", "b", "c"] and loaded.feature_names == ["apple", "banana", "cherry"]
+    np.testing.assert_array_equal(_dense(loaded), np.eye(3))
+    (tmp_path / "h.csv").write_text("user,word\na,apple\nb,banana\nc,cherry\n")  # a known column name: a header
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "h.csv", feature_layout="long")
+    assert loaded.node_ids == ["a", "b", "c"] and loaded.feature_names == ["apple", "banana", "cherry"]
+
+
+@pytest.mark.parametrize("rows, names", [
+    ("a,007\nb,7\nc,8\n", ["007", "7", "8"]),
+    ("a,007\nb,7\nc,x7\n", ["007", "7", "x7"]),
+])  # fmt: skip
+def test_feature_ids_written_so_they_would_change_as_integers_are_names_as_written(tmp_path, rows, names):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\n")
+    (tmp_path / "x.csv").write_text("node,feature\n" + rows)
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert loaded.feature_names == names
+    np.testing.assert_array_equal(_dense(loaded), np.eye(3))  # node a has 007, b has 7, c the third
+
+
+@pytest.mark.parametrize("name, text", [
+    ("x.json", '{"1": [10], "2": [9], "3": [18446744073709551616]}'),
+    ("x.csv", "node,feature\n1,10\n2,9\n3,18446744073709551616\n"),
+])  # fmt: skip
+def test_feature_ids_beyond_64_bits_are_names_in_numeric_order_with_a_warning(tmp_path, name, text):
+    (tmp_path / "e.csv").write_text("1,2\n2,3\n")
+    (tmp_path / name).write_text(text)
+    loaded = load_files(tmp_path / "e.csv", tmp_path / name)
+    assert loaded.feature_names == ["9", "10", "18446744073709551616"]
+    np.testing.assert_array_equal(_dense(loaded), [[0, 1, 0], [1, 0, 0], [0, 0, 1]])
+    assert any("beyond 64 bits" in w and "numeric order" in w for w in loaded.warnings)
+
+
+def test_an_empty_value_cell_of_a_long_table_is_refused_naming_its_line(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\n")
+    (tmp_path / "x.csv").write_text("node,feature,value\na,f,2\nb,g,\n")
+    message = _one_line_error(tmp_path / "e.csv", tmp_path / "x.csv")
+    assert "line 3" in message and "feature value '' is not a number" in message
+
+
+def test_counts_of_one_are_said_in_the_singular(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\n")
+    (tmp_path / "x.csv").write_text("node,feature\na,f\nb,g\n")
+    (tmp_path / "y.csv").write_text("node,label\na,x\nb,nan\nc,y\nz,y\n")
+    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
+    assert f"1 node of edge file {tmp_path / 'e.csv'} has no features in {tmp_path / 'x.csv'}; its features are all " \
+        "zero" in loaded.warnings  # fmt: skip
+    assert f"1 label in {tmp_path / 'y.csv'} names a node that is not in the graph (e.g. 'z'); skipped" in \
+        loaded.warnings  # fmt: skip
+    assert any(w.startswith("1 of the nodes listed") and "has no label" in w for w in loaded.warnings)

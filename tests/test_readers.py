@@ -224,7 +224,7 @@ def test_label_tables_pick_their_columns_and_skip_nodes_not_in_the_graph(tmp_pat
     assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
                  str(tmp_path / "y.csv"), "--id-column", "user", "--label-column", "team", "--epochs", "1",
                  "--quiet", "--no-eval", "--out", str(out)]) == 0  # fmt: skip
-    assert "name nodes that are not in the graph" in capsys.readouterr().err
+    assert "1 label in " + str(tmp_path / "y.csv") + " names a node that is not in the graph" in capsys.readouterr().err
 
 
 def test_reading_flags_without_files_are_refused(tmp_path, capsys):

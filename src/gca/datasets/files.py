@@ -96,6 +96,8 @@ HEADER_NAMES = {
 ID_COLUMN_NAMES = {"id", "node", "node_id", "name", "nodeid"}
 #: Header names of a long feature table's second column.
 FEATURE_KEY_NAMES = {"feature", "feature_id", "featureid", "word", "token", "term", "attribute", "key"}
+#: Header names of a long feature table's value column.
+VALUE_NAMES = {"value", "weight", "count", "score", "tfidf", "tf_idf"}
 #: Header names of a label table's label column, when it has more than two columns.
 LABEL_NAMES = {"label", "labels", "class", "y", "category", "target"}
 #: The header name of an edge table's weight column.
@@ -104,6 +106,8 @@ WEIGHT_NAME = "weight"
 MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
 _INTEGER = re.compile(r"^[+-]?\d+$")
+#: An integer as Python writes it, ≥ 0: an id written otherwise (007, +7) would change as a number.
+_PLAIN_INTEGER = r"^(0|[1-9]\d*)$"
 #: Integer feature ids are column numbers up to this many columns; beyond it, ids that leave most columns empty
 #: (a feature id of 10⁸ among a few hundred) are read as names, one column per distinct id, so the encoder's first
 #: weight matrix is not 10⁸ rows.
@@ -676,11 +680,7 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
     if table.path is not None and table.parquet is None:
         if not table.sample:
             raise DatasetError(f"feature file {table.name} is empty")
-        header = table.sample[0]
-        names = all(header) and len(table.sample) > 1
-        named = names and (any(_is_name(t) for t in header[1:]) or header[0].lower() in ID_COLUMN_NAMES
-                           or (id_column is not None and id_column in header))  # fmt: skip
-        table.set_header(bool(named))
+        table.set_header(_feature_header(table.sample, id_column))
         if not table.rows_sampled:
             raise DatasetError(f"feature file {table.name} has a header but no rows")
     long = layout == "long" or (layout == "auto" and table.headed and 2 <= len(table.columns) <= 3
@@ -688,6 +688,26 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
     if long:
         return _long_features(table, id_column, like)
     return _wide_features(table, id_column, pa)
+
+
+def _feature_header(sample: list[list[str]], id_column: str | None) -> bool:
+    """Whether a feature text file's first line is a header: its words name the columns (its first cell an id
+    column's name or ``id_column``, or a cell a feature or value column's name), or a later cell is a name above a
+    column of numbers (``id,f1,f2`` over ``a,0.5,1``). A first line of names above more names (a long table's
+    ``a,apple`` over ``b,banana``) is data: a header there must use the known names."""
+    header = sample[0]
+    if not all(header):
+        return False
+    words = [t.lower() for t in header]
+    if words[0] in ID_COLUMN_NAMES or (id_column is not None and id_column in header):
+        return True
+    if any(w in FEATURE_KEY_NAMES or w in VALUE_NAMES for w in words[1:]):
+        return True
+    def numbers(j: int) -> bool:  # an empty cell is no name: it is refused later, naming its line
+        cells = [row[j] for row in sample[1:] if j < len(row) and row[j]]
+        return bool(cells) and all(_is_number(c) for c in cells)
+
+    return any(_is_name(header[j]) and numbers(j) for j in range(1, len(header)))
 
 
 def _starts_like_json(path: Path) -> bool:
@@ -804,17 +824,26 @@ def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
         keys = keys.combine_chunks()
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int64), like if isinstance(like, int) else len(like or []), None, None
-    numbers = None
+    numbers, huge = None, False
     if pa.types.is_integer(keys.type):
-        numbers = keys.cast(pa.int64())
-    elif pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type):
-        if pc.all(pc.match_substring_regex(keys, r"^\s*[+-]?\d+\s*$")).as_py():
-            try:
-                numbers = pc.cast(pc.utf8_trim_whitespace(keys), pa.int64())
-            except pa.ArrowInvalid:
-                numbers = None
-    else:
+        try:
+            numbers = keys.cast(pa.int64())
+        except pa.ArrowInvalid:  # uint64 beyond int64: read as their digits
+            keys = keys.cast(pa.string())
+    elif not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
         keys = keys.cast(pa.string())
+    if numbers is None:
+        # numbers only when every id is written plainly (spaces aside): with one written so that it would change
+        # as an integer (007, +7, -0), every id is a name as written — 007 and 7 are two features
+        trimmed = pc.utf8_trim_whitespace(keys)
+        if pc.all(pc.match_substring_regex(trimmed, _PLAIN_INTEGER)).as_py():
+            try:
+                numbers = pc.cast(trimmed, pa.int64())
+            except pa.ArrowInvalid:  # beyond 64 bits
+                huge = True
+    text = keys.cast(pa.string())
+    if huge:
+        return _huge_feature_ids(pc.utf8_trim_whitespace(text), source, like)
     text = keys.cast(pa.string())
     if isinstance(like, list):  # the trained model's names: every feature where the model had it
         columns = pc.index_in(text, value_set=pa.array(like, pa.string())).fill_null(-1).to_numpy(
@@ -839,13 +868,34 @@ def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
                                "them")  # fmt: skip
         return columns, width, None, None
     if isinstance(like, int):
-        example = next(v for v in text.to_pylist() if not _INTEGER.match(v.strip()))
+        example = next(v for v in text.to_pylist() if not re.match(_PLAIN_INTEGER, v.strip()))
         raise DatasetError(f"{source} names its features (e.g. {example!r}) but the model was trained on numbered "
                            "features; give the features the model was trained on")  # fmt: skip
     names = pc.unique(text)
     names = pc.take(names, pc.sort_indices(names))
     columns = pc.index_in(text, value_set=names).to_numpy(zero_copy_only=False)
     return columns.astype(np.int64), len(names), names.to_pylist(), None
+
+
+def _huge_feature_ids(text: Any, source: str, like: list[str] | int | None) -> tuple[np.ndarray, int, list[str], str]:
+    """Columns of feature ids written as plain integers of which some are beyond 64 bits: names, one column per
+    distinct id in numeric order, with the note that says so (``like``: a trained model's number of columns, which
+    such ids are beyond)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(like, int):
+        small = pc.less_equal(pc.utf8_length(text), 18).to_numpy(zero_copy_only=False)  # below 10¹⁸
+        columns = np.full(len(text), -1, dtype=np.int64)
+        columns[small] = pc.cast(pc.filter(text, pa.array(small)), pa.int64()).to_numpy(zero_copy_only=False)
+        columns[columns >= like] = -1
+        return columns, like, None, _left_out(columns, text, source)
+    distinct = sorted(pc.unique(text).to_pylist(), key=lambda t: (len(t), t))  # plain digits: numeric order
+    columns = pc.index_in(text, value_set=pa.array(distinct, pa.string())).to_numpy(zero_copy_only=False)
+    note = (f"{source}: feature ids reach {int(distinct[-1]):,}, beyond 64 bits; they are read as the names of "
+            f"{len(distinct):,} column{'s' if len(distinct) != 1 else ''} (feature_names), in numeric order, not as "
+            "column numbers")
+    return columns.astype(np.int64), len(distinct), distinct, note
 
 
 def _left_out(columns: np.ndarray, text: Any, source: str) -> str | None:
@@ -865,17 +915,24 @@ def _left_out(columns: np.ndarray, text: Any, source: str) -> str | None:
 
 
 def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source: str, what: str,
-                  like: list[str] | int | None = None) -> Features:  # fmt: skip
-    """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear."""
+                  like: list[str] | int | None = None, listed: Any = None) -> Features:  # fmt: skip
+    """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear. With ``listed``
+    (every node's id as written, in row order — a JSON object's keys, nodes without features too), ``node_keys``
+    are the triples' row numbers in it, and the ids' type is decided over all of ``listed`` at once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    node_keys = node_keys.combine_chunks() if isinstance(node_keys, pa.ChunkedArray) else node_keys
-    if node_keys.null_count:
-        raise DatasetError(f"{what} {source} has an empty node id; give every row its node's id")
-    ids = pc.unique(node_keys)
-    typed = _id_array(ids, source, "feature")
-    rows = pc.index_in(node_keys, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int64)
+    if listed is not None:
+        typed = _id_array(listed, source, "feature")
+        rows = np.asarray(node_keys, dtype=np.int64)
+        ids = typed
+    else:
+        node_keys = node_keys.combine_chunks() if isinstance(node_keys, pa.ChunkedArray) else node_keys
+        if node_keys.null_count:
+            raise DatasetError(f"{what} {source} has an empty node id; give every row its node's id")
+        ids = pc.unique(node_keys)
+        typed = _id_array(ids, source, "feature")
+        rows = pc.index_in(node_keys, value_set=ids).to_numpy(zero_copy_only=False).astype(np.int64)
     columns, width, names, note = _feature_columns(feature_keys, source, like)
     values = float32_features(np.asarray(values, dtype=np.float64), source)
     kept = columns >= 0
@@ -1047,12 +1104,12 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
     else:
         keys = [key for e in entries for key, _ in e]
         listed = [value for e in entries for _, value in e]
-        try:
-            values = np.array(listed, dtype=np.float64)
+        try:  # true and false are no numbers, though NumPy reads them as 1 and 0
+            values = None if any(v is True or v is False for v in listed) else np.array(listed, dtype=np.float64)
         except (TypeError, ValueError, OverflowError):
             values = None
         if values is None or values.ndim != 1:
-            at = next(i for i, v in enumerate(listed) if not isinstance(v, (int, float)))
+            at = next(i for i, v in enumerate(listed) if type(v) is not int and type(v) is not float)
             raise DatasetError(f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} the value "
                                f"{json.dumps(listed[at])[:40]}, which is not a number; give feature id → number")
         del listed
@@ -1077,11 +1134,10 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
         ids = pa.array(np.arange(count, dtype=np.int64))
         notes = [note] if note else []
         return Features(sp.csr_matrix(matrix, dtype=np.float32), ids, True, names, notes, positional=True)
-    node_keys = pa.array(node_ids, type=pa.string()).take(pa.array(owner))
-    features = _sparse_by_id(node_keys, feature_keys, values, str(path), "feature file", like)
-    # nodes listed with no active feature still have a row
-    listed_ids = _id_array(pa.array(node_ids, type=pa.string()), str(path), "feature")
-    return _rows_for(features, listed_ids)
+    # every key's row is its entry's: nodes listed with no active feature keep theirs, and the ids' type (integers,
+    # or text where any key would change as an integer) is decided over all the keys at once
+    return _sparse_by_id(owner, feature_keys, values, str(path), "feature file", like,
+                         listed=pa.array(node_ids, type=pa.string()))  # fmt: skip
 
 
 def _json_feature_ids(keys: list, path: Path, node: Callable[[int], str], owner: np.ndarray) -> Any:
@@ -1105,18 +1161,6 @@ def _json_feature_ids(keys: list, path: Path, node: Callable[[int], str], owner:
             f"{_json_type(keys[at])}); feature ids are integers or strings"
         )
     return pa.array([str(k) for k in keys], pa.string())  # integers beside names, or beyond 64 bits: names
-
-
-def _rows_for(features: Features, listed: Any) -> Features:
-    """``features`` with a row for every id of ``listed`` (in that order; zero rows for ids without features)."""
-    import pyarrow.compute as pc
-
-    if features.ids is not None and len(features.ids) == len(listed) and pc.all(pc.equal(features.ids, listed)).as_py():
-        return features
-    position = pc.index_in(features.ids, value_set=listed).to_numpy(zero_copy_only=False).astype(np.int64)
-    coo = features.matrix.tocoo()
-    matrix = sp.csr_matrix((coo.data, (position[coo.row], coo.col)), shape=(len(listed), features.matrix.shape[1]))
-    return Features(sp.csr_matrix(matrix, dtype=np.float32), listed, True, features.names, features.notes)
 
 
 # --------------------------------------------------------------------------------------------------- labels
@@ -1216,12 +1260,15 @@ def _label_vector(source: Any, nodes: NodeIds, id_column: str | None, label_colu
     outside = present & (rows < 0)
     notes = []
     if missing.any():
-        notes.append(f"{int(missing.sum())} of the nodes listed in {table.name} have no label (nan); they are left "
-                     "out of evaluation")  # fmt: skip
+        one = int(missing.sum()) == 1
+        notes.append(f"{int(missing.sum())} of the nodes listed in {table.name} {'has' if one else 'have'} no label "
+                     f"(nan); {'it is' if one else 'they are'} left out of evaluation")  # fmt: skip
     if outside.any():
         example = node_column[int(np.argmax(outside))].as_py()
-        notes.append(f"{int(outside.sum())} label{'s' if outside.sum() != 1 else ''} in {table.name} name nodes "
-                     f"that are not in the graph (e.g. {str(example)!r}); skipped")  # fmt: skip
+        one = int(outside.sum()) == 1
+        named = "names a node that is" if one else "name nodes that are"
+        notes.append(f"{int(outside.sum())} label{'' if one else 's'} in {table.name} {named} not in the graph "
+                     f"(e.g. {str(example)!r}); skipped")  # fmt: skip
     keep = present & (rows >= 0)
     kept_rows = rows[keep]
     if kept_rows.size:
@@ -1338,8 +1385,9 @@ def load_files(
         _check_added_rows(nodes, matrix.shape[0], table.name)
     if nodes.added:
         matrix = sp.vstack([matrix, sp.csr_matrix((nodes.added, matrix.shape[1]), dtype=np.float32)]).tocsr()
-        notes.append(f"{nodes.added} node{'s' if nodes.added != 1 else ''} of edge file {table.name} have no features "
-                     f"in {features_name}; their features are all zero")  # fmt: skip
+        one = nodes.added == 1
+        notes.append(f"{nodes.added} node{'' if one else 's'} of edge file {table.name} {'has' if one else 'have'} no "
+                     f"features in {features_name}; {'its' if one else 'their'} features are all zero")  # fmt: skip
     weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
     loop_notes: list[str] = []
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
