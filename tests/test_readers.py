@@ -373,5 +373,5 @@ def test_a_dataframe_indexed_by_node_id_keeps_its_ids(tmp_path):
     loaded = load_files(edges, features.iloc[::-1])  # rows 30, 20, 10: the index names them
     assert loaded.node_ids.tolist() == [30, 20, 10]
     assert loaded.data.x[:, 0].tolist() == [3.0, 2.0, 1.0]
-    labels = pd.DataFrame({"label": ["a", "b", "a"]}, index=[10, 20, 30])
+    labels = pd.DataFrame({"label": ["a", "b", "a"]}, index=pd.Index([10, 20, 30], name="node"))
     assert load_files(edges, features, labels).data.y.tolist() == [0, 1, 0]

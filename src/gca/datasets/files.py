@@ -45,8 +45,8 @@ gives the same columns in another graph); otherwise the sorted distinct names ar
 :data:`SPARSE_IDS_WIDTH`, under a quarter of them used) are names too, and one line says so. In these sparse forms
 a node that has no active feature has no row: a node of the edge list that the features do not name is added with
 all-zero features, and one line counts them. In the wide forms every node needs its row. A pandas ``DataFrame``
-without an id column whose index is named or not the default 0, 1, … is indexed by node id: the index is its id
-column, never a feature.
+whose index is named, without an id column of another name, is indexed by node id: the index is its id column,
+never a feature. An unnamed index is never read (see :func:`.tables._index_as_column`).
 
 **labels** — a table of ``node, label`` (labels may be strings; ``nan``, ``NA``, ``null``, … or an empty cell
 mark a node without one). With more than two columns, ``label_column`` names the label column (and ``id_column``
@@ -252,6 +252,9 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
 
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    if pa.types.is_boolean(values.type):
+        raise DatasetError(f"{what} file {source}: the node ids are true/false values; node ids are integers or "
+                           "text — give them in the first column (or name it with id_column=)")
     if values.null_count:
         row = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
         where = table.where(row) if table is not None else f"row {row + 1}"
@@ -280,8 +283,12 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
     counts = pc.value_counts(values)
     repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
     if len(repeated):
-        raise DatasetError(f"{what} file {source} lists node {str(repeated[0].as_py())!r} twice; give one row per "
-                           "node")  # fmt: skip
+        again = ""
+        if table is not None:  # the line (row) that lists it the second time
+            same = pc.equal(values, repeated[0]).to_numpy(zero_copy_only=False)
+            again = f" (again on {table.where(int(np.flatnonzero(same)[1]))})"
+        raise DatasetError(f"{what} file {source} lists node {str(repeated[0].as_py())!r} twice{again}; give one "
+                           "row per node")
     return values
 
 
@@ -1244,6 +1251,9 @@ def _label_vector(source: Any, nodes: NodeIds, id_column: str | None, label_colu
     if not done:
         raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")
     node_column = pa.chunked_array(ids_parts).combine_chunks()
+    if pa.types.is_boolean(node_column.type):
+        raise DatasetError(f"label file {table.name}: column {table.columns[id_index]!r} holds true/false values; "
+                           "node ids are integers or text — name the id column with id_column=")
     labels = pa.chunked_array(label_parts).combine_chunks()
     labels = labels.cast(pa.string()) if not pa.types.is_string(labels.type) else labels
     labels = pc.utf8_trim_whitespace(labels.fill_null(""))

@@ -13,8 +13,7 @@ as a stream of PyArrow tables of the columns asked for, converted to the types a
   file; a UTF-8 byte-order mark and Windows line ends (CRLF) are read as if absent; fields may be quoted with
   ``"``, but a quoted field may not hold a line break (one line, one row): such a field, or a quote never closed,
   is one error naming its line. Spaces around a text field are
-  not part of it (they are trimmed where the sampled lines have any; :mod:`gca.datasets.files` trims and looks
-  again before it calls an id unknown).
+  not part of it: every text column is trimmed, on every line.
 * Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines parsed
   with Python's ``csv`` module (:attr:`TableInput.sample`).
 
@@ -71,24 +70,62 @@ def is_table_object(value: Any) -> bool:
 
 
 def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -> tuple[Any, bool]:
-    """``frame`` with its index moved into its first column, and whether it was: an index that is named, or is not
-    the default 0, 1, …, holds the node ids — unless the frame has an id column (``names``). The moved column keeps
-    the index's name (``id`` where it has none); a MultiIndex is refused (which level is the id?)."""
-    if not names or any(str(c).lower() in names for c in frame.columns):
+    """``frame`` with its index of node ids as its first column, and whether it has one.
+
+    Only a *named* index holds node ids (``set_index("user")``, or the index ``id_column`` names), and only where
+    the frame has no id column (``names``) of another name: an unnamed index — the default 0, 1, … or one left by
+    filtering or reordering rows — is never read, so the ids come from the id column as in a file. A named index
+    that is also a column (``set_index("user", drop=False)``) is that column, moved first; where the two differ,
+    one line says so. A feature frame with an unnamed index that is not 0…N−1, no id column and a numeric first
+    column is refused: its rows are numbered by position, which the index says they are not. A MultiIndex is
+    refused (which level is the id?)."""
+    if not names:
         return frame, False
+    has_id = any(str(c).lower() in names for c in frame.columns)
     index = frame.index
     if index.nlevels > 1:
+        if has_id:
+            return frame, False
         levels = ", ".join(str(n) for n in index.names)
         raise DatasetError(
             f"the {what} DataFrame is indexed by {index.nlevels} levels ({levels}); index it by the node ids alone "
             "(set_index) or give them in an id column"
         )
-    default = type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1 and index.name is None
-    if default:
+    name = index.name
+    if name is None:
+        _check_unnamed_index(frame, has_id, what)
         return frame, False
-    frame = frame.reset_index()
-    first = frame.columns[0]
-    return (frame.rename(columns={first: "id"}) if first in ("index", None) else frame), True
+    if has_id and str(name).lower() not in names:
+        return frame, False
+    if name in frame.columns:  # set_index(name, drop=False): the column is the index
+        column = frame[name]
+        if getattr(column, "ndim", 1) != 1 or not type(index)(column.to_numpy()).equals(index):
+            raise DatasetError(
+                f"the {what} DataFrame's index {name!r} differs from its column {name!r}; give the node ids in one "
+                "of them (reset_index(drop=True) or set_index)"
+            )
+        return frame[[name] + [c for c in frame.columns if c != name]], True
+    return frame.reset_index(), True
+
+
+def _check_unnamed_index(frame: Any, has_id: bool, what: str) -> None:
+    """Refuse a frame whose rows would be numbered by position although its unnamed index says otherwise: a feature
+    frame without an id column whose first column is numeric, or a label frame of one column."""
+    import pandas as pd
+
+    index = frame.index
+    if len(frame.columns) == 0 or has_id or index.equals(pd.RangeIndex(len(index))):
+        return
+    first = frame.dtypes.iloc[0]
+    if what == "feature":
+        positional = pd.api.types.is_numeric_dtype(first) and not pd.api.types.is_bool_dtype(first)
+    else:
+        positional = len(frame.columns) < 2
+    if positional:
+        raise DatasetError(
+            f"the {what} DataFrame has an unnamed index that is not 0..N-1: name it (df.index.name = 'node') if "
+            "it holds the node ids, or reset_index(drop=True)"
+        )
 
 
 def is_parquet(path: Path) -> bool:
@@ -120,10 +157,10 @@ class TableInput:
     progress
         ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``None`` for none.
     index_names
-        For a pandas ``DataFrame`` of features or labels: the id columns' names. A frame with none of them whose
-        index is named or is not the default 0, 1, … has its index as its first column (named ``id`` where
-        unnamed), its id column (:attr:`index_ids`): a frame indexed by node id (``set_index("node")``,
-        ``set_index("user")``) keeps its ids, and the index is never read as a feature.
+        For a pandas ``DataFrame`` of features or labels: the id columns' names. A frame with none of them (or
+        whose index is one of them) whose index is named has its index as its first column, its id column
+        (:attr:`index_ids`): a frame indexed by node id (``set_index("node")``, ``set_index("user")``) keeps its
+        ids. An unnamed index is never read, neither as ids nor as a feature (see :func:`_index_as_column`).
     """
 
     def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None,
@@ -135,7 +172,6 @@ class TableInput:
         self.path: Path | None = None
         self.parquet = None
         self.sample: list[list[str]] = []  # the first lines' fields (text files)
-        self.padded = False  # a sampled field has spaces around it: text columns are trimmed
         self.headed = False
         self.delimiter: str | None = None
         self.index_ids = False  # the first column is a DataFrame's index of node ids
@@ -208,7 +244,6 @@ class TableInput:
                                        f"{csv.field_size_limit():,} characters; is it the right file?") from None
                 raise DatasetError(_quote_message(self.what, self.path, numbered[start][0], False)) from None
         self.sample = [[field.strip() for field in row] for row in raw_rows]
-        self.padded = any(field != field.strip() for row in raw_rows for field in row)
 
     def set_header(self, headed: bool) -> None:
         """Read the first line as the column names (a text file; others always have names).
@@ -328,8 +363,8 @@ class TableInput:
                                            parse_options=parse, convert_options=convert, memory_pool=pool)  # fmt: skip
                 except pa.ArrowInvalid:
                     raise self._text_error(str(exc), columns, rows) from None
-            trim = self.padded or self.delimiter is None
-            arrays = [pc.utf8_trim_whitespace(a) if trim and pa.types.is_string(a.type) else a for a in table.columns]
+            # spaces around a text field are not part of it, on any line (not only where the sampled lines have some)
+            arrays = [pc.utf8_trim_whitespace(a) if pa.types.is_string(a.type) else a for a in table.columns]
             rows += table.num_rows
             yield pa.table(arrays, names=[self.columns[i] for i in columns])
             del table, arrays
@@ -583,7 +618,7 @@ def read_text_column(path: Path, what: str) -> Any:
         return pa.array(values)
     table = TableInput(path, what)
     # one id per line, whole: an id may hold commas or spaces ("Smith, J."), so no delimiter splits it
-    table.delimiter, table.padded = "\x1f", True
+    table.delimiter = "\x1f"
     table.sample = [[" ".join(fields)] for fields in table.sample] if table.sample else []
     table.columns = table.columns[:1]
     first = table.sample[0][0].lower() if table.sample else ""
