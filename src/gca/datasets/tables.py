@@ -364,7 +364,9 @@ class TableInput:
                 except pa.ArrowInvalid:
                     raise self._text_error(str(exc), columns, rows) from None
             # spaces around a text field are not part of it, on any line (not only where the sampled lines have some)
-            arrays = [pc.utf8_trim_whitespace(a) if pa.types.is_string(a.type) else a for a in table.columns]
+            # (in the block's pool: PyArrow's default one would keep the copies resident for the rest of the run)
+            arrays = [pc.utf8_trim_whitespace(a, memory_pool=pool) if pa.types.is_string(a.type) else a
+                      for a in table.columns]
             rows += table.num_rows
             yield pa.table(arrays, names=[self.columns[i] for i in columns])
             del table, arrays
