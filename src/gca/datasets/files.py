@@ -1030,15 +1030,23 @@ def _no_empty_keys(column: Any, start: int, table: TableInput, role: str) -> Any
 def _finite_values(values: np.ndarray, start: int, table: TableInput) -> np.ndarray:
     """``values`` (a block of a feature column, as read), refused in one line naming the line (text) or row of the
     first NaN or infinite one: a model trained on it would only learn NaN."""
-    finite = np.isfinite(values)
-    if not finite.all():
-        at = int(np.argmin(finite))
-        kind = "NaN" if np.isnan(values[at]) else "infinite"
+    bad = _first_not_finite(values)
+    if bad is not None:
+        at, kind = bad
         raise DatasetError(
             f"{table.name}, {table.where(start + at)}: feature value {str(float(values[at]))!r} is {kind}; features "
             "must be finite numbers, so clean or impute it"
         )
     return values
+
+
+def _first_not_finite(values: np.ndarray) -> tuple[int, str] | None:
+    """(position, ``"NaN"`` or ``"infinite"``) of the first value of ``values`` that is not finite; ``None``."""
+    finite = np.isfinite(values)
+    if finite.all():
+        return None
+    at = int(np.argmin(finite))
+    return at, "NaN" if np.isnan(values[at]) else "infinite"
 
 
 class _Pairs(list):
@@ -1120,10 +1128,9 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
             raise DatasetError(f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} the value "
                                f"{json.dumps(listed[at])[:40]}, which is not a number; give feature id → number")
         del listed
-        finite = np.isfinite(values)
-        if not finite.all():
-            at = int(np.argmin(finite))
-            kind = "NaN" if np.isnan(values[at]) else "infinite"
+        bad = _first_not_finite(values)
+        if bad is not None:
+            at, kind = bad
             raise DatasetError(
                 f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} a value that is {kind}; "
                 "features must be finite numbers, so clean or impute it"
