@@ -163,14 +163,14 @@ def test_graph_nodes_with_an_empty_tensor_pickle_and_come_back_alike():
 
 def test_a_model_trained_at_another_resolved_precision_is_not_read(monkeypatch):
     # precision=auto is bf16 on a GPU with bf16 tensor cores and fp32 on an older one, both named "cuda"
-    import gca.objective.selection as selection
+    import gca.precision as precision
     from gca.graph.graph import prepare_graph
     from gca.train.memory import fit_key
 
     graph, settings = prepare_graph(_club()), CONFIG.to_dict()
     keys = []
     for fast in (True, False):
-        monkeypatch.setattr(selection, "bf16_tensor_cores", lambda device, fast=fast: fast)
+        monkeypatch.setattr(precision, "bf16_tensor_cores", lambda device, fast=fast: fast)
         keys.append(fit_key(settings, torch.device("cuda"), graph))
     assert keys[0] != keys[1]
 

@@ -207,13 +207,11 @@ def test_the_record_names_the_objective_that_ran(tmp_path):
 
 def test_the_run_says_why_auto_chose_its_objective(monkeypatch):
     import gca.objective.selection as selection
+    import gca.precision as precision
 
     assert selection.objective_reason("blocked", "fp32", "cpu") == "as set"
-    monkeypatch.setattr(selection, "cpu_bf16_matrix_units", lambda: False)
-    assert selection.objective_reason("auto", "auto", "cpu") == "no bf16 matrix units (AMX) on this CPU"
-    monkeypatch.setattr(selection, "cpu_bf16_matrix_units", lambda: True)
-    why = selection.objective_reason("auto", "auto", "cpu")
-    assert "AMX bf16 units" in why and "until bf16 is measured faster" in why
-    assert selection.resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")  # unchanged until measured
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: None)
+    assert selection.objective_reason("auto", "auto", "cpu") == "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
+    assert selection.resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")
     monkeypatch.undo()
     assert isinstance(selection.cpu_bf16_matrix_units(), bool)

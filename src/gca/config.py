@@ -36,6 +36,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "feature_norm": ("row", "none"),
     "loss_backend": ("auto", "blocked", "attention"),
     "precision": ("auto", "fp32", "tf32", "bf16"),
+    "compile": ("off", "on"),
     "encoder": ENCODERS,
     "sage_aggregator": ("gcn", "mean"),
 }
@@ -78,9 +79,13 @@ class GCAConfig:
     tau: float = 0.4
     block_size: int = 0  # rows of the similarity matrix per block in the fast objective; 0 = automatic
     loss_backend: str = "auto"  # blocked (gca's kernel) | attention (PyTorch's fused kernels) | auto (see precision)
-    # fp32 | tf32 (CUDA tensor cores; fp32 on CPUs) | bf16 (attention backend only) | auto: bf16 + attention on a
-    # GPU with bf16 tensor cores, fp32 + blocked elsewhere (gca.objective.resolve_objective, measured there)
+    # The training update's precision (gca.precision): fp32 | tf32 (the objective on CUDA tensor cores; fp32 on CPUs)
+    # | bf16 (mixed: dense products in bf16, weights, sparse products and the loss in fp32; attention backend only)
+    # | auto: bf16 + attention on a GPU with bf16 tensor cores or a CPU whose bf16 units measure faster, else fp32
     precision: str = "auto"
+    # on: the encoder and projection head run through torch.compile (gca.train.compiled); a failed compile trains
+    # on eagerly, said in one line. off (the default): on CPUs it measured no faster (docs/benchmarks.md)
+    compile: str = "off"
     # Encoder and projection head. gcn: gca's own sparse GCN (the paper's); gat, sage, gin: PyTorch Geometric's
     # GATConv, SAGEConv, GINConv layers (gca.nn.encoders).
     encoder: str = "gcn"

@@ -236,10 +236,15 @@ def _keep_entries(matrix: torch.Tensor, rows: torch.Tensor | None, columns: torc
 
 
 class _SparseDenseMatmul(torch.autograd.Function):
+    """M H in M's precision (fp32), also inside a bf16 autocast region (:mod:`gca.precision`): a sparse product is
+    memory-bound, has no bf16 kernel on CPUs, and carries the degree scaling; a bf16 H is widened first."""
+
     @staticmethod
     def forward(ctx, matrix: torch.Tensor, transpose: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
         ctx.transpose = transpose
-        return matrix @ dense
+        with torch.autocast(dense.device.type, enabled=False):
+            return matrix @ dense.to(matrix.dtype)
+
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):

@@ -300,7 +300,10 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
     if not out.is_floating_point():
         raise EncoderError(f"encoder {name} returned shape {shape} of dtype {out.dtype} for {rows} nodes; it must "
                            f"return floating-point embeddings")  # fmt: skip
-    if out.dtype != torch.float32:  # the projection head and the objective compute in float32 (gca casts to bf16)
+    # the projection head and the objective take float32, or bf16 inside an update that computes in bf16
+    # (gca.precision: autocast's products give bf16)
+    in_bf16 = out.dtype == torch.bfloat16 and torch.is_autocast_enabled(out.device.type)
+    if out.dtype != torch.float32 and not in_bf16:
         raise EncoderError(f"encoder {name} returned {str(out.dtype).removeprefix('torch.')} embeddings; return "
                            "float32 (e.g. .float()), the precision the projection head and objective take")  # fmt: skip
     return out

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..precision import full_precision
 from .attention import attention_loss
 from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
 from .collapse import uniform_loss
@@ -88,10 +89,14 @@ class ContrastiveObjective(nn.Module):
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         backend, precision = self.resolved(u.device)
-        if backend == "attention":
-            return attention_loss(u, v, self.tau, precision, share=self.share)
-        with tf32_products(precision == "tf32"):
-            return contrastive_loss(u, v, self.tau, self.block_size, self.share)
+        # outside an update's bf16 region: the views are normalised and the loss summed in fp32, and the backends
+        # choose their products' precision themselves
+        with full_precision(u.device):
+            u, v = u.float(), v.float()
+            if backend == "attention":
+                return attention_loss(u, v, self.tau, precision, share=self.share)
+            with tf32_products(precision == "tf32"):
+                return contrastive_loss(u, v, self.tau, self.block_size, self.share)
 
     def uniform_loss(self, anchors: int) -> float:
         """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at

@@ -1,10 +1,13 @@
-"""Which backend and precision ``auto`` becomes on a device, from the device's capabilities."""
+"""Which backend and precision ``auto`` becomes on a device: the precision by :mod:`gca.precision`, the backend
+from it."""
 
 from __future__ import annotations
 
-import functools
-
 import torch
+
+from ..precision import bf16_tensor_cores, cpu_bf16_matrix_units, precision_choice
+
+__all__ = ["bf16_tensor_cores", "cpu_bf16_matrix_units", "objective_reason", "resolve_objective", "tf32_products"]
 
 
 class tf32_products:  # noqa: N801 - used as a context manager, like torch.no_grad
@@ -28,38 +31,6 @@ class tf32_products:  # noqa: N801 - used as a context manager, like torch.no_gr
         torch.backends.cuda.matmul.allow_tf32 = self.saved
 
 
-def bf16_tensor_cores(device: torch.device | str) -> bool:
-    """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
-    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel.
-
-    Parameters
-    ----------
-    device
-        The device the objective runs on.
-    """
-    device = torch.device(device)
-    return device.type == "cuda" and _capable(device)
-
-
-@functools.cache
-def _capable(device: torch.device) -> bool:
-    """Asked once per device: the objective resolves its settings on every step."""
-    try:
-        return torch.cuda.get_device_capability(device) >= (8, 0)
-    except (AssertionError, RuntimeError):  # no CUDA here: nothing to run on anyway
-        return False
-
-
-@functools.cache
-def cpu_bf16_matrix_units() -> bool:
-    """Whether this CPU multiplies bf16 matrices on AMX tile units (Intel Sapphire Rapids and later), as PyTorch
-    reports it; ``False`` where PyTorch cannot tell."""
-    try:
-        return bool(torch.cpu._is_amx_tile_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
 def objective_reason(backend: str, precision: str, device: torch.device | str) -> str:
     """Why :func:`resolve_objective` picks what it picks on ``device`` — for the run's header and record.
 
@@ -74,26 +45,25 @@ def objective_reason(backend: str, precision: str, device: torch.device | str) -
     """
     if backend != "auto" and precision != "auto":
         return "as set"
-    device = torch.device(device)
-    if device.type == "cuda":
-        return "bf16 tensor cores" if bf16_tensor_cores(device) else "no bf16 tensor cores on this GPU"
-    if cpu_bf16_matrix_units():
-        return ("this CPU has AMX bf16 units; fp32 stays the default on CPUs until bf16 is measured faster at equal "
-                "accuracy on one (--set loss_backend=attention --set precision=bf16 uses them)")  # fmt: skip
-    return "no bf16 matrix units (AMX) on this CPU"
+    if precision == "auto" and backend == "blocked":
+        return "the blocked objective computes in fp32"
+    return precision_choice(precision, device)[1]
 
 
 def resolve_objective(
     backend: str, precision: str, device: torch.device | str, tensor_cores: bool | None = None
 ) -> tuple[str, str]:
     """The (backend, precision) that ``auto`` settings become on ``device``; explicit settings stay as they are.
+    The precision is the whole update's (:mod:`gca.precision`), the backend the objective's.
 
-    On a CUDA GPU with bf16 tensor cores (``tensor_cores``; default: :func:`bf16_tensor_cores` of ``device``):
-    attention + bf16 (FlashAttention-2). Measured on an H100 (benchmarks/gpu_scale.py, docs/benchmarks.md):
-    7.6× faster than blocked fp32 at N = 34,493 and 10× at 169,343, the same loss to seven digits at N = 34,493 …
-    10^6, and Cora GCA-DE 83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %. On CPUs and older GPUs: blocked + fp32 —
-    on CPUs bf16 brought no speed and the attention route was 1.3–1.5× slower. Both backends split their rows
-    over processes.
+    ``precision=auto`` is :func:`gca.precision.resolve_precision`'s choice — bf16 on a CUDA GPU with bf16 tensor
+    cores, and on a CPU whose bf16 units measure faster — except with ``loss_backend=blocked``, whose products
+    are fp32: then fp32. ``loss_backend=auto`` is the attention backend under bf16 (its fused bf16 kernels:
+    FlashAttention-2 on GPUs, PyTorch's flash kernel on CPUs), the blocked one otherwise. Measured on an H100
+    (benchmarks/gpu_scale.py, docs/benchmarks.md): the bf16 attention objective 7.6× faster than blocked fp32 at
+    N = 34,493 and 10× at 169,343, the same loss to seven digits at N = 34,493 … 10^6, and Cora GCA-DE
+    83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %; in fp32 on CPUs the attention route was 1.3–1.5× slower than
+    the blocked one. Both backends split their rows over processes.
 
     Parameters
     ----------
@@ -104,10 +74,10 @@ def resolve_objective(
     device
         The device the objective runs on.
     tensor_cores
-        Whether the device has bf16 tensor cores; ``None`` asks :func:`bf16_tensor_cores`.
+        Whether bf16 is the faster precision on the device; ``None`` asks :func:`gca.precision.precision_choice`.
     """
     if precision == "auto":
-        fast_bf16 = bf16_tensor_cores(device) if tensor_cores is None else tensor_cores
+        fast_bf16 = precision_choice("auto", device)[0] == "bf16" if tensor_cores is None else tensor_cores
         precision = "bf16" if fast_bf16 and backend in ("auto", "attention") else "fp32"
     if backend == "auto":
         backend = "attention" if precision == "bf16" else "blocked"

@@ -47,10 +47,12 @@ from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
+from ..objective.selection import resolve_objective
 from ..progress import phase
 from ..provenance import fit_record, utc_now
 from .batches import BatchSource, batch_source
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
+from .compiled import CompiledParts
 from .distributed import Placement, resolve_device
 from .loop import (
     INFERENCE_CHUNK_ROWS,
@@ -708,15 +710,21 @@ class GCA:
         def embed() -> torch.Tensor:
             return encode_graph(model, graph.to(self.device)).cpu()
 
+        compiled = CompiledParts(model) if cfg.compile == "on" else None
         try:
             self.losses[saves.first_epoch :] = train(
                 model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
                 learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg),
-                loggers=self.loggers, on_update=on_update)  # fmt: skip
+                loggers=self.loggers, on_update=on_update,
+                precision=resolve_objective(cfg.loss_backend, cfg.precision, self.device)[1],
+                compiled=compiled)  # fmt: skip
         except BaseException:
             with contextlib.suppress(Exception):  # the training's own error is the one the user sees
                 close_loggers(self.loggers)
             raise
+        finally:
+            if compiled is not None:
+                compiled.restore()  # inference, pickles and copies see the eager model
         close_loggers(self.loggers)
         source = None  # a sampler's arrays are not needed for inference
         trim_heap()  # and what training freed goes back to the kernel before inference maps its matrices

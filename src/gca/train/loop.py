@@ -21,6 +21,7 @@ the end of training at INFO, a collapse or a diverged loss at WARNING.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,10 @@ from ..loggers import LOG
 from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
+from ..precision import update_precision
 from ..progress import Progress, phase
 from .batches import Batch, BatchSource
+from .compiled import CompiledParts
 
 log = LOG.getChild("train.loop")
 
@@ -52,8 +55,13 @@ class CollapseError(TrainingError):
     """Training collapsed: the loss sat at its value for uniform similarities (:mod:`gca.objective.collapse`)."""
 
 
-def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator) -> float:
+def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator,
+               precision: str = "fp32") -> float:  # fmt: skip
     """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
+
+    The forward pass computes in ``precision`` (:func:`gca.precision.update_precision`: under bf16 the dense
+    products in bf16, the sparse ones, the loss and the weights in fp32); the backward pass and the optimiser's
+    step follow.
 
     Parameters
     ----------
@@ -65,6 +73,8 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
         The step's input: features, the two view samplers, the anchors.
     generator
         The generator every random choice draws from (views, batches).
+    precision
+        ``"fp32"``, ``"tf32"`` or ``"bf16"`` (resolved: :func:`gca.objective.resolve_objective`).
 
     Returns
     -------
@@ -73,12 +83,13 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
     """
     model.train()
     embeddings = []
-    for view in batch.views:
-        edges = view.sample_edges(generator)
-        h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows,
-                         view.sample_feature_mask(generator))  # fmt: skip
-        embeddings.append(h if batch.anchors is None else h[batch.anchors])
-    loss = model.loss(*embeddings)
+    with update_precision(precision, next(model.parameters()).device):
+        for view in batch.views:
+            edges = view.sample_edges(generator)
+            h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows,
+                             view.sample_feature_mask(generator))  # fmt: skip
+            embeddings.append(h if batch.anchors is None else h[batch.anchors])
+        loss = model.loss(*embeddings)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
@@ -98,6 +109,8 @@ def train(
     collapse: CollapseWatch | None = None,
     loggers: Sequence[Any] = (),
     on_update: Callable[[int, int | None], None] | None = None,
+    precision: str = "fp32",
+    compiled: CompiledParts | None = None,
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
@@ -144,6 +157,11 @@ def train(
         Metric loggers (:mod:`gca.loggers`).
     on_update
         ``on_update(update, updates)`` after every update (:class:`gca.progress.LongRunHint`); ``None`` for nothing.
+    precision
+        What each update's forward pass computes in (:func:`train_step`).
+    compiled
+        The model's parts compiled (:class:`gca.train.compiled.CompiledParts`: a failed compile trains on
+        eagerly); ``None``: eager.
 
     Returns
     -------
@@ -168,7 +186,11 @@ def train(
                 rate = learning_rate(updates_taken(optimizer))
                 for group in optimizer.param_groups:
                     group["lr"] = rate
-            step_losses.append(train_step(model, optimizer, batch, generator))
+            if compiled is None:
+                step_losses.append(train_step(model, optimizer, batch, generator, precision))
+            else:
+                step_losses.append(compiled.step(functools.partial(train_step, model, optimizer, batch, generator,
+                                                                   precision), generator))  # fmt: skip
             update += 1
             for logger in per_update:
                 logger.log({"loss/update": step_losses[-1]}, update)

@@ -1,0 +1,202 @@
+"""The training update's precision: what ``precision=auto`` becomes on a device, and the bf16 region of an update.
+
+``precision=bf16`` is mixed precision for the whole update, as PyTorch's automatic mixed precision does it
+(:func:`update_precision` is ``torch.autocast`` with bf16):
+
+* **bf16, fp32 accumulation** — every dense product: the encoder's X·W and its weight gradient, its later layers,
+  the projection head, and the objective's similarities (the attention backend's bf16 kernels). oneDNN's and
+  cuBLAS's bf16 products accumulate in fp32; their outputs are bf16.
+* **fp32** — the master weights, their gradients and Adam's state (parameters stay fp32; a product casts a bf16
+  copy), the sparse aggregation M·H with its degree scaling (:class:`gca.graph.sparse.SparseMatrix` leaves the
+  region: sparse products are memory-bound and have no bf16 kernel on CPUs), the normalisation of the projections,
+  the log-sum-exp and the loss (:class:`gca.objective.ContrastiveObjective` leaves the region too). Sparse features
+  stay sparse; inference (:func:`gca.train.loop.encode_graph`) is fp32.
+
+``precision=fp32`` is fp32 everywhere; ``tf32`` lets CUDA's tensor cores multiply the objective's fp32 products.
+
+**auto** (:func:`resolve_precision`). A CUDA GPU with bf16 tensor cores (compute capability ≥ 8.0) trains in bf16.
+A CPU trains in bf16 only where it has bf16 matrix units — AMX (Intel Sapphire Rapids and later) or AVX512-BF16
+(AMD Zen 4 and later, Intel Cooper Lake) — *and* a short probe on this machine finds bf16 at least
+:data:`PROBE_MIN_SPEEDUP` times as fast as fp32 both for a matrix product (the encoder's first layer on a sampled
+subgraph) and for the fused attention kernel (the objective's under bf16) (:func:`bf16_probe`, measured once per
+process). Both, because on a CPU with AVX512-BF16 but no AMX the attention objective ran at half its fp32 speed
+(docs/benchmarks.md, "Epoch speed and bf16 on the CPU"). A CPU without those units emulates bf16 in software,
+far slower than fp32: it never trains in bf16 unless told to. Every other device trains in fp32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+#: A CPU with bf16 units trains in bf16 under ``auto`` when its bf16 product is at least this much faster.
+PROBE_MIN_SPEEDUP = 1.5
+#: The probe's product: rows × inner @ inner × outer — the first layer of a sampled subgraph's update.
+PROBE_SHAPE = (4096, 768, 512)
+#: The probe's attention kernel: (rows, width) — the objective of a mini-batch update (2 × 1,024 anchors).
+PROBE_ATTENTION = (2048, 256)
+
+
+def bf16_tensor_cores(device: torch.device | str) -> bool:
+    """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
+    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel.
+
+    Parameters
+    ----------
+    device
+        The device the update runs on.
+    """
+    device = torch.device(device)
+    return device.type == "cuda" and _capable(device)
+
+
+@functools.cache
+def _capable(device: torch.device) -> bool:
+    """Asked once per device: the objective resolves its settings on every step."""
+    try:
+        return torch.cuda.get_device_capability(device) >= (8, 0)
+    except (AssertionError, RuntimeError):  # no CUDA here: nothing to run on anyway
+        return False
+
+
+@functools.cache
+def cpu_bf16_units() -> str | None:
+    """The bf16 matrix units of this CPU as PyTorch reports them: ``"AMX"``, ``"AVX512-BF16"``, or ``None``
+    (none, or PyTorch cannot tell)."""
+    for name, probe in (("AMX", "_is_amx_tile_supported"), ("AVX512-BF16", "_is_avx512_bf16_supported")):
+        try:
+            if getattr(torch.cpu, probe)():
+                return name
+        except (AttributeError, RuntimeError):
+            continue
+    return None
+
+
+def cpu_bf16_matrix_units() -> bool:
+    """Whether this CPU has bf16 matrix units (:func:`cpu_bf16_units`)."""
+    return cpu_bf16_units() is not None
+
+
+def _seconds(product: Callable[[], torch.Tensor], repeats: int = 5) -> float:
+    """The median seconds of ``product()`` after one warm-up call."""
+    product()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@functools.cache
+def bf16_probe(threads: int, shape: tuple[int, int, int] = PROBE_SHAPE,
+               attention: tuple[int, int] = PROBE_ATTENTION) -> tuple[float, float]:  # fmt: skip
+    """How many times faster bf16 runs than fp32 on this CPU with ``threads`` threads (PyTorch's current setting),
+    as (product, attention): a matrix product of ``shape`` (the encoder's), and the fused attention kernel over
+    ``attention`` = (rows, width) (the objective's under bf16). Measured once per process, thread count and
+    shapes; about 0.2 s on a CPU with bf16 units (a CPU without them, where bf16 is emulated, is never probed by
+    ``auto``).
+
+    Parameters
+    ----------
+    threads
+        ``torch.get_num_threads()`` (a key of the measurement).
+    shape
+        (rows, inner, outer) of the product.
+    attention
+        (rows, width) of the attention kernel's queries, keys and values (one sequence).
+    """
+    rows, inner, outer = shape
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(rows, inner, generator=generator), torch.randn(inner, outer, generator=generator)
+    z = torch.nn.functional.normalize(torch.randn(1, 1, *attention, generator=generator), dim=-1)
+
+    def attend(q: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    with full_precision("cpu"):  # each product in its operands' precision, wherever the probe is asked from
+        product = _seconds(lambda: a @ b) / _seconds(lambda: a.bfloat16() @ b.bfloat16())
+        fused = _seconds(lambda: attend(z)) / _seconds(lambda: attend(z.bfloat16()))
+    return product, fused
+
+
+def _cpu_choice() -> tuple[str, str]:
+    """(precision, why) of ``auto`` on this CPU."""
+    units = cpu_bf16_units()
+    if units is None:
+        return "fp32", "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
+    product, attention = bf16_probe(torch.get_num_threads())
+    measured = f"bf16 measured {product:.1f}× (product) and {attention:.1f}× (attention) as fast as fp32"
+    if min(product, attention) >= PROBE_MIN_SPEEDUP:
+        return "bf16", f"{units} bf16 units; {measured}"
+    return "fp32", f"{units} bf16 units, but {measured} (bf16 from {PROBE_MIN_SPEEDUP}× for both)"
+
+
+def resolve_precision(precision: str, device: torch.device | str) -> str:
+    """The precision ``precision`` becomes on ``device``: an explicit one stays as it is; ``auto`` is the rule of
+    this module's docstring.
+
+    Parameters
+    ----------
+    precision
+        ``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``.
+    device
+        The device the update runs on.
+    """
+    return precision_choice(precision, device)[0]
+
+
+def precision_choice(precision: str, device: torch.device | str) -> tuple[str, str]:
+    """(precision, why): what ``precision`` becomes on ``device`` and why, in words for the run's header.
+
+    Parameters
+    ----------
+    precision
+        ``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``.
+    device
+        The device the update runs on.
+    """
+    if precision != "auto":
+        return precision, "as set"
+    device = torch.device(device)
+    if device.type == "cuda":
+        if bf16_tensor_cores(device):
+            return "bf16", "bf16 tensor cores"
+        return "fp32", "no bf16 tensor cores on this GPU"
+    if device.type == "cpu":
+        return _cpu_choice()
+    return "fp32", f"fp32 on {device.type}"
+
+
+def update_precision(precision: str, device: torch.device | str) -> contextlib.AbstractContextManager:
+    """The region of an update's forward pass that computes in ``precision`` (resolved, not ``auto``): for bf16,
+    ``torch.autocast`` with bf16 on ``device`` — the backward pass follows the casts the forward pass made —; for
+    fp32 and tf32, nothing changes.
+
+    Parameters
+    ----------
+    precision
+        ``"fp32"``, ``"tf32"`` or ``"bf16"``.
+    device
+        The device the update runs on.
+    """
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
+def full_precision(device: torch.device | str) -> contextlib.AbstractContextManager:
+    """A region that leaves :func:`update_precision`'s: its operations compute in their inputs' precision (cast
+    fp32 inputs to keep fp32).
+
+    Parameters
+    ----------
+    device
+        The device the computation runs on.
+    """
+    return torch.autocast(torch.device(device).type, enabled=False)

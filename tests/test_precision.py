@@ -1,0 +1,180 @@
+"""The update's precision: bf16 mixed precision agrees with fp32, keeps fp32 weights, and ``auto`` picks bf16 only
+on a CPU whose bf16 units measure faster (gca.precision)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import gca.precision as precision
+from gca import GCA, GCAConfig
+from gca.augment.prepared import prepare
+from gca.nn.model import GCAModel
+from gca.objective import resolve_objective
+from gca.objective.selection import objective_reason
+from gca.train.batches import batch_source
+from gca.train.loop import train_step
+
+# bf16 keeps 8 bits of mantissa: a product's output is within 2⁻⁸ of the fp32 one relative to its size, and the
+# loss and gradients of an update, summed over many such products, agree to these bounds (stated in the docs)
+LOSS_RTOL = 5e-3
+GRADIENT_COSINE = 0.99
+GRADIENT_NORM_RTOL = 0.05
+
+
+def _planted(n: int = 240, classes: int = 4, features: int = 48, sparse: bool = False) -> Data:
+    """A graph of ``classes`` planted communities: dense (or bag-of-words) features drawn per class, edges mostly
+    inside a class."""
+    generator = torch.Generator().manual_seed(3)
+    y = torch.arange(n) % classes
+    centres = torch.rand(classes, features, generator=generator)
+    x = (centres[y] + 0.3 * torch.rand(n, features, generator=generator) > 0.8).float() if sparse else \
+        centres[y] + 0.1 * torch.randn(n, features, generator=generator)  # fmt: skip
+    source = torch.randint(0, n, (6 * n,), generator=generator)
+    same = torch.rand(6 * n, generator=generator) < 0.85
+    target = torch.where(same, (source + classes * torch.randint(1, n // classes, (6 * n,), generator=generator)) % n,
+                         torch.randint(0, n, (6 * n,), generator=generator))  # fmt: skip
+    edges = torch.stack([source, target])
+    edges = torch.cat([edges, edges.flip(0)], 1)
+    return Data(x=x, edge_index=edges[:, edges[0] != edges[1]], y=y)
+
+
+def _gradients(config: GCAConfig, data: Data, step_precision: str) -> tuple[float, list[torch.Tensor], GCAModel]:
+    """One update of ``config`` at ``step_precision`` from the same weights, draws and batch: the loss, each
+    parameter's gradient, and the model after it (an optimiser that does not move: lr 0)."""
+    prepared = prepare(data, config)
+    torch.manual_seed(0)
+    model = GCAModel.from_config(prepared.graph.num_features, config)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    generator = torch.Generator().manual_seed(1)
+    torch.manual_seed(2)
+    source = batch_source(prepared.graph, prepared.views, config, torch.device("cpu"))
+    batch = next(iter(source.batches(0, generator)))
+    loss = train_step(model, optimizer, batch, generator, step_precision)
+    return loss, [p.grad.clone() for p in model.parameters()], model
+
+
+@pytest.mark.parametrize("batch_size", [0, 64], ids=["exact", "mini-batch"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense-features", "sparse-features"])
+def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse):
+    data = _planted(sparse=sparse)
+    config = GCAConfig(hidden=32, proj_hidden=32, batch_size=batch_size, fanout=(5,), loss_backend="attention",
+                       feature_weighting="binary" if sparse else "auto")  # fmt: skip
+    loss32, grads32, _ = _gradients(config.replace(precision="fp32"), data, "fp32")
+    loss16, grads16, model = _gradients(config.replace(precision="bf16"), data, "bf16")
+    # the same update as the fp32 default on a CPU (blocked objective): the backends agree to fp32 rounding
+    blocked, _, _ = _gradients(config.replace(precision="fp32", loss_backend="blocked"), data, "fp32")
+    assert blocked == pytest.approx(loss32, rel=1e-5)
+    assert loss16 == pytest.approx(loss32, rel=LOSS_RTOL) and loss16 != loss32  # bf16 did compute
+    for name, (g32, g16) in zip([n for n, _ in model.named_parameters()], zip(grads32, grads16, strict=True),
+                                strict=True):  # fmt: skip
+        assert g16.dtype == torch.float32, name
+        if g32.norm() == 0:
+            continue
+        cosine = torch.nn.functional.cosine_similarity(g32.flatten(), g16.flatten(), dim=0)
+        assert cosine >= GRADIENT_COSINE, (name, float(cosine))
+        assert float(g16.norm() / g32.norm()) == pytest.approx(1.0, abs=GRADIENT_NORM_RTOL), name
+
+
+def test_a_bf16_update_keeps_fp32_weights_and_optimiser_state():
+    config = GCAConfig(hidden=16, proj_hidden=16, loss_backend="attention", precision="bf16")
+    prepared = prepare(_planted(), config)
+    model = GCAModel.from_config(prepared.graph.num_features, config)
+    before = copy.deepcopy(model.state_dict())
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(0)
+    source = batch_source(prepared.graph, prepared.views, config, torch.device("cpu"))
+    for batch in source.batches(0, generator):
+        train_step(model, optimizer, batch, generator, "bf16")
+    for name, value in model.state_dict().items():
+        assert value.dtype == torch.float32 and not torch.equal(value, before[name]) or "bias" in name, name
+    for state in optimizer.state.values():
+        assert state["exp_avg"].dtype == state["exp_avg_sq"].dtype == torch.float32
+
+
+def test_training_in_bf16_embeds_in_fp32():
+    config = GCAConfig(hidden=16, proj_hidden=16, epochs=3, loss_backend="attention", precision="bf16")
+    embeddings = GCA(config, device="cpu").fit_transform(_planted())
+    assert embeddings.dtype == torch.float32 and torch.isfinite(embeddings).all()
+
+
+def test_a_message_passing_encoder_trains_in_bf16():
+    data = _planted()
+    config = GCAConfig(hidden=16, proj_hidden=16, encoder="sage", loss_backend="attention")
+    loss32 = _gradients(config.replace(precision="fp32"), data, "fp32")[0]
+    loss16 = _gradients(config.replace(precision="bf16"), data, "bf16")[0]
+    assert loss16 == pytest.approx(loss32, rel=LOSS_RTOL)
+
+
+def test_auto_is_fp32_on_a_cpu_without_bf16_units_and_never_probes(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: None)
+    monkeypatch.setattr(precision, "bf16_probe", lambda *args: pytest.fail("probed a CPU without bf16 units"))
+    assert precision.resolve_precision("auto", "cpu") == "fp32"
+    assert resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")
+    assert objective_reason("auto", "auto", "cpu") == "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
+    assert precision.resolve_precision("bf16", "cpu") == "bf16"  # told to, it does (emulated: slower)
+
+
+@pytest.mark.parametrize(
+    ("speedups", "expected"),
+    [((6.8, 2.1), ("attention", "bf16")), ((1.2, 2.1), ("blocked", "fp32")), ((6.8, 0.5), ("blocked", "fp32"))],
+    ids=["both-faster", "product-slower", "attention-slower"],
+)
+def test_auto_takes_bf16_on_a_cpu_with_units_only_where_the_probe_measures_it_faster(monkeypatch, speedups, expected):
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
+    monkeypatch.setattr(precision, "bf16_probe", lambda threads, shape=None, attention=None: speedups)
+    assert resolve_objective("auto", "auto", "cpu") == expected
+    why = objective_reason("auto", "auto", "cpu")
+    assert why.startswith("AMX bf16 units")
+    assert f"{speedups[0]:.1f}× (product) and {speedups[1]:.1f}× (attention) as fast as fp32" in why
+    # an explicit blocked objective computes in fp32, and auto does not ask it for bf16
+    assert resolve_objective("blocked", "auto", "cpu") == ("blocked", "fp32")
+    assert objective_reason("blocked", "auto", "cpu") == "the blocked objective computes in fp32"
+
+
+def test_the_probe_measures_both_products_on_this_cpu():
+    shapes = (64, 48, 32), (64, 16)  # small: where bf16 is emulated it is far slower than fp32
+    speedups = precision.bf16_probe(torch.get_num_threads(), *shapes)
+    assert len(speedups) == 2 and min(speedups) > 0
+    assert precision.bf16_probe(torch.get_num_threads(), *shapes) == speedups  # measured once
+    assert precision.cpu_bf16_units() in (None, "AMX", "AVX512-BF16")
+
+
+def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(monkeypatch, caplog):
+    from torch._dynamo.exc import TorchDynamoException
+
+    import gca.train.compiled as compiled
+
+    calls = []
+
+    def failing_compile(function, **options):
+        def run(*args, **kwargs):
+            calls.append(options)
+            raise TorchDynamoException("sparse CSR operands cannot be traced\nmore detail")
+
+        return run
+
+    monkeypatch.setattr(compiled.torch, "compile", failing_compile)
+    config = GCAConfig(hidden=16, proj_hidden=16, epochs=4, batch_size=64, fanout=(5,))
+    eager = GCA(config, device="cpu").fit(_planted())
+    with caplog.at_level("WARNING", logger="gca"):
+        tried = GCA(config.replace(compile="on"), device="cpu").fit(_planted())
+    assert calls == [{"dynamic": True}]  # tried once, then eager for the rest of the run
+    lines = [r.getMessage() for r in caplog.records if "torch.compile" in r.getMessage()]
+    assert lines == ["torch.compile failed (TorchDynamoException: sparse CSR operands cannot be traced); training "
+                     "on in eager mode"]  # fmt: skip
+    assert tried.losses == eager.losses and torch.equal(tried.embedding_, eager.embedding_)  # the step was redone
+    assert "forward" not in tried.model.encoder.__dict__ and "forward" not in tried.model.projector.__dict__
+
+
+def test_compiled_parts_are_eager_again_after_training():
+    import gca.train.compiled as compiled
+
+    model = GCAModel.from_config(8, GCAConfig(hidden=4, proj_hidden=4))
+    parts = compiled.CompiledParts(model)
+    assert "forward" in model.encoder.__dict__ and "forward" in model.projector.__dict__
+    parts.restore()
+    assert "forward" not in model.encoder.__dict__ and "forward" not in model.projector.__dict__
