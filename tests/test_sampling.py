@@ -248,3 +248,26 @@ def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match="not numbered hop by hop"):  # node 5 read by the anchor, not computed
         layered_normalized_adjacency(torch.tensor([[5], [0]]), 6, (2, 1))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_each_layer_block_is_the_full_operators_block_and_its_transpose_bit_for_bit(weighted):
+    from gca.graph.sparse import edge_list, layered_normalized_adjacency, normalized_adjacency
+
+    data = _random_graph(300, 1500, seed=5)
+    graph = prepare_graph(data)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2), undirected=True)
+    sub = sampler.sample(torch.arange(0, 300, 15), torch.Generator().manual_seed(6))
+    edges = sub.edge_index
+    if weighted:  # weights encode the edge's id: a block that misaligns values and entries reads other weights
+        edges = edge_list(edges, 1.0 + torch.arange(edges.shape[1], dtype=torch.float32) / edges.shape[1])
+    rows = (sub.hop_sizes[1], sub.hop_sizes[0])
+    full = normalized_adjacency(edges, sub.num_nodes, symmetric=False).to_dense()
+    blocks = layered_normalized_adjacency(edges, sub.num_nodes, rows)
+    columns = sub.num_nodes
+    for block, count in zip(blocks, rows, strict=True):
+        assert torch.equal(block.to_dense(), full[:count, :columns])
+        assert torch.equal(block.transpose.to_dense(), full[:count, :columns].t())
+        columns = count
+    with pytest.raises(ValueError, match="must not grow"):
+        layered_normalized_adjacency(edges, sub.num_nodes, (rows[1], rows[0]))
