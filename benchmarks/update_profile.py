@@ -21,7 +21,7 @@ steps of :func:`gca.train.loop.train_step` written out one by one, each phase ti
 
 ``--compare`` alternates, update by update in one process, the update as it ran before the cuts measured in
 docs/benchmarks.md (the sampled sparse features' transpose by sorting; the first layer multiplying every entry of
-a sparse X) with the library's, and prints both tables and the ratio of their medians.
+a sparse X and every row of a dense one) with the library's, and prints both tables and the ratio of their medians.
 
 The first update's loss is checked against :func:`gca.train.loop.train_step`'s, each run on its own copy of the
 model, optimiser and random state (both ways of the first layer), so the written-out step is the library's step.
@@ -98,7 +98,8 @@ def profiled_update(model: GCAModel, optimizer: torch.optim.Optimizer, source, a
     """One update of :func:`train_step` on the subgraph around ``anchors``, phase by phase (same draws, same
     order); returns the loss and each phase's seconds. ``plain``: the update as before this file's cuts (the
     "before" table of ``--compare``) — the sampled sparse features' transpose by sorting, and the first layer
-    multiplying every entry of a sparse X by diag(m) W (no :func:`gca.nn.gcn._entries_read`)."""
+    multiplying every entry of a sparse X, or every row of a dense one, by diag(m) W (no
+    :meth:`gca.nn.gcn.GCNLayer.transformed`)."""
     clock = Clock()
     sub = source.sampler.sample(anchors, generator)
     clock.lap("sample")
@@ -127,10 +128,10 @@ def profiled_update(model: GCAModel, optimizer: torch.optim.Optimizer, source, a
             clock.lap("mask + X·W")
             h = first.activation((operators[0] @ batch.features) @ weight + first.bias)
         else:
-            xw = batch.features @ weight if plain else first.input_times_weight(batch.features, operators[0], mask,
-                                                                                weight)  # fmt: skip
+            operator, xw = ((operators[0], batch.features @ weight) if plain
+                            else first.transformed(batch.features, operators[0], mask, weight))  # fmt: skip
             clock.lap("mask + X·W")
-            h = first.activation(operators[0] @ xw + first.bias)
+            h = first.activation(operator @ xw + first.bias)
         clock.lap("layer 1 rest")
         for layer, operator in zip(encoder.layers[1:], operators[1:], strict=True):
             h = layer(h, operator)

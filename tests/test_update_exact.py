@@ -141,3 +141,53 @@ def test_csr_transpose_of_half_precision_values_takes_the_sorting_path():
     got = sparse.csr_transpose(crow, col, values, (3, 4))
     assert _same_csr(got, _old_transpose(crow, col, values, (3, 4)))
     assert torch.equal(got.to_dense(), torch.sparse_csr_tensor(crow, col, values, (3, 4)).to_dense().t())
+
+
+def test_read_columns_renumbers_the_columns_that_hold_entries_and_drops_the_transposes_empty_rows():
+    generator = torch.Generator().manual_seed(3)
+    dense = torch.rand(12, 40, generator=generator) * (torch.rand(12, 40, generator=generator) < 0.3)
+    dense[:, ::3] = 0.0  # every third column unread
+    matrix = scipy_to_sparse(sp.csr_matrix(dense.numpy()))
+    index = dense.any(0).nonzero().squeeze(1)
+    narrow = matrix.read_columns(index)
+    assert torch.equal(narrow.to_dense(), dense[:, index])
+    assert torch.equal(narrow.transpose.to_dense(), dense[:, index].t())
+    h = torch.arange(40, dtype=torch.float32).unsqueeze(1) * torch.tensor([1.0, -0.5])  # row i holds its id
+    assert torch.equal(narrow @ h[index], matrix @ h)
+
+
+def _dense_batch_and_model():
+    data = _bag_of_words_graph()
+    data.x = torch.rand(data.num_nodes, 120, generator=torch.Generator().manual_seed(4))  # dense features
+    config = GCAConfig(hidden=16, proj_hidden=16, batch_size=24, fanout=(4, 3), p_e1=0.5, p_e2=0.6)
+    prepared = prepare(data, config)
+    source = NeighborBatches(prepared.graph, prepared.views, config.batch_size, config.fanouts, seed=5)
+    batch = next(iter(source.batches(0, torch.Generator())))
+    assert isinstance(batch.features, torch.Tensor) and batch.features.layout == torch.strided
+    torch.manual_seed(0)
+    return batch, GCAModel.from_config(prepared.graph.num_features, config)
+
+
+def test_dense_features_are_multiplied_at_the_rows_the_first_layer_reads_only_with_the_same_results(monkeypatch):
+    batch, model = _dense_batch_and_model()
+    generator = torch.Generator().manual_seed(7)
+    draws = [(view.sample_edges(generator), view.sample_feature_mask(generator)) for view in batch.views]
+    for edges, _ in draws:  # rows are skipped on this batch
+        first = layered_normalized_adjacency(edges, batch.num_nodes, batch.layer_rows)[0]
+        narrow, rows = gcn._dense_rows_read(batch.features, first)
+        assert rows.shape[0] < batch.features.shape[0] and narrow.shape == (first.shape[0], rows.shape[0])
+    results = []
+    for rows_read in (gcn._dense_rows_read, lambda h, adjacency: (adjacency, h)):
+        monkeypatch.setattr(gcn, "_dense_rows_read", rows_read)
+        twin = copy.deepcopy(model)
+        embeddings = [twin.encode(batch.features, edges, batch.num_nodes, False, batch.layer_rows, mask)[batch.anchors]
+                      for edges, mask in draws]  # fmt: skip
+        loss = twin.loss(*embeddings)
+        loss.backward()
+        results.append((torch.cat(embeddings), loss.detach(), [p.grad for p in twin.parameters()]))
+    (now, loss_now, grads_now), (before, loss_before, grads_before) = results
+    # the skipped rows' terms are never read; the products' kernels may round a row differently with fewer rows
+    torch.testing.assert_close(now, before, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(loss_now, loss_before, rtol=1e-6, atol=0.0)
+    for got, want in zip(grads_now, grads_before, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)

@@ -205,6 +205,26 @@ class SparseMatrix:
         transpose = csr_transpose(out_crow, columns, entries, size)  # shared by both views' weight gradients
         return SparseMatrix(csr_tensor(out_crow, columns, entries, size), transpose)
 
+    def read_columns(self, index: torch.Tensor) -> SparseMatrix:
+        """The columns ``index`` (ascending) of a matrix that has no entry in any other column, numbered 0 …
+        len(index) − 1: M H equals this matrix times the rows ``index`` of H. Entries keep their order, so each row of
+        the product sums the same terms in the same order; the transpose drops its empty rows (no sort).
+
+        Parameters
+        ----------
+        index
+            The columns that hold entries (and any empty ones wanted), ascending.
+        """
+        col = self.matrix.col_indices()
+        position = torch.full((self.shape[1],), -1, dtype=col.dtype, device=col.device)
+        position[index] = torch.arange(index.numel(), dtype=col.dtype, device=col.device)
+        matrix = csr_tensor(self.matrix.crow_indices(), position[col], self.matrix.values(),
+                            (self.shape[0], index.numel()))  # fmt: skip
+        starts = self.transpose.crow_indices()  # a kept row of Mᵀ ends where the next starts: none between has entries
+        transpose = csr_tensor(torch.cat([starts[index], starts[-1:]]), self.transpose.col_indices(),
+                               self.transpose.values(), (index.numel(), self.shape[0]))  # fmt: skip
+        return SparseMatrix(matrix, transpose)
+
     def keep(self, rows: torch.Tensor | None = None, columns: torch.Tensor | None = None) -> SparseMatrix:
         """The same-shaped matrix holding only the entries in the ``rows`` and ``columns`` marked true (boolean
         masks; None: every one), in their order, with its transpose filtered from the stored one (no sort).

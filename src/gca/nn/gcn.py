@@ -80,20 +80,23 @@ class GCNLayer(nn.Module):
         if _aggregate_first(h, weight):
             return self.activation((adjacency @ h) @ weight + self.bias)
         # M (H W): a layer that maps F ≫ F' channels down (bag-of-words features) aggregates the narrow side.
-        return self.activation(adjacency @ self.input_times_weight(h, adjacency, feature_mask, weight) + self.bias)
+        adjacency, hw = self.transformed(h, adjacency, feature_mask, weight)
+        return self.activation(adjacency @ hw + self.bias)
 
-    def input_times_weight(self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix,
-                           feature_mask: torch.Tensor | None = None,
-                           weight: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-        """H (diag(m) W) as :meth:`forward` reads it (``weight``: diag(m) W when already formed); a sparse H skips
-        the entries whose terms are exact zeros or never read (:func:`_entries_read`).
+    def transformed(self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix,
+                    feature_mask: torch.Tensor | None = None,
+                    weight: torch.Tensor | None = None) -> tuple[SparseMatrix, torch.Tensor]:  # fmt: skip
+        """(M′, H W) with M′ (H W) = M (H (diag(m) W)), as :meth:`forward` computes it, multiplying only what M reads
+        (``weight``: diag(m) W when already formed). A sparse H skips the entries whose terms are exact zeros or
+        never read (:func:`_entries_read`; M′ = M); a dense H is multiplied at the rows M reads only, and M′ is M at
+        those columns (:func:`_dense_rows_read`).
 
         Parameters
         ----------
         h
             The layer's input H.
         adjacency
-            M (which entries of a sparse H are read).
+            M.
         feature_mask
             m, a ``[F]`` feature mask; ``None`` for none.
         weight
@@ -102,8 +105,9 @@ class GCNLayer(nn.Module):
         if weight is None:
             weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
         if isinstance(h, SparseMatrix):
-            h = _entries_read(h, adjacency, feature_mask)
-        return h @ weight
+            return adjacency, _entries_read(h, adjacency, feature_mask) @ weight
+        adjacency, h = _dense_rows_read(h, adjacency)
+        return adjacency, h @ weight
 
     def transforms_first(self, h: torch.Tensor | SparseMatrix) -> bool:
         """Whether this layer computes M (H W) for the input ``h`` (else (M H) W).
@@ -187,24 +191,42 @@ def _aggregate_first(h: torch.Tensor | SparseMatrix, weight: torch.Tensor) -> bo
     return isinstance(h, torch.Tensor) and not h.is_sparse and h.shape[1] < weight.shape[1]
 
 
+def _rows_read_mask(h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix) -> torch.Tensor | None:
+    """The rows of H that an entry of M reads, as a boolean mask; ``None`` where M reads every row or may (it is not
+    a sampled subgraph's first layer: a CSR block with fewer rows than columns, one column per row of H). The rows
+    it does not read are the nodes of the last hop whose edges the view dropped."""
+    operator = getattr(adjacency, "matrix", None)
+    if not (isinstance(operator, torch.Tensor) and operator.layout == torch.sparse_csr
+            and operator.shape[0] < operator.shape[1] == h.shape[0]):  # fmt: skip
+        return None
+    rows = torch.zeros(h.shape[0], dtype=torch.bool, device=operator.device)
+    rows[operator.col_indices()] = True
+    return None if bool(rows.all()) else rows
+
+
+def _dense_rows_read(h: torch.Tensor, adjacency: SparseMatrix) -> tuple[SparseMatrix, torch.Tensor]:
+    """(M′, H′): the dense ``h`` at the rows M reads, and M at those columns (:meth:`SparseMatrix.read_columns`), so
+    that M′ (H′ W) = M (H W) while the product and its weight gradient H′ᵀ G skip the unread rows — 9 % of them on
+    Amazon-Photo's mini-batches, 18 % on Amazon-Computers' (docs/benchmarks.md). Each output row is computed by
+    the same kernels from the same row of H, and the aggregation sums the same terms in the same order."""
+    read = _rows_read_mask(h, adjacency) if h.layout == torch.strided else None
+    if read is None:
+        return adjacency, h
+    index = read.nonzero().squeeze(1)
+    return adjacency.read_columns(index), h.index_select(0, index)
+
+
 def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.Tensor | None) -> SparseMatrix:
     """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: those in a
-    feature column the mask zeroes, and those in a node row that no entry of M reads (a sampled subgraph's first
-    layer, whose operator has fewer rows than the subgraph has nodes: the nodes of the last hop whose edges the
-    view dropped). The gradient of W reads Hᵀ G, and G is zero on those rows, so it loses only zero terms too: with
-    finite weights the output and every gradient are unchanged, bit for bit, while the layer's two sparse products
-    (H W forward, Hᵀ G backward) skip those entries — a quarter of them on Coauthor-CS's mini-batches
-    (docs/benchmarks.md). The filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
+    feature column the mask zeroes, and those in a node row that no entry of M reads (:func:`_rows_read_mask`). The
+    gradient of W reads Hᵀ G, and G is zero on those rows, so it loses only zero terms too: with finite weights the
+    output and every gradient are unchanged, bit for bit, while the layer's two sparse products (H W forward, Hᵀ G
+    backward) skip those entries — a quarter of them on Coauthor-CS's mini-batches (docs/benchmarks.md). The
+    filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
     columns = None if feature_mask is None else feature_mask != 0
     if columns is not None and bool(columns.all()):
         columns = None
-    rows, operator = None, getattr(adjacency, "matrix", None)
-    if (isinstance(operator, torch.Tensor) and operator.layout == torch.sparse_csr
-            and operator.shape[0] < operator.shape[1] == h.shape[0]):  # fmt: skip
-        rows = torch.zeros(h.shape[0], dtype=torch.bool, device=operator.device)
-        rows[operator.col_indices()] = True
-        if bool(rows.all()):
-            rows = None
+    rows = _rows_read_mask(h, adjacency)
     return h if rows is None and columns is None else h.keep(rows, columns)
 
 
