@@ -18,7 +18,7 @@ from gca.config import ConfigError
 from gca.datasets import karate_club
 from gca.graph.graph import prepare_graph
 from gca.graph.sampling import NeighborSampler, edge_unit_ids, floyd_sample
-from gca.graph.sparse import scipy_to_sparse
+from gca.graph.sparse import layered_normalized_adjacency, scipy_to_sparse
 from gca.nn.model import GCAModel
 from gca.train.batches import NeighborBatches, SubgraphView
 from gca.train.loop import train_step
@@ -271,3 +271,69 @@ def test_each_layer_block_is_the_full_operators_block_and_its_transpose_bit_for_
         columns = count
     with pytest.raises(ValueError, match="must not grow"):
         layered_normalized_adjacency(edges, sub.num_nodes, (rows[1], rows[0]))
+
+
+def _view_of_sample(seed: int = 5, keep: float = 0.6):
+    """A sampled subgraph of a random graph, two hops, with 40 % of its edges dropped as a view drops them."""
+    data = _random_graph(300, 1500, seed=seed)
+    graph = prepare_graph(data)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 3), undirected=True)
+    sub = sampler.sample(torch.arange(0, 300, 12), torch.Generator().manual_seed(seed))
+    kept = torch.rand(sub.edge_index.shape[1], generator=torch.Generator().manual_seed(seed + 1)) < keep
+    return data, sub, sub.edge_index[:, kept], (sub.hop_sizes[1], sub.hop_sizes[0])
+
+
+def test_a_view_computes_each_layer_only_at_the_rows_the_next_reads_and_those_rows_are_the_full_operators():
+    import gca.graph.sparse as sparse
+    from gca.graph.sparse import normalized_adjacency
+
+    _, sub, edges, rows = _view_of_sample()
+    full = normalized_adjacency(edges, sub.num_nodes, symmetric=False).to_dense()
+    leading = [(crow, col, values, shape) for crow, col, values, shape in (
+        (m.matrix.crow_indices(), m.matrix.col_indices(), m.matrix.values(), m.shape)
+        for m in _unpruned(edges, sub.num_nodes, rows))]  # fmt: skip
+    pruned, kept = sparse._read_rows_only(leading)
+    assert kept[0] is not None and kept[0].numel() < rows[0] and kept[1] is None  # the view left rows unread
+    ids = [kept[0], torch.arange(rows[1])]
+    columns = [torch.arange(sub.num_nodes), kept[0]]
+    for block, row_ids, column_ids in zip(pruned, ids, columns, strict=True):
+        matrix = sparse.csr_tensor(*block).to_dense()
+        assert torch.equal(matrix, full[row_ids][:, column_ids])  # each kept row is the full operator's, in order
+    # every row a later layer reads is kept: nothing the anchors depend on is dropped
+    assert torch.equal(full[: rows[1], : rows[0]][:, ~torch.isin(torch.arange(rows[0]), kept[0])],
+                       torch.zeros(rows[1], rows[0] - kept[0].numel()))  # fmt: skip
+    blocks = layered_normalized_adjacency(edges, sub.num_nodes, rows)
+    assert [b.shape for b in blocks] == [(kept[0].numel(), sub.num_nodes), (rows[1], kept[0].numel())]
+    for block in blocks:
+        assert torch.equal(block.transpose.to_dense(), block.to_dense().t())
+
+
+def _unpruned(edges, num_nodes, rows):
+    import gca.graph.sparse as sparse
+
+    real = sparse._read_rows_only
+    sparse._read_rows_only = lambda blocks: (blocks, [None] * len(blocks))
+    try:
+        return layered_normalized_adjacency(edges, num_nodes, rows)
+    finally:
+        sparse._read_rows_only = real
+
+
+@pytest.mark.parametrize("width", [6, 16])  # (M X) W and M (X W) in the first layer
+def test_the_anchors_embeddings_and_gradients_are_those_of_every_row_computed(width):
+    from gca.nn.gcn import GCNEncoder
+
+    data, sub, edges, rows = _view_of_sample(seed=8)
+    generator = torch.Generator().manual_seed(9)
+    x = data.x[sub.nodes] if width == 6 else torch.rand(sub.num_nodes, width, generator=generator)
+    results = []
+    for blocks in (layered_normalized_adjacency(edges, sub.num_nodes, rows), _unpruned(edges, sub.num_nodes, rows)):
+        torch.manual_seed(0)
+        encoder = GCNEncoder(x.shape[1], 8, num_layers=2, activation="prelu")
+        out = encoder(x, blocks)
+        out.pow(2).sum().backward()
+        results.append((out, [p.grad for p in encoder.parameters()]))
+    (pruned, grads), (every, every_grads) = results
+    torch.testing.assert_close(pruned, every, rtol=1e-6, atol=1e-7)
+    for got, want in zip(grads, every_grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
