@@ -8,8 +8,8 @@
     8,415 sparse binary features, d = 128).
 (d) with ``--paper-datasets``: (b) on the real Amazon-Photo, Amazon-Computers and Coauthor-CS graphs from
     ``--data-dir``, each with its shipped setting's widths (Table 5's hidden size, the authors' projection width).
-(e) with ``--bf16``: gca with the attention objective in bf16 beside it (the ratio fp32 / bf16 is what decides
-    whether ``auto`` should pick bf16 on a CPU with bf16 matrix units; docs/benchmarks.md).
+(e) with ``--bf16``: gca with ``precision=bf16`` (the whole update in mixed precision, the attention objective)
+    beside it: the exact epoch's ratio fp32 / bf16 on a CPU with bf16 matrix units (docs/benchmarks.md).
 
 Each measurement runs in its own subprocess. Synthetic graphs: uniformly random edges, and each node has
 ``--nnz`` random features set to 1 (the benchmark files' features are sparse bag-of-words).
@@ -104,11 +104,11 @@ def cpu_description() -> str:
     except OSError:
         pass
     units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    from gca.objective import cpu_bf16_matrix_units
+    from gca.precision import cpu_bf16_units
 
-    amx = cpu_bf16_matrix_units()
     return (f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
-            f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, AMX tiles: {amx}")
+            f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, bf16 units: "
+            f"{cpu_bf16_units() or 'none'}")  # fmt: skip
 
 
 def _sync(device: str) -> None:
@@ -151,7 +151,7 @@ def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: s
     from gca import GCA, GCAConfig
 
     config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
-    if bf16:  # the attention objective in bf16: what `auto` would pick on CPUs with bf16 matrix units
+    if bf16:  # the whole update in bf16 (gca.precision): what `auto` picks where bf16 units measure faster
         config = config.replace(loss_backend="attention", precision="bf16")
     GCA(config.replace(epochs=1), device=device).fit_transform(data)  # warm-up
     estimator = GCA(config, device=device)

@@ -51,6 +51,7 @@ from gca.datasets.registry import load_dataset
 from gca.graph.sparse import layered_normalized_adjacency, normalized_adjacency
 from gca.nn.gcn import _aggregate_first
 from gca.nn.model import GCAModel
+from gca.precision import update_precision
 from gca.train.batches import batch_source
 from gca.train.loop import train_step
 
@@ -113,34 +114,37 @@ def profiled_update(model: GCAModel, optimizer: torch.optim.Optimizer, source, a
     model.train()
     encoder = model.encoder
     embeddings = []
-    for view in batch.views:
-        edges = view.sample_edges(generator)
-        clock.lap("edges")
-        if batch.layer_rows is not None:
-            operators = layered_normalized_adjacency(edges, batch.num_nodes, batch.layer_rows)
-        else:
-            operators = [normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)] * len(encoder.layers)
-        clock.lap("operators")
-        mask = view.sample_feature_mask(generator)
-        first = encoder.layers[0]
-        weight = first.weight * mask.unsqueeze(1)
-        if _aggregate_first(batch.features, weight):
-            clock.lap("mask + X·W")
-            h = first.activation((operators[0] @ batch.features) @ weight + first.bias)
-        else:
-            operator, xw = ((operators[0], batch.features @ weight) if plain
-                            else first.transformed(batch.features, operators[0], mask, weight))  # fmt: skip
-            clock.lap("mask + X·W")
-            h = first.activation(operator @ xw + first.bias)
-        clock.lap("layer 1 rest")
-        for layer, operator in zip(encoder.layers[1:], operators[1:], strict=True):
-            h = layer(h, operator)
-        embeddings.append(h if batch.anchors is None else h[batch.anchors])
-        clock.lap("layers 2..L")
-    projected = [model.projector(h) for h in embeddings]
-    clock.lap("projection")
-    loss = model.objective(*projected)
-    clock.lap("objective")
+    # the forward pass in the precision the run resolves (train_step's region: gca.precision)
+    with update_precision(model.objective.resolved("cpu")[1], "cpu"):
+        for view in batch.views:
+            edges = view.sample_edges(generator)
+            clock.lap("edges")
+            if batch.layer_rows is not None:
+                operators = layered_normalized_adjacency(edges, batch.num_nodes, batch.layer_rows)
+            else:
+                whole = normalized_adjacency(edges, batch.num_nodes, symmetric=view.symmetric)
+                operators = [whole] * len(encoder.layers)
+            clock.lap("operators")
+            mask = view.sample_feature_mask(generator)
+            first = encoder.layers[0]
+            weight = first.weight * mask.unsqueeze(1)
+            if _aggregate_first(batch.features, weight):
+                clock.lap("mask + X·W")
+                h = first.activation((operators[0] @ batch.features) @ weight + first.bias)
+            else:
+                operator, xw = ((operators[0], batch.features @ weight) if plain
+                                else first.transformed(batch.features, operators[0], mask, weight))  # fmt: skip
+                clock.lap("mask + X·W")
+                h = first.activation(operator @ xw + first.bias)
+            clock.lap("layer 1 rest")
+            for layer, operator in zip(encoder.layers[1:], operators[1:], strict=True):
+                h = layer(h, operator)
+            embeddings.append(h if batch.anchors is None else h[batch.anchors])
+            clock.lap("layers 2..L")
+        projected = [model.projector(h) for h in embeddings]
+        clock.lap("projection")
+        loss = model.objective(*projected)
+        clock.lap("objective")
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     clock.lap("backward")
@@ -163,7 +167,7 @@ def check_against_train_step(config, source, model, optimizer, generator, anchor
         torch.set_rng_state(global_state)
         if how == "train_step":
             batch = source.batch(source.sampler.sample(anchors, twin_generator))
-            losses.append(train_step(twin, twin_optimizer, batch, twin_generator))
+            losses.append(train_step(twin, twin_optimizer, batch, twin_generator, twin.objective.resolved("cpu")[1]))
         else:
             losses.append(profiled_update(twin, twin_optimizer, source, anchors, twin_generator, how == "plain")[0])
     torch.set_rng_state(global_state)
@@ -223,7 +227,8 @@ def main() -> None:
           f"{fanout}, median {statistics.median(sizes):.0f} sampled nodes")  # fmt: skip
     print(f"{args.updates} updates after {args.warmup} warm-ups{' each way' if args.compare else ''}, "
           f"{args.threads} thread(s); {cpu}; torch {torch.__version__}; {datetime.date.today()}")  # fmt: skip
-    print(f"first update's loss {loss!r}: train_step, the profiled step and the plain first layer agree bit for bit")
+    print(f"first update's loss {loss!r}: train_step, the profiled step and the plain first layer agree bit for bit "
+          f"(objective and precision: {' '.join(model.objective.resolved('cpu'))})")  # fmt: skip
     totals = {}
     for plain in modes:
         text, totals[plain] = table(rows[plain])

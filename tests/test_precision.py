@@ -42,31 +42,36 @@ def _planted(n: int = 240, classes: int = 4, features: int = 48, sparse: bool = 
     return Data(x=x, edge_index=edges[:, edges[0] != edges[1]], y=y)
 
 
-def _gradients(config: GCAConfig, data: Data, step_precision: str) -> tuple[float, list[torch.Tensor], GCAModel]:
-    """One update of ``config`` at ``step_precision`` from the same weights, draws and batch: the loss, each
-    parameter's gradient, and the model after it (an optimiser that does not move: lr 0)."""
+def _gradients(config: GCAConfig, data: Data, step_precision: str,
+               device: str = "cpu") -> tuple[float, list[torch.Tensor], GCAModel]:  # fmt: skip
+    """One update of ``config`` at ``step_precision`` on ``device`` from the same weights, draws and batch: the
+    loss, each parameter's gradient (on the CPU), and the model after it (an optimiser that does not move: lr 0)."""
     prepared = prepare(data, config)
     torch.manual_seed(0)
-    model = GCAModel.from_config(prepared.graph.num_features, config)
+    model = GCAModel.from_config(prepared.graph.num_features, config).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    generator = torch.Generator().manual_seed(1)
+    generator = torch.Generator(device=device).manual_seed(1)
     torch.manual_seed(2)
-    source = batch_source(prepared.graph, prepared.views, config, torch.device("cpu"))
+    source = batch_source(prepared.graph.to(device), prepared.views, config, torch.device(device))
     batch = next(iter(source.batches(0, generator)))
     loss = train_step(model, optimizer, batch, generator, step_precision)
-    return loss, [p.grad.clone() for p in model.parameters()], model
+    return loss, [p.grad.cpu().clone() for p in model.parameters()], model
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("batch_size", [0, 64], ids=["exact", "mini-batch"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense-features", "sparse-features"])
-def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse):
+def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse, device):
     data = _planted(sparse=sparse)
     config = GCAConfig(hidden=32, proj_hidden=32, batch_size=batch_size, fanout=(5,), loss_backend="attention",
                        feature_weighting="binary" if sparse else "auto")  # fmt: skip
-    loss32, grads32, _ = _gradients(config.replace(precision="fp32"), data, "fp32")
-    loss16, grads16, model = _gradients(config.replace(precision="bf16"), data, "bf16")
+    loss32, grads32, _ = _gradients(config.replace(precision="fp32"), data, "fp32", device)
+    loss16, grads16, model = _gradients(config.replace(precision="bf16"), data, "bf16", device)
     # the same update as the fp32 default on a CPU (blocked objective): the backends agree to fp32 rounding
-    blocked, _, _ = _gradients(config.replace(precision="fp32", loss_backend="blocked"), data, "fp32")
+    blocked, _, _ = _gradients(config.replace(precision="fp32", loss_backend="blocked"), data, "fp32", device)
     assert blocked == pytest.approx(loss32, rel=1e-5)
     assert loss16 == pytest.approx(loss32, rel=LOSS_RTOL) and loss16 != loss32  # bf16 did compute
     for name, (g32, g16) in zip([n for n, _ in model.named_parameters()], zip(grads32, grads16, strict=True),
