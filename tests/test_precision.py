@@ -63,9 +63,11 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("batch_size", [0, 64], ids=["exact", "mini-batch"])
-@pytest.mark.parametrize("sparse", [False, True], ids=["dense-features", "sparse-features"])
-def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse, device):
-    data = _planted(sparse=sparse)
+@pytest.mark.parametrize(("sparse", "features"), [(False, 48), (False, 96), (True, 96)],
+                         ids=["dense-aggregated-first", "dense-multiplied-first", "sparse-features"])  # fmt: skip
+def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse, features, device):
+    # the first layer is 64 wide: 48 features aggregate first, (M X) W; 96 are multiplied first, M (X W)
+    data = _planted(features=features, sparse=sparse)
     config = GCAConfig(hidden=32, proj_hidden=32, batch_size=batch_size, fanout=(5,), loss_backend="attention",
                        feature_weighting="binary" if sparse else "auto")  # fmt: skip
     loss32, grads32, _ = _gradients(config.replace(precision="fp32"), data, "fp32", device)
@@ -135,9 +137,54 @@ def test_auto_takes_bf16_on_a_cpu_with_units_only_where_the_probe_measures_it_fa
     why = objective_reason("auto", "auto", "cpu")
     assert why.startswith("AMX bf16 units")
     assert f"{speedups[0]:.1f}× (product) and {speedups[1]:.1f}× (attention) as fast as fp32" in why
-    # an explicit blocked objective computes in fp32, and auto does not ask it for bf16
+
+
+def test_an_explicit_blocked_objective_is_fp32_under_auto_without_a_probe(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
+    monkeypatch.setattr(precision, "bf16_probe", lambda *args: pytest.fail("probed for the blocked objective"))
     assert resolve_objective("blocked", "auto", "cpu") == ("blocked", "fp32")
     assert objective_reason("blocked", "auto", "cpu") == "the blocked objective computes in fp32"
+
+
+def test_processes_settle_on_the_first_ones_choice(monkeypatch):
+    from gca.train.distributed import Placement
+
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
+    monkeypatch.setattr(precision, "bf16_probe", lambda *args: (1.4, 2.0))  # this process alone would keep fp32
+    broadcast = []
+
+    def first_process_says_bf16(code, src):
+        broadcast.append(src)
+        code.fill_(precision.PRECISIONS.index("bf16"))
+
+    monkeypatch.setattr("torch.distributed.broadcast", first_process_says_bf16)
+    try:
+        Placement(torch.device("cpu"), 1, 2).settle_precision()
+        assert broadcast == [0] and resolve_objective("auto", "auto", "cpu") == ("attention", "bf16")
+        assert objective_reason("auto", "auto", "cpu").startswith("the first process's choice (here: fp32, AMX")
+        Placement(torch.device("cpu")).settle_precision()  # one process: nothing exchanged, nothing changed
+        assert broadcast == [0]
+    finally:
+        precision.settle("cpu", None)
+    assert resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")
+
+
+def test_a_users_objective_that_does_not_resolve_trains_in_fp32_under_auto(monkeypatch):
+    from gca.train.estimator import _update_precision
+
+    class Plain(torch.nn.Module):
+        def forward(self, u, v):
+            return (u - v).pow(2).mean()
+
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
+    monkeypatch.setattr(precision, "bf16_probe", lambda *args: (6.8, 2.1))
+    config = GCAConfig()
+    assert _update_precision(Plain(), config, torch.device("cpu")) == "fp32"
+    assert _update_precision(Plain(), config.replace(precision="bf16"), torch.device("cpu")) == "bf16"
+    from gca.objective import ContrastiveObjective
+
+    assert _update_precision(ContrastiveObjective(precision="fp32"), config, torch.device("cpu")) == "fp32"
+    assert _update_precision(ContrastiveObjective(), config, torch.device("cpu")) == "bf16"
 
 
 def test_the_probe_measures_both_products_on_this_cpu():
@@ -149,6 +196,7 @@ def test_the_probe_measures_both_products_on_this_cpu():
 
 
 def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(monkeypatch, caplog):
+    # the random state is put back before the eager step: an RReLU encoder draws from the global generator too
     from torch._dynamo.exc import TorchDynamoException
 
     import gca.train.compiled as compiled
@@ -163,7 +211,7 @@ def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(m
         return run
 
     monkeypatch.setattr(compiled.torch, "compile", failing_compile)
-    config = GCAConfig(hidden=16, proj_hidden=16, epochs=4, batch_size=64, fanout=(5,))
+    config = GCAConfig(hidden=16, proj_hidden=16, epochs=4, batch_size=64, fanout=(5,), activation="rrelu")
     eager = GCA(config, device="cpu").fit(_planted())
     with caplog.at_level("WARNING", logger="gca"):
         tried = GCA(config.replace(compile="on"), device="cpu").fit(_planted())
@@ -172,14 +220,26 @@ def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(m
     assert lines == ["torch.compile failed (TorchDynamoException: sparse CSR operands cannot be traced); training "
                      "on in eager mode"]  # fmt: skip
     assert tried.losses == eager.losses and torch.equal(tried.embedding_, eager.embedding_)  # the step was redone
-    assert "forward" not in tried.model.encoder.__dict__ and "forward" not in tried.model.projector.__dict__
+    assert not _compiled(tried.model.encoder) and not _compiled(tried.model.projector)
 
 
-def test_compiled_parts_are_eager_again_after_training():
+def _compiled(module: torch.nn.Module) -> bool:
+    return module.__dict__.get("_compiled_call_impl") is not None
+
+
+def test_compiled_parts_copy_and_pickle_as_eager_modules_and_pause_for_inference():
+    import pickle
+
     import gca.train.compiled as compiled
 
     model = GCAModel.from_config(8, GCAConfig(hidden=4, proj_hidden=4))
     parts = compiled.CompiledParts(model)
-    assert "forward" in model.encoder.__dict__ and "forward" in model.projector.__dict__
+    assert _compiled(model.encoder) and _compiled(model.projector)
+    for twin in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):  # their own weights, run eagerly
+        assert not _compiled(twin.encoder) and not _compiled(twin.projector)
+        assert twin.projector.fc1.weight is not model.projector.fc1.weight
+    with parts.paused():
+        assert not _compiled(model.encoder) and not _compiled(model.projector)
+    assert _compiled(model.encoder) and _compiled(model.projector)
     parts.restore()
-    assert "forward" not in model.encoder.__dict__ and "forward" not in model.projector.__dict__
+    assert not _compiled(model.encoder) and not _compiled(model.projector)

@@ -337,3 +337,45 @@ def test_the_anchors_embeddings_and_gradients_are_those_of_every_row_computed(wi
     torch.testing.assert_close(pruned, every, rtol=1e-6, atol=1e-7)
     for got, want in zip(grads, every_grads, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_three_layers_of_a_weighted_view_compute_the_anchors_of_every_row_computed(directed):
+    from gca.graph.sparse import edge_list
+    from gca.nn.gcn import GCNEncoder
+
+    data = _random_graph(300, 1500, seed=11)
+    if directed:
+        data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
+    graph = prepare_graph(data, directed=directed)
+    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed,
+                              symmetric_units=not directed)  # fmt: skip
+    sub = sampler.sample(torch.arange(0, 300, 10), torch.Generator().manual_seed(12))
+    kept = torch.rand(sub.edge_index.shape[1], generator=torch.Generator().manual_seed(13)) < 0.5
+    edges = sub.edge_index[:, kept]
+    # each edge's weight encodes its position: an entry moved to another row or column reads another weight
+    edges = edge_list(edges, 0.5 + torch.arange(edges.shape[1], dtype=torch.float32) / edges.shape[1])
+    rows = (sub.hop_sizes[2], sub.hop_sizes[1], sub.hop_sizes[0])
+    pruned = layered_normalized_adjacency(edges, sub.num_nodes, rows)
+    every = _unpruned(edges, sub.num_nodes, rows)
+    assert pruned[0].shape[0] < every[0].shape[0] and pruned[1].shape[0] <= every[1].shape[0]  # rows left out
+    x = torch.rand(sub.num_nodes, 24, generator=torch.Generator().manual_seed(14))  # multiplied first: 24 < 32
+    outputs = []
+    for blocks in (pruned, every):
+        torch.manual_seed(0)
+        encoder = GCNEncoder(24, 16, num_layers=3, activation="prelu")
+        out = encoder(x, blocks)
+        out.pow(2).sum().backward()
+        outputs.append((out, [p.grad for p in encoder.parameters()]))
+    torch.testing.assert_close(outputs[0][0], outputs[1][0], rtol=1e-6, atol=1e-7)
+    for got, want in zip(outputs[0][1], outputs[1][1], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_read_columns_refuses_an_index_that_leaves_out_a_column_with_entries():
+    from gca.graph.sparse import SparseMatrix
+
+    matrix = SparseMatrix(torch.tensor([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 4.0]]).to_sparse_csr())
+    with pytest.raises(ValueError, match="not in index"):
+        matrix.read_columns(torch.tensor([0, 2, 3]))
+    assert torch.equal(matrix.read_columns(torch.tensor([0, 1, 2, 3])).to_dense(), matrix.to_dense())

@@ -7,10 +7,12 @@
   the projection head, and the objective's similarities (the attention backend's bf16 kernels). oneDNN's and
   cuBLAS's bf16 products accumulate in fp32; their outputs are bf16.
 * **fp32** — the master weights, their gradients and Adam's state (parameters stay fp32; a product casts a bf16
-  copy), the sparse aggregation M·H with its degree scaling (:class:`gca.graph.sparse.SparseMatrix` leaves the
-  region: sparse products are memory-bound and have no bf16 kernel on CPUs), the normalisation of the projections,
-  the log-sum-exp and the loss (:class:`gca.objective.ContrastiveObjective` leaves the region too). Sparse features
-  stay sparse; inference (:func:`gca.train.loop.encode_graph`) is fp32.
+  copy), the GCN's sparse aggregation M·H with its degree scaling (:class:`gca.graph.sparse.SparseMatrix` leaves
+  the region: sparse products are memory-bound and have no bf16 kernel on CPUs), the normalisation of the
+  projections, the log-sum-exp and the loss (:class:`gca.objective.ContrastiveObjective` leaves the region too).
+  Sparse features stay sparse; inference (:func:`gca.train.loop.encode_graph`) is fp32. PyTorch Geometric's layers
+  (``encoder=gat|sage|gin``) and a user's encoder run as autocast runs them: their products in bf16, their
+  aggregations in the dtype their inputs arrive in.
 
 ``precision=fp32`` is fp32 everywhere; ``tf32`` lets CUDA's tensor cores multiply the objective's fp32 products.
 
@@ -137,6 +139,33 @@ def _cpu_choice() -> tuple[str, str]:
     return "fp32", f"{units} bf16 units, but {measured} (bf16 from {PROBE_MIN_SPEEDUP}× for both)"
 
 
+#: ``auto``'s choice per device type where processes settled it together (:func:`settle`).
+_SETTLED: dict[str, tuple[str, str]] = {}
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+def settle(device: torch.device | str, precision: str | None, why: str = "") -> None:
+    """Make ``auto`` become ``precision`` on ``device``'s type in this process, for the reason ``why`` — the choice
+    every process of a torch.distributed run takes from the first (:meth:`gca.train.distributed.Placement.
+    settle_precision`), so that no process trains in another precision than its peers whatever its own probe
+    measured; ``None`` forgets it.
+
+    Parameters
+    ----------
+    device
+        The device whose type is settled.
+    precision
+        ``"fp32"``, ``"tf32"`` or ``"bf16"``; ``None`` to forget.
+    why
+        The reason the header and record give.
+    """
+    kind = torch.device(device).type
+    if precision is None:
+        _SETTLED.pop(kind, None)
+    else:
+        _SETTLED[kind] = (precision, why)
+
+
 def resolve_precision(precision: str, device: torch.device | str) -> str:
     """The precision ``precision`` becomes on ``device``: an explicit one stays as it is; ``auto`` is the rule of
     this module's docstring.
@@ -164,6 +193,8 @@ def precision_choice(precision: str, device: torch.device | str) -> tuple[str, s
     if precision != "auto":
         return precision, "as set"
     device = torch.device(device)
+    if device.type in _SETTLED:
+        return _SETTLED[device.type]
     if device.type == "cuda":
         if bf16_tensor_cores(device):
             return "bf16", "bf16 tensor cores"

@@ -218,7 +218,10 @@ class SparseMatrix:
         col = self.matrix.col_indices()
         position = torch.full((self.shape[1],), -1, dtype=col.dtype, device=col.device)
         position[index] = torch.arange(index.numel(), dtype=col.dtype, device=col.device)
-        matrix = csr_tensor(self.matrix.crow_indices(), position[col], self.matrix.values(),
+        renumbered = position[col]
+        if renumbered.numel() and bool((renumbered < 0).any()):
+            raise ValueError("read_columns: an entry lies in a column not in index; give every column that holds one")
+        matrix = csr_tensor(self.matrix.crow_indices(), renumbered, self.matrix.values(),
                             (self.shape[0], index.numel()))  # fmt: skip
         starts = self.transpose.crow_indices()  # a kept row of Mᵀ ends where the next starts: none between has entries
         transpose = csr_tensor(torch.cat([starts[index], starts[-1:]]), self.transpose.col_indices(),

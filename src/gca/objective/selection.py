@@ -76,9 +76,11 @@ def resolve_objective(
     tensor_cores
         Whether bf16 is the faster precision on the device; ``None`` asks :func:`gca.precision.precision_choice`.
     """
+    if precision == "auto" and backend == "blocked":
+        precision = "fp32"  # nothing to probe: the blocked objective's products are fp32
     if precision == "auto":
         fast_bf16 = precision_choice("auto", device)[0] == "bf16" if tensor_cores is None else tensor_cores
-        precision = "bf16" if fast_bf16 and backend in ("auto", "attention") else "fp32"
+        precision = "bf16" if fast_bf16 else "fp32"
     if backend == "auto":
         backend = "attention" if precision == "bf16" else "blocked"
     return backend, precision

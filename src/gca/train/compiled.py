@@ -1,22 +1,24 @@
-"""``compile=true``: the encoder and the projection head run through ``torch.compile`` (Inductor, dynamic shapes for
+"""``compile=on``: the encoder and the projection head run through ``torch.compile`` (Inductor, dynamic shapes for
 sampled subgraphs); if compiling fails, both run eagerly for the rest of the run, said in one line.
 
-Off by default, by measurement (docs/benchmarks.md, "The update against the machine's limit"): on gca's GCN the
-sparse operators cannot be traced (a sparse CSR tensor in a custom autograd function), so the encoder falls back
-to eager; the projection head compiles in about 20 s on 2 CPU cores and then runs 2 % faster — a loss on every
-run shorter than hours. The memory-bound rest of an update is fused by hand where it measured faster (the
-sampled subgraph's operators: one sort per view instead of two per layer, :func:`gca.graph.sparse.
-layered_normalized_adjacency`). Message-passing encoders (:mod:`gca.nn.encoders`) trace as PyTorch Geometric's
-layers do.
+Off by default, by measurement (docs/benchmarks.md, "The update against the machine's limit"): on gca's GCN over a
+sampled subgraph the sparse operators cannot be traced (a sparse CSR tensor in a custom autograd function), so the
+run falls back to eager at its first update; the projection head alone compiles in about 20 s on 2 CPU cores and
+then runs 2 % faster — a loss on every run shorter than hours. The memory-bound rest of an update is cut by hand
+where it measured faster (:func:`gca.graph.sparse.layered_normalized_adjacency`: one sort per view on the CPU, and
+each layer at the rows the next one reads).
 
-A failed compile raises during an update's forward or backward pass, before the optimiser's step:
-:meth:`CompiledParts.step` then puts back the random state the update started from and runs it again eagerly, so
-the run is the one an eager run would have made from that update on.
+The parts are compiled with :meth:`torch.nn.Module.compile`, so their state dict, ``copy.deepcopy`` and pickles
+see the eager modules. A failed compile raises during an update's forward or backward pass, before the
+optimiser's step: :meth:`CompiledParts.step` then puts back the random state the update started from (the
+training generator's, the CPU's and every CUDA device's) and runs it again eagerly, so the run is the one an eager
+run would have made from that update on. Inference inside training (:meth:`CompiledParts.paused`) is eager.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
@@ -33,9 +35,21 @@ def _compile_errors() -> tuple[type[BaseException], ...]:
     return (TorchDynamoException,)
 
 
+def _random_states(generator: torch.Generator) -> tuple:
+    """Every random state an update may draw from: the training generator, the CPU's and CUDA's defaults."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return generator.get_state(), torch.get_rng_state(), cuda
+
+
+def _set_random_states(generator: torch.Generator, states: tuple) -> None:
+    generator.set_state(states[0])
+    torch.set_rng_state(states[1])
+    if states[2] is not None:
+        torch.cuda.set_rng_state_all(states[2])
+
+
 class CompiledParts:
-    """The encoder and the projection head of ``model`` compiled in place (their ``forward``; the state dict,
-    checkpoints and pickles are unchanged), until :meth:`restore` or a failure.
+    """The encoder and the projection head of ``model`` compiled in place, until :meth:`restore` or a failure.
 
     Parameters
     ----------
@@ -44,15 +58,27 @@ class CompiledParts:
     """
 
     def __init__(self, model: nn.Module) -> None:
-        self.parts = {name: getattr(model, name) for name in ("encoder", "projector")}
-        for part in self.parts.values():
-            part.forward = torch.compile(part.forward, dynamic=True)
+        self.parts = [model.encoder, model.projector]
+        for part in self.parts:
+            part.compile(dynamic=True)
         self.failed: BaseException | None = None
 
     def restore(self) -> None:
-        """Every part eager again (its class's ``forward``)."""
-        for part in self.parts.values():
-            part.__dict__.pop("forward", None)
+        """Every part eager again."""
+        for part in self.parts:
+            part.__dict__.pop("_compiled_call_impl", None)  # what Module.compile set; the class's default is None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The parts eager inside the block (inference during training), compiled again after it."""
+        kept = [part.__dict__.get("_compiled_call_impl") for part in self.parts]
+        self.restore()
+        try:
+            yield
+        finally:
+            for part, compiled in zip(self.parts, kept, strict=True):
+                if compiled is not None and self.failed is None:
+                    part._compiled_call_impl = compiled
 
     def step(self, update: Callable[[], float], generator: torch.Generator) -> float:
         """``update()`` (one training step) with the parts compiled; if compiling fails, the parts run eagerly
@@ -63,11 +89,12 @@ class CompiledParts:
         update
             One training step; returns its loss.
         generator
-            The generator the step draws from (its state is put back before the eager step).
+            The generator the step draws from (its state, and the default generators', are put back before the
+            eager step).
         """
         if self.failed is not None:
             return update()
-        states = generator.get_state(), torch.get_rng_state()
+        states = _random_states(generator)
         try:
             return update()
         except _compile_errors() as error:
@@ -76,6 +103,5 @@ class CompiledParts:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             log.warning("torch.compile failed (%s: %s); training on in eager mode", type(error).__name__,
                         reason[:200])  # fmt: skip
-            generator.set_state(states[0])
-            torch.set_rng_state(states[1])
+            _set_random_states(generator, states)
             return update()

@@ -40,6 +40,7 @@ import torch
 import torch.distributed as dist
 
 from .. import environment
+from ..precision import PRECISIONS, precision_choice, settle
 from .loop import TrainingError
 
 #: The epoch :meth:`Placement.check_same_start` gathers for a process that starts afresh (−1: a checkpoint whose
@@ -335,6 +336,19 @@ class Placement:
     @property
     def backend(self) -> str:
         return "nccl" if self.device.type == "cuda" else "gloo"
+
+    def settle_precision(self) -> None:
+        """Make ``precision=auto`` the same in every process: each asks :func:`gca.precision.precision_choice`
+        (a CPU with bf16 units probes its own speed), and all take the first process's choice
+        (:func:`gca.precision.settle`) — processes that computed in different precisions, or with different
+        objectives, would exchange mismatched sums. Nothing to do in a single process."""
+        if not self.distributed:
+            return
+        chosen, why = precision_choice("auto", self.device)
+        code = torch.tensor([PRECISIONS.index(chosen)], device=self.device if self.backend == "nccl" else "cpu")
+        dist.broadcast(code, src=0)
+        first = PRECISIONS[int(code)]
+        settle(self.device, first, why if self.rank == 0 else f"the first process's choice (here: {chosen}, {why})")
 
     def objective_share(self, batch_size: int) -> BlockShare | None:
         """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each

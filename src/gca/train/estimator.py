@@ -47,7 +47,6 @@ from ..loggers import LOG, check_loggers, close_loggers
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
-from ..objective.selection import resolve_objective
 from ..progress import phase
 from ..provenance import fit_record, utc_now
 from .batches import BatchSource, batch_source
@@ -127,6 +126,16 @@ def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | Non
     if encoder is not None:
         check_encoder(encoder.to(device), graph.features.to(device), config.hidden, graph.edge_index)
     return GCAModel.from_config(in_channels, config, objective, share, encoder, edge_dim=graph.edge_dim).to(device)
+
+
+def _update_precision(objective: torch.nn.Module, config: GCAConfig, device: torch.device) -> str:
+    """What every update's forward pass computes in (:func:`gca.precision.update_precision`): the precision the
+    objective resolves on ``device`` (:class:`~gca.objective.ContrastiveObjective`; ``auto`` as
+    :func:`~gca.objective.resolve_objective` makes it); for a user's objective that does not say, the config's
+    ``precision`` where it is set, and fp32 under ``auto`` — what it was built for is unknown."""
+    if hasattr(objective, "resolved"):
+        return objective.resolved(device)[1]
+    return "fp32" if config.precision == "auto" else config.precision
 
 
 def _check_parts(config: Any, placement: Any, objective: Any, batches: Any, encoder: Any) -> None:
@@ -707,16 +716,20 @@ class GCA:
             else:
                 on_epoch(epoch, embed)
 
-        def embed() -> torch.Tensor:
-            return encode_graph(model, graph.to(self.device)).cpu()
-
         compiled = CompiledParts(model) if cfg.compile == "on" else None
+
+        def embed() -> torch.Tensor:
+            with compiled.paused() if compiled is not None else contextlib.nullcontext():
+                return encode_graph(model, graph.to(self.device)).cpu()
+
+        if cfg.precision == "auto":
+            place.settle_precision()  # every process trains in the first one's choice
         try:
             self.losses[saves.first_epoch :] = train(
                 model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
                 learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg),
                 loggers=self.loggers, on_update=on_update,
-                precision=resolve_objective(cfg.loss_backend, cfg.precision, self.device)[1],
+                precision=_update_precision(model.objective, cfg, self.device),
                 compiled=compiled)  # fmt: skip
         except BaseException:
             with contextlib.suppress(Exception):  # the training's own error is the one the user sees
