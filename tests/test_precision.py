@@ -122,7 +122,9 @@ def test_auto_is_fp32_on_a_cpu_without_bf16_units_and_never_probes(monkeypatch):
     assert precision.resolve_precision("auto", "cpu") == "fp32"
     assert resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")
     assert objective_reason("auto", "auto", "cpu") == "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
-    assert precision.resolve_precision("bf16", "cpu") == "bf16"  # told to, it does (emulated: slower)
+    assert precision.resolve_precision("bf16", "cpu") == "bf16"  # told to, it does, and says it is emulated
+    assert objective_reason("attention", "bf16", "cpu").startswith("as set; this CPU has no bf16 units")
+    assert objective_reason("blocked", "fp32", "cpu") == "as set"
 
 
 @pytest.mark.parametrize(

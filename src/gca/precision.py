@@ -190,9 +190,11 @@ def precision_choice(precision: str, device: torch.device | str) -> tuple[str, s
     device
         The device the update runs on.
     """
-    if precision != "auto":
-        return precision, "as set"
     device = torch.device(device)
+    if precision != "auto":
+        if precision == "bf16" and device.type == "cpu" and cpu_bf16_units() is None:
+            return precision, "as set; this CPU has no bf16 units (AMX, AVX512-BF16): bf16 is emulated, far slower"
+        return precision, "as set"
     if device.type in _SETTLED:
         return _SETTLED[device.type]
     if device.type == "cuda":

@@ -43,8 +43,6 @@ def objective_reason(backend: str, precision: str, device: torch.device | str) -
     device
         The device the objective runs on.
     """
-    if backend != "auto" and precision != "auto":
-        return "as set"
     if precision == "auto" and backend == "blocked":
         return "the blocked objective computes in fp32"
     return precision_choice(precision, device)[1]
