@@ -671,7 +671,8 @@ def layered_normalized_adjacency(
     each layer keeps only the rows the next one reads (ascending), and the next layer's columns are renumbered to
     them (:func:`_read_rows_only`) — on Amazon-Photo's mini-batches 72 % of the first layer's rows, on
     Amazon-Computers' 58 % (docs/benchmarks.md). The last layer keeps every anchor, in order. The degrees are those
-    of the whole subgraph, so every kept entry equals the full matrix's and the anchors' embeddings are unchanged.
+    of the whole subgraph, so every kept entry equals the full matrix's, and the anchors' embeddings are unchanged
+    up to the rounding of products over fewer rows (:func:`gca.nn.gcn._dense_rows_read`).
     An entry outside the block means the nodes are not numbered hop by hop: a :class:`ValueError`. An
     :class:`EdgeList` with weights gives the weighted operator's rows (module docstring).
 

@@ -208,8 +208,8 @@ def _dense_rows_read(h: torch.Tensor, adjacency: SparseMatrix) -> tuple[SparseMa
     """(M′, H′): the dense ``h`` at the rows M reads, and M at those columns (:meth:`SparseMatrix.read_columns`), so
     that M′ (H′ W) = M (H W) while the product and its weight gradient H′ᵀ G skip the unread rows — 20 % of them
     on Amazon-Photo's mini-batches, 40 % on Amazon-Computers' (docs/benchmarks.md). Each kept row is multiplied by
-    the same weight (equal to the full product's to its kernel's rounding; bit for bit in the runs measured), and
-    the aggregation sums the same terms in the same order."""
+    the same weight — equal to the full product's up to its kernel's rounding, which may differ with the row count
+    (docs/benchmarks.md) — and the aggregation sums the same terms in the same order."""
     read = _rows_read_mask(h, adjacency) if h.layout == torch.strided else None
     if read is None:
         return adjacency, h
