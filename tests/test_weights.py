@@ -47,7 +47,10 @@ def test_the_weighted_operator_of_a_three_node_path_equals_the_hand_computed_one
     torch.testing.assert_close(torch.cat([rows.row_slice(0, 2).to_dense(), rows.row_slice(2, 3).to_dense()]), HAND,
                                rtol=1e-6, atol=1e-7)  # fmt: skip
     layered = layered_normalized_adjacency(graph.edge_index, 3, [3, 1])
-    torch.testing.assert_close(layered[1].to_dense(), HAND[:1], rtol=1e-6, atol=1e-7)
+    # the anchor 0 reads nodes 0 and 1 only: the first layer keeps those rows, the second reads them
+    torch.testing.assert_close(layered[0].to_dense(), HAND[:2], rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(layered[1].to_dense(), HAND[:1, :2], rtol=1e-6, atol=1e-7)
+    assert HAND[0, 2] == 0
 
 
 def test_the_weighted_operator_equals_pyg_gcn_norm():
