@@ -1,12 +1,12 @@
 """``compile=on``: the encoder and the projection head run through ``torch.compile`` (Inductor, dynamic shapes for
 sampled subgraphs); if compiling fails, both run eagerly for the rest of the run, said in one line.
 
-Off by default, by measurement (docs/benchmarks.md, "The update against the machine's limit"): on gca's GCN over a
-sampled subgraph the sparse operators cannot be traced (a sparse CSR tensor in a custom autograd function), so the
-run falls back to eager at its first update; the projection head alone compiles in about 20 s on 2 CPU cores and
-then runs 2 % faster — a loss on every run shorter than hours. The memory-bound rest of an update is cut by hand
-where it measured faster (:func:`gca.graph.sparse.layered_normalized_adjacency`: one sort per view on the CPU, and
-each layer at the rows the next one reads).
+Off by default, by measurement (docs/benchmarks.md, "The update against the machine's limit"): on 2 CPU cores the
+first mini-batch update compiles for 4–10 s and the later ones run 2–4 % faster — within the machine's noise, and
+the products the time goes to are library kernels either way (Dynamo breaks its graph around the sparse operators,
+which run eagerly). The memory-bound rest of an update is cut by hand where it measured faster
+(:func:`gca.graph.sparse.layered_normalized_adjacency`: one sort per view on the CPU, and each layer at the rows the
+next one reads).
 
 The parts are compiled with :meth:`torch.nn.Module.compile`, so their state dict, ``copy.deepcopy`` and pickles
 see the eager modules. A failed compile raises during an update's forward or backward pass, before the
