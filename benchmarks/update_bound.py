@@ -19,7 +19,6 @@ bf16 is emulated in software: the bf16 rates and bounds are printed as unmeasure
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import platform
 import statistics
@@ -28,7 +27,7 @@ from collections import Counter
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from update_profile import build
+from update_profile import build, update_parser
 
 from gca.objective import resolve_objective
 from gca.objective.selection import objective_reason
@@ -94,15 +93,7 @@ def bound(shapes: Counter, dtype: torch.dtype, cache: dict) -> tuple[float, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="Amazon-Photo")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanout", default="10,10")
-    parser.add_argument("--updates", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    args = update_parser(__doc__, updates=20, threads=2).parse_args()
     torch.set_num_threads(args.threads)
     fanout = tuple(int(k) for k in args.fanout.split(","))
     config, graph, source, model, optimizer, generator = build(args.dataset, args.data_dir, args.batch_size, fanout)

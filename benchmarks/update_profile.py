@@ -187,15 +187,22 @@ def table(rows: list[dict[str, float]]) -> tuple[str, float]:
     return "\n".join(lines), total
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def update_parser(description: str, updates: int, threads: int) -> argparse.ArgumentParser:
+    """The arguments the update benchmarks share (this one and ``update_bound.py``): the dataset, the batch, and how
+    many updates on how many threads."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="Amazon-Photo")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--fanout", default="10,10")
-    parser.add_argument("--updates", type=int, default=30)
+    parser.add_argument("--updates", type=int, default=updates)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=threads)
+    return parser
+
+
+def main() -> None:
+    parser = update_parser(__doc__, updates=30, threads=1)
     parser.add_argument("--compare", action="store_true",
                         help="alternate updates as they ran before (every entry of X multiplied, the transpose "
                              "sorted) with the library's; print both tables and their ratio")  # fmt: skip
