@@ -38,7 +38,8 @@ from gca.evaluate.classification import evaluate_embeddings  # noqa: E402
 from gca.evaluate.clustering import cluster_embeddings  # noqa: E402
 from gca.evaluate.linkpred import hold_out_edges, score_links  # noqa: E402
 from gca.evaluate.splits import SplitSetting  # noqa: E402
-from gca.reproduce.baselines import autoencoder_embeddings, dgi_embeddings, row_normalized_features  # noqa: E402
+from gca.reproduce.baselines import autoencoder_embeddings, dgi_embeddings  # noqa: E402
+from gca.reproduce.training import row_normalized_features  # noqa: E402
 from gca.run.job import Job  # noqa: E402
 from gca.train.loop import CollapseError  # noqa: E402
 
@@ -67,7 +68,7 @@ def link(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
         gca = GCA(_config(job, epochs, seed=seed), device=device).fit_transform(training)
         scores["GCA-DE"].append(score_links(gca, held, seed))
         for name, variational in (("GAE", False), ("VGAE", True)):
-            z = autoencoder_embeddings(training, seed, False, torch.device(device), variational)
+            z = autoencoder_embeddings(training, seed, False, torch.device(device), variational).embeddings
             scores[name].append(score_links(z.cpu(), held, seed))
     print(f"\n{job.name}, link prediction ({seeds} hold-outs): test ROC-AUC / AP in %")
     print("| method | cosine ROC-AUC | cosine AP | Hadamard LR ROC-AUC | Hadamard LR AP |\n|---|---|---|---|---|")
@@ -81,7 +82,8 @@ def cluster(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     data, labels = _data(job), job.labels
     results = {
         "GCA-DE": cluster_embeddings(GCA(_config(job, epochs), device=device).fit_transform(data), labels).to_dict(),
-        "DGI": cluster_embeddings(dgi_embeddings(data, 0, False, torch.device(device)).cpu(), labels).to_dict(),
+        "DGI": cluster_embeddings(dgi_embeddings(data, 0, False, torch.device(device)).embeddings.cpu(),
+                                  labels).to_dict(),
         "Raw features": cluster_embeddings(row_normalized_features(data, torch.device("cpu")), labels).to_dict(),
     }
     print(f"\n{job.name}, k-means (k = {results['GCA-DE']['clusters']}, 10 seeds): NMI / ARI in %")

@@ -13,7 +13,8 @@ from gca.evaluate.splits import random_splits
 from gca.graph.graph import prepare_graph
 from gca.graph.sparse import binary_adjacency
 from gca.graph.walks import random_walks
-from gca.reproduce.baselines import deepwalk, dgi, node2vec, row_normalized_features
+from gca.reproduce.baselines import deepwalk, dgi, node2vec
+from gca.reproduce.training import row_normalized_features
 from gca.train.loop import TrainingError
 
 
@@ -63,7 +64,7 @@ def _two_communities(size: int = 40, seed: int = 0) -> Data:
 def test_walk_baselines_find_planted_communities():
     data = _two_communities()
     split = random_splits(80, 1, train=0.2, seed=0, labels=data.y)[0]
-    assert deepwalk(data, [split], 0, True, torch.device("cpu")).accuracies[0] >= 90.0
+    assert deepwalk(data, [split], 0, True, torch.device("cpu")).evaluation.accuracies[0] >= 90.0
     assert node2vec(data, [split], 0, True, torch.device("cpu"))[0] >= 90.0
 
 
@@ -89,3 +90,47 @@ def test_baselines_and_gca_see_the_same_row_normalised_features():
     gca_input = gca_input.to_dense() if not isinstance(gca_input, torch.Tensor) else gca_input
     torch.testing.assert_close(baseline, gca_input)
     torch.testing.assert_close(baseline[0], torch.tensor([0.25, -0.25, 0.5]))
+
+
+class _Scripted(torch.nn.Module):
+    """One weight; its loss follows a script, plus 10⁻³ · w so that Adam moves w by about lr every step."""
+
+    def __init__(self, script: list[float]) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+        self.script, self.step = script, 0
+
+    def loss(self) -> torch.Tensor:
+        value = self.script[self.step]
+        self.step += 1
+        return value + 1e-3 * self.w
+
+
+def test_fit_records_its_epochs_stopping_epoch_losses_and_kept_weights():
+    from gca.reproduce.training import fit
+
+    script = [5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 3.6, 2.0]
+    model = _Scripted(script)
+    history = fit("scripted", model, lambda m: m.loss(), lr=0.1, epochs=len(script), patience=3)
+    # epoch 3 is the lowest; epochs 4, 5, 6 are not lower, so the third of them ends training, before epoch 8's 2.0
+    assert history.epochs_run == 6 and history.stopped_early and history.kept_epoch == 3
+    assert history.losses == pytest.approx([5.0, 4.0, 3.0, 3.5, 3.2, 3.1], abs=1e-3)  # plus 10⁻³ · w
+    assert model.w.item() == pytest.approx(-0.3, abs=1e-3)  # the weights right after epoch 3's step, not epoch 6's
+    record = history.to_dict()
+    assert record["stopping_epoch"] == 6 and record["max_epochs"] == 8 and record["kept_epoch"] == 3
+    assert "lowest loss" in record["kept_weights"] and len(record["losses"]) == 6
+
+    model = _Scripted(script)
+    history = fit("scripted", model, lambda m: m.loss(), lr=0.1, epochs=4)  # no patience: every epoch, last weights
+    assert history.to_dict()["stopping_epoch"] is None and history.kept_epoch == 4
+    assert history.to_dict()["kept_weights"] == "last epoch" and model.w.item() == pytest.approx(-0.4, abs=1e-3)
+
+
+def test_a_trained_baselines_record_carries_its_training():
+    data = karate_club()
+    splits = random_splits(data.num_nodes, 2, seed=0)
+    record = dgi(data, splits, 0, True, torch.device("cpu"), protocol="sklearn").record()
+    training = record["training"]
+    assert len(training["losses"]) == training["epochs_run"] <= training["max_epochs"] == 100
+    assert training["stopping_epoch"] in (None, training["epochs_run"]) and 1 <= training["kept_epoch"] <= 100
+    assert record["accuracy"]["runs"] and np.isfinite(training["losses"]).all()

@@ -95,9 +95,9 @@ def test_quick_mode_caps_the_all_pairs_work_of_amazon_photo():
 def test_same_seed_same_embeddings_and_shape():
     data = two_communities(n=30)
     cpu = torch.device("cpu")
-    z1 = gmi.gmi_embeddings(data, 3, True, cpu, epochs=5)
-    z2 = gmi.gmi_embeddings(data, 3, True, cpu, epochs=5)
-    z3 = gmi.gmi_embeddings(data, 4, True, cpu, epochs=5)
+    z1 = gmi.gmi_embeddings(data, 3, True, cpu, epochs=5).embeddings
+    z2 = gmi.gmi_embeddings(data, 3, True, cpu, epochs=5).embeddings
+    z3 = gmi.gmi_embeddings(data, 4, True, cpu, epochs=5).embeddings
     assert z1.shape == (30, gmi.HIDDEN) and z1.dtype == torch.float32 and not z1.requires_grad
     assert torch.isfinite(z1).all()
     assert torch.equal(z1, z2)
@@ -109,12 +109,13 @@ def test_sparse_features_give_the_dense_result():
     data.x = data.x * (torch.rand(data.x.shape, generator=torch.Generator().manual_seed(1)) < 0.05)
     cpu = torch.device("cpu")
     assert isinstance(gmi._features(data, cpu), gmi._Sparse)
-    sparse = gmi.gmi_embeddings(data, 0, True, cpu, epochs=3)
+    sparse = gmi.gmi_embeddings(data, 0, True, cpu, epochs=3).embeddings
     dense = Data(**{**data.to_dict(), "x": data.x})
     old = gmi.SPARSE_FEATURES_BELOW
     try:
         gmi.SPARSE_FEATURES_BELOW = 0.0
-        torch.testing.assert_close(gmi.gmi_embeddings(dense, 0, True, cpu, epochs=3), sparse, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(gmi.gmi_embeddings(dense, 0, True, cpu, epochs=3).embeddings, sparse, rtol=1e-4,
+                                   atol=1e-5)
     finally:
         gmi.SPARSE_FEATURES_BELOW = old
 

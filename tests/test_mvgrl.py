@@ -137,7 +137,7 @@ def test_training_never_makes_an_n_by_n_dense_tensor(monkeypatch):
     monkeypatch.setattr(mvgrl, "PPR_BLOCK_BYTES", 12 * n * 32)  # diffusion blocks of 32 rows
     data = Data(x=torch.rand(n, 6), edge_index=random_graph(n, 1500, seed=4))
     with _LargestDense() as seen:
-        z = mvgrl_embeddings(data, 0, True, CPU, sample_size=150, batch_size=2, epochs=2)
+        z = mvgrl_embeddings(data, 0, True, CPU, sample_size=150, batch_size=2, epochs=2).embeddings
         assert mvgrl.ppr_block(n) == 32
     assert z.shape == (n, 512)
     assert not [s for s in seen.shapes if sum(d >= n for d in s) >= 2]
@@ -164,9 +164,9 @@ def small_data(seed: int = 0, n: int = 40) -> Data:
 
 def test_embeddings_are_seeded_finite_and_shaped():
     data = small_data()
-    first = mvgrl_embeddings(data, 3, True, CPU, sample_size=25, batch_size=2, epochs=5)
-    again = mvgrl_embeddings(data, 3, True, CPU, sample_size=25, batch_size=2, epochs=5)
-    other = mvgrl_embeddings(data, 4, True, CPU, sample_size=25, batch_size=2, epochs=5)
+    first = mvgrl_embeddings(data, 3, True, CPU, sample_size=25, batch_size=2, epochs=5).embeddings
+    again = mvgrl_embeddings(data, 3, True, CPU, sample_size=25, batch_size=2, epochs=5).embeddings
+    other = mvgrl_embeddings(data, 4, True, CPU, sample_size=25, batch_size=2, epochs=5).embeddings
     assert first.shape == (40, 512) and first.dtype == torch.float32 and not first.requires_grad
     assert torch.isfinite(first).all()
     assert torch.equal(first, again)
@@ -175,9 +175,9 @@ def test_embeddings_are_seeded_finite_and_shaped():
 
 def test_sparse_features_are_accepted():
     data = small_data()
-    dense = mvgrl_embeddings(data, 0, True, CPU, epochs=2)
+    dense = mvgrl_embeddings(data, 0, True, CPU, epochs=2).embeddings
     data.x = data.x.to_sparse()
-    assert torch.equal(mvgrl_embeddings(data, 0, True, CPU, epochs=2), dense)
+    assert torch.equal(mvgrl_embeddings(data, 0, True, CPU, epochs=2).embeddings, dense)
 
 
 def test_a_non_finite_loss_raises_training_error(monkeypatch):
@@ -186,7 +186,7 @@ def test_a_non_finite_loss_raises_training_error(monkeypatch):
         mvgrl_embeddings(small_data(), 0, True, CPU, epochs=3)
 
 
-def test_learns_two_communities(monkeypatch):
+def test_learns_two_communities():
     """Two dense communities joined by few edges; each node's features are noise plus a weak sign of its
     community. The loss falls from log 2, and a nearest-centroid probe on half the nodes tells the communities
     apart on the other half far better than the raw features do."""
@@ -197,19 +197,8 @@ def test_learns_two_communities(monkeypatch):
     generator = torch.Generator().manual_seed(1)
     x = torch.rand(2 * size, 16, generator=generator) + 0.5 * labels[:, None] * (torch.arange(16) < 8)
     data = Data(x=x, edge_index=edge_index, num_nodes=2 * size)
-    losses: list[float] = []
-    fit = mvgrl._fit
-
-    def recording(name, model, loss_of, **kwargs):
-        def logged(m):
-            loss = loss_of(m)
-            losses.append(loss.item())
-            return loss
-
-        return fit(name, model, logged, **kwargs)
-
-    monkeypatch.setattr(mvgrl, "_fit", recording)
-    z = mvgrl_embeddings(data, 0, True, CPU, epochs=60)
+    z, training = mvgrl_embeddings(data, 0, True, CPU, epochs=60)
+    losses = training.losses
     assert losses[0] == pytest.approx(math.log(2), abs=1e-3)
     assert min(losses) < 0.85 * losses[0]
 

@@ -1,9 +1,11 @@
 """Baselines of Table 3 (Zhu et al., WWW 2021), run on the same splits and, where unsupervised, the same evaluator.
 
 Each baseline is a function ``(data, splits, seed, quick, device, protocol)`` returning the test accuracy in % per
-split — an unsupervised one the whole evaluation (:class:`gca.evaluate.classification.EvaluationResult`, whose
-record says what the probe chose and whether it converged): one training with ``seed``, judged on each of
-``splits`` (supervised ones train once per split). In quick mode
+split — an unsupervised one a :class:`BaselineResult`: the whole evaluation
+(:class:`gca.evaluate.classification.EvaluationResult`, whose record says what the probe chose and whether it
+converged) and, for one trained by gradient steps, what its training did (epochs run, where early stopping ended
+it, the loss of every epoch, which weights were kept: :class:`gca.reproduce.training.TrainingHistory`): one
+training with ``seed``, judged on each of ``splits`` (supervised ones train once per split). In quick mode
 (``quick``) the rows marked *shortened* below train on a shorter schedule (:data:`SHORTENED_IN_QUICK`); a
 reproduction marks those rows and does not compare them with the paper.
 
@@ -49,6 +51,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -59,10 +62,10 @@ from torch_geometric.data import Data
 
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
-from ..graph.features import normalize_rows
 from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
 from ..train.loop import TrainingError
+from .training import Trained, TrainingHistory, fit, seeded_inputs
 
 
 class BaselineUnavailable(RuntimeError):
@@ -70,10 +73,10 @@ class BaselineUnavailable(RuntimeError):
 
 
 #: ``(data, splits, seed, quick, device, protocol="sklearn") -> test accuracy in % per split`` (a list, or the
-#: :class:`~gca.evaluate.classification.EvaluationResult` that holds it); ``protocol`` names
+#: :class:`BaselineResult` that holds it); ``protocol`` names
 #: how an unsupervised baseline's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`); supervised
 #: ones ignore it.
-Baseline = Callable[..., list[float] | EvaluationResult]
+Baseline = Callable[..., "list[float] | BaselineResult"]
 
 #: The baselines whose schedule ``quick`` shortens: DGI 100 of 300 epochs, GAE and VGAE 100 of 200, DeepWalk 10 of 80
 #: walks per node (also under DeepWalk + features), node2vec's p, q from {0.5, 2}² instead of {0.25, 1, 4}², GMI at
@@ -81,36 +84,31 @@ Baseline = Callable[..., list[float] | EvaluationResult]
 SHORTENED_IN_QUICK = frozenset({"dgi", "gae", "vgae", "deepwalk", "deepwalk+features", "node2vec", "gmi", "mvgrl"})
 
 
-def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
-    """The features as a dense tensor, rows scaled as GCA's encoder input
-    (:func:`gca.graph.features.normalize_rows`).
+@dataclass
+class BaselineResult:
+    """What an unsupervised baseline's run gives its record: the evaluation of its embeddings and, where it trains
+    by gradient steps, its :class:`TrainingHistory`."""
 
-    Parameters
-    ----------
-    data
-        The graph; its features ``x``, dense or sparse, are read.
-    device
-        Where the tensor is put.
-    """
-    x = data.x.to_dense() if data.x.is_sparse else data.x
-    return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
+    evaluation: EvaluationResult
+    training: TrainingHistory | None = None
+
+    def record(self) -> dict:
+        """The run record's ``accuracy`` (the whole evaluation) and, where there is one, ``training``."""
+        training = {"training": self.training.to_dict()} if self.training is not None else {}
+        return {"accuracy": self.evaluation.to_dict(), **training}
 
 
-def _evaluate(embeddings: torch.Tensor, data: Data, splits: list[Split],
-              protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
-    return evaluate_embeddings(embeddings.detach().cpu(), data.y, splits, protocol)
+def _evaluate(embeddings: torch.Tensor | Trained, data: Data, splits: list[Split],
+              protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+    """The embeddings judged on ``splits``; a trained baseline's :class:`TrainingHistory` goes with them."""
+    z, training = embeddings if isinstance(embeddings, Trained) else (embeddings, None)
+    return BaselineResult(evaluate_embeddings(z.detach().cpu(), data.y, splits, protocol), training)
 
 
 def raw_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                 protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+                 protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol)
-
-
-def _seeded_inputs(data: Data, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every generator seeded, then the row-normalised features and the edge index on ``device``."""
-    seed_everything(seed)
-    return row_normalized_features(data, device), data.edge_index.to(device)
 
 
 class _OneLayerGCN(nn.Module):
@@ -124,36 +122,9 @@ class _OneLayerGCN(nn.Module):
         return self.act(self.conv(x, edge_index))
 
 
-def _fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor], lr: float, epochs: int,
-         patience: int = 0) -> None:  # fmt: skip
-    """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
-    epoch. With ``patience`` (DGI's reference setting) the weights of the lowest loss are kept and training stops
-    after ``patience`` epochs without a new lowest. A loss that is not finite stops it with a one-line error."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    best, best_state, waited = float("inf"), None, 0
-    for epoch in range(epochs):
-        model.train()
-        optimizer.zero_grad()
-        loss = loss_of(model)
-        value = loss.item()
-        if not np.isfinite(value):
-            raise TrainingError(f"{name}'s loss became {value} at epoch {epoch + 1}")
-        loss.backward()
-        optimizer.step()
-        if patience and value < best:
-            best, waited = value, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        elif patience:
-            waited += 1
-            if waited == patience:
-                break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-
-
-def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> torch.Tensor:
-    """DGI's embeddings of every node (module docstring); the graph in ``data.edge_index`` is all it sees.
+def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> Trained:
+    """DGI's embeddings of every node (module docstring) and its training; the graph in ``data.edge_index`` is all
+    it sees.
 
     Parameters
     ----------
@@ -168,32 +139,33 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> 
     """
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
-    x, edge_index = _seeded_inputs(data, seed, device)
+    x, edge_index = seeded_inputs(data, seed, device)
     model = DeepGraphInfomax(
         512,
         encoder=_OneLayerGCN(GCNConv(x.shape[1], 512), nn.PReLU(512)),
         summary=lambda z, *args, **kwargs: torch.sigmoid(z.mean(dim=0)),
         corruption=lambda x, edge_index: (x[torch.randperm(x.size(0), device=x.device)], edge_index),
     ).to(device)
-    _fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300, patience=20)
+    history = fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300,
+                   patience=20)  # fmt: skip
     with torch.no_grad():
-        return model(x, edge_index)[0]
+        return Trained(model(x, edge_index)[0], history)
 
 
 def dgi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+        protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     return _evaluate(dgi_embeddings(data, seed, quick, device), data, splits, protocol)
 
 
 def gmi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+        protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     from .gmi import gmi_embeddings
 
     return _evaluate(gmi_embeddings(data, seed, quick, device), data, splits, protocol)
 
 
 def mvgrl(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-          protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+          protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     from .mvgrl import mvgrl_embeddings
 
     return _evaluate(mvgrl_embeddings(data, seed, quick, device), data, splits, protocol)
@@ -218,8 +190,9 @@ class _AutoEncoderGCN(nn.Module):
 
 
 def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.device,
-                           variational: bool = False) -> torch.Tensor:  # fmt: skip
-    """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``.
+                           variational: bool = False) -> Trained:  # fmt: skip
+    """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``, and the
+    training.
 
     Parameters
     ----------
@@ -236,22 +209,22 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
     """
     from torch_geometric.nn import GAE, VGAE
 
-    x, edge_index = _seeded_inputs(data, seed, device)
+    x, edge_index = seeded_inputs(data, seed, device)
     model = (VGAE if variational else GAE)(_AutoEncoderGCN(x.shape[1], variational)).to(device)
 
     def loss(m: nn.Module) -> torch.Tensor:
         z = m.encode(x, edge_index)
         return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
 
-    _fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
+    history = fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
     with torch.no_grad():
         z = model.encoder(x, edge_index)
-    return z[0] if variational else z  # the mean μ is the embedding
+    return Trained(z[0] if variational else z, history)  # the mean μ is the embedding
 
 
 def _autoencoder(variational: bool) -> Baseline:
     def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+            protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
         return _evaluate(autoencoder_embeddings(data, seed, quick, device, variational), data, splits, protocol)
 
     return run
@@ -266,7 +239,7 @@ def _supervised(architecture: str) -> Baseline:
     def one(data: Data, split: Split, seed: int, device: torch.device) -> float:
         from torch_geometric.nn import GATConv, GCNConv
 
-        x, edge_index = _seeded_inputs(data, seed, device)
+        x, edge_index = seeded_inputs(data, seed, device)
         y = data.y.to(device)
         classes = int(y.max()) + 1
         if architecture == "gcn":
@@ -354,13 +327,13 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
 
 
 def deepwalk(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+             protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     seed_everything(seed)
     return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol)
 
 
 def deepwalk_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                      protocol: str = "sklearn") -> EvaluationResult:  # fmt: skip
+                      protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
     seed_everything(seed)
     z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
     x = data.x.to_dense() if data.x.is_sparse else data.x

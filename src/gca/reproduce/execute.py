@@ -13,7 +13,7 @@ import numpy as np
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
-from ..evaluate.classification import EvaluationResult, evaluate_embeddings
+from ..evaluate.classification import evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
 from ..names import canonical_name
 from ..progress import Progress, to_stderr
@@ -21,7 +21,7 @@ from ..run.pipeline import run_gca
 from ..train.distributed import resolve_device
 from ..train.estimator import GCA
 from ..train.loop import TrainingError
-from .baselines import BASELINES, BaselineUnavailable
+from .baselines import BASELINES, BaselineResult, BaselineUnavailable
 from .plan import SECOND_OPINION, Cell, Mode, Run
 from .store import RunStore
 
@@ -221,8 +221,8 @@ class Executor:
                 return None
             except TrainingError as exc:  # a failed baseline is a result (it would fail again), not a crash
                 return {**about, "accuracy": None, "error": str(exc)}
-            if isinstance(accuracies, EvaluationResult):  # the whole evaluation: what its probe chose, too
-                return {**about, "accuracy": accuracies.to_dict(), "seconds": time.perf_counter() - start}
+            if isinstance(accuracies, BaselineResult):  # the whole evaluation (what its probe chose) and training
+                return {**about, **accuracies.record(), "seconds": time.perf_counter() - start}
             values = [float(a) for a in accuracies]
             return {**about, "accuracy": {"mean": float(np.mean(values)), "std": float(np.std(values)),
                                           "runs": values}, "seconds": time.perf_counter() - start}  # fmt: skip

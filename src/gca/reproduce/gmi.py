@@ -33,8 +33,8 @@ Settings (the reference code's defaults, used by the paper for its transductive 
 runs every deep baseline with a two-layer GCN encoder and "their official implementations"): encoder two GCN layers
 (Kipf & Welling, 2017; Â = D^−½ (A + I) D^−½) of 512 units, each with a single-parameter PReLU; α = 0.8, β = 1,
 γ = 1, K = 5 negatives per node for each discriminator; Adam, lr 0.001, no weight decay; up to 550 epochs, stopping
-after 20 epochs without a new lowest loss and keeping the weights of the lowest (``_fit`` of
-:mod:`gca.reproduce.baselines`). The embedding is the encoder's output H (512 wide). Features are row-normalised as
+after 20 epochs without a new lowest loss and keeping the weights of the lowest (``fit`` of
+:mod:`gca.reproduce.training`). The embedding is the encoder's output H (512 wide). Features are row-normalised as
 for every unsupervised baseline (the reference does the same).
 
 Deviations, and why:
@@ -53,7 +53,7 @@ Deviations, and why:
 * **No 1e−10 inside the logarithms.** The reference writes log(σ(s) + 1e−10), which caps a pair's loss at
   −log 1e−10 ≈ 23 and zeroes its gradient once the pair saturates (a non-edge with s ≳ 17, where σ(s) rounds to 1 in
   float32); the logit form has neither cap nor NaN. Where no pair saturates the two agree to ~1e−10 per pair.
-* **Best weights.** ``_fit`` keeps the weights right after the step taken at the lowest loss; the reference keeps
+* **Best weights.** ``fit`` keeps the weights right after the step taken at the lowest loss; the reference keeps
   those just before it (the ones that scored it): one Adam step at lr 0.001 apart, shared with the DGI row.
 * **Sparse everywhere.** Propagation, neighbour means and (for features under 10 % dense, e.g. Coauthor-CS) the
   features themselves are sparse CSR matrices; the reference's dense N × N target is never built. Negatives are
@@ -79,6 +79,7 @@ from torch_geometric.data import Data
 
 from ..graph.features import normalize_rows
 from ..graph.sparse import SparseMatrix
+from .training import Trained, fit
 
 #: Loss weights α (I(h_i; x_i)), β (I(h_i; neighbours' x_j)), γ (reconstruction), and negatives per node: the
 #: reference code's defaults.
@@ -305,14 +306,13 @@ class GMI(nn.Module):
 
 
 def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, epochs: int | None = None,
-                   block: int | None = None) -> torch.Tensor:  # fmt: skip
-    """GMI's embeddings (N × 512) of every node (module docstring); the graph in ``data.edge_index`` is all it sees.
+                   block: int | None = None) -> Trained:  # fmt: skip
+    """GMI's embeddings (N × 512) of every node (module docstring) and its training; the graph in
+    ``data.edge_index`` is all it sees.
 
     ``epochs`` overrides the epoch cap (:data:`EPOCHS`, or :func:`quick_epochs` with ``quick``) and ``block`` the
     rows per block of the reconstruction loss. A loss that is not finite raises
     :class:`gca.train.loop.TrainingError`."""
-    from .baselines import _fit
-
     seed_everything(seed)
     n = data.num_nodes
     x = _features(data, device)
@@ -322,7 +322,7 @@ def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, 
     in_channels = x.shape[1]
     model = GMI(in_channels).to(device)
     cap = epochs if epochs is not None else (quick_epochs(n) if quick else EPOCHS)
-    _fit("GMI", model, lambda m: m.loss(x, propagation, mean, target, block=block), lr=LR, epochs=cap,
-         patience=PATIENCE)  # fmt: skip
+    history = fit("GMI", model, lambda m: m.loss(x, propagation, mean, target, block=block), lr=LR, epochs=cap,
+                   patience=PATIENCE)  # fmt: skip
     with torch.no_grad():
-        return model.encode(x, propagation)[0].detach().float()
+        return Trained(model.encode(x, propagation)[0].detach().float(), history)

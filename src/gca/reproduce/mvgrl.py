@@ -51,7 +51,7 @@ all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the aut
 
 **Training** (paper §4 and ``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on a batch of
 4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
-:func:`gca.reproduce.baselines._fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
+:func:`gca.reproduce.training.fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
 batch's one graph. Quick mode caps training at :data:`QUICK_EPOCHS` = 120 epochs, so that one training on
 Amazon-Photo (7,650 nodes) with its diffusion fits about 4 minutes of 2 CPU cores.
 
@@ -85,7 +85,7 @@ from torch.nn import functional as F
 from torch_geometric.data import Data
 
 from ..train.loop import TrainingError
-from .baselines import _fit, _seeded_inputs
+from .training import Trained, fit, seeded_inputs
 
 #: Teleport probability of the PPR diffusion (paper §4).
 ALPHA = 0.2
@@ -270,14 +270,14 @@ class MVGRL(nn.Module):
 
 def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, top_k: int | None = None,
                      sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE,
-                     epochs: int | None = None, heads: bool = False) -> torch.Tensor:  # fmt: skip
-    """MVGRL's embeddings of every node (module docstring): N × 512, float32, detached.
+                     epochs: int | None = None, heads: bool = False) -> Trained:  # fmt: skip
+    """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training.
 
     ``top_k`` (entries kept per row of S), ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000,
     quick :data:`QUICK_EPOCHS`) default to the settings above; tests shrink them. ``heads`` adds the paper's
     projection heads (module docstring). Raises
     :class:`gca.train.loop.TrainingError` when the loss is not finite."""
-    x, edge_index = _seeded_inputs(data, seed, torch.device("cpu"))
+    x, edge_index = seeded_inputs(data, seed, torch.device("cpu"))
     n = x.shape[0]
     adjacency = normalized_adjacency_entries(edge_index, n)
     diffusion = ppr_top_k(edge_index, n, top_k)
@@ -298,9 +298,9 @@ def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *
         return m.loss(x[distinct.to(device)], rows.to(device), a, s, len(subsets), permutation)
 
     cap = epochs if epochs is not None else (QUICK_EPOCHS if quick else EPOCHS)
-    _fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE)
+    history = fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE)
     with torch.no_grad():
         z = model.embed(x, _operator(adjacency, n).to(device), _operator(diffusion, n).to(device))
     if not torch.isfinite(z).all():
         raise TrainingError("MVGRL's embeddings are not finite")
-    return z.detach().float()
+    return Trained(z.detach().float(), history)

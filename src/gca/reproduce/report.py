@@ -162,6 +162,40 @@ class Reporter:
         full = build_config(cell.dataset).epochs
         return f"{planned} of Table 5's {full} epochs" if 0 < planned < full else ""
 
+    def baseline_training_note(self, cells: list[Cell]) -> str:
+        """How long each baseline trained, from its runs' records: the epochs run against the schedule's cap,
+        whether early stopping ended them, and which weights give the embeddings ('' when no record has one).
+
+        Parameters
+        ----------
+        cells
+            The table's cells; only the baselines' with a ``training`` record are said.
+        """
+        said = []
+        for cell in cells:
+            if not cell.runs or cell.runs[0].method == "gca":
+                continue
+            histories = [r["training"] for r in map(self.store.get, cell.runs) if r and r.get("training")]
+            if not histories:
+                continue
+            ran = sorted(h["epochs_run"] for h in histories)
+            epochs = f"{ran[0]:,}" if ran[0] == ran[-1] else f"{ran[0]:,}–{ran[-1]:,}"
+            stopped = sum(h["stopping_epoch"] is not None for h in histories)
+            ended = ("no early stopping" if not histories[0]["patience"] else
+                     "early stopping ended it" if stopped == len(histories) == 1 else
+                     "early stopping ended each" if stopped == len(histories) else
+                     "early stopping had not ended it" if not stopped else
+                     f"early stopping ended {stopped} of {len(histories)} runs")  # fmt: skip
+            kept = "the last epoch's weights"
+            if histories[0]["patience"]:
+                kept = "the weights of its lowest loss" + (f" (epoch {histories[0]['kept_epoch']:,})"
+                                                           if len(histories) == 1 else "")  # fmt: skip
+            said.append(f"{cell.label} on {cell.dataset}: {epochs} of at most {histories[0]['max_epochs']:,} epochs "
+                        f"({ended}), {kept}")  # fmt: skip
+        if not said:
+            return ""
+        return "Baselines trained (each run's record holds its loss at every epoch): " + "; ".join(said) + "."
+
     def notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
         """The notes under a table, made from what ran.
 
@@ -198,6 +232,9 @@ class Reporter:
         if any(self.shortened(c) for c in cells):
             notes.append("‡: trained on a shortened schedule (quick mode; gca.reproduce.baselines."
                          "SHORTENED_IN_QUICK), so not compared with the paper's number.")  # fmt: skip
+        trained = self.baseline_training_note(cells)
+        if trained:
+            notes.append(trained)
         failed = self.failed_note(cells)
         if failed:
             notes.append(failed)
