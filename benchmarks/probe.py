@@ -9,11 +9,19 @@ times, for each thread count:
 * ``together``      — one call on all 20 splits (the batched tensor program the library runs).
 
 It checks that both give the same test accuracy, validation accuracy and chosen epoch on every split, and prints the
-seconds and their ratio. Threads are set with ``torch.set_num_threads`` for the timed calls (the library's own
-choice of threads, :data:`gca.evaluate.probe.PROBE_THREADS`, is bypassed so that each count is measured).
+seconds and their ratio.
+
+``--raw`` times instead the Raw-features row of ``gca reproduce table3``: the dataset's features as the authors'
+protocol judges them (row sums 1), 20 splits together, on the dense path (the features as a dense tensor,
+``SPARSE_BELOW = -1``) and on the default path (features at most 10 % non-zero judged as a sparse matrix), and
+checks that both give the same results on every split. ``--dense-epochs K`` runs the dense path for K of the
+3,000 epochs only and scales its time by 3,000 / K (said in the table; the results are then not compared).
+
+Threads are set with ``torch.set_num_threads`` for the timed calls (the library's own choice of threads,
+:data:`gca.evaluate.probe.PROBE_THREADS`, is bypassed so that each count is measured).
 
     python benchmarks/probe.py --data-dir ../shared/data [--dataset Amazon-Photo --dataset Coauthor-CS]
-                               [--splits 20] [--threads 1,2]
+                               [--splits 20] [--threads 1,2] [--raw [--dense-epochs K]]
 """
 
 from __future__ import annotations
@@ -50,7 +58,11 @@ def main() -> None:
     parser.add_argument("--dataset", action="append")
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--raw", action="store_true", help="time the raw-features row: dense path against sparse")
+    parser.add_argument("--dense-epochs", type=int, default=None, help="with --raw: epochs of the dense path")
     args = parser.parse_args()
+    if args.raw:
+        return raw_rows(args)
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {datetime.date.today()}")
     print("| dataset | N × d, classes | threads | one at a time (s) | together (s) | speed-up | equal |")
     print("|---|---|---|---|---|---|---|")
@@ -69,6 +81,33 @@ def main() -> None:
             equal = all(np.array_equal(np.concatenate([a[k] for a in alone]), together[k]) for k in range(4))
             print(f"| {name} | {z.shape[0]:,} × {z.shape[1]}, {classes} | {threads} | {alone_s:.1f} | "
                   f"{together_s:.1f} | {alone_s / together_s:.1f}× | {'yes' if equal else 'NO'} |")  # fmt: skip
+
+
+def raw_rows(args: argparse.Namespace) -> None:
+    from gca.evaluate.classification import raw_feature_input
+
+    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
+          f"threads, {datetime.date.today()}")  # fmt: skip
+    print("| dataset | N × d, non-zero | dense path (s) | sparse path (s) | speed-up | equal |")
+    print("|---|---|---|---|---|---|")
+    for name in args.dataset or ["Amazon-Photo", "Amazon-Computers", "Coauthor-CS"]:
+        data = load_dataset(name, data_dir=args.data_dir).data
+        x = data.x.to_dense() if data.x.is_sparse else data.x
+        x, y = torch.from_numpy(raw_feature_input(x.float().numpy(), "authors")), data.y.numpy()
+        splits = SplitSetting("random", args.splits, sizes="floor").draw(y, 0)
+        density = float(torch.count_nonzero(x)) / x.numel()
+        sparse_s, sparse = timed(lambda x=x, y=y, splits=splits: probe.adam_probe(x, y, splits))
+        epochs = args.dense_epochs or probe.PROBE_EPOCHS
+        saved, probe.SPARSE_BELOW = probe.SPARSE_BELOW, -1.0
+        try:
+            dense_s, dense = timed(lambda x=x, y=y, s=splits, e=epochs: probe.adam_probe(x, y, s, epochs=e))
+        finally:
+            probe.SPARSE_BELOW = saved
+        scaled = dense_s * probe.PROBE_EPOCHS / epochs
+        equal = (all(np.array_equal(sparse[k], dense[k]) for k in range(4)) and "yes") if epochs == probe.PROBE_EPOCHS \
+            else f"not compared ({epochs} epochs timed, scaled)"  # fmt: skip
+        print(f"| {name} | {x.shape[0]:,} × {x.shape[1]:,}, {100 * density:.2f} % | {scaled:.1f} | {sparse_s:.1f} | "
+              f"{scaled / sparse_s:.1f}× | {equal or 'NO'} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

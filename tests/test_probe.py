@@ -75,6 +75,34 @@ def test_batched_splits_equal_one_at_a_time_and_sparse_equals_dense(monkeypatch)
         np.testing.assert_allclose(a, c)
 
 
+def _bag_of_words(n: int = 240, d: int = 60, classes: int = 4, seed: int = 0):
+    """Counts in [0, 3] at about 6 % of the entries, labels a noisy linear rule of them: a probe whose accuracy and
+    chosen epoch differ between splits and checks, so a misaligned row, weight or split shows."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(1, 4, (n, d)) * (rng.random((n, d)) < 0.06)
+    y = np.argmax(x @ rng.standard_normal((d, classes)) + 1.5 * rng.standard_normal((n, classes)), axis=1)
+    return torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y)
+
+
+def test_sparse_bag_of_words_equals_the_dense_path_and_one_split_at_a_time(monkeypatch):
+    from gca.seeds import run_seeds
+
+    x, y = _bag_of_words()
+    splits = random_splits(240, 4, seed=1, labels=y)
+    assert torch.count_nonzero(x) <= probe.SPARSE_BELOW * x.numel()  # judged as a sparse matrix by default
+    as_sparse = adam_probe(x, y, splits, epochs=300)
+    assert len(set(as_sparse.epochs.tolist())) > 1 and len(set(as_sparse.test.tolist())) > 1  # informative
+    given_sparse = adam_probe(sp.csr_matrix(x.numpy()), y, splits, epochs=300)
+    monkeypatch.setattr(probe, "SPARSE_BELOW", -1.0)  # the dense batched path
+    dense = adam_probe(x, y, splits, epochs=300)
+    seeds = run_seeds(0, len(splits))
+    alone = [adam_probe(x, y, [split], epochs=300, seed=seed) for split, seed in zip(splits, seeds, strict=True)]
+    for field in range(4):
+        np.testing.assert_array_equal(as_sparse[field], dense[field])
+        np.testing.assert_array_equal(as_sparse[field], given_sparse[field])
+        np.testing.assert_array_equal(as_sparse[field], np.concatenate([a[field] for a in alone]))
+
+
 def test_validation_search_reads_no_test_label():
     x, y = _separable(seed=4)
     splits = random_splits(300, 1, seed=5, labels=y)
