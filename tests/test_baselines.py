@@ -134,3 +134,15 @@ def test_a_trained_baselines_record_carries_its_training():
     assert len(training["losses"]) == training["epochs_run"] <= training["max_epochs"] == 100
     assert training["stopping_epoch"] in (None, training["epochs_run"]) and 1 <= training["kept_epoch"] <= 100
     assert record["accuracy"]["runs"] and np.isfinite(training["losses"]).all()
+
+
+def test_a_baselines_training_and_evaluation_show_their_progress(monkeypatch, capsys):
+    import gca.progress
+
+    monkeypatch.setattr(gca.progress, "PHASE_DELAY", 0.0)  # show at once: the lines a log gets on a long run
+    data = karate_club()
+    dgi(data, random_splits(data.num_nodes, 2, seed=0), 0, True, torch.device("cpu"), "authors", progress=True)
+    err = capsys.readouterr().err
+    assert "DGI training: " in err and " epochs, loss " in err and "evaluate (2 splits): " in err
+    dgi(data, random_splits(data.num_nodes, 2, seed=0), 0, True, torch.device("cpu"), "authors")
+    assert capsys.readouterr().err == ""  # off by default

@@ -99,16 +99,17 @@ class BaselineResult:
 
 
 def _evaluate(embeddings: torch.Tensor | Trained, data: Data, splits: list[Split],
-              protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+              protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     """The embeddings judged on ``splits``; a trained baseline's :class:`TrainingHistory` goes with them."""
     z, training = embeddings if isinstance(embeddings, Trained) else (embeddings, None)
-    return BaselineResult(evaluate_embeddings(z.detach().cpu(), data.y, splits, protocol), training)
+    return BaselineResult(evaluate_embeddings(z.detach().cpu(), data.y, splits, protocol, progress=progress,
+                                              desc="evaluate"), training)  # fmt: skip
 
 
 def raw_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                 protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+                 protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     x = data.x.to_dense() if data.x.is_sparse else data.x
-    return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol)
+    return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol, progress)
 
 
 class _OneLayerGCN(nn.Module):
@@ -122,7 +123,7 @@ class _OneLayerGCN(nn.Module):
         return self.act(self.conv(x, edge_index))
 
 
-def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> Trained:
+def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, progress: bool = False) -> Trained:
     """DGI's embeddings of every node (module docstring) and its training; the graph in ``data.edge_index`` is all
     it sees.
 
@@ -147,28 +148,28 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device) -> 
         corruption=lambda x, edge_index: (x[torch.randperm(x.size(0), device=x.device)], edge_index),
     ).to(device)
     history = fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300,
-                   patience=20)  # fmt: skip
+                  patience=20, progress=progress)  # fmt: skip
     with torch.no_grad():
         return Trained(model(x, edge_index)[0], history)
 
 
 def dgi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
-    return _evaluate(dgi_embeddings(data, seed, quick, device), data, splits, protocol)
+        protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+    return _evaluate(dgi_embeddings(data, seed, quick, device, progress), data, splits, protocol, progress)
 
 
 def gmi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+        protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     from .gmi import gmi_embeddings
 
-    return _evaluate(gmi_embeddings(data, seed, quick, device), data, splits, protocol)
+    return _evaluate(gmi_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
 
 
 def mvgrl(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-          protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+          protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     from .mvgrl import mvgrl_embeddings
 
-    return _evaluate(mvgrl_embeddings(data, seed, quick, device), data, splits, protocol)
+    return _evaluate(mvgrl_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
 
 
 class _AutoEncoderGCN(nn.Module):
@@ -190,7 +191,7 @@ class _AutoEncoderGCN(nn.Module):
 
 
 def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.device,
-                           variational: bool = False) -> Trained:  # fmt: skip
+                           variational: bool = False, progress: bool = False) -> Trained:  # fmt: skip
     """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``, and the
     training.
 
@@ -216,7 +217,8 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
         z = m.encode(x, edge_index)
         return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
 
-    history = fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200)
+    history = fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200,
+                  progress=progress)  # fmt: skip
     with torch.no_grad():
         z = model.encoder(x, edge_index)
     return Trained(z[0] if variational else z, history)  # the mean μ is the embedding
@@ -224,15 +226,16 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
 
 def _autoencoder(variational: bool) -> Baseline:
     def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
-        return _evaluate(autoencoder_embeddings(data, seed, quick, device, variational), data, splits, protocol)
+            protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+        trained = autoencoder_embeddings(data, seed, quick, device, variational, progress)
+        return _evaluate(trained, data, splits, protocol, progress)
 
     return run
 
 
 def _supervised(architecture: str) -> Baseline:
     def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn") -> list[float]:  # fmt: skip
+            protocol: str = "sklearn", progress: bool = False) -> list[float]:  # fmt: skip
         """One end-to-end training per split, each from ``seed``."""
         return [one(data, split, seed, device) for split in splits]
 
@@ -327,21 +330,21 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
 
 
 def deepwalk(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+             protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     seed_everything(seed)
-    return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol)
+    return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol, progress)
 
 
 def deepwalk_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                      protocol: str = "sklearn") -> BaselineResult:  # fmt: skip
+                      protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     seed_everything(seed)
     z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
     x = data.x.to_dense() if data.x.is_sparse else data.x
-    return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, splits, protocol)
+    return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, splits, protocol, progress)
 
 
 def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn") -> list[float]:  # fmt: skip
+             protocol: str = "sklearn", progress: bool = False) -> list[float]:  # fmt: skip
     """p, q chosen on each split's validation nodes; the test accuracy of that split's choice.
 
     Parameters
@@ -367,7 +370,8 @@ def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: to
         for q in grid:
             walks = random_walks(adjacency, walk_length=80, walks_per_node=10, p=p, q=q, seed=seed)
             z = skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=False, seed=seed)
-            result = evaluate_embeddings(torch.from_numpy(z), data.y, splits, protocol)
+            result = evaluate_embeddings(torch.from_numpy(z), data.y, splits, protocol, progress=progress,
+                                         desc=f"evaluate p={p}, q={q}")  # fmt: skip
             # a strictly better validation accuracy replaces the choice: on a tie the first p, q stays, so that no
             # test accuracy decides between them
             best = [(v, t) if v > b[0] else b for b, v, t in zip(best, result.val_accuracies, result.accuracies,

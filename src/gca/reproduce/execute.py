@@ -132,7 +132,8 @@ class Executor:
         Where the first run of each row marked for plots saves its loss curve and t-SNE map
         (``<dataset>-<row>-seed<i>-loss.png``, ``…-tsne.png``); ``None``: no plots.
     progress
-        Whether a progress bar counts the runs.
+        Whether a progress bar counts the runs, and each run shows its phases: GCA's updates, a baseline's epochs,
+        the evaluation's probe steps (once a phase has run a few seconds; in a log, a line at least once a minute).
     log
         Where the line about each failed run goes (one per run, new or read again); default standard error.
     """
@@ -215,7 +216,7 @@ class Executor:
             _, _, baseline = BASELINES[run.method]
             try:
                 accuracies = baseline(loaded.data, splits, run.seed, self.mode.quick, resolve_device(self.device),
-                                      protocol=self.mode.protocol)  # fmt: skip
+                                      protocol=self.mode.protocol, progress=self.progress)  # fmt: skip
             except BaselineUnavailable as exc:
                 self.unavailable[run.method] = str(exc)
                 return None
@@ -226,7 +227,7 @@ class Executor:
             values = [float(a) for a in accuracies]
             return {**about, "accuracy": {"mean": float(np.mean(values)), "std": float(np.std(values)),
                                           "runs": values}, "seconds": time.perf_counter() - start}  # fmt: skip
-        estimator = GCA(GCAConfig(**dict(run.config)), device=self.device)
+        estimator = GCA(GCAConfig(**dict(run.config)), device=self.device, progress=self.progress)
         plots = None
         if plot_label:
             self.plots_dir.mkdir(parents=True, exist_ok=True)

@@ -306,7 +306,7 @@ class GMI(nn.Module):
 
 
 def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, epochs: int | None = None,
-                   block: int | None = None) -> Trained:  # fmt: skip
+                   block: int | None = None, progress: bool = False) -> Trained:  # fmt: skip
     """GMI's embeddings (N × 512) of every node (module docstring) and its training; the graph in
     ``data.edge_index`` is all it sees.
 
@@ -323,6 +323,6 @@ def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, 
     model = GMI(in_channels).to(device)
     cap = epochs if epochs is not None else (quick_epochs(n) if quick else EPOCHS)
     history = fit("GMI", model, lambda m: m.loss(x, propagation, mean, target, block=block), lr=LR, epochs=cap,
-                   patience=PATIENCE)  # fmt: skip
+                  patience=PATIENCE, progress=progress)  # fmt: skip
     with torch.no_grad():
         return Trained(model.encode(x, propagation)[0].detach().float(), history)

@@ -270,7 +270,8 @@ class MVGRL(nn.Module):
 
 def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, top_k: int | None = None,
                      sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE,
-                     epochs: int | None = None, heads: bool = False) -> Trained:  # fmt: skip
+                     epochs: int | None = None, heads: bool = False,
+                     progress: bool = False) -> Trained:  # fmt: skip
     """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training.
 
     ``top_k`` (entries kept per row of S), ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000,
@@ -298,7 +299,7 @@ def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *
         return m.loss(x[distinct.to(device)], rows.to(device), a, s, len(subsets), permutation)
 
     cap = epochs if epochs is not None else (QUICK_EPOCHS if quick else EPOCHS)
-    history = fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE)
+    history = fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE, progress=progress)
     with torch.no_grad():
         z = model.embed(x, _operator(adjacency, n).to(device), _operator(diffusion, n).to(device))
     if not torch.isfinite(z).all():

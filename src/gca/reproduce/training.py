@@ -5,6 +5,7 @@ loss; and what a training did, kept in its run record (:class:`TrainingHistory`)
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -16,6 +17,7 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..graph.features import normalize_rows
+from ..progress import phase
 from ..train.loop import TrainingError
 
 
@@ -86,31 +88,35 @@ class Trained(NamedTuple):
 
 
 def fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor], lr: float, epochs: int,
-         patience: int = 0) -> TrainingHistory:  # fmt: skip
+         patience: int = 0, progress: bool = False) -> TrainingHistory:  # fmt: skip
     """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
     epoch. With ``patience`` (DGI's reference setting) the weights right after the step of the lowest loss are kept
     and training stops after ``patience`` epochs without a new lowest; without, the last weights are kept. A loss
-    that is not finite stops it with a one-line error. Returns what it did (:class:`TrainingHistory`)."""
+    that is not finite stops it with a one-line error. With ``progress``, the epochs and the loss are shown on
+    stderr once training has run a few seconds (:func:`gca.progress.phase`: at least a line a minute in a log).
+    Returns what it did (:class:`TrainingHistory`)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     best, best_state, waited, kept = float("inf"), None, 0, 0
     losses: list[float] = []
-    for epoch in range(epochs):
-        model.train()
-        optimizer.zero_grad()
-        loss = loss_of(model)
-        value = loss.item()
-        if not np.isfinite(value):
-            raise TrainingError(f"{name}'s loss became {value} at epoch {epoch + 1}")
-        losses.append(value)
-        loss.backward()
-        optimizer.step()
-        if patience and value < best:
-            best, waited, kept = value, 0, epoch + 1
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        elif patience:
-            waited += 1
-            if waited == patience:
-                break
+    with contextlib.closing(phase(epochs, f"{name} training", "epoch", enabled=progress)) as bar:
+        for epoch in range(epochs):
+            model.train()
+            optimizer.zero_grad()
+            loss = loss_of(model)
+            value = loss.item()
+            if not np.isfinite(value):
+                raise TrainingError(f"{name}'s loss became {value} at epoch {epoch + 1}")
+            losses.append(value)
+            loss.backward()
+            optimizer.step()
+            bar.update(loss=f"{value:.4f}")
+            if patience and value < best:
+                best, waited, kept = value, 0, epoch + 1
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            elif patience:
+                waited += 1
+                if waited == patience:
+                    break
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
