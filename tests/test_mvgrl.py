@@ -1,5 +1,6 @@
-"""MVGRL (gca.reproduce.mvgrl): the blockwise diffusion against a dense inverse, its top-k cut, the memory bound,
-the sampled subgraphs' operators, and training — seeded, finite, and learning on two communities."""
+"""MVGRL (gca.reproduce.mvgrl): the dense and the blockwise diffusion against a float64 inverse, the sparse cut by
+mass, the memory bound, the sampled subgraphs' operators, dense and sparse training agreeing, and training — seeded,
+finite, and learning on two communities."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from torch_geometric.utils import stochastic_blockmodel_graph, to_undirected
 from gca.reproduce import mvgrl
 from gca.reproduce.mvgrl import (
     ALPHA,
-    average_degree_k,
+    Diffusion,
     induced_batch,
     mvgrl_embeddings,
     normalized_adjacency_entries,
+    ppr_by_mass,
+    ppr_dense,
     ppr_rows,
-    ppr_top_k,
     series_terms,
 )
 from gca.train.loop import TrainingError
@@ -58,8 +60,9 @@ def test_blockwise_ppr_matches_the_dense_inverse():
     block = ppr_rows(transition, rows, tolerance=1e-8)
     assert block.shape == (n, 4)
     assert torch.allclose(block.t().double(), exact[rows], atol=1e-5, rtol=0)
-    # every row, kept whole (k = N) and computed in blocks of 7 rows: S itself
-    assert torch.allclose(to_dense(ppr_top_k(edge_index, n, k=n, tolerance=1e-8, block=7), n), exact, atol=1e-5)
+    # every row, kept whole (all its mass) and computed in blocks of 7 rows: S itself
+    entries, kept = ppr_by_mass(edge_index, n, mass=1.0, tolerance=1e-8, block=7)
+    assert torch.allclose(to_dense(entries, n), exact, atol=1e-5) and torch.allclose(kept, torch.ones(n))
 
 
 def test_truncation_error_stays_within_its_bound():
@@ -69,10 +72,10 @@ def test_truncation_error_stays_within_its_bound():
     edge_index = random_graph(n, 60, seed=1)
     exact = dense_ppr(edge_index, n)
     for tolerance in (1e-1, 1e-2, 1e-3):
-        approx = to_dense(ppr_top_k(edge_index, n, k=n, tolerance=tolerance, block=16), n)
+        approx = to_dense(ppr_by_mass(edge_index, n, mass=1.0, tolerance=tolerance, block=16)[0], n)
         error = (approx - exact).abs().max().item()
         assert error <= tolerance + 1e-6
-    coarse = to_dense(ppr_top_k(edge_index, n, k=n, tolerance=1e-1), n)
+    coarse = to_dense(ppr_by_mass(edge_index, n, mass=1.0, tolerance=1e-1)[0], n)
     assert (coarse - exact).abs().max() > 1e-4  # the bound is not vacuous: a loose tolerance does truncate
 
 
@@ -82,24 +85,71 @@ def test_directed_graph_rows_are_rows_of_s():
     edge_index = torch.tensor([[i for i in range(n - 1)] + [0, 5], [i + 1 for i in range(n - 1)] + [7, 2]])
     exact = dense_ppr(edge_index, n)
     assert not torch.allclose(exact, exact.t())
-    assert torch.allclose(to_dense(ppr_top_k(edge_index, n, k=n, tolerance=1e-8, block=5), n), exact, atol=1e-5)
+    assert torch.allclose(to_dense(ppr_by_mass(edge_index, n, mass=1.0, tolerance=1e-8, block=5)[0], n), exact,
+                          atol=1e-5)
+    assert torch.allclose(ppr_dense(edge_index, n).double(), exact, atol=1e-5)  # the LU path
 
 
-def test_top_k_keeps_each_nodes_largest_entries():
-    n, k = 45, 4
+def test_dense_diffusion_is_the_exact_inverse():
+    n = 60
+    edge_index = random_graph(n, 150, seed=6, isolated=3)
+    exact = dense_ppr(edge_index, n)
+    dense = ppr_dense(edge_index, n)
+    assert dense.dtype == torch.float32 and dense.shape == (n, n)
+    assert torch.allclose(dense.double(), exact, atol=1e-6, rtol=1e-5)
+
+
+def test_the_mass_cut_keeps_each_rows_fewest_largest_entries_that_reach_the_mass():
+    n, mass = 45, 0.8
     edge_index = random_graph(n, 90, seed=2, isolated=1)
     exact = dense_ppr(edge_index, n)
-    (rows, columns), values = ppr_top_k(edge_index, n, k=k, tolerance=1e-8, block=8)
+    ((rows, columns), values), kept = ppr_by_mass(edge_index, n, mass=mass, tolerance=1e-9, block=8)
     assert torch.equal(rows, rows.sort().values)
     for v in range(n):
-        kept = columns[rows == v]
-        reachable = int((exact[v] > 0).sum())
-        assert kept.numel() == min(k, reachable)  # the isolated node keeps only itself, never a zero
-        assert len(set(kept.tolist())) == kept.numel()
-        threshold = exact[v].sort(descending=True).values[kept.numel() - 1]
-        assert (exact[v, kept] >= threshold - 1e-6).all()  # no dropped entry is larger than a kept one
-        assert torch.allclose(values[rows == v].double(), exact[v, kept], atol=1e-5)
-    assert average_degree_k(edge_index, n) == max(1, round(edge_index.shape[1] / n))
+        mine = rows == v
+        chosen = columns[mine]
+        assert len(set(chosen.tolist())) == chosen.numel() and (values[mine] > 0).all()
+        ordered = exact[v].sort(descending=True).values
+        assert (exact[v, chosen] >= ordered[chosen.numel() - 1] - 1e-7).all()  # no dropped entry is larger
+        total = exact[v].sum()
+        assert exact[v, chosen].sum() >= mass * total - 1e-6  # reaches the mass …
+        assert ordered[: chosen.numel() - 1].sum() < mass * total + 1e-6  # … and one entry fewer would not
+        assert kept[v].item() == pytest.approx((exact[v, chosen].sum() / total).item(), abs=1e-5)
+        assert torch.allclose(values[mine].double(), exact[v, chosen], atol=1e-6)
+    assert columns[rows == n - 1].tolist() == [n - 1]  # the isolated node keeps only itself, never a zero
+    assert (kept >= mass - 1e-6).all()
+
+
+def test_dense_and_sparse_diffusion_agree():
+    """Kept whole (all its mass), the sparse diffusion is the dense one: the same operators on the same sampled
+    subgraphs and the whole graph, and the same embeddings after a few epochs of training."""
+    n = 70
+    edge_index = random_graph(n, 200, seed=7)
+    dense, sparse = Diffusion(edge_index, n), Diffusion(edge_index, n, dense_bytes=0, mass=1.0, tolerance=1e-9)
+    assert dense.dense and not sparse.dense and sparse.kept_mass == pytest.approx(1.0)
+    assert dense.describe()["form"] == "dense" and sparse.describe()["form"] == "sparse"
+    assert torch.allclose(sparse.whole(CPU).to_dense(), dense.whole(CPU), atol=1e-5)
+    subsets = [torch.tensor([1, 4, 9, 30]), torch.tensor([0, 4, 7, 69])]
+    batch = dense.batch(subsets, CPU)
+    assert batch.shape == (2, 4, 4)
+    block_diagonal = sparse.batch(subsets, CPU).to_dense()
+    assert torch.allclose(block_diagonal[:4, :4], batch[0], atol=1e-5)
+    assert torch.allclose(block_diagonal[4:, 4:], batch[1], atol=1e-5) and (block_diagonal[:4, 4:] == 0).all()
+    data = Data(x=torch.rand(n, 6, generator=torch.Generator().manual_seed(0)), edge_index=edge_index)
+    a = mvgrl_embeddings(data, 0, True, CPU, sample_size=30, batch_size=2, epochs=4)
+    b = mvgrl_embeddings(data, 0, True, CPU, sample_size=30, batch_size=2, epochs=4, diffusion=sparse)
+    assert a.training.details["diffusion"]["form"] == "dense" and b.training.details["diffusion"]["form"] == "sparse"
+    assert a.training.losses == pytest.approx(b.training.losses, rel=1e-5)
+    torch.testing.assert_close(a.embeddings, b.embeddings, rtol=1e-4, atol=1e-5)
+
+
+def test_a_sparse_diffusions_kept_mass_is_in_the_record():
+    data = small_data(n=60)
+    trained = mvgrl_embeddings(data, 0, True, CPU, sample_size=25, batch_size=2, epochs=2,
+                               diffusion=Diffusion(data.edge_index, 60, dense_bytes=0))
+    described = trained.training.to_dict()["diffusion"]
+    assert described["form"] == "sparse" and 0.95 <= described["kept_mass"] <= 1.0 + 1e-6
+    assert 1 <= described["entries_per_row"] <= 60
 
 
 class _LargestDense(TorchDispatchMode):
@@ -123,21 +173,22 @@ def test_diffusion_memory_is_bounded_by_the_block():
     n, block = 120, 8
     edge_index = random_graph(n, 300, seed=3)
     with _LargestDense() as seen:
-        small = ppr_top_k(edge_index, n, k=5, block=block)
+        small = ppr_by_mass(edge_index, n, block=block)
     assert all(len(s) <= 2 for s in seen.shapes)
-    assert max(math.prod(s) for s in seen.shapes) < n * n / 4
+    assert not [s for s in seen.shapes if len(s) == 2 and min(s) > block]  # nothing wider than a block of rows
     assert all(s[1] <= block for s in seen.shapes if len(s) == 2 and s[0] == n)  # the blocks: N × at most block
     assert any(s == (n, block) for s in seen.shapes)
-    large = ppr_top_k(edge_index, n, k=5, block=n)
-    assert torch.equal(small[0], large[0]) and torch.allclose(small[1], large[1], atol=1e-7)
+    large = ppr_by_mass(edge_index, n, block=n)
+    assert torch.equal(small[0][0], large[0][0]) and torch.allclose(small[0][1], large[0][1], atol=1e-7)
 
 
-def test_training_never_makes_an_n_by_n_dense_tensor(monkeypatch):
+def test_a_sparse_diffusions_training_never_makes_an_n_by_n_dense_tensor(monkeypatch):
     n = 600  # above the 512 units, so that no weight is mistaken for an N × N tensor
-    monkeypatch.setattr(mvgrl, "PPR_BLOCK_BYTES", 12 * n * 32)  # diffusion blocks of 32 rows
+    monkeypatch.setattr(mvgrl, "PPR_BLOCK_BYTES", 24 * n * 32)  # diffusion blocks of 32 rows
     data = Data(x=torch.rand(n, 6), edge_index=random_graph(n, 1500, seed=4))
     with _LargestDense() as seen:
-        z = mvgrl_embeddings(data, 0, True, CPU, sample_size=150, batch_size=2, epochs=2).embeddings
+        sparse = Diffusion(data.edge_index, n, dense_bytes=0)
+        z = mvgrl_embeddings(data, 0, True, CPU, sample_size=150, batch_size=2, epochs=2, diffusion=sparse).embeddings
         assert mvgrl.ppr_block(n) == 32
     assert z.shape == (n, 512)
     assert not [s for s in seen.shapes if sum(d >= n for d in s) >= 2]

@@ -1,5 +1,6 @@
 """MVGRL (Hassani & Khasahmadi, "Contrastive Multi-View Representation Learning on Graphs", ICML 2020), the Table 3
-baseline, with a personalised-PageRank diffusion computed in bounded memory.
+baseline: its personalised-PageRank diffusion dense and exact as the authors' code keeps it where it fits a stated
+memory budget, else sparse with a stated fraction of every row's mass.
 
 **Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}; the
 diffusion view is personalised PageRank with teleport probability α = 0.2 (paper §4, experimental setup),
@@ -9,11 +10,20 @@ diffusion view is personalised PageRank with teleport probability α = 0.2 (pape
 with the self-loops the authors' ``compute_ppr`` adds (the paper's formula writes D^{-1/2} A D^{-1/2}; we follow
 the code). Both operators act as a GCN's does: row v aggregates over the nodes u of its non-zero columns.
 
-*Memory-bounded diffusion.* The reference inverts the dense N × N matrix (O(N²) memory, O(N³) time). Here S is
-built a block of B rows at a time (:func:`ppr_rows`): row v of S is column v of Sᵀ = α Σ_k (1 − α)^k (Tᵀ)^k, so
-a block is the truncated series S_K = α Σ_{k≤K} ((1 − α)Tᵀ)^k E applied to the block's unit vectors E (N × B),
-one sparse product per term — O(N·B) memory, O(K·nnz(T)) time per column. Each block is cut to its largest
-``top_k`` entries per row (:func:`ppr_top_k`) before the next is computed, so no N × N tensor ever exists.
+*Dense diffusion, as the reference.* The authors' node-classification code (``node/dataset.py``) keeps S dense —
+N² entries, the inverse of a dense matrix — on Cora and PubMed. Where N² float32 entries fit :data:`DENSE_BYTES`
+(2 GiB: Amazon-Photo 0.23 GB, Amazon-Computers 0.76 GB, Coauthor-CS 1.34 GB) S is computed so here
+(:func:`ppr_dense`): a Cholesky factorisation of I − (1 − α)Â, whose eigenvalues lie in [α, 2 − α] for an
+undirected graph (condition number ≤ 9, so float32 loses nothing), O(N³) time; an LU inverse where Â is not
+symmetric. Training slices each sampled subgraph's dense block of S, as the reference does.
+
+*Memory-bounded diffusion, beyond the budget.* Above it (Coauthor-Physics, ogbn-arxiv: 115 GB) S is built a block
+of B rows at a time (:func:`ppr_rows`): row v of S is column v of Sᵀ = α Σ_k (1 − α)^k (Tᵀ)^k, so a block is the
+truncated series S_K = α Σ_{k≤K} ((1 − α)Tᵀ)^k E applied to the block's unit vectors E (N × B), one sparse
+product per term — O(N·B) memory, O(K·nnz(T)) time per column. Each row is cut to the fewest of its largest entries
+that hold :data:`KEPT_MASS` = 95 % of its mass (:func:`ppr_by_mass`) before the next block is computed, so no
+N × N tensor ever exists; the kept values are S's own. The run record says which form was used and, for the sparse
+one, the mean fraction of each row's mass kept and the entries kept per row (:meth:`Diffusion.describe`).
 
 *Truncation error.* ‖T‖₂ ≤ 1 for the symmetric normalisation of an undirected graph, so every entry of the
 remainder satisfies |S − S_K|_{vu} ≤ ‖S − S_K‖₂ ≤ α Σ_{k>K} (1 − α)^k = (1 − α)^{K+1}: K = ⌈ln ε / ln(1 − α)⌉ − 1
@@ -23,12 +33,13 @@ on Amazon-Photo most columns stop after 20–30 terms, the ones of small compone
 (For a directed graph ‖T‖₂ may exceed 1; the a posteriori test still stops the series, and the a priori K stays
 its cap.)
 
-*Sparsification.* The authors' node-classification code keeps S dense on Cora and PubMed and, on CiteSeer only,
-zeroes entries below ε chosen from {10⁻⁵, 10⁻⁴, 10⁻³, 10⁻²} so that the average number of kept entries per row
-is closest to the graph's average degree (``node/dataset.py``). We keep that aim with a rule that needs no dense
-S: each node keeps its k = round(average degree) largest entries (k = |E| / N with each undirected edge counted
-twice, at least 1; 31 on Amazon-Photo), which is the same average number per row, exactly and for every node
-instead of on average. The kept values are S's own, not renormalised (the reference does not renormalise either).
+*The reference's sparsification, not followed.* On CiteSeer only, the authors' code zeroes the entries of S below
+ε chosen from {10⁻⁵, 10⁻⁴, 10⁻³, 10⁻²} so that the average number of kept entries per row is closest to the
+graph's average degree, then min-max scales every column of S to [0, 1] (scikit-learn's ``MinMaxScaler``,
+``node/dataset.py``). That keeps about as many entries as a row has neighbours — cut per node to that many
+(k = round(|E| / N): 4 on Cora, 31 on Amazon-Photo), a row keeps 60 % of its mass on Cora and 53 % on Amazon-Photo
+on average — and rescales the operator; neither is needed where S fits dense, and beyond that a cut by mass keeps
+what the diffusion is for (95 % of its mass keeps 218 entries a row on Cora, 1,598 on Amazon-Photo).
 
 **Encoders** (paper §3 and §4). One GCN layer per view, not shared: h = PReLU(M X W + b) with M = Â or S, 512
 units (the node-classification setting), on the row-normalised features every baseline here sees. Readout:
@@ -57,9 +68,9 @@ Amazon-Photo (7,650 nodes) with its diffusion fits about 4 minutes of 2 CPU core
 
 **Deviations from the reference, and why.**
 
-* Diffusion: blockwise truncated series and per-node top-k instead of a dense inverse and a global threshold
-  (above) — the dense form needs N² floats (in float32 Amazon-Computers 0.76 GB, Coauthor-CS 1.3 GB, ogbn-arxiv
-  115 GB; the reference's float64 twice that).
+* Diffusion: dense in float32 by a Cholesky factorisation (the reference: float64, a general inverse); beyond
+  :data:`DENSE_BYTES`, a blockwise truncated series cut by mass (above), where the reference would need N² floats.
+  No min-max scaling (the reference scales S on CiteSeer only).
 * Subgraphs: each of the batch's 4 subgraphs is the induced subgraph of 2,000 nodes drawn uniformly without
   replacement, where the reference slices a contiguous range of node ids. A contiguous range depends on the order
   in which the dataset stores its nodes (often grouped by class or by crawl), and nodes near either end of the
@@ -84,6 +95,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
+from ..progress import step
 from ..train.loop import TrainingError
 from .training import Trained, fit, seeded_inputs
 
@@ -101,6 +113,13 @@ QUICK_EPOCHS = 120
 PPR_TOLERANCE = 1e-4
 #: Bytes the diffusion's dense blocks may take (sets the block of rows: :func:`ppr_block`).
 PPR_BLOCK_BYTES = 128 * 2**20
+#: S is kept dense and exact, as the reference keeps it, where its N² float32 entries take at most this many bytes
+#: (Amazon-Photo 0.23 GB, Amazon-Computers 0.76 GB, Coauthor-CS 1.34 GB; Coauthor-Physics's 4.8 GB does not fit).
+#: Computing it holds about three such matrices at once.
+DENSE_BYTES = 2 * 2**30
+#: Above :data:`DENSE_BYTES`, each row of S keeps its fewest largest entries that hold at least this fraction of
+#: the row's mass (:func:`ppr_by_mass`).
+KEPT_MASS = 0.95
 
 Entries = tuple[torch.Tensor, torch.Tensor]  # ([2, E] (row, column) index, [E] values) of a sparse N × N matrix
 
@@ -120,10 +139,11 @@ def series_terms(alpha: float, tolerance: float) -> int:
 
 
 def ppr_block(num_nodes: int, budget_bytes: int | None = None) -> int:
-    """Rows of S computed at once: the three N × B float32 blocks :func:`ppr_rows` holds fit ``budget_bytes``
-    (default :data:`PPR_BLOCK_BYTES`)."""
+    """Rows of S computed at once: the N × B blocks :func:`ppr_rows` and :func:`ppr_by_mass` hold — three float32
+    ones for the series, then the sorted values, their int64 positions and running sums (24 bytes an entry) — fit
+    ``budget_bytes`` (default :data:`PPR_BLOCK_BYTES`)."""
     budget = PPR_BLOCK_BYTES if budget_bytes is None else budget_bytes
-    return max(1, min(num_nodes, budget // (12 * max(1, num_nodes))))
+    return max(1, min(num_nodes, budget // (24 * max(1, num_nodes))))
 
 
 def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
@@ -151,30 +171,126 @@ def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
     return total
 
 
-def average_degree_k(edge_index: torch.Tensor, num_nodes: int) -> int:
-    """round(|E| / N), at least 1: the entries per node that the reference's ε rule aims at."""
-    return max(1, round(edge_index.shape[1] / max(1, num_nodes)))
+def ppr_by_mass(edge_index: torch.Tensor, num_nodes: int, mass: float = KEPT_MASS, alpha: float = ALPHA,
+                tolerance: float = PPR_TOLERANCE, block: int | None = None,
+                ) -> tuple[Entries, torch.Tensor]:  # fmt: skip
+    """The diffusion view cut row by row: each row of S keeps its fewest largest entries whose sum reaches ``mass``
+    of the row's sum (ties at the cut broken by position; ``mass`` ≥ 1 keeps every non-zero entry), as (row,
+    column) entries sorted by row, rows of ``block`` nodes at a time (default :func:`ppr_block`); and the fraction of
+    its mass each row kept (at least ``mass``, within the series' truncation error).
 
-
-def ppr_top_k(edge_index: torch.Tensor, num_nodes: int, k: int | None = None, alpha: float = ALPHA,
-              tolerance: float = PPR_TOLERANCE, block: int | None = None) -> Entries:  # fmt: skip
-    """The diffusion view: each row of S cut to its ``k`` largest entries (default :func:`average_degree_k`), as
-    (row, column) entries sorted by row, rows of ``block`` nodes at a time (default :func:`ppr_block`)."""
-    k = min(num_nodes, k or average_degree_k(edge_index, num_nodes))
+    Parameters
+    ----------
+    edge_index
+        The graph's edges (u → v: row v of Â aggregates u).
+    num_nodes
+        N.
+    mass
+        The fraction of each row's mass kept (default :data:`KEPT_MASS`).
+    alpha
+        The teleport probability α.
+    tolerance
+        The bound on every entry's truncation error (:func:`ppr_rows`).
+    block
+        Rows of S computed at once (default :func:`ppr_block`: the blocks fit :data:`PPR_BLOCK_BYTES`).
+    """
     index, weight = normalized_adjacency_entries(edge_index, num_nodes)
     # Tᵀ: its column v is T's row v, so the series on Tᵀ gives the rows of S
     transition = _operator((index.flip(0), weight), num_nodes)
     block = block or ppr_block(num_nodes)
-    rows, columns, values = [], [], []
+    rows, columns, values, kept_mass = [], [], [], []
     for start in range(0, num_nodes, block):
         chosen = torch.arange(start, min(start + block, num_nodes))
-        top = ppr_rows(transition, chosen, alpha, tolerance).topk(k, dim=0)  # k × B: column j is row chosen[j]
-        value = top.values.t().reshape(-1)
-        kept = value > 0  # a node with fewer than k reachable nodes keeps only those
-        rows.append(chosen.repeat_interleave(k)[kept])
-        columns.append(top.indices.t().reshape(-1)[kept])
-        values.append(value[kept])
-    return torch.stack([torch.cat(rows), torch.cat(columns)]), torch.cat(values)
+        part = ppr_rows(transition, chosen, alpha, tolerance)  # N × B: column j is row chosen[j]
+        ordered, order = part.sort(dim=0, descending=True, stable=True)
+        total = ordered.sum(0)
+        running = ordered.cumsum(0)
+        if mass >= 1:
+            count = (ordered > 0).sum(0)
+        else:  # the entries before the one that reaches the mass, and that one
+            count = ((running < mass * total).sum(0) + 1).clamp(max=num_nodes)
+        keep = (torch.arange(num_nodes).unsqueeze(1) < count) & (ordered > 0)
+        kept_mass.append(torch.where(keep, ordered, 0).sum(0) / total.clamp(min=torch.finfo(total.dtype).tiny))
+        where = keep.t().nonzero()  # (column j of the block, rank) pairs in row order
+        rows.append(chosen[where[:, 0]])
+        columns.append(order[where[:, 1], where[:, 0]])
+        values.append(ordered[where[:, 1], where[:, 0]])
+    return (torch.stack([torch.cat(rows), torch.cat(columns)]), torch.cat(values)), torch.cat(kept_mass)
+
+
+def ppr_dense(edge_index: torch.Tensor, num_nodes: int, alpha: float = ALPHA) -> torch.Tensor:
+    """S = α (I − (1 − α)Â)^{-1} as a dense N × N float32 matrix, as the reference computes it: by a Cholesky
+    factorisation of I − (1 − α)Â where Â is symmetric (an undirected graph: its eigenvalues lie in [α, 2 − α], so
+    the factorisation is exact to float32's rounding), else by an LU inverse.
+
+    Parameters
+    ----------
+    edge_index
+        The graph's edges (u → v: row v of Â aggregates u).
+    num_nodes
+        N.
+    alpha
+        The teleport probability α.
+    """
+    index, weight = normalized_adjacency_entries(edge_index, num_nodes)
+    system = torch.zeros(num_nodes, num_nodes)
+    system.index_put_((index[0], index[1]), -(1.0 - alpha) * weight, accumulate=True)
+    system.diagonal().add_(1.0)
+    if torch.equal(system, system.t()):
+        factor, info = torch.linalg.cholesky_ex(system)
+        if info == 0:
+            del system
+            return torch.cholesky_inverse(factor).mul_(alpha)
+    return torch.linalg.inv(system).mul_(alpha)
+
+
+class Diffusion:
+    """The diffusion view S of a graph: dense and exact where its N² float32 entries fit ``dense_bytes``
+    (:func:`ppr_dense`), else sparse, each row keeping ``mass`` of its own (:func:`ppr_by_mass`).
+
+    Parameters
+    ----------
+    edge_index
+        The graph's edges.
+    num_nodes
+        N.
+    dense_bytes
+        The most bytes a dense S may take (default :data:`DENSE_BYTES`).
+    mass
+        The fraction of each row's mass a sparse S keeps (default :data:`KEPT_MASS`).
+    tolerance
+        The bound on a sparse S's truncation error per entry (:func:`ppr_rows`).
+    """
+
+    def __init__(self, edge_index: torch.Tensor, num_nodes: int, dense_bytes: int | None = None,
+                 mass: float = KEPT_MASS, tolerance: float = PPR_TOLERANCE) -> None:  # fmt: skip
+        self.num_nodes = num_nodes
+        self.dense = 4 * num_nodes**2 <= (DENSE_BYTES if dense_bytes is None else dense_bytes)
+        if self.dense:
+            self.matrix = ppr_dense(edge_index, num_nodes)
+            self.entries_per_row = float(torch.count_nonzero(self.matrix)) / num_nodes
+            self.kept_mass = 1.0
+        else:
+            self.entries, kept = ppr_by_mass(edge_index, num_nodes, mass, tolerance=tolerance)
+            self.entries_per_row = self.entries[1].numel() / num_nodes
+            self.kept_mass = float(kept.mean())
+
+    def describe(self) -> dict:
+        """What the record says of it: ``dense`` (and its bytes) or ``sparse``, the mean fraction of each row's mass
+        kept and the mean entries kept per row."""
+        form = {"form": "dense", "bytes": 4 * self.num_nodes**2} if self.dense else {"form": "sparse"}
+        return {**form, "kept_mass": self.kept_mass, "entries_per_row": self.entries_per_row}
+
+    def batch(self, subsets: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+        """The operator of the subgraphs on ``subsets``: dense, ``[G, n, n]`` (the submatrices of S, as the
+        reference slices them); sparse, their block-diagonal matrix (:func:`induced_batch`)."""
+        if self.dense:
+            return torch.stack([self.matrix[nodes][:, nodes] for nodes in subsets]).to(device)
+        return induced_batch(self.entries, subsets, self.num_nodes).to(device)
+
+    def whole(self, device: torch.device) -> torch.Tensor:
+        """S on the whole graph, as an operator (dense, or a sparse matrix)."""
+        return self.matrix.to(device) if self.dense else _operator(self.entries, self.num_nodes).to(device)
 
 
 def _operator(entries: Entries, size: int) -> torch.Tensor:
@@ -221,7 +337,14 @@ class _ViewEncoder(nn.Module):
         self.act = nn.PReLU()
 
     def forward(self, xw: torch.Tensor, operator: torch.Tensor) -> torch.Tensor:
-        return self.act(torch.sparse.mm(operator, xw) + self.bias)
+        """PReLU(M X W + b) for ``operator`` M: a sparse matrix, a dense N × N one, or a dense ``[G, n, n]`` batch of
+        G graphs' operators (the rows of ``xw`` are then the G graphs' n nodes, one graph after another)."""
+        if operator.layout != torch.strided:
+            return self.act(torch.sparse.mm(operator, xw) + self.bias)
+        if operator.dim() == 3:
+            return self.act(torch.bmm(operator, xw.view(operator.shape[0], operator.shape[2], -1)).flatten(0, 1)
+                            + self.bias)  # fmt: skip
+        return self.act(operator @ xw + self.bias)
 
 
 class MVGRL(nn.Module):
@@ -268,20 +391,25 @@ class MVGRL(nn.Module):
         return F.binary_cross_entropy_with_logits(scores, labels)
 
 
-def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, top_k: int | None = None,
-                     sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE,
-                     epochs: int | None = None, heads: bool = False,
-                     progress: bool = False) -> Trained:  # fmt: skip
-    """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training.
+def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, diffusion: Diffusion | None = None,
+                     sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE, epochs: int | None = None,
+                     heads: bool = False, progress: bool = False) -> Trained:  # fmt: skip
+    """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training, whose
+    ``details`` say how the diffusion was kept (:meth:`Diffusion.describe`).
 
-    ``top_k`` (entries kept per row of S), ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000,
-    quick :data:`QUICK_EPOCHS`) default to the settings above; tests shrink them. ``heads`` adds the paper's
-    projection heads (module docstring). Raises
+    ``diffusion`` is the graph's diffusion view (default: ``Diffusion(data.edge_index, N)``, dense where it fits
+    :data:`DENSE_BYTES`); ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000, quick
+    :data:`QUICK_EPOCHS`) default to the settings above; tests shrink them. ``heads`` adds the paper's projection
+    heads (module docstring); ``progress`` shows the epochs on stderr (:func:`gca.reproduce.training.fit`). Raises
     :class:`gca.train.loop.TrainingError` when the loss is not finite."""
     x, edge_index = seeded_inputs(data, seed, torch.device("cpu"))
     n = x.shape[0]
     adjacency = normalized_adjacency_entries(edge_index, n)
-    diffusion = ppr_top_k(edge_index, n, top_k)
+    if diffusion is None:
+        with step("MVGRL diffusion", progress):
+            diffusion = Diffusion(edge_index, n)
+    elif diffusion.num_nodes != n:
+        raise ValueError(f"the diffusion is of a graph of {diffusion.num_nodes} nodes, the data's of {n}")
     model = MVGRL(x.shape[1], heads=heads).to(device)
     x = x.to(device)
     generator = torch.Generator().manual_seed(seed)
@@ -294,14 +422,15 @@ def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *
             subsets = [torch.randperm(n, generator=generator)[:sample_size].sort().values for _ in range(batch_size)]
         distinct, rows = torch.cat(subsets).unique(return_inverse=True)
         a = induced_batch(adjacency, subsets, n).to(device)
-        s = induced_batch(diffusion, subsets, n).to(device)
+        s = diffusion.batch(subsets, device)
         permutation = torch.randperm(rows.numel(), generator=generator).to(device)
         return m.loss(x[distinct.to(device)], rows.to(device), a, s, len(subsets), permutation)
 
     cap = epochs if epochs is not None else (QUICK_EPOCHS if quick else EPOCHS)
     history = fit("MVGRL", model, loss_of, lr=LR, epochs=cap, patience=PATIENCE, progress=progress)
+    history.details["diffusion"] = diffusion.describe()
     with torch.no_grad():
-        z = model.embed(x, _operator(adjacency, n).to(device), _operator(diffusion, n).to(device))
+        z = model.embed(x, _operator(adjacency, n).to(device), diffusion.whole(device))
     if not torch.isfinite(z).all():
         raise TrainingError("MVGRL's embeddings are not finite")
     return Trained(z.detach().float(), history)

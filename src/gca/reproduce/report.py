@@ -190,6 +190,11 @@ class Reporter:
             if histories[0]["patience"]:
                 kept = "the weights of its lowest loss" + (f" (epoch {histories[0]['kept_epoch']:,})"
                                                            if len(histories) == 1 else "")  # fmt: skip
+            diffusion = histories[0].get("diffusion")
+            if diffusion:  # MVGRL: how its diffusion view was kept
+                kept += (", its diffusion dense and exact" if diffusion["form"] == "dense" else
+                         f", its diffusion sparse, keeping {diffusion['kept_mass']:.3f} of each row's mass on average "
+                         f"({diffusion['entries_per_row']:,.0f} entries a row)")  # fmt: skip
             said.append(f"{cell.label} on {cell.dataset}: {epochs} of at most {histories[0]['max_epochs']:,} epochs "
                         f"({ended}), {kept}")  # fmt: skip
         if not said:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -57,12 +57,15 @@ class TrainingHistory:
         Epochs without a new lowest loss that end training (0: none; the last epoch's weights are kept).
     kept_epoch
         The epoch (from 1) right after whose update the kept weights were taken.
+    details
+        What else the baseline's record says of its training (MVGRL: how its diffusion was kept).
     """
 
     losses: list[float]
     max_epochs: int
     patience: int
     kept_epoch: int
+    details: dict = field(default_factory=dict)
 
     @property
     def epochs_run(self) -> int:
@@ -77,7 +80,7 @@ class TrainingHistory:
         kept = f"lowest loss (after epoch {self.kept_epoch}'s update)" if self.patience else "last epoch"
         return {"epochs_run": self.epochs_run, "max_epochs": self.max_epochs, "patience": self.patience,
                 "stopping_epoch": self.epochs_run if self.stopped_early else None, "kept_weights": kept,
-                "kept_epoch": self.kept_epoch, "losses": list(self.losses)}  # fmt: skip
+                "kept_epoch": self.kept_epoch, **self.details, "losses": list(self.losses)}  # fmt: skip
 
 
 class Trained(NamedTuple):
