@@ -119,6 +119,9 @@ def test_fit_records_its_epochs_stopping_epoch_losses_and_kept_weights():
     record = history.to_dict()
     assert record["stopping_epoch"] == 6 and record["max_epochs"] == 8 and record["kept_epoch"] == 3
     assert "lowest loss" in record["kept_weights"] and len(record["losses"]) == 6
+    # patience running out on the last allowed epoch is early stopping too
+    history = fit("scripted", _Scripted(script), lambda m: m.loss(), lr=0.1, epochs=6, patience=3)
+    assert history.epochs_run == 6 and history.stopped_early and history.to_dict()["stopping_epoch"] == 6
 
     model = _Scripted(script)
     history = fit("scripted", model, lambda m: m.loss(), lr=0.1, epochs=4)  # no patience: every epoch, last weights

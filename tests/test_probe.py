@@ -103,6 +103,25 @@ def test_sparse_bag_of_words_equals_the_dense_path_and_one_split_at_a_time(monke
         np.testing.assert_array_equal(as_sparse[field], np.concatenate([a[field] for a in alone]))
 
 
+def test_splits_of_unequal_training_sizes_keep_their_own_rows_and_weights(monkeypatch):
+    """Padding (dense) and the block boundaries (sparse) depend on each split's size: 10, 37 and 23 training
+    nodes must each give what their split gives alone."""
+    from gca.seeds import run_seeds
+
+    x, y = _bag_of_words(seed=3)
+    order = np.random.default_rng(4).permutation(240)
+    splits = [(order[:10], order[100:140], order[140:]), (order[10:47], order[47:100], order[100:]),
+              (order[200:223], order[:100], order[100:200])]  # fmt: skip
+    as_sparse = adam_probe(x, y, splits, epochs=200)
+    monkeypatch.setattr(probe, "SPARSE_BELOW", -1.0)
+    dense = adam_probe(x, y, splits, epochs=200)
+    alone = [adam_probe(x, y, [split], epochs=200, seed=seed) for split, seed in zip(splits, run_seeds(0, 3),
+                                                                                     strict=True)]  # fmt: skip
+    for field in range(4):
+        np.testing.assert_array_equal(as_sparse[field], dense[field])
+        np.testing.assert_array_equal(as_sparse[field], np.concatenate([a[field] for a in alone]))
+
+
 def test_validation_search_reads_no_test_label():
     x, y = _separable(seed=4)
     splits = random_splits(300, 1, seed=5, labels=y)

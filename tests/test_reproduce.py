@@ -209,6 +209,17 @@ def test_run_key_follows_the_resolved_configuration_and_version(monkeypatch):
     assert run_key(run) != before
 
 
+def test_a_baselines_run_key_names_its_implementation():
+    """A record made before MVGRL's diffusion became dense must not be reused for today's MVGRL row."""
+    from gca.reproduce.baselines import IMPLEMENTATION
+
+    mode = Mode(runs=1, max_epochs=5, grid=(0.5,), grid_runs=1, grid_max_epochs=5, quick=True)
+    (run,) = Planner(mode, ("mvgrl",)).baseline_runs("Karate", "mvgrl")
+    assert dict(run.settings)["diffusion"] == IMPLEMENTATION["mvgrl"]["diffusion"]
+    before = replace(run, settings=tuple((k, v) for k, v in run.settings if k != "diffusion"))
+    assert run_key(before) != run_key(run)
+
+
 def test_table3_has_a_number_on_every_row(tmp_path):
     """Every row of the paper's Table 3 runs (the random-walk rows with gca's own walks and gensim's skip-gram, no
     pyg-lib), each baseline on its quick schedule; GCA capped at 5 epochs, judged by gca's probe on two splits."""

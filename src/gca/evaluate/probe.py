@@ -108,12 +108,10 @@ class _StackedSparseRows:
     ``[S·d, C]``: ``B W`` is ``X[train_s] W_s`` for every s, and ``Bᵀ G`` the gradient of every ``W_s``."""
 
     def __init__(self, x: sp.csr_matrix, train_idx: list[np.ndarray], device: torch.device) -> None:
-        dim = x.shape[1]
         blocks = sp.block_diag([x[t] for t in train_idx], format="csr", dtype=np.float32)
         self.matrix, self.transposed = _torch_csr(blocks).to(device), _torch_csr(blocks.T.tocsr()).to(device)
         self.split_of_row = torch.from_numpy(np.repeat(np.arange(len(train_idx)), [len(t) for t in train_idx]))
         self.split_of_row = self.split_of_row.to(device)
-        self.shape = (len(train_idx), dim)
 
     def logits(self, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         """``[R, C]``: row r's logits under its own split's classifier."""

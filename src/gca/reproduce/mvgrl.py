@@ -22,8 +22,10 @@ of B rows at a time (:func:`ppr_rows`): row v of S is column v of Sᵀ = α Σ_k
 truncated series S_K = α Σ_{k≤K} ((1 − α)Tᵀ)^k E applied to the block's unit vectors E (N × B), one sparse
 product per term — O(N·B) memory, O(K·nnz(T)) time per column. Each row is cut to the fewest of its largest entries
 that hold :data:`KEPT_MASS` = 95 % of its mass (:func:`ppr_by_mass`) before the next block is computed, so no
-N × N tensor ever exists; the kept values are S's own. The run record says which form was used and, for the sparse
-one, the mean fraction of each row's mass kept and the entries kept per row (:meth:`Diffusion.describe`).
+N × N tensor ever exists; the kept values are S's own. At most :data:`MAX_ENTRIES` (2²⁶) entries are kept in
+all, shared evenly by the rows, so memory stays bounded; a row the cap cuts keeps less mass. The run record says
+which form was used and, for the sparse one, the mean fraction of each row's mass kept and the entries kept per row
+(:meth:`Diffusion.describe`).
 
 *Truncation error.* ‖T‖₂ ≤ 1 for the symmetric normalisation of an undirected graph, so every entry of the
 remainder satisfies |S − S_K|_{vu} ≤ ‖S − S_K‖₂ ≤ α Σ_{k>K} (1 − α)^k = (1 − α)^{K+1}: K = ⌈ln ε / ln(1 − α)⌉ − 1
@@ -120,8 +122,12 @@ PPR_BLOCK_BYTES = 128 * 2**20
 #: Computing it holds about three such matrices at once.
 DENSE_BYTES = 2 * 2**30
 #: Above :data:`DENSE_BYTES`, each row of S keeps its fewest largest entries that hold at least this fraction of
-#: the row's mass (:func:`ppr_by_mass`).
+#: the row's mass (:func:`ppr_by_mass`) …
 KEPT_MASS = 0.95
+#: … but no more than this many entries in all (N rows share it evenly: about 1.3 GB of index and value), so that
+#: memory stays bounded on any graph; a row the cap cuts keeps less than :data:`KEPT_MASS`, and the record says
+#: the mass kept on average.
+MAX_ENTRIES = 2**26
 
 Entries = tuple[torch.Tensor, torch.Tensor]  # ([2, E] (row, column) index, [E] values) of a sparse N × N matrix
 
@@ -174,12 +180,13 @@ def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
 
 
 def ppr_by_mass(edge_index: torch.Tensor, num_nodes: int, mass: float = KEPT_MASS, alpha: float = ALPHA,
-                tolerance: float = PPR_TOLERANCE, block: int | None = None,
+                tolerance: float = PPR_TOLERANCE, block: int | None = None, max_entries: int = MAX_ENTRIES,
                 ) -> tuple[Entries, torch.Tensor]:  # fmt: skip
     """The diffusion view cut row by row: each row of S keeps its fewest largest entries whose sum reaches ``mass``
-    of the row's sum (ties at the cut broken by position; ``mass`` ≥ 1 keeps every non-zero entry), as (row,
-    column) entries sorted by row, rows of ``block`` nodes at a time (default :func:`ppr_block`); and the fraction of
-    its mass each row kept (at least ``mass``, within the series' truncation error).
+    of the row's sum (ties at the cut broken by position; ``mass`` ≥ 1 keeps every non-zero entry), at most
+    ``max_entries`` // N of them, as (row, column) entries sorted by row, rows of ``block`` nodes at a time (default
+    :func:`ppr_block`); and the fraction of its mass each row kept. Both sums are the truncated series' (each entry
+    within ``tolerance`` of S's), so a row keeps at least ``mass`` of its computed mass unless the cap cut it.
 
     Parameters
     ----------
@@ -195,7 +202,10 @@ def ppr_by_mass(edge_index: torch.Tensor, num_nodes: int, mass: float = KEPT_MAS
         The bound on every entry's truncation error (:func:`ppr_rows`).
     block
         Rows of S computed at once (default :func:`ppr_block`: the blocks fit :data:`PPR_BLOCK_BYTES`).
+    max_entries
+        The most entries kept in all (default :data:`MAX_ENTRIES`); each row keeps at most this // N.
     """
+    most = max(1, max_entries // max(1, num_nodes))
     index, weight = normalized_adjacency_entries(edge_index, num_nodes)
     # Tᵀ: its column v is T's row v, so the series on Tᵀ gives the rows of S
     transition = _operator((index.flip(0), weight), num_nodes)
@@ -210,7 +220,8 @@ def ppr_by_mass(edge_index: torch.Tensor, num_nodes: int, mass: float = KEPT_MAS
         if mass >= 1:
             count = (ordered > 0).sum(0)
         else:  # the entries before the one that reaches the mass, and that one
-            count = ((running < mass * total).sum(0) + 1).clamp(max=num_nodes)
+            count = (running < mass * total).sum(0) + 1
+        count = count.clamp(max=most)
         keep = (torch.arange(num_nodes).unsqueeze(1) < count) & (ordered > 0)
         kept_mass.append(torch.where(keep, ordered, 0).sum(0) / total.clamp(min=torch.finfo(total.dtype).tiny))
         where = keep.t().nonzero()  # (column j of the block, rank) pairs in row order

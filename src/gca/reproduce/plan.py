@@ -17,7 +17,7 @@ from ..datasets import dataset_display_name
 from ..evaluate.splits import SplitSetting
 from ..seeds import training_seeds
 from ..train.fast import FastChoice
-from .baselines import BASELINES
+from .baselines import BASELINES, IMPLEMENTATION
 
 #: ``gca reproduce --fast``: a dataset's name → the fast path's choice for it and its node count.
 Training = Callable[[str], tuple[FastChoice | None, int]]
@@ -214,8 +214,8 @@ class Planner:
         judged = self.mode.judged()
         if BASELINES[key][1] == "X, A, Y":  # supervised ones judge themselves: only their split matters
             judged.pop("protocol", None)
-        return [Run(dataset, key, seed, _items({"quick": self.mode.quick, **judged}))
-                for seed in training_seeds(0, self.mode.runs)]
+        settings = {"quick": self.mode.quick, **judged, **IMPLEMENTATION.get(key, {})}
+        return [Run(dataset, key, seed, _items(settings)) for seed in training_seeds(0, self.mode.runs)]
 
     def table3(self, dataset: str) -> list[Cell]:
         name = dataset_display_name(dataset)

@@ -188,8 +188,8 @@ class Reporter:
                      f"early stopping ended {stopped} of {len(histories)} runs")  # fmt: skip
             kept = "the last epoch's weights"
             if histories[0]["patience"]:
-                kept = "the weights of its lowest loss" + (f" (epoch {histories[0]['kept_epoch']:,})"
-                                                           if len(histories) == 1 else "")  # fmt: skip
+                kept = "the weights right after the update of its lowest loss's epoch" + (
+                    f" ({histories[0]['kept_epoch']:,})" if len(histories) == 1 else "")  # fmt: skip
             diffusion = histories[0].get("diffusion")
             if diffusion:  # MVGRL: how its diffusion view was kept
                 kept += (", its diffusion dense and exact" if diffusion["form"] == "dense" else

@@ -57,6 +57,9 @@ class TrainingHistory:
         Epochs without a new lowest loss that end training (0: none; the last epoch's weights are kept).
     kept_epoch
         The epoch (from 1) right after whose update the kept weights were taken.
+    stopped_early
+        Whether early stopping ended training (``patience`` epochs without a new lowest loss), also on its last
+        allowed epoch.
     details
         What else the baseline's record says of its training (MVGRL: how its diffusion was kept).
     """
@@ -65,19 +68,16 @@ class TrainingHistory:
     max_epochs: int
     patience: int
     kept_epoch: int
+    stopped_early: bool = False
     details: dict = field(default_factory=dict)
 
     @property
     def epochs_run(self) -> int:
         return len(self.losses)
 
-    @property
-    def stopped_early(self) -> bool:
-        """Whether early stopping ended training before its cap."""
-        return self.epochs_run < self.max_epochs
-
     def to_dict(self) -> dict:
-        kept = f"lowest loss (after epoch {self.kept_epoch}'s update)" if self.patience else "last epoch"
+        kept = f"right after epoch {self.kept_epoch}'s update, the epoch of the lowest loss" if self.patience else \
+            "last epoch"  # fmt: skip
         return {"epochs_run": self.epochs_run, "max_epochs": self.max_epochs, "patience": self.patience,
                 "stopping_epoch": self.epochs_run if self.stopped_early else None, "kept_weights": kept,
                 "kept_epoch": self.kept_epoch, **self.details, "losses": list(self.losses)}  # fmt: skip
@@ -99,7 +99,7 @@ def fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor
     stderr once training has run a few seconds (:func:`gca.progress.phase`: at least a line a minute in a log).
     Returns what it did (:class:`TrainingHistory`)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    best, best_state, waited, kept = float("inf"), None, 0, 0
+    best, best_state, waited, kept, stopped = float("inf"), None, 0, 0, False
     losses: list[float] = []
     with contextlib.closing(phase(epochs, f"{name} training", "epoch", enabled=progress)) as bar:
         for epoch in range(epochs):
@@ -119,8 +119,9 @@ def fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor
             elif patience:
                 waited += 1
                 if waited == patience:
+                    stopped = True
                     break
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
-    return TrainingHistory(losses, epochs, patience, kept if best_state is not None else len(losses))
+    return TrainingHistory(losses, epochs, patience, kept if best_state is not None else len(losses), stopped)
