@@ -91,6 +91,30 @@ def test_a_shortened_row_is_marked_in_the_row_and_not_compared(tmp_path):
     assert "‡" in line and "‡: trained on a shortened schedule" in table
 
 
+def test_a_baseline_that_early_stopping_ended_before_quick_modes_cap_is_not_shortened(tmp_path, monkeypatch):
+    """Stopped early before the cap, the quick run is the full schedule's run epoch for epoch: no ‡; a run that
+    reached the cap is shortened."""
+    from gca.evaluate.classification import evaluate_embeddings
+    from gca.reproduce import baselines
+    from gca.reproduce.training import TrainingHistory
+
+    def trained(stopped: bool):
+        def run(data, splits, seed, quick, device, protocol="sklearn", progress=False):
+            z = torch.rand(data.num_nodes, 4, generator=torch.Generator().manual_seed(0))
+            history = TrainingHistory([1.0] * 40, 100, 20, 20, stopped_early=stopped)
+            return baselines.BaselineResult(evaluate_embeddings(z, data.y, splits, protocol), history)
+
+        return run
+
+    monkeypatch.setitem(baselines.BASELINES, "dgi", (*baselines.BASELINES["dgi"][:2], trained(True)))
+    monkeypatch.setitem(baselines.BASELINES, "gmi", (*baselines.BASELINES["gmi"][:2], trained(False)))
+    capped = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True)
+    _run(tmp_path, capped, baselines=("dgi", "gmi"))
+    rows = {row["method"]: row for row in csv.DictReader((tmp_path / "table3.csv").open())}
+    assert rows["DGI"]["shortened"] == "" and rows["GMI"]["shortened"] == "quick mode's shortened schedule"
+    assert "DGI on Karate: 40 of at most 100 epochs (early stopping ended it)" in (tmp_path / "table3.md").read_text()
+
+
 # 3. What training adds, beside every row; notes made from what ran
 
 
