@@ -298,7 +298,7 @@ class Diffusion:
         """The operator of the subgraphs on ``subsets``: dense, ``[G, n, n]`` (the submatrices of S, as the
         reference slices them); sparse, their block-diagonal matrix (:func:`induced_batch`)."""
         if self.dense:
-            return torch.stack([self.matrix[nodes][:, nodes] for nodes in subsets]).to(device)
+            return torch.stack([self.matrix[nodes.unsqueeze(1), nodes] for nodes in subsets]).to(device)
         return induced_batch(self.entries, subsets, self.num_nodes).to(device)
 
     def whole(self, device: torch.device) -> torch.Tensor:
