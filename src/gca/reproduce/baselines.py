@@ -80,7 +80,8 @@ Baseline = Callable[..., "list[float] | BaselineResult"]
 
 #: The baselines whose schedule ``quick`` shortens: DGI 100 of 300 epochs, GAE and VGAE 100 of 200, DeepWalk 10 of 80
 #: walks per node (also under DeepWalk + features), node2vec's p, q from {0.5, 2}² instead of {0.25, 1, 4}², GMI at
-#: most 60 of 550 epochs (fewer on larger graphs: :func:`gca.reproduce.gmi.quick_epochs`), MVGRL at most 120 of 3,000.
+#: most 60 of 550 epochs (fewer on larger graphs: :func:`gca.reproduce.gmi.quick_epochs`), MVGRL at most 400 of 3,000
+#: (a run that early stopping ends before the cap is not shortened: :meth:`gca.reproduce.report.Reporter.shortened`).
 SHORTENED_IN_QUICK = frozenset({"dgi", "gae", "vgae", "deepwalk", "deepwalk+features", "node2vec", "gmi", "mvgrl"})
 
 
