@@ -138,6 +138,8 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, pro
         Quick mode's schedule: at most 100 epochs instead of 300 (both stop after 20 epochs without a lower loss).
     device
         Where the model trains and the embeddings are computed.
+    progress
+        Show the epochs and the loss on stderr once training has run a few seconds.
     """
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
@@ -208,6 +210,8 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
         Where the model trains and the embeddings are computed.
     variational
         VGAE (the encoder also gives log σ, and the loss adds the KL term divided by N) instead of GAE.
+    progress
+        Show the epochs and the loss on stderr once training has run a few seconds.
     """
     from torch_geometric.nn import GAE, VGAE
 
@@ -362,6 +366,8 @@ def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: to
         Not read: walks and skip-gram run on the CPU (the signature of every baseline).
     protocol
         How each p, q's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`).
+    progress
+        Show each evaluation's progress on stderr once it has run a few seconds.
     """
     seed_everything(seed)
     adjacency = binary_adjacency(data.edge_index, data.num_nodes)
