@@ -66,9 +66,10 @@ all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the aut
 4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
 :func:`gca.reproduce.training.fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
 batch's one graph. An epoch with a dense S costs about 2·4·2,000²·512 multiply-adds in each direction for the
-true and the shuffled nodes (1.2 s on 2 cores of an AMD EPYC Zen 3), so the full 3,000 epochs, where early stopping
-does not end them, take about an hour there whatever the graph's size; on Amazon-Photo and -Computers it ended them
-at epochs 295 and 277. Quick mode caps training at :data:`QUICK_EPOCHS` = 400 epochs (about 8 minutes there): a run
+true and the shuffled nodes, plus the features' products X W (1.2 s on 2 cores of an AMD EPYC Zen 3 on
+Amazon-Computers; 3 s on Coauthor-CS, whose 6,805 feature columns are multiplied dense), so the full 3,000 epochs,
+where early stopping does not end them, take one to three hours there; on Amazon-Photo and -Computers it ended them
+at epochs 295 and 277. Quick mode caps training at :data:`QUICK_EPOCHS` = 400 epochs (8 to 20 minutes there): a run
 that early stopping ends before the cap is the full schedule's run, epoch for epoch, and its row is compared with
 the paper; one that reaches the cap is marked shortened.
 
