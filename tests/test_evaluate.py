@@ -73,3 +73,59 @@ def test_large_training_parts_are_fitted_on_a_bounded_sample():
     assert abs(bounded.mean - full.mean) < 3  # a few hundred nodes suffice for three classes in three dimensions
     again = linear_evaluation(features, labels, splits, max_train=200)
     assert again.accuracies == bounded.accuracies  # the sample is seeded
+
+
+class _ScriptedClassifier:
+    """A stand-in for LogisticRegression whose validation accuracy is a given function of C: it predicts the true
+    class on the first ``round(score(C) · n)`` validation rows and a wrong one on the rest (rows carry their own
+    label in column 0)."""
+
+    score = staticmethod(lambda c: 0.5)
+    fitted: list[float] = []
+
+    def __init__(self, C=1.0, max_iter=100, warm_start=False):
+        self.C = C
+
+    def set_params(self, C):
+        self.C = C
+        return self
+
+    def fit(self, x, y):
+        _ScriptedClassifier.fitted.append(self.C)
+        return self
+
+    def predict(self, x):
+        truth = np.rint(np.asarray(x)[:, 0] * np.sqrt(2)).astype(int)  # the normalised row (y, 1)/‖·‖ gives y back
+        right = int(round(self.score(self.C) * len(truth)))
+        return np.where(np.arange(len(truth)) < right, truth, truth + 1)
+
+
+@pytest.mark.parametrize(
+    ("score", "chosen", "fitted_after_grid", "extended", "at_edge"),
+    [
+        # the best of the grid is its top: 1e5 is better, 1e6 no better → 1e5, searched 1e-2 … 1e6
+        (lambda c: (min(np.log10(c), 5) + 3) / 20, 1e5, [1e5, 1e6], True, False),
+        # better at every step: 1e5, 1e6, 1e7 all tried (three steps), the choice still at the end of the search
+        (lambda c: (np.log10(c) + 3) / 20, 1e7, [1e5, 1e6, 1e7], True, True),
+        # the grid's bottom is best and 1e-3 only ties it: the first tried (1e-2) is kept
+        (lambda c: 1.0 if c <= 1e-2 else 0.2, 1e-2, [1e-3], True, False),
+        # an interior best: no extension
+        (lambda c: 1.0 if c == 1.0 else 0.2, 1.0, [], False, False),
+    ],
+)
+def test_the_c_search_goes_past_an_end_of_the_grid_while_validation_improves(monkeypatch, score, chosen,
+                                                                             fitted_after_grid, extended, at_edge):
+    import gca.evaluate.classification as classification
+
+    monkeypatch.setattr(classification, "LogisticRegression", _ScriptedClassifier)
+    monkeypatch.setattr(_ScriptedClassifier, "score", staticmethod(score))
+    monkeypatch.setattr(_ScriptedClassifier, "fitted", [])
+    labels = np.arange(1000) % 2
+    features = np.stack([labels, np.ones(1000)], axis=1).astype(float)  # ℓ2-normalised: (y, 1)/√(y² + 1)
+    result = linear_evaluation(features, labels, random_splits(1000, num_splits=1, seed=0))
+    assert result.chosen_c == [chosen]
+    assert _ScriptedClassifier.fitted == [*classification.DEFAULT_C_GRID, *fitted_after_grid]
+    assert result.c_extended == [extended] and result.c_at_edge == [at_edge]
+    record = result.to_dict()
+    assert (record["C_extended"], record["C_at_edge"]) == (int(extended), int(at_edge))
+    assert ("C at the end of its search on 1 of 1 splits" in str(result)) is at_edge

@@ -38,6 +38,12 @@ from .splits import PARTS, EvaluationError, Split, index_splits, renumber_classe
 #: Inverse regularisation strengths C = 1/λ searched on the validation split.
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-2, 4, 7))
 
+#: Where the best C is an end of the grid, the search goes on past it a factor of 10 at a time while validation
+#: accuracy strictly improves, at most this many steps: a choice at the grid's edge says only that the optimum lies
+#: beyond it (raw bag-of-words features often want C > 10⁴). A choice still at the end of what was searched is
+#: counted in the record (``C_at_edge``).
+C_GRID_EXTENSIONS = 3
+
 #: Above this many training nodes a split's classifier is fitted on a seeded random sample of this many of them
 #: (test accuracy still counts every test node), and the C grid is walked with warm starts: evaluation then takes
 #: bounded time on graphs of 10^5–10^6 labelled nodes (ogbn-products' official split trains on 196,615).
@@ -70,6 +76,12 @@ class EvaluationResult:
         Micro-F1 (in %) per split; equal to accuracy for one label per node.
     macro_f1
         Macro-F1 (in %) per split: the unweighted mean of the classes' F1.
+    c_extended
+        ``sklearn``: per split, whether the best C of the grid was one of its ends and the search went on past it
+        (:data:`C_GRID_EXTENSIONS`).
+    c_at_edge
+        ``sklearn``: per split, whether the chosen C is an end of every value searched (the optimum may lie
+        further out still).
     """
 
     accuracies: list[float]
@@ -81,6 +93,8 @@ class EvaluationResult:
     last_check: int = 0  # authors: the probe's last check
     micro_f1: list[float] = field(default_factory=list)  # in %; equal to accuracy for one label per node
     macro_f1: list[float] = field(default_factory=list)  # in %; the unweighted mean of the classes' F1
+    c_extended: list[bool] = field(default_factory=list)  # sklearn: the search went past the grid's end
+    c_at_edge: list[bool] = field(default_factory=list)  # sklearn: the choice is an end of what was searched
 
     @property
     def mean(self) -> float:
@@ -105,7 +119,8 @@ class EvaluationResult:
     def to_dict(self) -> dict:
         chosen = {"chosen_epoch": list(self.chosen_epochs), "last_check": self.last_check,
                   "best_at_last_check": self.best_at_last_check, "probe_converged": self.probe_converged,
-                  } if self.protocol == "authors" else {"chosen_C": list(self.chosen_c)}  # fmt: skip
+                  } if self.protocol == "authors" else {"chosen_C": list(self.chosen_c), "C_extended":
+                  sum(self.c_extended), "C_at_edge": sum(self.c_at_edge)}  # fmt: skip
         return {
             "protocol": self.protocol,
             "mean": self.mean,
@@ -119,10 +134,12 @@ class EvaluationResult:
 
     def __str__(self) -> str:
         """``mean ± std % … over N splits``; a single split has no spread to give: ``75.90 % … on 1 split``. A probe
-        that had not converged (:attr:`probe_converged`) is said after it."""
+        that had not converged (:attr:`probe_converged`), or a C chosen at the end of its search, is said after it."""
         unconverged = "" if self.probe_converged else (
             f"; the probe had not converged: its best check was its last on {self.best_at_last_check} of "
             f"{len(self.chosen_epochs)} splits")  # fmt: skip
+        if any(self.c_at_edge):
+            unconverged += f"; C at the end of its search on {sum(self.c_at_edge)} of {len(self.c_at_edge)} splits"
         if len(self.accuracies) == 1:
             f1 = f", macro-F1 {self.macro_f1[0]:.2f}" if self.macro_f1 else ""
             return f"{self.mean:.2f} %{f1} on 1 split ({self.protocol} protocol{unconverged})"
@@ -330,7 +347,8 @@ def linear_evaluation(
         nodes may be in them, and every training part needs two classes.
     c_grid
         The inverse regularisation strengths C = 1/λ tried; the one of best validation accuracy is used on the test
-        nodes (of equal ones, the first tried: in the grid's order, or ascending for a large split).
+        nodes (of equal ones, the first tried: in the grid's order, or ascending for a large split). Where it is
+        the grid's smallest or largest, the search goes on past that end (:data:`C_GRID_EXTENSIONS`).
     max_iter
         The iterations each logistic regression may take.
     max_train
@@ -352,13 +370,15 @@ def linear_evaluation(
     result = EvaluationResult([])
     with contextlib.closing(phase(len(splits), desc, "split", enabled=progress)) as bar:
         for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
-            val_acc, c, clf, fitted_on = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter,
-                                                               max_train)  # fmt: skip
+            val_acc, c, clf, fitted_on, searched = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid,
+                                                                         max_iter, max_train)  # fmt: skip
             predicted = _predict(clf, x, test_idx)
             result.accuracies.append(100.0 * float((predicted == y[test_idx]).mean()))
             result.micro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="micro")))
             result.macro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="macro", zero_division=0)))
             result.chosen_c.append(c)
+            result.c_extended.append(searched[0] < min(c_grid) or searched[-1] > max(c_grid))
+            result.c_at_edge.append(len(searched) > 1 and c in (searched[0], searched[-1]))
             result.val_accuracies.append(100.0 * val_acc)
             result.fitted_on.append(fitted_on)
             bar.update(1)
@@ -421,13 +441,17 @@ def _two_training_classes(y: np.ndarray, train_idx: np.ndarray, number: int) -> 
 
 
 def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, max_train):
-    """(validation accuracy, C, classifier, training nodes fitted on) of the C that does best on ``val_idx``."""
+    """(validation accuracy, C, classifier, training nodes fitted on, every C searched in ascending order) of the C
+    that does best on ``val_idx``: the grid, then, where its best is an end of it, a factor of 10 further out at a
+    time while validation accuracy strictly improves (:data:`C_GRID_EXTENSIONS`)."""
     large = len(train_idx) > max_train
     if large:
         train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)
     best = (-1.0, None, None)
     clf = LogisticRegression(max_iter=max_iter, warm_start=large)
-    for c in sorted(c_grid) if large else c_grid:
+
+    def tried(c: float) -> bool:
+        nonlocal best, clf
         clf = clf.set_params(C=c) if large else LogisticRegression(C=c, max_iter=max_iter)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", category=ConvergenceWarning)
@@ -435,4 +459,17 @@ def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, ma
         val_acc = float((_predict(clf, x, val_idx) == y[val_idx]).mean())
         if val_acc > best[0]:
             best = (val_acc, c, copy.deepcopy(clf) if large else clf)
-    return (*best, len(train_idx))
+            return True
+        return False
+
+    for c in sorted(c_grid) if large else c_grid:
+        tried(c)
+    searched = sorted(c_grid)
+    if len(searched) > 1 and best[1] in (searched[0], searched[-1]):
+        step = 10.0 if best[1] == searched[-1] else 0.1
+        for _ in range(C_GRID_EXTENSIONS):
+            c = best[1] * step
+            searched = sorted([*searched, c])
+            if not tried(c):
+                break
+    return (*best, len(train_idx), searched)
