@@ -18,6 +18,13 @@ def test_train_on_karate_writes_results(tmp_path, capsys):
     assert results["train_seconds"] > 0
     assert len(results["accuracy"]["runs"]) == 3 and 0 <= results["accuracy"]["mean"] <= 100
     assert "raw_features_accuracy" in results
+    propagated = results["propagated_features_accuracy"]
+    assert sorted(propagated) == ["1", "2", "3"] and all(len(r["runs"]) == 3 for r in propagated.values())
+    assert results["propagation"]["width"] == 8  # Karate's 34 one-hot columns projected to the embedding's width
+    versus = results["versus_feature_baselines"]
+    best = max([results["raw_features_accuracy"], *propagated.values()], key=lambda r: r["mean"])
+    assert versus["best_baseline_mean"] == best["mean"] and versus["paired_difference"]["splits"] == 3
+    assert versus["paired_difference"]["mean"] == pytest.approx(results["accuracy"]["mean"] - best["mean"])
     embeddings = np.load(out / "embeddings.npy")
     assert embeddings.shape == (34, 8) and np.isfinite(embeddings).all()
     restored = GCA.load(out / "model.pt", device="cpu")
@@ -26,7 +33,9 @@ def test_train_on_karate_writes_results(tmp_path, capsys):
     again = restored.embed(karate_club()).numpy()
     np.testing.assert_allclose(again, embeddings, atol=1e-5)
     assert not list(out.glob(".*"))  # no temporary files left behind
-    assert "accuracy (GCA, degree)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "accuracy (GCA, degree)" in printed and "accuracy (Â²X):" in printed
+    assert "the best feature baseline" in printed
 
 
 def test_no_eval_and_seed_repeatability(tmp_path):

@@ -115,7 +115,8 @@ def test_every_phase_of_gca_train_shows_its_progress_and_none_under_quiet(tmp_pa
     args = ["train", "--epochs", "3", "--splits", "2", "--eval-raw", "--set", "warmup_steps=0"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
-    assert _phases(err) == {"prepare", "GCA", "embed (2 layers)", "evaluate", "evaluate raw features"}, err
+    assert _phases(err) == {"prepare", "GCA", "embed (2 layers)", "evaluate", "evaluate raw features",
+                            "evaluate Â¹X", "evaluate Â²X", "evaluate Â³X"}, err  # fmt: skip
     assert "prepare: 3/3 steps, done views' probabilities, " in err and "GCA: 3/3 epochs, loss " in err
     assert "embed (2 layers): 68/68 rows, " in err and "evaluate: 2/2 splits, " in err
     record = json.loads((tmp_path / "a" / "results.json").read_text())

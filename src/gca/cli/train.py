@@ -72,7 +72,11 @@ def add_parser(sub) -> None:
     train.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
     train.add_argument("--no-eval", action="store_true", help="skip linear evaluation")
-    train.add_argument("--eval-raw", action="store_true", help="also evaluate raw features with the same protocol")
+    train.add_argument(
+        "--eval-raw", action="store_true", help="also judge the simple baselines on the same splits and protocol: "
+        "the raw features and the features propagated over k = 1, 2, 3 hops (Â^k X, SGC; projected to the "
+        "embedding's width), and say whether GCA beats the best of them",
+    )  # fmt: skip
     train.add_argument(
         "--task", choices=TASKS, default="classify",
         help="what the embeddings are judged by: classify (default: node classification), link (link prediction on "
@@ -94,6 +98,16 @@ def add_parser(sub) -> None:
         "OUT/checkpoint.pt; same settings) if there is one"
     )
     train.add_argument(
+        "--init-from", metavar="MODEL", help="start training from the weights of an earlier run's model.pt (a warm "
+        "start for a nightly retrain on a graph that changed a little; give fewer --epochs); its widths and layers, "
+        "and the graph's feature columns, must be the earlier run's",
+    )  # fmt: skip
+    train.add_argument(
+        "--align-to", metavar="FILE", help="rotate the embeddings onto an earlier run's (its --export file, matched "
+        "by node id, or its embeddings.npy, same nodes in the same order) by orthogonal Procrustes on the shared "
+        "nodes; results.json records the mean per-node cosine before and after",
+    )  # fmt: skip
+    train.add_argument(
         "--log-csv", metavar="FILE", help="write each epoch's loss and learning rate to FILE (CSV; its folder is "
         "made if missing)",
     )  # fmt: skip
@@ -111,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
     overrides = settings(args)
     if args.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
-    if args.task == "link" and (args.checkpoint_every or args.resume or environment.world_size() > 1):
+    if args.task == "link" and (args.checkpoint_every or args.resume or environment.world_size() > 1
+                                or args.init_from or args.align_to):  # fmt: skip
         raise ConfigError("--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
-                          "--resume or torchrun")  # fmt: skip
+                          "--resume, --init-from, --align-to or torchrun")  # fmt: skip
     logged = [flag for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard),
                                        ("--wandb", args.wandb)) if value is not None]  # fmt: skip
     if args.task == "link" and logged:
@@ -123,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
     split_count(args, args.task)
     splits = split_setting(args)
     _check_seeds(args)
+    if args.init_from:  # a missing or damaged model is said before the graph loads
+        from ..train.checkpoint import load_checkpoint
+
+        load_checkpoint(args.init_from)
     from ..outputs.folder import RunOutputs
 
     _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
@@ -204,6 +223,11 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         link = CheckpointLink(loggers, outputs.out, checkpoint)
         if resumed:
             link.resume(resumed["resumed_from"]["sha256"])
+    align_to = None  # read before training: a file that cannot be aligned to is said before the hours it trains
+    if args.align_to and place.writes:
+        from ..run.pipeline import align_target
+
+        align_to = align_target(args.align_to, job.node_ids, job.graph.num_nodes)
     hint = LongRunHint(job.config, job.graph.num_nodes, device=place.device,
                        exact_asked=args.exact) if place.writes else None  # fmt: skip
     series = contextlib.nullcontext()
@@ -220,7 +244,7 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
             plots=plots, plot_title=job.name, on_update=hint,
             on_epoch=link.after_epoch if link is not None else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
-            scratch=None if place.writes else _scratch_folder(),
+            scratch=None if place.writes else _scratch_folder(), init_from=args.init_from, align_to=align_to,
         )  # fmt: skip
         if not place.writes:  # every process trained the same model; rank 0 alone writes it
             return 0
@@ -238,7 +262,9 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
                                                                           logs=pretrainings)  # fmt: skip
             if pretrainings is not None:
                 result.record["logged_to"] = pretrainings.logged_to
-        result.record["provenance"] = command_provenance(args, estimator.device, store, **resumed)
+        started_from = tuple(file_record(p) for p in (args.init_from, args.align_to) if p)
+        result.record["provenance"] = command_provenance(args, estimator.device, store, inputs=started_from,
+                                                         **resumed)  # fmt: skip
         model = {**estimator.state(), "provenance": result.record["provenance"], **_feature_names(job)}
         written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids,
                                     result.plots)  # fmt: skip
@@ -248,8 +274,16 @@ def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_settin
         print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
     if result.clusters is not None:
         print(f"clustering (GCA, {job.config.centrality}): {result.clusters}")
-    if result.raw_evaluation is not None:
-        print(f"accuracy (raw features):  {result.raw_evaluation}")
+    if "alignment" in result.record:
+        moved = result.record["alignment"]
+        print(f"aligned to {moved['to']} on {moved['shared_nodes']:,} shared nodes: mean per-node cosine "
+              f"{moved['cosine_before']:.3f} before, {moved['cosine_after']:.3f} after")
+    if result.baselines is not None:
+        from ..evaluate.feature_baselines import verdict
+
+        for name, evaluation in result.baselines.rows().items():
+            print(f"accuracy ({name}):{' ' * max(1, 15 - len(name))}{evaluation}")
+        print(verdict(result.record["versus_feature_baselines"]))
     print("wrote " + ", ".join(str(p) for p in written))
     if result.record.get("logged_to"):
         print("logged to " + ", ".join(result.record["logged_to"]))
@@ -277,6 +311,7 @@ def _check_seeds(args: argparse.Namespace) -> None:
         raise ConfigError("--seeds K repeats a pretraining to judge its accuracy; it goes with --task classify and "
                           "evaluation (leave out --no-eval)")  # fmt: skip
     taken = [flag for flag, used in (("--checkpoint-every", args.checkpoint_every), ("--resume", args.resume),
+                                     ("--init-from", args.init_from), ("--align-to", args.align_to),
                                      ("torchrun", environment.world_size() > 1)) if used]  # fmt: skip
     if taken:
         raise ConfigError(f"--seeds K trains K times in one process; it takes no {taken[0]} (train one seed with "

@@ -1,6 +1,7 @@
 """Judging frozen embeddings: linear evaluation (:mod:`.classification`, Section 4.1 of Zhu et al., WWW 2021) and the
 authors' probe (:mod:`.probe`) on evaluation splits (:mod:`.splits`), link prediction on edges held out before
-training (:mod:`.linkpred`) and node clustering (:mod:`.clustering`).
+training (:mod:`.linkpred`) and node clustering (:mod:`.clustering`); the simple baselines every embedding is judged
+beside (:mod:`.feature_baselines`) and how far a retrained embedding moved from the previous one (:mod:`.stability`).
 
 Names are imported on first use (PEP 562).
 """
@@ -18,6 +19,8 @@ _EXPORTS = {
     "splits": ("EvaluationError", "SplitSetting", "random_splits", "label_splits", "few_label_splits", "index_splits"),
     "linkpred": ("hold_out_edges", "score_links", "HeldOutEdges", "LinkResult"),
     "clustering": ("cluster_embeddings", "ClusterResult"),
+    "feature_baselines": ("FeatureBaselines", "judge_feature_baselines", "versus_baselines"),
+    "stability": ("Alignment", "AlignmentError", "align_embeddings", "node_cosines", "shared_rows"),
 }
 
 if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
@@ -28,6 +31,9 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .classification import validation_accuracy as validation_accuracy
     from .clustering import ClusterResult as ClusterResult
     from .clustering import cluster_embeddings as cluster_embeddings
+    from .feature_baselines import FeatureBaselines as FeatureBaselines
+    from .feature_baselines import judge_feature_baselines as judge_feature_baselines
+    from .feature_baselines import versus_baselines as versus_baselines
     from .linkpred import HeldOutEdges as HeldOutEdges
     from .linkpred import LinkResult as LinkResult
     from .linkpred import hold_out_edges as hold_out_edges
@@ -40,5 +46,10 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .splits import index_splits as index_splits
     from .splits import label_splits as label_splits
     from .splits import random_splits as random_splits
+    from .stability import Alignment as Alignment
+    from .stability import AlignmentError as AlignmentError
+    from .stability import align_embeddings as align_embeddings
+    from .stability import node_cosines as node_cosines
+    from .stability import shared_rows as shared_rows
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -88,3 +88,49 @@ def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequen
 
 #: Rows written at a time by :func:`export_embeddings`.
 EXPORT_ROWS = 1 << 16
+
+
+def read_embeddings(path: str | Path) -> tuple[list | None, np.ndarray]:
+    """(node ids, embeddings) of a file :func:`export_embeddings` wrote (``node_id, e0, e1, …``; CSV, TSV or Parquet)
+    or of a run's ``embeddings.npy`` (rows in the graph's node order: ids ``None``).
+
+    Parameters
+    ----------
+    path
+        The file; one that is missing, of another suffix or without ``node_id`` and ``e0 …`` columns is an
+        :class:`ExportError`.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise ExportError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
+    if suffix == ".npy":
+        try:
+            values = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise ExportError(f"{path} is not a readable .npy file ({exc})") from None
+        if values.ndim != 2 or values.dtype.kind != "f":
+            raise ExportError(f"{path} holds a {values.dtype} array of shape {values.shape}, not one embedding a row")
+        return None, np.asarray(values, dtype=np.float32)
+    if suffix not in (".csv", ".tsv", ".parquet"):
+        raise ExportError(f"cannot read embeddings from {path.name}: give a .npy, .csv, .tsv or .parquet file")
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    try:
+        if suffix == ".parquet":
+            table = pq.read_table(path)
+        else:
+            table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter="\t" if suffix == ".tsv" else ","))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ExportError(f"{path} cannot be read as a table: {str(exc).splitlines()[0]}") from None
+    columns = [c for c in table.column_names if c != "node_id"]
+    if "node_id" not in table.column_names or not columns or columns != [f"e{i}" for i in range(len(columns))]:
+        raise ExportError(f"{path} is not an embeddings export: it needs the columns node_id, e0, e1, … (as "
+                          "--export writes them)")  # fmt: skip
+    try:
+        values = np.stack([table.column(c).to_numpy() for c in columns], axis=1).astype(np.float32)
+    except (pa.ArrowInvalid, ValueError, TypeError):
+        raise ExportError(f"{path}: its columns e0, e1, … must hold numbers without gaps") from None
+    return table.column("node_id").to_pylist(), values

@@ -10,6 +10,10 @@ training with ``seed``, judged on each of ``splits`` (supervised ones train once
 reproduction marks those rows and does not compare them with the paper.
 
 * ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`).
+* ``propagated-1``, ``-2``, ``-3`` — not in the paper: the features propagated over k hops, Â^k X (SGC; Wu et al.,
+  ICML 2019; :mod:`gca.graph.propagate`), from the row-normalised features projected to the width of GCA's embedding
+  on the dataset (:func:`baseline_options`), judged like every embedding. No training: what a learned embedding has
+  to beat to be worth its cost.
 * ``dgi`` — Deep Graph Infomax (Veličković et al., 2019) with PyTorch Geometric's ``DeepGraphInfomax``: one GCN
   layer of 512 units with PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss, as in DGI's
   reference setting.
@@ -62,6 +66,8 @@ from torch_geometric.data import Data
 
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
+from ..evaluate.feature_baselines import propagated_label
+from ..graph.propagate import PROPAGATION_HOPS
 from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
 from ..train.loop import TrainingError
@@ -111,6 +117,37 @@ def raw_features(data: Data, splits: list[Split], seed: int, quick: bool, device
                  protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol, progress)
+
+
+def _propagated(k: int) -> Baseline:
+    def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device, protocol: str = "sklearn",
+            progress: bool = False, width: int | None = None) -> BaselineResult:  # fmt: skip
+        from ..graph.graph import prepare_graph
+        from ..graph.propagate import propagated_features
+
+        x = propagated_features(prepare_graph(data), (k,), "row", width, seed=0)[k]
+        return _evaluate(x, data, splits, protocol, progress)
+
+    return run
+
+
+def baseline_options(key: str, dataset: str) -> dict[str, int]:
+    """The options a baseline takes besides the shared ones, for ``dataset``: the propagated rows' ``width``, GCA's
+    embedding width there (its shipped setting's ``hidden``). A run's key records them
+    (:meth:`gca.reproduce.plan.Planner.baseline_runs`) and the executor passes them.
+
+    Parameters
+    ----------
+    key
+        A key of :data:`BASELINES`.
+    dataset
+        The dataset's name.
+    """
+    if not key.startswith("propagated-"):
+        return {}
+    from ..config import build_config
+
+    return {"width": build_config(dataset).hidden}
 
 
 class _OneLayerGCN(nn.Module):
@@ -396,6 +433,8 @@ IMPLEMENTATION: dict[str, dict[str, str]] = {
 BASELINES: dict[str, tuple[str, str, Baseline]] = {
     # key: (row label in Table 3, training data, function)
     "raw": ("Raw features", "X", raw_features),
+    **{f"propagated-{k}": (f"{propagated_label(k)} (SGC; not in the paper)", "X, A", _propagated(k))
+       for k in PROPAGATION_HOPS},
     "node2vec": ("node2vec", "A", node2vec),
     "deepwalk": ("DeepWalk", "A", deepwalk),
     "deepwalk+features": ("DeepWalk + features", "X, A", deepwalk_features),

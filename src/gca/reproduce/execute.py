@@ -21,7 +21,7 @@ from ..run.pipeline import run_gca
 from ..train.distributed import resolve_device
 from ..train.estimator import GCA
 from ..train.loop import TrainingError
-from .baselines import BASELINES, BaselineResult, BaselineUnavailable
+from .baselines import BASELINES, BaselineResult, BaselineUnavailable, baseline_options
 from .plan import SECOND_OPINION, Cell, Mode, Run
 from .store import RunStore
 
@@ -216,7 +216,8 @@ class Executor:
             _, _, baseline = BASELINES[run.method]
             try:
                 accuracies = baseline(loaded.data, splits, run.seed, self.mode.quick, resolve_device(self.device),
-                                      protocol=self.mode.protocol, progress=self.progress)  # fmt: skip
+                                      protocol=self.mode.protocol, progress=self.progress,
+                                      **baseline_options(run.method, run.dataset))  # fmt: skip
             except BaselineUnavailable as exc:
                 self.unavailable[run.method] = str(exc)
                 return None

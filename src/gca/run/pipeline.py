@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..augment.prepared import PreparedGraph
 from ..config import planned_updates
 from ..datasets.base import Split
-from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
+from ..evaluate.classification import EvaluationResult, evaluate_embeddings
 from ..evaluate.clustering import ClusterResult, cluster_embeddings
+from ..evaluate.feature_baselines import FeatureBaselines, judge_feature_baselines, versus_baselines
+from ..evaluate.stability import align_embeddings, shared_rows
 from ..loggers import final_metrics, logged_run, where_logged
 from ..train.estimator import GCA
 
@@ -45,6 +48,8 @@ class RunResult:
         The plots drawn.
     clusters
         The clustering of the embeddings; ``None`` when skipped.
+    baselines
+        The raw and propagated features' evaluations on the same splits; ``None`` unless asked for.
     """
     embeddings: torch.Tensor
     evaluation: EvaluationResult | None
@@ -52,6 +57,57 @@ class RunResult:
     record: dict[str, Any]
     plots: list[Path] = field(default_factory=list)
     clusters: ClusterResult | None = None
+    baselines: FeatureBaselines | None = None
+
+
+@dataclass
+class AlignTarget:
+    """Earlier embeddings to rotate a run's embeddings onto (:mod:`gca.evaluate.stability`), matched to the run's
+    graph by node id (:func:`align_target`).
+
+    Parameters
+    ----------
+    embeddings
+        The earlier run's embeddings.
+    new_rows, previous_rows
+        The shared nodes' rows in this graph and in ``embeddings``; ``None`` for both: the same nodes in the same
+        order.
+    source
+        The file they were read from, for the record.
+    """
+
+    embeddings: np.ndarray
+    new_rows: np.ndarray | None
+    previous_rows: np.ndarray | None
+    source: str
+
+
+def align_target(path: str | Path, node_ids: list | None, num_nodes: int) -> AlignTarget:
+    """The embeddings of ``path`` — an ``--export`` file of an earlier run (matched by node id) or its
+    ``embeddings.npy`` (rows in this graph's order) — as an :class:`AlignTarget` for a graph whose row i has id
+    ``node_ids[i]`` (``None``: i).
+
+    Parameters
+    ----------
+    path
+        The earlier run's embeddings file.
+    node_ids
+        This graph's node id per row; ``None`` for 0 … N−1.
+    num_nodes
+        N.
+    """
+    from ..outputs.export import read_embeddings
+
+    ids, values = read_embeddings(path)
+    values = np.array(values, dtype=np.float32)  # a copy: the file may be the one this run replaces
+    if not np.isfinite(values).all():
+        from ..evaluate.stability import AlignmentError
+
+        raise AlignmentError(f"{path} holds values that are not finite; align to a run that finished")
+    if ids is None:
+        return AlignTarget(values, None, None, str(path))
+    new_rows, previous_rows = shared_rows(node_ids if node_ids is not None else range(num_nodes), ids)
+    return AlignTarget(values, new_rows, previous_rows, str(path))
 
 
 def _gpu_peak(device: torch.device) -> dict[str, float]:
@@ -125,6 +181,8 @@ def run_gca(
     embeddings_file: str | Path | None = None,
     scratch: str | Path | None = None,
     on_update: Callable[[int, int | None], None] | None = None,
+    init_from: str | Path | None = None,
+    align_to: AlignTarget | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
     (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
@@ -135,7 +193,7 @@ def run_gca(
     ``record["inference_processes"]`` says how many processes embedded the graph). ``on_update`` is passed to
     :meth:`GCA.fit` too (:class:`gca.progress.LongRunHint`). The evaluations show their progress where the
     estimator's ``progress`` is on and they run a few seconds or more; ``record["eval_seconds"]`` and
-    ``record["raw_eval_seconds"]`` say how long each took.
+    ``record["raw_eval_seconds"]`` (the baselines') say how long each took.
 
     The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters
     (:func:`logged_params`: the config's fields as the run uses them, and ``dataset``) are logged first, the
@@ -157,7 +215,11 @@ def run_gca(
     splits
         The evaluation splits; ``None`` skips evaluation.
     eval_raw
-        Also evaluate the raw features on the same splits (``raw_features_accuracy``).
+        Also judge the simple baselines on the same splits
+        (:func:`gca.evaluate.feature_baselines.judge_feature_baselines`): the raw features
+        (``raw_features_accuracy``) and the propagated features Â^k X, k = 1, 2, 3, projected to the embedding's
+        width (``propagated_features_accuracy``, keyed by k; ``propagation`` says how they were made), and whether
+        the embeddings beat the best of them (``versus_feature_baselines``).
     protocol
         ``"sklearn"`` or ``"authors"``.
     clusters
@@ -176,6 +238,11 @@ def run_gca(
         Where a torchrun process other than the first maps its matrices, as ``GCA.fit`` takes it.
     on_update
         A hook after every update, as ``GCA.fit`` takes it.
+    init_from
+        An earlier model's file to start training from (a warm start), as ``GCA.fit`` takes it.
+    align_to
+        Earlier embeddings (:func:`align_target`) to rotate this run's onto before they are judged and returned
+        (:func:`gca.evaluate.stability.align_embeddings`); ``record["alignment"]`` says how far they moved.
 
     Returns
     -------
@@ -185,7 +252,8 @@ def run_gca(
     with logged_run(estimator.loggers, logged_params(estimator, dataset)):
         result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
                       dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,
-                           embeddings_file=embeddings_file, scratch=scratch, on_update=on_update))  # fmt: skip
+                           embeddings_file=embeddings_file, scratch=scratch, on_update=on_update,
+                           init_from=init_from), align_to)  # fmt: skip
         if estimator.loggers:  # the evaluation's numbers, at the last epoch, before the loggers close
             final = final_metrics(result.record, ("accuracy", "raw_features_accuracy", "clustering"))
             if final:
@@ -198,10 +266,16 @@ def run_gca(
 
 def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Tensor | None,
          splits: list[Split] | None, eval_raw: bool, protocol: str, clusters: int, plots: tuple[Path, Path] | None,
-         plot_title: str, fit: dict[str, Any]) -> RunResult:  # fmt: skip
+         plot_title: str, fit: dict[str, Any], align_to: AlignTarget | None = None) -> RunResult:  # fmt: skip
     """:func:`run_gca`'s training, evaluation and plots (``fit``: the arguments of :meth:`GCA.fit_transform`)."""
     config = estimator.config
     embeddings = estimator.fit_transform(prepared, **fit)
+    alignment = None
+    if align_to is not None and embeddings is not None:  # rotated in place (a mapped file's too), then judged
+        writable = embeddings.numpy().flags.writeable
+        aligned, alignment = align_embeddings(embeddings, align_to.embeddings, align_to.new_rows,
+                                              align_to.previous_rows, out=embeddings.numpy() if writable else None)
+        embeddings = embeddings if writable else torch.from_numpy(aligned)
     record: dict[str, Any] = {
         "dataset": dataset,
         "centrality": config.centrality,
@@ -222,8 +296,9 @@ def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Te
         **(estimator.placement.record() if estimator.placement is not None else {}),
         "config": config.to_dict(),
         "accuracy": None,
+        **({"alignment": {**alignment.to_dict(), "to": align_to.source}} if alignment is not None else {}),
     }
-    evaluation = raw = None
+    evaluation = raw = baselines = None
     if splits is not None and labels is not None:
         start = time.perf_counter()
         # the authors' probe trains on the training device (a GPU runs its 20 classifiers in about a second)
@@ -233,10 +308,14 @@ def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Te
         record["eval_seconds"] = round(time.perf_counter() - start, 3)
         if eval_raw:
             start = time.perf_counter()
-            raw = evaluate_embeddings(raw_feature_input(prepared.graph.raw_features, protocol), labels, splits,
-                                      protocol, device=estimator.device, progress=estimator.progress,
-                                      desc="evaluate raw features")  # fmt: skip
+            baselines = judge_feature_baselines(prepared.graph, labels, splits, protocol, config.feature_norm,
+                                                width=int(embeddings.shape[1]), device=estimator.device,
+                                                progress=estimator.progress)  # fmt: skip
+            raw = baselines.raw
             record["raw_features_accuracy"] = raw.to_dict()
+            record["propagated_features_accuracy"] = {str(k): r.to_dict() for k, r in baselines.propagated.items()}
+            record["propagation"] = baselines.propagation()
+            record["versus_feature_baselines"] = versus_baselines(evaluation, baselines)
             record["raw_eval_seconds"] = round(time.perf_counter() - start, 3)
     grouped = None
     if clusters and labels is not None:
@@ -252,4 +331,4 @@ def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Te
         if labels is not None and len(embeddings) >= MIN_TSNE_NODES:
             tsne_map(embeddings, labels, tsne_path, f"{plot_title}: t-SNE of GCA embeddings", config.seed)
             written.append(Path(tsne_path))
-    return RunResult(embeddings, evaluation, raw, record, written, grouped)
+    return RunResult(embeddings, evaluation, raw, record, written, grouped, baselines)

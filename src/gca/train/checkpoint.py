@@ -466,12 +466,11 @@ def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, 
     generator
         The training generator.
     """
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    found = {k: tuple(v.shape) for k, v in state["model"].items()}
-    for name in sorted(set(expected) | set(found)):
-        if expected.get(name) != found.get(name):
-            raise CheckpointError(f"cannot resume from {path}: this run's model needs {name} of shape "
-                                  f"{expected.get(name)}, the file holds {found.get(name)}")  # fmt: skip
+    mismatch = _weight_mismatch(model, state["model"])
+    if mismatch is not None:
+        name, expected, found = mismatch
+        raise CheckpointError(f"cannot resume from {path}: this run's model needs {name} of shape {expected}, the file "
+                              f"holds {found}")  # fmt: skip
     saved, current = state["optimizer"], optimizer.state_dict()
     shape = [len(g["params"]) for g in saved["param_groups"]]
     if shape != [len(g["params"]) for g in current["param_groups"]]:
@@ -501,6 +500,45 @@ def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, 
         for device, value in enumerate(cuda):
             if value.shape != torch.cuda.get_rng_state(device).shape:
                 raise CheckpointError(f"cannot resume from {path}: its 'rng.cuda[{device}]' is not a GPU generator's")
+
+
+def load_initial_weights(path: str | Path, model: torch.nn.Module, in_channels: int) -> dict[str, Any]:
+    """Start ``model`` from the weights of an earlier model (``model.pt`` or a training checkpoint): a warm start,
+    for retraining on a graph that changed a little. Only the weights are taken; the optimiser, the generators and
+    the epochs start afresh. Returns the file's checked state.
+
+    Parameters
+    ----------
+    path
+        The earlier model's file; a damaged or foreign one is a :class:`CheckpointError`.
+    model
+        The model about to be trained (its weights are replaced).
+    in_channels
+        The graph's feature width: the file's must equal it.
+    """
+    state = load_checkpoint(path)
+    if int(state["in_channels"]) != in_channels:
+        raise CheckpointError(f"cannot start from {path}: its model was trained on {state['in_channels']} feature "
+                              f"columns, this graph has {in_channels}")  # fmt: skip
+    mismatch = _weight_mismatch(model, state["model"])
+    if mismatch is not None:
+        name, expected, found = mismatch
+        raise CheckpointError(f"cannot start from {path}: this model needs {name} of shape {expected}, the file holds "
+                              f"{found} — train with the earlier model's settings (its encoder, widths and "
+                              "layers)")  # fmt: skip
+    model.load_state_dict(state["model"])
+    return state
+
+
+def _weight_mismatch(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> tuple[str, Any, Any] | None:
+    """(name, shape the model needs, shape ``weights`` holds; ``None`` for a missing one) of the first weight, by
+    name, that does not fit ``model``; ``None`` when all fit."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in weights.items()}
+    for name in sorted(set(expected) | set(found)):
+        if expected.get(name) != found.get(name):
+            return name, expected.get(name), found.get(name)
+    return None
 
 
 def _plain(value: Any) -> Any:

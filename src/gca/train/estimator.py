@@ -50,7 +50,14 @@ from ..objective.collapse import CollapseWatch, likely_cause
 from ..progress import phase
 from ..provenance import fit_record, utc_now
 from .batches import BatchSource, batch_source
-from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, model_state, save_checkpoint
+from .checkpoint import (
+    CheckpointError,
+    TrainingCheckpoints,
+    load_checkpoint,
+    load_initial_weights,
+    model_state,
+    save_checkpoint,
+)
 from .compiled import CompiledParts
 from .distributed import Placement, resolve_device
 from .loop import (
@@ -552,8 +559,8 @@ class GCA:
     def fit(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, *, directed: bool | None = None,
             checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
             on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None,
-            scratch: str | Path | None = None, on_update: Callable[[int, int | None], None] | None = None
-            ) -> GCA:  # fmt: skip
+            scratch: str | Path | None = None, on_update: Callable[[int, int | None], None] | None = None,
+            init_from: str | Path | None = None) -> GCA:  # fmt: skip
         """Train on the graph ``X``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         scikit-learn's signature: ``y`` is accepted and ignored (the training is self-supervised: no label is
@@ -615,6 +622,11 @@ class GCA:
             made keeps them in memory); ``None``: in memory.
         on_update
             A hook ``on_update(update, updates)`` called after every update; ``None`` for none.
+        init_from
+            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) whose weights training starts from
+            instead of fresh ones — a warm start for retraining on a graph that changed a little, with fewer epochs
+            (its settings' widths and layers, and the graph's feature width, must be the earlier model's; the
+            optimiser and the schedule start afresh). A checkpoint that ``resume`` continues from wins over it.
 
         Returns
         -------
@@ -628,14 +640,14 @@ class GCA:
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
         memory = self._memory_for(X, {"checkpoint": checkpoint, "resume": resume, "on_epoch": on_epoch,
                                       "on_update": on_update, "embeddings_file": embeddings_file,
-                                      "scratch": scratch})  # fmt: skip
+                                      "scratch": scratch, "init_from": init_from})  # fmt: skip
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         self.feature_names_in_ = _feature_names(data, self.prepared.graph.num_features)
         self._directed = directed
         self.from_memory_ = False
         if memory is None:
-            return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update)
+            return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)
         graph = self.prepared.graph
         fingerprint = graph.fingerprint()
         key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
@@ -686,7 +698,8 @@ class GCA:
 
     def _train(self, saves: TrainingCheckpoints, started: str, on_epoch: Callable[..., None] | None,
                embeddings_file: str | Path | None, scratch: str | Path | None,
-               on_update: Callable[[int, int | None], None] | None) -> GCA:  # fmt: skip
+               on_update: Callable[[int, int | None], None] | None, init_from: str | Path | None = None
+               ) -> GCA:  # fmt: skip
         """:meth:`fit`'s training of the prepared graph (``self.prepared``), and its final embeddings."""
         cfg = self.config
         graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
@@ -696,6 +709,8 @@ class GCA:
         share = place.objective_share(cfg.batch_size)
         encoder, objective = _fresh(self._initial_encoder), _fresh(self._initial_objective)
         self.model = model = _model(self.in_channels, cfg, objective, share, encoder, graph, self.device)
+        if init_from is not None:
+            load_initial_weights(init_from, model, self.in_channels)
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         place.attach(optimizer, cfg.batch_size)
         generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
