@@ -172,7 +172,7 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
     """Random multigraphs with loops, repeats and both directions listed, in blocks of 1 to 19 entries (rows
     longer than a block, empty rows, a block ending inside a row): the same edges in the same order, int32, and
     the same count of repeated ordered pairs as before."""
-    from gca.datasets import base
+    from gca.graph import edges as base
 
     rng = np.random.default_rng(0)
     for case in range(200):

@@ -10,3 +10,8 @@ from __future__ import annotations
 
 class UserError(Exception):
     """A problem with the user's input, settings or environment; ``str(error)`` is one line meant for them."""
+
+
+class DatasetError(UserError, RuntimeError):
+    """A dataset cannot be found or read; the message is one line meant for the user (:mod:`gca.datasets`, and the
+    edge lists :mod:`gca.graph.edges` builds from a file's)."""

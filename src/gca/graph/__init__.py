@@ -1,6 +1,6 @@
-"""Graphs as training uses them: the checked graph (:mod:`.graph`), its sparse operators (:mod:`.sparse`) and
-feature forms (:mod:`.features`), neighbourhood sampling for mini-batches (:mod:`.sampling`) and random walks for the
-DeepWalk and node2vec baselines (:mod:`.walks`).
+"""Graphs as training uses them: the checked graph (:mod:`.graph`), the edge lists built from a file's listed edges
+(:mod:`.edges`), its sparse operators (:mod:`.sparse`) and feature forms (:mod:`.features`), neighbourhood sampling
+for mini-batches (:mod:`.sampling`) and random walks for the DeepWalk and node2vec baselines (:mod:`.walks`).
 
 Names are imported on first use (PEP 562).
 """

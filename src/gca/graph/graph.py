@@ -13,7 +13,7 @@ D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
   ``scipy.sparse`` and PyTorch Geometric's ``coalesce`` do; the merge is reported in ``Graph.warnings``;
 * a graph declared undirected (``directed=False``) whose edges are listed one way — each once, as many files and
   pipelines without ``to_undirected`` give them — is mirrored: each edge without its reverse gets it, carrying the
-  same weight and features (:func:`gca.datasets.base.undirected_edges`, as the file loaders build edge lists), so
+  same weight and features (:func:`gca.graph.edges.undirected_edges`, as the file loaders build edge lists), so
   the views and the final operator see the same undirected graph; a repeat is then the same ordered pair listed
   again. ``directed=None`` mirrors nothing: it calls a graph undirected only when every edge has its reverse;
 * on an undirected graph both directions of an edge must carry the **same** weight and features after merging:
@@ -38,6 +38,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce
 
 from ..errors import UserError
+from .edges import undirected_edges
 from .features import ROW_BLOCK, Features, feature_forms, nonzero_columns
 from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype, known_symmetric, remember_symmetric
 
@@ -384,11 +385,9 @@ def _mirrored(edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tenso
               ) -> tuple[torch.Tensor, list[torch.Tensor]]:  # fmt: skip
     """Both directions of every edge of a coalesced, loop-free ``edge_index`` declared undirected whose edges are
     listed one way (some or all), built as the file loaders build theirs
-    (:func:`gca.datasets.base.undirected_edges`: sorted by source, then target; int32 below 2³¹ nodes); each of
+    (:func:`gca.graph.edges.undirected_edges`: sorted by source, then target; int32 below 2³¹ nodes); each of
     ``values`` ([E, …], a row per edge) follows: an edge listed keeps its own row, a reverse added takes the row of
     the edge it mirrors. An edge listed both ways keeps both rows (their equality is checked afterwards)."""
-    from ..datasets.base import undirected_edges  # the loaders' builder; imported here, as gca.datasets is large
-
     pairs = edge_index.numpy()
     both = undirected_edges(lambda: [(pairs[0], pairs[1])], num_nodes, pairs.shape[1]).edge_index
     if not values:
