@@ -16,12 +16,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
+from .version import __version__ as __version__
 
 # A library configures no logging of its own: records under "gca" go nowhere until the application adds a handler
 # (the logging HOWTO's rule for libraries; gca.loggers says what is logged).
 logging.getLogger("gca").addHandler(logging.NullHandler())
-
-__version__ = "0.3.0"
 
 _EXPORTS = {
     "train.estimator": ("GCA",),

@@ -39,8 +39,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .io import file_identity, hash_files
+from .version import __version__
 
 #: (module, distribution, key in ``versions``) of every library recorded; the last one only where installed.
 _LIBRARIES = (

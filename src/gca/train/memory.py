@@ -64,11 +64,11 @@ from typing import Any
 import scipy.sparse as sp
 import torch
 
-from .. import __version__
 from ..config import ConfigError
 from ..errors import UserError
 from ..graph.graph import Graph
 from ..io import atomic_write
+from ..version import __version__
 
 #: The format marker of a kept model's file.
 FIT_FORMAT = "gca-fit-1"
