@@ -641,6 +641,26 @@ def normalized_adjacency(
     return SparseMatrix(matrix, transpose, symmetric=symmetric)
 
 
+def normalized_adjacency_entries(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unweighted operator of :func:`normalized_adjacency`, D̂^{-1/2}(A + I)D̂^{-1/2}, as its entries: a
+    ``[2, E + N]`` (row, column) index — row v holds v's in-neighbours u (edges u → v), then one entry per node
+    for its self-loop — and the float32 values. A self-loop listed in ``edge_index`` is dropped (each node has the
+    one of I, weight 1); a repeated edge counts as often as it is listed; edge weights are not read. The entries
+    and their order are PyTorch Geometric's ``gcn_norm(..., add_self_loops=True)``, transposed.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v.
+    num_nodes
+        N.
+    """
+    edge_index = edge_index.as_subclass(torch.Tensor).long()
+    edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+    source, target, values = _normalized_entries(edge_index, num_nodes)
+    return torch.stack([target, source]), values
+
+
 def _normalized_entries(
     edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -78,7 +78,7 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..graph.features import normalize_rows
-from ..graph.sparse import SparseMatrix
+from ..graph.sparse import SparseMatrix, binary_adjacency, normalized_adjacency_entries
 from .training import Trained, fit
 
 #: Loss weights α (I(h_i; x_i)), β (I(h_i; neighbours' x_j)), γ (reconstruction), and negatives per node: the
@@ -120,20 +120,17 @@ def _csr_tensor(m: sp.csr_matrix, device: torch.device) -> torch.Tensor:
 
 
 def _adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
-    """The binary adjacency of ``edge_index`` (duplicates merged), self-loops removed."""
-    row, col = edge_index.cpu().numpy()
-    a = sp.csr_matrix((np.ones(row.size, np.float32), (row, col)), shape=(num_nodes, num_nodes))
-    a.data[:] = 1.0
-    a.setdiag(0)
-    a.eliminate_zeros()
-    return a
+    """The binary adjacency of ``edge_index`` (duplicates merged), self-loops removed, float32."""
+    return binary_adjacency(edge_index, num_nodes).astype(np.float32)
 
 
 def gcn_propagation(a: sp.csr_matrix) -> sp.csr_matrix:
-    """Â = D^−½ (A + I) D^−½ with D the degrees of A + I (Kipf & Welling, 2017)."""
-    a_hat = (a + sp.identity(a.shape[0], dtype=np.float32, format="csr")).tocsr()
-    d = np.asarray(a_hat.sum(axis=1)).ravel() ** -0.5
-    return sp.diags(d) @ a_hat @ sp.diags(d)
+    """Â = D^−½ (A + I) D^−½ with D the degrees of A + I (Kipf & Welling, 2017): gca's operator
+    (:func:`gca.graph.sparse.normalized_adjacency_entries`) of the edges j → i for every a_ij = 1, so that row i
+    sums over the columns of A's row i."""
+    coo = a.tocoo()
+    (row, col), value = normalized_adjacency_entries(torch.from_numpy(np.stack([coo.col, coo.row])), a.shape[0])
+    return sp.csr_matrix((value.numpy(), (row.numpy(), col.numpy())), shape=a.shape)
 
 
 def neighbour_mean(a: sp.csr_matrix) -> sp.csr_matrix:

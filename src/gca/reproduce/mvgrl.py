@@ -2,8 +2,9 @@
 baseline: its personalised-PageRank diffusion dense and exact as the authors' code keeps it where it fits a stated
 memory budget, else sparse with a stated fraction of every row's mass.
 
-**Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}; the
-diffusion view is personalised PageRank with teleport probability α = 0.2 (paper §4, experimental setup),
+**Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}
+(gca's: :func:`gca.graph.sparse.normalized_adjacency_entries`); the diffusion view is personalised PageRank with
+teleport probability α = 0.2 (paper §4, experimental setup),
 
     S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
 
@@ -102,6 +103,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
+from ..graph.sparse import normalized_adjacency_entries
 from ..progress import step
 from ..train.loop import TrainingError
 from .training import Trained, fit, seeded_inputs
@@ -133,15 +135,6 @@ KEPT_MASS = 0.95
 MAX_ENTRIES = 2**26
 
 Entries = tuple[torch.Tensor, torch.Tensor]  # ([2, E] (row, column) index, [E] values) of a sparse N × N matrix
-
-
-def normalized_adjacency_entries(edge_index: torch.Tensor, num_nodes: int) -> Entries:
-    """Â = D̃^{-1/2}(A + I)D̃^{-1/2} as (row, column) entries, row v holding v's in-neighbours u (edges u → v) and v
-    itself, as GCN aggregates. Self-loops already in the graph are kept once, with weight 1."""
-    from torch_geometric.nn.conv.gcn_conv import gcn_norm
-
-    index, weight = gcn_norm(edge_index.long(), None, num_nodes, add_self_loops=True)
-    return torch.stack([index[1], index[0]]), weight.float()
 
 
 def series_terms(alpha: float, tolerance: float) -> int:
