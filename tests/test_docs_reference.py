@@ -181,7 +181,7 @@ USER_FACING = {
                      "CheckpointLink.resume", "CheckpointLink.after_epoch"],
     "gca.outputs.folder": ["RunOutputs"],
     "gca.outputs.export": ["export_embeddings"],
-    "gca.progress": ["LongRunHint"],
+    "gca.train.fast": ["LongRunHint"],
 }  # fmt: skip
 
 

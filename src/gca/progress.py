@@ -1,5 +1,4 @@
-"""Progress reports: a live bar on a terminal, a plain line now and then in a log file, and one warning when a
-run will be long.
+"""Progress reports: a live bar on a terminal and a plain line now and then in a log file.
 
 tqdm's bar redraws itself with carriage returns, which is right on a terminal and hundreds of lines of noise in a
 batch job's log or CI output. :class:`Progress` uses the bar when stderr is a terminal and otherwise prints one
@@ -8,10 +7,10 @@ with the seconds spent and, before the end, an estimate of the time left. :func:
 phase that is usually short (preparing a graph, evaluating, embedding): nothing shows unless it has run for
 :data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results; :func:`step` does the same for
 a phase whose work is not counted (building an edge list, storing a prepared graph): one line once it has run
-:data:`PHASE_DELAY` seconds, one at its end. :class:`LongRunHint` (an
-``on_update`` hook of :meth:`gca.GCA.fit`) projects the run's time from its first updates. :func:`to_stderr`
-(:func:`gca.terminal.say`, each line in one write) is the line writer the library's long jobs (``gca tune``'s
-search, ``gca reproduce``) report through by default.
+:data:`PHASE_DELAY` seconds, one at its end. :func:`print_above_progress` writes a warning above a bar (the
+long-run warning, :class:`gca.train.fast.LongRunHint`, does). :func:`to_stderr` (:func:`gca.terminal.say`, each
+line in one write) is the line writer the library's long jobs (``gca tune``'s search, ``gca reproduce``) report
+through by default.
 """
 
 from __future__ import annotations
@@ -172,7 +171,7 @@ def step(desc: str, enabled: bool = True, *, delay: float | None = None, clock: 
     if not enabled:
         yield
         return
-    write = emit or _print_above_progress
+    write = emit or print_above_progress
     said: list[bool | None] = [False]  # the first line said; None once the step ended
     start, lock = clock(), threading.Lock()
 
@@ -225,83 +224,22 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
-#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
-LONG_RUN_SECONDS = 3600.0
-
-
-class LongRunHint:
-    """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
-    or fewer where they took :attr:`FIRST_SECONDS` already (one update of exact training on a large graph) — if
-    the rest of the run would take over ``limit`` seconds, one warning line saying how long and what shortens it:
-    ``--fast`` (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
-    sees it within seconds instead of after an epoch or hours; training goes on unchanged.
+def print_above_progress(line: str) -> None:
+    """Write ``line`` to stderr above a progress bar that is showing.
 
     Parameters
     ----------
-    config
-        The run's configuration (its ``epochs``, ``batch_size`` and ``steps_per_epoch``).
-    num_nodes
-        The graph's nodes.
-    limit
-        Warn when the remaining updates would take longer than this many seconds.
-    clock
-        The clock the first updates are timed with (from the hook's making).
-    emit
-        Where the warning line goes; ``None`` for stderr, above a progress bar.
-    device
-        The device training runs on: exact training is told of ``--fast`` where the fast path would choose
-        mini-batches there (:func:`gca.train.fast.fast_choice`).
-    exact_asked
-        The run trains exactly because ``--exact`` asked for it (the warning then says what dropping it does).
+    line
+        One line, without its newline.
     """
-
-    #: Updates timed before the projection, at most.
-    FIRST_UPDATES = 3
-    #: Seconds of updates that are enough to project from, whatever their number.
-    FIRST_SECONDS = 2.0
-
-    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
-                 emit=None, device: Any = "cpu", exact_asked: bool = False) -> None:  # fmt: skip
-        self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
-        self.emit = emit or _print_above_progress
-        self.device, self.exact_asked = device, exact_asked
-        self.start = clock()
-        self.timed = 0  # updates this process made so far
-        self.done = False
-
-    def __call__(self, update: int, updates: int | None) -> None:
-        """After update ``update`` (counted from 1 over the run, on from a resumed checkpoint's) of ``updates``."""
-        if self.done or not updates:
-            return
-        self.timed += 1
-        spent = self.clock() - self.start
-        if self.timed < self.FIRST_UPDATES and spent < self.FIRST_SECONDS and update < updates:
-            return
-        self.done = True
-        left = updates - update
-        remaining = spent / self.timed * left
-        if remaining <= self.limit:
-            return
-        config, n = self.config, self.num_nodes
-        what = "epoch" if not config.batch_size else "update"
-        first = f"the first {what}" if self.timed == 1 else f"the first {self.timed} {what}s"
-        head = f"{first} took {spent:,.1f} s, so the other {left:,} {what}s need about {duration(remaining)}"
-        if not config.batch_size:
-            from .train.fast import fast_choice
-
-            if fast_choice(n, self.device).mini_batch:
-                advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
-                          "for a graph this large mini-batches are far cheaper: --fast "
-                          f"{'instead of --exact ' if self.exact_asked else ''}trains in mini-batches of 1,024 "
-                          "anchors, as many updates (README: Large graphs)")  # fmt: skip
-            else:
-                advice = "lower --epochs, or train on a GPU (--device cuda)"
-        else:
-            steps = config.steps_per_epoch or -(-n // config.batch_size)
-            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
-                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
-        self.emit(f"gca: warning: {head}; {advice}")
-
-
-def _print_above_progress(line: str) -> None:
     tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.terminal)
+
+
+def __getattr__(name: str):
+    """``gca.progress.LongRunHint``: the long-run warning lives in :mod:`gca.train.fast`, beside the fast path whose
+    flags its advice names; imported on first use, so that this module imports nothing of training."""
+    if name == "LongRunHint":
+        from .train.fast import LongRunHint
+
+        return LongRunHint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

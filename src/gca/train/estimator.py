@@ -590,7 +590,7 @@ class GCA:
         epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         ``on_update(update, updates)`` runs after every update with the updates made so far (counted from 1, on
-        from a resumed checkpoint's) and those the run plans (:class:`gca.progress.LongRunHint` projects the run's
+        from a resumed checkpoint's) and those the run plans (:class:`gca.train.fast.LongRunHint` projects the run's
         time from the first ones).
 
         Parameters

@@ -26,20 +26,24 @@ file) are theirs: the fast path fills in only what they left unset, and says whi
 schedule would be long — estimated, not timed: :func:`default_choice` multiplies a cost model of one exact update
 (:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants measured by
 ``benchmarks/exact_cost.py``) by the setting's updates, and chooses mini-batches over
-:data:`EXACT_BOUND_SECONDS`.
+:data:`EXACT_BOUND_SECONDS`. Once a run has started, :class:`LongRunHint` projects its time from the first updates
+and, past :data:`LONG_RUN_SECONDS`, says once which of these flags shortens it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from ..config import GCAConfig, mini_batch_epochs
 from ..graph.features import SPARSE_FEATURE_DENSITY
 from ..objective.blocked import CPU_KEEP_BYTES
+from ..progress import duration, print_above_progress
 
 #: Anchors per mini-batch update: the batch measured on the paper's graphs (the measurements above).
 FAST_BATCH_SIZE = 1024
@@ -205,7 +209,7 @@ CPU_EXACT_FIXED = 0.0
 #: ``python benchmarks/exact_cost.py --two-threads``). The estimate is of two such cores.
 CPU_TWO_CORE_SPEEDUP = 1.7
 #: ``gca train`` on a CPU trains in mini-batches by default where the paper's exact schedule is estimated to take
-#: longer than this many seconds — the time past which the long-run warning (:class:`gca.progress.LongRunHint`)
+#: longer than this many seconds — the time past which the long-run warning (:class:`LongRunHint`)
 #: would tell the user to shorten the run.
 EXACT_BOUND_SECONDS = 3600.0
 
@@ -353,3 +357,81 @@ def _hours(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds:.0f} s"
+
+
+# --- the long-run warning of gca train ------------------------------------------------------------------------------
+
+#: Projected training time above which ``gca train`` says, once, how to make the run shorter.
+LONG_RUN_SECONDS = 3600.0
+
+
+class LongRunHint:
+    """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
+    or fewer where they took :attr:`FIRST_SECONDS` already (one update of exact training on a large graph) — if
+    the rest of the run would take over ``limit`` seconds, one warning line saying how long and what shortens it:
+    ``--fast`` (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
+    sees it within seconds instead of after an epoch or hours; training goes on unchanged.
+
+    Parameters
+    ----------
+    config
+        The run's configuration (its ``epochs``, ``batch_size`` and ``steps_per_epoch``).
+    num_nodes
+        The graph's nodes.
+    limit
+        Warn when the remaining updates would take longer than this many seconds.
+    clock
+        The clock the first updates are timed with (from the hook's making).
+    emit
+        Where the warning line goes; ``None`` for stderr, above a progress bar.
+    device
+        The device training runs on: exact training is told of ``--fast`` where the fast path would choose
+        mini-batches there (:func:`fast_choice`).
+    exact_asked
+        The run trains exactly because ``--exact`` asked for it (the warning then says what dropping it does).
+    """
+
+    #: Updates timed before the projection, at most.
+    FIRST_UPDATES = 3
+    #: Seconds of updates that are enough to project from, whatever their number.
+    FIRST_SECONDS = 2.0
+
+    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
+                 emit=None, device: Any = "cpu", exact_asked: bool = False) -> None:  # fmt: skip
+        self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
+        self.emit = emit or print_above_progress
+        self.device, self.exact_asked = device, exact_asked
+        self.start = clock()
+        self.timed = 0  # updates this process made so far
+        self.done = False
+
+    def __call__(self, update: int, updates: int | None) -> None:
+        """After update ``update`` (counted from 1 over the run, on from a resumed checkpoint's) of ``updates``."""
+        if self.done or not updates:
+            return
+        self.timed += 1
+        spent = self.clock() - self.start
+        if self.timed < self.FIRST_UPDATES and spent < self.FIRST_SECONDS and update < updates:
+            return
+        self.done = True
+        left = updates - update
+        remaining = spent / self.timed * left
+        if remaining <= self.limit:
+            return
+        config, n = self.config, self.num_nodes
+        what = "epoch" if not config.batch_size else "update"
+        first = f"the first {what}" if self.timed == 1 else f"the first {self.timed} {what}s"
+        head = f"{first} took {spent:,.1f} s, so the other {left:,} {what}s need about {duration(remaining)}"
+        if not config.batch_size:
+            if fast_choice(n, self.device).mini_batch:
+                instead = "instead of --exact " if self.exact_asked else ""
+                advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
+                          f"for a graph this large mini-batches are far cheaper: --fast {instead}trains in "
+                          f"mini-batches of {FAST_BATCH_SIZE:,} anchors, as many updates (README: Large graphs)")
+            else:
+                advice = "lower --epochs, or train on a GPU (--device cuda)"
+        else:
+            steps = config.steps_per_epoch or -(-n // config.batch_size)
+            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
+                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
+        self.emit(f"gca: warning: {head}; {advice}")

@@ -156,7 +156,7 @@ def train(
     loggers
         Metric loggers (:mod:`gca.loggers`).
     on_update
-        ``on_update(update, updates)`` after every update (:class:`gca.progress.LongRunHint`); ``None`` for nothing.
+        ``on_update(update, updates)`` after every update (:class:`gca.train.fast.LongRunHint`); ``None`` for nothing.
     precision
         What each update's forward pass computes in (:func:`train_step`).
     compiled
