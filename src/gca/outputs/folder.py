@@ -27,9 +27,9 @@ one commits). Rules for the in-progress file:
   (it holds nothing ``checkpoint.pt`` does not); an in-progress file with the progress of a failed or killed run
   stays, for ``--resume``.
 
-One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``flock``, released by the operating
-system when the process ends, however it ends) from the moment it is made; a second run on the same folder is
-refused with one line, and only the holder removes staging folders left by a killed run.
+One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``filelock``'s ``flock`` on Unix,
+released by the operating system when the process ends, however it ends) from the moment it is made; a second run
+on the same folder is refused with one line, and only the holder removes staging folders left by a killed run.
 """
 
 from __future__ import annotations
@@ -42,13 +42,16 @@ import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import UserError
 from ..io import atomic_write, json_bytes
 from .export import export_embeddings
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
 RUN_FILES = ("embeddings.npy", "model.pt", "checkpoint.pt", "loss.png", "tsne.png", "results.json")
@@ -438,13 +441,13 @@ class RunOutputs:
             raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
 
 
-def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] | None:
-    """Hold an exclusive lock on ``folder``'s lock file ``name`` for as long as this process lives (or until
-    :func:`release_folder`); when another process holds it, refuse with one line — or, with ``wait``, wait for it
-    (a short critical section, such as creating a shared database). None where ``flock`` does not exist.
+def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
+    """Hold an exclusive lock (``filelock``: ``flock`` on Unix) on ``folder``'s lock file ``name`` for as long as
+    this process lives (or until :func:`release_folder`); when another process holds it, refuse with one line naming
+    the process — or, with ``wait``, wait for it (a short critical section, such as creating a shared database).
 
-    The holder removes the file when it is done; a process that locked a file which was removed meanwhile (its
-    path now names another file, or none) lets go and tries again, so two processes never both hold "the" lock.
+    The holder writes its process id into the file and removes the file when it is done; a lock file that is a
+    symbolic link is refused, never written through.
 
     Parameters
     ----------
@@ -455,41 +458,32 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> IO[str] |
     wait
         Wait for another holder instead of refusing.
     """
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks; one run per folder is then the user's to keep
-        return None
+    from filelock import FileLock, Timeout
+
     path = folder / name
-    while True:
-        try:  # never through a link: a lock file that is one would truncate and overwrite the file it names
-            handle = open(path, "a+", encoding="utf-8", opener=_no_follow)  # noqa: SIM115 — held for the run
-        except OSError as exc:
-            if exc.errno == errno.ELOOP or path.is_symlink():
-                raise OutputError(f"the lock file {path} is a symbolic link, which gca never writes through; remove "
-                                  "it") from None  # fmt: skip
-            raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip()
-            handle.close()
-            who = f" (process {holder})" if holder.isdigit() else ""
-            raise OutputError(
-                f"--out {folder} is in use by another gca run{who}; wait for it to finish or choose another folder"
-            ) from None
-        try:
-            current = os.stat(path).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(handle.fileno()).st_ino:
-            break
-        handle.close()  # the holder before us removed this file as we locked it: lock the new one
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+    lock = FileLock(path, timeout=-1 if wait else 0, on_acquired=_write_pid)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = ""
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", opener=_no_follow) as file:
+            holder = file.read().strip()
+        who = f" (process {holder})" if holder.isdigit() else ""
+        raise OutputError(
+            f"--out {folder} is in use by another gca run{who}; wait for it to finish or choose another folder"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise OutputError(f"the lock file {path} is a symbolic link, which gca never writes through; remove "
+                              "it") from None  # fmt: skip
+        raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
+    return lock
+
+
+def _write_pid(fd: int) -> None:
+    """``filelock``'s ``on_acquired``: the lock file holds the holder's process id, for the refusal's message."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
 
 
 def _no_follow(path: str, flags: int) -> int:
@@ -497,19 +491,20 @@ def _no_follow(path: str, flags: int) -> int:
     return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
 
 
-def release_folder(handle: IO[str] | None) -> None:
-    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`).
+def release_folder(lock: FileLock | None) -> None:
+    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`); a process waiting on the
+    removed file takes the lock of a new one.
 
     Parameters
     ----------
-    handle
+    lock
         What :func:`hold_folder` returned (``None``: nothing to release).
     """
-    if handle is None:
+    if lock is None:
         return
     with contextlib.suppress(OSError):
-        os.unlink(handle.name)
-    handle.close()
+        os.unlink(lock.lock_file)
+    lock.release()
 
 
 def check_folder(folder: str | Path, flag: str) -> Path:

@@ -44,7 +44,7 @@ folder that cannot be written (read-only, full, no permission) serves what it ho
 used all the same, and a warning line says why it was not kept — never an ``OSError``.
 
 Processes share the folder: two fits of one key at once (``GridSearchCV(n_jobs=2)``) take turns under a lock
-(``flock`` of ``FOLDER/.gca-fit-KEY.lock``), so the second reads what the first trained.
+(``filelock`` on ``FOLDER/.gca-fit-KEY.lock``), so the second reads what the first trained.
 """
 
 from __future__ import annotations
