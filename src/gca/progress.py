@@ -234,12 +234,3 @@ def print_above_progress(line: str) -> None:
     """
     tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.terminal)
 
-
-def __getattr__(name: str):
-    """``gca.progress.LongRunHint``: the long-run warning lives in :mod:`gca.train.fast`, beside the fast path whose
-    flags its advice names; imported on first use, so that this module imports nothing of training."""
-    if name == "LongRunHint":
-        from .train.fast import LongRunHint
-
-        return LongRunHint
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

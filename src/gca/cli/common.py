@@ -93,15 +93,11 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
                         "more than two columns")  # fmt: skip
 
 
-#: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
-READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
-
-
 def load_graph(args: argparse.Namespace):
     """The graph read from its files; where the command records its inputs, their digests are taken as read
     (:func:`gca.cli.record.remember_inputs`)."""
     from ..datasets import load_dataset, load_files
-    from .record import inputs_before, remember_inputs
+    from .record import READING_FLAGS, inputs_before, remember_inputs
 
     check_graph_arguments(args)
     before = inputs_before(args)
@@ -119,6 +115,8 @@ def load_graph(args: argparse.Namespace):
 
 def check_graph_arguments(args: argparse.Namespace) -> None:
     """The graph arguments checked together, before anything is read (from the files, or a prepared graph)."""
+    from .record import READING_FLAGS
+
     given = [f"--{flag.replace('_', '-')}" for flag in READING_FLAGS if getattr(args, flag, None) not in (None, "auto")]
     if given and not args.edges:
         raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
@@ -146,36 +144,6 @@ def cache_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def graph_source(args: argparse.Namespace):
-    """What the command reads, as a :class:`gca.run.cache.GraphSource`; ``None`` when it is nothing on disk (the
-    built-in Karate club, a named dataset not downloaded yet)."""
-    from pathlib import Path
-
-    from ..datasets.registry import dataset_source
-    from ..run.cache import GraphSource
-
-    if args.edges and args.features:
-        ids = getattr(args, "feature_ids", None)
-        files = [args.edges, args.features, *([args.labels] if args.labels else []), *([ids] if ids else [])]
-        if not all(Path(f).is_file() for f in files):
-            return None  # reading them says what is wrong
-        how = " ".join(f"{flag}={getattr(args, flag, None)}" for flag in READING_FLAGS)
-        like = getattr(args, "feature_names", None)  # gca embed: the model's columns key how the features are read
-        if like is not None:
-            import hashlib
-
-            how += f" columns={hashlib.sha256(repr(like).encode()).hexdigest()[:16]}"
-        return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
-                              f"labels={bool(args.labels)} {how}")  # fmt: skip
-    if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():
-        return None
-    found = dataset_source(args.dataset, args.data_dir)
-    if found is None:
-        return None
-    paths, how = found
-    return GraphSource.of(Path(args.dataset).stem if how in ("npz", "folder") else args.dataset, paths, how)
-
-
 def open_graph(args: argparse.Namespace):
     """(loaded dataset, prepared store): the graph from its prepared folder when a usable one exists (unless
     ``--no-cache``), else read from its files (:func:`load_graph`); the store is ``None`` under ``--no-cache`` and
@@ -183,6 +151,8 @@ def open_graph(args: argparse.Namespace):
     from ..run.cache import PreparedStore
 
     check_graph_arguments(args)
+    from .record import graph_source
+
     source = graph_source(args) if getattr(args, "cache", None) is not False else None
     if source is None:
         return load_graph(args), None

@@ -8,7 +8,8 @@ import argparse
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
 from ..terminal import say
-from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
+from .common import check_graph_arguments, graph_arguments, load_graph
+from .record import graph_source
 from .shell import import_libraries, warn
 
 

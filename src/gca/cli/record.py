@@ -18,7 +18,9 @@ from ..provenance import (
     run_record,
     utc_now,
 )
-from .common import graph_source
+
+#: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
+READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
 
 
 def _read_files(args: argparse.Namespace) -> list[Path]:
@@ -94,3 +96,33 @@ def command_provenance(args: argparse.Namespace, device: Any, store: Any = None,
     started = getattr(args, "started", None) or utc_now()
     prepared = store.provenance() if store is not None else None
     return run_record(command, started, device, [*files, *inputs], prepared, **more)
+
+
+def graph_source(args: argparse.Namespace):
+    """What the command reads, as a :class:`gca.run.cache.GraphSource`; ``None`` when it is nothing on disk (the
+    built-in Karate club, a named dataset not downloaded yet)."""
+    from pathlib import Path
+
+    from ..datasets.registry import dataset_source
+    from ..run.cache import GraphSource
+
+    if args.edges and args.features:
+        ids = getattr(args, "feature_ids", None)
+        files = [args.edges, args.features, *([args.labels] if args.labels else []), *([ids] if ids else [])]
+        if not all(Path(f).is_file() for f in files):
+            return None  # reading them says what is wrong
+        how = " ".join(f"{flag}={getattr(args, flag, None)}" for flag in READING_FLAGS)
+        like = getattr(args, "feature_names", None)  # gca embed: the model's columns key how the features are read
+        if like is not None:
+            import hashlib
+
+            how += f" columns={hashlib.sha256(repr(like).encode()).hexdigest()[:16]}"
+        return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
+                              f"labels={bool(args.labels)} {how}")  # fmt: skip
+    if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():
+        return None
+    found = dataset_source(args.dataset, args.data_dir)
+    if found is None:
+        return None
+    paths, how = found
+    return GraphSource.of(Path(args.dataset).stem if how in ("npz", "folder") else args.dataset, paths, how)

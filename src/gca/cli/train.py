@@ -161,12 +161,12 @@ def run(args: argparse.Namespace) -> int:
 def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
     import_libraries()
 
-    from ..progress import LongRunHint
     from ..provenance import file_record
     from ..run.job import Job
     from ..run.pipeline import run_gca
     from ..train.distributed import Placement
     from ..train.estimator import GCA
+    from ..train.fast import LongRunHint
 
     place = Placement.from_environment(args.device)  # joins the process group under torchrun
     loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads

@@ -191,7 +191,7 @@ def run_gca(
     blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so), and
     ``scratch`` (a torchrun process other than the first: where its share of inference maps its matrices;
     ``record["inference_processes"]`` says how many processes embedded the graph). ``on_update`` is passed to
-    :meth:`GCA.fit` too (:class:`gca.progress.LongRunHint`). The evaluations show their progress where the
+    :meth:`GCA.fit` too (:class:`gca.train.fast.LongRunHint`). The evaluations show their progress where the
     estimator's ``progress`` is on and they run a few seconds or more; ``record["eval_seconds"]`` and
     ``record["raw_eval_seconds"]`` (the baselines') say how long each took.
 
