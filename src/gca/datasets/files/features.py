@@ -20,6 +20,7 @@ import torch
 
 from ...io import parse_document, read_user_text
 from ..base import DatasetError, float32_features, stored_features
+from ..npz import NPY_VERSIONS
 from .ids import _check_key_types, _id_array, _is_number
 from .tables import ID_COLUMN_NAMES, ConversionFailed, TableInput, _joined, read_text_column, release_memory
 
@@ -33,9 +34,6 @@ _PLAIN_INTEGER = r"^(0|[1-9]\d*)$"
 #: (a feature id of 10⁸ among a few hundred) are read as names, one column per distinct id, so the encoder's first
 #: weight matrix is not 10⁸ rows.
 SPARSE_IDS_WIDTH = 1 << 20
-#: .npy format versions whose header :func:`read_npy` reads (``numpy.save`` writes 1.0, or 2.0 for a header over
-#: 64 KiB; 3.0 only for structured arrays with non-Latin-1 field names, which are not features anyway).
-NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
 def _is_name(token: str) -> bool:
@@ -57,9 +55,11 @@ def read_npy(path: Path) -> np.ndarray:
     rows × columns × itemsize bytes — a truncated file says how many bytes the header promises and how many the
     file holds, so a 190-byte file claiming 10¹² rows is caught before anything is mapped or allocated.
 
-    A checked array is used through a copy-on-write memory map: its pages are read as training touches them and
-    stay reclaimable page cache, never a private copy (float32 arrays are used as they are). Fortran-ordered arrays
-    are mapped in their order and read correctly. Where the file cannot be mapped it is read whole.
+    A checked array is loaded by ``numpy.load`` as a copy-on-write memory map: its pages are read as training
+    touches them and stay reclaimable page cache, never a private copy (float32 arrays are used as they are).
+    Fortran-ordered arrays are mapped in their order and read correctly. Where the file cannot be mapped it is read
+    whole. The header is read and checked first: ``numpy.load`` would say of a truncated file only that it cannot
+    be mapped, and reading it whole would allocate what the header claims.
 
     Parameters
     ----------
@@ -100,13 +100,12 @@ def read_npy(path: Path) -> np.ndarray:
     if have > need:
         raise DatasetError(f"feature file {path} does not match its header: {described} but the file holds "
                            f"{have:,} bytes after the header; write it again with numpy.save")  # fmt: skip
-    order = "F" if fortran else "C"
     if need == 0:
-        return np.empty(shape, dtype=dtype, order=order)
+        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     try:
-        return np.memmap(path, dtype=dtype, mode="c", shape=shape, order=order, offset=offset)
+        return np.load(path, mmap_mode="c", allow_pickle=False)
     except (OSError, ValueError):  # a file system without memory maps
-        return np.fromfile(path, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape, order=order)
+        return np.load(path, allow_pickle=False)
 
 
 class Features(NamedTuple):
