@@ -83,7 +83,7 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     The adjacency's values (``adj_data``) are the edges' weights (``Data.edge_weight``), checked and merged as an
     edge file's weight column is (:func:`~gca.datasets.base.weighted_edge_list`): non-negative, finite, within
     float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
-    Amazon/Coauthor files' — is unweighted, and reads exactly as before.
+    Amazon/Coauthor files' — is unweighted.
 
     Parameters
     ----------

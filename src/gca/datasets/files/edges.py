@@ -122,7 +122,7 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
     types = {0: kind, 1: kind, **({weight_column: pa.float64()} if weight_column is not None else {})}
     sources, targets, weights, done = [], [], [], 0
     # A look-up builds a hash table of all the graph's ids: blocks are looked up together, both columns at once, a
-    # few ids per node at a time (at 2·10⁷ edges block by block, the tables took 32 of 35 s).
+    # few ids per node at a time, so that the table is built a few times per file, not once per block.
     group = max(4 * nodes.size, 1 << 22) if nodes.keys is not None else 0
     try:
         for batch in _grouped(table.batches(columns, types), group):

@@ -410,7 +410,7 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
     if not done:
         raise DatasetError(f"feature file {table.name} has a header but no rows")
     # joined from the batches' chunks: pa.chunked_array of the columns themselves converts every value through
-    # Python (22 of 26 s for 10⁷ rows)
+    # Python
     node_keys, feature_keys = ((pa.chunked_array([c for column in parts for c in column.chunks], type=parts[0].type)
                                 .combine_chunks()) for parts in (nodes, features))  # fmt: skip
     weights = _joined(values) if values else np.ones(done)
