@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from gca.cli import main
 from gca.datasets import DatasetError, load_files
-from gca.datasets import tables as tables_module
+from gca.datasets.files import tables as tables_module
 
 N, WIDTH = 40, 6
 

@@ -31,6 +31,9 @@ from .base import (
 
 #: Members mapped from the file when stored uncompressed (:func:`mapped_member`).
 MAPPED = ("attr_matrix", "adj_data", "adj_indices", "adj_indptr")
+#: .npy format versions whose header gca reads, with NumPy's reader of each (``numpy.save`` writes 1.0, or 2.0 for
+#: a header over 64 KiB; 3.0 only for structured arrays with non-Latin-1 field names, which gca does not read).
+NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
@@ -58,11 +61,10 @@ def mapped_member(path: Path, name: str) -> np.ndarray | None:
             return None
         name_length, extra_length = int.from_bytes(local[26:28], "little"), int.from_bytes(local[28:30], "little")
         f.seek(info.header_offset + 30 + name_length + extra_length)
-        try:
-            version = np.lib.format.read_magic(f)
-            if version not in ((1, 0), (2, 0)):
+        try:  # numpy.load reads an archive's members whole: a member is mapped from its header's offset
+            read = NPY_VERSIONS.get(np.lib.format.read_magic(f))
+            if read is None:
                 return None
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             shape, fortran, dtype = read(f)
         except ValueError:
             return None
@@ -81,7 +83,7 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     The adjacency's values (``adj_data``) are the edges' weights (``Data.edge_weight``), checked and merged as an
     edge file's weight column is (:func:`~gca.datasets.base.weighted_edge_list`): non-negative, finite, within
     float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
-    Amazon/Coauthor files' — is unweighted, and reads exactly as before.
+    Amazon/Coauthor files' — is unweighted.
 
     Parameters
     ----------

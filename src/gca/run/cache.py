@@ -212,21 +212,16 @@ def _write_meta(folder: Path, meta: dict) -> None:
 
 
 def _npy_size(path: Path) -> tuple[tuple[int, ...], np.dtype, int] | None:
-    """(shape, dtype, expected file size) from an .npy file's header, or ``None`` where it has none."""
+    """(shape, dtype, expected file size) of an .npy file as ``numpy.load`` maps it, or ``None`` where it maps none:
+    no .npy header, a damaged one, or fewer bytes than the header promises (a larger file has its expected size)."""
     try:
         with path.open("rb") as f:
-            version = np.lib.format.read_magic(f)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read(f)
-            return tuple(shape), dtype, f.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if f.read(6) != b"\x93NUMPY":  # (numpy.load would open an archive, or refuse a pickle in other words)
+                return None
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError):
         return None
-
-
-def _complete(path: Path) -> bool:
-    """Whether ``path`` is an .npy file of exactly the size its header promises."""
-    sized = _npy_size(path)
-    return sized is not None and path.stat().st_size == sized[2]
+    return array.shape, array.dtype, array.offset + array.nbytes
 
 
 def _record(path: Path) -> dict:

@@ -1,0 +1,386 @@
+"""Users' own graphs: an edge list, node features and optionally labels — from files or, in Python, from tables.
+
+Every table is read by PyArrow a block at a time (:mod:`.tables`): CSV, TSV, semicolon- or whitespace-separated
+text (header or none, ``#`` comment lines, blank lines, a byte-order mark and CRLF line ends allowed), Parquet, or
+a pandas ``DataFrame`` or PyArrow ``Table`` given in Python. Node ids are mapped to rows with PyArrow's hash
+kernels, never one at a time in Python.
+
+**Node ids.** Ids are integers (up to 64 bits) or any strings. The **features** decide the nodes and their order:
+
+* a feature table with an id column (named ``id``/``node``/``node_id``/``name``, named by ``id_column``, or of
+  values that are not numbers), a long table, a JSON object, or a matrix with an id list beside it: row i is
+  the node its id names;
+* a matrix without ids (``.npy``, a SciPy sparse ``.npz``, a CSV of numbers only): row i is node i, and the
+  other files' ids must be integers in ``[0, rows)``.
+
+Ids are integers when every id of the feature table is an integer written as Python writes it (spaces around it
+aside); otherwise they are matched as text, exactly — ``007``, ``+5`` or ``-0`` keep every id as written, since as
+integers they would come back changed. The exported embeddings (``--export``) are keyed by the ids in their own
+type: integers stay integers, and text ids are written as they were. An id holding a line break is refused.
+
+**edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
+from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
+counted from 1 in a file without a header): repeats are summed and both directions of an undirected edge must be
+equal (:func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as
+without the column. Any other column is not read, and one line says so — a column of timestamps is never trained
+as weights. A first line of a text file is a header when it names its columns (``source,target``, ``src,dst``,
+``u,v``, ``from,to``, …) or when it is the only line that is not numeric.
+
+**features**, in any of these forms:
+
+* *wide*: ``.npy`` (a 2-D numeric array, checked from its header: :func:`read_npy`), a SciPy sparse ``.npz``
+  (``scipy.sparse.save_npz``), or a table with one row per node: an optional id column and numeric columns;
+* *long*, kept sparse: a table of ``id, feature[, value]`` rows (a header naming its second column ``feature``,
+  ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``); a missing value
+  is 1, and repeated (id, feature) rows are summed;
+* *JSON*, kept sparse: an object mapping each node id to its list of active feature ids (value 1) or to an object
+  of feature id → value; or a list of such lists, row i being node i (the same form for every node; a node listed
+  twice is refused);
+* a matrix with an id list beside it: ``ids`` (``--feature-ids FILE``: one id per line, or a 1-D ``.npy``), or in
+  Python a ``(matrix, ids)`` pair.
+
+Feature ids of the long and JSON forms are column numbers when they are all integers ≥ 0 (so the same vocabulary
+gives the same columns in another graph); otherwise the sorted distinct names are the columns
+(:attr:`~gca.datasets.base.LoadedDataset.feature_names`); integer ids that would leave most columns empty (beyond
+:data:`SPARSE_IDS_WIDTH`, under a quarter of them used) are names too, and one line says so. In these sparse forms
+a node that has no active feature has no row: a node of the edge list that the features do not name is added with
+all-zero features, and one line counts them. In the wide forms every node needs its row. A pandas ``DataFrame``
+whose index is named, without an id column of another name, is indexed by node id: the index is its id column,
+never a feature. An unnamed index is never read (see :func:`.tables._index_as_column`).
+
+**labels** — a table of ``node, label`` (labels may be strings; ``nan``, ``NA``, ``null``, … or an empty cell
+mark a node without one). With more than two columns, ``label_column`` names the label column (and ``id_column``
+the id column; default the first). Labels of nodes that are not in the graph — label tables of real systems hold
+removed nodes — are skipped, and one line counts them, whatever the form of the features.
+
+Everything that is wrong with a file raises :class:`~gca.datasets.DatasetError` with one line naming the file,
+the line (text files) or row, and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch_geometric.data import Data
+
+from ..base import (
+    DatasetError,
+    LoadedDataset,
+    check_regular_file,
+    edge_list,
+    float32_features,
+    repeated_edges_warning,
+    stored_features,
+    undirected_edges,
+    weighted_edge_list,
+)
+from .edges import HEADER_NAMES as HEADER_NAMES
+from .edges import WEIGHT_NAME as WEIGHT_NAME
+from .edges import _edge_table, _read_edges, _released_on_second_pass, _weight_index
+from .edges import read_edge_list as read_edge_list
+from .features import FEATURE_KEY_NAMES as FEATURE_KEY_NAMES
+from .features import NPY_VERSIONS as NPY_VERSIONS
+from .features import SPARSE_IDS_WIDTH as SPARSE_IDS_WIDTH
+from .features import VALUE_NAMES as VALUE_NAMES
+from .features import Features as Features
+from .features import (
+    _feature_header,
+    _json_features,
+    _long_features,
+    _matrix_object,
+    _starts_like_json,
+    _wide_features,
+    _with_ids,
+)
+from .features import read_npy as read_npy
+from .ids import NodeIds as NodeIds
+from .labels import LABEL_NAMES as LABEL_NAMES
+from .labels import MISSING_LABELS as MISSING_LABELS
+from .labels import _label_vector
+from .labels import read_labels as read_labels
+from .tables import ID_COLUMN_NAMES as ID_COLUMN_NAMES
+from .tables import TableInput, _joined, is_table_object, release_memory
+
+#: Text files at least this large say how far reading has come (smaller ones are read in well under a second).
+PROGRESS_BYTES = 64 << 20
+
+
+def _source_name(source: Any) -> str:
+    return f"the {source} table" if isinstance(source, str) else str(source)
+
+
+def _reporter(path: Any, what: str, enabled: bool) -> Callable[[int, int], None] | None:
+    """A ``progress(done, total)`` callback printing how much of a large file is read (MB), or ``None``."""
+    if not enabled or is_table_object(path):
+        return None
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    if size < PROGRESS_BYTES:
+        return None
+    from ...progress import Progress
+
+    units = max(1, -(-size >> 20))  # MiB, rounded up
+    bar = Progress(units, f"reading {what} {Path(path).name}", "MB")
+    state = {"done": 0}
+
+    def report(done: int, total: int) -> None:
+        now = units if done >= total else min(done >> 20, units)
+        if now > state["done"]:
+            bar.update(now - state["done"])
+            state["done"] = now
+        if done >= total:
+            bar.close()
+
+    return report
+
+
+def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | None]:
+    """(matrix, node ids or ``None`` when row i is node i) of a feature file in any form the module describes.
+
+    Parameters
+    ----------
+    path
+        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet feature file.
+    """
+    read = feature_input(path)
+    return read.matrix, (read.ids.to_pylist() if read.ids is not None and not read.positional else None)
+
+
+def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: str | None = None,
+                  progress: bool = False, like: list[str] | int | None = None) -> Features:  # fmt: skip
+    """The feature matrix and the node id of each row, from any form the module describes.
+
+    Parameters
+    ----------
+    path
+        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet file; in Python also a NumPy array,
+        SciPy sparse matrix, tensor, pandas ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
+    ids
+        The node id of each row of a matrix given without them (a file of one id per line, a 1-D ``.npy``, or a
+        sequence); ``None`` for none.
+    layout
+        ``"auto"``, ``"wide"`` (a row per node) or ``"long"`` (``id, feature[, value]`` rows) for a table.
+    id_column
+        The name of a table's id column; ``None`` to recognise it.
+    progress
+        Say how far the reading of a large file has come.
+    like
+        The columns of a model trained before, for the sparse forms: its feature names, or its number of
+        columns (``gca embed``); ``None``: the columns the file's own feature ids give.
+
+    Returns
+    -------
+    Features
+        The matrix, its rows' ids and what was noticed.
+    """
+    import pyarrow as pa
+
+    if layout not in ("auto", "wide", "long"):
+        raise DatasetError(f"feature layout {layout!r} is not one of auto, wide, long")
+    if isinstance(path, tuple) and len(path) == 2 and ids is None:
+        path, ids = path
+    if isinstance(path, (np.ndarray, torch.Tensor)) or sp.issparse(path):
+        matrix = _matrix_object(path)
+        return _with_ids(matrix, ids, "the feature matrix")
+    if not is_table_object(path):
+        path = Path(path)
+        check_regular_file(path, "feature")
+        suffix = path.suffix.lower()
+        if suffix == ".npy":
+            try:
+                matrix = stored_features(read_npy(path), path)
+            except OSError as exc:
+                raise DatasetError(f"feature file {path} is not a readable .npy file ({exc.strerror or exc})") from None
+            return _with_ids(matrix, ids, str(path))
+        if suffix == ".npz":
+            try:
+                matrix = sp.load_npz(path)
+            except Exception:  # noqa: BLE001 - scipy raises several kinds for foreign or truncated files
+                raise DatasetError(
+                    f"feature file {path} is not a SciPy sparse matrix; save one with scipy.sparse.save_npz"
+                ) from None
+            matrix = sp.csr_matrix(matrix)
+            matrix.data = float32_features(matrix.data, path)
+            return _with_ids(sp.csr_matrix(matrix, dtype=np.float32), ids, str(path))
+        if suffix == ".json" or _starts_like_json(path):
+            if ids is not None:
+                raise DatasetError(f"feature file {path} is JSON, which names its nodes itself; leave out the id list")
+            return _json_features(path, like)
+    if ids is not None:
+        raise DatasetError(f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
+                           "matrix (a table gives its ids in an id column)")  # fmt: skip
+    names = frozenset(ID_COLUMN_NAMES | ({id_column.lower()} if id_column else set()) | {"id"})
+    table = TableInput(path, "feature", _reporter(path, "features", progress), index_names=names)
+    if table.path is not None and table.parquet is None:
+        if not table.sample:
+            raise DatasetError(f"feature file {table.name} is empty")
+        table.set_header(_feature_header(table.sample, id_column))
+        if not table.rows_sampled:
+            raise DatasetError(f"feature file {table.name} has a header but no rows")
+    long = layout == "long" or (layout == "auto" and table.headed and 2 <= len(table.columns) <= 3
+                                and table.columns[1].lower() in FEATURE_KEY_NAMES)  # fmt: skip
+    if long:
+        return _long_features(table, id_column, like)
+    return _wide_features(table, id_column, pa)
+
+
+def load_files(
+    edges: Any, features: Any, labels: Any = None, directed: bool = False, *, edge_weight: str | int | None = None,
+    feature_ids: Any = None, feature_layout: str = "auto", id_column: str | None = None,
+    label_column: str | None = None, progress: bool = False, feature_names: list[str] | int | None = None,
+) -> LoadedDataset:
+    """A :class:`LoadedDataset` from a user's tables; ``node_ids`` maps row i to the node's id in them.
+
+    Parameters
+    ----------
+    edges
+        The edge list: a CSV/TSV/whitespace text or Parquet file, a pandas ``DataFrame`` or a PyArrow ``Table``;
+        source and target in the first two columns, as the module describes.
+    features
+        The node features in any form the module describes (wide, long, JSON, a matrix with ids).
+    labels
+        A table of ``node, label`` rows (any node may lack one); ``None`` for an unlabelled graph.
+    directed
+        Keep the edges as listed; ``False`` (the default) reads the graph as undirected: an edge listed one way
+        gets its reverse, with its weight.
+    edge_weight
+        The edge table's weight column (its name, or its number counted from 1); ``None``: a column named
+        ``weight``, if any.
+    feature_ids
+        The node id of each row of an ``.npy``/``.npz`` feature matrix (a file of one id per line, a 1-D ``.npy``,
+        or a sequence).
+    feature_layout
+        ``"auto"``, ``"wide"`` or ``"long"`` for a feature table.
+    id_column
+        The id column's name in the feature table and the label table (default: recognised, else the first).
+    label_column
+        The label column's name in a label table of more than two columns.
+    progress
+        Say how far the reading of large files has come (on standard error).
+    feature_names
+        The columns of the model the graph is for (``gca embed``): the feature names it was trained on, or its
+        number of columns. Long and JSON features are then mapped to those columns — features it does not have are
+        left out, with one warning line — so that a vocabulary in another order or with other words gives the
+        same columns as in training. ``None``: the columns the features' own ids give.
+
+    Returns
+    -------
+    LoadedDataset
+        The graph; ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise,
+        ``None`` when row i is node i), ``warnings`` what was noticed while reading (repeated edges, unread
+        columns, unlabelled nodes), ``class_names`` the labels' names, ``feature_names`` the features' names
+        where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
+    """
+    table = _edge_table(edges)  # first: a missing or empty edge file is said before the features are read
+    read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
+    if id_column is not None:
+        _check_id_column(id_column, features, labels)
+    matrix = read.matrix
+    features_name = _source_name("feature") if is_table_object(features) else str(
+        features[0] if isinstance(features, tuple) else features)  # fmt: skip
+    if (matrix.shape[0] == 0 and not read.sparse_by_id) or matrix.shape[1] == 0:
+        raise DatasetError(f"feature file {features_name} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give "
+                           "one row of features per node")  # fmt: skip
+    nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
+    weight_column, weight_notes = _weight_index(table, edge_weight)
+    table.progress = _reporter(edges, "edges", progress)  # made now: its clock starts as the edges' reading does
+    read_edges = _read_edges(table, nodes, weight_column, features_name)
+    nodes.grow = False  # the edges decide which nodes the features lack; a label names a node or is skipped
+    notes = list(read.notes)
+    num_nodes = nodes.size
+    if read.positional and nodes.added:
+        _check_added_rows(nodes, matrix.shape[0], table.name)
+    if nodes.added:
+        matrix = sp.vstack([matrix, sp.csr_matrix((nodes.added, matrix.shape[1]), dtype=np.float32)]).tocsr()
+        one = nodes.added == 1
+        notes.append(f"{nodes.added} node{'' if one else 's'} of edge file {table.name} {'has' if one else 'have'} no "
+                     f"features in {features_name}; {'its' if one else 'their'} features are all zero")  # fmt: skip
+    weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
+    loop_notes: list[str] = []
+    if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
+        # self-loops left out here, not by cleaning: at 6·10⁸ edges, cleaning would copy the edge list to drop them
+        from ...progress import step
+
+        with step(f"building the undirected edge list of {read_edges.count:,} listed edges", progress):
+            edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
+                                                           read_edges.count, keep_loops=False)  # fmt: skip
+        if loops:
+            loop_notes.append(f"removed {loops} self-loop{'s' if loops != 1 else ''} (GCN adds its own)")
+            if not edge_index.shape[1]:
+                raise DatasetError(f"edge file {table.name} lists only self-loops; GCA learns from the graph "
+                                   "structure, so give at least one edge between two nodes")  # fmt: skip
+        edge_weight_tensor = None
+    elif weights is None:
+        edge_index, repeated = edge_list(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
+        edge_weight_tensor = None
+    else:
+        edge_index, edge_weight_tensor, repeated = weighted_edge_list(
+            _joined(read_edges.sources), _joined(read_edges.targets), weights, num_nodes, directed, table.name,
+            table.where, "give both directions the same weight, list each edge once, or pass --directed "
+            "(directed=True)")  # fmt: skip
+    sources.clear()  # the listed edges go before the labels are read
+    targets.clear()
+    release_memory()  # the blocks' freed memory back to the system before the next phase
+    x = _feature_tensor(matrix)
+    y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(
+        labels, nodes, id_column, label_column, _reporter(labels, "labels", progress))  # fmt: skip
+    data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
+    if edge_weight_tensor is not None:
+        data.edge_weight = edge_weight_tensor
+    name = Path(edges).stem if not is_table_object(edges) else "graph"
+    notes = ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else []) + \
+        loop_notes + weight_notes + notes + label_notes  # fmt: skip
+    node_ids = None if read.positional and not nodes.added else nodes.exported()
+    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
+                         class_names=class_names, feature_names=read.names)  # fmt: skip
+
+
+def _check_added_rows(nodes: NodeIds, listed: int, edges_name: str) -> None:
+    """Nodes an edge file adds to features whose entry i is node i must be integers beyond the entries: a negative
+    id is no node's."""
+    import pyarrow.compute as pc
+
+    added = nodes.keys.slice(listed)
+    lowest = pc.min(added).as_py()
+    if lowest is not None and lowest < 0:
+        raise DatasetError(
+            f"edge file {edges_name} has a negative node id ({lowest}); node ids are the feature entries' numbers "
+            "0, 1, …, and the edges may add nodes numbered beyond them"
+        )
+
+
+def _check_id_column(name: str, *sources: Any) -> None:
+    """``id_column`` must name a column of the feature table or of the label table."""
+    seen = []
+    for source in sources:
+        if source is None or isinstance(source, (tuple, np.ndarray, torch.Tensor)) or sp.issparse(source):
+            continue
+        if not is_table_object(source) and Path(source).suffix.lower() in (".npy", ".npz", ".json"):
+            continue
+        table = TableInput(source, "label", index_names=frozenset(ID_COLUMN_NAMES | {name.lower()}))
+        if table.path is not None and table.parquet is None:
+            table.set_header(True)
+        if name.lower() in (c.lower() for c in table.columns):
+            return
+        seen += table.columns
+    raise DatasetError(f"no feature or label table has a column {name!r} (--id-column); their columns: "
+                       f"{', '.join(dict.fromkeys(seen)) or 'none with a header'}")  # fmt: skip
+
+
+def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:
+    if not sp.issparse(matrix):
+        return torch.from_numpy(np.ascontiguousarray(matrix))
+    coo = matrix.tocoo()
+    coo.sum_duplicates()
+    coo.eliminate_zeros()
+    indices = torch.from_numpy(np.vstack([coo.row, coo.col]).astype(np.int64))
+    values = torch.from_numpy(coo.data.astype(np.float32))
+    return torch.sparse_coo_tensor(indices, values, coo.shape, check_invariants=True).coalesce()
