@@ -2,6 +2,9 @@
 node-property folders, users' edge/feature/label files, and the built-in Karate club — one registry
 (:mod:`.registry`) decides which source a name or path belongs to; :mod:`.base` holds what they share."""
 
+from ..graph.edges import (
+    edge_list,
+)
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -10,7 +13,6 @@ from .base import (
     class_labels,
     default_cache_dir,
     default_data_dir,
-    edge_list,
     float32_features,
     mask_splits,
 )

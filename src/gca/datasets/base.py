@@ -13,19 +13,7 @@ from torch_geometric.data import Data
 from ..environment import env_folder
 from ..errors import DatasetError
 from ..evaluate.splits import Split
-
-# the edge builders live in gca.graph.edges; the dataset readers import them from here
-from ..graph.edges import (  # noqa: F401
-    EDGE_BLOCK,
-    FLOAT32_MAX,
-    UndirectedEdges,
-    csr_blocks,
-    edge_list,
-    edge_weights,
-    repeated_edges_warning,
-    undirected_edges,
-    weighted_edge_list,
-)
+from ..graph.edges import FLOAT32_MAX
 
 
 @dataclass

@@ -16,17 +16,19 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from .base import (
-    DatasetError,
-    class_labels,
+from ..graph.edges import (
     csr_blocks,
     edge_list,
     edge_weights,
-    float32_features,
     repeated_edges_warning,
-    stored_features,
     undirected_edges,
     weighted_edge_list,
+)
+from .base import (
+    DatasetError,
+    class_labels,
+    float32_features,
+    stored_features,
 )
 
 #: Members mapped from the file when stored uncompressed (:func:`mapped_member`).
@@ -81,7 +83,7 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     Amazon/Coauthor files are used in the paper): an edge listed in both directions is one edge.
 
     The adjacency's values (``adj_data``) are the edges' weights (``Data.edge_weight``), checked and merged as an
-    edge file's weight column is (:func:`~gca.datasets.base.weighted_edge_list`): non-negative, finite, within
+    edge file's weight column is (:func:`~gca.graph.edges.weighted_edge_list`): non-negative, finite, within
     float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
     Amazon/Coauthor files' — is unweighted.
 

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from .base import DatasetError, LoadedDataset, class_labels, edge_list, float32_features
+from ..graph.edges import edge_list
+from .base import DatasetError, LoadedDataset, class_labels, float32_features
 
 #: canonical name → (OGB's name, folder the archive unpacks into, archive URL)
 OGB_DATASETS = {

@@ -21,7 +21,7 @@ type: integers stay integers, and text ids are written as they were. An id holdi
 **edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
 from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
 counted from 1 in a file without a header): repeats are summed and both directions of an undirected edge must be
-equal (:func:`~gca.datasets.base.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as
+equal (:func:`~gca.graph.edges.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as
 without the column. Any other column is not read, and one line says so — a column of timestamps is never trained
 as weights. A first line of a text file is a header when it names its columns (``source,target``, ``src,dst``,
 ``u,v``, ``from,to``, …) or when it is the only line that is not numeric.
@@ -69,16 +69,18 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from ...graph.edges import (
+    edge_list,
+    repeated_edges_warning,
+    undirected_edges,
+    weighted_edge_list,
+)
 from ..base import (
     DatasetError,
     LoadedDataset,
     check_regular_file,
-    edge_list,
     float32_features,
-    repeated_edges_warning,
     stored_features,
-    undirected_edges,
-    weighted_edge_list,
 )
 from .edges import HEADER_NAMES as HEADER_NAMES
 from .edges import WEIGHT_NAME as WEIGHT_NAME

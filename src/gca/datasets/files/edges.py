@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..base import DatasetError, edge_weights
+from ...graph.edges import edge_weights
+from ..base import DatasetError
 from .ids import _INTEGER, NodeIds, _is_number
 from .tables import ConversionFailed, TableInput, _joined, release_memory
 
@@ -189,7 +190,7 @@ def _grouped(batches, rows: int):
 
 
 def _released_on_second_pass(sources: list, targets: list):
-    """``blocks()`` for :func:`~gca.datasets.base.undirected_edges`, which reads the listed edges twice: the second
+    """``blocks()`` for :func:`~gca.graph.edges.undirected_edges`, which reads the listed edges twice: the second
     pass lets go of each block once it is read, so the listed edges (8 bytes each) are gone before the edge list
     is mirrored into its final form (16 bytes per listed edge)."""
     passes = [0]
