@@ -24,6 +24,7 @@ test: $(BIN)/gca
 
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks docs/hooks
+	$(BIN)/ruff format --check src tests benchmarks docs/hooks
 
 # The documentation site (MkDocs, Material, API reference from the docstrings); --strict: a warning fails the build
 # (a broken link or anchor, a parameter without a description). Not --quiet: it hides the warnings --strict counts.

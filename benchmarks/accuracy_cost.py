@@ -42,8 +42,14 @@ def one_run(data, name: str, epochs: int, batch_size: int) -> dict:
     estimator = GCA(config, device="cpu")
     embeddings = estimator.fit_transform(data)
     result = linear_evaluation(embeddings, data.y, random_splits(len(embeddings), 20, labels=data.y))
-    return {"batch_size": batch_size, "epochs": epochs, "mean": result.mean, "std": result.std,
-            "train_seconds": estimator.train_seconds, "final_loss": estimator.losses[-1]}  # fmt: skip
+    return {
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "mean": result.mean,
+        "std": result.std,
+        "train_seconds": estimator.train_seconds,
+        "final_loss": estimator.losses[-1],
+    }
 
 
 def main() -> None:
@@ -54,10 +60,14 @@ def main() -> None:
     parser.add_argument("--planted-epochs", type=int, default=100)
     parser.add_argument("--planted-nodes", type=int, default=20_000)
     parser.add_argument("--skip", default="", help="comma-separated graphs to skip: cora, planted")
-    parser.add_argument("--same-epochs", action="store_true",
-                        help="also train each B for the exact run's epochs (⌈N/B⌉ times its updates)")  # fmt: skip
-    parser.add_argument("--cora-exact-epochs", default="",
-                        help="comma-separated lengths of extra exact Cora runs (e.g. 3000)")  # fmt: skip
+    parser.add_argument(
+        "--same-epochs",
+        action="store_true",
+        help="also train each B for the exact run's epochs (⌈N/B⌉ times its updates)",
+    )
+    parser.add_argument(
+        "--cora-exact-epochs", default="", help="comma-separated lengths of extra exact Cora runs (e.g. 3000)"
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/accuracy_cost.json"))
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -89,8 +99,11 @@ def main() -> None:
             row["wall_seconds"] = time.perf_counter() - start
             rows.append(row)
             label = "exact" if batch_size == 0 else f"B = {batch_size}"
-            print(f"{name:>14} {label:>10} {run_epochs:>4} epochs: {row['mean']:.2f} ± {row['std']:.2f}  "
-                  f"({row['train_seconds']:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"{name:>14} {label:>10} {run_epochs:>4} epochs: {row['mean']:.2f} ± {row['std']:.2f}  "
+                f"({row['train_seconds']:.0f} s)",
+                flush=True,
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows}, indent=1))
     print("\n| graph | training | epochs | updates | accuracy (%) | Δ vs exact (its epochs) | training time |")
@@ -100,8 +113,10 @@ def main() -> None:
         exact = next((r for r in exacts if r["updates"] == row["updates"]), exacts[0])
         label = "exact (full graph)" if row["batch_size"] == 0 else f"mini-batch B = {row['batch_size']}"
         delta = "" if row["batch_size"] == 0 else f"{row['mean'] - exact['mean']:+.2f} (vs {exact['epochs']})"
-        print(f"| {row['graph']} | {label} | {row['epochs']} | {row['updates']:,} | {row['mean']:.2f} ± "
-              f"{row['std']:.2f} | {delta} | {row['train_seconds']:.0f} s |")  # fmt: skip
+        print(
+            f"| {row['graph']} | {label} | {row['epochs']} | {row['updates']:,} | {row['mean']:.2f} ± "
+            f"{row['std']:.2f} | {delta} | {row['train_seconds']:.0f} s |"
+        )
 
 
 if __name__ == "__main__":

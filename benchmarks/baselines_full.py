@@ -56,8 +56,10 @@ def main() -> None:
             executor.execute([Cell(label, dataset, runs)])
             rows.append((label, dataset, store.get(runs[0])))
     print(f"\n{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
-    print("| Method | Dataset | accuracy (authors' probe, 20 splits) | epochs run / cap | stopped at | kept weights "
-          "| seconds | paper |")  # fmt: skip
+    print(
+        "| Method | Dataset | accuracy (authors' probe, 20 splits) | epochs run / cap | stopped at | kept weights "
+        "| seconds | paper |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, dataset, record in rows:
         paper = PAPER_TABLE3.get(label, {}).get(dataset)
@@ -70,10 +72,12 @@ def main() -> None:
             continue
         runs = record["accuracy"]["runs"]
         training = record.get("training", {})
-        print(f"| {label} | {dataset} | {np.mean(runs):.2f} ± {np.std(runs):.2f} | "
-              f"{training.get('epochs_run', '?')} / {training.get('max_epochs', '?')} | "
-              f"{training.get('stopping_epoch') or '—'} | {training.get('kept_epoch', '?')} | "
-              f"{record['seconds']:.0f} | {paper_text} |")  # fmt: skip
+        print(
+            f"| {label} | {dataset} | {np.mean(runs):.2f} ± {np.std(runs):.2f} | "
+            f"{training.get('epochs_run', '?')} / {training.get('max_epochs', '?')} | "
+            f"{training.get('stopping_epoch') or '—'} | {training.get('kept_epoch', '?')} | "
+            f"{record['seconds']:.0f} | {paper_text} |"
+        )
 
 
 if __name__ == "__main__":

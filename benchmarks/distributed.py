@@ -35,9 +35,18 @@ def write_photo_size_graph(path: Path) -> None:
     adj = sp.csr_matrix((np.ones(row.size, dtype=np.float32), (row, col)), shape=(7650, 7650))
     x = data.x.coalesce()
     attr = sp.csr_matrix((x.values().numpy(), x.indices().numpy()), shape=tuple(x.shape))
-    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
-             attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr, attr_shape=attr.shape,
-             labels=data.y.numpy())  # fmt: skip
+    np.savez(
+        path,
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=adj.shape,
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=attr.shape,
+        labels=data.y.numpy(),
+    )
 
 
 def main() -> None:
@@ -56,11 +65,30 @@ def main() -> None:
             graph = ["--dataset", str(tmp / "photo.npz"), "--set", "hidden=256", "--set", "proj_hidden=256"]
         else:
             graph = ["--dataset", "Cora", "--data-dir", args.data_dir]
-        common = ["train", *graph, "--epochs", str(args.epochs), "--no-eval", "--quiet",
-                  "--set", f"loss_backend={args.backend}"]  # fmt: skip
-        runs = {"1 process": [sys.executable, "-m", "gca", *common, "--out", str(tmp / "one")],
-                "2 processes": [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common,
-                                "--out", str(tmp / "two")]}  # fmt: skip
+        common = [
+            "train",
+            *graph,
+            "--epochs",
+            str(args.epochs),
+            "--no-eval",
+            "--quiet",
+            "--set",
+            f"loss_backend={args.backend}",
+        ]
+        runs = {
+            "1 process": [sys.executable, "-m", "gca", *common, "--out", str(tmp / "one")],
+            "2 processes": [
+                str(torchrun),
+                "--standalone",
+                "--nproc-per-node",
+                "2",
+                "-m",
+                "gca",
+                *common,
+                "--out",
+                str(tmp / "two"),
+            ],
+        }
         results = {}
         for label, command in runs.items():
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -68,16 +96,22 @@ def main() -> None:
             results[label] = (json.loads((out / "results.json").read_text()), np.load(out / "embeddings.npy"))
     (one, z1), (two, z2) = results["1 process"], results["2 processes"]
     machine = platform.processor() or platform.machine()
-    print(f"machine: {machine}, {os.cpu_count()} cores; graph: {args.graph}; {args.epochs} epochs; 1 thread each; "
-          f"loss_backend={args.backend}")  # fmt: skip
+    print(
+        f"machine: {machine}, {os.cpu_count()} cores; graph: {args.graph}; {args.epochs} epochs; 1 thread each; "
+        f"loss_backend={args.backend}"
+    )
     print("| run | s/epoch | speed-up |")
     print("|---|---|---|")
     print(f"| 1 process | {one['seconds_per_epoch']:.3f} | 1.00× |")
-    print(f"| 2 processes (torchrun, gloo) | {two['seconds_per_epoch']:.3f} | "
-          f"{one['seconds_per_epoch'] / two['seconds_per_epoch']:.2f}× |")  # fmt: skip
+    print(
+        f"| 2 processes (torchrun, gloo) | {two['seconds_per_epoch']:.3f} | "
+        f"{one['seconds_per_epoch'] / two['seconds_per_epoch']:.2f}× |"
+    )
     loss_gap = max(abs(a - b) / abs(a) for a, b in zip(one["losses"], two["losses"], strict=True))
-    print(f"\nembeddings: max |difference| / max |entry| = {np.abs(z1 - z2).max() / np.abs(z1).max():.2e}; "
-          f"losses: largest relative difference {loss_gap:.2e}")  # fmt: skip
+    print(
+        f"\nembeddings: max |difference| / max |entry| = {np.abs(z1 - z2).max() / np.abs(z1).max():.2e}; "
+        f"losses: largest relative difference {loss_gap:.2e}"
+    )
 
 
 if __name__ == "__main__":

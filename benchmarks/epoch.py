@@ -68,8 +68,10 @@ def load(name: str, data_dir: str, nnz: int) -> tuple[Data, dict]:
         from gca.datasets import load_dataset
 
         config = build_config(PAPER_GRAPHS[name])
-        return load_dataset(PAPER_GRAPHS[name], data_dir=data_dir).data, {"hidden": config.hidden,
-                                                                          "proj_hidden": config.proj_hidden}
+        return load_dataset(PAPER_GRAPHS[name], data_dir=data_dir).data, {
+            "hidden": config.hidden,
+            "proj_hidden": config.proj_hidden,
+        }
     if name == "physics":
         return synthetic_graph(34_493, 247_962, 8415, nnz), {"hidden": 128, "proj_hidden": 128}
     raise ValueError(name)
@@ -106,9 +108,11 @@ def cpu_description() -> str:
     units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
     from gca.precision import cpu_bf16_units
 
-    return (f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
-            f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, bf16 units: "
-            f"{cpu_bf16_units() or 'none'}")  # fmt: skip
+    return (
+        f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
+        f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, bf16 units: "
+        f"{cpu_bf16_units() or 'none'}"
+    )
 
 
 def _sync(device: str) -> None:
@@ -146,8 +150,9 @@ def plain_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device:
     return (time.perf_counter() - start) / epochs
 
 
-def gca_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu", bf16: bool = False
-               ) -> float:  # fmt: skip
+def gca_epochs(
+    data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu", bf16: bool = False
+) -> float:
     from gca import GCA, GCAConfig
 
     config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
@@ -175,8 +180,11 @@ def main() -> None:
     parser.add_argument("--nnz", type=int, default=30, help="features per node in the synthetic graphs")
     parser.add_argument("--skip-physics", action="store_true")
     parser.add_argument("--paper-datasets", action="store_true", help="also the real Photo, Computers and CS graphs")
-    parser.add_argument("--bf16", action="store_true",
-                        help="also gca with the attention objective in bf16 (its column: bf16 s/epoch, ratio to fp32)")
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="also gca with the attention objective in bf16 (its column: bf16 s/epoch, ratio to fp32)",
+    )
     parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:

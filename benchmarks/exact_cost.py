@@ -76,8 +76,9 @@ class Exact:
         self.generator = torch.Generator().manual_seed(config.seed)
         source = batch_source(graph, prepared.views, config, torch.device("cpu"))
         self.batch = next(iter(source.batches(0, self.generator)))
-        self.terms = exact_update_terms(graph.num_nodes, graph.edge_index.shape[1], graph.num_features,
-                                        feature_nonzeros(data.x), config)  # fmt: skip
+        self.terms = exact_update_terms(
+            graph.num_nodes, graph.edge_index.shape[1], graph.num_features, feature_nonzeros(data.x), config
+        )
         self.cpu: list[float] = []  # one thread's CPU seconds
         self.wall: list[float] = []  # two threads' wall seconds
 
@@ -86,7 +87,8 @@ class Exact:
         train_step(self.model, self.optimizer, self.batch, self.generator)
         if timed:
             (self.cpu if torch.get_num_threads() == 1 else self.wall).append(
-                time.thread_time() - cpu if torch.get_num_threads() == 1 else time.perf_counter() - wall)
+                time.thread_time() - cpu if torch.get_num_threads() == 1 else time.perf_counter() - wall
+            )
 
 
 def one_core(terms: tuple[float, float, float], costs: tuple[float, ...], fixed: float) -> float:
@@ -145,11 +147,15 @@ def main() -> None:
         rounds([g for g in graphs if not g[0].startswith("synthetic")], args.warmup, args.updates)
         load.append(loadavg())
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())  # fmt: skip
-    print(f"{cpu}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); {datetime.date.today()}; "
-          f"{args.updates} exact updates after {args.warmup}; load average {', '.join(load)} (before, after each "
-          "part)")  # fmt: skip
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
+    print(
+        f"{cpu}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); {datetime.date.today()}; "
+        f"{args.updates} exact updates after {args.warmup}; load average {', '.join(load)} (before, after each "
+        "part)"
+    )
     synthetic_rows = [(statistics.median(e.cpu), e.terms) for label, e in graphs if label.startswith("synthetic")]
     fitted = fit(synthetic_rows) if args.fit else None
     print("\n| graph | one core: CPU s | model | error |" + (" fitted | error |" if fitted else ""))
@@ -168,12 +174,16 @@ def main() -> None:
         for label, exact in graphs:
             if exact.wall:
                 wall, model = min(exact.wall), fast.exact_update_seconds_of(exact.terms)
-                print(f"| {label} | {wall:.3f} | {model:.3f} | {100 * (model / wall - 1):+.0f} % | "
-                      f"{statistics.median(exact.cpu) / wall:.2f} |")  # fmt: skip
+                print(
+                    f"| {label} | {wall:.3f} | {model:.3f} | {100 * (model / wall - 1):+.0f} % | "
+                    f"{statistics.median(exact.cpu) / wall:.2f} |"
+                )
     if fitted:
         costs, fixed = fitted
-        print(f"\nfitted: CPU_EXACT_COSTS = ({costs[0]:.3g}, {costs[1]:.3g}, {costs[2]:.3g}); "
-              f"CPU_EXACT_FIXED = {fixed:.3g}")  # fmt: skip
+        print(
+            f"\nfitted: CPU_EXACT_COSTS = ({costs[0]:.3g}, {costs[1]:.3g}, {costs[2]:.3g}); "
+            f"CPU_EXACT_FIXED = {fixed:.3g}"
+        )
 
 
 if __name__ == "__main__":

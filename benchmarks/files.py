@@ -45,8 +45,10 @@ def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, 
     folder.mkdir(parents=True, exist_ok=True)
     nodes = int(edges * NODES_PER_EDGE)
     stem = f"{ids}-{edges}"
-    paths = {"edges": folder / f"{stem}-edges.{'csv' if ids == 'string' else 'tsv'}",
-             "features": folder / f"{stem}-features.{'csv' if ids == 'string' else 'npy'}"}  # fmt: skip
+    paths = {
+        "edges": folder / f"{stem}-edges.{'csv' if ids == 'string' else 'tsv'}",
+        "features": folder / f"{stem}-features.{'csv' if ids == 'string' else 'npy'}",
+    }
     if all(p.exists() for p in paths.values()):
         return paths
     rng = np.random.default_rng(seed)
@@ -58,8 +60,12 @@ def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, 
             count = min(block, edges - start)
             source, target = rng.integers(0, nodes, count), rng.integers(0, nodes, count)
             if ids == "string":
-                table = pa.table({"s": pc.binary_join_element_wise("n", pa.array(source).cast(pa.string()), ""),
-                                  "t": pc.binary_join_element_wise("n", pa.array(target).cast(pa.string()), "")})
+                table = pa.table(
+                    {
+                        "s": pc.binary_join_element_wise("n", pa.array(source).cast(pa.string()), ""),
+                        "t": pc.binary_join_element_wise("n", pa.array(target).cast(pa.string()), ""),
+                    }
+                )
                 pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
             else:
                 table = pa.table({"s": source, "t": target})
@@ -75,8 +81,9 @@ def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, 
     return paths
 
 
-def write_long(folder: Path, nodes: int, edges: int, per_node: int = 10, vocabulary: int = 1000,
-               seed: int = 0) -> dict[str, Path]:
+def write_long(
+    folder: Path, nodes: int, edges: int, per_node: int = 10, vocabulary: int = 1000, seed: int = 0
+) -> dict[str, Path]:
     """String-id edges (``source,target``, ``edges`` random pairs over ``nodes`` ids ``n123``) and a long feature
     table (``id,feature,value``: ``per_node`` rows per node, features ``w17`` of ``vocabulary``, rows shuffled) —
     written once into ``folder``."""
@@ -85,8 +92,10 @@ def write_long(folder: Path, nodes: int, edges: int, per_node: int = 10, vocabul
     import pyarrow.csv as pacsv
 
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"edges": folder / f"long-{nodes}-{edges}-edges.csv",
-             "features": folder / f"long-{nodes}-{per_node}-features.csv"}  # fmt: skip
+    paths = {
+        "edges": folder / f"long-{nodes}-{edges}-edges.csv",
+        "features": folder / f"long-{nodes}-{per_node}-features.csv",
+    }
     rng = np.random.default_rng(seed)
 
     def named(prefix: str, numbers: np.ndarray):
@@ -97,14 +106,20 @@ def write_long(folder: Path, nodes: int, edges: int, per_node: int = 10, vocabul
             f.write(b"source,target\n")
             for start in range(0, edges, 1 << 22):
                 count = min(1 << 22, edges - start)
-                table = pa.table({"s": named("n", rng.integers(0, nodes, count)),
-                                  "t": named("n", rng.integers(0, nodes, count))})  # fmt: skip
+                table = pa.table(
+                    {"s": named("n", rng.integers(0, nodes, count)), "t": named("n", rng.integers(0, nodes, count))}
+                )
                 pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
     if not paths["features"].exists():
         rows = nodes * per_node
         node = rng.permutation(np.repeat(np.arange(nodes), per_node))
-        table = pa.table({"id": named("n", node), "feature": named("w", rng.integers(0, vocabulary, rows)),
-                          "value": rng.random(rows).astype(np.float32)})  # fmt: skip
+        table = pa.table(
+            {
+                "id": named("n", node),
+                "feature": named("w", rng.integers(0, vocabulary, rows)),
+                "value": rng.random(rows).astype(np.float32),
+            }
+        )
         pacsv.write_csv(table, paths["features"], pacsv.WriteOptions(quoting_style="none"))
     return paths
 
@@ -154,8 +169,12 @@ print(json.dumps({"seconds": seconds, "peak_beyond": peak - before, "ok": ok, "d
 
 
 def measure(mode: str, paths: dict[str, Path], threads: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(paths["edges"]), str(paths["features"]),
-                          str(threads)], capture_output=True, text=True, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(paths["edges"]), str(paths["features"]), str(threads)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -169,8 +188,11 @@ def write_large(folder: Path, nodes: int, edges: int, features: int, seed: int =
     import pyarrow.parquet as pq
 
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": folder / f"large-{edges}-edges.csv", "parquet": folder / f"large-{edges}-edges.parquet",
-             "features": folder / f"large-{nodes}-features.npy"}  # fmt: skip
+    paths = {
+        "csv": folder / f"large-{edges}-edges.csv",
+        "parquet": folder / f"large-{edges}-edges.parquet",
+        "features": folder / f"large-{nodes}-features.npy",
+    }
     block = 1 << 22
     if not paths["csv"].exists() or not paths["parquet"].exists():
         schema = pa.schema([("source", pa.int64()), ("target", pa.int64())])
@@ -179,8 +201,9 @@ def write_large(folder: Path, nodes: int, edges: int, features: int, seed: int =
             f.write(b"source,target\n")
             for start in range(0, edges, block):
                 count = min(block, edges - start)
-                table = pa.table({"source": rng.integers(0, nodes, count), "target": rng.integers(0, nodes, count)},
-                                 schema=schema)  # fmt: skip
+                table = pa.table(
+                    {"source": rng.integers(0, nodes, count), "target": rng.integers(0, nodes, count)}, schema=schema
+                )
                 pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False))
                 parquet.write_table(table)
     if not paths["features"].exists():
@@ -201,10 +224,25 @@ def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
     import threading
 
     shutil.rmtree(cache, ignore_errors=True)
-    command = ["/usr/bin/time", "-v", sys.executable, "-m", "gca.cli", "prepare", "--edges", str(paths[kind]),
-               "--features", str(paths["features"])]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "GCA_CACHE_DIR": str(cache)})  # fmt: skip
+    command = [
+        "/usr/bin/time",
+        "-v",
+        sys.executable,
+        "-m",
+        "gca.cli",
+        "prepare",
+        "--edges",
+        str(paths[kind]),
+        "--features",
+        str(paths["features"]),
+    ]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "GCA_CACHE_DIR": str(cache)},
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True)
     reader.start()
@@ -229,8 +267,14 @@ def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
     if out.returncode != 0:
         raise SystemExit(f"gca prepare failed:\n{out.stderr[-3000:]}")
-    return {"seconds": seconds, "peak": peak, "anon": anon, "anon_at": where, "stored": size,
-            "said": out.stdout.strip()}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "peak": peak,
+        "anon": anon,
+        "anon_at": where,
+        "stored": size,
+        "said": out.stdout.strip(),
+    }
 
 
 def _children(pid: int) -> list[int]:
@@ -253,57 +297,85 @@ def main() -> None:
     parser.add_argument("--folder", default="runs/files-bench", help="where the generated files are kept")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each (the fastest is kept)")
-    parser.add_argument("--large", action="store_true", help="instead: gca prepare on a generated edge list of "
-                        "--large-nodes nodes and --large-edges edges, from CSV and from Parquet")  # fmt: skip
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="instead: gca prepare on a generated edge list of "
+        "--large-nodes nodes and --large-edges edges, from CSV and from Parquet",
+    )
     parser.add_argument("--large-nodes", type=int, default=10_000_000)
     parser.add_argument("--large-edges", type=int, default=300_000_000)
     parser.add_argument("--large-features", type=int, default=16)
     parser.add_argument("--large-kind", choices=("csv", "parquet"), action="append", help="which (default both)")
-    parser.add_argument("--long", type=int, metavar="NODES", help="instead: string-id edges and a long feature table "
-                        "(id, feature, value; 10 rows per node) over NODES nodes, --edges edges (default 2·10⁶)")
+    parser.add_argument(
+        "--long",
+        type=int,
+        metavar="NODES",
+        help="instead: string-id edges and a long feature table "
+        "(id, feature, value; 10 rows per node) over NODES nodes, --edges edges (default 2·10⁶)",
+    )
     args = parser.parse_args()
     if args.long:
         edges = (args.edges or [2_000_000])[0]
         paths = write_long(Path(args.folder), args.long, edges)
-        runs = {mode: [measure(mode, paths, args.threads) for _ in range(args.repeats)]
-                for mode in ("pyarrow-long", "gca")}  # fmt: skip
+        runs = {
+            mode: [measure(mode, paths, args.threads) for _ in range(args.repeats)] for mode in ("pyarrow-long", "gca")
+        }
         times = {mode: sorted(r["seconds"] for r in rs) for mode, rs in runs.items()}
         for mode, rs in runs.items():
-            print(f"{mode:>13}: " + ", ".join(f"{r['seconds']:.2f} s ({r['peak_beyond'] / 1e6:.0f} MB)" for r in rs),
-                  flush=True)  # fmt: skip
-        low, mid = (times["gca"][0] / times["pyarrow-long"][0],
-                    times["gca"][len(times["gca"]) // 2] / times["pyarrow-long"][len(times["pyarrow-long"]) // 2])
-        print(f"{args.long:,} nodes, {edges:,} edges, long features: gca over PyArrow {low:.2f} (fastest of each), "
-              f"{mid:.2f} (medians)", flush=True)  # fmt: skip
+            print(
+                f"{mode:>13}: " + ", ".join(f"{r['seconds']:.2f} s ({r['peak_beyond'] / 1e6:.0f} MB)" for r in rs),
+                flush=True,
+            )
+        low, mid = (
+            times["gca"][0] / times["pyarrow-long"][0],
+            times["gca"][len(times["gca"]) // 2] / times["pyarrow-long"][len(times["pyarrow-long"]) // 2],
+        )
+        print(
+            f"{args.long:,} nodes, {edges:,} edges, long features: gca over PyArrow {low:.2f} (fastest of each), "
+            f"{mid:.2f} (medians)",
+            flush=True,
+        )
         return
     if args.large:
         start = time.perf_counter()
         paths = write_large(Path(args.folder), args.large_nodes, args.large_edges, args.large_features)
-        print(f"files ready in {time.perf_counter() - start:.0f} s: " + ", ".join(
-            f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()), flush=True)  # fmt: skip
+        print(
+            f"files ready in {time.perf_counter() - start:.0f} s: "
+            + ", ".join(f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()),
+            flush=True,
+        )
         for kind in args.large_kind or ("csv", "parquet"):
             result = prepare_large(paths, kind, Path(args.folder) / "cache")
-            print(f"{kind}: gca prepare {result['seconds']:.0f} s, peak resident {result['peak'] / 2**30:.2f} GiB "
-                  f"(of which anonymous, not mapped files' pages: {result['anon'] / 2**30:.2f} GiB, reached after "
-                  f"{result['anon_at']!r}), prepared graph {result['stored'] / 1e9:.2f} GB — {result['said']}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{kind}: gca prepare {result['seconds']:.0f} s, peak resident {result['peak'] / 2**30:.2f} GiB "
+                f"(of which anonymous, not mapped files' pages: {result['anon'] / 2**30:.2f} GiB, reached after "
+                f"{result['anon_at']!r}), prepared graph {result['stored'] / 1e9:.2f} GB — {result['said']}",
+                flush=True,
+            )
         return
-    print(f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
-          f"{'features MB':>12} {'B/edge':>7}")  # fmt: skip
+    print(
+        f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
+        f"{'features MB':>12} {'B/edge':>7}"
+    )
     for edges in args.edges or [2_000_000, 20_000_000]:
         for ids in args.ids or ["string", "integer"]:
             start = time.perf_counter()
             paths = write_graph(Path(args.folder), edges, ids)
             made = time.perf_counter() - start
-            base = min((measure("pyarrow", paths, args.threads) for _ in range(args.repeats)),
-                       key=lambda r: r["seconds"])  # fmt: skip
+            base = min(
+                (measure("pyarrow", paths, args.threads) for _ in range(args.repeats)), key=lambda r: r["seconds"]
+            )
             ours = min((measure("gca", paths, args.threads) for _ in range(args.repeats)), key=lambda r: r["seconds"])
             feature_bytes = int(edges * NODES_PER_EDGE) * FEATURES * 4
             per_edge = (ours["peak_beyond"] - feature_bytes) / edges
-            print(f"{edges:>12,} {ids:>8} {base['seconds']:>10.2f} {ours['seconds']:>8.2f} "
-                  f"{ours['seconds'] / base['seconds']:>6.2f} {ours['peak_beyond'] / 1e6:>8.0f} "
-                  f"{feature_bytes / 1e6:>12.0f} {per_edge:>7.1f}"
-                  + (f"   (files written in {made:.0f} s)" if made > 1 else ""), flush=True)  # fmt: skip
+            print(
+                f"{edges:>12,} {ids:>8} {base['seconds']:>10.2f} {ours['seconds']:>8.2f} "
+                f"{ours['seconds'] / base['seconds']:>6.2f} {ours['peak_beyond'] / 1e6:>8.0f} "
+                f"{feature_bytes / 1e6:>12.0f} {per_edge:>7.1f}"
+                + (f"   (files written in {made:.0f} s)" if made > 1 else ""),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -116,9 +116,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--graphs", type=int, default=3, help="how many of cora, photo, physics to run")
-    parser.add_argument("--epoch-graphs", nargs="+", metavar="GRAPH",
-                        help="the epoch table's graphs instead: cora, photo, physics, real-photo, real-computers, "
-                             "real-cs (the paper's graphs from --data-dir)")  # fmt: skip
+    parser.add_argument(
+        "--epoch-graphs",
+        nargs="+",
+        metavar="GRAPH",
+        help="the epoch table's graphs instead: cora, photo, physics, real-photo, real-computers, "
+        "real-cs (the paper's graphs from --data-dir)",
+    )
     parser.add_argument("--skip-objective", action="store_true", help="only the epoch table")
     parser.add_argument("--block-n", type=int, default=7650, help="N of the block-size table")
     parser.add_argument("--json", help="also write all numbers to this JSON file")
@@ -176,15 +180,18 @@ def objective_tables(args: argparse.Namespace, device: torch.device, report: dic
         print(f"| {block} | {r['seconds']:.4f} | {r['peak_mb']:.0f} MB |", flush=True)
 
 
-
 def epoch_table(args: argparse.Namespace, device: torch.device, report: dict) -> None:
     print("\n(b), (c) one training epoch (s/epoch over --epochs epochs after a warm-up; peak allocated GPU memory):")
     print("| graph | plain s/epoch | plain peak | gca s/epoch | gca peak | speed-up |")
     print("|---|---|---|---|---|---|")
     report["epoch"] = []
     real = {key: f"{name} (real, its setting's widths)" for key, name in PAPER_GRAPHS.items()}
-    labels = {"cora": "Cora (2,708 nodes, d = 128)", "photo": "Amazon-Photo size (7,650, d = 256)",
-              "physics": "Coauthor-Physics size (34,493, d = 128)", **real}  # fmt: skip
+    labels = {
+        "cora": "Cora (2,708 nodes, d = 128)",
+        "photo": "Amazon-Photo size (7,650, d = 256)",
+        "physics": "Coauthor-Physics size (34,493, d = 128)",
+        **real,
+    }
     for name in args.epoch_graphs or list(labels)[: args.graphs]:
         label = labels[name]
         data, dims = load(name, args.data_dir, 30)

@@ -93,14 +93,23 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single-run-from", type=int, default=500_000)
-    parser.add_argument("--skip-fp32-from", type=int, default=500_000,
-                        help="at N ≥ this, leave out the fp32 cases (minutes each on an H100)")  # fmt: skip
+    parser.add_argument(
+        "--skip-fp32-from",
+        type=int,
+        default=500_000,
+        help="at N ≥ this, leave out the fp32 cases (minutes each on an H100)",
+    )
     parser.add_argument("--deadline", type=float, default=240.0, help="seconds; later cases are reported not run")
     parser.add_argument("--json", help="also write the numbers to this JSON file")
     parser.add_argument("--backends", nargs="+", choices=("blocked", "attention"), default=["blocked", "attention"])
     parser.add_argument("--precisions", nargs="+", choices=("fp32", "tf32", "bf16"), default=["fp32", "tf32", "bf16"])
-    parser.add_argument("--kernels", nargs="+", choices=("auto", "flash", "efficient"),
-                        default=["auto", "flash", "efficient"], help="auto: the blocked cases' label")  # fmt: skip
+    parser.add_argument(
+        "--kernels",
+        nargs="+",
+        choices=("auto", "flash", "efficient"),
+        default=["auto", "flash", "efficient"],
+        help="auto: the blocked cases' label",
+    )
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: a dry run of this script
     args = parser.parse_args()
     device, name = chosen_device(args.device, "benchmarks/gpu_scale.py")
@@ -140,8 +149,9 @@ def main() -> None:
                 flush=True,
             )
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": name, "torch": torch.__version__, "dense_flops": peaks,
-                                               "rows": rows}, indent=2))  # fmt: skip
+        Path(args.json).write_text(
+            json.dumps({"device": name, "torch": torch.__version__, "dense_flops": peaks, "rows": rows}, indent=2)
+        )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,10 @@ def main() -> None:
     print(f"# {machine}, torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("| graph | nodes | edges | gca s | PyG gcn_norm + CSR s | ratio (PyG / gca) |")
     print("|---|---|---|---|---|---|")
-    for name, (n, e, f) in {"Amazon-Photo size": (7650, 119_081, 745),
-                            "Coauthor-Physics size": (34_493, 247_962, 8415)}.items():  # fmt: skip
+    for name, (n, e, f) in {
+        "Amazon-Photo size": (7650, 119_081, 745),
+        "Coauthor-Physics size": (34_493, 247_962, 8415),
+    }.items():
         graph = prepare_graph(synthetic_graph(n, e, f, 30))
         ei = graph.edge_index
         ours = seconds(lambda ei=ei, n=n: normalized_adjacency(ei, n, symmetric=True), args.repeats)
@@ -73,9 +75,12 @@ def main() -> None:
     print("| features | shape | hand-written s | sklearn normalize s | ratio (sklearn / hand) |")
     print("|---|---|---|---|---|")
     rng = np.random.default_rng(0)
-    cases = {"sparse (Physics size, 30 nnz/row)": sp.random(34_493, 8415, density=30 / 8415, format="csr", rng=rng,
-                                                          dtype=np.float32),
-             "dense (169,343 × 128)": rng.standard_normal((169_343, 128), dtype=np.float32)}  # fmt: skip
+    cases = {
+        "sparse (Physics size, 30 nnz/row)": sp.random(
+            34_493, 8415, density=30 / 8415, format="csr", rng=rng, dtype=np.float32
+        ),
+        "dense (169,343 × 128)": rng.standard_normal((169_343, 128), dtype=np.float32),
+    }
     for name, x in cases.items():
         hand = seconds(lambda x=x: hand_rows(x), max(3, args.repeats // 4))
         lib = seconds(lambda x=x: normalize(x, norm="l1"), max(3, args.repeats // 4))

@@ -38,13 +38,20 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GCA = [str(Path(sys.executable).with_name("gca"))] if Path(sys.executable).with_name("gca").exists() else [
-    sys.executable, "-m", "gca"]  # fmt: skip
+GCA = (
+    [str(Path(sys.executable).with_name("gca"))]
+    if Path(sys.executable).with_name("gca").exists()
+    else [sys.executable, "-m", "gca"]
+)
 
 
 #: (nodes, directed edge entries — both directions of every undirected edge —, dense features) of each size
-SIZES = {"arxiv": (169_343, 2 * 1_166_243, 128), "products": (2_449_029, 2 * 61_859_140, 100),
-         "papers100M": (111_059_956, 2 * 1_615_685_872, 128), "tenth": (10_000_000, 2 * 150_000_000, 128)}  # fmt: skip
+SIZES = {
+    "arxiv": (169_343, 2 * 1_166_243, 128),
+    "products": (2_449_029, 2 * 61_859_140, 100),
+    "papers100M": (111_059_956, 2 * 1_615_685_872, 128),
+    "tenth": (10_000_000, 2 * 150_000_000, 128),
+}
 #: Bytes a feature value takes in each size's file (float16 for the generated tenth and, as predicted, papers100M)
 FEATURE_BYTES = {"tenth": 2, "papers100M": 2}
 #: Resident bytes of the interpreter, PyTorch, SciPy and scikit-learn once imported (measured: 0.33 GB)
@@ -54,8 +61,9 @@ BLOCK_BYTES = 0.25e9
 PHASES = ("load", "prepare", "training", "inference")
 
 
-def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4,
-                 prepared: str = "") -> dict[str, dict[str, float]]:  # fmt: skip
+def memory_model(
+    nodes: int, edges: int, features: int, hidden: int = 128, feature_bytes: int = 4, prepared: str = ""
+) -> dict[str, dict[str, float]]:
     """Per phase of a mini-batch ``gca train`` on an undirected graph read from an uncompressed .npz file (its
     members mapped) with dense features stored in ``feature_bytes`` bytes a value (4: float32, 2: float16;
     row-normalised, the default) — ``edges`` E counts both directions, U = E/2 undirected units — the predicted
@@ -92,21 +100,38 @@ def memory_model(nodes: int, edges: int, features: int, hidden: int = 128, featu
     stored = feature_bytes * features
     per_edge = {"load": 8 + 2.5, "prepare": 8 + 4, "training": 8 + 4 + 4, "inference": 8 + 4}
     per_node = {"load": 40, "prepare": 20 + 32, "training": 20 + 32 + 24, "inference": 40}
-    file_bytes = {"load": stored * nodes + 4 * units + 8 * nodes, "prepare": stored * nodes,
-                  "training": stored * nodes, "inference": max(stored, 4 * features, 4 * hidden) * nodes}  # fmt: skip
+    file_bytes = {
+        "load": stored * nodes + 4 * units + 8 * nodes,
+        "prepare": stored * nodes,
+        "training": stored * nodes,
+        "inference": max(stored, 4 * features, 4 * hidden) * nodes,
+    }
     if prepared in ("opened", "written"):
         mapped = {"load": 0, "prepare": 0, "training": 8 + 4 + 4, "inference": 8 + 4 + 4}
         later = ("load", "prepare", "training", "inference") if prepared == "opened" else ("training", "inference")
         per_edge = {phase: 0 if phase in later else per_edge[phase] for phase in PHASES}
-        per_node = {phase: {"load": 8, "prepare": 20, "training": 20 + 24, "inference": 40}[phase] if phase in later
-                    else per_node[phase] for phase in PHASES}  # fmt: skip
-        file_bytes = {phase: file_bytes[phase] - (4 * units + 8 * nodes if phase == "load" else 0)
-                      + mapped[phase] * edges if phase in later else file_bytes[phase] for phase in PHASES}  # fmt: skip
+        per_node = {
+            phase: {"load": 8, "prepare": 20, "training": 20 + 24, "inference": 40}[phase]
+            if phase in later
+            else per_node[phase]
+            for phase in PHASES
+        }
+        file_bytes = {
+            phase: file_bytes[phase] - (4 * units + 8 * nodes if phase == "load" else 0) + mapped[phase] * edges
+            if phase in later
+            else file_bytes[phase]
+            for phase in PHASES
+        }
     model = {}
     for phase in PHASES:
         anonymous = per_edge[phase] * edges + per_node[phase] * nodes + BASE_BYTES + BLOCK_BYTES
-        model[phase] = {"anonymous": anonymous, "file": file_bytes[phase], "total": anonymous + file_bytes[phase],
-                        "per_edge": per_edge[phase], "per_node": per_node[phase]}  # fmt: skip
+        model[phase] = {
+            "anonymous": anonymous,
+            "file": file_bytes[phase],
+            "total": anonymous + file_bytes[phase],
+            "per_edge": per_edge[phase],
+            "per_node": per_node[phase],
+        }
     return model
 
 
@@ -176,14 +201,26 @@ def main() -> None:
     parser.add_argument("--products-steps", type=int, default=50, help="mini-batch steps at products size")
     parser.add_argument("--device", default="auto", help="passed to gca train")
     parser.add_argument("--predict", choices=list(SIZES), help="only print the memory model's prediction for a size")
-    parser.add_argument("--feature-bytes", type=int, choices=(4, 2),
-                        help="features stored as float32 (4) or float16 (2); default: the size's")  # fmt: skip
+    parser.add_argument(
+        "--feature-bytes",
+        type=int,
+        choices=(4, 2),
+        help="features stored as float32 (4) or float16 (2); default: the size's",
+    )
     parser.add_argument("--machine-gb", type=float, default=64.0, help="with --predict: the machine's memory")
-    parser.add_argument("--prepared", choices=("opened", "written"), default="",
-                        help="with --predict: a run that opens the prepared graph on disk (its edge arrays mapped), "
-                        "or writes it and goes on from it")  # fmt: skip
-    parser.add_argument("--cached", action="store_true", help="run each graph twice through the prepared graph on "
-                        "disk (in DIR/cache): the first run writes it, the second opens it")  # fmt: skip
+    parser.add_argument(
+        "--prepared",
+        choices=("opened", "written"),
+        default="",
+        help="with --predict: a run that opens the prepared graph on disk (its edge arrays mapped), "
+        "or writes it and goes on from it",
+    )
+    parser.add_argument(
+        "--cached",
+        action="store_true",
+        help="run each graph twice through the prepared graph on "
+        "disk (in DIR/cache): the first run writes it, the second opens it",
+    )
     args = parser.parse_args()
     if args.predict:
         nodes, edges, features = SIZES[args.predict]
@@ -191,13 +228,18 @@ def main() -> None:
         model = memory_model(nodes, edges, features, feature_bytes=feature_bytes, prepared=args.prepared)
         kind = {4: "float32", 2: "float16"}[feature_bytes]
         route = {"opened": "opening the prepared graph", "written": "writing the prepared graph"}.get(
-            args.prepared, "from the input file")  # fmt: skip
-        print(f"{args.predict} size, {route}: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
-              "(GB = 10⁹ bytes; anonymous memory must stay resident, file-backed pages the kernel may drop)")
+            args.prepared, "from the input file"
+        )
+        print(
+            f"{args.predict} size, {route}: {nodes:,} nodes, {edges:,} directed edges, {features} {kind} features "
+            "(GB = 10⁹ bytes; anonymous memory must stay resident, file-backed pages the kernel may drop)"
+        )
         print("| phase | anonymous | per edge | per node | file-backed | total |\n|---|---|---|---|---|---|")
         for phase, m in model.items():
-            print(f"| {phase} | {m['anonymous'] / 1e9:,.1f} GB | {m['per_edge']:g} B | {m['per_node']} B | "
-                  f"{m['file'] / 1e9:,.1f} GB | {m['total'] / 1e9:,.1f} GB |")
+            print(
+                f"| {phase} | {m['anonymous'] / 1e9:,.1f} GB | {m['per_edge']:g} B | {m['per_node']} B | "
+                f"{m['file'] / 1e9:,.1f} GB | {m['total'] / 1e9:,.1f} GB |"
+            )
         peak = max(model.values(), key=lambda m: m["anonymous"])["anonymous"]
         verdict = "fits" if peak < args.machine_gb * 1e9 else "does not fit"
         print(f"peak anonymous memory {peak / 1e9:,.1f} GB: {verdict} a {args.machine_gb:g} GB machine")
@@ -205,21 +247,42 @@ def main() -> None:
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = []
     if not args.skip_arxiv:
-        runs.append(("arxiv", "mini-batch B = 1024, fan-out 10,10",
-                     ["--set", "batch_size=1024", "--set", "fanout=10,10"]))  # fmt: skip
+        runs.append(
+            ("arxiv", "mini-batch B = 1024, fan-out 10,10", ["--set", "batch_size=1024", "--set", "fanout=10,10"])
+        )
     if not args.skip_products:
-        runs.append(("products", f"mini-batch B = 1024, fan-out 10,10, {args.products_steps} steps",
-                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set",
-                      f"steps_per_epoch={args.products_steps}"]))  # fmt: skip
+        runs.append(
+            (
+                "products",
+                f"mini-batch B = 1024, fan-out 10,10, {args.products_steps} steps",
+                [
+                    "--set",
+                    "batch_size=1024",
+                    "--set",
+                    "fanout=10,10",
+                    "--set",
+                    f"steps_per_epoch={args.products_steps}",
+                ],
+            )
+        )
     if args.tenth:
-        runs.append(("tenth", f"mini-batch B = 1024, fan-out 10,10, {args.tenth_steps} steps",
-                     ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set",
-                      f"steps_per_epoch={args.tenth_steps}"]))  # fmt: skip
+        runs.append(
+            (
+                "tenth",
+                f"mini-batch B = 1024, fan-out 10,10, {args.tenth_steps} steps",
+                ["--set", "batch_size=1024", "--set", "fanout=10,10", "--set", f"steps_per_epoch={args.tenth_steps}"],
+            )
+        )
     if args.exact:
         runs.append(("arxiv", "exact (full graph)", ["--set", "precision=fp32"]))
     if args.exact_bf16:
-        runs.append(("arxiv", "exact (full graph), attention bf16",
-                     ["--set", "loss_backend=attention", "--set", "precision=bf16"]))  # fmt: skip
+        runs.append(
+            (
+                "arxiv",
+                "exact (full graph), attention bf16",
+                ["--set", "loss_backend=attention", "--set", "precision=bf16"],
+            )
+        )
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; torch threads: default")
     print(
         "| graph | training | steps × epochs | s/epoch | s/step | steps/s | start, load, prepare, write s "
@@ -230,8 +293,11 @@ def main() -> None:
     memory: list[str] = []
     accuracy: list[str] = []
     if args.cached:  # each run twice: writing the prepared graph (from an empty cache), then opening it
-        runs = [(size, f"{label}, {how} prepared graph", [*settings, "--cache"]) for size, label, settings in runs
-                for how in ("writes", "opens")]  # fmt: skip
+        runs = [
+            (size, f"{label}, {how} prepared graph", [*settings, "--cache"])
+            for size, label, settings in runs
+            for how in ("writes", "opens")
+        ]
         cache = args.dir / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         os.environ["GCA_CACHE_DIR"] = str(cache)
@@ -243,25 +309,50 @@ def main() -> None:
         epochs = 1 if "batch_size=1024" in settings else args.exact_epochs
         judged = ["--splits", str(args.tenth_splits)] if size == "tenth" else ["--no-eval"]
         samples: dict = {}
-        wall, peak = measured_run([*GCA, "train", "--dataset", str(graph), "--epochs", str(epochs), *judged,
-                                   "--quiet", "--device", args.device, "--set", "hidden=128", *settings,
-                                   "--out", str(out)], samples)  # fmt: skip
+        wall, peak = measured_run(
+            [
+                *GCA,
+                "train",
+                "--dataset",
+                str(graph),
+                "--epochs",
+                str(epochs),
+                *judged,
+                "--quiet",
+                "--device",
+                args.device,
+                "--set",
+                "hidden=128",
+                *settings,
+                "--out",
+                str(out),
+            ],
+            samples,
+        )
         record = json.loads((out / "results.json").read_text())
         batch = record["config"]["batch_size"]
         nodes, edges, features = SIZES[size]
         steps = record["config"]["steps_per_epoch"] or (-(-nodes // batch) if batch else 1)
         train, embed, judge = record["train_seconds"], record["embed_seconds"], record.get("eval_seconds", 0.0)
-        print(f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
-              f"{steps * epochs / max(train, 1e-9):.1f} | {wall - train - embed - judge:.1f} | {embed:.1f} | "
-              f"{judge:.1f} | {wall:.1f} | {peak:,.0f} MiB | {samples.get('RssAnon', 0):,.0f} MiB | "
-              f"{samples.get('RssFile', 0):,.0f} MiB | {record.get('gpu_peak_mb', '—')} | "
-              f"{record.get('objective', '')} |", flush=True)  # fmt: skip
+        print(
+            f"| {size} size | {label} | {steps} × {epochs} | {train / epochs:.1f} | {train / steps / epochs:.3f} | "
+            f"{steps * epochs / max(train, 1e-9):.1f} | {wall - train - embed - judge:.1f} | {embed:.1f} | "
+            f"{judge:.1f} | {wall:.1f} | {peak:,.0f} MiB | {samples.get('RssAnon', 0):,.0f} MiB | "
+            f"{samples.get('RssFile', 0):,.0f} MiB | {record.get('gpu_peak_mb', '—')} | "
+            f"{record.get('objective', '')} |",
+            flush=True,
+        )
         if args.cached:
-            print(f"    prepare_seconds {record.get('prepare_seconds', 0):.1f}, prepared graph "
-                  f"{record.get('prepared_graph')}", flush=True)  # fmt: skip
+            print(
+                f"    prepare_seconds {record.get('prepare_seconds', 0):.1f}, prepared graph "
+                f"{record.get('prepared_graph')}",
+                flush=True,
+            )
         if record.get("accuracy"):
-            accuracy.append(f"{size} size: planted classes {record['accuracy']['mean']:.2f} ± "
-                            f"{record['accuracy']['std']:.2f} % over {len(record['accuracy']['runs'])} splits")
+            accuracy.append(
+                f"{size} size: planted classes {record['accuracy']['mean']:.2f} ± "
+                f"{record['accuracy']['std']:.2f} % over {len(record['accuracy']['runs'])} splits"
+            )
         if batch:
             stored = record.get("prepared_graph")
             route = "" if not stored else "opened" if stored["opened"] else "written"
@@ -269,17 +360,23 @@ def main() -> None:
             phase = max(model, key=lambda k: model[k]["total"])
             m = model[phase]
             anon = max(v["anonymous"] for v in model.values())
-            memory.append(f"| {size} size | {peak * 2**20 / 1e9:.2f} GB | {m['total'] / 1e9:.2f} GB ({phase}) | "
-                          f"{samples.get('RssAnon', 0) * 2**20 / 1e9:.2f} GB | {anon / 1e9:.2f} GB | "
-                          f"{samples.get('RssFile', 0) * 2**20 / 1e9:.2f} GB | "
-                          f"{max(v['file'] for v in model.values()) / 1e9:.2f} GB |")  # fmt: skip
+            memory.append(
+                f"| {size} size | {peak * 2**20 / 1e9:.2f} GB | {m['total'] / 1e9:.2f} GB ({phase}) | "
+                f"{samples.get('RssAnon', 0) * 2**20 / 1e9:.2f} GB | {anon / 1e9:.2f} GB | "
+                f"{samples.get('RssFile', 0) * 2**20 / 1e9:.2f} GB | "
+                f"{max(v['file'] for v in model.values()) / 1e9:.2f} GB |"
+            )
     for line in accuracy:
         print(line)
     if memory:
-        print("\nPeak resident memory against the memory model (docs/large-graphs.md; GB = 10⁹ bytes; anonymous and "
-              "file-backed peaks sampled from /proc every 0.2 s, each at its own moment):")
-        print("| graph | peak RSS | predicted peak | peak anonymous | predicted | peak file-backed | predicted |\n"
-              "|---|---|---|---|---|---|---|")
+        print(
+            "\nPeak resident memory against the memory model (docs/large-graphs.md; GB = 10⁹ bytes; anonymous and "
+            "file-backed peaks sampled from /proc every 0.2 s, each at its own moment):"
+        )
+        print(
+            "| graph | peak RSS | predicted peak | peak anonymous | predicted | peak file-backed | predicted |\n"
+            "|---|---|---|---|---|---|---|"
+        )
         print("\n".join(memory))
 
 

@@ -37,8 +37,24 @@ DATASETS = ("Amazon-Photo", "Amazon-Computers", "Coauthor-CS")
 def gca_train(dataset: str, data_dir: str, out: Path, extra: list[str]) -> dict | None:
     """``gca train`` into ``out`` (resumed if a checkpoint is there); its results.json, or None if it failed."""
     if not (out / "results.json").is_file():
-        command = [sys.executable, "-m", "gca.cli", "train", "--dataset", dataset, "--data-dir", data_dir, "--out",
-                   str(out), "--quiet", "--eval-raw", "--checkpoint-every", "50", "--resume", *extra]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "gca.cli",
+            "train",
+            "--dataset",
+            dataset,
+            "--data-dir",
+            data_dir,
+            "--out",
+            str(out),
+            "--quiet",
+            "--eval-raw",
+            "--checkpoint-every",
+            "50",
+            "--resume",
+            *extra,
+        ]
         print("$ " + " ".join(command[2:]), file=sys.stderr, flush=True)
         start = time.perf_counter()
         if subprocess.run(command).returncode != 0:
@@ -59,9 +75,14 @@ def judge_checkpoint(out: Path, data, y, splits) -> dict | None:
     state = torch.load(path, map_location="cpu", weights_only=True)
     embeddings = GCA.load(path, device="cpu").embed(data)  # prepared with the run's own feature_norm
     epoch = int(state["epoch"])
-    return {"embeddings": embeddings, "accuracy": evaluate_embeddings(embeddings, y, splits).to_dict(),
-            "checkpoint_epoch": epoch, "epochs": state["config"]["epochs"], "final_loss": state["losses"][-1],
-            "seconds_per_epoch": state["train_seconds"] / epoch}  # fmt: skip
+    return {
+        "embeddings": embeddings,
+        "accuracy": evaluate_embeddings(embeddings, y, splits).to_dict(),
+        "checkpoint_epoch": epoch,
+        "epochs": state["config"]["epochs"],
+        "final_loss": state["losses"][-1],
+        "seconds_per_epoch": state["train_seconds"] / epoch,
+    }
 
 
 def _last_checkpoint(out: Path) -> Path | None:
@@ -85,8 +106,11 @@ def main() -> None:
     parser.add_argument("--dataset", action="append", help="dataset to run (repeatable; default: the three)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to gca train")
     parser.add_argument("--only-untrained", action="store_true", help="raw features and Random-Init only")
-    parser.add_argument("--judge-checkpoints", action="store_true",
-                        help="judge the last checkpoint of unfinished trainings; start no training")
+    parser.add_argument(
+        "--judge-checkpoints",
+        action="store_true",
+        help="judge the last checkpoint of unfinished trainings; start no training",
+    )
     args = parser.parse_args()
 
     from gca.config import build_config
@@ -112,14 +136,20 @@ def main() -> None:
             trained = judge_checkpoint(folder / "gca-de", loaded.data, y, splits)
         elif not args.only_untrained:
             trained = gca_train(name, args.data_dir, folder / "gca-de", extra)
-        judged = {"Raw features": ("raw", untrained), "Random-Init": ("random-init", untrained),
-                  "GCA-DE": ("gca-de", trained)}  # fmt: skip
+        judged = {
+            "Raw features": ("raw", untrained),
+            "Random-Init": ("random-init", untrained),
+            "GCA-DE": ("gca-de", trained),
+        }
         for method, (run, record) in judged.items():
             entry: dict = {}
             if record is None:
                 epoch = checkpoint_epoch(folder / run)
-                entry["status"] = "not run" if args.only_untrained and run == "gca-de" else (
-                    f"unfinished (checkpoint at epoch {epoch})" if epoch else "failed")  # fmt: skip
+                entry["status"] = (
+                    "not run"
+                    if args.only_untrained and run == "gca-de"
+                    else (f"unfinished (checkpoint at epoch {epoch})" if epoch else "failed")
+                )
             else:
                 if method == "Raw features":
                     features, entry["sklearn"] = graph.raw_features, record["raw_features_accuracy"]
@@ -131,8 +161,12 @@ def main() -> None:
                     if "checkpoint_epoch" in record:
                         entry["status"] = f"checkpoint at epoch {record['checkpoint_epoch']} of {record['epochs']}"
                 start = time.perf_counter()
-                authors = evaluate_embeddings(raw_feature_input(features, "authors") if method == "Raw features"
-                                              else features, y, splits, "authors")  # fmt: skip
+                authors = evaluate_embeddings(
+                    raw_feature_input(features, "authors") if method == "Raw features" else features,
+                    y,
+                    splits,
+                    "authors",
+                )
                 entry["authors"] = authors.to_dict()
                 entry["authors_eval_seconds"] = round(time.perf_counter() - start, 1)
                 if method == "GCA-DE":

@@ -63,8 +63,12 @@ def _judge_sklearn(embeddings_path: str, labels, splits: list) -> dict:
 
     start = time.perf_counter()
     result = linear_evaluation(np.load(embeddings_path), labels, splits).to_dict()
-    return {"mean": result["mean"], "std": result["std"], "runs": result["runs"],
-            "seconds": round(time.perf_counter() - start, 1)}  # fmt: skip
+    return {
+        "mean": result["mean"],
+        "std": result["std"],
+        "runs": result["runs"],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def run_until(arguments: list[str], log: Path, env: dict, stop_at: float) -> tuple[int | None, float, float]:
@@ -108,11 +112,13 @@ def row_text(r: dict) -> str:
     if "error" in r:
         return f"| {r['dataset']} | {r['training']} | {r['seed']} | {r['error']} | | | | | | | | |"
     peak_gpu = r.get("gpu_peak_mb")
-    return (f"| {r['dataset']} | {r['training']} | {r['seed']} | {r['epochs']} × {r['updates_per_epoch']} | "
-            f"{cell(r.get('authors'))} | {cell(r.get('sklearn'), r.get('sklearn_status', 'pending'))} | "
-            f"{r['train_seconds']:.1f} | {1000 * r['train_seconds'] / max(r['updates'], 1):.2f} | "
-            f"{r['embed_seconds']:.2f} | {r['wall_seconds']:.1f} | "
-            f"{f'{peak_gpu:,.0f}' if peak_gpu is not None else '—'} | {r['peak_rss_mb']:,.0f} |")  # fmt: skip
+    return (
+        f"| {r['dataset']} | {r['training']} | {r['seed']} | {r['epochs']} × {r['updates_per_epoch']} | "
+        f"{cell(r.get('authors'))} | {cell(r.get('sklearn'), r.get('sklearn_status', 'pending'))} | "
+        f"{r['train_seconds']:.1f} | {1000 * r['train_seconds'] / max(r['updates'], 1):.2f} | "
+        f"{r['embed_seconds']:.2f} | {r['wall_seconds']:.1f} | "
+        f"{f'{peak_gpu:,.0f}' if peak_gpu is not None else '—'} | {r['peak_rss_mb']:,.0f} |"
+    )
 
 
 HEADER = (
@@ -129,15 +135,23 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=float("inf"), help="seconds from the start")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[0, 1024, 2048, 512], help="0: exact")
-    parser.add_argument("--fanouts", nargs="+", default=["10,10"],
-                        help="the first with every batch size, the others at the first mini-batch size")  # fmt: skip
+    parser.add_argument(
+        "--fanouts",
+        nargs="+",
+        default=["10,10"],
+        help="the first with every batch size, the others at the first mini-batch size",
+    )
     parser.add_argument("--seeds", type=int, default=1, help="trainings per configuration at most (seeds 0, 1, …)")
     parser.add_argument("--epochs", type=int, help="a full-graph setting of this many epochs instead (dry runs)")
     parser.add_argument("--splits", type=int, default=20, help="evaluation splits of the authors' protocol")
     parser.add_argument("--sklearn-splits", type=int, default=20, help="of scikit-learn's protocol; 0: not judged")
     parser.add_argument("--judge-workers", type=int, help="default: cores − 4 (at most 8) on a GPU, 1 on the CPU")
-    parser.add_argument("--judge-reserve", type=float, default=25.0,
-                        help="seconds before the deadline after which no training may end (judging time)")  # fmt: skip
+    parser.add_argument(
+        "--judge-reserve",
+        type=float,
+        default=25.0,
+        help="seconds before the deadline after which no training may end (judging time)",
+    )
     parser.add_argument("--work", type=Path, help="folder of the runs (default: a temporary one, removed)")
     args = parser.parse_args()
     start = time.perf_counter()
@@ -145,8 +159,9 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # a checkout without gca installed
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1] / "src"),
-                                                      env.get("PYTHONPATH")]))  # fmt: skip
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[1] / "src"), env.get("PYTHONPATH")])
+    )
     from gca.config import build_config, mini_batch_epochs
     from gca.datasets import load_dataset
     from gca.evaluate.splits import SplitSetting
@@ -155,17 +170,31 @@ def main() -> None:
     cores = os.cpu_count() or 2
     on_cpu = args.device == "cpu"
     workers = args.judge_workers or (1 if on_cpu else max(1, min(8, cores - 4)))
-    pool = (futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_one_thread) if args.sklearn_splits else None)  # fmt: skip
+    pool = (
+        futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+        if args.sklearn_splits
+        else None
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = args.work or Path(tempfile.mkdtemp(prefix="gca-paper-minibatch-"))
     work.mkdir(parents=True, exist_ok=True)
-    report = {"device": args.device, "cores": cores, "deadline_s": args.deadline, "epochs_override": args.epochs,
-              "splits": args.splits, "sklearn_splits": args.sklearn_splits, "rows": [], "not_started": []}  # fmt: skip
+    report = {
+        "device": args.device,
+        "cores": cores,
+        "deadline_s": args.deadline,
+        "epochs_override": args.epochs,
+        "splits": args.splits,
+        "sklearn_splits": args.sklearn_splits,
+        "rows": [],
+        "not_started": [],
+    }
     report_path = out / "paper_minibatch.json"
-    print(f"paper_minibatch: device {args.device}, {cores} CPU cores, deadline {args.deadline:.0f} s, judges "
-          f"{workers if pool else 0}, runs in {work}", flush=True)  # fmt: skip
+    print(
+        f"paper_minibatch: device {args.device}, {cores} CPU cores, deadline {args.deadline:.0f} s, judges "
+        f"{workers if pool else 0}, runs in {work}",
+        flush=True,
+    )
     print(HEADER, flush=True)
 
     graphs: dict[str, dict] = {}  # per dataset: nodes, labels, the splits of each seed
@@ -173,8 +202,13 @@ def main() -> None:
     def graph(name: str) -> dict:
         if name not in graphs:  # loaded here before its first training, which then finds PyG's processed files
             loaded = load_dataset(name, data_dir=args.data_dir)
-            graphs[name] = {"nodes": loaded.data.num_nodes, "y": loaded.data.y, "labels": loaded.data.y.numpy(),
-                            "own": (loaded.splits, loaded.public), "splits": {}}  # not the features  # fmt: skip
+            graphs[name] = {
+                "nodes": loaded.data.num_nodes,
+                "y": loaded.data.y,
+                "labels": loaded.data.y.numpy(),
+                "own": (loaded.splits, loaded.public),
+                "splits": {},
+            }  # not the features
         return graphs[name]
 
     def sklearn_splits(name: str, seed: int) -> list:
@@ -209,9 +243,25 @@ def main() -> None:
             continue
         g = graph(name)
         config = build_config(name)
-        arguments = [sys.executable, "-m", "gca", "train", "--dataset", name, "--data-dir", args.data_dir,
-                     "--device", args.device, "--eval-protocol", "authors", "--splits", str(args.splits),
-                     "--seed", str(seed), "--quiet"]  # fmt: skip
+        arguments = [
+            sys.executable,
+            "-m",
+            "gca",
+            "train",
+            "--dataset",
+            name,
+            "--data-dir",
+            args.data_dir,
+            "--device",
+            args.device,
+            "--eval-protocol",
+            "authors",
+            "--splits",
+            str(args.splits),
+            "--seed",
+            str(seed),
+            "--quiet",
+        ]
         if batch:
             arguments += ["--set", f"batch_size={batch}", "--set", f"fanout={fanout}"]
         if args.epochs is not None:
@@ -221,8 +271,14 @@ def main() -> None:
         arguments += ["--out", str(folder)]
         folder.mkdir(parents=True, exist_ok=True)
         status, wall, rss = run_until(arguments, work / f"run-{number}.log", env, deadline)
-        row = {"dataset": name, "training": label(batch, fanout), "batch_size": batch, "fanout": fanout or None,
-               "seed": seed, "full_graph_epochs": args.epochs or config.epochs}  # fmt: skip
+        row = {
+            "dataset": name,
+            "training": label(batch, fanout),
+            "batch_size": batch,
+            "fanout": fanout or None,
+            "seed": seed,
+            "full_graph_epochs": args.epochs or config.epochs,
+        }
         if status != 0:
             tail = (work / f"run-{number}.log").read_text(errors="replace").strip().splitlines()[-3:]
             row["error"] = "stopped at the deadline" if status is None else f"failed ({status}): {' / '.join(tail)}"
@@ -232,14 +288,23 @@ def main() -> None:
             continue
         record = json.loads((folder / "results.json").read_text())
         steps = record.get("mini_batch_schedule", {}).get("updates_per_epoch") or (
-            math.ceil(g["nodes"] / batch) if batch else 1)  # fmt: skip
-        row.update(epochs=record["epochs"], updates_per_epoch=steps, updates=record["epochs"] * steps,
-                   train_seconds=record["train_seconds"], embed_seconds=record["embed_seconds"],
-                   wall_seconds=round(wall, 2), peak_rss_mb=round(rss, 1), gpu_peak_mb=record.get("gpu_peak_mb"),
-                   objective=record.get("objective"), final_loss=record.get("final_loss"),
-                   authors={k: record["accuracy"][k] for k in ("mean", "std", "runs")},
-                   eval_seconds=record.get("eval_seconds"),
-                   mini_batch_schedule=record.get("mini_batch_schedule"))  # fmt: skip
+            math.ceil(g["nodes"] / batch) if batch else 1
+        )
+        row.update(
+            epochs=record["epochs"],
+            updates_per_epoch=steps,
+            updates=record["epochs"] * steps,
+            train_seconds=record["train_seconds"],
+            embed_seconds=record["embed_seconds"],
+            wall_seconds=round(wall, 2),
+            peak_rss_mb=round(rss, 1),
+            gpu_peak_mb=record.get("gpu_peak_mb"),
+            objective=record.get("objective"),
+            final_loss=record.get("final_loss"),
+            authors={k: record["accuracy"][k] for k in ("mean", "std", "runs")},
+            eval_seconds=record.get("eval_seconds"),
+            mini_batch_schedule=record.get("mini_batch_schedule"),
+        )
         if pool:
             embeddings = str(folder / "embeddings.npy")
             pending[pool.submit(_judge_sklearn, embeddings, g["labels"], sklearn_splits(name, seed))] = row
@@ -266,9 +331,11 @@ def main() -> None:
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nAll rows (authors' protocol: {args.splits} splits in gca train; scikit-learn's: {args.sklearn_splits} "
-          f"splits on the saved embeddings, the same seed's splits; epochs × updates per epoch; peak GPU MB: PyTorch's "
-          f"peak allocated; peak RSS: the training process's):")  # fmt: skip
+    print(
+        f"\nAll rows (authors' protocol: {args.splits} splits in gca train; scikit-learn's: {args.sklearn_splits} "
+        f"splits on the saved embeddings, the same seed's splits; epochs × updates per epoch; peak GPU MB: PyTorch's "
+        f"peak allocated; peak RSS: the training process's):"
+    )
     print(HEADER)
     for row in report["rows"]:
         print(row_text(row))

@@ -83,8 +83,12 @@ def main() -> None:
     parser.add_argument("--variant", action="append", help=f"repeatable; default: all of {', '.join(variants())}")
     parser.add_argument("--epochs", type=int, help="cap on every training's epochs (dry runs)")
     parser.add_argument("--judge-workers", type=int, default=max(1, (os.cpu_count() or 2) - 4))
-    parser.add_argument("--judge-reserve", type=float, default=60.0,
-                        help="seconds before the deadline after which no training may end (judging time)")  # fmt: skip
+    parser.add_argument(
+        "--judge-reserve",
+        type=float,
+        default=60.0,
+        help="seconds before the deadline after which no training may end (judging time)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
 
@@ -102,15 +106,23 @@ def main() -> None:
     if unknown:
         sys.exit(f"paper_variants.py: unknown variant(s) {', '.join(unknown)}; choose from {', '.join(table)}")
     names = args.dataset or list(DATASETS)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          "cpu" if args.device == "auto" else args.device)  # fmt: skip
+    device = torch.device(
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else "cpu"
+        if args.device == "auto"
+        else args.device
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     machine = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
-    report = Report(out / "paper_variants.json", {"device": machine, "torch": torch.__version__,
-                                                  "epochs_cap": args.epochs})  # fmt: skip
-    print(f"device: {machine}, torch {torch.__version__}, {os.cpu_count()} CPU cores, deadline {args.deadline:.0f} s",
-          flush=True)  # fmt: skip
+    report = Report(
+        out / "paper_variants.json", {"device": machine, "torch": torch.__version__, "epochs_cap": args.epochs}
+    )
+    print(
+        f"device: {machine}, torch {torch.__version__}, {os.cpu_count()} CPU cores, deadline {args.deadline:.0f} s",
+        flush=True,
+    )
 
     # scikit-learn's judges: one thread each, in processes started before this one's threads are busy
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -133,13 +145,20 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         expected = config.epochs * per_epoch.get(name, 0.0) * 1.1 + overhead.get(name, 5.0)
         if elapsed + expected > args.deadline - args.judge_reserve:
-            skipped.append(f"{name} {variant} seed {seed} (expected {expected:.0f} s, {args.deadline - elapsed:.0f} "
-                           f"s left)")  # fmt: skip
+            skipped.append(
+                f"{name} {variant} seed {seed} (expected {expected:.0f} s, {args.deadline - elapsed:.0f} s left)"
+            )
             continue
         data = loaded[name]
         job_start = time.perf_counter()
-        record = {"dataset": name, "variant": variant, "table": table[variant][0], "seed": seed,
-                  "epochs": config.epochs, "config": config.to_dict()}  # fmt: skip
+        record = {
+            "dataset": name,
+            "variant": variant,
+            "table": table[variant][0],
+            "seed": seed,
+            "epochs": config.epochs,
+            "config": config.to_dict(),
+        }
         estimator = GCA(config, device=str(device))
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -150,9 +169,12 @@ def main() -> None:
             print(f"{name} {variant} seed {seed}: {exc}", flush=True)
             continue
         per_epoch[name] = estimator.train_seconds / max(config.epochs, 1)
-        record.update(seconds_per_epoch=round(per_epoch[name], 5), train_seconds=round(estimator.train_seconds, 2),
-                      final_loss=estimator.losses[-1] if estimator.losses else None,
-                      objective=" ".join(estimator.model.objective.resolved(estimator.device)))  # fmt: skip
+        record.update(
+            seconds_per_epoch=round(per_epoch[name], 5),
+            train_seconds=round(estimator.train_seconds, 2),
+            final_loss=estimator.losses[-1] if estimator.losses else None,
+            objective=" ".join(estimator.model.objective.resolved(estimator.device)),
+        )
         if device.type == "cuda":
             record["gpu_peak_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
         splits = data.splits or label_splits(data.data.y, 20, config.seed)  # gca train's splits
@@ -162,9 +184,12 @@ def main() -> None:
         report.add(record)
         pending[pool.submit(_judge_sklearn, embeddings.numpy(), data.data.y.numpy(), splits)] = record
         overhead[name] = time.perf_counter() - job_start - estimator.train_seconds
-        print(f"{name} {variant} seed {seed}: {config.epochs} epochs in {estimator.train_seconds:.1f} s, loss "
-              f"{record['final_loss']:.4f}, authors' protocol {record['authors']['mean']:.2f} ± "
-              f"{record['authors']['std']:.2f} ({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"{name} {variant} seed {seed}: {config.epochs} epochs in {estimator.train_seconds:.1f} s, loss "
+            f"{record['final_loss']:.4f}, authors' protocol {record['authors']['mean']:.2f} ± "
+            f"{record['authors']['std']:.2f} ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
 
     remaining = max(1.0, args.deadline - (time.perf_counter() - start)) if args.deadline < float("inf") else None
     done, not_done = futures.wait(pending, timeout=remaining)
@@ -194,9 +219,11 @@ def main() -> None:
             paper = (PAPER_TABLE3 if table[variant][0] == "Table 3" else PAPER_TABLE4).get(variant, {}).get(name)
             cells = [_pooled([r[key]["runs"] for r in runs if key in r]) for key in ("sklearn", "authors")]
             peak = max((r.get("gpu_peak_mb", 0) for r in runs), default=0)
-            print(f"| {name} | {variant} | {len(runs)} | {cells[0]} | {cells[1]} | "
-                  f"{f'{paper[0]:.2f} ± {paper[1]:.2f}' if paper else '—'} | "
-                  f"{np.mean([r['seconds_per_epoch'] for r in runs]):.4f} | {f'{peak:,.0f} MB' if peak else '—'} |")
+            print(
+                f"| {name} | {variant} | {len(runs)} | {cells[0]} | {cells[1]} | "
+                f"{f'{paper[0]:.2f} ± {paper[1]:.2f}' if paper else '—'} | "
+                f"{np.mean([r['seconds_per_epoch'] for r in runs]):.4f} | {f'{peak:,.0f} MB' if peak else '—'} |"
+            )
     if skipped:
         print(f"not started for the deadline: {len(skipped)} trainings, the first {skipped[0]}")
     print(f"done in {time.perf_counter() - start:.0f} s")

@@ -73,8 +73,13 @@ def measure(paths: dict[str, Path], cache: Path) -> dict:
 
     shutil.rmtree(cache, ignore_errors=True)
     env = {**os.environ, "GCA_CACHE_DIR": str(cache)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(paths["edges"]), str(paths["features"])],
-                         capture_output=True, text=True, check=False, env=env)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(paths["edges"]), str(paths["features"])],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
     shutil.rmtree(cache, ignore_errors=True)
     if out.returncode != 0:
         raise SystemExit(f"gca prepare failed:\n{out.stderr[-3000:]}")
@@ -90,18 +95,27 @@ def main() -> None:
     folder = Path(args.folder)
     paths = write_graph(folder, args.edges, "string")
     features = int(args.edges * NODES_PER_EDGE) * FEATURES * 4
-    print(f"{args.edges:,} edges, features {features / 1e6:.1f} MB (float32); per run: imports MB, peak MB, "
-          "beyond imports MB (B/edge), less twice the features B/edge, seconds, phase at the peak", flush=True)
+    print(
+        f"{args.edges:,} edges, features {features / 1e6:.1f} MB (float32); per run: imports MB, peak MB, "
+        "beyond imports MB (B/edge), less twice the features B/edge, seconds, phase at the peak",
+        flush=True,
+    )
     beyond = []
     for _ in range(args.runs):
         r = measure(paths, folder / "cache")
         extra = r["peak"] - r["before"]
         beyond.append(extra)
-        print(f"  {r['before'] / 1e6:7.0f} {r['peak'] / 1e6:7.0f} {extra / 1e6:7.0f} ({extra / args.edges:5.1f}) "
-              f"{(extra - 2 * features) / args.edges:7.1f} {r['seconds']:6.1f} s  {r['where']}", flush=True)
+        print(
+            f"  {r['before'] / 1e6:7.0f} {r['peak'] / 1e6:7.0f} {extra / 1e6:7.0f} ({extra / args.edges:5.1f}) "
+            f"{(extra - 2 * features) / args.edges:7.1f} {r['seconds']:6.1f} s  {r['where']}",
+            flush=True,
+        )
     for name, value in (("min", min(beyond)), ("median", statistics.median(beyond))):
-        print(f"{name}: {value / 1e6:.0f} MB beyond the imports, {value / args.edges:.1f} B/edge; less twice the "
-              f"features {(value - 2 * features) / args.edges:.1f} B/edge", flush=True)
+        print(
+            f"{name}: {value / 1e6:.0f} MB beyond the imports, {value / args.edges:.1f} B/edge; less twice the "
+            f"features {(value - 2 * features) / args.edges:.1f} B/edge",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

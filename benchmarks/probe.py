@@ -75,19 +75,26 @@ def main() -> None:
             probe.PROBE_THREADS = None  # measure the count asked for
             torch.set_num_threads(threads)
             probe.adam_probe(z, y, splits[:1], epochs=100)  # warm-up
-            alone_s, alone = timed(lambda z=z, y=y, splits=splits, seeds=seeds: [
-                probe.adam_probe(z, y, [s], seed=seeds[i]) for i, s in enumerate(splits)])  # fmt: skip
+            alone_s, alone = timed(
+                lambda z=z, y=y, splits=splits, seeds=seeds: [
+                    probe.adam_probe(z, y, [s], seed=seeds[i]) for i, s in enumerate(splits)
+                ]
+            )
             together_s, together = timed(lambda z=z, y=y, splits=splits: probe.adam_probe(z, y, splits, seed=0))
             equal = all(np.array_equal(np.concatenate([a[k] for a in alone]), together[k]) for k in range(4))
-            print(f"| {name} | {z.shape[0]:,} × {z.shape[1]}, {classes} | {threads} | {alone_s:.1f} | "
-                  f"{together_s:.1f} | {alone_s / together_s:.1f}× | {'yes' if equal else 'NO'} |")  # fmt: skip
+            print(
+                f"| {name} | {z.shape[0]:,} × {z.shape[1]}, {classes} | {threads} | {alone_s:.1f} | "
+                f"{together_s:.1f} | {alone_s / together_s:.1f}× | {'yes' if equal else 'NO'} |"
+            )
 
 
 def raw_rows(args: argparse.Namespace) -> None:
     from gca.evaluate.classification import raw_feature_input
 
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
-          f"threads, {datetime.date.today()}")  # fmt: skip
+    print(
+        f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
+        f"threads, {datetime.date.today()}"
+    )
     print("| dataset | N × d, non-zero | dense path (s) | sparse path (s) | speed-up | equal |")
     print("|---|---|---|---|---|---|")
     for name in args.dataset or ["Amazon-Photo", "Amazon-Computers", "Coauthor-CS"]:
@@ -104,10 +111,16 @@ def raw_rows(args: argparse.Namespace) -> None:
         finally:
             probe.SPARSE_BELOW = saved
         scaled = dense_s * probe.PROBE_EPOCHS / epochs
-        equal = (all(np.array_equal(sparse[k], dense[k]) for k in range(4)) and "yes") if epochs == probe.PROBE_EPOCHS \
-            else f"not compared ({epochs} epochs timed, scaled)"  # fmt: skip
-        print(f"| {name} | {x.shape[0]:,} × {x.shape[1]:,}, {100 * density:.2f} % | {scaled:.1f} | {sparse_s:.1f} | "
-              f"{scaled / sparse_s:.1f}× | {equal or 'NO'} |", flush=True)  # fmt: skip
+        equal = (
+            (all(np.array_equal(sparse[k], dense[k]) for k in range(4)) and "yes")
+            if epochs == probe.PROBE_EPOCHS
+            else f"not compared ({epochs} epochs timed, scaled)"
+        )
+        print(
+            f"| {name} | {x.shape[0]:,} × {x.shape[1]:,}, {100 * density:.2f} % | {scaled:.1f} | {sparse_s:.1f} | "
+            f"{scaled / sparse_s:.1f}× | {equal or 'NO'} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

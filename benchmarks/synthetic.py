@@ -44,13 +44,7 @@ BLOCK = 1 << 22
 
 
 def planted_graph(
-    nodes: int,
-    edges: int,
-    features: int,
-    classes: int,
-    homophily: float = 0.7,
-    signal: float = 0.5,
-    seed: int = 0,
+    nodes: int, edges: int, features: int, classes: int, homophily: float = 0.7, signal: float = 0.5, seed: int = 0
 ) -> dict[str, np.ndarray]:
     """The arrays of a planted-class graph in the npz graph layout (module docstring)."""
     if edges > nodes * (nodes - 1) // 4:
@@ -121,8 +115,9 @@ class _Sampler:
         source = self.pick(rng.random(draw) * self.total)
         c = self.labels[source]
         same = rng.random(draw) < homophily
-        target = self.pick(np.where(same, self.low[c] + rng.random(draw) * (self.high[c] - self.low[c]),
-                                    rng.random(draw) * self.total))  # fmt: skip
+        target = self.pick(
+            np.where(same, self.low[c] + rng.random(draw) * (self.high[c] - self.low[c]), rng.random(draw) * self.total)
+        )
         keep = source != target
         n = len(self.labels)
         return np.minimum(source[keep], target[keep]) * n + np.maximum(source[keep], target[keep])
@@ -154,8 +149,11 @@ def _distinct_keys(sampler: _Sampler, rng: np.random.Generator, edges: int, homo
     excess = size - edges
     if excess:  # drop a random `excess` of them
         dropped = np.sort(rng.choice(size, size=excess, replace=False))
-        size = _compact(buffer, size, lambda block, start: ~np.isin(np.arange(start, start + block.size), dropped,
-                                                                     assume_unique=True))  # fmt: skip
+        size = _compact(
+            buffer,
+            size,
+            lambda block, start: ~np.isin(np.arange(start, start + block.size), dropped, assume_unique=True),
+        )
     return buffer[:edges]
 
 
@@ -184,8 +182,17 @@ def _member(archive: zipfile.ZipFile, name: str, dtype, shape: tuple[int, ...], 
             f.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
 
 
-def write_planted_npz(path: Path, nodes: int, edges: int, features: int, classes: int, homophily: float = 0.7,
-                      signal: float = 0.5, seed: int = 0, feature_dtype=np.float16) -> None:  # fmt: skip
+def write_planted_npz(
+    path: Path,
+    nodes: int,
+    edges: int,
+    features: int,
+    classes: int,
+    homophily: float = 0.7,
+    signal: float = 0.5,
+    seed: int = 0,
+    feature_dtype=np.float16,
+) -> None:
     """A planted-class graph (module docstring) written to ``path`` member by member, block by block."""
     if edges > nodes * (nodes - 1) // 4:
         raise ValueError("too many edges for this many nodes: the draw would be mostly repeats")
@@ -211,10 +218,16 @@ def write_planted_npz(path: Path, nodes: int, edges: int, features: int, classes
 
     partial = path.with_name(path.name + ".partial.npz")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        _member(archive, "adj_data", np.float32, (edges,), (np.ones(min(BLOCK, edges - s), np.float32)
-                                                            for s in range(0, edges, BLOCK)))  # fmt: skip
-        _member(archive, "adj_indices", np.int32, (edges,),
-                (keys[s : s + BLOCK] % nodes for s in range(0, edges, BLOCK)))  # fmt: skip
+        _member(
+            archive,
+            "adj_data",
+            np.float32,
+            (edges,),
+            (np.ones(min(BLOCK, edges - s), np.float32) for s in range(0, edges, BLOCK)),
+        )
+        _member(
+            archive, "adj_indices", np.int32, (edges,), (keys[s : s + BLOCK] % nodes for s in range(0, edges, BLOCK))
+        )
         _member(archive, "adj_indptr", np.int64, (nodes + 1,), [indptr])
         _member(archive, "adj_shape", np.int64, (2,), [np.array([nodes, nodes])])
         _member(archive, "attr_matrix", feature_dtype, (nodes, features), feature_blocks())
@@ -236,23 +249,27 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true", help="write block by block (write_planted_npz)")
     parser.add_argument("--float16", action="store_true", help="with --stream: float16 features")
     args = parser.parse_args()
-    size = SIZES.get(args.size) or dict(nodes=args.nodes, edges=args.edges, features=args.features,
-                                        classes=args.classes)  # fmt: skip
+    size = SIZES.get(args.size) or dict(
+        nodes=args.nodes, edges=args.edges, features=args.features, classes=args.classes
+    )
     start = time.perf_counter()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     streamed = args.stream or args.size in STREAMED
     if streamed:
         dtype = np.float16 if args.float16 or args.size in STREAMED else np.float32
-        write_planted_npz(args.out, **size, homophily=args.homophily, signal=args.signal, seed=args.seed,
-                          feature_dtype=dtype)  # fmt: skip
+        write_planted_npz(
+            args.out, **size, homophily=args.homophily, signal=args.signal, seed=args.seed, feature_dtype=dtype
+        )
     else:
         arrays = planted_graph(**size, homophily=args.homophily, signal=args.signal, seed=args.seed)
         partial = args.out.with_name(args.out.name + ".partial.npz")
         np.savez(partial, **arrays)
         partial.replace(args.out)
     kind = "float16" if streamed and (args.float16 or args.size in STREAMED) else "float32"
-    print(f"wrote {args.out}: {size['nodes']:,} nodes, {size['edges']:,} edges, {size['features']} {kind} features, "
-          f"{size['classes']} classes in {time.perf_counter() - start:.1f} s")  # fmt: skip
+    print(
+        f"wrote {args.out}: {size['nodes']:,} nodes, {size['edges']:,} edges, {size['features']} {kind} features, "
+        f"{size['classes']} classes in {time.perf_counter() - start:.1f} s"
+    )
 
 
 if __name__ == "__main__":

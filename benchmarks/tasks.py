@@ -82,8 +82,9 @@ def cluster(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
     data, labels = _data(job), job.labels
     results = {
         "GCA-DE": cluster_embeddings(GCA(_config(job, epochs), device=device).fit_transform(data), labels).to_dict(),
-        "DGI": cluster_embeddings(dgi_embeddings(data, 0, False, torch.device(device)).embeddings.cpu(),
-                                  labels).to_dict(),
+        "DGI": cluster_embeddings(
+            dgi_embeddings(data, 0, False, torch.device(device)).embeddings.cpu(), labels
+        ).to_dict(),
         "Raw features": cluster_embeddings(row_normalized_features(data, torch.device("cpu")), labels).to_dict(),
     }
     print(f"\n{job.name}, k-means (k = {results['GCA-DE']['clusters']}, 10 seeds): NMI / ARI in %")
@@ -107,9 +108,13 @@ def public(job: Job, seeds: int, epochs: int | None, device: str) -> dict:
 
 
 #: The encoders compared (config changes each), GraphSAGE with both of its aggregators.
-ENCODERS = {"gcn": {"encoder": "gcn"}, "sage": {"encoder": "sage"},
-            "sage (mean)": {"encoder": "sage", "sage_aggregator": "mean"}, "gat": {"encoder": "gat"},
-            "gin": {"encoder": "gin"}}  # fmt: skip
+ENCODERS = {
+    "gcn": {"encoder": "gcn"},
+    "sage": {"encoder": "sage"},
+    "sage (mean)": {"encoder": "sage", "sage_aggregator": "mean"},
+    "gat": {"encoder": "gat"},
+    "gin": {"encoder": "gin"},
+}
 
 
 def encoders(job: Job, seeds: int, epochs: int | None, device: str, names: list[str] | None = None) -> dict:
@@ -158,8 +163,12 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    record: dict = {"torch": torch.__version__, "threads": torch.get_num_threads(), "epochs_cap": args.epochs,
-                    "set": args.set}  # fmt: skip
+    record: dict = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "epochs_cap": args.epochs,
+        "set": args.set,
+    }
     for name in args.datasets:
         job = Job.open(load_dataset(name, data_dir=args.data_dir), overrides=parse_overrides(args.set))
         job.prepare(GCA(job.config, device=args.device))

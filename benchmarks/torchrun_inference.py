@@ -36,8 +36,22 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from minibatch import GCA, ensure_graph, measured_run  # noqa: E402
 
-SETTINGS = ["--epochs", "1", "--no-eval", "--quiet", "--device", "cpu", "--set", "hidden=128", "--set",
-            "batch_size=1024", "--set", "fanout=10,10", "--set", "steps_per_epoch=50"]  # fmt: skip
+SETTINGS = [
+    "--epochs",
+    "1",
+    "--no-eval",
+    "--quiet",
+    "--device",
+    "cpu",
+    "--set",
+    "hidden=128",
+    "--set",
+    "batch_size=1024",
+    "--set",
+    "fanout=10,10",
+    "--set",
+    "steps_per_epoch=50",
+]
 
 
 def torchrun() -> list[str]:
@@ -58,16 +72,20 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; {args.size} size, {p} processes")
 
     start = time.perf_counter()
-    subprocess.run([*GCA, "prepare", "--dataset", str(graph), "--set", "batch_size=1024", "--set", "hidden=128"],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [*GCA, "prepare", "--dataset", str(graph), "--set", "batch_size=1024", "--set", "hidden=128"], check=True
+    )
     print(f"gca prepare: {time.perf_counter() - start:.1f} s (a prepared graph already there is only checked)")
 
     rows = []
     for label, command, out in (
-        (f"torchrun, {p} processes × 1 thread", [*torchrun(), "--standalone", "--nproc-per-node", str(p), "-m", "gca"],
-         args.dir / f"torchrun-{p}"),
+        (
+            f"torchrun, {p} processes × 1 thread",
+            [*torchrun(), "--standalone", "--nproc-per-node", str(p), "-m", "gca"],
+            args.dir / f"torchrun-{p}",
+        ),
         (f"one process × {p} threads", [*GCA], args.dir / "torchrun-1"),
-    ):  # fmt: skip
+    ):
         shutil.rmtree(out, ignore_errors=True)
         env_threads = {"OMP_NUM_THREADS": "1"} if "torchrun" in label else {"OMP_NUM_THREADS": str(p)}
         os.environ.update(env_threads)
@@ -79,17 +97,33 @@ def main() -> None:
     again = args.dir / "torchrun-embed"
     shutil.rmtree(again, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run([*GCA, "embed", "--checkpoint", str(args.dir / f"torchrun-{p}" / "model.pt"), "--dataset",
-                    str(graph), "--out", str(again)], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [
+            *GCA,
+            "embed",
+            "--checkpoint",
+            str(args.dir / f"torchrun-{p}" / "model.pt"),
+            "--dataset",
+            str(graph),
+            "--out",
+            str(again),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     embed_wall = time.perf_counter() - start
 
-    print("| run | prepared graph | prepare s | training s (50 steps) | inference s | inference processes | wall s "
-          "| peak RSS (largest process) |\n|---|---|---|---|---|---|---|---|")
+    print(
+        "| run | prepared graph | prepare s | training s (50 steps) | inference s | inference processes | wall s "
+        "| peak RSS (largest process) |\n|---|---|---|---|---|---|---|---|"
+    )
     for label, wall, peak, record in rows:
         opened = (record.get("prepared_graph") or {}).get("opened")
-        print(f"| {label} | {'opened' if opened else 'not used'} | {record['prepare_seconds']:.1f} | "
-              f"{record['train_seconds']:.1f} | {record['embed_seconds']:.1f} | {record['inference_processes']} | "
-              f"{wall:.1f} | {peak * 2**20 / 1e9:.2f} GB |")  # fmt: skip
+        print(
+            f"| {label} | {'opened' if opened else 'not used'} | {record['prepare_seconds']:.1f} | "
+            f"{record['train_seconds']:.1f} | {record['embed_seconds']:.1f} | {record['inference_processes']} | "
+            f"{wall:.1f} | {peak * 2**20 / 1e9:.2f} GB |"
+        )
     shared = np.load(args.dir / f"torchrun-{p}" / "embeddings.npy", mmap_mode="r")
     alone = np.load(again / "embeddings.npy", mmap_mode="r")
     worst, equal = 0.0, True
@@ -97,9 +131,11 @@ def main() -> None:
         a, b = np.asarray(shared[start : start + (1 << 18)]), np.asarray(alone[start : start + (1 << 18)])
         equal = equal and np.array_equal(a, b)
         worst = max(worst, float(np.abs(a - b).max()))
-    print(f"embeddings of the {p} processes against one process embedding their model (gca embed, {embed_wall:.1f} s "
-          f"wall): {'equal bit for bit' if equal else f'largest difference {worst:.3g}'} over {shared.shape[0]:,} "
-          f"nodes × {shared.shape[1]}")  # fmt: skip
+    print(
+        f"embeddings of the {p} processes against one process embedding their model (gca embed, {embed_wall:.1f} s "
+        f"wall): {'equal bit for bit' if equal else f'largest difference {worst:.3g}'} over {shared.shape[0]:,} "
+        f"nodes × {shared.shape[1]}"
+    )
 
 
 if __name__ == "__main__":

@@ -77,13 +77,17 @@ def main() -> None:
         t_normalize = per_call(lambda normalize_only=normalize_only: normalize_only[0], args.calls)
         rows.append((make.__name__, t_miss, t_cached, t_pipeline, t_normalize, len(augment._graphs)))
 
-    print("| transform | cache miss ms | same graph ms | NormalizeFeatures alone ms | Compose ms "
-          "| Compose if every call missed ms | missed / measured | graphs held |")  # fmt: skip
+    print(
+        "| transform | cache miss ms | same graph ms | NormalizeFeatures alone ms | Compose ms "
+        "| Compose if every call missed ms | missed / measured | graphs held |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, t_miss, t_cached, t_pipeline, t_normalize, held in rows:
         missed = t_normalize + t_miss  # what a pipeline cost whose every call recomputed everything
-        print(f"| {name} | {t_miss * 1e3:.1f} | {t_cached * 1e3:.2f} | {t_normalize * 1e3:.2f} | "
-              f"{t_pipeline * 1e3:.2f} | {missed * 1e3:.1f} | {missed / t_pipeline:.1f}× | {held} |")  # fmt: skip
+        print(
+            f"| {name} | {t_miss * 1e3:.1f} | {t_cached * 1e3:.2f} | {t_normalize * 1e3:.2f} | "
+            f"{t_pipeline * 1e3:.2f} | {missed * 1e3:.1f} | {missed / t_pipeline:.1f}× | {held} |"
+        )
 
 
 if __name__ == "__main__":

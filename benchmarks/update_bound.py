@@ -38,8 +38,10 @@ aten = torch.ops.aten
 PRODUCTS = {aten.mm.default, aten.addmm.default, aten.addmm_.default, aten.bmm.default}
 # the fused attention kernels' products, as (m, k, n) of the sequence length L and width d: forward S = QKᵀ and
 # P V; backward recomputes S and forms dV = Pᵀ dO, dP = dO Vᵀ, dQ = dS K and dK = dSᵀ Q (FlashAttention-2)
-ATTENTION = {aten._scaled_dot_product_flash_attention_for_cpu.default: ("LdL", "LLd"),
-             aten._scaled_dot_product_flash_attention_for_cpu_backward.default: ("LdL", "LLd", "LdL", "LLd", "LLd")}
+ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default: ("LdL", "LLd"),
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: ("LdL", "LLd", "LdL", "LLd", "LLd"),
+}
 
 
 class DenseProducts(TorchDispatchMode):
@@ -124,25 +126,36 @@ def main() -> None:
             update(kind, anchors[-1 - (kind == "fp32")])
         shapes[kind] = recorder.shapes
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())  # fmt: skip
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     units = cpu_bf16_units()
-    print(f"{args.dataset}: {graph.num_nodes} nodes, {graph.num_features} features; batch_size {args.batch_size}, "
-          f"fan-outs {fanout}; {args.updates} updates of each kind after {args.warmup} warm-ups, alternated; "
-          f"{args.threads} thread(s); {cpu} (bf16 units: {units or 'none'}, PyTorch's CPU capability "
-          f"{torch.backends.cpu.get_cpu_capability()}); torch {torch.__version__}; "
-          f"{datetime.date.today()}")  # fmt: skip
-    print(f"default: precision=auto → {' '.join(default)} "
-          f"({objective_reason(config.loss_backend, config.precision, device)})")  # fmt: skip
+    print(
+        f"{args.dataset}: {graph.num_nodes} nodes, {graph.num_features} features; batch_size {args.batch_size}, "
+        f"fan-outs {fanout}; {args.updates} updates of each kind after {args.warmup} warm-ups, alternated; "
+        f"{args.threads} thread(s); {cpu} (bf16 units: {units or 'none'}, PyTorch's CPU capability "
+        f"{torch.backends.cpu.get_cpu_capability()}); torch {torch.__version__}; "
+        f"{datetime.date.today()}"
+    )
+    print(
+        f"default: precision=auto → {' '.join(default)} "
+        f"({objective_reason(config.loss_backend, config.precision, device)})"
+    )
     cache: dict = {}
-    lines = ["| update | objective | ms (median) | dense GFLOP | fp32 bound ms (GFLOP/s) | × fp32 bound "
-             "| bf16 bound ms (GFLOP/s) | × bf16 bound |", "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| update | objective | ms (median) | dense GFLOP | fp32 bound ms (GFLOP/s) | × fp32 bound "
+        "| bf16 bound ms (GFLOP/s) | × bf16 bound |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     medians = {}
     for kind, (backend, precision) in kinds.items():
         medians[kind] = statistics.median(times[kind]) * 1e3
         flops, fp32 = bound(shapes[kind], torch.float32, cache)
-        row = (f"| {kind} | {backend} {precision} | {medians[kind]:.1f} | {flops / 1e9:.2f} | "
-               f"{fp32 * 1e3:.1f} ({flops / fp32 / 1e9:.0f}) | {medians[kind] / (fp32 * 1e3):.2f}× |")  # fmt: skip
+        row = (
+            f"| {kind} | {backend} {precision} | {medians[kind]:.1f} | {flops / 1e9:.2f} | "
+            f"{fp32 * 1e3:.1f} ({flops / fp32 / 1e9:.0f}) | {medians[kind] / (fp32 * 1e3):.2f}× |"
+        )
         if units is None:
             row += " unmeasured (no bf16 units) | — |"
         else:
@@ -150,8 +163,10 @@ def main() -> None:
             row += f" {bf16 * 1e3:.1f} ({flops / bf16 / 1e9:.0f}) | {medians[kind] / (bf16 * 1e3):.2f}× |"
         lines.append(row)
     print("\n".join(lines))
-    print(f"\ndefault / forced fp32 update time: {medians['default'] / medians['fp32']:.3f} "
-          f"(speed-up {medians['fp32'] / medians['default']:.2f}×)")  # fmt: skip
+    print(
+        f"\ndefault / forced fp32 update time: {medians['default'] / medians['fp32']:.3f} "
+        f"(speed-up {medians['fp32'] / medians['default']:.2f}×)"
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,19 @@ from gca.precision import update_precision
 from gca.train.batches import batch_source
 from gca.train.loop import train_step
 
-PHASES = ("sample", "batch", "edges", "operators", "mask + X·W", "layer 1 rest", "layers 2..L", "projection",
-          "objective", "backward", "optimiser")  # fmt: skip
+PHASES = (
+    "sample",
+    "batch",
+    "edges",
+    "operators",
+    "mask + X·W",
+    "layer 1 rest",
+    "layers 2..L",
+    "projection",
+    "objective",
+    "backward",
+    "optimiser",
+)
 
 
 def build(dataset: str, data_dir: str | None, batch_size: int, fanout: tuple[int, ...]):
@@ -87,15 +98,22 @@ class Clock:
         self.last = now
 
 
-def _transpose_before(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
-                      ) -> torch.Tensor:  # fmt: skip
+def _transpose_before(
+    crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
     """The sampled features' transpose as :meth:`SparseMatrix.take_rows` built it before: sorting 64-bit keys."""
     row = torch.repeat_interleave(torch.arange(size[0]), crow.diff())
     return sparse.square_csr(col, row, values, size[1], size[0])
 
 
-def profiled_update(model: GCAModel, optimizer: torch.optim.Optimizer, source, anchors: torch.Tensor,
-                    generator: torch.Generator, plain: bool = False) -> tuple[float, dict[str, float]]:  # fmt: skip
+def profiled_update(
+    model: GCAModel,
+    optimizer: torch.optim.Optimizer,
+    source,
+    anchors: torch.Tensor,
+    generator: torch.Generator,
+    plain: bool = False,
+) -> tuple[float, dict[str, float]]:
     """One update of :func:`train_step` on the subgraph around ``anchors``, phase by phase (same draws, same
     order); returns the loss and each phase's seconds. ``plain``: the update as before this file's cuts (the
     "before" table of ``--compare``) — the sampled sparse features' transpose by sorting, and the first layer
@@ -132,8 +150,11 @@ def profiled_update(model: GCAModel, optimizer: torch.optim.Optimizer, source, a
                 clock.lap("mask + X·W")
                 h = first.activation((operators[0] @ batch.features) @ weight + first.bias)
             else:
-                operator, xw = ((operators[0], batch.features @ weight) if plain
-                                else first.transformed(batch.features, operators[0], mask, weight))  # fmt: skip
+                operator, xw = (
+                    (operators[0], batch.features @ weight)
+                    if plain
+                    else first.transformed(batch.features, operators[0], mask, weight)
+                )
                 clock.lap("mask + X·W")
                 h = first.activation(operator @ xw + first.bias)
             clock.lap("layer 1 rest")
@@ -181,8 +202,9 @@ def table(rows: list[dict[str, float]]) -> tuple[str, float]:
     medians = {phase: statistics.median(r.get(phase, 0.0) for r in rows) * 1e3 for phase in PHASES}
     total = statistics.median(sum(r.values()) * 1e3 for r in rows)
     lines = ["| phase | ms per update (median) | share |", "|---|---:|---:|"]
-    lines += [f"| {phase} | {medians[phase]:.1f} | {100 * medians[phase] / sum(medians.values()):.1f} % |"
-              for phase in PHASES]  # fmt: skip
+    lines += [
+        f"| {phase} | {medians[phase]:.1f} | {100 * medians[phase] / sum(medians.values()):.1f} % |" for phase in PHASES
+    ]
     lines.append(f"| **update** (median of totals) | **{total:.1f}** | |")
     return "\n".join(lines), total
 
@@ -203,9 +225,12 @@ def update_parser(description: str, updates: int, threads: int) -> argparse.Argu
 
 def main() -> None:
     parser = update_parser(__doc__, updates=30, threads=1)
-    parser.add_argument("--compare", action="store_true",
-                        help="alternate updates as they ran before (every entry of X multiplied, the transpose "
-                             "sorted) with the library's; print both tables and their ratio")  # fmt: skip
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="alternate updates as they ran before (every entry of X multiplied, the transpose "
+        "sorted) with the library's; print both tables and their ratio",
+    )
     parser.add_argument("--torch-profile", action="store_true", help="PyTorch's operator table of one more update")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -227,15 +252,23 @@ def main() -> None:
                 rows[plain].append(times)
         sizes.append(source.sampler.sample(anchors[i], torch.Generator().manual_seed(i)).num_nodes)
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())  # fmt: skip
-    print(f"{args.dataset}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges, "
-          f"{graph.num_features} features ({type(graph.features).__name__}); batch_size {args.batch_size}, fan-outs "
-          f"{fanout}, median {statistics.median(sizes):.0f} sampled nodes")  # fmt: skip
-    print(f"{args.updates} updates after {args.warmup} warm-ups{' each way' if args.compare else ''}, "
-          f"{args.threads} thread(s); {cpu}; torch {torch.__version__}; {datetime.date.today()}")  # fmt: skip
-    print(f"first update's loss {loss!r}: train_step, the profiled step and the plain first layer agree bit for bit "
-          f"(objective and precision: {' '.join(model.objective.resolved('cpu'))})")  # fmt: skip
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
+    print(
+        f"{args.dataset}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges, "
+        f"{graph.num_features} features ({type(graph.features).__name__}); batch_size {args.batch_size}, fan-outs "
+        f"{fanout}, median {statistics.median(sizes):.0f} sampled nodes"
+    )
+    print(
+        f"{args.updates} updates after {args.warmup} warm-ups{' each way' if args.compare else ''}, "
+        f"{args.threads} thread(s); {cpu}; torch {torch.__version__}; {datetime.date.today()}"
+    )
+    print(
+        f"first update's loss {loss!r}: train_step, the profiled step and the plain first layer agree bit for bit "
+        f"(objective and precision: {' '.join(model.objective.resolved('cpu'))})"
+    )
     totals = {}
     for plain in modes:
         text, totals[plain] = table(rows[plain])

@@ -46,8 +46,7 @@ def test_node2vec_second_order_bias_matches_its_definition():
     # p = q = 1 is DeepWalk: every neighbour of v equally likely
     walks = random_walks(adjacency, walk_length=3, walks_per_node=60_000, seed=0)
     uniform = walks[(walks[:, 0] == t) & (walks[:, 1] == v), 2]
-    np.testing.assert_allclose(np.bincount(uniform, minlength=4) / uniform.size, [1 / 3, 0, 1 / 3, 1 / 3],
-                               atol=0.015)  # fmt: skip
+    np.testing.assert_allclose(np.bincount(uniform, minlength=4) / uniform.size, [1 / 3, 0, 1 / 3, 1 / 3], atol=0.015)
 
 
 def _two_communities(size: int = 40, seed: int = 0) -> Data:
@@ -57,8 +56,7 @@ def _two_communities(size: int = 40, seed: int = 0) -> Data:
     same = y[:, None] == y[None, :]
     upper = np.triu(rng.random((2 * size, 2 * size)) < np.where(same, 0.3, 0.005), k=1)
     edges = np.argwhere(upper)
-    return Data(x=torch.eye(2 * size), edge_index=undirected([tuple(e) for e in edges.tolist()]),
-                y=torch.from_numpy(y))  # fmt: skip
+    return Data(x=torch.eye(2 * size), edge_index=undirected([tuple(e) for e in edges.tolist()]), y=torch.from_numpy(y))
 
 
 def test_walk_baselines_find_planted_communities():
@@ -74,8 +72,9 @@ def test_a_baseline_whose_loss_is_nan_from_the_start_is_an_error_not_a_crash(mon
 
     original = DeepGraphInfomax.loss
     monkeypatch.setattr(DeepGraphInfomax, "loss", lambda self, *a: original(self, *a) * float("nan"))
-    data = Data(x=torch.rand(6, 3), edge_index=undirected([(0, 1), (1, 2), (3, 4), (4, 5)]),
-                y=torch.tensor([0, 0, 0, 1, 1, 1]))  # fmt: skip
+    data = Data(
+        x=torch.rand(6, 3), edge_index=undirected([(0, 1), (1, 2), (3, 4), (4, 5)]), y=torch.tensor([0, 0, 0, 1, 1, 1])
+    )
     split = (np.array([0, 3]), np.array([1, 4]), np.array([2, 5]))
     with pytest.raises(TrainingError, match="nan"):
         dgi(data, [split], 0, True, torch.device("cpu"))

@@ -94,8 +94,12 @@ def test_truncated_and_foreign_checkpoints_are_clear_errors(tmp_path):
     (tmp_path / "truncated.pt").write_bytes(blob[: len(blob) // 2])
     (tmp_path / "text.pt").write_text("hello")
     torch.save({"weights": torch.zeros(2)}, tmp_path / "foreign.pt")
-    for name, words in (("truncated.pt", "not a readable"), ("text.pt", "not a readable"),
-                        ("foreign.pt", "not a gca checkpoint"), ("absent.pt", "does not exist")):  # fmt: skip
+    for name, words in (
+        ("truncated.pt", "not a readable"),
+        ("text.pt", "not a readable"),
+        ("foreign.pt", "not a gca checkpoint"),
+        ("absent.pt", "does not exist"),
+    ):
         with pytest.raises(CheckpointError, match=words):
             GCA.load(tmp_path / name, device="cpu")
 
@@ -108,8 +112,7 @@ def test_embed_with_a_trained_encoder(tmp_path, capsys):
     np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
     # a training checkpoint serves as well
     assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", str(run)]) == 0
-    assert main(["embed", "--checkpoint", str(run / "checkpoint.pt"), "--dataset", "Karate", "--out",
-                 str(out)]) == 0  # fmt: skip
+    assert main(["embed", "--checkpoint", str(run / "checkpoint.pt"), "--dataset", "Karate", "--out", str(out)]) == 0
     np.testing.assert_allclose(np.load(out / "embeddings.npy"), np.load(run / "embeddings.npy"), atol=1e-6)
 
 
@@ -118,8 +121,17 @@ def test_embed_feature_width_mismatch(tmp_path, capsys):
     assert main([*TRAIN, "--epochs", "2", "--out", str(run)]) == 0
     (tmp_path / "e.csv").write_text("0,1\n1,2\n")
     np.save(tmp_path / "x.npy", np.ones((3, 5), dtype=np.float32))
-    args = ["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(tmp_path / "e.csv"),
-            "--features", str(tmp_path / "x.npy"), "--out", str(tmp_path / "o")]  # fmt: skip
+    args = [
+        "embed",
+        "--checkpoint",
+        str(run / "model.pt"),
+        "--edges",
+        str(tmp_path / "e.csv"),
+        "--features",
+        str(tmp_path / "x.npy"),
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "5 features per node" in err[0] and "trained on 34" in err[0]
@@ -131,18 +143,32 @@ def test_resume_refuses_another_graph_of_the_same_width(tmp_path, capsys):
     assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", out]) == 0
     np.save(tmp_path / "x.npy", np.eye(34, dtype=np.float32))
     (tmp_path / "e.csv").write_text("".join(f"{i},{i + 1}\n" for i in range(33)))  # a path, not the club
-    other = ["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--no-eval",
-             "--quiet", "--seed", "7", "--set", "warmup_steps=0",
-             "--config", str(tmp_path / "karate.toml")]  # fmt: skip
+    other = [
+        "train",
+        "--edges",
+        str(tmp_path / "e.csv"),
+        "--features",
+        str(tmp_path / "x.npy"),
+        "--no-eval",
+        "--quiet",
+        "--seed",
+        "7",
+        "--set",
+        "warmup_steps=0",
+        "--config",
+        str(tmp_path / "karate.toml"),
+    ]
     from gca.config import shipped_config
 
-    (tmp_path / "karate.toml").write_text("".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in
-                                                  shipped_config("Karate").items()))  # fmt: skip
+    (tmp_path / "karate.toml").write_text(
+        "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in shipped_config("Karate").items())
+    )
     capsys.readouterr()
     assert main([*other, "--epochs", "4", "--resume", "--out", out]) == 2
     err = capsys.readouterr().err.strip().splitlines()  # refused before it is copied: no "resuming from" note
-    assert len(err) == 1 and err[0].startswith(f"gca: error: cannot resume from {out}/checkpoint.pt: the checkpoint "
-                                               "was made on another graph"), err  # fmt: skip
+    assert len(err) == 1 and err[0].startswith(
+        f"gca: error: cannot resume from {out}/checkpoint.pt: the checkpoint was made on another graph"
+    ), err
     assert not (tmp_path / "run" / "checkpoint.in-progress.pt").exists()
     # the graph it was made on resumes
     assert main([*TRAIN, "--epochs", "6", "--checkpoint-every", "2", "--resume", "--out", out]) == 0
@@ -181,7 +207,9 @@ def test_checkpoints_with_missing_keys_or_wrong_types_are_one_line(tmp_path, cap
     damage(state)
     torch.save(state, tmp_path / "bad.pt")
     capsys.readouterr()
-    assert main(["embed", "--checkpoint", str(tmp_path / "bad.pt"), "--dataset", "Karate", "--out",
-                 str(tmp_path / "o")]) == 2  # fmt: skip
+    assert (
+        main(["embed", "--checkpoint", str(tmp_path / "bad.pt"), "--dataset", "Karate", "--out", str(tmp_path / "o")])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.pt is a damaged gca checkpoint" in err[0], err

@@ -12,8 +12,21 @@ import torch
 from gca.cli import main
 from gca.train.checkpoint import MODEL_FORMAT, TRAINING_FORMAT, CheckpointError, load_checkpoint
 
-TRAIN = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "3", "--set", "hidden=8",
-         "--set", "proj_hidden=8", "--set", "warmup_steps=0"]  # fmt: skip
+TRAIN = [
+    "train",
+    "--dataset",
+    "Karate",
+    "--no-eval",
+    "--quiet",
+    "--seed",
+    "3",
+    "--set",
+    "hidden=8",
+    "--set",
+    "proj_hidden=8",
+    "--set",
+    "warmup_steps=0",
+]
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +186,12 @@ def test_the_sound_checkpoints_pass(tmp_path, capsys, sound):
     assert main([*TRAIN, "--epochs", "3", "--resume", "--out", str(out)]) == 0
     assert "resuming from" in capsys.readouterr().err
     torch.save(sound[1], tmp_path / "model.pt")
-    assert main(["embed", "--checkpoint", str(tmp_path / "model.pt"), "--dataset", "Karate", "--out",
-                 str(tmp_path / "emb")]) == 0  # fmt: skip
+    assert (
+        main(
+            ["embed", "--checkpoint", str(tmp_path / "model.pt"), "--dataset", "Karate", "--out", str(tmp_path / "emb")]
+        )
+        == 0
+    )
 
 
 # (damage to a sound model checkpoint, words of the one-line error besides the file's name)
@@ -234,10 +251,14 @@ def test_the_library_loader_checks_the_same_entries(tmp_path, sound):
 
 @pytest.mark.parametrize(
     ("batches", "words"),
-    [({}, "it was written by full-graph training, not mini-batch training"),
-     ({"kind": "neighbor", "world_size": 2},
-      "it was written by a run of 2 processes; resume it with as many for an exact continuation")],
-)  # fmt: skip
+    [
+        ({}, "it was written by full-graph training, not mini-batch training"),
+        (
+            {"kind": "neighbor", "world_size": 2},
+            "it was written by a run of 2 processes; resume it with as many for an exact continuation",
+        ),
+    ],
+)
 def test_a_mini_batch_position_of_another_kind_is_refused_before_anything_is_written(tmp_path, capsys, batches, words):
     out = tmp_path / "out"
     mini = [*TRAIN, "--set", "batch_size=8"]

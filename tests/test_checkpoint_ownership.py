@@ -37,8 +37,10 @@ def test_a_refused_resume_leaves_nothing_that_a_later_plain_run_could_adopt(tmp_
 
     assert main([*TRAIN, "--epochs", "5", "--set", "hidden=4", "--resume", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"gca: error: cannot resume from {out / 'checkpoint.pt'}: the checkpoint was made with hidden=8 "
-                   "but this run has hidden=4; resume with the same settings or start without --resume"]  # fmt: skip
+    assert err == [
+        f"gca: error: cannot resume from {out / 'checkpoint.pt'}: the checkpoint was made with hidden=8 "
+        "but this run has hidden=4; resume with the same settings or start without --resume"
+    ]
     assert _files(out) == first  # decided before anything was copied: no checkpoint.in-progress.pt
 
     assert main([*TRAIN, "--epochs", "5", "--set", "hidden=4", "--out", str(out)]) == 0

@@ -208,7 +208,8 @@ def test_a_stop_signal_while_an_error_is_handled_waits_for_the_handling_then_end
 
 
 def test_a_sigterm_during_a_failed_runs_cleanup_keeps_its_error_line_and_removes_the_folder_it_made(
-        tmp_path, monkeypatch, capsys):  # fmt: skip
+    tmp_path, monkeypatch, capsys
+):
     """The command fails (its graph file is missing); torchrun's SIGTERM lands while it releases its output folder.
     Before, the interrupt cut the release short — the empty folder the run had made stayed — and the line said
     "interrupted" instead of the error."""
@@ -226,8 +227,19 @@ def test_a_sigterm_during_a_failed_runs_cleanup_keeps_its_error_line_and_removes
     monkeypatch.setattr(RunOutputs, "release", signalled)
     monkeypatch.setattr(cli.Stop, "again_s", 60.0)  # sent again only after the command: cancelled by then
     out = tmp_path / "out"
-    code = main(["train", "--dataset", str(tmp_path / "missing.npz"), "--epochs", "1", "--no-eval", "--quiet",
-                 "--out", str(out)])  # fmt: skip
+    code = main(
+        [
+            "train",
+            "--dataset",
+            str(tmp_path / "missing.npz"),
+            "--epochs",
+            "1",
+            "--no-eval",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("gca:")]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("gca: error:") and "missing.npz" in lines[0], err

@@ -65,7 +65,8 @@ def test_the_likely_cause_comes_from_the_settings():
     )
     assert likely_cause(0.001, 0.5, False) == (
         "likely cause: weight_decay=0.5 is high (it pulls every weight towards zero); lower weight_decay (the paper "
-        "uses 1e-5)")  # fmt: skip
+        "uses 1e-5)"
+    )
     both = likely_cause(0.1, 0.01, False)
     assert "lr=0.1 is high and weight_decay=0.01 is high" in both
     assert likely_cause(5.0, 5.0, True).startswith("likely cause: every node's features are zero")  # it wins
@@ -122,8 +123,11 @@ def _two_communities(size: int = 20, seed: int = 0) -> Data:
     upper = np.triu(rng.random((2 * size, 2 * size)) < np.where(y[:, None] == y[None, :], 0.3, 0.01), k=1)
     x = np.eye(2)[y] + rng.normal(0, 0.5, (2 * size, 2))
     x = np.concatenate([x, rng.random((2 * size, 6))], axis=1).astype(np.float32)
-    return Data(x=torch.from_numpy(x), edge_index=undirected([tuple(e) for e in np.argwhere(upper).tolist()]),
-                y=torch.from_numpy(y))  # fmt: skip
+    return Data(
+        x=torch.from_numpy(x),
+        edge_index=undirected([tuple(e) for e in np.argwhere(upper).tolist()]),
+        y=torch.from_numpy(y),
+    )
 
 
 #: Mini-batch training on Karate: 34 nodes at most 8 anchors a batch are 5 updates an epoch, of 7, 7, 7, 7 and 6
@@ -144,8 +148,11 @@ def test_a_short_mini_batch_run_that_ends_collapsed_is_stopped(dead_encoder, epo
     # fewer updates (5 or 15) than the watch's 20: judged at the end, before the last epoch's hook
     seen = []
     estimator = GCA(GCAConfig(epochs=epochs, activation="relu", **MINI_BATCH), device="cpu")
-    with pytest.raises(CollapseError, match=rf"^training collapsed: from epoch 1 to the end \(epoch {epochs}; "
-                                            rf"{5 * epochs} updates\)"):  # fmt: skip
+    with pytest.raises(
+        CollapseError,
+        match=rf"^training collapsed: from epoch 1 to the end \(epoch {epochs}; "
+        rf"{5 * epochs} updates\)",
+    ):
         estimator.fit(karate_club(), on_epoch=lambda epoch, embed: seen.append(epoch))
     assert seen == list(range(1, epochs))
 
@@ -158,19 +165,27 @@ def test_all_zero_features_are_named_as_the_cause():
             GCA(config, device="cpu").fit(_karate_without_features())
         message = str(caught.value)
         assert "to the end (epoch 2;" in message and "\n" not in message
-        assert message.endswith("likely cause: every node's features are zero, so all nodes look the same to the "
-                                "encoder; train on features that differ between nodes")  # fmt: skip
+        assert message.endswith(
+            "likely cause: every node's features are zero, so all nodes look the same to the "
+            "encoder; train on features that differ between nodes"
+        )
 
 
 @pytest.mark.parametrize(
     ("settings", "cause"),
     [
-        (dict(lr=0.5), "likely cause: the learning rate lr=0.5 is high; lower the learning rate or lengthen the "
-                       "warm-up (warmup_steps)"),
-        (dict(weight_decay=0.5), "likely cause: weight_decay=0.5 is high (it pulls every weight towards zero); "
-                                 "lower weight_decay (the paper uses 1e-5)"),
+        (
+            dict(lr=0.5),
+            "likely cause: the learning rate lr=0.5 is high; lower the learning rate or lengthen the "
+            "warm-up (warmup_steps)",
+        ),
+        (
+            dict(weight_decay=0.5),
+            "likely cause: weight_decay=0.5 is high (it pulls every weight towards zero); "
+            "lower weight_decay (the paper uses 1e-5)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_collapse_message_names_the_setting_at_fault(dead_encoder, settings, cause):
     config = GCAConfig(epochs=3, activation="relu", **MINI_BATCH, **settings)
     with pytest.raises(CollapseError) as caught:

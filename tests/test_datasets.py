@@ -160,9 +160,17 @@ def test_both_directions_listed_is_not_a_duplicate(tmp_path):
 
     adj = sp.csr_matrix((np.ones(len(both)), ([u for u, _ in both], [v for _, v in both])), shape=(4, 4))
     attr = sp.csr_matrix(np.eye(4, dtype=np.float32))
-    np.savez(tmp_path / "g.npz", adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr,
-             adj_shape=adj.shape, attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr,
-             attr_shape=attr.shape)  # fmt: skip
+    np.savez(
+        tmp_path / "g.npz",
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=adj.shape,
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=attr.shape,
+    )
     from_npz = load_dataset(str(tmp_path / "g.npz"))
     assert from_npz.warnings == []
     assert torch.equal(from_npz.data.edge_index, loaded.data.edge_index)
@@ -179,10 +187,13 @@ def test_npz_graph_loads_without_library_warnings(shared_data):
     import subprocess
     import sys
 
-    code = ("import sys, warnings; warnings.simplefilter('ignore'); from gca.datasets import read_npz_graph; "
-            "warnings.simplefilter('always'); read_npz_graph(sys.argv[1])")  # imports may warn; reading may not
-    done = subprocess.run([sys.executable, "-c", code, str(shared_data / "npz" / "cora.npz")],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore'); from gca.datasets import read_npz_graph; "
+        "warnings.simplefilter('always'); read_npz_graph(sys.argv[1])"
+    )  # imports may warn; reading may not
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(shared_data / "npz" / "cora.npz")], capture_output=True, text=True, check=True
+    )
     assert "Warning" not in done.stderr, done.stderr
 
 

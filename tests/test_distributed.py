@@ -113,9 +113,26 @@ _KARATE = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--seed", "3"
 
 def _karate_torchrun(out: Path, epochs: int, *extra: str) -> dict:
     """Karate trained by torchrun with 2 CPU processes; its results.json."""
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *_KARATE, "--epochs",
-                           str(epochs), "--out", str(out), *extra], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    done = subprocess.run(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "gca",
+            *_KARATE,
+            "--epochs",
+            str(epochs),
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out / "results.json").read_text())
 
@@ -169,9 +186,30 @@ def test_a_killed_rank_stops_the_others_with_one_line(tmp_path):
     import time
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train", "--dataset",
-                             "Karate", "--epochs", "10000000", "--no-eval", "--quiet", "--set", "block_size=8",
-                             "--out", str(tmp_path / "o")], stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "gca",
+            "train",
+            "--dataset",
+            "Karate",
+            "--epochs",
+            "10000000",
+            "--no-eval",
+            "--quiet",
+            "--set",
+            "block_size=8",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.time() + 120
     while len(_children(proc.pid)) < 2 and time.time() < deadline:
         time.sleep(0.2)
@@ -192,13 +230,15 @@ def test_a_killed_rank_stops_the_others_with_one_line(tmp_path):
 @pytest.mark.xdist_group("karate_by_two")
 def test_resume_under_torchrun_continues_exactly(tmp_path, karate_by_two):
     _karate_torchrun(tmp_path / "a", 10, "--set", "loss_backend=blocked", "--checkpoint-every", "5")
-    resumed = _karate_torchrun(tmp_path / "a", 20, "--set", "loss_backend=blocked", "--checkpoint-every", "5",
-                               "--resume")  # fmt: skip
+    resumed = _karate_torchrun(
+        tmp_path / "a", 20, "--set", "loss_backend=blocked", "--checkpoint-every", "5", "--resume"
+    )
     straight = json.loads((karate_by_two / "results.json").read_text())
     assert len(resumed["losses"]) == 20
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
-    np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(karate_by_two / "embeddings.npy"),
-                               rtol=0, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        np.load(tmp_path / "a" / "embeddings.npy"), np.load(karate_by_two / "embeddings.npy"), rtol=0, atol=1e-6
+    )
 
 
 def _minibatch_worker(rank: int, world: int, port: int, out: str) -> None:
@@ -213,8 +253,9 @@ def _minibatch_worker(rank: int, world: int, port: int, out: str) -> None:
         source = estimator.batch_source(estimator.prepare(karate_club()))
         anchors = torch.cat(source.anchor_batches(0))
         estimator.fit(karate_club())
-        torch.save({"anchors": anchors, "model": estimator.model.state_dict(), "steps": source.steps},
-                   f"{out}/rank{rank}.pt")  # fmt: skip
+        torch.save(
+            {"anchors": anchors, "model": estimator.model.state_dict(), "steps": source.steps}, f"{out}/rank{rank}.pt"
+        )
     finally:
         dist.destroy_process_group()
 
@@ -233,10 +274,34 @@ def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
     def torchrun(out: Path, epochs: int, *extra: str) -> subprocess.Popen:
-        return subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train",
-                                 "--dataset", "Karate", "--epochs", str(epochs), "--no-eval", "--quiet", "--set",
-                                 "batch_size=8", "--set", "fanout=4", "--out", str(out), *extra],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+        return subprocess.Popen(
+            [
+                *_torchrun(),
+                "--standalone",
+                "--nproc-per-node",
+                "2",
+                "-m",
+                "gca",
+                "train",
+                "--dataset",
+                "Karate",
+                "--epochs",
+                str(epochs),
+                "--no-eval",
+                "--quiet",
+                "--set",
+                "batch_size=8",
+                "--set",
+                "fanout=4",
+                "--out",
+                str(out),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
 
     def results(process: subprocess.Popen, out: Path) -> dict:
         _, err = process.communicate(timeout=300)
@@ -250,8 +315,9 @@ def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
     straight = results(whole, tmp_path / "b")
     assert len(resumed["losses"]) == 8
     np.testing.assert_allclose(resumed["losses"], straight["losses"], rtol=1e-6)
-    np.testing.assert_allclose(np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"),
-                               rtol=0, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        np.load(tmp_path / "a" / "embeddings.npy"), np.load(tmp_path / "b" / "embeddings.npy"), rtol=0, atol=1e-6
+    )
 
 
 def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
@@ -272,14 +338,16 @@ def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
     try:
         for case, (x, graph) in enumerate(_graphs()):
             for layers in (2, 3):
-                model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu",
-                                                                   layers=layers))  # fmt: skip
+                model = GCAModel.from_config(
+                    x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+                )
                 model.load_state_dict(torch.load(f"{out}/model-{x.shape[1]}-{layers}.pt"))
                 scratch = Path(out) / f"scratch-{rank}-{case}-{layers}"
                 scratch.mkdir()
                 target = Path(out) / f"emb-{case}-{layers}.npy" if rank == 0 and case % 2 else None
-                got = encode_graph(model, graph, chunk_rows=17, out=target, share=RowRanges(rank, world),
-                                   scratch=scratch)  # fmt: skip
+                got = encode_graph(
+                    model, graph, chunk_rows=17, out=target, share=RowRanges(rank, world), scratch=scratch
+                )
                 assert (got is None) == (rank != 0)
                 assert list(scratch.iterdir()) == []  # every scratch file unlinked once mapped
                 if rank == 0:
@@ -305,8 +373,9 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
     alone = {}
     for case, (x, graph) in enumerate(_graphs()):
         for layers in (2, 3):
-            model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu",
-                                                               layers=layers))  # fmt: skip
+            model = GCAModel.from_config(
+                x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+            )
             path = tmp_path / f"model-{x.shape[1]}-{layers}.pt"
             if path.exists():
                 model.load_state_dict(torch.load(path))
@@ -332,8 +401,14 @@ def _random_npz(path: Path, n: int, edges: int, features: int, seed: int) -> Pat
     source, target = rng.integers(0, n, edges), rng.integers(0, n, edges)
     adj = sp.csr_matrix((np.ones(source.size, dtype=np.float32), (source, target)), shape=(n, n))
     adj.data[:] = 1  # repeats were summed into counts, which would be edge weights: an unweighted graph
-    np.savez(path, adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
-             attr_matrix=rng.random((n, features)).astype(np.float32))  # fmt: skip
+    np.savez(
+        path,
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=adj.shape,
+        attr_matrix=rng.random((n, features)).astype(np.float32),
+    )
     return path
 
 
@@ -341,13 +416,32 @@ def test_two_processes_share_inference_in_gca_train(tmp_path):
     """torchrun with 2 CPU processes on a graph embedded in blocks (GCA_INFERENCE_ROWS=50 for its 300 nodes): the
     embeddings written equal one process's, and results.json says 2 processes embedded it."""
     _random_npz(tmp_path / "g.npz", 300, 2000, 12, seed=0)
-    common = ["train", "--dataset", str(tmp_path / "g.npz"), "--epochs", "3", "--no-eval", "--quiet", "--set",
-              "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--no-cache"]  # fmt: skip
+    common = [
+        "train",
+        "--dataset",
+        str(tmp_path / "g.npz"),
+        "--epochs",
+        "3",
+        "--no-eval",
+        "--quiet",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "fanout=5,5",
+        "--set",
+        "hidden=16",
+        "--no-cache",
+    ]
     blocks = {"GCA_INFERENCE_ROWS": "50", "GCA_CACHE_DIR": str(tmp_path / "c")}
     env = {**os.environ, "OMP_NUM_THREADS": "1", **blocks}
     _gca_here(*common, "--out", str(tmp_path / "one"), **blocks)
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common, "--out",
-                           str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    done = subprocess.run(
+        [*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", *common, "--out", str(tmp_path / "two")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     one = json.loads((tmp_path / "one" / "results.json").read_text())
     two = json.loads((tmp_path / "two" / "results.json").read_text())
@@ -355,8 +449,17 @@ def test_two_processes_share_inference_in_gca_train(tmp_path):
     assert one["embeddings_out_of_core"] and two["embeddings_out_of_core"]
     # data-parallel training averages two processes' gradients, so the trained model is not one process's: the
     # embeddings two processes wrote are compared with one process embedding their model (gca embed)
-    _gca_here("embed", "--checkpoint", str(tmp_path / "two" / "model.pt"), "--dataset", str(tmp_path / "g.npz"),
-              "--no-cache", "--out", str(tmp_path / "again"), **blocks)  # fmt: skip
+    _gca_here(
+        "embed",
+        "--checkpoint",
+        str(tmp_path / "two" / "model.pt"),
+        "--dataset",
+        str(tmp_path / "g.npz"),
+        "--no-cache",
+        "--out",
+        str(tmp_path / "again"),
+        **blocks,
+    )
     shared, alone = np.load(tmp_path / "two" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy")
     assert np.array_equal(shared, alone)
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["embeddings.npy", "model.pt", "results.json"]
@@ -379,13 +482,40 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
     for rank in (0, 1):
         (tmp_path / f"work{rank}").mkdir()
     launcher = tmp_path / "launch.sh"
-    launcher.write_text(f'#!/bin/sh\ncd "{tmp_path}/work$RANK" && GCA_CACHE_DIR="{tmp_path}/c$RANK" exec '
-                        f'"{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.write_text(
+        f'#!/bin/sh\ncd "{tmp_path}/work$RANK" && GCA_CACHE_DIR="{tmp_path}/c$RANK" exec '
+        f'"{sys.executable}" -m gca "$@"\n'
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
-                           "train", "--dataset", str(graph), "--epochs", "2", "--no-eval", "--quiet", "--set",
-                           "batch_size=64", "--set", "fanout=5,5", "--set", "hidden=16", "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    done = subprocess.run(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            str(launcher),
+            "train",
+            "--dataset",
+            str(graph),
+            "--epochs",
+            "2",
+            "--no-eval",
+            "--quiet",
+            "--set",
+            "batch_size=64",
+            "--set",
+            "fanout=5,5",
+            "--set",
+            "hidden=16",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "out" / "results.json").read_text())
     assert record["inference_processes"] == 2 and record["prepared_graph"]["opened"] is True
@@ -397,8 +527,16 @@ def test_processes_with_their_own_folders_and_prepared_graphs_share_inference(tm
     # graph each process opened: rank 1 opened its own copy
     for cache in ("c0", "c1"):
         assert len(list((tmp_path / cache / "prepared").glob("*/sampler-units.npy"))) == 1, cache
-    _gca_here("embed", "--checkpoint", str(tmp_path / "out" / "model.pt"), "--dataset", str(graph), "--out",
-              str(tmp_path / "again"), **blocks)  # fmt: skip
+    _gca_here(
+        "embed",
+        "--checkpoint",
+        str(tmp_path / "out" / "model.pt"),
+        "--dataset",
+        str(graph),
+        "--out",
+        str(tmp_path / "again"),
+        **blocks,
+    )
     assert np.array_equal(np.load(tmp_path / "out" / "embeddings.npy"), np.load(tmp_path / "again" / "embeddings.npy"))
 
 
@@ -411,16 +549,42 @@ def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp
 
     _random_npz(tmp_path / "g.npz", 30_000, 200_000, 32, seed=0)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_INFERENCE_ROWS": "8", "GCA_CACHE_DIR": str(tmp_path / "c")}
-    proc = subprocess.Popen([*_torchrun(), "--standalone", "--nproc-per-node", "2", "-m", "gca", "train", "--dataset",
-                             str(tmp_path / "g.npz"), "--epochs", "1", "--no-eval", "--quiet", "--set",
-                             "batch_size=256", "--set", "steps_per_epoch=5", "--set", "hidden=64", "--out",
-                             str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "gca",
+            "train",
+            "--dataset",
+            str(tmp_path / "g.npz"),
+            "--epochs",
+            "1",
+            "--no-eval",
+            "--quiet",
+            "--set",
+            "batch_size=256",
+            "--set",
+            "steps_per_epoch=5",
+            "--set",
+            "hidden=64",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     victim, deadline = None, time.time() + 240
     while victim is None and time.time() < deadline and proc.poll() is None:
         for pid in _children(proc.pid):
             try:
-                if b"RANK=1\x00" in Path(f"/proc/{pid}/environ").read_bytes() and \
-                        ".gca-scratch" in Path(f"/proc/{pid}/maps").read_text():  # fmt: skip
+                if (
+                    b"RANK=1\x00" in Path(f"/proc/{pid}/environ").read_bytes()
+                    and ".gca-scratch" in Path(f"/proc/{pid}/maps").read_text()
+                ):
                     victim = pid
             except OSError:
                 continue
@@ -450,17 +614,41 @@ def test_processes_started_differently_are_refused_with_one_line_each(tmp_path, 
     other["attr_matrix"] = other["attr_matrix"][::-1].copy()  # the same shape and values, on other nodes
     np.savez(tmp_path / "h.npz", **other)
     launcher = tmp_path / "launch.sh"
-    given = {"settings": ('--dataset "{g}"', '--dataset "{g}" --set tau=0.9'),
-             "features": ('--dataset "{g}"', '--dataset "{h}"')}[differ]  # fmt: skip
+    given = {
+        "settings": ('--dataset "{g}"', '--dataset "{g}" --set tau=0.9'),
+        "features": ('--dataset "{g}"', '--dataset "{h}"'),
+    }[differ]
     zero, one = (text.format(g=graph, h=tmp_path / "h.npz") for text in given)
-    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" {one}; else set -- "$@" {zero}; fi\n'
-                        f'exec "{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.write_text(
+        f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" {one}; else set -- "$@" {zero}; fi\n'
+        f'exec "{sys.executable}" -m gca "$@"\n'
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
-                           "train", "--epochs", "2", "--no-eval", "--quiet", "--no-cache", "--set", "hidden=8",
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
-                          env=env)  # fmt: skip
+    done = subprocess.run(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            str(launcher),
+            "train",
+            "--epochs",
+            "2",
+            "--no-eval",
+            "--quiet",
+            "--no-cache",
+            "--set",
+            "hidden=8",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
     why = "were started with different settings" if differ == "settings" else "read different graphs"
@@ -479,7 +667,8 @@ def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
     graph = _random_npz(tmp_path / "g.npz", 80, 300, 6, seed=2)
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent("""\
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent("""\
         import os
         if os.environ.get("RANK") == "1":
             import pathlib
@@ -508,17 +697,41 @@ def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
                 return said(exc)
 
             shell._one_line = after_rank_0
-        """))  # fmt: skip
+        """)
+    )
     launcher = tmp_path / "launch.sh"
-    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" --set tau=0.9; fi\n'
-                        f'exec "{sys.executable}" -m gca "$@"\n')  # fmt: skip
+    launcher.write_text(
+        f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" --set tau=0.9; fi\nexec "{sys.executable}" -m gca "$@"\n'
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
-                           "train", "--dataset", str(graph), "--epochs", "2", "--no-eval", "--quiet", "--no-cache",
-                           "--set", "hidden=8", "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          timeout=300, env=env)  # fmt: skip
+    done = subprocess.run(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            str(launcher),
+            "train",
+            "--dataset",
+            str(graph),
+            "--epochs",
+            "2",
+            "--no-eval",
+            "--quiet",
+            "--no-cache",
+            "--set",
+            "hidden=8",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
     assert len(ours) == 2 and all("started with different settings" in line for line in ours), done.stderr[-3000:]
@@ -526,8 +739,19 @@ def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-_RESUMED = ["train", "--dataset", "Karate", "--no-eval", "--quiet", "--set", "hidden=8", "--seed", "1",
-            "--checkpoint-every", "2"]  # fmt: skip
+_RESUMED = [
+    "train",
+    "--dataset",
+    "Karate",
+    "--no-eval",
+    "--quiet",
+    "--set",
+    "hidden=8",
+    "--seed",
+    "1",
+    "--checkpoint-every",
+    "2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -551,14 +775,31 @@ def test_a_rank_resuming_while_another_starts_afresh_is_refused_with_one_line_ea
     if rank1 == "a copy":
         shutil.copytree(checkpointed, tmp_path / "one")
     launcher = tmp_path / "launch.sh"
-    launcher.write_text(f'#!/bin/sh\nif [ "$RANK" = 1 ]; then o=one; else o=zero; fi\n'
-                        f'exec "{sys.executable}" -m gca "$@" --out "{tmp_path}/$o"\n')  # fmt: skip
+    launcher.write_text(
+        f'#!/bin/sh\nif [ "$RANK" = 1 ]; then o=one; else o=zero; fi\n'
+        f'exec "{sys.executable}" -m gca "$@" --out "{tmp_path}/$o"\n'
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     before = (tmp_path / "zero" / "results.json").read_bytes()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GCA_DIST_TIMEOUT": "60"}
-    done = subprocess.run([*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher),
-                           *_RESUMED, "--epochs", "8", "--resume"], capture_output=True, text=True, timeout=300,
-                          env=env)  # fmt: skip
+    done = subprocess.run(
+        [
+            *_torchrun(),
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "--no-python",
+            str(launcher),
+            *_RESUMED,
+            "--epochs",
+            "8",
+            "--resume",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     if rank1 == "a copy":
         assert done.returncode == 0, done.stderr[-3000:]
         resumed = json.loads((tmp_path / "zero" / "results.json").read_text())
@@ -567,9 +808,11 @@ def test_a_rank_resuming_while_another_starts_afresh_is_refused_with_one_line_ea
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
     assert len(ours) == 2 and ours[0] == ours[1], ours
-    assert ours[0].startswith("gca: error: the processes would not start from the same training state: rank 1 "
-                              "starts afresh (no --resume, or no checkpoint in its --out) while rank 0 resumes from "
-                              "epoch 4; "), ours  # fmt: skip
+    assert ours[0].startswith(
+        "gca: error: the processes would not start from the same training state: rank 1 "
+        "starts afresh (no --resume, or no checkpoint in its --out) while rank 0 resumes from "
+        "epoch 4; "
+    ), ours
     assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
     assert (tmp_path / "zero" / "results.json").read_bytes() == before  # the earlier run, untouched
 
@@ -588,11 +831,16 @@ def test_the_starting_points_compared_say_epochs_and_checkpoints(tmp_path):
         assert resume_point(tmp_path / name) == (epoch, digest)
     assert resume_point(None) is None and resume_point(tmp_path / "missing.pt") is None
 
-    assert _different_starts(1, 2, 4).split(": ", 1)[1].startswith("rank 1 resumes from epoch 2 while rank 0 "
-                                                                    "resumes from epoch 4; ")  # fmt: skip
+    assert (
+        _different_starts(1, 2, 4)
+        .split(": ", 1)[1]
+        .startswith("rank 1 resumes from epoch 2 while rank 0 resumes from epoch 4; ")
+    )
     assert "rank 3 resumes from epoch 4 while rank 0 starts afresh" in _different_starts(3, 4, _AFRESH)
-    assert "rank 1 resumes from another checkpoint than rank 0's (both at epoch 4, their contents differ)" in \
-        _different_starts(1, 4, 4)  # fmt: skip
+    assert (
+        "rank 1 resumes from another checkpoint than rank 0's (both at epoch 4, their contents differ)"
+        in _different_starts(1, 4, 4)
+    )
     assert "rank 1 resumes from a checkpoint whose epoch cannot be read while rank 0" in _different_starts(1, -1, 4)
     all_lines = [_different_starts(1, a, b) for a, b in ((2, 4), (4, _AFRESH), (4, 4), (-1, 4), (_AFRESH, 4))]
     assert all("\n" not in line and "or start them all without --resume" in line for line in all_lines)

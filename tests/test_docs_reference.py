@@ -14,8 +14,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PACKAGES = ["gca.graph", "gca.augment", "gca.nn", "gca.objective", "gca.train", "gca.evaluate", "gca.run",
-            "gca.datasets", "gca.outputs", "gca.loggers", "gca.config", "gca.reproduce"]  # fmt: skip
+PACKAGES = [
+    "gca.graph",
+    "gca.augment",
+    "gca.nn",
+    "gca.objective",
+    "gca.train",
+    "gca.evaluate",
+    "gca.run",
+    "gca.datasets",
+    "gca.outputs",
+    "gca.loggers",
+    "gca.config",
+    "gca.reproduce",
+]
 
 
 def _mkdocs() -> str:
@@ -138,8 +150,20 @@ def test_described_reads_numpy_sections() -> None:
 
 #: The names a user calls, by module: each callable's (a class's: its constructor's) parameters all described.
 USER_FACING = {
-    "gca.train.estimator": ["GCA", "GCA.fit", "GCA.fit_transform", "GCA.transform", "GCA.embed", "GCA.prepare",
-                            "GCA.save", "GCA.load", "GCA.set_params", "GCA.get_params", "GraphNodes", "clone"],
+    "gca.train.estimator": [
+        "GCA",
+        "GCA.fit",
+        "GCA.fit_transform",
+        "GCA.transform",
+        "GCA.embed",
+        "GCA.prepare",
+        "GCA.save",
+        "GCA.load",
+        "GCA.set_params",
+        "GCA.get_params",
+        "GraphNodes",
+        "clone",
+    ],
     "gca.config": ["build_config", "GCAConfig.replace", "read_config_file", "parse_overrides"],
     "gca.datasets.registry": ["load_dataset"],
     "gca.datasets.files": ["load_files"],
@@ -152,15 +176,32 @@ USER_FACING = {
     "gca.reproduce.execute": ["run_splits"],
     "gca.evaluate.linkpred": ["hold_out_edges", "score_links"],
     "gca.evaluate.clustering": ["cluster_embeddings"],
-    "gca.augment.transforms": ["AdaptiveEdgeDropping", "AdaptiveFeatureMasking", "AdaptiveAugmentation",
-                               "AdaptiveEdgeDropping.forward", "AdaptiveFeatureMasking.forward",
-                               "AdaptiveAugmentation.forward"],
+    "gca.augment.transforms": [
+        "AdaptiveEdgeDropping",
+        "AdaptiveFeatureMasking",
+        "AdaptiveAugmentation",
+        "AdaptiveEdgeDropping.forward",
+        "AdaptiveFeatureMasking.forward",
+        "AdaptiveAugmentation.forward",
+    ],
     "gca.augment.centrality": ["node_centrality", "pagerank_centrality"],
     "gca.augment.augmentors": ["build_augmentors", "drop_probabilities", "feature_weights"],
     "gca.augment.prepared": ["prepare", "PreparedGraph"],
-    "gca.loggers": ["CSVLogger", "TensorBoardLogger", "WandbLogger", "CSVLogger.log", "TensorBoardLogger.log",
-                    "WandbLogger.log", "CSVLogger.log_hyperparams", "check_loggers", "logged_run", "final_metrics",
-                    "TensorBoardLogger.continue_version", "Tagged", "Tagged.log"],
+    "gca.loggers": [
+        "CSVLogger",
+        "TensorBoardLogger",
+        "WandbLogger",
+        "CSVLogger.log",
+        "TensorBoardLogger.log",
+        "WandbLogger.log",
+        "CSVLogger.log_hyperparams",
+        "check_loggers",
+        "logged_run",
+        "final_metrics",
+        "TensorBoardLogger.continue_version",
+        "Tagged",
+        "Tagged.log",
+    ],
     "gca.graph.graph": ["prepare_graph", "Graph"],
     "gca.graph.walks": ["random_walks"],
     "gca.nn.gcn": ["GCNEncoder", "ProjectionHead", "GCNEncoder.forward"],
@@ -177,12 +218,18 @@ USER_FACING = {
     "gca.run.job": ["Job", "Job.open"],
     "gca.run.pipeline": ["run_gca", "logged_params"],
     "gca.run.tasks": ["link_prediction", "more_pretrainings"],
-    "gca.run.logs": ["PretrainingLogs", "PretrainingLogs.series", "PretrainingLogs.summary", "CheckpointLink",
-                     "CheckpointLink.resume", "CheckpointLink.after_epoch"],
+    "gca.run.logs": [
+        "PretrainingLogs",
+        "PretrainingLogs.series",
+        "PretrainingLogs.summary",
+        "CheckpointLink",
+        "CheckpointLink.resume",
+        "CheckpointLink.after_epoch",
+    ],
     "gca.outputs.folder": ["RunOutputs"],
     "gca.outputs.export": ["export_embeddings"],
     "gca.train.fast": ["LongRunHint"],
-}  # fmt: skip
+}
 
 
 def _cases() -> list[tuple[str, str]]:

@@ -64,13 +64,30 @@ def _small_site(tmp_path: Path) -> Path:
         shutil.copytree(DOCS / folder, docs / folder)
     plugins = [p for p in config["plugins"] if isinstance(p, str)]  # search, offline: not the API reference
     assert plugins == ["search", "offline"]
-    small = {key: config[key] for key in ("site_name", "use_directory_urls", "theme", "extra", "extra_css",
-                                          "extra_javascript", "markdown_extensions") if key in config}  # fmt: skip
+    small = {
+        key: config[key]
+        for key in (
+            "site_name",
+            "use_directory_urls",
+            "theme",
+            "extra",
+            "extra_css",
+            "extra_javascript",
+            "markdown_extensions",
+        )
+        if key in config
+    }
     small.update(docs_dir=str(docs), site_dir=str(tmp_path / "site"), plugins=plugins, nav=list(PAGES))
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(small), encoding="utf-8")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml")],
-                   cwd=ROOT, env=env, check=True, timeout=120, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml")],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     return tmp_path / "site"
 
 
@@ -85,10 +102,21 @@ def test_search_finds_pages_in_the_site_opened_from_disk(tmp_path: Path) -> None
     # ?q= opens the search with that query when the page loads (Material): the results are in the DOM
     page = (site / "index.html").as_uri() + "?q=zanzibarite"
     dom = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
-         "--virtual-time-budget=10000", "--dump-dom", page],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert 'class="md-search__input' in dom
     meta = re.search(r'class="md-search-result__meta">([^<]*)<', dom)
     assert meta is not None and meta[1] == "1 matching document", meta and meta[1]

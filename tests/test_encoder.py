@@ -151,8 +151,11 @@ def test_chunked_inference_equals_the_whole_graph_pass():
     n = 203
     edges = torch.randint(0, n, (2, 900), generator=g)
     # 40 → 32 → 32 → 16 aggregates M (H W); 8 → 32 aggregates the narrower (M X) W first; and sparse input
-    for x in (torch.rand(n, 40, generator=g), torch.rand(n, 8, generator=g),
-              (torch.rand(n, 300, generator=g) < 0.03).float()):  # fmt: skip
+    for x in (
+        torch.rand(n, 40, generator=g),
+        torch.rand(n, 8, generator=g),
+        (torch.rand(n, 300, generator=g) < 0.03).float(),
+    ):
         for directed in (True, False):
             pairs = edges if directed else torch.cat([edges, edges.flip(0)], 1)
             graph = prepare_graph(Data(x=x, edge_index=pairs), directed=directed)

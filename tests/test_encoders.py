@@ -59,8 +59,10 @@ def test_views_reach_a_message_passing_encoder_as_kept_edges_and_masked_columns(
 def test_a_users_encoder_of_the_wrong_width_is_refused_before_training():
     with pytest.raises(EncoderError) as error:
         GCA(GCAConfig(epochs=1), device="cpu", encoder=GCNConv(34, 7)).fit_transform(karate_club())
-    assert str(error.value) == ("encoder GCNConv returned shape (4, 7) for 4 nodes, but the projection head takes "
-                                "hidden = 128 columns: (4, 128); set hidden to the encoder's output width")  # fmt: skip
+    assert str(error.value) == (
+        "encoder GCNConv returned shape (4, 7) for 4 nodes, but the projection head takes "
+        "hidden = 128 columns: (4, 128); set hidden to the encoder's output width"
+    )
 
 
 def test_an_unknown_encoder_name_is_a_config_error():
@@ -71,8 +73,10 @@ def test_an_unknown_encoder_name_is_a_config_error():
 def test_a_gat_model_saves_loads_and_embeds_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "gat"
     assert main(["train", "--set", "encoder=gat", "--epochs", "3", "--quiet", "--out", str(out)]) == 0
-    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--dataset", "Karate", "--out",
-                 str(tmp_path / "emb")]) == 0  # fmt: skip
+    assert (
+        main(["embed", "--checkpoint", str(out / "model.pt"), "--dataset", "Karate", "--out", str(tmp_path / "emb")])
+        == 0
+    )
     loaded = GCA.load(out / "model.pt", device="cpu")
     assert isinstance(loaded.model.encoder, MessagePassingEncoder) and loaded.model.encoder.kind == "gat"
     embedded = torch.from_numpy(np.load(tmp_path / "emb" / "embeddings.npy"))
@@ -92,8 +96,10 @@ def test_graphsage_aggregators_by_hand():
     def rows(m: torch.Tensor) -> torch.Tensor:
         return m / m.norm(dim=1, keepdim=True)
 
-    for aggregator, layer in (("gcn", lambda h: rows((closed @ h) / closed.sum(1, keepdim=True))),
-                              ("mean", lambda h: rows(h + (neighbours @ h) / neighbours.sum(1, keepdim=True)))):
+    for aggregator, layer in (
+        ("gcn", lambda h: rows((closed @ h) / closed.sum(1, keepdim=True))),
+        ("mean", lambda h: rows(h + (neighbours @ h) / neighbours.sum(1, keepdim=True))),
+    ):
         encoder = MessagePassingEncoder("sage", 2, 2, 2, "relu", first_layer_factor=1, sage_aggregator=aggregator)
         with torch.no_grad():
             for conv in encoder.convs:

@@ -129,8 +129,11 @@ def test_a_row_short_in_full_graph_training_is_refused():
 
 def test_a_row_short_on_a_sampled_subgraph_is_refused():
     message = _refused(MINI, DropsLastOfMany())
-    found = re.fullmatch(r"encoder DropsLastOfMany returned shape \((\d+), 8\) for (\d+) nodes; it must return one "
-                         r"row per node: \((\d+), 8\)", message)  # fmt: skip
+    found = re.fullmatch(
+        r"encoder DropsLastOfMany returned shape \((\d+), 8\) for (\d+) nodes; it must return one "
+        r"row per node: \((\d+), 8\)",
+        message,
+    )
     assert found is not None
     returned, nodes, wanted = map(int, found.groups())
     assert returned == nodes - 1 and wanted == nodes and 4 < nodes <= 34  # the subgraph's node count
@@ -138,8 +141,9 @@ def test_a_row_short_on_a_sampled_subgraph_is_refused():
 
 @pytest.mark.parametrize("config", [FULL, MINI], ids=["full-graph", "mini-batch"])
 def test_a_row_short_in_the_final_inference_is_refused(config):
-    expected = ("encoder DropsLastInInference returned shape (33, 8) for 34 nodes; it must return one row per node: "
-                "(34, 8)")  # fmt: skip
+    expected = (
+        "encoder DropsLastInInference returned shape (33, 8) for 34 nodes; it must return one row per node: (34, 8)"
+    )
     assert _refused(config, DropsLastInInference()) == expected
 
 

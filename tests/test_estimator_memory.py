@@ -48,8 +48,9 @@ def _club() -> Data:
 
 def _search(memory=None, grid=GRID, pipeline_memory=None, **options) -> GridSearchCV:
     data = _club()
-    pipe = Pipeline([("gca", GCA(CONFIG, device="cpu", memory=memory)), ("clf", LogisticRegression())],
-                    memory=pipeline_memory)  # fmt: skip
+    pipe = Pipeline(
+        [("gca", GCA(CONFIG, device="cpu", memory=memory)), ("clf", LogisticRegression())], memory=pipeline_memory
+    )
     return GridSearchCV(pipe, grid, cv=2, **options).fit(GraphNodes(data), data.y.numpy())
 
 
@@ -320,8 +321,9 @@ def test_a_memory_folder_that_cannot_be_made_trains_and_says_why_in_one_line(tra
     assert not fitted.from_memory_ and trainings[0] == 1
 
 
-def test_a_memory_on_a_read_only_file_system_serves_what_it_holds_and_trains_what_it_lacks(trainings, tmp_path,
-                                                                                           monkeypatch):  # fmt: skip
+def test_a_memory_on_a_read_only_file_system_serves_what_it_holds_and_trains_what_it_lacks(
+    trainings, tmp_path, monkeypatch
+):
     import gca.outputs.folder as folder_module
     import gca.train.memory as memory_module
     from gca.outputs.folder import OutputError

@@ -193,8 +193,10 @@ def test_a_model_of_a_users_encoder_says_so_instead_of_damaged(tmp_path, capsys)
     assert "damaged" not in str(caught.value)
     with pytest.raises(CheckpointError, match="does not fit the weights"):
         GCA.load(tmp_path / "m.pt", device="cpu", encoder=torch.nn.Linear(3, 2))
-    assert main(["embed", "--checkpoint", str(tmp_path / "m.pt"), "--dataset", "Karate", "--out",
-                 str(tmp_path / "e")]) == 2  # fmt: skip
+    assert (
+        main(["embed", "--checkpoint", str(tmp_path / "m.pt"), "--dataset", "Karate", "--out", str(tmp_path / "e")])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "trained with your own encoder" in err[0]
     assert not (tmp_path / "e").exists() or not any((tmp_path / "e").iterdir())

@@ -22,8 +22,17 @@ def test_get_params_gives_the_arguments_as_given_and_deep_adds_the_config_fields
     encoder = GCNConv(34, 8)
     estimator = GCA(CONFIG, device="cpu", encoder=encoder)
     shallow = estimator.get_params(deep=False)
-    assert set(shallow) == {"config", "device", "progress", "objective", "batches", "placement", "encoder",
-                            "loggers", "memory"}
+    assert set(shallow) == {
+        "config",
+        "device",
+        "progress",
+        "objective",
+        "batches",
+        "placement",
+        "encoder",
+        "loggers",
+        "memory",
+    }
     assert shallow["config"] is CONFIG and shallow["device"] == "cpu" and shallow["encoder"] is encoder
     deep = estimator.get_params()
     assert deep["lr"] == CONFIG.lr and deep["tau"] == CONFIG.tau and deep["epochs"] == 2
@@ -163,8 +172,10 @@ def test_cross_val_score_over_a_graphs_nodes_is_the_linear_evaluation_of_each_fo
     pipe = Pipeline([("gca", GCA(CONFIG, device="cpu")), ("lr", LogisticRegression(max_iter=500))])
     scores = cross_val_score(pipe, GraphNodes(data), y, cv=folds)
     z = GCA(CONFIG, device="cpu").fit_transform(data).numpy()
-    by_hand = [LogisticRegression(max_iter=500).fit(z[train], y[train]).score(z[test], y[test])
-               for train, test in folds.split(z, y)]  # fmt: skip
+    by_hand = [
+        LogisticRegression(max_iter=500).fit(z[train], y[train]).score(z[test], y[test])
+        for train, test in folds.split(z, y)
+    ]
     assert scores.tolist() == by_hand
 
 
@@ -186,8 +197,12 @@ def test_a_grid_search_over_numpy_values_runs_on_one_graph():
 
 def test_set_params_reads_numpy_scalars_as_python_numbers():
     estimator = GCA(CONFIG, device="cpu").set_params(
-        epochs=np.int64(2), tau=np.float64(0.5), hidden=np.int32(4), lr=np.float32(0.25),
-        fanout=(np.int64(3), np.int64(2)))  # fmt: skip
+        epochs=np.int64(2),
+        tau=np.float64(0.5),
+        hidden=np.int32(4),
+        lr=np.float32(0.25),
+        fanout=(np.int64(3), np.int64(2)),
+    )
     config = estimator.config
     assert (config.epochs, config.tau, config.hidden, config.lr, config.fanout) == (2, 0.5, 4, 0.25, (3, 2))
     assert type(config.epochs) is int and type(config.tau) is float and type(config.fanout[0]) is int
@@ -199,9 +214,14 @@ def test_a_refused_set_params_leaves_the_estimator_exactly_as_it_was():
     estimator = GCA(CONFIG, device="auto").fit(karate_club())
     before = dict(vars(estimator))
     params = estimator.get_params(deep=False)
-    for change in ({"lr": 0.5, "device": "cpu", "tau": -1.0}, {"device": "cpu", "lr": 0.5, "loggers": 3},
-                   {"lr": 0.5, "device": "nowhere"}, {"progress": True, "config": 0.5},
-                   {"lr": 0.5, "encoder": "gat"}, {"placement": "rank0", "seed": 4}):  # fmt: skip
+    for change in (
+        {"lr": 0.5, "device": "cpu", "tau": -1.0},
+        {"device": "cpu", "lr": 0.5, "loggers": 3},
+        {"lr": 0.5, "device": "nowhere"},
+        {"progress": True, "config": 0.5},
+        {"lr": 0.5, "encoder": "gat"},
+        {"placement": "rank0", "seed": 4},
+    ):
         with pytest.raises((ConfigError, ValueError)):
             estimator.set_params(**change)
         assert vars(estimator).keys() == before.keys()
@@ -238,30 +258,63 @@ def test_check_is_fitted_and_transform_leaves_the_estimator_as_it_was():
 
 #: scikit-learn's own checks (sklearn.utils.estimator_checks) that apply to an estimator of graphs. check_estimator
 #: itself runs none of them on GCA: its tags say the input is no 2-D array, so it skips the estimator whole.
-APPLICABLE = ["check_estimator_cloneable", "check_estimator_repr", "check_estimator_tags_renamed",
-              "check_valid_tag_types", "check_get_params_invariance", "check_set_params",
-              "check_parameters_default_constructible", "check_mixin_order"]  # fmt: skip
+APPLICABLE = [
+    "check_estimator_cloneable",
+    "check_estimator_repr",
+    "check_estimator_tags_renamed",
+    "check_valid_tag_types",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_parameters_default_constructible",
+    "check_mixin_order",
+]
 _ARRAY = "fits on a 2-D NumPy array; GCA takes a graph (its graph equivalents are the tests above)"
 #: The checks check_estimator would yield for a transformer, left out, each with why.
 LEFT_OUT = {
     "check_no_attributes_set_in_init": "the learned state is set to None when made (`model is None` reads "
-                                       "'untrained'); __sklearn_is_fitted__ says whether it was fitted",
+    "'untrained'); __sklearn_is_fitted__ says whether it was fitted",
     "check_do_not_raise_errors_in_init_or_set_params": "gca refuses a bad value in one line where it is given "
-                                                       "(a GCAConfig checks itself), not later in fit",
+    "(a GCAConfig checks itself), not later in fit",
     "check_transformers_unfitted": "an unfitted transform raises gca's TrainingError (a RuntimeError), not "
-                                   "scikit-learn's NotFittedError; check_is_fitted works (tested above)",
+    "scikit-learn's NotFittedError; check_is_fitted works (tested above)",
     "check_array_api_input": "array API inputs are 2-D arrays",
-    **{name: _ARRAY for name in (
-        "check_fit_score_takes_y", "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
-        "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_estimators_unfitted",
-        "check_n_features_in_after_fitting", "check_positive_only_tag_during_fit", "check_estimators_dtypes",
-        "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit1d",
-        "check_fit2d_predict1d", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
-        "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_complex_data",
-        "check_dtype_object", "check_estimators_empty_data_messages", "check_pipeline_consistency",
-        "check_estimators_nan_inf", "check_estimators_pickle", "check_f_contiguous_array_estimator",
-        "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimator_sparse_tag",
-        "check_transformer_data_not_an_array", "check_transformer_general", "check_transformer_n_iter")},
+    **{
+        name: _ARRAY
+        for name in (
+            "check_fit_score_takes_y",
+            "check_estimators_overwrite_params",
+            "check_dont_overwrite_parameters",
+            "check_estimators_fit_returns_self",
+            "check_readonly_memmap_input",
+            "check_estimators_unfitted",
+            "check_n_features_in_after_fitting",
+            "check_positive_only_tag_during_fit",
+            "check_estimators_dtypes",
+            "check_fit_idempotent",
+            "check_fit_check_is_fitted",
+            "check_n_features_in",
+            "check_fit1d",
+            "check_fit2d_predict1d",
+            "check_fit2d_1sample",
+            "check_fit2d_1feature",
+            "check_dict_unchanged",
+            "check_methods_sample_order_invariance",
+            "check_methods_subset_invariance",
+            "check_complex_data",
+            "check_dtype_object",
+            "check_estimators_empty_data_messages",
+            "check_pipeline_consistency",
+            "check_estimators_nan_inf",
+            "check_estimators_pickle",
+            "check_f_contiguous_array_estimator",
+            "check_estimator_sparse_array",
+            "check_estimator_sparse_matrix",
+            "check_estimator_sparse_tag",
+            "check_transformer_data_not_an_array",
+            "check_transformer_general",
+            "check_transformer_n_iter",
+        )
+    },
 }
 
 
@@ -273,13 +326,30 @@ def test_every_check_scikit_learn_yields_for_gca_is_run_or_left_out_with_a_reaso
     estimator = GCA(CONFIG, device="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        yielded = {getattr(check, "func", check).__name__ for source in (
-            checks._yield_api_checks(estimator), checks._yield_checks(estimator),
-            checks._yield_transformer_checks(estimator)) for check in source}  # fmt: skip
-    yielded |= {"check_parameters_default_constructible", "check_get_params_invariance", "check_set_params",
-                "check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in", "check_fit1d",
-                "check_fit2d_predict1d", "check_fit2d_1sample", "check_fit2d_1feature", "check_dict_unchanged",
-                "check_methods_sample_order_invariance", "check_methods_subset_invariance"}  # fmt: skip
+        yielded = {
+            getattr(check, "func", check).__name__
+            for source in (
+                checks._yield_api_checks(estimator),
+                checks._yield_checks(estimator),
+                checks._yield_transformer_checks(estimator),
+            )
+            for check in source
+        }
+    yielded |= {
+        "check_parameters_default_constructible",
+        "check_get_params_invariance",
+        "check_set_params",
+        "check_fit_idempotent",
+        "check_fit_check_is_fitted",
+        "check_n_features_in",
+        "check_fit1d",
+        "check_fit2d_predict1d",
+        "check_fit2d_1sample",
+        "check_fit2d_1feature",
+        "check_dict_unchanged",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+    }
     assert yielded <= set(APPLICABLE) | set(LEFT_OUT), yielded - set(APPLICABLE) - set(LEFT_OUT)
     assert not set(APPLICABLE) & set(LEFT_OUT)
 

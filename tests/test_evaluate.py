@@ -113,8 +113,9 @@ class _ScriptedClassifier:
         (lambda c: 1.0 if c == 1.0 else 0.2, 1.0, [], False, False),
     ],
 )
-def test_the_c_search_goes_past_an_end_of_the_grid_while_validation_improves(monkeypatch, score, chosen,
-                                                                             fitted_after_grid, extended, at_edge):
+def test_the_c_search_goes_past_an_end_of_the_grid_while_validation_improves(
+    monkeypatch, score, chosen, fitted_after_grid, extended, at_edge
+):
     import gca.evaluate.classification as classification
 
     monkeypatch.setattr(classification, "LogisticRegression", _ScriptedClassifier)

@@ -46,9 +46,15 @@ def test_a_mini_batch_choice_keeps_the_settings_number_of_updates_and_the_users_
     assert "your fanout kept" in kept.describe()
     exact = fast_choice(2708, "cpu")
     assert exact.apply(cfg, 2708) == cfg.replace(batch_size=0)
-    assert exact.record() == {"training": "exact", "batch_size": 0, "fanout": [], "reason": exact.reason,
-                              "chosen": {"training": "exact", "batch_size": 0, "fanout": []},
-                              "kept_user_keys": [], "chosen_by": "--fast"}  # fmt: skip
+    assert exact.record() == {
+        "training": "exact",
+        "batch_size": 0,
+        "fanout": [],
+        "reason": exact.reason,
+        "chosen": {"training": "exact", "batch_size": 0, "fanout": []},
+        "kept_user_keys": [],
+        "chosen_by": "--fast",
+    }
     assert fast_choice(7650, "mps").reason.startswith("7,650 nodes on mps")
 
 
@@ -68,8 +74,14 @@ def test_a_job_takes_the_choice_between_the_datasets_setting_and_the_users(tmp_p
     mine = Job.open(karate, None, {"batch_size": 0}, fast=True, device="cpu")
     assert mine.config.batch_size == 0 and mine.fast.kept == ("batch_size",)  # the user's value wins …
     assert mine.record()["fast_path"] | {"reason": ""} == {  # … and results.json says what trained
-        "training": "exact", "batch_size": 0, "fanout": [], "reason": "", "kept_user_keys": ["batch_size"],
-        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]}, "chosen_by": "--fast"}  # fmt: skip
+        "training": "exact",
+        "batch_size": 0,
+        "fanout": [],
+        "reason": "",
+        "kept_user_keys": ["batch_size"],
+        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]},
+        "chosen_by": "--fast",
+    }
     mine = Job.open(karate, None, {"batch_size": 4}, fast=True, device="cpu")
     assert mine.config.batch_size == 4 and mine.fast.kept == ("batch_size",)
     assert mine.fast.describe().startswith("--fast kept your batch_size (it would have chosen mini-batches")
@@ -94,14 +106,20 @@ def test_gca_train_fast_says_what_it_chose_in_the_header_and_results_json(tmp_pa
 def test_gca_train_fast_trains_in_mini_batches_above_the_threshold(tmp_path, capsys, small_thresholds):
     assert main(["train", "--fast", "--epochs", "2", "--no-eval", "--quiet", "--out", str(tmp_path / "b")]) == 0
     record = json.loads((tmp_path / "b" / "results.json").read_text())
-    assert record["fast_path"] | {"reason": ""} == {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10],
-                                                   "chosen": {"training": "mini-batch", "batch_size": 8,
-                                                              "fanout": [10, 10]},  # per layer, as trained
-                                                   "reason": "", "kept_user_keys": [],
-                                                   "chosen_by": "--fast"}  # fmt: skip
+    assert record["fast_path"] | {"reason": ""} == {
+        "training": "mini-batch",
+        "batch_size": 8,
+        "fanout": [10, 10],
+        "chosen": {"training": "mini-batch", "batch_size": 8, "fanout": [10, 10]},  # per layer, as trained
+        "reason": "",
+        "kept_user_keys": [],
+        "chosen_by": "--fast",
+    }
     assert record["config"]["batch_size"] == 8 and len(record["losses"]) == 2  # --epochs is obeyed
-    assert ("mini-batches of 8 anchors, fan-out 10,10; 2 epochs of 5 updates (--epochs counts mini-batch epochs, each "
-            "one pass over the nodes); --fast chose mini-batches: 34 nodes") in capsys.readouterr().out  # fmt: skip
+    assert (
+        "mini-batches of 8 anchors, fan-out 10,10; 2 epochs of 5 updates (--epochs counts mini-batch epochs, each "
+        "one pass over the nodes); --fast chose mini-batches: 34 nodes"
+    ) in capsys.readouterr().out
 
 
 TINY = Mode(runs=1, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=5, quick=True)
@@ -123,25 +141,50 @@ def test_reproduce_fast_plans_mini_batch_runs_and_shares_exact_ones(small_thresh
 
 
 def test_reproduce_fast_tables_say_which_training_made_each_row(tmp_path, small_thresholds):
-    repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
-                         mode=TINY, baselines=("raw",), fast=True)  # fmt: skip
+    repro = Reproduction(
+        tmp_path,
+        ["Karate"],
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=TINY,
+        baselines=("raw",),
+        fast=True,
+    )
     repro.run("table3")
     table = (tmp_path / "table3.md").read_text()
-    said = ("Karate: GCA trained in mini-batches of B = 8 anchors, fan-out 10,10: 1 epoch of 5 = 5 updates (the "
-            "setting's 5 epochs of the whole graph) on cpu")
+    said = (
+        "Karate: GCA trained in mini-batches of B = 8 anchors, fan-out 10,10: 1 epoch of 5 = 5 updates (the "
+        "setting's 5 epochs of the whole graph) on cpu"
+    )
     assert said in table
     rows = list(csv.DictReader((tmp_path / "table3.csv").open()))
     training = {row["method"]: row["training"] for row in rows}
     # the rows trained in mini-batches say so in their names, and the fan-out of every layer (two here)
     both = "mini-batch B=8, fan-out 10,10"
-    assert training == {"Raw features": "", "Random-Init": "untrained", "Random-Init (sklearn probe)": "untrained",
-                        "GCA-DE (mini-batch)": both, "GCA-PR (mini-batch)": both,
-                        "GCA-EV (mini-batch)": both}  # fmt: skip
+    assert training == {
+        "Raw features": "",
+        "Random-Init": "untrained",
+        "Random-Init (sklearn probe)": "untrained",
+        "GCA-DE (mini-batch)": both,
+        "GCA-PR (mini-batch)": both,
+        "GCA-EV (mini-batch)": both,
+    }
     assert all(np.isfinite(float(row["mean"])) for row in rows)
     plain = tmp_path / "plain"
     full = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=False)  # quick is --fast
-    Reproduction(plain, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None, mode=full,
-                 baselines=(), fast=False).run("table3")  # fmt: skip
+    Reproduction(
+        plain,
+        ["Karate"],
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=full,
+        baselines=(),
+        fast=False,
+    ).run("table3")
     assert "--fast" not in (plain / "table3.md").read_text()
     assert {row["training"] for row in csv.DictReader((plain / "table3.csv").open())} == {"exact", "untrained"}
 
@@ -175,8 +218,9 @@ def test_the_default_estimates_the_exact_schedule_from_the_graph_and_the_setting
     choice = default_choice(40_000, 800_000, x, users, "cpu")
     assert choice.mini_batch and choice.by == "default" and choice.exact_seconds > EXACT_BOUND_SECONDS
     assert choice.layer() == {"batch_size": FAST_BATCH_SIZE, "fanout": (10,)}
-    assert choice.describe().startswith("mini-batches by default: the paper's exact training (500 updates of all "
-                                        "40,000 nodes) is estimated at about ")  # fmt: skip
+    assert choice.describe().startswith(
+        "mini-batches by default: the paper's exact training (500 updates of all 40,000 nodes) is estimated at about "
+    )
     assert "(--exact keeps the paper's full-graph training)" in choice.describe()
     small = default_choice(2_708, 10_556, torch.ones(2_708, 16), build_config("Cora"), "cpu")  # Cora's size
     assert not small.mini_batch and small.exact_seconds < EXACT_BOUND_SECONDS
@@ -188,20 +232,24 @@ def test_the_default_estimates_the_exact_schedule_from_the_graph_and_the_setting
     # the estimate grows with the graph and the width
     assert exact_update_seconds(20_000, 0, 100, None, users) > exact_update_seconds(10_000, 0, 100, None, users)
     assert exact_update_seconds(10_000, 0, 100, None, users.replace(hidden=256)) > exact_update_seconds(
-        10_000, 0, 100, None, users)  # fmt: skip
+        10_000, 0, 100, None, users
+    )
 
 
-def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_long(tmp_path, capsys,
-                                                                                    small_thresholds,
-                                                                                    exact_estimate):  # fmt: skip
+def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_long(
+    tmp_path, capsys, small_thresholds, exact_estimate
+):
     exact_estimate(100.0)  # Karate's 100 epochs × 100 s: 2.8 h
     args = ["train", "--no-eval", "--quiet", "--set", "warmup_steps=0"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
-    assert ("mini-batches of 8 anchors, fan-out 10,10; 20 epochs of 5 updates keep the full-graph setting's 100 "
-            "updates") in out  # fmt: skip
-    assert ("mini-batches by default: the paper's exact training (100 updates of all 34 nodes) is estimated at about "
-            "2.8 h on 2 CPU cores, over 1 h (--exact keeps the paper's full-graph training)") in out  # fmt: skip
+    assert (
+        "mini-batches of 8 anchors, fan-out 10,10; 20 epochs of 5 updates keep the full-graph setting's 100 updates"
+    ) in out
+    assert (
+        "mini-batches by default: the paper's exact training (100 updates of all 34 nodes) is estimated at about "
+        "2.8 h on 2 CPU cores, over 1 h (--exact keeps the paper's full-graph training)"
+    ) in out
     record = json.loads((tmp_path / "a" / "results.json").read_text())["fast_path"]
     assert record["training"] == "mini-batch" and record["chosen_by"] == "default"
     assert record["exact_estimate_seconds"] == 10_000.0
@@ -236,8 +284,10 @@ def test_fast_and_exact_together_and_exact_with_a_batch_size_are_refused_in_one_
     assert err == ["gca: error: argument --exact: not allowed with argument --fast (see gca train --help)"]
     assert main(["train", "--exact", "--set", "batch_size=8", "--quiet", "--out", str(tmp_path / "b")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == ["gca: error: --exact trains on the whole graph at every update, and batch_size=8 asks for "
-                   "mini-batches; leave out one of them"]  # fmt: skip
+    assert err == [
+        "gca: error: --exact trains on the whole graph at every update, and batch_size=8 asks for "
+        "mini-batches; leave out one of them"
+    ]
 
 
 def test_the_python_api_and_gca_reproduce_keep_their_configuration(small_thresholds, exact_estimate):

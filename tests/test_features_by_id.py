@@ -317,17 +317,20 @@ def test_a_json_node_without_features_keeps_its_own_row_when_ids_are_kept_as_wri
     np.testing.assert_array_equal(_dense(loaded), [[0], [1], [2]])
 
 
-@pytest.mark.parametrize("text, edges", [
-    ('{"1": [1], "2": [2], "a": []}', "1,2\n2,a\n"),
-    ('{"1": [1], "2": [2], "007": []}', "1,2\n2,007\n"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, edges",
+    [('{"1": [1], "2": [2], "a": []}', "1,2\n2,a\n"), ('{"1": [1], "2": [2], "007": []}', "1,2\n2,007\n")],
+)
 def test_a_json_node_without_features_whose_id_is_text_is_read(tmp_path, text, edges):
     (tmp_path / "e.csv").write_text(edges)
     (tmp_path / "x.json").write_text(text)
     loaded = load_files(tmp_path / "e.csv", tmp_path / "x.json")
     rows = {str(node): row for node, row in zip(loaded.node_ids, _dense(loaded), strict=True)}
-    assert rows["1"].tolist() == [0, 1, 0] and rows["2"].tolist() == [0, 0, 1] and not any(
-        r.any() for k, r in rows.items() if k not in ("1", "2"))  # fmt: skip
+    assert (
+        rows["1"].tolist() == [0, 1, 0]
+        and rows["2"].tolist() == [0, 0, 1]
+        and not any(r.any() for k, r in rows.items() if k not in ("1", "2"))
+    )
 
 
 def test_json_nodes_all_without_features_are_one_line(tmp_path, capsys):
@@ -364,10 +367,9 @@ def test_a_long_table_of_names_without_a_header_keeps_its_first_row(tmp_path):
     assert loaded.node_ids == ["a", "b", "c"] and loaded.feature_names == ["apple", "banana", "cherry"]
 
 
-@pytest.mark.parametrize("rows, names", [
-    ("a,007\nb,7\nc,8\n", ["007", "7", "8"]),
-    ("a,007\nb,7\nc,x7\n", ["007", "7", "x7"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rows, names", [("a,007\nb,7\nc,8\n", ["007", "7", "8"]), ("a,007\nb,7\nc,x7\n", ["007", "7", "x7"])]
+)
 def test_feature_ids_written_so_they_would_change_as_integers_are_names_as_written(tmp_path, rows, names):
     (tmp_path / "e.csv").write_text("a,b\nb,c\n")
     (tmp_path / "x.csv").write_text("node,feature\n" + rows)
@@ -376,10 +378,13 @@ def test_feature_ids_written_so_they_would_change_as_integers_are_names_as_writt
     np.testing.assert_array_equal(_dense(loaded), np.eye(3))  # node a has 007, b has 7, c the third
 
 
-@pytest.mark.parametrize("name, text", [
-    ("x.json", '{"1": [10], "2": [9], "3": [18446744073709551616]}'),
-    ("x.csv", "node,feature\n1,10\n2,9\n3,18446744073709551616\n"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("x.json", '{"1": [10], "2": [9], "3": [18446744073709551616]}'),
+        ("x.csv", "node,feature\n1,10\n2,9\n3,18446744073709551616\n"),
+    ],
+)
 def test_feature_ids_beyond_64_bits_are_names_in_numeric_order_with_a_warning(tmp_path, name, text):
     (tmp_path / "e.csv").write_text("1,2\n2,3\n")
     (tmp_path / name).write_text(text)
@@ -401,8 +406,11 @@ def test_counts_of_one_are_said_in_the_singular(tmp_path):
     (tmp_path / "x.csv").write_text("node,feature\na,f\nb,g\n")
     (tmp_path / "y.csv").write_text("node,label\na,x\nb,nan\nc,y\nz,y\n")
     loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
-    assert f"1 node of edge file {tmp_path / 'e.csv'} has no features in {tmp_path / 'x.csv'}; its features are all " \
-        "zero" in loaded.warnings  # fmt: skip
-    assert f"1 label in {tmp_path / 'y.csv'} names a node that is not in the graph (e.g. 'z'); skipped" in \
-        loaded.warnings  # fmt: skip
+    assert (
+        f"1 node of edge file {tmp_path / 'e.csv'} has no features in {tmp_path / 'x.csv'}; its features are all "
+        "zero" in loaded.warnings
+    )
+    assert (
+        f"1 label in {tmp_path / 'y.csv'} names a node that is not in the graph (e.g. 'z'); skipped" in loaded.warnings
+    )
     assert any(w.startswith("1 of the nodes listed") and "has no label" in w for w in loaded.warnings)

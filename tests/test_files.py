@@ -25,10 +25,10 @@ def karate_files(tmp_path):
         "edges_str": "source,target\n" + "".join(f"{NAMES[u]},{NAMES[v]}\n" for u, v in ei.T),
         "edges_int": "".join(f"{u}\t{v}\n" for u, v in ei.T),
         "features_csv": "id,a,b,c,d,e\n" + "".join(NAMES[i] + "," + ",".join(map(str, x[i])) + "\n" for i in range(34)),
-        "labels_str": "node,label\n" + "".join(f"{NAMES[i]},{('hi', 'officer')[int(data.y[i] != 0)]}\n"
-                                              for i in range(34)),
+        "labels_str": "node,label\n"
+        + "".join(f"{NAMES[i]},{('hi', 'officer')[int(data.y[i] != 0)]}\n" for i in range(34)),
         "labels_int": "".join(f"{i},{int(data.y[i])}\n" for i in range(34)),
-    }  # fmt: skip
+    }
     paths = {}
     for key, text in files.items():
         paths[key] = tmp_path / f"{key}.{'tsv' if key == 'edges_int' else 'csv'}"
@@ -74,8 +74,18 @@ def test_header_detection(tmp_path):
 
 def test_cli_trains_on_files_without_labels_and_exports_by_node_id(karate_files, tmp_path):
     out = tmp_path / "run"
-    args = ["train", "--edges", str(karate_files["edges_str"]), "--features", str(karate_files["features_csv"]),
-            "--epochs", "5", "--quiet", "--out", str(out)]  # fmt: skip
+    args = [
+        "train",
+        "--edges",
+        str(karate_files["edges_str"]),
+        "--features",
+        str(karate_files["features_csv"]),
+        "--epochs",
+        "5",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     assert main([*args, "--export", str(out / "emb.csv")]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["accuracy"] is None  # no labels: embeddings only
@@ -99,8 +109,22 @@ def test_cli_evaluates_on_labelled_nodes_only(karate_files, tmp_path):
     partial = tmp_path / "partial.csv"
     partial.write_text("".join(f"{i},{int(karate_files['y'][i])}\n" for i in range(0, 34, 2)))  # half labelled
     out = tmp_path / "run"
-    args = ["train", "--edges", str(karate_files["edges_int"]), "--features", str(karate_files["features_npy"]),
-            "--labels", str(partial), "--epochs", "5", "--quiet", "--splits", "2", "--out", str(out)]  # fmt: skip
+    args = [
+        "train",
+        "--edges",
+        str(karate_files["edges_int"]),
+        "--features",
+        str(karate_files["features_npy"]),
+        "--labels",
+        str(partial),
+        "--epochs",
+        "5",
+        "--quiet",
+        "--splits",
+        "2",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     assert json.loads((out / "results.json").read_text())["accuracy"]["mean"] >= 0
 
@@ -136,8 +160,18 @@ def test_bad_files_give_one_line_errors(case, tmp_path, capsys):
     edges, features, labels, expected = BAD_FILES[case]
     (tmp_path / "e.csv").write_text(edges)
     (tmp_path / "x.csv").write_text(features)
-    args = ["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--epochs", "1",
-            "--quiet", "--out", str(tmp_path / "o")]  # fmt: skip
+    args = [
+        "train",
+        "--edges",
+        str(tmp_path / "e.csv"),
+        "--features",
+        str(tmp_path / "x.csv"),
+        "--epochs",
+        "1",
+        "--quiet",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     if labels is not None:
         (tmp_path / "y.csv").write_text(labels)
         args += ["--labels", str(tmp_path / "y.csv")]
@@ -159,18 +193,23 @@ def test_unreadable_and_foreign_files(tmp_path, capsys):
         (tmp_path / "e.csv", tmp_path / "fake.npz", "save_npz"),
         (tmp_path / "e.csv", tmp_path, "not a file"),
     ):
-        message = _error(["train", "--edges", str(edges), "--features", str(features), "--out", str(tmp_path / "o")],
-                         capsys)  # fmt: skip
+        message = _error(
+            ["train", "--edges", str(edges), "--features", str(features), "--out", str(tmp_path / "o")], capsys
+        )
         assert words in message, message
 
 
 @pytest.mark.parametrize(
     ("override", "words"),
-    [("p_e1=1.0", "p_e1 must be a probability in [0, 1)"), ("p_f2=-0.1", "p_f2 must be a probability"),
-     ("p_tau=1", "p_tau must be a probability in (0, 1)"), ("tau=0", "tau must be a finite number in (0, 100]"),
-     ("tau=-1", "tau must be a finite"),
-     ("ptau=0.5", "p_tau")],
-)  # fmt: skip
+    [
+        ("p_e1=1.0", "p_e1 must be a probability in [0, 1)"),
+        ("p_f2=-0.1", "p_f2 must be a probability"),
+        ("p_tau=1", "p_tau must be a probability in (0, 1)"),
+        ("tau=0", "tau must be a finite number in (0, 100]"),
+        ("tau=-1", "tau must be a finite"),
+        ("ptau=0.5", "p_tau"),
+    ],
+)
 def test_bad_hyperparameters(override, words, tmp_path, capsys):
     assert words in _error(["train", "--set", override, "--epochs", "1", "--out", str(tmp_path)], capsys)
 
@@ -179,8 +218,23 @@ def test_dubious_input_gives_warnings_not_errors(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n0,1\n1,1\n1,2\n")  # a duplicate, a self-loop; node 3 isolated
     (tmp_path / "x.csv").write_text("1,0,0\n0,1,0\n1,1,0\n0,1,0\n")  # the last column is all zero
     out = tmp_path / "o"
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--epochs", "2",
-                 "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--epochs",
+                "2",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gca: warning:")]
     text = " ".join(warnings)
     for words in ("self-loop", "duplicate", "1 of 4 nodes have no edges", "1 of 3 feature columns are zero"):
@@ -195,8 +249,20 @@ def test_export_needs_a_known_suffix(tmp_path):
 
 def test_export_to_a_missing_folder_fails_before_training(karate_files, tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["train", "--edges", str(karate_files["edges_int"]), "--features", str(karate_files["features_npy"]),
-            "--epochs", "2", "--quiet", "--out", str(out), "--export", str(tmp_path / "nowhere" / "e.csv")]  # fmt: skip
+    args = [
+        "train",
+        "--edges",
+        str(karate_files["edges_int"]),
+        "--features",
+        str(karate_files["features_npy"]),
+        "--epochs",
+        "2",
+        "--quiet",
+        "--out",
+        str(out),
+        "--export",
+        str(tmp_path / "nowhere" / "e.csv"),
+    ]
     assert "does not exist" in _error(args, capsys)
     assert not list(out.iterdir())  # nothing trained, nothing written
 
@@ -213,8 +279,9 @@ def test_a_weight_column_is_read_as_edge_weights(tmp_path):
     assert loaded.data.edge_index.tolist() == [[0, 1, 1, 2], [1, 0, 2, 1]]
     assert loaded.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5] and not loaded.warnings  # headed: no note
     bare = load_files(_write(tmp_path / "b.tsv", "0\t1\t2.5\n2\t1\t0.5\n"), x)  # unheaded: not read, and said
-    assert "edge_weight" not in bare.data and any("1 column beyond source, target that are not read" in w
-                                                  for w in bare.warnings)  # fmt: skip
+    assert "edge_weight" not in bare.data and any(
+        "1 column beyond source, target that are not read" in w for w in bare.warnings
+    )
     named = load_files(tmp_path / "b.tsv", x, edge_weight=3)  # named by its number: read
     assert named.data.edge_weight.tolist() == [2.5, 2.5, 0.5, 0.5] and not named.warnings
     both = load_files(_write(tmp_path / "2.csv", "0,1,3\n1,0,3\n1,2,1\n0,1,4\n1,0,4\n"), x, edge_weight=3)
@@ -268,8 +335,15 @@ def test_bad_weights_in_an_edge_file_are_one_line_naming_the_line(tmp_path, text
 
 
 def _npz_graph(path, adjacency, x, labels):
-    np.savez(path, adj_data=adjacency.data, adj_indices=adjacency.indices, adj_indptr=adjacency.indptr,
-             adj_shape=adjacency.shape, attr_matrix=x, labels=labels)  # fmt: skip
+    np.savez(
+        path,
+        adj_data=adjacency.data,
+        adj_indices=adjacency.indices,
+        adj_indptr=adjacency.indptr,
+        adj_shape=adjacency.shape,
+        attr_matrix=x,
+        labels=labels,
+    )
     return path
 
 
@@ -290,8 +364,10 @@ def test_npz_adjacency_values_are_edge_weights_and_train_as_the_edge_file_does(t
     unit.data[:] = 1.0
     x = rng.random((34, 6)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    edges = _write(tmp_path / "e.csv", "source,target,weight\n" + "".join(
-        f"{u},{v},{w}\n" for u, v, w in zip(ei[0], ei[1], weights, strict=True)))  # fmt: skip
+    edges = _write(
+        tmp_path / "e.csv",
+        "source,target,weight\n" + "".join(f"{u},{v},{w}\n" for u, v, w in zip(ei[0], ei[1], weights, strict=True)),
+    )
     plain = _write(tmp_path / "p.csv", "".join(f"{u},{v}\n" for u, v in ei.T))
     labels = karate.y.numpy()
 
@@ -316,8 +392,11 @@ def test_bad_npz_adjacency_values_are_one_line_naming_the_entry(tmp_path):
 
     adjacency = sp.csr_matrix(np.array([[0, 2.0, 0], [2.0, 0, -1.0], [0, -1.0, 0]]))
     path = _npz_graph(tmp_path / "g.npz", adjacency, np.eye(3, dtype=np.float32), np.array([0, 1, 0]))
-    with pytest.raises(DatasetError, match=r"g.npz, the adjacency entry at row 1, column 2: the edge weight -1 is "
-                                           r"negative"):  # fmt: skip
+    with pytest.raises(
+        DatasetError,
+        match=r"g.npz, the adjacency entry at row 1, column 2: the edge weight -1 is "
+        r"negative",
+    ):
         load_dataset(str(path))
     adjacency = sp.csr_matrix(np.array([[0, 2.0, 0], [3.0, 0, 1.0], [0, 1.0, 0]]))
     path = _npz_graph(tmp_path / "a.npz", adjacency, np.eye(3, dtype=np.float32), np.array([0, 1, 0]))
@@ -340,9 +419,29 @@ def test_a_shots_error_names_the_class_as_the_label_file_does(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("".join(f"{i},{(i + 1) % 30}\n" for i in range(30)))
     (tmp_path / "x.csv").write_text("".join(f"{i % 2},{i % 3},{i % 5}\n" for i in range(30)))
     (tmp_path / "y.csv").write_text("".join(f"{i},{'dog' if i < 3 else 'cat'}\n" for i in range(30)))
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
-                 str(tmp_path / "y.csv"), "--epochs", "1", "--quiet", "--eval-split", "fewshot", "--shots", "3",
-                 "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--epochs",
+                "1",
+                "--quiet",
+                "--eval-split",
+                "fewshot",
+                "--shots",
+                "3",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "class 'dog'" in err and "give --shots 2 or fewer" in err
 
@@ -351,8 +450,18 @@ def test_an_export_inside_the_output_folder_goes_with_its_run(karate_files, tmp_
     """A folder with results.json holds one run's files: an earlier run's export inside it is removed by the next
     run there (which exports elsewhere, or not at all); an export beside the folder is the user's and stays."""
     out = tmp_path / "run"
-    args = ["train", "--edges", str(karate_files["edges_str"]), "--features", str(karate_files["features_csv"]),
-            "--epochs", "3", "--quiet", "--out", str(out)]  # fmt: skip
+    args = [
+        "train",
+        "--edges",
+        str(karate_files["edges_str"]),
+        "--features",
+        str(karate_files["features_csv"]),
+        "--epochs",
+        "3",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     (out / "sub").mkdir(parents=True)
     assert main([*args, "--export", str(out / "sub" / "emb.csv")]) == 0
     assert (out / "sub" / "emb.csv").is_file()
@@ -361,9 +470,38 @@ def test_an_export_inside_the_output_folder_goes_with_its_run(karate_files, tmp_
     assert main([*args, "--seed", "2"]) == 0
     assert (tmp_path / "beside.csv").is_file()  # not inside the folder: never removed
     assert sorted(p.name for p in out.iterdir()) == ["embeddings.npy", "model.pt", "results.json", "sub"]
-    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--edges", str(karate_files["edges_str"]),
-                 "--features", str(karate_files["features_csv"]), "--out", str(tmp_path / "e"), "--export",
-                 str(tmp_path / "e" / "x.csv")]) == 0  # fmt: skip
-    assert main(["embed", "--checkpoint", str(out / "model.pt"), "--edges", str(karate_files["edges_str"]),
-                 "--features", str(karate_files["features_csv"]), "--out", str(tmp_path / "e")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                "--checkpoint",
+                str(out / "model.pt"),
+                "--edges",
+                str(karate_files["edges_str"]),
+                "--features",
+                str(karate_files["features_csv"]),
+                "--out",
+                str(tmp_path / "e"),
+                "--export",
+                str(tmp_path / "e" / "x.csv"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "embed",
+                "--checkpoint",
+                str(out / "model.pt"),
+                "--edges",
+                str(karate_files["edges_str"]),
+                "--features",
+                str(karate_files["features_csv"]),
+                "--out",
+                str(tmp_path / "e"),
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["embeddings.npy", "results.json"]

@@ -14,8 +14,10 @@ from gca.outputs.folder import OutputError, hold_folder, release_folder
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_a_lock_whose_holder_was_killed_is_taken_by_the_next_run(tmp_path):
-    code = ("import sys, time; from pathlib import Path; from gca.outputs.folder import hold_folder; "
-            "held = hold_folder(Path(sys.argv[1])); print('held', flush=True); time.sleep(600)")  # fmt: skip
+    code = (
+        "import sys, time; from pathlib import Path; from gca.outputs.folder import hold_folder; "
+        "held = hold_folder(Path(sys.argv[1])); print('held', flush=True); time.sleep(600)"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -14,8 +14,10 @@ FEATURES = pd.DataFrame({"id": [0, 1, 2, 3], "f": [0.0, 1.0, 2.0, 3.0]})
 
 
 def _labels_by_node(loaded) -> dict[int, str | None]:
-    return {int(n): (loaded.class_names[k] if k >= 0 else None)
-            for n, k in zip(loaded.node_ids, loaded.data.y.tolist(), strict=True)}  # fmt: skip
+    return {
+        int(n): (loaded.class_names[k] if k >= 0 else None)
+        for n, k in zip(loaded.node_ids, loaded.data.y.tolist(), strict=True)
+    }
 
 
 def _one_line(*args, **kwargs) -> str:

@@ -22,8 +22,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def two_communities(n: int = 60, p_in: float = 0.3, p_out: float = 0.02, features: int = 16,
-                    seed: int = 0) -> Data:  # fmt: skip
+def two_communities(n: int = 60, p_in: float = 0.3, p_out: float = 0.02, features: int = 16, seed: int = 0) -> Data:
     """A two-block stochastic block model (undirected, both directions listed) with uninformative random
     features: what separates the blocks is the graph alone."""
     rng = np.random.default_rng(seed)
@@ -114,8 +113,9 @@ def test_sparse_features_give_the_dense_result():
     old = gmi.SPARSE_FEATURES_BELOW
     try:
         gmi.SPARSE_FEATURES_BELOW = 0.0
-        torch.testing.assert_close(gmi.gmi_embeddings(dense, 0, True, cpu, epochs=3).embeddings, sparse, rtol=1e-4,
-                                   atol=1e-5)
+        torch.testing.assert_close(
+            gmi.gmi_embeddings(dense, 0, True, cpu, epochs=3).embeddings, sparse, rtol=1e-4, atol=1e-5
+        )
     finally:
         gmi.SPARSE_FEATURES_BELOW = old
 

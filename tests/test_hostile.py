@@ -35,8 +35,11 @@ def _snapshot(folder: Path) -> dict[str, str]:
     """Every file below ``folder`` (hidden ones too) with a digest of its bytes."""
     if not folder.exists():
         return {}
-    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -44,13 +47,33 @@ def karate(tmp_path) -> dict[str, Path]:
     """Karate as an integer edge list and .npy features, and an earlier finished run in ``out``."""
     data = karate_club()
     ei = data.edge_index[:, data.edge_index[0] < data.edge_index[1]].numpy()
-    paths = {"edges": tmp_path / "edges.csv", "x": tmp_path / "x.npy", "labels": tmp_path / "labels.csv",
-             "out": tmp_path / "out"}  # fmt: skip
+    paths = {
+        "edges": tmp_path / "edges.csv",
+        "x": tmp_path / "x.npy",
+        "labels": tmp_path / "labels.csv",
+        "out": tmp_path / "out",
+    }
     paths["edges"].write_text("".join(f"{u},{v}\n" for u, v in ei.T))
     np.save(paths["x"], np.eye(34, dtype=np.float32))
     paths["labels"].write_text("".join(f"{i},{int(data.y[i])}\n" for i in range(34)))
-    assert main(["train", "--edges", str(paths["edges"]), "--features", str(paths["x"]), "--labels",
-                 str(paths["labels"]), "--out", str(paths["out"]), "--plots", *QUICK]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(paths["edges"]),
+                "--features",
+                str(paths["x"]),
+                "--labels",
+                str(paths["labels"]),
+                "--out",
+                str(paths["out"]),
+                "--plots",
+                *QUICK,
+            ]
+        )
+        == 0
+    )
     return paths
 
 
@@ -77,8 +100,9 @@ def test_non_finite_embeddings_are_an_error_never_an_output(tmp_path):
 
 def test_huge_learning_rate_is_refused_before_training(karate, capsys):
     before = _snapshot(karate["out"])
-    error = _error(["train", *_files(karate), "--no-eval", "--set", "lr=1e30", "--out", str(karate["out"]), *QUICK],
-                   capsys)  # fmt: skip
+    error = _error(
+        ["train", *_files(karate), "--no-eval", "--set", "lr=1e30", "--out", str(karate["out"]), *QUICK], capsys
+    )
     assert "lr must be a finite number in (0, 10]" in error
     assert _snapshot(karate["out"]) == before
 
@@ -86,29 +110,42 @@ def test_huge_learning_rate_is_refused_before_training(karate, capsys):
 def test_blank_first_cell_is_a_missing_number_not_a_header(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,2\n2,0\n")
     (tmp_path / "x.csv").write_text("1,,0\n0,1,0\n0,0,1\n")
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "line 1: feature value '' is not a number" in error
 
 
 @pytest.mark.parametrize(
     ("args", "words"),
-    [(["--splits", "0"], "--splits must lie in [1, 1000]"),
-     (["--set", "tau=inf"], "tau must be a finite number"),
-     (["--set", "epochs=abc", "--epochs", "2"], "epochs must be a number, got 'abc'"),
-     (["--seed", "-1"], "seed must be an integer in [0, 4294967295]"),
-     (["--seed", "123456789012345678901234567890"], "seed must be an integer in"),
-     (["--set", "epochs=inf"], "epochs must be a finite number"),
-     (["--set", "hidden=nan"], "hidden must be a finite number"),
-     (["--set", "weight_decay=nan"], "weight_decay must be a finite number"),
-     (["--set", "hidden=100000000"], "hidden must be an integer in [1, 65536]"),
-     (["--set", "epochs=2.5"], "epochs must be an integer"),
-     (["--set", "activation=tanh"], "activation must be one of"),
-     (["--device", "meta"], "device 'meta' cannot train gca"),
-     (["--device", "nonsense"], "unknown device"),
-     (["--device", "cuda:7"], "cuda"),
-     (["--out", ""], "--out is empty")],
-)  # fmt: skip
+    [
+        (["--splits", "0"], "--splits must lie in [1, 1000]"),
+        (["--set", "tau=inf"], "tau must be a finite number"),
+        (["--set", "epochs=abc", "--epochs", "2"], "epochs must be a number, got 'abc'"),
+        (["--seed", "-1"], "seed must be an integer in [0, 4294967295]"),
+        (["--seed", "123456789012345678901234567890"], "seed must be an integer in"),
+        (["--set", "epochs=inf"], "epochs must be a finite number"),
+        (["--set", "hidden=nan"], "hidden must be a finite number"),
+        (["--set", "weight_decay=nan"], "weight_decay must be a finite number"),
+        (["--set", "hidden=100000000"], "hidden must be an integer in [1, 65536]"),
+        (["--set", "epochs=2.5"], "epochs must be an integer"),
+        (["--set", "activation=tanh"], "activation must be one of"),
+        (["--device", "meta"], "device 'meta' cannot train gca"),
+        (["--device", "nonsense"], "unknown device"),
+        (["--device", "cuda:7"], "cuda"),
+        (["--out", ""], "--out is empty"),
+    ],
+)
 def test_bad_values_end_before_training_with_one_line(args, words, karate, capsys):
     if args[:2] == ["--device", "cuda:7"] and torch.cuda.device_count() > 7:
         pytest.skip("this machine has a cuda:7")
@@ -120,26 +157,44 @@ def test_bad_values_end_before_training_with_one_line(args, words, karate, capsy
 
 def test_config_file_that_is_not_utf8(tmp_path, capsys):
     (tmp_path / "c.toml").write_bytes(b"tau = 0.5\n# \xff\xfe caf\xe9\n")
-    assert "not UTF-8" in _error(["train", "--config", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o")],
-                                 capsys)  # fmt: skip
+    assert "not UTF-8" in _error(["train", "--config", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o")], capsys)
 
 
 # ----------------------------------------------------------------------------------------------- file contents
 def test_ids_beyond_int64(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,123456789012345678901234567890\n")
     np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32))
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.npy"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "names node 123456789012345678901234567890 but the features have 3 rows" in error
 
 
 def _npz(path: Path, adj: sp.csr_matrix, attr: sp.csr_matrix, labels=None, **replace) -> None:
-    arrays = dict(adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=adj.shape,
-                  attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr, attr_shape=attr.shape)
+    arrays = dict(
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=adj.shape,
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=attr.shape,
+    )
     if labels is not None:
         arrays["labels"] = labels
     arrays.update(replace)
-    np.savez(path, **arrays)  # fmt: skip
+    np.savez(path, **arrays)
 
 
 def test_npz_index_arrays_outside_their_shape(tmp_path, capsys):
@@ -148,8 +203,9 @@ def test_npz_index_arrays_outside_their_shape(tmp_path, capsys):
     _npz(tmp_path / "bad_adj.npz", adj, attr, adj_indices=np.array([1, 0, 7, 1]))
     _npz(tmp_path / "bad_attr.npz", adj, attr, attr_indices=np.array([0, 1, 9]))
     for name in ("bad_adj.npz", "bad_attr.npz"):
-        assert "malformed sparse arrays" in _error(["train", "--dataset", str(tmp_path / name), "--out",
-                                                    str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+        assert "malformed sparse arrays" in _error(
+            ["train", "--dataset", str(tmp_path / name), "--out", str(tmp_path / "o"), *QUICK], capsys
+        )
 
 
 def test_npz_graph_with_one_class_fails_before_training(tmp_path, capsys):
@@ -161,23 +217,46 @@ def test_npz_graph_with_one_class_fails_before_training(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    ("array", "words"),
-    [(np.eye(4) * (1 + 2j), "complex numbers"),
-     (np.eye(4) * 1e300, "beyond float32's range")],
-)  # fmt: skip
+    ("array", "words"), [(np.eye(4) * (1 + 2j), "complex numbers"), (np.eye(4) * 1e300, "beyond float32's range")]
+)
 def test_features_a_float32_cast_would_change_are_refused(array, words, tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,2\n2,3\n")
     np.save(tmp_path / "x.npy", array)
-    assert words in _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"),
-                            "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+    assert words in _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.npy"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
 
 
 def test_subnormal_features_train_to_finite_embeddings(karate, tmp_path, capsys):
     x = (np.random.default_rng(0).random((34, 4)) * 1e-40).astype(np.float32)  # float32 subnormals
     np.save(tmp_path / "tiny.npy", x)
     out = tmp_path / "tiny"
-    assert main(["train", "--edges", str(karate["edges"]), "--features", str(tmp_path / "tiny.npy"), "--no-eval",
-                 "--out", str(out), *QUICK]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(karate["edges"]),
+                "--features",
+                str(tmp_path / "tiny.npy"),
+                "--no-eval",
+                "--out",
+                str(out),
+                *QUICK,
+            ]
+        )
+        == 0
+    )
     assert np.isfinite(np.load(out / "embeddings.npy")).all()
 
 
@@ -185,22 +264,60 @@ def test_zero_padded_ids_match_between_edge_and_label_files(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("000,001\n001,002\n002,003\n003,000\n")
     (tmp_path / "y.csv").write_text("000,a\n001,a\n002,b\n003,b\n")
     np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--labels",
-                 str(tmp_path / "y.csv"), "--no-eval", "--out", str(tmp_path / "o"), *QUICK]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.npy"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--no-eval",
+                "--out",
+                str(tmp_path / "o"),
+                *QUICK,
+            ]
+        )
+        == 0
+    )
 
 
 def test_a_huge_field_is_not_called_an_unbalanced_quote(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1," + "9" * 200_000 + "\n")
     np.save(tmp_path / "x.npy", np.eye(2, dtype=np.float32))
-    assert "longer than" in _error(["train", "--edges", str(tmp_path / "e.csv"), "--features",
-                                    str(tmp_path / "x.npy"), "--out", str(tmp_path / "o"), *QUICK], capsys)  # fmt: skip
+    assert "longer than" in _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.npy"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
 
 
 def test_semicolons_with_decimal_commas(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("0,1\n1,2\n")
     (tmp_path / "x.csv").write_text("1,5;2,0\n0,5;1,0\n3,0;0,0\n")
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "line 1: feature value '1,5' is not a number; decimal commas" in error
 
 
@@ -218,12 +335,23 @@ def test_undirected_duplicates_are_counted_as_pairs():
 # ----------------------------------------------------------------------------------------------- outputs
 def test_export_that_cannot_be_written_is_refused_before_training(karate, tmp_path, capsys):
     before = _snapshot(karate["out"])
-    error = _error(["train", *_files(karate), "--export", str(tmp_path / "missing" / "e.csv"),
-                    "--out", str(karate["out"]), *QUICK], capsys)  # fmt: skip
+    error = _error(
+        [
+            "train",
+            *_files(karate),
+            "--export",
+            str(tmp_path / "missing" / "e.csv"),
+            "--out",
+            str(karate["out"]),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "does not exist; create it first" in error
     for target in (karate["edges"], karate["labels"]):  # an export over an input file
-        assert "is one of the input files" in _error(["train", *_files(karate), "--export", str(target),
-                                                      "--out", str(karate["out"]), *QUICK], capsys)  # fmt: skip
+        assert "is one of the input files" in _error(
+            ["train", *_files(karate), "--export", str(target), "--out", str(karate["out"]), *QUICK], capsys
+        )
     assert _snapshot(karate["out"]) == before
 
 
@@ -265,9 +393,20 @@ def test_a_folder_never_holds_two_runs(karate, capsys):
     assert set(_snapshot(out)) == {"embeddings.npy", "model.pt", "results.json"}
     assert json.loads((out / "results.json").read_text())["config"]["seed"] == 3
     # gca embed does not write into a training run's folder
-    assert "holds another run's" in _error(["embed", "--checkpoint", str(out / "model.pt"), "--edges",
-                                            str(karate["edges"]), "--features", str(karate["x"]), "--out", str(out)],
-                                           capsys)  # fmt: skip
+    assert "holds another run's" in _error(
+        [
+            "embed",
+            "--checkpoint",
+            str(out / "model.pt"),
+            "--edges",
+            str(karate["edges"]),
+            "--features",
+            str(karate["x"]),
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
 
 
 def test_tiny_graph_with_plots_skips_tsne(tmp_path, capsys):
@@ -275,8 +414,25 @@ def test_tiny_graph_with_plots_skips_tsne(tmp_path, capsys):
     (tmp_path / "y.csv").write_text("0,a\n1,b\n2,a\n")
     np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32))
     out = tmp_path / "o"
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy"), "--labels",
-                 str(tmp_path / "y.csv"), "--no-eval", "--plots", "--out", str(out), *QUICK]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.npy"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--no-eval",
+                "--plots",
+                "--out",
+                str(out),
+                *QUICK,
+            ]
+        )
+        == 0
+    )
     assert "t-SNE needs at least" in capsys.readouterr().err
     assert set(_snapshot(out)) == {"embeddings.npy", "model.pt", "results.json", "loss.png"}
 
@@ -285,20 +441,26 @@ def test_memory_exhaustion_is_one_line(karate, capsys, monkeypatch):
     from gca.train.estimator import GCA
 
     def exhausted(*args, **kwargs):
-        raise RuntimeError("[enforce fail at alloc_cpu.cpp:116] . DefaultCPUAllocator: not enough memory: you tried "
-                           "to allocate 400000000000 bytes.")  # fmt: skip
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:116] . DefaultCPUAllocator: not enough memory: you tried "
+            "to allocate 400000000000 bytes."
+        )
 
     monkeypatch.setattr(GCA, "fit", exhausted)
     before = _snapshot(karate["out"])
-    assert "ran out of memory; lower hidden" in _error(["train", *_files(karate), "--out", str(karate["out"]),
-                                                        *QUICK], capsys)  # fmt: skip
+    assert "ran out of memory; lower hidden" in _error(
+        ["train", *_files(karate), "--out", str(karate["out"]), *QUICK], capsys
+    )
     assert _snapshot(karate["out"]) == before
 
 
 # ----------------------------------------------------------------------------------------------- the real binary
 #: The installed ``gca`` command (the console script next to this Python), as a user runs it.
-GCA_BINARY = [str(Path(sys.executable).with_name("gca"))] if Path(sys.executable).with_name("gca").exists() else [
-    sys.executable, "-m", "gca"]  # fmt: skip
+GCA_BINARY = (
+    [str(Path(sys.executable).with_name("gca"))]
+    if Path(sys.executable).with_name("gca").exists()
+    else [sys.executable, "-m", "gca"]
+)
 
 
 def _gca(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
@@ -312,16 +474,17 @@ def test_a_pipe_as_input_file_does_not_hang(karate, tmp_path):
     for flag in ("--edges", "--labels", "--features"):
         args = {"--edges": str(karate["edges"]), "--features": str(karate["x"]), "--labels": str(karate["labels"])}
         args[flag] = str(fifo)
-        done = _gca("train", *[t for kv in args.items() for t in kv], "--out", str(tmp_path / "o"), *QUICK,
-                    timeout=60)  # fmt: skip
+        done = _gca("train", *[t for kv in args.items() for t in kv], "--out", str(tmp_path / "o"), *QUICK, timeout=60)
         assert done.returncode == 2 and "not a regular file" in done.stderr, (flag, done.stderr)
 
 
 def test_help_and_argument_errors_do_not_load_pytorch():
-    code = ("import sys; from gca.cli import main\n"
-            "for argv in (['--help'], ['train', '--set', 'tau=abc'], ['train', '--seed', '-1']):\n"
-            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-            "print('torch' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys; from gca.cli import main\n"
+        "for argv in (['--help'], ['train', '--set', 'tau=abc'], ['train', '--seed', '-1']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
     assert "tau must be a number" in done.stderr and "seed must be an integer" in done.stderr
@@ -347,8 +510,11 @@ def _start_endless_run(out: Path, sigint) -> subprocess.Popen:
     thing wherever it runs."""
     previous = signal.signal(signal.SIGINT, sigint)
     try:
-        return subprocess.Popen([*GCA_BINARY, "train", "--epochs", "100000", "--quiet", "--out", str(out)],
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        return subprocess.Popen(
+            [*GCA_BINARY, "train", "--epochs", "100000", "--quiet", "--out", str(out)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -362,7 +528,6 @@ def test_ctrl_c_at_any_moment_is_one_line(delay, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not (tmp_path / "o" / "results.json").exists()
-
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.3, 2.0])
@@ -382,11 +547,16 @@ def test_an_ignored_ctrl_c_stays_ignored_and_sigterm_still_stops_the_run(delay, 
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert not (tmp_path / "o" / "results.json").exists()
 
+
 def test_progress_in_a_log_file_is_plain_lines(tmp_path):
     log = tmp_path / "log.txt"
     with log.open("w") as stderr:
-        done = subprocess.run([*GCA_BINARY, "train", "--epochs", "50", "--no-eval", "--out", str(tmp_path / "o")],
-                              stderr=stderr, stdout=subprocess.DEVNULL, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [*GCA_BINARY, "train", "--epochs", "50", "--no-eval", "--out", str(tmp_path / "o")],
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+            timeout=120,
+        )
     text = log.read_text()
     assert done.returncode == 0 and "\r" not in text
     lines = [line for line in text.splitlines() if line.startswith("GCA:")]
@@ -396,15 +566,17 @@ def test_progress_in_a_log_file_is_plain_lines(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "words"),
-    [(["train", "--seed", "1e3"], "argument --seed: invalid int value: '1e3'"),
-     (["bogus"], "invalid choice: 'bogus'"),
-     (["train", "--dataset", ""], "--dataset is empty"),
-     (["reproduce", "table3", "--dataset", " ", "--out", "{tmp}/r"], "--dataset is empty"),
-     (["train", "--dataset", "/dev/null"], "is not a regular file"),
-     (["train", "--config", "{tmp}/list.json"], "must hold a table"),
-     (["train", "--edges", "{tmp}/e.csv", "--features", "{tmp}/empty.npy"], "holds a 0×3 matrix"),
-     (["embed", "--checkpoint", "{tmp}", "--dataset", "Karate", "--out", "{tmp}/emb"], "is not a file")],
-)  # fmt: skip
+    [
+        (["train", "--seed", "1e3"], "argument --seed: invalid int value: '1e3'"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["train", "--dataset", ""], "--dataset is empty"),
+        (["reproduce", "table3", "--dataset", " ", "--out", "{tmp}/r"], "--dataset is empty"),
+        (["train", "--dataset", "/dev/null"], "is not a regular file"),
+        (["train", "--config", "{tmp}/list.json"], "must hold a table"),
+        (["train", "--edges", "{tmp}/e.csv", "--features", "{tmp}/empty.npy"], "holds a 0×3 matrix"),
+        (["embed", "--checkpoint", "{tmp}", "--dataset", "Karate", "--out", "{tmp}/emb"], "is not a file"),
+    ],
+)
 def test_more_hostile_arguments(args, words, tmp_path, capsys):
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "e.csv").write_text("0,1\n")
@@ -424,8 +596,11 @@ def test_more_hostile_arguments(args, words, tmp_path, capsys):
 
 def test_sigterm_leaves_the_earlier_run_and_no_staged_files(karate, tmp_path):
     before = _snapshot(karate["out"])
-    proc = subprocess.Popen([*GCA_BINARY, "train", *_files(karate), "--epochs", "100000", "--quiet", "--out",
-                             str(karate["out"])], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*GCA_BINARY, "train", *_files(karate), "--epochs", "100000", "--quiet", "--out", str(karate["out"])],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -489,10 +664,27 @@ def test_empty_data_and_cache_variables_mean_the_defaults(monkeypatch):
 def test_an_unusable_home_gives_no_library_chatter(tmp_path):
     home = tmp_path / "home-is-a-file"
     home.write_text("")
-    done = subprocess.run([sys.executable, "-m", "gca", "train", "--dataset", "Karate", "--epochs", "10", "--no-eval",
-                           "--quiet", "--plots", "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                          env={**os.environ, "HOME": str(home), "GCA_CACHE_DIR": str(tmp_path / "cache")},
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gca",
+            "train",
+            "--dataset",
+            "Karate",
+            "--epochs",
+            "10",
+            "--no-eval",
+            "--quiet",
+            "--plots",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(home), "GCA_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "", done.stderr  # not Matplotlib's notes about its config folder
 
@@ -501,8 +693,21 @@ def test_an_unwritable_cache_is_named_not_the_raw_files(shared_data, tmp_path, m
     blocked = tmp_path / "cache-is-a-file"
     blocked.write_text("")
     monkeypatch.setenv("GCA_CACHE_DIR", str(blocked))
-    error = _error(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--epochs", "1", "--out",
-                    str(tmp_path / "o"), "--quiet"], capsys)  # fmt: skip
+    error = _error(
+        [
+            "train",
+            "--dataset",
+            "Cora",
+            "--data-dir",
+            str(shared_data),
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "o"),
+            "--quiet",
+        ],
+        capsys,
+    )
     assert f"cannot write gca's cache folder {blocked}" in error and "GCA_CACHE_DIR" in error
 
 
@@ -544,8 +749,11 @@ def test_an_edge_file_opening_with_over_a_mib_of_comment_lines_is_read(tmp_path)
     preamble = "".join(f"# exported by a tool, line {i} of its notes\n" for i in range(40_000))  # ~1.7 MB
     assert len(preamble) > 1 << 20
     (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
-    for name, body in (("plain.csv", "a,b\nb,c\n"), ("headed.csv", "source,target\na,b\nb,c\n"),
-                       ("long.csv", "#" * (3 << 20) + "\n" + "source,target\na,b\nb,c\n")):
+    for name, body in (
+        ("plain.csv", "a,b\nb,c\n"),
+        ("headed.csv", "source,target\na,b\nb,c\n"),
+        ("long.csv", "#" * (3 << 20) + "\n" + "source,target\na,b\nb,c\n"),
+    ):
         (tmp_path / name).write_text(preamble + body if name != "long.csv" else body)
         loaded = load_files(tmp_path / name, tmp_path / "x.csv")
         assert loaded.node_ids == ["a", "b", "c"] and _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}, name
@@ -556,15 +764,32 @@ def test_an_edge_file_opening_with_a_line_of_spaces_longer_than_a_mib_is_read(tm
 
     (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
     spaces = " " * (2 << 20)
-    cases = {"blank.csv": spaces + "\na,b\nb,c\n", "after_comment.csv": "# c\n" + spaces + "\r\na,b\nb,c\n",
-             "opening.csv": spaces + "a,b\nb,c\n", "edge.csv": " " * ((1 << 20) - 1) + "\na,b\nb,c\n"}
+    cases = {
+        "blank.csv": spaces + "\na,b\nb,c\n",
+        "after_comment.csv": "# c\n" + spaces + "\r\na,b\nb,c\n",
+        "opening.csv": spaces + "a,b\nb,c\n",
+        "edge.csv": " " * ((1 << 20) - 1) + "\na,b\nb,c\n",
+    }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         loaded = load_files(tmp_path / name, tmp_path / "x.csv")
         assert _edge_rows(loaded) == {(0, 1), (1, 0), (1, 2), (2, 1)}, name
     (tmp_path / "none.csv").write_text(spaces)  # nothing but spaces: no edges, said as for an empty file
-    assert main(["train", "--edges", str(tmp_path / "none.csv"), "--features", str(tmp_path / "x.csv"),
-                 "--no-eval", "--out", str(tmp_path / "out")]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "none.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--no-eval",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     assert "holds no edges" in capsys.readouterr().err
 
 
@@ -589,8 +814,19 @@ def test_a_quoted_id_holding_a_line_break_is_refused_for_that_cause(tmp_path, ca
     }
     for name, (text, said) in cases.items():
         (tmp_path / name).write_text(text)
-        error = _error(["train", "--edges", str(tmp_path / name), "--features", str(tmp_path / "x.csv"),
-                        "--out", str(tmp_path / "o"), *QUICK], capsys)
+        error = _error(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / name),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                *QUICK,
+            ],
+            capsys,
+        )
         assert f"{tmp_path / name}, {said}" in error, error
         assert "unbalanced" not in error and not (tmp_path / "o").exists()
 
@@ -599,8 +835,19 @@ def test_a_feature_id_holding_a_line_break_is_refused_naming_its_line(tmp_path, 
     rows = "".join(f"n{i},{i}\n" for i in range(300))
     (tmp_path / "x.csv").write_text(f'id,f\n{rows}"n1\nn2",7\n')
     (tmp_path / "e.csv").write_text("n0,n1\n")
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert f"{tmp_path / 'x.csv'}, line 302: node id 'n1\\nn2' holds a line break" in error
 
 
@@ -609,9 +856,26 @@ def test_zero_padded_ids_are_exported_as_written(tmp_path):
     (tmp_path / "x.csv").write_text("id,f,g\n" + "".join(f"{n},{i},1\n" for i, n in enumerate(ids)))
     (tmp_path / "e.csv").write_text("".join(f"{a},{b}\n" for a, b in zip(ids, ids[1:], strict=False)))
     (tmp_path / "y.csv").write_text("".join(f"{n},{'ab'[i % 2]}\n" for i, n in enumerate(ids)))
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
-                 str(tmp_path / "y.csv"), "--no-eval", "--export", str(tmp_path / "emb.csv"), "--out",
-                 str(tmp_path / "o"), *QUICK]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--no-eval",
+                "--export",
+                str(tmp_path / "emb.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                *QUICK,
+            ]
+        )
+        == 0
+    )
     lines = (tmp_path / "emb.csv").read_text().splitlines()
     assert [line.split(",")[0] for line in lines] == ["node_id", *ids]
 
@@ -627,11 +891,33 @@ def test_ids_that_change_as_integers_are_kept_as_text_and_a_mismatch_says_why(tm
     assert load_files(tmp_path / "plain_e.csv", tmp_path / "plain.csv").node_ids.tolist() == [5, 0, 7]
     (tmp_path / "x.csv").write_text("id,f\n007,1\n008,2\n")
     (tmp_path / "e.csv").write_text("7,8\n")
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "node '7' of edge file" in error and "kept as written ('007') and matched exactly" in error
     (tmp_path / "e.csv").write_text("999,008\n")  # unknown however written: no word of spellings
-    error = _error(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                    "--out", str(tmp_path / "o"), *QUICK], capsys)
+    error = _error(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "x.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            *QUICK,
+        ],
+        capsys,
+    )
     assert "node '999' of edge file" in error and "has no row in feature file" in error
     assert "kept as written" not in error

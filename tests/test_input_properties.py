@@ -23,8 +23,10 @@ NUMBERS = st.one_of(
     st.integers(-(2**70), 2**70),
     st.sampled_from([0, 1, -1, 0.5, 1e-300, 2**31, 2**32, 65_536, 65_537]),
 )
-TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["nan", "inf", "-inf", "1e999", "0x10", "1_000", " 2 ", "",
-                                                         "relu", "PReLU", "uniform", "true"]))  # fmt: skip
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["nan", "inf", "-inf", "1e999", "0x10", "1_000", " 2 ", "", "relu", "PReLU", "uniform", "true"]),
+)
 VALUES = st.one_of(NUMBERS, TEXT, st.booleans(), st.none(), st.lists(st.integers(), max_size=2))
 
 
@@ -43,8 +45,11 @@ def test_any_config_value_is_valid_or_one_config_error(key, value):
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,25 +60,83 @@ def karate_run(tmp_path_factory):
     (folder / "e.csv").write_text("".join(f"{u},{v}\n" for u, v in ei.T))
     np.save(folder / "x.npy", np.eye(34, dtype=np.float32))
     out = folder / "out"
-    assert main(["train", "--edges", str(folder / "e.csv"), "--features", str(folder / "x.npy"), "--epochs", "1",
-                 "--no-eval", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(folder / "e.csv"),
+                "--features",
+                str(folder / "x.npy"),
+                "--epochs",
+                "1",
+                "--no-eval",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return folder
 
 
-SET_TEXT = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1", "2", "0.5", "1e9", "abc", "", "0.99", "100",
-                                      "relu", "elu", "uniform", "paper", "authors", "binary", "dense", "none"]),
-                     st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr))  # fmt: skip
+SET_TEXT = st.one_of(
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-1",
+            "0",
+            "1",
+            "2",
+            "0.5",
+            "1e9",
+            "abc",
+            "",
+            "0.99",
+            "100",
+            "relu",
+            "elu",
+            "uniform",
+            "paper",
+            "authors",
+            "binary",
+            "dense",
+            "none",
+        ]
+    ),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.sampled_from([k for k in KEYS if k not in ("epochs", "hidden", "proj_hidden", "layers",
-                                                          "first_layer_factor", "block_size")]),
-       value=SET_TEXT)  # fmt: skip
+@given(
+    key=st.sampled_from(
+        [k for k in KEYS if k not in ("epochs", "hidden", "proj_hidden", "layers", "first_layer_factor", "block_size")]
+    ),
+    value=SET_TEXT,
+)
 def test_any_set_value_trains_finite_or_fails_cleanly(karate_run, key, value, capsys):
     out = karate_run / "out"
     before = _digest(out)
-    code = main(["train", "--edges", str(karate_run / "e.csv"), "--features", str(karate_run / "x.npy"),
-                 "--epochs", "1", "--no-eval", "--quiet", "--set", f"{key}={value}", "--out", str(out)])  # fmt: skip
+    code = main(
+        [
+            "train",
+            "--edges",
+            str(karate_run / "e.csv"),
+            "--features",
+            str(karate_run / "x.npy"),
+            "--epochs",
+            "1",
+            "--no-eval",
+            "--quiet",
+            "--set",
+            f"{key}={value}",
+            "--out",
+            str(out),
+        ]
+    )
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     if code == 0:
         assert np.isfinite(np.load(out / "embeddings.npy")).all()
@@ -83,8 +146,30 @@ def test_any_set_value_trains_finite_or_fails_cleanly(karate_run, key, value, ca
         assert _digest(out) == before
 
 
-TOKENS = st.sampled_from(["0", "1", "2", "3", "-1", "a", "b", "1.5", "1,5", "nan", "inf", "", " ", '"', "#",
-                          "source", "id", "1e400", "007", "x"])  # fmt: skip
+TOKENS = st.sampled_from(
+    [
+        "0",
+        "1",
+        "2",
+        "3",
+        "-1",
+        "a",
+        "b",
+        "1.5",
+        "1,5",
+        "nan",
+        "inf",
+        "",
+        " ",
+        '"',
+        "#",
+        "source",
+        "id",
+        "1e400",
+        "007",
+        "x",
+    ]
+)
 LINES = st.lists(st.lists(TOKENS, min_size=1, max_size=4), min_size=0, max_size=6)
 DELIMITERS = st.sampled_from([",", "\t", ";", " "])
 
@@ -112,8 +197,12 @@ def test_any_files_load_to_a_valid_graph_or_one_error(tmp_path, edges, features,
     assert int(graph.edge_index.max()) < graph.num_nodes if graph.edge_index.numel() else True
 
 
-PADDED_IDS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 9), st.booleans()), min_size=2, max_size=12,
-                      unique_by=lambda t: t[0])
+PADDED_IDS = st.lists(
+    st.tuples(st.integers(0, 10**6), st.integers(0, 9), st.booleans()),
+    min_size=2,
+    max_size=12,
+    unique_by=lambda t: t[0],
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -70,9 +70,13 @@ def test_a_users_document_is_read_or_refused_in_one_line(tmp_path):
     (tmp_path / "bad.toml").write_text("tau = \n")
     (tmp_path / "bad.json").write_text("{tau: 0.5}")
     (tmp_path / "folder.toml").mkdir()
-    for name, message in [("missing.toml", "does not exist"), ("folder.toml", "is not a regular file"),
-                          ("latin1.toml", "is not UTF-8 text; save it as UTF-8"), ("bad.toml", "is not valid TOML"),
-                          ("bad.json", "is not valid JSON")]:  # fmt: skip
+    for name, message in [
+        ("missing.toml", "does not exist"),
+        ("folder.toml", "is not a regular file"),
+        ("latin1.toml", "is not UTF-8 text; save it as UTF-8"),
+        ("bad.toml", "is not valid TOML"),
+        ("bad.json", "is not valid JSON"),
+    ]:
         with pytest.raises(ConfigError) as config_error:
             read_config_file(tmp_path / name)
         with pytest.raises(TuneError) as space_error:

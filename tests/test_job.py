@@ -82,8 +82,7 @@ def test_training_checkpoints_refuse_a_negative_period_and_are_unused_without_a_
 def test_a_mini_batch_run_keeps_the_full_graph_settings_updates_unless_epochs_are_given(tmp_path):
     karate = load_dataset("Karate")  # 34 nodes; its shipped setting trains 100 full-graph epochs
     job = Job.open(karate, None, {"batch_size": 8})  # ⌈34 / 8⌉ = 5 updates per epoch
-    assert job.config.epochs == 20 and job.schedule == {"full_graph_epochs": 100, "updates_per_epoch": 5,
-                                                        "epochs": 20}  # fmt: skip
+    assert job.config.epochs == 20 and job.schedule == {"full_graph_epochs": 100, "updates_per_epoch": 5, "epochs": 20}
     assert Job.open(karate, None, {"batch_size": 8}, world_size=2).config.epochs == 34  # ⌈34 / 16⌉ = 3 per process
     assert Job.open(karate, None, {"batch_size": 8, "steps_per_epoch": 7}).config.epochs == 15  # ⌈100 / 7⌉
     explicit = Job.open(karate, None, {"batch_size": 8, "epochs": 40})

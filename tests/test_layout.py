@@ -9,8 +9,17 @@ import pytest
 
 from gca.lazy import module_path
 
-PACKAGES = ["gca", "gca.cli", "gca.graph", "gca.augment", "gca.nn", "gca.train", "gca.evaluate", "gca.run",
-            "gca.outputs"]  # fmt: skip
+PACKAGES = [
+    "gca",
+    "gca.cli",
+    "gca.graph",
+    "gca.augment",
+    "gca.nn",
+    "gca.train",
+    "gca.evaluate",
+    "gca.run",
+    "gca.outputs",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -26,9 +35,11 @@ def test_every_name_a_package_hands_on_is_its_modules_own(name):
 
 
 def test_the_modules_that_check_arguments_load_without_pytorch():
-    code = ("import sys\n"
-            "import gca, gca.cli.common, gca.config, gca.evaluate.splits, gca.outputs.folder, gca.train, gca.evaluate\n"
-            "print('torch' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys\n"
+        "import gca, gca.cli.common, gca.config, gca.evaluate.splits, gca.outputs.folder, gca.train, gca.evaluate\n"
+        "print('torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stdout + done.stderr
 
@@ -42,10 +53,14 @@ def test_type_checkers_see_every_name_a_package_hands_on(name):
 
     package = importlib.import_module(name)
     tree = ast.parse(Path(package.__file__).read_text())
-    (guarded,) = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") ==
-                  "TYPE_CHECKING"]  # fmt: skip
-    seen = {(node.module if node.level == 0 else "." * (node.level - 1) + node.module, alias.name, alias.asname)
-            for node in guarded.body for alias in node.names}  # fmt: skip
+    (guarded,) = [
+        node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    ]
+    seen = {
+        (node.module if node.level == 0 else "." * (node.level - 1) + node.module, alias.name, alias.asname)
+        for node in guarded.body
+        for alias in node.names
+    }
     expected = {(m[1:] if m.startswith("..") else m, n, n) for m, names in package._EXPORTS.items() for n in names}
     assert seen == expected
 

@@ -128,8 +128,7 @@ def test_missing_packages_are_one_line(monkeypatch, tmp_path):
         TensorBoardLogger(tmp_path)
     with pytest.raises(LoggerError) as wandb:
         WandbLogger(project="gca")
-    assert str(tensorboard.value) == ("TensorBoard logging needs the tensorboard package: "
-                                      "pip install tensorboard")  # fmt: skip
+    assert str(tensorboard.value) == ("TensorBoard logging needs the tensorboard package: pip install tensorboard")
     assert str(wandb.value) == "Weights & Biases logging needs the wandb package: pip install wandb"
 
 
@@ -218,20 +217,23 @@ def test_gca_train_writes_the_csv_log_beside_out(tmp_path, capsys):
     assert main(args) == 0 and log.is_file()  # a later run leaves it: it is no file of the run's
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--log-csv", "{out}/results.json"], "lies inside --out"),
-    (["--log-csv", "{out}/losses.csv"], "lies inside --out"),
-    (["--tensorboard", "{out}/tb"], "lies inside --out"),
-    (["--log-csv", "{out}"], "lies inside --out"),
-    (["--log-csv", "{out}-dir"], "is a folder"),
-    (["--log-csv", "{out}-file/log.csv"], "run-file is a file, not a folder"),  # not "does not exist"
-    (["--log-csv", "{out}-file/deeper/log.csv"], "run-file is a file, not a folder"),
-    (["--tensorboard", "{out}-file/tb"], "run-file is a file, not a folder"),
-    (["--log-csv", "{out}-dir/log.csv", "--features", "{out}-dir/log.hparams.json"], "writes"),
-    (["--task", "link", "--log-csv", "{out}/l.csv"], "--task link trains once per hold-out; it takes no --log-csv"),
-    (["--tensorboard", "{out}-tb"], "pip install tensorboard"),
-    (["--wandb", "project"], "pip install wandb"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--log-csv", "{out}/results.json"], "lies inside --out"),
+        (["--log-csv", "{out}/losses.csv"], "lies inside --out"),
+        (["--tensorboard", "{out}/tb"], "lies inside --out"),
+        (["--log-csv", "{out}"], "lies inside --out"),
+        (["--log-csv", "{out}-dir"], "is a folder"),
+        (["--log-csv", "{out}-file/log.csv"], "run-file is a file, not a folder"),  # not "does not exist"
+        (["--log-csv", "{out}-file/deeper/log.csv"], "run-file is a file, not a folder"),
+        (["--tensorboard", "{out}-file/tb"], "run-file is a file, not a folder"),
+        (["--log-csv", "{out}-dir/log.csv", "--features", "{out}-dir/log.hparams.json"], "writes"),
+        (["--task", "link", "--log-csv", "{out}/l.csv"], "--task link trains once per hold-out; it takes no --log-csv"),
+        (["--tensorboard", "{out}-tb"], "pip install tensorboard"),
+        (["--wandb", "project"], "pip install wandb"),
+    ],
+)
 def test_gca_train_refuses_unusable_logs_in_one_line(tmp_path, capsys, monkeypatch, extra, message):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
     monkeypatch.setitem(sys.modules, "wandb", None)
@@ -288,13 +290,28 @@ def _karate_run(loggers, epochs=3, clusters=0, splits=2):
 def test_final_metrics_are_the_numbers_of_the_record_by_their_path():
     from gca.loggers import final_metrics
 
-    record = {"accuracy": {"protocol": "sklearn", "mean": 81.25, "std": 2.5, "runs": [80.0, 82.5], "val_mean": None,
-                           "macro_f1": {"mean": 70.0, "std": 0.0, "runs": [70.0, 70.0]}},
-              "clustering": {"task": "cluster", "clusters": 4, "nmi": {"mean": float("nan"), "std": 1.0}},
-              "raw_features_accuracy": None, "final_loss": 3.0, "embeddings_out_of_core": False}  # fmt: skip
+    record = {
+        "accuracy": {
+            "protocol": "sklearn",
+            "mean": 81.25,
+            "std": 2.5,
+            "runs": [80.0, 82.5],
+            "val_mean": None,
+            "macro_f1": {"mean": 70.0, "std": 0.0, "runs": [70.0, 70.0]},
+        },
+        "clustering": {"task": "cluster", "clusters": 4, "nmi": {"mean": float("nan"), "std": 1.0}},
+        "raw_features_accuracy": None,
+        "final_loss": 3.0,
+        "embeddings_out_of_core": False,
+    }
     assert final_metrics(record, ("accuracy", "raw_features_accuracy", "clustering", "missing")) == {
-        "accuracy/mean": 81.25, "accuracy/std": 2.5, "accuracy/macro_f1/mean": 70.0, "accuracy/macro_f1/std": 0.0,
-        "clustering/clusters": 4, "clustering/nmi/std": 1.0}  # fmt: skip
+        "accuracy/mean": 81.25,
+        "accuracy/std": 2.5,
+        "accuracy/macro_f1/mean": 70.0,
+        "accuracy/macro_f1/std": 0.0,
+        "clustering/clusters": 4,
+        "clustering/nmi/std": 1.0,
+    }
 
 
 def test_a_run_logs_hyperparams_then_its_epochs_then_its_evaluation_and_closes_once():
@@ -309,8 +326,10 @@ def test_a_run_logs_hyperparams_then_its_epochs_then_its_evaluation_and_closes_o
     accuracy, clustering = result.record["accuracy"], result.record["clustering"]
     assert final["accuracy/mean"] == result.evaluation.mean == accuracy["mean"]
     assert final["accuracy/std"] == accuracy["std"] and final["accuracy/val_mean"] == accuracy["val_mean"]
-    assert final["clustering/nmi/mean"] == clustering["nmi"]["mean"] and final["clustering/ari/std"] == (
-        clustering["ari"]["std"])  # fmt: skip
+    assert (
+        final["clustering/nmi/mean"] == clustering["nmi"]["mean"]
+        and final["clustering/ari/std"] == (clustering["ari"]["std"])
+    )
     assert not any(name.endswith("/runs") or name.endswith("protocol") for name in final)
     assert close == ("close",) and seen.closed == 1  # after the evaluation, not when fit ended
     assert "logged_to" not in result.record or result.record["logged_to"] == []
@@ -416,8 +435,9 @@ def test_each_fit_of_a_tensorboard_logger_is_a_new_version_unless_one_is_fixed(m
         TensorBoardLogger(tmp_path / "tb", version="a/b")
 
 
-def test_a_fake_wandb_run_gets_its_config_epochs_and_evaluation_and_makes_its_folder_when_it_starts(monkeypatch,
-                                                                                                    tmp_path):
+def test_a_fake_wandb_run_gets_its_config_epochs_and_evaluation_and_makes_its_folder_when_it_starts(
+    monkeypatch, tmp_path
+):
     calls = []
 
     class Config:
@@ -444,7 +464,6 @@ def test_a_fake_wandb_run_gets_its_config_epochs_and_evaluation_and_makes_its_fo
     assert calls[5:] == [("finish",)] and result.record["logged_to"] == ["u"]
 
 
-
 def _has_tensorboard() -> bool:
     import importlib.util
 
@@ -452,8 +471,7 @@ def _has_tensorboard() -> bool:
 
 
 @pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
-def test_two_gca_train_runs_into_one_tensorboard_folder_are_two_versions_with_hparams_and_accuracy(tmp_path,
-                                                                                                   capsys):
+def test_two_gca_train_runs_into_one_tensorboard_folder_are_two_versions_with_hparams_and_accuracy(tmp_path, capsys):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
 
@@ -461,8 +479,25 @@ def test_two_gca_train_runs_into_one_tensorboard_folder_are_two_versions_with_hp
     results = []
     for run in ("a", "b"):
         out = tmp_path / run
-        assert main(["train", "--epochs", "3", "--splits", "2", "--quiet", "--out", str(out), "--tensorboard",
-                     str(root), "--set", f"lr={0.001 if run == 'a' else 0.002}"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "train",
+                    "--epochs",
+                    "3",
+                    "--splits",
+                    "2",
+                    "--quiet",
+                    "--out",
+                    str(out),
+                    "--tensorboard",
+                    str(root),
+                    "--set",
+                    f"lr={0.001 if run == 'a' else 0.002}",
+                ]
+            )
+            == 0
+        )
         printed = capsys.readouterr().out
         results.append(json.loads((out / "results.json").read_text()))
         assert f"logged to {root / ('version_0' if run == 'a' else 'version_1')}" in printed
@@ -541,8 +576,24 @@ def test_a_resumed_csv_log_keeps_the_earlier_epochs_under_a_header_widened_by_th
 
 def test_gca_train_makes_the_csv_logs_folder_and_logs_the_hyperparameters_as_they_ran(tmp_path):
     log = tmp_path / "logs" / "deeper" / "l.csv"  # neither folder exists yet
-    assert main(["train", "--epochs", "2", "--no-eval", "--quiet", "--set", "lr=0.004", "--out", str(tmp_path / "run"),
-                 "--log-csv", str(log)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "2",
+                "--no-eval",
+                "--quiet",
+                "--set",
+                "lr=0.004",
+                "--out",
+                str(tmp_path / "run"),
+                "--log-csv",
+                str(log),
+            ]
+        )
+        == 0
+    )
     record = json.loads((tmp_path / "run" / "results.json").read_text())
     params = json.loads((log.parent / "l.hparams.json").read_text())
     assert record["config"]["loss_backend"] == record["config"]["precision"] == "auto"  # as given
@@ -555,8 +606,27 @@ def test_gca_train_makes_the_csv_logs_folder_and_logs_the_hyperparameters_as_the
 def test_seeds_log_each_pretraining_then_their_summary(tmp_path, monkeypatch, capsys):
     board = FakeBoard().install(monkeypatch)
     log, root, out = tmp_path / "seeds.csv", tmp_path / "tb", tmp_path / "run"
-    assert main(["train", "--epochs", "2", "--splits", "2", "--seeds", "3", "--quiet", "--out", str(out),
-                 "--tensorboard", str(root), "--log-csv", str(log)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "2",
+                "--splits",
+                "2",
+                "--seeds",
+                "3",
+                "--quiet",
+                "--out",
+                str(out),
+                "--tensorboard",
+                str(root),
+                "--log-csv",
+                str(log),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())
     summary = record["pretrainings"]
     seeds = summary["seeds"]
@@ -572,8 +642,11 @@ def test_seeds_log_each_pretraining_then_their_summary(tmp_path, monkeypatch, ca
     (params,) = board.writers[3].hparams
     assert params["seeds"] == json.dumps(seeds) and params["seed"] == seeds[0]
     assert {t: (v, s) for t, v, s in board.writers[3].scalars} == {
-        "pretrainings/mean": (summary["mean"], 2), "pretrainings/std": (summary["std"], 2),
-        "pretrainings/count": (3, 2), "pretrainings/splits_each": (2, 2)}  # fmt: skip
+        "pretrainings/mean": (summary["mean"], 2),
+        "pretrainings/std": (summary["std"], 2),
+        "pretrainings/count": (3, 2),
+        "pretrainings/splits_each": (2, 2),
+    }
     # the CSV log: one file, a seed column naming each row's pretraining, the summary last
     header, table = _table(log)
     assert header[:4] == ["epoch", "seed", "loss", "lr"]
@@ -590,8 +663,26 @@ def test_seeds_log_each_pretraining_then_their_summary(tmp_path, monkeypatch, ca
 
 def _resumable(tmp_path, *extra):
     out, root, log = tmp_path / "run", tmp_path / "tb", tmp_path / "run.csv"
-    return out, root, log, ["train", "--splits", "2", "--quiet", "--checkpoint-every", "1", "--out", str(out),
-                            "--tensorboard", str(root), "--log-csv", str(log), *extra]  # fmt: skip
+    return (
+        out,
+        root,
+        log,
+        [
+            "train",
+            "--splits",
+            "2",
+            "--quiet",
+            "--checkpoint-every",
+            "1",
+            "--out",
+            str(out),
+            "--tensorboard",
+            str(root),
+            "--log-csv",
+            str(log),
+            *extra,
+        ],
+    )
 
 
 def test_a_run_resumed_to_more_epochs_goes_on_in_its_tensorboard_version_and_csv_log(tmp_path, monkeypatch):
@@ -608,8 +699,14 @@ def test_a_run_resumed_to_more_epochs_goes_on_in_its_tensorboard_version_and_csv
     assert board.steps(1, "loss") == [3, 4] and board.steps(1, "accuracy/mean") == [4]
     again, table = _table(log)
     assert again == header  # unchanged
-    assert [(r["epoch"], r["loss"] != "") for r in table] == [("1", True), ("2", True), ("2", False), ("3", True),
-                                                                ("4", True), ("4", False)]  # fmt: skip
+    assert [(r["epoch"], r["loss"] != "") for r in table] == [
+        ("1", True),
+        ("2", True),
+        ("2", False),
+        ("3", True),
+        ("4", True),
+        ("4", False),
+    ]
     assert [float(r["loss"]) for r in table if r["loss"]] == record["losses"]
     assert float(table[-1]["accuracy/mean"]) == record["accuracy"]["mean"]
 
@@ -646,8 +743,9 @@ def test_a_stopped_run_resumed_holds_every_epoch_once_in_its_version_and_csv_log
 
 @pytest.mark.skipif(not _has_tensorboard(), reason="tensorboard is not installed")
 @pytest.mark.parametrize("checkpointed", [False, True])  # stopped before epoch 3's checkpoint, or just after it
-def test_a_stopped_run_resumed_is_one_tensorboard_version_with_every_epoch_once(tmp_path, monkeypatch, capsys,
-                                                                                 checkpointed):  # fmt: skip
+def test_a_stopped_run_resumed_is_one_tensorboard_version_with_every_epoch_once(
+    tmp_path, monkeypatch, capsys, checkpointed
+):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
 
@@ -676,8 +774,25 @@ def test_seeds_are_a_tensorboard_version_each_and_one_for_their_summary(tmp_path
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     root, out = tmp_path / "tb", tmp_path / "run"
-    assert main(["train", "--epochs", "2", "--splits", "2", "--seeds", "3", "--quiet", "--out", str(out),
-                 "--tensorboard", str(root)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "2",
+                "--splits",
+                "2",
+                "--seeds",
+                "3",
+                "--quiet",
+                "--out",
+                str(out),
+                "--tensorboard",
+                str(root),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "results.json").read_text())["pretrainings"]
     assert sorted(p.name for p in root.iterdir()) == [f"version_{v}" for v in range(4)]
     for version, accuracy in enumerate(summary["accuracy"]):
@@ -698,8 +813,10 @@ def test_continue_version_sends_the_next_run_alone_to_that_folder_from_its_step(
     estimator.fit(karate_club())
     estimator.fit(karate_club())
     assert [(w.log_dir, w.purge_step) for w in board.writers] == [
-        (str(tmp_path / "tb" / "version_0"), None), (str(tmp_path / "tb" / "version_0"), 2),
-        (str(tmp_path / "tb" / "version_1"), None)]  # fmt: skip
+        (str(tmp_path / "tb" / "version_0"), None),
+        (str(tmp_path / "tb" / "version_0"), 2),
+        (str(tmp_path / "tb" / "version_1"), None),
+    ]
     for version, step in (("a/b", 1), (True, 1), (0, 0), (0, 1.5)):
         with pytest.raises(LoggerError):
             logger.continue_version(version, step)
@@ -725,7 +842,8 @@ def _stop_after_checkpoint(monkeypatch, epoch, killed=False):
 
 @pytest.mark.parametrize("per_epoch", [1, 5])  # full-batch; mini-batches of 8 of Karate's 34 anchors
 def test_a_run_stopped_just_after_a_checkpoint_resumes_in_its_version_whose_record_names_that_epoch(
-        tmp_path, monkeypatch, per_epoch):  # fmt: skip
+    tmp_path, monkeypatch, per_epoch
+):
     """One run is one TensorBoard version wherever the stop lands: after the checkpoint of epoch 2 was written and
     before the version recorded it, the version's record names that checkpoint once the run has stopped, and the
     resumed run goes on in it from the update after it."""
@@ -744,7 +862,9 @@ def test_a_run_stopped_just_after_a_checkpoint_resumes_in_its_version_whose_reco
     record = json.loads((out / "results.json").read_text())
     assert sorted(p.name for p in root.iterdir()) == ["version_0"]
     assert [(w.log_dir, w.purge_step) for w in board.writers] == [
-        (str(root / "version_0"), None), (str(root / "version_0"), 2 * per_epoch + 1)]  # fmt: skip
+        (str(root / "version_0"), None),
+        (str(root / "version_0"), 2 * per_epoch + 1),
+    ]
     assert board.steps(0, "loss") == [1, 2] and board.steps(1, "loss") == [3, 4]
     assert board.steps(1, "loss/update") == list(range(2 * per_epoch + 1, 4 * per_epoch + 1))
     assert len(board.writers[1].hparams) == 1 and record["logged_to"][1] == str(root / "version_0")
@@ -752,7 +872,8 @@ def test_a_run_stopped_just_after_a_checkpoint_resumes_in_its_version_whose_reco
 
 
 def test_a_run_killed_before_recording_its_checkpoint_resumes_in_its_version_and_another_runs_does_not(
-        tmp_path, monkeypatch):  # fmt: skip
+    tmp_path, monkeypatch
+):
     """The version records the checkpoint of epoch 1 and never that of epoch 2 (the run was killed in between): the
     checkpoint of epoch 2, whose losses begin with those the record names, is the same run's, and goes on in its
     version from the update after it. Another run's checkpoint in the same --out (another seed, not logged to
@@ -766,8 +887,10 @@ def test_a_run_killed_before_recording_its_checkpoint_resumes_in_its_version_and
         assert main(args) == 130
     assert json.loads((root / "version_0" / MARKER).read_text())["epoch"] == 1  # the checkpoint of epoch 2 unrecorded
     assert main([*args, "--resume"]) == 0
-    assert [(w.log_dir, w.purge_step) for w in board.writers] == [(str(root / "version_0"), None),
-                                                                   (str(root / "version_0"), 3)]  # fmt: skip
+    assert [(w.log_dir, w.purge_step) for w in board.writers] == [
+        (str(root / "version_0"), None),
+        (str(root / "version_0"), 3),
+    ]
     assert board.steps(1, "loss") == [3, 4] and sorted(p.name for p in root.iterdir()) == ["version_0"]
     # another seed's finished run in the same --out, not logged to TensorBoard, resumed to more epochs
     other = [a for a in args if a not in ("--tensorboard", str(root), "--epochs", "4")]

@@ -151,8 +151,9 @@ def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(t
     np.savetxt(tmp_path / "edges.csv", edges[edges[:, 0] < edges[:, 1]], fmt="%d", delimiter=",")
     np.save(tmp_path / "half.npy", half)
     np.save(tmp_path / "single.npy", half.astype(np.float32))
-    config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, feature_norm=feature_norm, batch_size=batch_size,
-                       fanout=(3, 3), seed=0)  # fmt: skip
+    config = GCAConfig(
+        epochs=3, hidden=8, proj_hidden=8, feature_norm=feature_norm, batch_size=batch_size, fanout=(3, 3), seed=0
+    )
     runs = {}
     for name in ("half", "single"):
         loaded = load_files(tmp_path / "edges.csv", tmp_path / f"{name}.npy")
@@ -163,6 +164,10 @@ def test_float16_features_are_kept_as_stored_and_train_as_their_float32_values(t
     assert isinstance(graph.features, DenseFeatures) and graph.features.raw.dtype == torch.float16
     assert graph.features.raw.data_ptr() == file_view.data_ptr()  # the file's memory map itself: no copy
     assert graph.raw_features.dtype == np.float16
-    assert torch.equal(graph.features.to_dense(), runs["single"][0].features.to_dense()
-                       if isinstance(runs["single"][0].features, DenseFeatures) else runs["single"][0].features)
+    assert torch.equal(
+        graph.features.to_dense(),
+        runs["single"][0].features.to_dense()
+        if isinstance(runs["single"][0].features, DenseFeatures)
+        else runs["single"][0].features,
+    )
     assert torch.equal(runs["half"][1], runs["single"][1])

@@ -85,8 +85,9 @@ def test_directed_graph_rows_are_rows_of_s():
     edge_index = torch.tensor([[i for i in range(n - 1)] + [0, 5], [i + 1 for i in range(n - 1)] + [7, 2]])
     exact = dense_ppr(edge_index, n)
     assert not torch.allclose(exact, exact.t())
-    assert torch.allclose(to_dense(ppr_by_mass(edge_index, n, mass=1.0, tolerance=1e-8, block=5)[0], n), exact,
-                          atol=1e-5)
+    assert torch.allclose(
+        to_dense(ppr_by_mass(edge_index, n, mass=1.0, tolerance=1e-8, block=5)[0], n), exact, atol=1e-5
+    )
     assert torch.allclose(ppr_dense(edge_index, n).double(), exact, atol=1e-5)  # the LU path
 
 
@@ -154,8 +155,9 @@ def test_dense_and_sparse_diffusion_agree_on_a_directed_graph():
     batch, block_diagonal = dense.batch(subsets, CPU), sparse.batch(subsets, CPU).to_dense()
     for g, nodes in enumerate(subsets):
         assert torch.allclose(batch[g].double(), exact[nodes][:, nodes], atol=1e-5)
-        assert torch.allclose(block_diagonal[5 * g:5 * g + 5, 5 * g:5 * g + 5].double(), exact[nodes][:, nodes],
-                              atol=1e-5)
+        assert torch.allclose(
+            block_diagonal[5 * g : 5 * g + 5, 5 * g : 5 * g + 5].double(), exact[nodes][:, nodes], atol=1e-5
+        )
 
 
 def test_the_entry_cap_bounds_a_sparse_diffusion_and_its_record_says_the_mass_kept():
@@ -170,8 +172,16 @@ def test_the_entry_cap_bounds_a_sparse_diffusion_and_its_record_says_the_mass_ke
 
 def test_a_sparse_diffusions_kept_mass_is_in_the_record():
     data = small_data(n=60)
-    trained = mvgrl_embeddings(data, 0, True, CPU, sample_size=25, batch_size=2, epochs=2,
-                               diffusion=Diffusion(data.edge_index, 60, dense_bytes=0))
+    trained = mvgrl_embeddings(
+        data,
+        0,
+        True,
+        CPU,
+        sample_size=25,
+        batch_size=2,
+        epochs=2,
+        diffusion=Diffusion(data.edge_index, 60, dense_bytes=0),
+    )
     described = trained.training.to_dict()["diffusion"]
     assert described["form"] == "sparse" and 0.95 <= described["kept_mass"] <= 1.0 + 1e-6
     assert 1 <= described["entries_per_row"] <= 60

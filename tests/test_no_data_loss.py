@@ -92,15 +92,20 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_pat
     out = tmp_path / "out"
     first = subprocess.Popen(
         [sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", "100000", "--checkpoint-every", "1", "--out", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
         while not (out / "checkpoint.in-progress.pt").exists() and first.poll() is None and time.time() < deadline:
             time.sleep(0.01)  # the first run is training once it wrote a checkpoint
         assert first.poll() is None, first.stderr.read() if first.stderr else ""
-        second = subprocess.run([sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", "2", "--out", str(out)],
-                                capture_output=True, text=True)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "gca.cli", *TRAIN, "--epochs", "2", "--out", str(out)],
+            capture_output=True,
+            text=True,
+        )
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1 and "is in use by another gca run" in lines[0] and str(first.pid) in lines[0]
@@ -147,8 +152,20 @@ def test_reproduce_refuses_a_folder_another_run_holds(tmp_path, capsys):
 
     held = hold_folder(tmp_path)  # as a running gca reproduce (or train) holds it
     try:
-        args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "none",
-                "--quiet", "--out", str(tmp_path)]  # fmt: skip
+        args = [
+            "reproduce",
+            "table3",
+            "--dataset",
+            "Karate",
+            "--quick",
+            "--runs",
+            "1",
+            "--baselines",
+            "none",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ]
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "is in use by another gca run" in err[0], err

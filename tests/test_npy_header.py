@@ -41,8 +41,11 @@ def test_a_truncated_float16_file_is_called_truncated_not_a_pickle(tmp_path):
 
 def test_a_truncated_float32_file_is_called_truncated(tmp_path):
     path = _truncated(tmp_path / "x32.npy", np.ones((10, 3), dtype=np.float32), cut=1)
-    with pytest.raises(DatasetError, match=r"is truncated: its header says 10×3 float32 \(120 bytes\) but the file "
-                                           r"holds 119 bytes after the header"):  # fmt: skip
+    with pytest.raises(
+        DatasetError,
+        match=r"is truncated: its header says 10×3 float32 \(120 bytes\) but the file "
+        r"holds 119 bytes after the header",
+    ):
         read_features(path)
 
 
@@ -85,9 +88,11 @@ def test_a_fortran_ordered_array_loads_with_its_values_in_place(tmp_path):
 
 @pytest.mark.parametrize(
     ("shape", "words"),
-    [((2, 3, 4), "must hold a 2-D numeric array, got float32 (2, 3, 4)"),
-     ((5,), "must hold a 2-D numeric array, got float32 (5,)")],
-)  # fmt: skip
+    [
+        ((2, 3, 4), "must hold a 2-D numeric array, got float32 (2, 3, 4)"),
+        ((5,), "must hold a 2-D numeric array, got float32 (5,)"),
+    ],
+)
 def test_an_array_that_is_not_2d_is_refused(tmp_path, shape, words):
     np.save(tmp_path / "x.npy", np.ones(shape, dtype=np.float32))
     with pytest.raises(DatasetError) as caught:
@@ -97,16 +102,21 @@ def test_an_array_that_is_not_2d_is_refused(tmp_path, shape, words):
 
 def test_other_damage_is_named(tmp_path):
     cases = {
-        "extra.npy": (_header((2, 2)) + bytes(20), "does not match its header: its header says 2×2 float32 (16 bytes) "
-                                                   "but the file holds 20 bytes after the header"),
+        "extra.npy": (
+            _header((2, 2)) + bytes(20),
+            "does not match its header: its header says 2×2 float32 (16 bytes) "
+            "but the file holds 20 bytes after the header",
+        ),
         "cut.npy": (_header((2, 2))[:30], "has a damaged .npy header (EOF: reading array header"),
         "magic.npy": (b"\x93NUMPY\x01", "is not a readable .npy file (its header is cut short)"),
         "shape.npy": (_header((2, 2)).replace(b"(2, 2)", b"'ab'  "), "has a damaged .npy header (shape is not valid"),
         "bools.npy": (_header((2, 2), descr="|b1") + bytes(4), "must hold a 2-D numeric array, got bool (2, 2)"),
         "fields.npy": (_header((2, 2), descr=[("a", "<f4")]) + bytes(16), "must hold a 2-D numeric array"),
-        "unclosed.npy": (b"\x93NUMPY\x01\x00\x76\x00{'descr': __import__(" + b" " * 96 + b"\n", "has a damaged .npy "
-                                                                                       "header"),
-    }  # fmt: skip
+        "unclosed.npy": (
+            b"\x93NUMPY\x01\x00\x76\x00{'descr': __import__(" + b" " * 96 + b"\n",
+            "has a damaged .npy header",
+        ),
+    }
     for name, (content, words) in cases.items():
         (tmp_path / name).write_bytes(content)
         with pytest.raises(DatasetError) as caught:
@@ -129,10 +139,15 @@ def test_sound_headers_of_every_kind_load(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [(lambda: _truncated_bytes(np.ones((34, 4), dtype=np.float16), 10), "is truncated: its header says 34×4 float16"),
-     (lambda: _header((10**12, 4)) + bytes(62), "is truncated: its header says 1000000000000×4 float32"),
-     (lambda: _header((-34, 4)) + bytes(16), "has a damaged .npy header: its shape (-34, 4) has a negative size")],
-)  # fmt: skip
+    [
+        (
+            lambda: _truncated_bytes(np.ones((34, 4), dtype=np.float16), 10),
+            "is truncated: its header says 34×4 float16",
+        ),
+        (lambda: _header((10**12, 4)) + bytes(62), "is truncated: its header says 1000000000000×4 float32"),
+        (lambda: _header((-34, 4)) + bytes(16), "has a damaged .npy header: its shape (-34, 4) has a negative size"),
+    ],
+)
 def test_gca_train_names_the_damaged_file_in_one_line(tmp_path, capsys, content, words):
     data = karate_club()
     edges = data.edge_index[:, data.edge_index[0] < data.edge_index[1]].numpy()
@@ -141,8 +156,20 @@ def test_gca_train_names_the_damaged_file_in_one_line(tmp_path, capsys, content,
     out = tmp_path / "run"
     out.mkdir()
     (out / "results.json").write_text('{"earlier": true}')
-    code = main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "f.npy"), "--epochs", "1",
-                 "--quiet", "--out", str(out)])  # fmt: skip
+    code = main(
+        [
+            "train",
+            "--edges",
+            str(tmp_path / "e.csv"),
+            "--features",
+            str(tmp_path / "f.npy"),
+            "--epochs",
+            "1",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"gca: error: feature file {tmp_path / 'f.npy'} {words}"), err

@@ -47,7 +47,6 @@ def test_fast_matches_reference_value_and_gradient_fp32(n, d, block):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-5 * float(b.abs().max()))
 
 
-
 @pytest.mark.parametrize("keep_blocks", [1, 3, 99])
 def test_blocks_kept_for_the_backward_pass_give_the_same_bits_as_recomputing(keep_blocks):
     """The forward pass keeps blocks of E within a byte budget (none, some, all) and the backward pass uses them
@@ -91,6 +90,7 @@ def test_the_kept_blocks_stay_within_their_budget(monkeypatch):
     # if it fits in what the blocks before it left of the budget
     assert sizes == [0, 4_096, 5_120 + 4_096, 15_360]
     assert blocked.keep_budget("cpu") == blocked.CPU_KEEP_BYTES and blocked.keep_budget("cuda") == 0
+
 
 def test_fast_gradient_matches_finite_differences():
     g = torch.Generator().manual_seed(1)

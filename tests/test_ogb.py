@@ -26,8 +26,23 @@ def ogb_folder(tmp_path):
     """12 nodes in two triangles-of-triangles, 3 features, 2 classes, a 'time' split (6 / 3 / 3)."""
     folder = tmp_path / "data" / "ogbn_arxiv"
     rng = np.random.default_rng(0)
-    edges = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3), (0, 3), (6, 7), (7, 8), (8, 6), (9, 10), (10, 11),
-             (11, 9), (6, 9), (2, 8)]  # fmt: skip
+    edges = [
+        (0, 1),
+        (1, 2),
+        (2, 0),
+        (3, 4),
+        (4, 5),
+        (5, 3),
+        (0, 3),
+        (6, 7),
+        (7, 8),
+        (8, 6),
+        (9, 10),
+        (10, 11),
+        (11, 9),
+        (6, 9),
+        (2, 8),
+    ]
     _write(folder / "raw" / "edge.csv.gz", edges, "{}")
     _write(folder / "raw" / "node-feat.csv.gz", rng.random((12, 3)).round(5), "{}")
     _write(folder / "raw" / "node-label.csv.gz", [[0]] * 6 + [[1]] * 6, "{}")
@@ -41,7 +56,7 @@ def test_ogb_folder_by_path_and_by_name(ogb_folder):
     data = loaded.data
     assert data.num_nodes == 12 and tuple(data.x.shape) == (12, 3) and data.y.tolist() == [0] * 6 + [1] * 6
     assert data.edge_index.shape[1] == 30  # 15 edges, both directions
-    (train, valid, test), = loaded.splits
+    ((train, valid, test),) = loaded.splits
     assert train.tolist() == [0, 1, 6, 7, 3, 9] and valid.tolist() == [2, 8, 4] and test.tolist() == [5, 10, 11]
     named = load_dataset("ogbn-arxiv", data_dir=ogb_folder.parent)
     assert named.name == "ogbn-arxiv" and torch.equal(named.data.edge_index, data.edge_index)
@@ -56,8 +71,25 @@ def test_missing_ogb_dataset_offline_is_one_line(tmp_path, offline):
 
 def test_training_is_judged_on_the_official_split(ogb_folder, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "3", "--quiet", "--set", "hidden=8",
-                 "--set", "proj_hidden=8", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                str(ogb_folder),
+                "--epochs",
+                "3",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     accuracy = json.loads((out / "results.json").read_text())["accuracy"]
     assert len(accuracy["runs"]) == 1  # one official split, not 20 random ones
     assert "on 1 split (" in capsys.readouterr().out
@@ -84,11 +116,30 @@ def test_nan_labels_mark_unlabelled_nodes_left_out_of_evaluation(ogb_folder, tmp
     _write(ogb_folder / "raw" / "node-label.csv.gz", [[0]] * 5 + [[float("nan")]] + [[1]] * 6, "{}")
     loaded = load_dataset(str(ogb_folder))
     assert loaded.data.y.tolist() == [0] * 5 + [-1] + [1] * 6
-    assert loaded.warnings == [f"1 of 12 nodes in {ogb_folder / 'raw' / 'node-label.csv.gz'} have no label (NaN); "
-                               "they are left out of evaluation"]  # fmt: skip
+    assert loaded.warnings == [
+        f"1 of 12 nodes in {ogb_folder / 'raw' / 'node-label.csv.gz'} have no label (NaN); "
+        "they are left out of evaluation"
+    ]
     out = tmp_path / "out"
-    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "2", "--quiet", "--set", "hidden=8",
-                 "--set", "proj_hidden=8", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                str(ogb_folder),
+                "--epochs",
+                "2",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "have no label (NaN)" in capsys.readouterr().err
     accuracy = json.loads((out / "results.json").read_text())["accuracy"]
     assert accuracy["fitted_on"] == [6]  # the official split's training part; node 5 (unlabelled) is in test
@@ -149,9 +200,29 @@ def test_unlabelled_nodes_of_the_official_split_are_removed_and_counted(ogb_fold
     results.json says how many were removed from each part."""
     _write(ogb_folder / "raw" / "node-label.csv.gz", [[0]] * 6 + [[1]] * 3 + [["nan"]] * 3, "{}")
     out = tmp_path / f"out-{split}-{protocol}"
-    assert main(["train", "--dataset", str(ogb_folder), "--epochs", "2", "--quiet", "--set", "hidden=8",
-                 "--set", "proj_hidden=8", "--eval-split", split, "--eval-protocol", protocol,
-                 "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                str(ogb_folder),
+                "--epochs",
+                "2",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--eval-split",
+                split,
+                "--eval-protocol",
+                protocol,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())
     assert record["evaluation_split"]["used"] == "the dataset's own split" and "train" not in record["evaluation_split"]
     assert record["evaluation_split"]["sizes"] == [5, 3, 1]

@@ -45,8 +45,9 @@ def test_table1_counts(name, paper_data, cache_dir):
     assert not (paper_data / folder / "processed").exists()  # processed into the cache, not next to the files
 
 
-@pytest.mark.parametrize(("alias", "name"), [("Photo", "Amazon-Photo"), ("computers", "Amazon-Computers"),
-                                             ("CS", "Coauthor-CS")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("alias", "name"), [("Photo", "Amazon-Photo"), ("computers", "Amazon-Computers"), ("CS", "Coauthor-CS")]
+)
 def test_pyg_names_load_the_papers_dataset(alias, name, paper_data, cache_dir):
     """PyG's name of a dataset (its folder under the data directory) is the paper's dataset: same entry, same
     shipped configuration, same recorded name and the very same graph."""
@@ -65,6 +66,10 @@ def test_pyg_names_listed_as_aliases():
     from gca.datasets import DATASET_NAMES, dataset_display_name
 
     assert {a: dataset_display_name(a) for a in ("Photo", "Computers", "CS", "Physics", "WikiCS")} == {
-        "Photo": "Amazon-Photo", "Computers": "Amazon-Computers", "CS": "Coauthor-CS",
-        "Physics": "Coauthor-Physics", "WikiCS": "Wiki-CS"}  # fmt: skip
+        "Photo": "Amazon-Photo",
+        "Computers": "Amazon-Computers",
+        "CS": "Coauthor-CS",
+        "Physics": "Coauthor-Physics",
+        "WikiCS": "Wiki-CS",
+    }
     assert "Photo" not in DATASET_NAMES and "Amazon-Photo" in DATASET_NAMES

@@ -31,19 +31,26 @@ def _planted(n: int = 240, classes: int = 4, features: int = 48, sparse: bool = 
     generator = torch.Generator().manual_seed(3)
     y = torch.arange(n) % classes
     centres = torch.rand(classes, features, generator=generator)
-    x = (centres[y] + 0.3 * torch.rand(n, features, generator=generator) > 0.8).float() if sparse else \
-        centres[y] + 0.1 * torch.randn(n, features, generator=generator)  # fmt: skip
+    x = (
+        (centres[y] + 0.3 * torch.rand(n, features, generator=generator) > 0.8).float()
+        if sparse
+        else centres[y] + 0.1 * torch.randn(n, features, generator=generator)
+    )
     source = torch.randint(0, n, (6 * n,), generator=generator)
     same = torch.rand(6 * n, generator=generator) < 0.85
-    target = torch.where(same, (source + classes * torch.randint(1, n // classes, (6 * n,), generator=generator)) % n,
-                         torch.randint(0, n, (6 * n,), generator=generator))  # fmt: skip
+    target = torch.where(
+        same,
+        (source + classes * torch.randint(1, n // classes, (6 * n,), generator=generator)) % n,
+        torch.randint(0, n, (6 * n,), generator=generator),
+    )
     edges = torch.stack([source, target])
     edges = torch.cat([edges, edges.flip(0)], 1)
     return Data(x=x, edge_index=edges[:, edges[0] != edges[1]], y=y)
 
 
-def _gradients(config: GCAConfig, data: Data, step_precision: str,
-               device: str = "cpu") -> tuple[float, list[torch.Tensor], GCAModel]:  # fmt: skip
+def _gradients(
+    config: GCAConfig, data: Data, step_precision: str, device: str = "cpu"
+) -> tuple[float, list[torch.Tensor], GCAModel]:
     """One update of ``config`` at ``step_precision`` on ``device`` from the same weights, draws and batch: the
     loss, each parameter's gradient (on the CPU), and the model after it (an optimiser that does not move: lr 0)."""
     prepared = prepare(data, config)
@@ -63,21 +70,31 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("batch_size", [0, 64], ids=["exact", "mini-batch"])
-@pytest.mark.parametrize(("sparse", "features"), [(False, 48), (False, 96), (True, 96)],
-                         ids=["dense-aggregated-first", "dense-multiplied-first", "sparse-features"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sparse", "features"),
+    [(False, 48), (False, 96), (True, 96)],
+    ids=["dense-aggregated-first", "dense-multiplied-first", "sparse-features"],
+)
 def test_a_bf16_update_agrees_with_the_fp32_one_within_bf16_precision(batch_size, sparse, features, device):
     # the first layer is 64 wide: 48 features aggregate first, (M X) W; 96 are multiplied first, M (X W)
     data = _planted(features=features, sparse=sparse)
-    config = GCAConfig(hidden=32, proj_hidden=32, batch_size=batch_size, fanout=(5,), loss_backend="attention",
-                       feature_weighting="binary" if sparse else "auto")  # fmt: skip
+    config = GCAConfig(
+        hidden=32,
+        proj_hidden=32,
+        batch_size=batch_size,
+        fanout=(5,),
+        loss_backend="attention",
+        feature_weighting="binary" if sparse else "auto",
+    )
     loss32, grads32, _ = _gradients(config.replace(precision="fp32"), data, "fp32", device)
     loss16, grads16, model = _gradients(config.replace(precision="bf16"), data, "bf16", device)
     # the same update as the fp32 default on a CPU (blocked objective): the backends agree to fp32 rounding
     blocked, _, _ = _gradients(config.replace(precision="fp32", loss_backend="blocked"), data, "fp32", device)
     assert blocked == pytest.approx(loss32, rel=1e-5)
     assert loss16 == pytest.approx(loss32, rel=LOSS_RTOL) and loss16 != loss32  # bf16 did compute
-    for name, (g32, g16) in zip([n for n, _ in model.named_parameters()], zip(grads32, grads16, strict=True),
-                                strict=True):  # fmt: skip
+    for name, (g32, g16) in zip(
+        [n for n, _ in model.named_parameters()], zip(grads32, grads16, strict=True), strict=True
+    ):
         assert g16.dtype == torch.float32, name
         if g32.norm() == 0:
             continue
@@ -219,8 +236,9 @@ def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(m
         tried = GCA(config.replace(compile="on"), device="cpu").fit(_planted())
     assert calls == [{"dynamic": True}]  # tried once, then eager for the rest of the run
     lines = [r.getMessage() for r in caplog.records if "torch.compile" in r.getMessage()]
-    assert lines == ["torch.compile failed (TorchDynamoException: sparse CSR operands cannot be traced); training "
-                     "on in eager mode"]  # fmt: skip
+    assert lines == [
+        "torch.compile failed (TorchDynamoException: sparse CSR operands cannot be traced); training on in eager mode"
+    ]
     assert tried.losses == eager.losses and torch.equal(tried.embedding_, eager.embedding_)  # the step was redone
     assert not _compiled(tried.model.encoder) and not _compiled(tried.model.projector)
 

@@ -40,14 +40,20 @@ def _npz_graph(path: Path, n: int = 120, dense: bool = True, seed: int = 0, half
     adj.data[:] = 1  # repeats were summed into counts, which would be edge weights: an unweighted graph
     x = rng.random((n, 8)).astype(np.float16 if half else np.float32)
     x[:, 0] = np.arange(n) / n  # distinct for every node (float16: n ≤ 2048)
-    arrays = {"adj_data": adj.data, "adj_indices": adj.indices, "adj_indptr": adj.indptr, "adj_shape": adj.shape,
-              "labels": np.arange(n) % 3}  # fmt: skip
+    arrays = {
+        "adj_data": adj.data,
+        "adj_indices": adj.indices,
+        "adj_indptr": adj.indptr,
+        "adj_shape": adj.shape,
+        "labels": np.arange(n) % 3,
+    }
     if dense:
         arrays["attr_matrix"] = x
     else:
         sparse = sp.csr_matrix((rng.random((n, 30)) < 0.1).astype(np.float32))
-        arrays.update(attr_data=sparse.data, attr_indices=sparse.indices, attr_indptr=sparse.indptr,
-                      attr_shape=sparse.shape)  # fmt: skip
+        arrays.update(
+            attr_data=sparse.data, attr_indices=sparse.indices, attr_indptr=sparse.indptr, attr_shape=sparse.shape
+        )
     np.savez(path, **arrays)
     return path
 
@@ -66,8 +72,15 @@ def _csv_graph(folder: Path) -> list[str]:
 
 
 def _args(**given) -> argparse.Namespace:
-    base = {"dataset": None, "data_dir": None, "edges": None, "features": None, "labels": None, "directed": False,
-            "cache": None}  # fmt: skip
+    base = {
+        "dataset": None,
+        "data_dir": None,
+        "edges": None,
+        "features": None,
+        "labels": None,
+        "directed": False,
+        "cache": None,
+    }
     return argparse.Namespace(**{**base, **given})
 
 
@@ -100,8 +113,9 @@ def test_the_prepared_graph_equals_the_graph_cleaned_from_the_input(tmp_path, ca
         args = _args(dataset=str(_npz_graph(tmp_path / "g.npz", dense=kind != "sparse", half=kind == "float16")))
     loaded = load_graph(args)
     store = PreparedStore(graph_source(args))
-    assert not store.usable() and store.write(load_graph(args), prepare_graph(load_graph(args).data,
-                                                                               loaded.directed, norm))  # fmt: skip
+    assert not store.usable() and store.write(
+        load_graph(args), prepare_graph(load_graph(args).data, loaded.directed, norm)
+    )
     again = PreparedStore(graph_source(args))
     assert again.usable() and again.notes == []
     reopened = again.loaded()
@@ -131,8 +145,25 @@ def test_splits_and_class_names_travel_with_the_prepared_graph(tmp_path, cache_d
 
 
 def _train(folder: Path, out: str, *extra: str) -> tuple[np.ndarray, dict]:
-    args = ["train", "--dataset", str(folder / "g.npz"), "--epochs", "2", "--quiet", "--splits", "1", "--set",
-            "hidden=16", "--set", "batch_size=32", "--set", "fanout=5,5", "--out", str(folder / out), *extra]
+    args = [
+        "train",
+        "--dataset",
+        str(folder / "g.npz"),
+        "--epochs",
+        "2",
+        "--quiet",
+        "--splits",
+        "1",
+        "--set",
+        "hidden=16",
+        "--set",
+        "batch_size=32",
+        "--set",
+        "fanout=5,5",
+        "--out",
+        str(folder / out),
+        *extra,
+    ]
     assert main(args) == 0
     return np.load(folder / out / "embeddings.npy"), json.loads((folder / out / "results.json").read_text())
 
@@ -190,8 +221,10 @@ def test_a_prepared_graph_of_other_contents_is_rebuilt_not_trusted(tmp_path, cac
     assert not list(cache_dir.glob("prepared/.*"))  # no stale or partial folder is left
 
 
-@pytest.mark.parametrize("damage", ["version", "format", "truncated", "missing", "meta", "keys", "shape", "nodes",
-                                    "directed", "replaced", "file"])
+@pytest.mark.parametrize(
+    "damage",
+    ["version", "format", "truncated", "missing", "meta", "keys", "shape", "nodes", "directed", "replaced", "file"],
+)
 def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cache_dir, capsys, damage):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)
@@ -227,7 +260,7 @@ def test_a_prepared_graph_of_another_version_or_damaged_is_rebuilt(tmp_path, cac
     capsys.readouterr()
     rebuilt, record = _train(tmp_path, "after", "--cache")
     err = capsys.readouterr().err
-    assert ("it was removed, and the graph is read from the input" in err or damage == "file")
+    assert "it was removed, and the graph is read from the input" in err or damage == "file"
     assert record["prepared_graph"]["opened"] is False
     assert np.array_equal(rebuilt, _train(tmp_path, "fresh", "--no-cache")[0])
     assert PreparedStore(graph_source(_args(dataset=str(tmp_path / "g.npz")))).usable()
@@ -328,8 +361,12 @@ def test_every_value_of_an_edge_stays_with_its_edge_in_the_prepared_graph(tmp_pa
     pairs |= {(b, a) for a, b in pairs}
     index = torch.tensor(sorted(pairs)).t()
     code = (torch.minimum(index[0], index[1]) * 1000 + torch.maximum(index[0], index[1])).double()
-    data = Data(x=torch.rand(n, 6), edge_index=index, edge_weight=code.float() / 1000,
-                edge_attr=torch.stack([code, -code], 1).float())  # fmt: skip
+    data = Data(
+        x=torch.rand(n, 6),
+        edge_index=index,
+        edge_weight=code.float() / 1000,
+        edge_attr=torch.stack([code, -code], 1).float(),
+    )
     (tmp_path / "input.bin").write_bytes(b"graph")
     source = GraphSource.of("weighted", [tmp_path / "input.bin"], "python")
     graph = prepare_graph(data)
@@ -365,10 +402,11 @@ def test_a_kept_array_of_another_shape_is_computed_again(tmp_path, cache_dir):
     assert np.array_equal(np.load(centrality), right)  # computed and stored again
 
 
-@pytest.mark.parametrize("pattern", ["centrality-*", "views-*-edge1", "views-*-edge2", "views-*-feature1",
-                                     "views-*-feature2", "sampler-units"])
-def test_a_derived_array_replaced_by_another_of_the_same_shape_is_computed_again(tmp_path, cache_dir, capsys,
-                                                                                  pattern):
+@pytest.mark.parametrize(
+    "pattern",
+    ["centrality-*", "views-*-edge1", "views-*-edge2", "views-*-feature1", "views-*-feature2", "sampler-units"],
+)
+def test_a_derived_array_replaced_by_another_of_the_same_shape_is_computed_again(tmp_path, cache_dir, capsys, pattern):
     _npz_graph(tmp_path / "g.npz")
     folder, _ = _stored_folder(tmp_path)
     derived = json.loads((folder / "meta.json").read_text())["derived"]
@@ -381,8 +419,10 @@ def test_a_derived_array_replaced_by_another_of_the_same_shape_is_computed_again
     opened, record = _train(tmp_path, "again")
     err = [line for line in capsys.readouterr().err.splitlines() if "prepared graph" in line]
     assert record["prepared_graph"]["opened"] is True
-    assert err == [f"gca: the prepared graph in {folder} holds a {path.name} whose contents are not the ones "
-                   "written (replaced since); it is computed again"], err
+    assert err == [
+        f"gca: the prepared graph in {folder} holds a {path.name} whose contents are not the ones "
+        "written (replaced since); it is computed again"
+    ], err
     assert np.array_equal(np.load(path), right)  # computed and stored again, and recorded: the next run trusts it
     assert np.array_equal(opened, _train(tmp_path, "fresh", "--no-cache")[0])
     capsys.readouterr()
@@ -429,8 +469,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("how", ["read-only mount", "no write permission"])
-def test_a_read_only_prepared_graph_computes_what_it_lacks_in_memory_and_says_so_once(tmp_path, cache_dir, capsys,
-                                                                                      monkeypatch, how):
+def test_a_read_only_prepared_graph_computes_what_it_lacks_in_memory_and_says_so_once(
+    tmp_path, cache_dir, capsys, monkeypatch, how
+):
     """A prepared graph made with degree centrality and mounted read-only (or without write permission) for a run
     with eigenvector centrality: the five arrays it lacks (the centrality, the views' four probabilities) are
     computed in memory, one line says they were not stored, the folder is left as it was, and the embeddings equal
@@ -452,8 +493,10 @@ def test_a_read_only_prepared_graph_computes_what_it_lacks_in_memory_and_says_so
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if "prepared graph" in line]
     reason = "Read-only file system" if how == "read-only mount" else "Permission denied"
-    assert said == [f"gca: the prepared graph in {folder} could not be written ({reason}): centrality-eigenvector "
-                    "and 4 more arrays were computed in memory for this run and not stored"], err
+    assert said == [
+        f"gca: the prepared graph in {folder} could not be written ({reason}): centrality-eigenvector "
+        "and 4 more arrays were computed in memory for this run and not stored"
+    ], err
     assert record["prepared_graph"]["opened"] is True
     assert _files(folder) == before
     monkeypatch.undo()
@@ -484,16 +527,31 @@ def test_gca_prepare_says_what_is_wrong_with_missing_files(tmp_path, cache_dir, 
 def test_a_malformed_inference_block_size_is_said_before_training(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GCA_INFERENCE_ROWS", "abc")
     log = tmp_path / "log.csv"
-    assert main(["train", "--epochs", "3", "--quiet", "--no-eval", "--set", "warmup_steps=0", "--log-csv", str(log),
-                 "--out", str(tmp_path / "out")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "3",
+                "--quiet",
+                "--no-eval",
+                "--set",
+                "warmup_steps=0",
+                "--log-csv",
+                str(log),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GCA_INFERENCE_ROWS='abc'" in err[0] and "rows of an inference block" in err[0], err
     assert not log.exists() or len(log.read_text().splitlines()) <= 1  # no epoch was trained
     assert not (tmp_path / "out").exists()
 
 
-def test_the_views_are_weighed_a_block_at_a_time_after_the_heap_is_trimmed_with_the_same_probabilities(
-        monkeypatch):  # fmt: skip
+def test_the_views_are_weighed_a_block_at_a_time_after_the_heap_is_trimmed_with_the_same_probabilities(monkeypatch):
     """gca prepare's peak: the views' temporaries are those of one block of edges (not of all of them, which made
     the command's peak above the reading's), made after the cleaning's freed memory went back to the kernel; the
     probabilities do not depend on the block."""

@@ -25,12 +25,14 @@ def _separable(n: int = 300, classes: int = 3, seed: int = 0):
 
 
 def test_best_validation_check_takes_the_first_of_the_best():
-    val = np.array([
-        [0.50, 0.10, 0.0],
-        [0.70, 0.30, 0.0],
-        [0.70, 0.90, 0.0],  # split 0: tie with the check before → the earlier one stays
-        [0.60, 0.90, 0.0],  # split 1: tie → stays at check 2; split 2: never above 0 → check 0
-    ])  # fmt: skip
+    val = np.array(
+        [
+            [0.50, 0.10, 0.0],
+            [0.70, 0.30, 0.0],
+            [0.70, 0.90, 0.0],  # split 0: tie with the check before → the earlier one stays
+            [0.60, 0.90, 0.0],  # split 1: tie → stays at check 2; split 2: never above 0 → check 0
+        ]
+    )
     assert best_validation_check(val).tolist() == [1, 2, 0]
 
 
@@ -110,13 +112,17 @@ def test_splits_of_unequal_training_sizes_keep_their_own_rows_and_weights(monkey
 
     x, y = _bag_of_words(seed=3)
     order = np.random.default_rng(4).permutation(240)
-    splits = [(order[:10], order[100:140], order[140:]), (order[10:47], order[47:100], order[100:]),
-              (order[200:223], order[:100], order[100:200])]  # fmt: skip
+    splits = [
+        (order[:10], order[100:140], order[140:]),
+        (order[10:47], order[47:100], order[100:]),
+        (order[200:223], order[:100], order[100:200]),
+    ]
     as_sparse = adam_probe(x, y, splits, epochs=200)
     monkeypatch.setattr(probe, "SPARSE_BELOW", -1.0)
     dense = adam_probe(x, y, splits, epochs=200)
-    alone = [adam_probe(x, y, [split], epochs=200, seed=seed) for split, seed in zip(splits, run_seeds(0, 3),
-                                                                                     strict=True)]  # fmt: skip
+    alone = [
+        adam_probe(x, y, [split], epochs=200, seed=seed) for split, seed in zip(splits, run_seeds(0, 3), strict=True)
+    ]
     for field in range(4):
         np.testing.assert_array_equal(as_sparse[field], dense[field])
         np.testing.assert_array_equal(as_sparse[field], np.concatenate([a[field] for a in alone]))
@@ -128,8 +134,9 @@ def test_validation_search_reads_no_test_label():
     test = torch.from_numpy(splits[0][2])
     flipped = y.clone()
     flipped[test] = (flipped[test] + 1) % 3
-    assert validation_accuracy(x, y, splits, protocol="authors") == validation_accuracy(x, flipped, splits,
-                                                                                        protocol="authors")
+    assert validation_accuracy(x, y, splits, protocol="authors") == validation_accuracy(
+        x, flipped, splits, protocol="authors"
+    )
 
 
 def test_unknown_protocol_is_one_clear_error(tmp_path, capsys):
@@ -145,8 +152,26 @@ def test_unknown_protocol_is_one_clear_error(tmp_path, capsys):
 
 def test_gca_train_records_the_protocol(tmp_path):
     out = tmp_path / "run"
-    assert main(["train", "--dataset", "Karate", "--epochs", "20", "--splits", "2", "--eval-raw", "--quiet",
-                 "--eval-protocol", "authors", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                "Karate",
+                "--epochs",
+                "20",
+                "--splits",
+                "2",
+                "--eval-raw",
+                "--quiet",
+                "--eval-protocol",
+                "authors",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())
     assert record["accuracy"]["protocol"] == "authors" and record["raw_features_accuracy"]["protocol"] == "authors"
     assert len(record["accuracy"]["runs"]) == 2 and all(e % 20 == 0 for e in record["accuracy"]["chosen_epoch"])

@@ -24,8 +24,9 @@ class Clock:
         return self.now
 
 
-def _hint_lines(config, nodes: int, update_seconds: float, updates: int, done: int = 0, calls: int = 5,
-                **options) -> list[str]:  # fmt: skip
+def _hint_lines(
+    config, nodes: int, update_seconds: float, updates: int, done: int = 0, calls: int = 5, **options
+) -> list[str]:
     clock, lines = Clock(), []
     hint = LongRunHint(config, nodes, clock=clock, emit=lines.append, **options)
     for update in range(done + 1, done + 1 + calls):
@@ -56,8 +57,10 @@ def test_a_mini_batch_run_is_projected_from_its_first_updates_within_an_epoch():
     config = GCAConfig(epochs=10, batch_size=1024)  # 1,465 updates an epoch at 1.5·10⁶ nodes
     updates = 10 * 1465
     (line,) = _hint_lines(config, 1_500_000, 0.3, updates)  # three updates of 0.3 s: 14,647 × 0.3 s = 1.2 h
-    assert line.startswith("gca: warning: the first 3 updates took 0.9 s, so the other 14,647 updates need about "
-                           "1.2 h; each epoch makes 1,465 updates")  # fmt: skip
+    assert line.startswith(
+        "gca: warning: the first 3 updates took 0.9 s, so the other 14,647 updates need about "
+        "1.2 h; each epoch makes 1,465 updates"
+    )
     assert _hint_lines(config, 1_500_000, 0.2, updates) == []  # 48 min
     assert _hint_lines(config, 1_500_000, 0.3, None) == []  # a source that does not say how many: no projection
 
@@ -72,8 +75,10 @@ def test_without_a_terminal_a_line_every_tenth_every_minute_and_at_the_end_with_
     for _ in range(20):
         clock.now += 0.5
         bar.update(1, epoch="1/1")
-    assert stream.getvalue().splitlines() == ["GCA: 10/100 updates, epoch 1/1, 5.0 s, about 45.0 s left",
-                                              "GCA: 20/100 updates, epoch 1/1, 10.0 s, about 40.0 s left"]
+    assert stream.getvalue().splitlines() == [
+        "GCA: 10/100 updates, epoch 1/1, 5.0 s, about 45.0 s left",
+        "GCA: 20/100 updates, epoch 1/1, 10.0 s, about 40.0 s left",
+    ]
     clock.now += 70  # a slow update: a line after a minute without one, not only at the next tenth
     bar.update(1)
     assert stream.getvalue().splitlines()[-1].startswith("GCA: 21/100 updates, epoch 1/1, 1.3 min, about ")
@@ -110,14 +115,21 @@ def _phases(err: str) -> set[str]:
     return {line.split(":")[0] for line in err.splitlines() if ":" in line and not line.startswith("gca")}
 
 
-def test_every_phase_of_gca_train_shows_its_progress_and_none_under_quiet(tmp_path, capsys, monkeypatch,
-                                                                        every_phase):  # fmt: skip
+def test_every_phase_of_gca_train_shows_its_progress_and_none_under_quiet(tmp_path, capsys, monkeypatch, every_phase):
     monkeypatch.setenv("GCA_INFERENCE_ROWS", "16")  # Karate's 34 nodes embedded in blocks, as a large graph's
     args = ["train", "--epochs", "3", "--splits", "2", "--eval-raw", "--set", "warmup_steps=0"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
-    assert _phases(err) == {"prepare", "GCA", "embed (2 layers)", "evaluate", "evaluate raw features",
-                            "evaluate Â¹X", "evaluate Â²X", "evaluate Â³X"}, err  # fmt: skip
+    assert _phases(err) == {
+        "prepare",
+        "GCA",
+        "embed (2 layers)",
+        "evaluate",
+        "evaluate raw features",
+        "evaluate Â¹X",
+        "evaluate Â²X",
+        "evaluate Â³X",
+    }, err
     assert "prepare: 3/3 steps, done views' probabilities, " in err and "GCA: 3/3 epochs, loss " in err
     assert "embed (2 layers): 68/68 rows, " in err and "evaluate: 2/2 splits, " in err
     record = json.loads((tmp_path / "a" / "results.json").read_text())
@@ -127,8 +139,21 @@ def test_every_phase_of_gca_train_shows_its_progress_and_none_under_quiet(tmp_pa
 
 
 def test_the_authors_probe_and_mini_batch_epochs_show_their_progress(tmp_path, capsys, every_phase):
-    args = ["train", "--epochs", "2", "--set", "batch_size=8", "--set", "warmup_steps=0", "--splits", "2",
-            "--eval-protocol", "authors", "--out", str(tmp_path)]  # fmt: skip
+    args = [
+        "train",
+        "--epochs",
+        "2",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "warmup_steps=0",
+        "--splits",
+        "2",
+        "--eval-protocol",
+        "authors",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "GCA: 5/10 updates, epoch 1/2, loss " in err  # Karate: 5 updates an epoch, counted within it
@@ -214,8 +239,10 @@ def test_a_step_says_it_is_under_way_after_its_delay_and_when_it_is_done_and_not
 
 def test_a_step_whose_work_raised_is_said_stopped_not_done():
     clock, lines = Clock(), []
-    with pytest.raises(OSError), progress.step("export x.parquet", clock=clock, timer=_Timer, emit=lines.append,
-                                               delay=0):
+    with (
+        pytest.raises(OSError),
+        progress.step("export x.parquet", clock=clock, timer=_Timer, emit=lines.append, delay=0),
+    ):
         clock.now += 2.0
         raise OSError(28, "No space left on device")
     assert lines == ["export x.parquet: under way, 0.0 s", "export x.parquet: stopped, 2.0 s"]
@@ -248,7 +275,8 @@ def test_the_edge_readers_clock_starts_when_the_edges_are_read_not_before_the_fe
 
 
 def test_gca_prepare_says_each_phase_after_the_features_and_export_says_what_it_writes(
-        tmp_path, capsys, monkeypatch, every_phase):  # fmt: skip
+    tmp_path, capsys, monkeypatch, every_phase
+):
     from gca.datasets import karate_club
 
     data = karate_club()

@@ -21,9 +21,12 @@ def small_graphs(draw, directed: bool = False):
     all-zero columns, binary or real-valued."""
     n = draw(st.integers(2, 12))
     pairs = draw(
-        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
-                 min_size=1, max_size=30)
-    )  # fmt: skip
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]),
+            min_size=1,
+            max_size=30,
+        )
+    )
     edges = torch.tensor(pairs, dtype=torch.long).t()
     if not directed:
         edges = torch.cat([edges, edges.flip(0)], dim=1)
@@ -94,11 +97,7 @@ def test_training_never_crashes_or_returns_nan(data, centrality):
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.integers(1, 12),
-    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40),
-    st.booleans(),
-)
+@given(st.integers(1, 12), st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=40), st.booleans())
 def test_symmetry_check_agrees_with_pyg_is_undirected(n, pairs, mirror):
     from torch_geometric.utils import coalesce, is_undirected
 

@@ -25,8 +25,18 @@ from gca.train.checkpoint import TrainingCheckpoints
 from gca.train.estimator import GCA, GCAConfig
 
 #: A run of a few seconds: Karate's size, 2 epochs, no warm-up, no evaluation.
-QUICK = ["--epochs", "2", "--quiet", "--no-eval", "--set", "warmup_steps=0", "--set", "hidden=8",
-         "--set", "proj_hidden=8"]  # fmt: skip
+QUICK = [
+    "--epochs",
+    "2",
+    "--quiet",
+    "--no-eval",
+    "--set",
+    "warmup_steps=0",
+    "--set",
+    "hidden=8",
+    "--set",
+    "proj_hidden=8",
+]
 KARATE = ["train", "--dataset", "Karate", *QUICK]
 
 
@@ -38,8 +48,12 @@ def _graph_files(folder: Path) -> dict[str, Path]:
     """A 30-node graph as user files (a ring with chords; 5 features; two classes) and a config file."""
     folder.mkdir()
     edges = [(i, (i + 1) % 30) for i in range(30)] + [(i, (i + 7) % 30) for i in range(0, 30, 3)]
-    files = {"edges": folder / "edges.csv", "features": folder / "x.npy", "labels": folder / "labels.csv",
-             "config": folder / "setting.toml"}  # fmt: skip
+    files = {
+        "edges": folder / "edges.csv",
+        "features": folder / "x.npy",
+        "labels": folder / "labels.csv",
+        "config": folder / "setting.toml",
+    }
     files["edges"].write_text("".join(f"{u},{v}\n" for u, v in edges))
     np.save(files["features"], np.random.default_rng(0).random((30, 5), dtype=np.float32))
     files["labels"].write_text("".join(f"{i},{'ab'[i % 2]}\n" for i in range(30)))
@@ -52,8 +66,20 @@ def trained(tmp_path_factory):
     """A training on user files given by relative paths, with a --config file: (argv, out folder, files)."""
     root = tmp_path_factory.mktemp("provenance")
     files = _graph_files(root / "graph")
-    argv = ["train", "--edges", "graph/edges.csv", "--features", "graph/x.npy", "--labels", "graph/labels.csv",
-            "--config", "graph/setting.toml", *QUICK, "--out", "run"]  # fmt: skip
+    argv = [
+        "train",
+        "--edges",
+        "graph/edges.csv",
+        "--features",
+        "graph/x.npy",
+        "--labels",
+        "graph/labels.csv",
+        "--config",
+        "graph/setting.toml",
+        *QUICK,
+        "--out",
+        "run",
+    ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GCA_CACHE_DIR", str(root / "cache"))  # no prepared graph of the user's is opened
         patch.chdir(root)
@@ -77,8 +103,14 @@ def _utc(text: str) -> datetime:
 def test_results_json_records_the_versions_of_the_code_that_ran(trained):
     versions = _record(trained[1])["provenance"]["versions"]
     expected = {"gca": gca.__version__, "python": platform.python_version()}
-    for module, key in (("torch", "torch"), ("torch_geometric", "torch_geometric"), ("sklearn", "scikit-learn"),
-                        ("numpy", "numpy"), ("scipy", "scipy"), ("pyarrow", "pyarrow")):  # fmt: skip
+    for module, key in (
+        ("torch", "torch"),
+        ("torch_geometric", "torch_geometric"),
+        ("sklearn", "scikit-learn"),
+        ("numpy", "numpy"),
+        ("scipy", "scipy"),
+        ("pyarrow", "pyarrow"),
+    ):
         if importlib.util.find_spec(module) is not None:
             expected[key] = str(importlib.import_module(module).__version__)
     assert versions == expected
@@ -97,12 +129,20 @@ def test_results_json_records_the_command_line_times_and_device(trained):
 def test_results_json_records_every_input_file_as_given_and_resolved_with_its_size_and_sha256(trained):
     _, out, files = trained
     inputs = _record(out)["provenance"]["inputs"]
-    assert [entry["path"] for entry in inputs] == ["graph/edges.csv", "graph/x.npy", "graph/labels.csv",
-                                                   "graph/setting.toml"]  # fmt: skip
+    assert [entry["path"] for entry in inputs] == [
+        "graph/edges.csv",
+        "graph/x.npy",
+        "graph/labels.csv",
+        "graph/setting.toml",
+    ]
     for entry, name in zip(inputs, ("edges", "features", "labels", "config"), strict=True):
         path = files[name]
-        assert entry == {"path": entry["path"], "resolved": str(path.resolve()), "size": path.stat().st_size,
-                         "sha256": _sha256(path)}  # fmt: skip
+        assert entry == {
+            "path": entry["path"],
+            "resolved": str(path.resolve()),
+            "size": path.stat().st_size,
+            "sha256": _sha256(path),
+        }
     assert "prepared_graph" not in _record(out)["provenance"]  # a small graph is read from its files
 
 
@@ -113,8 +153,13 @@ def test_an_input_removed_before_the_record_is_made_is_listed_as_unreadable(tmp_
     present = file_record(tmp_path / "gone.csv")
     assert present["sha256"] == _sha256(tmp_path / "gone.csv") and "unreadable" not in present
     (tmp_path / "gone.csv").unlink()
-    assert file_record(tmp_path / "gone.csv") == {"path": str(tmp_path / "gone.csv"), "resolved": str(
-        tmp_path.resolve() / "gone.csv"), "size": None, "sha256": None, "unreadable": "No such file or directory"}
+    assert file_record(tmp_path / "gone.csv") == {
+        "path": str(tmp_path / "gone.csv"),
+        "resolved": str(tmp_path.resolve() / "gone.csv"),
+        "size": None,
+        "sha256": None,
+        "unreadable": "No such file or directory",
+    }
 
 
 def test_a_labels_file_rewritten_after_it_was_read_is_recorded_as_read(tmp_path, monkeypatch, capsys):
@@ -132,14 +177,31 @@ def test_a_labels_file_rewritten_after_it_was_read_is_recorded_as_read(tmp_path,
 
     monkeypatch.setattr(gca.cli.train, "command_provenance", rewritten_first)
     monkeypatch.setenv("GCA_CACHE_DIR", str(tmp_path / "cache"))
-    assert main(["train", "--edges", str(files["edges"]), "--features", str(files["features"]), "--labels",
-                 str(files["labels"]), *QUICK, "--out", str(tmp_path / "run")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(files["edges"]),
+                "--features",
+                str(files["features"]),
+                "--labels",
+                str(files["labels"]),
+                *QUICK,
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 0
+    )
     entry = _record(tmp_path / "run")["provenance"]["inputs"][2]
     assert entry["path"] == str(files["labels"]) and _sha256(files["labels"]) != read[0]
     assert (entry["sha256"], entry["size"], entry["changed"]) == (*read, "after it was read")
     lines = [line for line in capsys.readouterr().err.splitlines() if "changed" in line]
-    assert lines == [f"gca: warning: {files['labels']} changed after it was read; the run's record gives the "
-                     "SHA-256 of the contents read"]
+    assert lines == [
+        f"gca: warning: {files['labels']} changed after it was read; the run's record gives the "
+        "SHA-256 of the contents read"
+    ]
     unchanged = _record(tmp_path / "run")["provenance"]["inputs"][:2]
     assert [e["sha256"] for e in unchanged] == [_sha256(files["edges"]), _sha256(files["features"])]
     assert not any("changed" in e for e in unchanged)
@@ -224,8 +286,11 @@ def test_a_cuda_device_is_recorded_with_the_gpus_name_and_cuda_version(monkeypat
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: names.append(index) or "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     record = device_record(torch.device("cuda:1"))
-    assert record == {"device": "cuda:1", "device_name": "NVIDIA H100 80GB HBM3 (CUDA 12.4)",
-                      "platform": platform.platform()}  # fmt: skip
+    assert record == {
+        "device": "cuda:1",
+        "device_name": "NVIDIA H100 80GB HBM3 (CUDA 12.4)",
+        "platform": platform.platform(),
+    }
     assert names == [1]
 
 
@@ -235,8 +300,22 @@ def test_a_model_pt_from_before_provenance_still_loads_and_embeds(trained, tmp_p
     torch.save(state, tmp_path / "old.pt")
     assert GCA.load(tmp_path / "old.pt", device="cpu").provenance is None
     graph = trained[2]
-    assert main(["embed", "--checkpoint", str(tmp_path / "old.pt"), "--edges", str(graph["edges"]), "--features",
-                 str(graph["features"]), "--out", str(tmp_path / "emb")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                "--checkpoint",
+                str(tmp_path / "old.pt"),
+                "--edges",
+                str(graph["edges"]),
+                "--features",
+                str(graph["features"]),
+                "--out",
+                str(tmp_path / "emb"),
+            ]
+        )
+        == 0
+    )
     assert _record(tmp_path / "emb")["checkpoint"]["provenance"] is None
 
 
@@ -245,19 +324,34 @@ def test_a_model_pt_from_before_provenance_still_loads_and_embeds(trained, tmp_p
 
 def test_embed_records_its_checkpoint_and_the_checkpoints_own_record(trained, tmp_path):
     _, run, files = trained
-    argv = ["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(files["edges"]), "--features",
-            str(files["features"]), "--out", str(tmp_path / "emb")]  # fmt: skip
+    argv = [
+        "embed",
+        "--checkpoint",
+        str(run / "model.pt"),
+        "--edges",
+        str(files["edges"]),
+        "--features",
+        str(files["features"]),
+        "--out",
+        str(tmp_path / "emb"),
+    ]
     assert main(argv) == 0
     assert sorted(p.name for p in (tmp_path / "emb").iterdir()) == ["embeddings.npy", "results.json"]
     record = _record(tmp_path / "emb")
     checkpoint = record["checkpoint"]
     assert {k: checkpoint[k] for k in ("path", "size", "sha256")} == {
-        "path": str(run / "model.pt"), "size": (run / "model.pt").stat().st_size, "sha256": _sha256(run / "model.pt")}
+        "path": str(run / "model.pt"),
+        "size": (run / "model.pt").stat().st_size,
+        "sha256": _sha256(run / "model.pt"),
+    }
     assert checkpoint["provenance"] == _record(run)["provenance"]
     provenance = record["provenance"]
     assert provenance["command"] == ["gca", *argv]
     assert [entry["sha256"] for entry in provenance["inputs"]] == [
-        _sha256(files["edges"]), _sha256(files["features"]), _sha256(run / "model.pt")]
+        _sha256(files["edges"]),
+        _sha256(files["features"]),
+        _sha256(run / "model.pt"),
+    ]
     assert record["num_nodes"] == 30 and record["dimensions"] == np.load(tmp_path / "emb" / "embeddings.npy").shape[1]
     assert main(argv) == 0  # the folder is gca embed's own: a second embedding replaces the first
 
@@ -267,8 +361,10 @@ def test_embed_without_a_graph_is_one_line_and_writes_nothing(trained, tmp_path,
     assert main(["embed", "--checkpoint", str(trained[1] / "model.pt"), "--out", str(tmp_path / "emb")]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
-    assert err == ["gca: error: gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE "
-                   "--features FILE (with the feature columns the model was trained on)"]  # fmt: skip
+    assert err == [
+        "gca: error: gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE "
+        "--features FILE (with the feature columns the model was trained on)"
+    ]
     assert captured.out == "" and not (tmp_path / "emb").exists()
 
 
@@ -277,8 +373,10 @@ def test_a_checkpoint_whose_provenance_is_not_plain_values_is_one_line(trained, 
     state["provenance"]["versions"] = torch.zeros(2)
     torch.save(state, tmp_path / "bad.pt")
     capsys.readouterr()
-    assert main(["embed", "--checkpoint", str(tmp_path / "bad.pt"), "--dataset", "Karate", "--out",
-                 str(tmp_path / "emb")]) == 2  # fmt: skip
+    assert (
+        main(["embed", "--checkpoint", str(tmp_path / "bad.pt"), "--dataset", "Karate", "--out", str(tmp_path / "emb")])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a damaged gca checkpoint ('provenance' is" in err[0], err
     assert "not a table of plain values" in err[0] and not (tmp_path / "emb").exists()
@@ -290,6 +388,7 @@ def test_a_checkpoint_whose_provenance_is_not_plain_values_is_one_line(trained, 
 def _stop_training(monkeypatch, after_epoch: int = 0) -> None:
     """Ctrl-C during training: at once (``after_epoch`` 0), or once that epoch's checkpoint is written."""
     if not after_epoch:
+
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
 
@@ -337,8 +436,10 @@ def test_ctrl_c_after_a_checkpoint_says_it_stays_for_resume(tmp_path, capsys, mo
     out = tmp_path / "run"
     _stop_training(monkeypatch, after_epoch=1)
     line = _interrupted([*KARATE, "--checkpoint-every", "1", "--out", str(out)], capsys)
-    assert line == (f"gca: interrupted; {out} holds no results; the training checkpoint {out / IN_PROGRESS} stays: "
-                    "the same command with --resume continues from it")  # fmt: skip
+    assert line == (
+        f"gca: interrupted; {out} holds no results; the training checkpoint {out / IN_PROGRESS} stays: "
+        "the same command with --resume continues from it"
+    )
     assert sorted(p.name for p in out.iterdir()) == [IN_PROGRESS]
     monkeypatch.undo()
     assert main([*KARATE, "--checkpoint-every", "1", "--resume", "--out", str(out)]) == 0  # as the line says
@@ -351,6 +452,18 @@ def test_ctrl_c_in_embed_says_what_its_folder_holds(trained, tmp_path, capsys, m
 
     monkeypatch.setattr(GCA, "embed", interrupted)
     _, run, files = trained
-    line = _interrupted(["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(files["edges"]),
-                         "--features", str(files["features"]), "--out", str(tmp_path / "emb")], capsys)  # fmt: skip
+    line = _interrupted(
+        [
+            "embed",
+            "--checkpoint",
+            str(run / "model.pt"),
+            "--edges",
+            str(files["edges"]),
+            "--features",
+            str(files["features"]),
+            "--out",
+            str(tmp_path / "emb"),
+        ],
+        capsys,
+    )
     assert line == "gca: interrupted; nothing was written" and not (tmp_path / "emb").exists()

@@ -59,10 +59,16 @@ def string_graph(tmp_path_factory):
     (tmp / "wide.csv").write_text(wide)
     triples = [(names[k], j, float(dense[k, j])) for k in order for j in range(WIDTH) if dense[k, j]]
     (tmp / "long.csv").write_text("node,feature,value\n" + "".join(f"{a},{b},{c:g}\n" for a, b, c in triples))
-    pq.write_table(pa.table({"node": [t[0] for t in triples], "feature": [t[1] for t in triples],
-                             "value": [t[2] for t in triples]}), tmp / "long.parquet")  # fmt: skip
-    pq.write_table(pa.table({"source": [names[u] for u, _ in edges], "target": [names[v] for _, v in edges]}),
-                   tmp / "edges.parquet")  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {"node": [t[0] for t in triples], "feature": [t[1] for t in triples], "value": [t[2] for t in triples]}
+        ),
+        tmp / "long.parquet",
+    )
+    pq.write_table(
+        pa.table({"source": [names[u] for u, _ in edges], "target": [names[v] for _, v in edges]}),
+        tmp / "edges.parquet",
+    )
     as_object = {names[k]: {str(j): float(dense[k, j]) for j in range(WIDTH) if dense[k, j]} for k in order}
     (tmp / "values.json").write_text(json.dumps(as_object))
     np.save(tmp / "x.npy", dense[order])
@@ -87,8 +93,9 @@ def test_every_feature_form_gives_the_same_graph_aligned_by_id(string_graph, for
     tmp, names, dense = string_graph["tmp"], string_graph["names"], string_graph["dense"]
     loaded = load_files(tmp / edges, **FORMS[form](tmp))
     pairs, rows = _canonical(loaded)
-    assert pairs == {tuple(sorted((names[u], names[v]))) for u, v in string_graph["edges"]} | \
-        {tuple(sorted((names[v], names[u]))) for u, v in string_graph["edges"]}  # fmt: skip
+    assert pairs == {tuple(sorted((names[u], names[v]))) for u, v in string_graph["edges"]} | {
+        tuple(sorted((names[v], names[u]))) for u, v in string_graph["edges"]
+    }
     for k, name in enumerate(names):
         if name in rows:  # a node without edges or features is absent from no form: every form lists all 40
             np.testing.assert_array_equal(rows[name], dense[k], err_msg=f"{form}: {name}")
@@ -144,8 +151,26 @@ def test_64_bit_integer_ids_map_and_export_as_integers(tmp_path):
     assert (loaded.node_ids - base == x).all()  # each row's feature is its id's offset
     assert (loaded.data.y.numpy() == (loaded.node_ids - base) % 2).all()
     out = tmp_path / "o"
-    assert main(["train", "--edges", str(tmp_path / "e.tsv"), "--features", str(tmp_path / "x.csv"), "--no-eval",
-                 "--epochs", "1", "--quiet", "--out", str(out), "--export", str(tmp_path / "emb.parquet")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.tsv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--no-eval",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--out",
+                str(out),
+                "--export",
+                str(tmp_path / "emb.parquet"),
+            ]
+        )
+        == 0
+    )
     exported = pq.read_table(tmp_path / "emb.parquet")
     assert exported.schema.field("node_id").type == pa.int64()
     assert exported.column("node_id").to_pylist() == [base + k for k in reversed(range(6))]
@@ -209,21 +234,45 @@ def test_blocks_of_a_large_file_read_as_one(tmp_path, monkeypatch):
 def test_label_tables_pick_their_columns_and_skip_nodes_not_in_the_graph(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("a,b\nb,c\nc,d\n")
     (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\nd,4\n")
-    (tmp_path / "y.csv").write_text("user,year,class,team\na,2001,x,red\nb,2002,y,blue\ngone,2003,x,red\n"
-                                    "c,2004,NA,red\nd,2005,y,blue\n")  # fmt: skip
+    (tmp_path / "y.csv").write_text(
+        "user,year,class,team\na,2001,x,red\nb,2002,y,blue\ngone,2003,x,red\nc,2004,NA,red\nd,2005,y,blue\n"
+    )
     with pytest.raises(DatasetError, match="--label-column"):
         load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
-    loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user",
-                        label_column="team")  # fmt: skip
+    loaded = load_files(
+        tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user", label_column="team"
+    )
     assert loaded.data.y.tolist() == [1, 0, 1, 0] and loaded.class_names == ["blue", "red"]
     assert any("1 label in" in w and "'gone'" in w and "skipped" in w for w in loaded.warnings)
-    by_class = load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user",
-                          label_column="class")  # fmt: skip
+    by_class = load_files(
+        tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user", label_column="class"
+    )
     assert by_class.data.y.tolist() == [0, 1, -1, 1]  # c's NA: unlabelled, never a class
     out = tmp_path / "o"
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"), "--labels",
-                 str(tmp_path / "y.csv"), "--id-column", "user", "--label-column", "team", "--epochs", "1",
-                 "--quiet", "--no-eval", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--id-column",
+                "user",
+                "--label-column",
+                "team",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--no-eval",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "1 label in " + str(tmp_path / "y.csv") + " names a node that is not in the graph" in capsys.readouterr().err
 
 
@@ -232,8 +281,22 @@ def test_reading_flags_without_files_are_refused(tmp_path, capsys):
     assert "--edge-weight applies to --edges/--features files" in capsys.readouterr().err
     (tmp_path / "e.csv").write_text("0,1\n")
     (tmp_path / "x.csv").write_text("1\n2\n")
-    assert main(["train", "--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.csv"),
-                 "--feature-ids", str(tmp_path / "e.csv"), "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp_path / "e.csv"),
+                "--features",
+                str(tmp_path / "x.csv"),
+                "--feature-ids",
+                str(tmp_path / "e.csv"),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "an .npy or .npz feature matrix" in capsys.readouterr().err
 
 
@@ -241,9 +304,29 @@ def test_a_string_id_graph_with_long_features_trains_and_exports_its_ids(string_
     tmp, names = string_graph["tmp"], string_graph["names"]
     (tmp_path / "y.csv").write_text("node,label\n" + "".join(f"{n},{'ab'[k % 2]}\n" for k, n in enumerate(names)))
     out = tmp_path / "run"
-    assert main(["train", "--edges", str(tmp / "edges.parquet"), "--features", str(tmp / "long.parquet"),
-                 "--labels", str(tmp_path / "y.csv"), "--epochs", "2", "--splits", "2", "--quiet", "--out", str(out),
-                 "--export", str(tmp_path / "emb.csv")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp / "edges.parquet"),
+                "--features",
+                str(tmp / "long.parquet"),
+                "--labels",
+                str(tmp_path / "y.csv"),
+                "--epochs",
+                "2",
+                "--splits",
+                "2",
+                "--quiet",
+                "--out",
+                str(out),
+                "--export",
+                str(tmp_path / "emb.csv"),
+            ]
+        )
+        == 0
+    )
     lines = (tmp_path / "emb.csv").read_text().splitlines()
     assert lines[0].startswith("node_id,e0") and sorted(line.split(",")[0] for line in lines[1:]) == sorted(names)
     embeddings = np.load(out / "embeddings.npy")
@@ -271,13 +354,33 @@ def test_each_sparse_or_wide_form_trains_from_the_command_line_keeping_its_ids(s
     given = FORMS[form](tmp)
     extra = ["--feature-ids", str(given["feature_ids"])] if "feature_ids" in given else []
     export = tmp_path / "emb.parquet"
-    assert main(["train", "--edges", str(tmp / "edges.csv"), "--features", str(given["features"]), *extra,
-                 "--epochs", "2", "--no-eval", "--quiet", "--out", str(tmp_path / "run"), "--export",
-                 str(export)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp / "edges.csv"),
+                "--features",
+                str(given["features"]),
+                *extra,
+                "--epochs",
+                "2",
+                "--no-eval",
+                "--quiet",
+                "--out",
+                str(tmp_path / "run"),
+                "--export",
+                str(export),
+            ]
+        )
+        == 0
+    )
     table = pq.read_table(export)
     assert table.schema.field("node_id").type == pa.string() and sorted(table.column("node_id").to_pylist()) == names
-    np.testing.assert_array_equal(np.stack([table.column(c).to_numpy() for c in table.column_names[1:]], axis=1),
-                                  np.load(tmp_path / "run" / "embeddings.npy"))  # fmt: skip
+    np.testing.assert_array_equal(
+        np.stack([table.column(c).to_numpy() for c in table.column_names[1:]], axis=1),
+        np.load(tmp_path / "run" / "embeddings.npy"),
+    )
 
 
 def test_a_graph_from_dataframes_trains_with_the_estimator_and_exports_its_ids(string_graph, tmp_path):
@@ -315,18 +418,54 @@ def test_embed_reads_named_sparse_features_into_the_columns_the_model_was_traine
     tmp, names, dense = string_graph["tmp"], string_graph["names"], string_graph["dense"]
     rows = [(names[k], f"w{j}", float(dense[k, j])) for k in range(N) for j in range(WIDTH) if dense[k, j]]
     (tmp_path / "train.csv").write_text("node,word,count\n" + "".join(f"{a},{b},{c:g}\n" for a, b, c in rows))
-    (tmp_path / "other.csv").write_text("node,word,count\n" + "".join(
-        f"{a},{b},{c:g}\n" for a, b, c in [*reversed(rows), (names[3], "a-new", 5.0)]))  # fmt: skip
+    (tmp_path / "other.csv").write_text(
+        "node,word,count\n" + "".join(f"{a},{b},{c:g}\n" for a, b, c in [*reversed(rows), (names[3], "a-new", 5.0)])
+    )
     run = tmp_path / "run"
-    assert main(["train", "--edges", str(tmp / "edges.csv"), "--features", str(tmp_path / "train.csv"), "--epochs",
-                 "2", "--no-eval", "--quiet", "--out", str(run), "--export", str(tmp_path / "train.parquet")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--edges",
+                str(tmp / "edges.csv"),
+                "--features",
+                str(tmp_path / "train.csv"),
+                "--epochs",
+                "2",
+                "--no-eval",
+                "--quiet",
+                "--out",
+                str(run),
+                "--export",
+                str(tmp_path / "train.parquet"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["embed", "--checkpoint", str(run / "model.pt"), "--edges", str(tmp / "edges.csv"), "--features",
-                 str(tmp_path / "other.csv"), "--out", str(tmp_path / "emb"), "--export",
-                 str(tmp_path / "other.parquet")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "embed",
+                "--checkpoint",
+                str(run / "model.pt"),
+                "--edges",
+                str(tmp / "edges.csv"),
+                "--features",
+                str(tmp_path / "other.csv"),
+                "--out",
+                str(tmp_path / "emb"),
+                "--export",
+                str(tmp_path / "other.parquet"),
+            ]
+        )
+        == 0
+    )
     assert "1 feature (1 entries) that the model was not trained on are left out" in capsys.readouterr().err
-    trained, other = (pq.read_table(tmp_path / f"{n}.parquet").to_pandas().set_index("node_id").sort_index()
-                      for n in ("train", "other"))  # fmt: skip
+    trained, other = (
+        pq.read_table(tmp_path / f"{n}.parquet").to_pandas().set_index("node_id").sort_index()
+        for n in ("train", "other")
+    )
     np.testing.assert_allclose(other.to_numpy(), trained.to_numpy(), rtol=1e-5, atol=1e-6)
 
 

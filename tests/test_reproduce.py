@@ -31,8 +31,9 @@ TINY = Mode(runs=2, max_epochs=5, grid=(0.1, 0.5), grid_runs=1, grid_max_epochs=
 
 
 def _repro(out, datasets=("Karate",), mode=TINY, **kwargs) -> Reproduction:
-    return Reproduction(out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None,
-                        mode=mode, **kwargs)  # fmt: skip
+    return Reproduction(
+        out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None, mode=mode, **kwargs
+    )
 
 
 def test_paper_numbers_are_the_papers():
@@ -41,10 +42,14 @@ def test_paper_numbers_are_the_papers():
     assert PAPER_TABLE3["GAT"]["Coauthor-Physics"] == (95.47, 0.15)
     assert PAPER_TABLE4["GCA–T–A"]["Amazon-Computers"] == (86.25, 0.25)
     assert PAPER_TABLE3["MVGRL"]["Amazon-Photo"] == (91.74, 0.07) and PAPER_TABLE3["GMI"]["Amazon-Computers"] == (
-        82.21, 0.31)  # fmt: skip
+        82.21,
+        0.31,
+    )
     assert PAPER_OOM == {("GMI", "Coauthor-CS"), ("GMI", "Coauthor-Physics")}  # out of memory in the paper
-    assert all(set(row) | {ds for m, ds in PAPER_OOM if PAPER_TABLE3.get(m) is row} == set(PAPER_DATASETS)
-               for row in (*PAPER_TABLE3.values(), *PAPER_TABLE4.values()))  # fmt: skip
+    assert all(
+        set(row) | {ds for m, ds in PAPER_OOM if PAPER_TABLE3.get(m) is row} == set(PAPER_DATASETS)
+        for row in (*PAPER_TABLE3.values(), *PAPER_TABLE4.values())
+    )
     assert PAPER_TABLE4["GCA"] == PAPER_TABLE3["GCA-DE"] | {"Wiki-CS": (78.30, 0.01)}
 
 
@@ -128,8 +133,24 @@ def test_figure3_emphasises_the_coaches_edges(tmp_path):
 
 
 def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
-    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw",
-            "--eval-protocol", "sklearn", "--quiet", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
+    args = [
+        "reproduce",
+        "table3",
+        "--dataset",
+        "Karate",
+        "--quick",
+        "--runs",
+        "1",
+        "--baselines",
+        "raw",
+        "--eval-protocol",
+        "sklearn",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "5 runs trained" in out  # raw, Random-Init, GCA-DE/-PR/-EV
@@ -140,9 +161,13 @@ def test_cli_reproduce_twice_trains_nothing_the_second_time(tmp_path, capsys):
     # a run file edited by hand or damaged is one line naming it — never a traceback, never "nan ± nan"
     run_file = sorted((tmp_path / "runs").glob("*.json"))[0]
     record = json.loads(run_file.read_text())
-    for damaged in ("[1, 2]", "{", json.dumps({**record, "accuracy": {**record["accuracy"], "mean": "high"}}),
-                    json.dumps({**record, "accuracy": [90]}), run_file.read_text().replace(
-                        f'"mean": {record["accuracy"]["mean"]}', '"mean": NaN')):  # fmt: skip
+    for damaged in (
+        "[1, 2]",
+        "{",
+        json.dumps({**record, "accuracy": {**record["accuracy"], "mean": "high"}}),
+        json.dumps({**record, "accuracy": [90]}),
+        run_file.read_text().replace(f'"mean": {record["accuracy"]["mean"]}', '"mean": NaN'),
+    ):
         run_file.write_text(damaged)
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -160,8 +185,21 @@ def test_ctrl_c_keeps_finished_runs(tmp_path, monkeypatch, capsys):
         return original(self, run, plot_label)
 
     monkeypatch.setattr(Executor, "run", interrupt_second)
-    args = ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "2", "--baselines", "raw",
-            "--quiet", "--no-plots", "--out", str(tmp_path)]  # fmt: skip
+    args = [
+        "reproduce",
+        "table3",
+        "--dataset",
+        "Karate",
+        "--quick",
+        "--runs",
+        "2",
+        "--baselines",
+        "raw",
+        "--quiet",
+        "--no-plots",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(args) == 130
     assert "run the same command again" in capsys.readouterr().err
     assert len(list((tmp_path / "runs").glob("*.json"))) == 1
@@ -183,8 +221,13 @@ def test_user_spelling_gets_the_datasets_settings_and_paper_column(tmp_path, off
     config = dict(cell.runs[0].config)
     assert (config["p_e1"], config["p_f1"], config["tau"], config["lr"]) == (0.3, 0.1, 0.3, 0.1)  # Table 5
     assert cell.runs == planner.table3("amazon_photo")[0].runs  # one dataset, whatever the spelling
-    repro = _repro(tmp_path, datasets=("Amazon Photo",), baselines=(), data_dir=tmp_path / "empty",
-                   mode=replace(TINY, protocol="authors"))  # fmt: skip
+    repro = _repro(
+        tmp_path,
+        datasets=("Amazon Photo",),
+        baselines=(),
+        data_dir=tmp_path / "empty",
+        mode=replace(TINY, protocol="authors"),
+    )
     reproduce("table3", repro)
     table = (tmp_path / "table3.md").read_text()
     assert "Amazon-Photo (paper)" in table and "92.49 ± 0.09" in table
@@ -223,8 +266,16 @@ def test_a_baselines_run_key_names_its_implementation():
 def test_table3_has_a_number_on_every_row(tmp_path):
     """Every row of the paper's Table 3 runs (the random-walk rows with gca's own walks and gensim's skip-gram, no
     pyg-lib), each baseline on its quick schedule; GCA capped at 5 epochs, judged by gca's probe on two splits."""
-    mode = Mode(runs=1, max_epochs=5, grid=(0.5,), grid_runs=1, grid_max_epochs=5, quick=True, protocol="sklearn",
-                split=SplitSetting(count=2))  # fmt: skip
+    mode = Mode(
+        runs=1,
+        max_epochs=5,
+        grid=(0.5,),
+        grid_runs=1,
+        grid_max_epochs=5,
+        quick=True,
+        protocol="sklearn",
+        split=SplitSetting(count=2),
+    )
     reproduce("table3", _repro(tmp_path, baselines=tuple(BASELINES), mode=mode))
     table = (tmp_path / "table3.md").read_text()
     for row in PAPER_TABLE3:
@@ -264,8 +315,16 @@ def test_the_authors_protocol_judges_every_unsupervised_row_and_is_stored_apart(
     import json
 
     authors = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True, protocol="authors")
-    repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
-                         mode=authors, baselines=("raw", "gcn"))  # fmt: skip
+    repro = Reproduction(
+        tmp_path,
+        ["Karate"],
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=authors,
+        baselines=("raw", "gcn"),
+    )
     reproduce("table3", repro)
     records = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
     by_method = {(r["method"], r["settings"].get("epochs")): r for r in records}

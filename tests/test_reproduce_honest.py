@@ -19,8 +19,17 @@ TINY = Mode(runs=1, max_epochs=5, grid=(0.1,), grid_runs=1, grid_max_epochs=5, q
 
 
 def _table3(out, baselines=("raw",), datasets=("Karate",), **kwargs) -> Reproduction:
-    repro = Reproduction(out, list(datasets), progress=False, plots=False, device="cpu", log=lambda m: None,
-                         mode=TINY, baselines=baselines, **kwargs)  # fmt: skip
+    repro = Reproduction(
+        out,
+        list(datasets),
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=TINY,
+        baselines=baselines,
+        **kwargs,
+    )
     reproduce("table3", repro)
     return repro
 
@@ -30,14 +39,18 @@ def _record_of(out, method_label: str) -> tuple:
     for path in sorted((out / "runs").glob("*.json")):
         record = json.loads(path.read_text())
         settings = record.get("settings", {})
-        label = record["method"] if record["method"] != "gca" else (
-            "Random-Init" if settings.get("epochs") == 0 else "GCA-" + SHORT[settings["centrality"]])
+        label = (
+            record["method"]
+            if record["method"] != "gca"
+            else ("Random-Init" if settings.get("epochs") == 0 else "GCA-" + SHORT[settings["centrality"]])
+        )
         if label == method_label and settings.get("protocol", "authors") == "authors":
             return path, record
     raise AssertionError(method_label)
 
 
 # 4. The store trusts only records it wrote for the file they are in
+
 
 def test_an_emptied_record_is_refused_not_taken_as_a_diverged_run(tmp_path):
     _table3(tmp_path)
@@ -61,8 +74,23 @@ def test_a_record_copied_over_another_runs_file_is_refused(tmp_path):
 
 
 def _cli_args(out) -> list[str]:
-    return ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw", "--quiet",
-            "--device", "cpu", "--no-plots", "--out", str(out)]  # fmt: skip
+    return [
+        "reproduce",
+        "table3",
+        "--dataset",
+        "Karate",
+        "--quick",
+        "--runs",
+        "1",
+        "--baselines",
+        "raw",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--no-plots",
+        "--out",
+        str(out),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +101,16 @@ def finished(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("edit", [
-    lambda r: {k: v for k, v in r.items() if k != "accuracy"},
-    lambda r: {**r, "accuracy": None},  # a diverged run without its error
-    lambda r: {**r, "seed": r["seed"] + 1},
-    lambda r: {**r, "config": {**r["config"], "tau": 0.123}},
-    lambda r: {**r, "accuracy": {**r["accuracy"], "runs": [101.0]}},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: {k: v for k, v in r.items() if k != "accuracy"},
+        lambda r: {**r, "accuracy": None},  # a diverged run without its error
+        lambda r: {**r, "seed": r["seed"] + 1},
+        lambda r: {**r, "config": {**r["config"], "tau": 0.123}},
+        lambda r: {**r, "accuracy": {**r["accuracy"], "runs": [101.0]}},
+    ],
+)
 def test_records_whose_fields_do_not_match_their_run_are_refused_in_one_line(finished, tmp_path, capsys, edit):
     out = tmp_path / "out"
     shutil.copytree(finished, out)
@@ -89,7 +120,6 @@ def test_records_whose_fields_do_not_match_their_run_are_refused_in_one_line(fin
     assert main(_cli_args(out)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0] and "delete it" in err[0], err
-
 
 
 def test_a_run_two_rows_share_has_its_seconds_counted_once(finished, tmp_path):
@@ -113,9 +143,23 @@ def test_a_run_two_rows_share_has_its_seconds_counted_once(finished, tmp_path):
 
 # 5. Scripts see failure
 
+
 def _reproduce_args(tmp_path, *datasets, data_dir=None):
-    args = ["reproduce", "table3", "--quick", "--runs", "1", "--baselines", "raw", "--quiet", "--device", "cpu",
-            "--no-plots", "--out", str(tmp_path / "out")]  # fmt: skip
+    args = [
+        "reproduce",
+        "table3",
+        "--quick",
+        "--runs",
+        "1",
+        "--baselines",
+        "raw",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--no-plots",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     for d in datasets:
         args += ["--dataset", d]
     return args + (["--data-dir", str(data_dir)] if data_dir else [])
@@ -154,12 +198,18 @@ def test_one_dataset_named_twice_runs_once(tmp_path, capsys):
 
 # 2. Random-Init under both probes; a probe that had not converged is flagged
 
+
 def test_a_probe_whose_best_check_is_its_last_on_most_splits_is_flagged_as_unconverged():
     from gca.evaluate.classification import EvaluationResult
 
     def judged(chosen: list[int]) -> EvaluationResult:
-        return EvaluationResult([70.0] * len(chosen), val_accuracies=[70.0] * len(chosen), protocol="authors",
-                                chosen_epochs=chosen, last_check=3000)  # fmt: skip
+        return EvaluationResult(
+            [70.0] * len(chosen),
+            val_accuracies=[70.0] * len(chosen),
+            protocol="authors",
+            chosen_epochs=chosen,
+            last_check=3000,
+        )
 
     stopped = judged([3000, 3000, 3000, 1200])
     assert stopped.best_at_last_check == 3 and not stopped.probe_converged
@@ -214,18 +264,30 @@ def test_a_mini_batch_row_is_named_so_and_the_paper_column_has_no_spread_of_zero
     assert _training(cell, [{"config": {"batch_size": 0}}]) == "exact"
 
     def ok(mean, training=""):
-        return {"status": "ok", "mean": mean, "std": 0.4, "n": 20, "runs": 1, "training": training,
-                "seconds": 1.0, "probe_last": (0, 20), "unconverged": False}  # fmt: skip
+        return {
+            "status": "ok",
+            "mean": mean,
+            "std": 0.4,
+            "n": 20,
+            "runs": 1,
+            "training": training,
+            "seconds": 1.0,
+            "probe_last": (0, 20),
+            "unconverged": False,
+        }
 
     mb = "mini-batch B=1024, fan-out 10,10"
-    rows = [("Raw features", ["X"], {"Amazon-Photo": ok(78.9), "Karate": ok(60.0)}),
-            ("GCA-DE", ["X, A"], {"Amazon-Photo": ok(92.7, mb), "Karate": ok(70.0, mb)}),
-            ("GCA-PR", ["X, A"], {"Amazon-Photo": ok(92.5, mb), "Karate": ok(71.0, "exact")}),
-            ("GMI", ["X, A"], {"Amazon-Photo": ok(90.0), "Karate": ok(65.0)})]  # fmt: skip
+    rows = [
+        ("Raw features", ["X"], {"Amazon-Photo": ok(78.9), "Karate": ok(60.0)}),
+        ("GCA-DE", ["X, A"], {"Amazon-Photo": ok(92.7, mb), "Karate": ok(70.0, mb)}),
+        ("GCA-PR", ["X, A"], {"Amazon-Photo": ok(92.5, mb), "Karate": ok(71.0, "exact")}),
+        ("GMI", ["X, A"], {"Amazon-Photo": ok(90.0), "Karate": ok(65.0)}),
+    ]
     from gca.reproduce import PAPER_TABLE3
 
-    md = write_table(tmp_path / "t", "T", rows, ["Method", "Training data"], ["Amazon-Photo", "Karate"],
-                     PAPER_TABLE3, [])  # fmt: skip
+    md = write_table(
+        tmp_path / "t", "T", rows, ["Method", "Training data"], ["Amazon-Photo", "Karate"], PAPER_TABLE3, []
+    )
     lines = {line.split(" | ")[0][2:]: line for line in md.splitlines() if line.startswith("| ")}
     assert "| 78.53 |" in lines["Raw features"] and "± 0.00" not in md
     assert "GCA-DE (mini-batch)" in lines and "92.49 ± 0.09" in lines["GCA-DE (mini-batch)"]

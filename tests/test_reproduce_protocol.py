@@ -23,8 +23,17 @@ from gca.train.fast import fast_choice
 
 
 def _run(tmp_path, mode, task="table3", baselines=("raw",), **kwargs):
-    repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
-                         mode=mode, baselines=baselines, **kwargs)  # fmt: skip
+    repro = Reproduction(
+        tmp_path,
+        ["Karate"],
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=mode,
+        baselines=baselines,
+        **kwargs,
+    )
     reproduce(task, repro)
     return repro
 
@@ -38,8 +47,22 @@ def _records(tmp_path) -> list[dict]:
 
 def test_gca_reproduce_judges_under_the_authors_protocol_by_default(tmp_path):
     out = tmp_path / "r"
-    args = ["reproduce", "table3", "--dataset", "Karate", "--runs", "1", "--baselines", "raw", "--quiet",
-            "--no-plots", "--device", "cpu", "--out", str(out)]  # fmt: skip
+    args = [
+        "reproduce",
+        "table3",
+        "--dataset",
+        "Karate",
+        "--runs",
+        "1",
+        "--baselines",
+        "raw",
+        "--quiet",
+        "--no-plots",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     records = _records(out)
     assert records and all(r["accuracy"]["protocol"] == "authors" for r in records if r["method"] == "gca")
@@ -146,8 +169,9 @@ def test_notes_say_what_ran_and_one_value_is_never_a_spread_of_zero(tmp_path):
 
 
 def test_quick_runs_are_judged_on_several_splits_and_their_values_pair_by_split(tmp_path):
-    quick = Mode(runs=1, max_epochs=None, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True,
-                 split=SplitSetting(count=4))  # fmt: skip
+    quick = Mode(
+        runs=1, max_epochs=None, grid=(0.1,), grid_runs=1, grid_max_epochs=5, quick=True, split=SplitSetting(count=4)
+    )
     _run(tmp_path, quick)
     records = _records(tmp_path)
     assert all(len(r["accuracy"]["runs"]) == 4 for r in records)  # raw, Random-Init, GCA-DE/-PR/-EV
@@ -187,8 +211,10 @@ def test_the_authors_protocol_cuts_split_parts_with_int():
     assert (len(train), len(val), len(test)) == (270, 270, 2168)
     train, val, test = random_splits(2708, 1)[0]
     assert (len(train), len(val), len(test)) == (271, 271, 2166)
-    assert SplitSetting().for_protocol("authors").sizes == "floor" and SplitSetting().for_protocol("sklearn").sizes \
-        == "round"  # fmt: skip
+    assert (
+        SplitSetting().for_protocol("authors").sizes == "floor"
+        and SplitSetting().for_protocol("sklearn").sizes == "round"
+    )
     with pytest.raises(EvaluationError, match="unknown split sizes"):
         random_splits(10, 1, sizes="ceil")
 
@@ -197,8 +223,27 @@ def test_gca_train_draws_int_sized_parts_under_the_authors_protocol(tmp_path):
     sizes, cut = {}, {}
     for protocol in ("authors", "sklearn"):
         out = tmp_path / protocol
-        assert main(["train", "--epochs", "2", "--quiet", "--splits", "1", "--train-frac", "0.2", "--val-frac",
-                     "0.2", "--eval-protocol", protocol, "--out", str(out)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "train",
+                    "--epochs",
+                    "2",
+                    "--quiet",
+                    "--splits",
+                    "1",
+                    "--train-frac",
+                    "0.2",
+                    "--val-frac",
+                    "0.2",
+                    "--eval-protocol",
+                    protocol,
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         record = json.loads((out / "results.json").read_text())["evaluation_split"]
         sizes[protocol], cut[protocol] = record["sizes"], record.get("cut")
     assert sizes == {"authors": [6, 6, 22], "sklearn": [7, 7, 20]}  # 0.2 · 34 = 6.8
@@ -208,8 +253,16 @@ def test_gca_train_draws_int_sized_parts_under_the_authors_protocol(tmp_path):
 def test_a_split_record_keeps_the_cut_and_the_part_sizes_apart():
     setting = SplitSetting("random", 2, train=0.2, val=0.2).for_protocol("authors")
     record = setting.record(setting.draw(np.arange(34) % 2))
-    assert record == {"scheme": "random", "train": 0.2, "val": 0.2, "test": None, "cut": "floor", "count": 2,
-                      "sizes": [6, 6, 22], "unlabelled_removed": {"train": 0, "val": 0, "test": 0}}  # fmt: skip
+    assert record == {
+        "scheme": "random",
+        "train": 0.2,
+        "val": 0.2,
+        "test": None,
+        "cut": "floor",
+        "count": 2,
+        "sizes": [6, 6, 22],
+        "unlabelled_removed": {"train": 0, "val": 0, "test": 0},
+    }
     assert setting.record() == {"scheme": "random", "train": 0.2, "val": 0.2, "test": None, "cut": "floor"}
     assert "cut" not in SplitSetting("random", 2).record()  # round(), the default, is not said
 
@@ -219,8 +272,27 @@ def test_a_split_record_keeps_the_cut_and_the_part_sizes_apart():
 
 def test_public_split_with_seeds_reports_mean_and_std_over_pretrainings(tmp_path, shared_data, cache_dir, capsys):
     out = tmp_path / "cora"
-    assert main(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--eval-split", "public",
-                 "--seeds", "3", "--epochs", "3", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                "Cora",
+                "--data-dir",
+                str(shared_data),
+                "--eval-split",
+                "public",
+                "--seeds",
+                "3",
+                "--epochs",
+                "3",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())["pretrainings"]
     assert record["count"] == 3 and record["seeds"] == [0, 1, 2] and record["splits_each"] == 1
     assert len(set(record["accuracy"])) > 1  # three different pretrainings
@@ -229,21 +301,59 @@ def test_public_split_with_seeds_reports_mean_and_std_over_pretrainings(tmp_path
     assert f"{record['mean']:.2f} ± {record['std']:.2f} % over 3 pretrainings" in printed
     # the first pretraining is the plain run's: --seeds changes nothing of it
     plain = tmp_path / "plain"
-    assert main(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--eval-split", "public",
-                 "--epochs", "3", "--quiet", "--out", str(plain)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                "Cora",
+                "--data-dir",
+                str(shared_data),
+                "--eval-split",
+                "public",
+                "--epochs",
+                "3",
+                "--quiet",
+                "--out",
+                str(plain),
+            ]
+        )
+        == 0
+    )
     first = json.loads((plain / "results.json").read_text())["accuracy"]["mean"]
     assert record["accuracy"][0] == first
 
 
 def test_a_split_count_a_public_split_cannot_follow_is_refused(tmp_path, shared_data, cache_dir, capsys):
-    assert main(["train", "--dataset", "Cora", "--data-dir", str(shared_data), "--eval-split", "public",
-                 "--splits", "5", "--epochs", "1", "--quiet", "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                "Cora",
+                "--data-dir",
+                str(shared_data),
+                "--eval-split",
+                "public",
+                "--splits",
+                "5",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--splits 5 cannot apply: Cora is judged on 1 split of its own" in err[0]
     assert "--seeds K" in err[0] and not (tmp_path / "o" / "results.json").exists()
-    for bad, said in ((["--seeds", "0"], "--seeds must be at least 1"),
-                      (["--seeds", "2", "--task", "cluster"], "goes with --task classify"),
-                      (["--seeds", "2", "--checkpoint-every", "1"], "takes no --checkpoint-every")):  # fmt: skip
+    for bad, said in (
+        (["--seeds", "0"], "--seeds must be at least 1"),
+        (["--seeds", "2", "--task", "cluster"], "goes with --task classify"),
+        (["--seeds", "2", "--checkpoint-every", "1"], "takes no --checkpoint-every"),
+    ):
         assert main(["train", "--epochs", "1", "--quiet", "--out", str(tmp_path / "x"), *bad]) == 2
         assert said in capsys.readouterr().err
 
@@ -252,7 +362,7 @@ def test_the_python_public_split_call_works_on_what_load_dataset_returns(shared_
     from gca.datasets import load_dataset
 
     loaded = load_dataset("Cora", data_dir=shared_data)
-    (train, val, test), = SplitSetting("public").draw(loaded)
+    ((train, val, test),) = SplitSetting("public").draw(loaded)
     assert (len(train), len(val), len(test)) == (140, 500, 1000)
     with pytest.raises(EvaluationError, match=r"pass the loaded dataset, draw\(loaded\)"):
         SplitSetting("public").draw(loaded.data.y)
@@ -262,21 +372,41 @@ def test_the_python_public_split_call_works_on_what_load_dataset_returns(shared_
 
 
 def test_a_run_shorter_than_its_warm_up_says_so_in_one_line(tmp_path, capsys):
-    assert main(["train", "--epochs", "10", "--set", "lr=0.1", "--no-eval", "--quiet", "--out",
-                 str(tmp_path / "a")]) == 0  # fmt: skip
+    assert (
+        main(["train", "--epochs", "10", "--set", "lr=0.1", "--no-eval", "--quiet", "--out", str(tmp_path / "a")]) == 0
+    )
     lines = [line for line in capsys.readouterr().err.splitlines() if "warm-up" in line]
-    assert lines == ["gca: warning: the run makes 10 updates, fewer than its learning-rate warm-up of 100: it ends at "
-                     "lr 0.01, never reaching lr 0.1 (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
+    assert lines == [
+        "gca: warning: the run makes 10 updates, fewer than its learning-rate warm-up of 100: it ends at "
+        "lr 0.01, never reaching lr 0.1 (more --epochs, or --set warmup_steps=N)"
+    ]
     assert main(["train", "--epochs", "10", "--no-eval", "--quiet", "--out", str(tmp_path / "b")]) == 0
     assert "warm-up" not in capsys.readouterr().err  # lr 0.01: a warm-up of 10 updates, all made
 
 
 def test_the_notes_count_the_splits_that_judged_a_run_not_the_ones_asked(tmp_path, shared_data, cache_dir):
     """Cora has one public split: asked for 3 per training, each training is judged on that one, and says so."""
-    public = Mode(runs=1, max_epochs=2, grid=(0.1,), grid_runs=1, grid_max_epochs=2, quick=True, protocol="sklearn",
-                  split=SplitSetting("public", count=3))  # fmt: skip
-    repro = Reproduction(tmp_path, ["Cora"], data_dir=shared_data, progress=False, plots=False, device="cpu",
-                         log=lambda m: None, mode=public, baselines=("raw",))  # fmt: skip
+    public = Mode(
+        runs=1,
+        max_epochs=2,
+        grid=(0.1,),
+        grid_runs=1,
+        grid_max_epochs=2,
+        quick=True,
+        protocol="sklearn",
+        split=SplitSetting("public", count=3),
+    )
+    repro = Reproduction(
+        tmp_path,
+        ["Cora"],
+        data_dir=shared_data,
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=public,
+        baselines=("raw",),
+    )
     reproduce("table3", repro)
     assert all(len(r["accuracy"]["runs"]) == 1 for r in _records(tmp_path))
     table = (tmp_path / "table3.md").read_text()

@@ -24,8 +24,23 @@ COLLAPSED = "training collapsed: for all 5 updates the loss stayed at log(2N −
 
 
 def _cli_args(out) -> list[str]:
-    return ["reproduce", "table3", "--dataset", "Karate", "--quick", "--runs", "1", "--baselines", "raw", "--quiet",
-            "--device", "cpu", "--no-plots", "--out", str(out)]  # fmt: skip
+    return [
+        "reproduce",
+        "table3",
+        "--dataset",
+        "Karate",
+        "--quick",
+        "--runs",
+        "1",
+        "--baselines",
+        "raw",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--no-plots",
+        "--out",
+        str(out),
+    ]
 
 
 def _records(out) -> dict[str, tuple]:
@@ -35,8 +50,11 @@ def _records(out) -> dict[str, tuple]:
     for path in sorted((out / "runs").glob("*.json")):
         record = json.loads(path.read_text())
         settings = record.get("settings", {})
-        label = record["method"] if record["method"] != "gca" else (
-            "Random-Init" if settings.get("epochs") == 0 else "GCA-" + short[settings["centrality"]])
+        label = (
+            record["method"]
+            if record["method"] != "gca"
+            else ("Random-Init" if settings.get("epochs") == 0 else "GCA-" + short[settings["centrality"]])
+        )
         found[label] = (path, record)
     return found
 
@@ -63,6 +81,7 @@ def copy(finished, tmp_path):
 
 # item 2, item 11: a record carries a digest of its content and its run key, checked on every read
 
+
 def test_every_record_carries_the_sha256_of_its_canonical_json_and_run_key(copy):
     for path, record in _records(copy).values():
         body = {k: v for k, v in record.items() if k != "digest"}
@@ -82,8 +101,11 @@ def _refused(out, path, capsys) -> str:
 def test_a_baseline_record_edited_to_other_numbers_is_refused(copy, capsys):
     (copy / "table3.md").unlink()
     path, record = _records(copy)["raw"]
-    _rewrite(path, record, accuracy={**record["accuracy"], "mean": 99.9, "std": 0.0,
-                                     "runs": [99.9] * len(record["accuracy"]["runs"])})  # fmt: skip
+    _rewrite(
+        path,
+        record,
+        accuracy={**record["accuracy"], "mean": 99.9, "std": 0.0, "runs": [99.9] * len(record["accuracy"]["runs"])},
+    )
     assert "does not match its digest" in _refused(copy, path, capsys)
 
 
@@ -91,8 +113,11 @@ def test_a_gca_record_edited_by_ten_points_is_refused(copy, capsys):
     path, record = _records(copy)["GCA-DE"]
     accuracy = record["accuracy"]
     shift = 10 if max(accuracy["runs"]) <= 90 else -10  # still percentages: only the digest tells
-    _rewrite(path, record, accuracy={**accuracy, "mean": accuracy["mean"] + shift,
-                                     "runs": [v + shift for v in accuracy["runs"]]})  # fmt: skip
+    _rewrite(
+        path,
+        record,
+        accuracy={**accuracy, "mean": accuracy["mean"] + shift, "runs": [v + shift for v in accuracy["runs"]]},
+    )
     assert "does not match its digest" in _refused(copy, path, capsys)
 
 
@@ -124,6 +149,7 @@ def test_an_untouched_copy_is_read_whole(copy, capsys):
 
 
 # item 1: a failed run's record is gca's own: kept, shown failed with its reason, reused
+
 
 def _collapse_pagerank(monkeypatch) -> tuple[list, object]:
     """GCA-PR's trainings collapse; returns the trainings attempted (each a centrality) and the real run_gca."""
@@ -183,8 +209,16 @@ def test_a_failed_baseline_record_is_kept_too(tmp_path, monkeypatch):
         raise TrainingError("the loss diverged (nan at epoch 3)")
 
     monkeypatch.setitem(baselines.BASELINES, "raw", (*baselines.BASELINES["raw"][:2], diverges))
-    repro = Reproduction(tmp_path, ["Karate"], progress=False, plots=False, device="cpu", log=lambda m: None,
-                         mode=TINY, baselines=("raw",))  # fmt: skip
+    repro = Reproduction(
+        tmp_path,
+        ["Karate"],
+        progress=False,
+        plots=False,
+        device="cpu",
+        log=lambda m: None,
+        mode=TINY,
+        baselines=("raw",),
+    )
     reproduce("table3", repro)
     reproduce("table3", repro)  # read again: not refused
     table = (tmp_path / "table3.md").read_text()
@@ -192,6 +226,7 @@ def test_a_failed_baseline_record_is_kept_too(tmp_path, monkeypatch):
 
 
 # item 5: legends only where a cell needs them; the CSV's count is named so
+
 
 def test_a_table_without_paper_numbers_has_no_paper_legend(finished):
     table = (finished / "table3.md").read_text()
@@ -203,13 +238,23 @@ def test_the_flag_legend_stands_under_a_table_with_a_flagged_cell_only(tmp_path)
     from gca.reproduce.report import write_table
 
     def ok(mean):
-        return {"status": "ok", "mean": mean, "std": 0.1, "n": 20, "runs": 20, "training": "", "seconds": 1.0,
-                "probe_last": (0, 20), "unconverged": False}  # fmt: skip
+        return {
+            "status": "ok",
+            "mean": mean,
+            "std": 0.1,
+            "n": 20,
+            "runs": 20,
+            "training": "",
+            "seconds": 1.0,
+            "probe_last": (0, 20),
+            "unconverged": False,
+        }
 
     def table(mean):
         rows = [("GCA-DE", ["X, A"], {"Amazon-Photo": ok(mean)})]
-        return write_table(tmp_path / "t", "T", rows, ["Method", "Training data"], ["Amazon-Photo"], PAPER_TABLE3,
-                           ["a note"])  # fmt: skip
+        return write_table(
+            tmp_path / "t", "T", rows, ["Method", "Training data"], ["Amazon-Photo"], PAPER_TABLE3, ["a note"]
+        )
 
     near, far = table(92.5), table(80.0)
     assert "⚠" not in near and "Paper numbers: Zhu et al." in near
@@ -220,6 +265,7 @@ def test_the_flag_legend_stands_under_a_table_with_a_flagged_cell_only(tmp_path)
 
 
 # item 5: gca train --seeds K and gca reproduce train with the same seeds
+
 
 def test_repeated_trainings_take_consecutive_seeds_from_the_first():
     from gca.seeds import MAX_SEED, training_seeds
@@ -237,8 +283,29 @@ def test_gca_reproduce_and_gca_train_seeds_use_one_rule(tmp_path, capsys):
     planned = Planner(Mode.create(quick=False, runs=3)).table3("Karate")
     assert [r.seed for r in planned[-1].runs] == training_seeds(0, 3)
     out = tmp_path / "t"
-    assert main(["train", "--dataset", "Karate", "--seed", "5", "--seeds", "3", "--epochs", "2", "--splits", "2",
-                 "--device", "cpu", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                "Karate",
+                "--seed",
+                "5",
+                "--seeds",
+                "3",
+                "--epochs",
+                "2",
+                "--splits",
+                "2",
+                "--device",
+                "cpu",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())["pretrainings"]
     assert record["seeds"] == [5, 6, 7] == training_seeds(5, 3)
     assert "(seeds 5, 6, 7)" in capsys.readouterr().out

@@ -106,8 +106,24 @@ def test_gca_train_warm_starts_and_aligns_to_an_earlier_run(tmp_path, capsys):
     common = ["train", "--quiet", "--no-eval", "--set", "warmup_steps=0"]
     assert main([*common, "--epochs", "20", "--out", str(first), "--export", str(tmp_path / "first.parquet")]) == 0
     second = tmp_path / "second"
-    assert main([*common, "--epochs", "3", "--seed", "5", "--out", str(second), "--init-from",
-                 str(first / "model.pt"), "--align-to", str(tmp_path / "first.parquet")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--epochs",
+                "3",
+                "--seed",
+                "5",
+                "--out",
+                str(second),
+                "--init-from",
+                str(first / "model.pt"),
+                "--align-to",
+                str(tmp_path / "first.parquet"),
+            ]
+        )
+        == 0
+    )
     assert "aligned to" in capsys.readouterr().out
     record = json.loads((second / "results.json").read_text())
     moved = record["alignment"]
@@ -127,8 +143,22 @@ def test_gca_train_refuses_what_cannot_start_or_align(tmp_path, capsys):
     assert main(["train", "--quiet", "--no-eval", "--epochs", "2", "--out", str(out)]) == 0
     wide = ["train", "--quiet", "--no-eval", "--epochs", "1", "--set", "hidden=4"]
     assert main([*wide, "--out", str(tmp_path / "b"), "--init-from", str(out / "model.pt")]) != 0
-    assert main(["train", "--quiet", "--no-eval", "--epochs", "1", "--out", str(tmp_path / "c"), "--align-to",
-                 str(tmp_path / "nothing.npy")]) != 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--quiet",
+                "--no-eval",
+                "--epochs",
+                "1",
+                "--out",
+                str(tmp_path / "c"),
+                "--align-to",
+                str(tmp_path / "nothing.npy"),
+            ]
+        )
+        != 0
+    )
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("gca: error:")]
     assert len(errors) == 2 and "Traceback" not in err

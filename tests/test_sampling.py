@@ -106,8 +106,9 @@ def test_each_sampled_edge_carries_its_own_unit_when_directions_are_sampled_apar
         data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
     graph = prepare_graph(data, directed=not undirected_graph)
     positions = {tuple(e): i for i, e in enumerate(graph.edge_index.t().tolist())}
-    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (4, 4), undirected=undirected_graph,
-                              symmetric_units=False)  # fmt: skip
+    sampler = NeighborSampler(
+        graph.edge_index, graph.num_nodes, (4, 4), undirected=undirected_graph, symmetric_units=False
+    )
     sub = sampler.sample(torch.tensor([39, 35, 30, 25]), torch.Generator().manual_seed(0))
     nodes = sub.nodes.tolist()
     assert sub.edge_index.shape[1] > 10
@@ -156,8 +157,16 @@ def test_take_rows_of_sparse_features_and_its_gradient():
 
 def _source(data: Data, config: GCAConfig, rank: int = 0, world: int = 1) -> NeighborBatches:
     prepared = prepare(data, config)
-    return NeighborBatches(prepared.graph, prepared.views, config.batch_size, config.fanouts,
-                           config.steps_per_epoch, config.seed, rank, world)  # fmt: skip
+    return NeighborBatches(
+        prepared.graph,
+        prepared.views,
+        config.batch_size,
+        config.fanouts,
+        config.steps_per_epoch,
+        config.seed,
+        rank,
+        world,
+    )
 
 
 def test_an_epoch_passes_over_every_node_once_split_between_processes():
@@ -226,8 +235,9 @@ def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_
     if directed:
         data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
     graph = prepare_graph(data, directed=directed)
-    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed,
-                              symmetric_units=not directed)  # fmt: skip
+    sampler = NeighborSampler(
+        graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed, symmetric_units=not directed
+    )
     anchors = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:20]
     sub = sampler.sample(anchors, torch.Generator().manual_seed(2))
     n1, n2 = sub.hop_sizes[1], sub.hop_sizes[2]
@@ -289,9 +299,13 @@ def test_a_view_computes_each_layer_only_at_the_rows_the_next_reads_and_those_ro
 
     _, sub, edges, rows = _view_of_sample()
     full = normalized_adjacency(edges, sub.num_nodes, symmetric=False).to_dense()
-    leading = [(crow, col, values, shape) for crow, col, values, shape in (
-        (m.matrix.crow_indices(), m.matrix.col_indices(), m.matrix.values(), m.shape)
-        for m in _unpruned(edges, sub.num_nodes, rows))]  # fmt: skip
+    leading = [
+        (crow, col, values, shape)
+        for crow, col, values, shape in (
+            (m.matrix.crow_indices(), m.matrix.col_indices(), m.matrix.values(), m.shape)
+            for m in _unpruned(edges, sub.num_nodes, rows)
+        )
+    ]
     pruned, kept = sparse._read_rows_only(leading)
     assert kept[0] is not None and kept[0].numel() < rows[0] and kept[1] is None  # the view left rows unread
     ids = [kept[0], torch.arange(rows[1])]
@@ -300,8 +314,10 @@ def test_a_view_computes_each_layer_only_at_the_rows_the_next_reads_and_those_ro
         matrix = sparse.csr_tensor(*block).to_dense()
         assert torch.equal(matrix, full[row_ids][:, column_ids])  # each kept row is the full operator's, in order
     # every row a later layer reads is kept: nothing the anchors depend on is dropped
-    assert torch.equal(full[: rows[1], : rows[0]][:, ~torch.isin(torch.arange(rows[0]), kept[0])],
-                       torch.zeros(rows[1], rows[0] - kept[0].numel()))  # fmt: skip
+    assert torch.equal(
+        full[: rows[1], : rows[0]][:, ~torch.isin(torch.arange(rows[0]), kept[0])],
+        torch.zeros(rows[1], rows[0] - kept[0].numel()),
+    )
     blocks = layered_normalized_adjacency(edges, sub.num_nodes, rows)
     assert [b.shape for b in blocks] == [(kept[0].numel(), sub.num_nodes), (rows[1], kept[0].numel())]
     for block in blocks:
@@ -348,8 +364,9 @@ def test_three_layers_of_a_weighted_view_compute_the_anchors_of_every_row_comput
     if directed:
         data.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
     graph = prepare_graph(data, directed=directed)
-    sampler = NeighborSampler(graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed,
-                              symmetric_units=not directed)  # fmt: skip
+    sampler = NeighborSampler(
+        graph.edge_index, graph.num_nodes, (3, 2, 2), undirected=not directed, symmetric_units=not directed
+    )
     sub = sampler.sample(torch.arange(0, 300, 10), torch.Generator().manual_seed(12))
     kept = torch.rand(sub.edge_index.shape[1], generator=torch.Generator().manual_seed(13)) < 0.5
     edges = sub.edge_index[:, kept]

@@ -33,7 +33,7 @@ def test_splits_are_deterministic_per_seed_and_differ_between_seeds():
 
 
 def test_random_fractions_are_respected_and_the_test_part_may_be_smaller_than_the_rest():
-    (train, val, test), = random_splits(100, 1, train=0.2, val=0.3, test=0.4, seed=0)
+    ((train, val, test),) = random_splits(100, 1, train=0.2, val=0.3, test=0.4, seed=0)
     assert (len(train), len(val), len(test)) == (20, 30, 40) and not set(test) & (set(train) | set(val))
     with pytest.raises(EvaluationError, match="add up to more than 1"):
         SplitSetting("random", train=0.5, val=0.4, test=0.2).check()
@@ -101,12 +101,35 @@ def test_gca_train_records_the_split_scheme_and_the_f1_scores(tmp_path, capsys):
     from gca.cli import main
 
     out = tmp_path / "few"
-    assert main(["train", "--epochs", "2", "--quiet", "--eval-split", "fewshot", "--shots", "3", "--splits", "4",
-                 "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "2",
+                "--quiet",
+                "--eval-split",
+                "fewshot",
+                "--shots",
+                "3",
+                "--splits",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "results.json").read_text())
-    assert record["evaluation_split"] == {"scheme": "fewshot", "shots": 3, "val": 0.1, "test": None, "count": 4,
-                                          "sizes": [6, 3, 25],
-                                          "unlabelled_removed": {"train": 0, "val": 0, "test": 0}}  # fmt: skip
+    assert record["evaluation_split"] == {
+        "scheme": "fewshot",
+        "shots": 3,
+        "val": 0.1,
+        "test": None,
+        "count": 4,
+        "sizes": [6, 3, 25],
+        "unlabelled_removed": {"train": 0, "val": 0, "test": 0},
+    }
     assert len(record["accuracy"]["macro_f1"]["runs"]) == 4 and record["accuracy"]["micro_f1"]["mean"] > 0
     assert "macro-F1" in capsys.readouterr().out
     assert main(["train", "--epochs", "1", "--eval-split", "public", "--out", str(tmp_path / "p")]) == 2
@@ -245,11 +268,17 @@ def test_a_mask_of_another_length_or_a_part_of_another_kind_is_one_line():
 
     z, y, idx, masks = _masked_case()
     cases = [
-        ([(masks[0][:59], masks[1], masks[2])], r"the train part of split 1 is a boolean mask of 59 entries but there "
-                                                r"are 60 nodes"),
+        (
+            [(masks[0][:59], masks[1], masks[2])],
+            r"the train part of split 1 is a boolean mask of 59 entries but there "
+            r"are 60 nodes",
+        ),
         ([(idx[0].astype(float), idx[1], idx[2])], "the train part of split 1 holds float64 values; give node indices"),
-        ([(idx[0], idx[1], np.append(idx[2], 60))], r"the test part of split 1 holds node ids in \[\d+, 60\], "
-                                                    r"outside \[0, 59\]"),
+        (
+            [(idx[0], idx[1], np.append(idx[2], 60))],
+            r"the test part of split 1 holds node ids in \[\d+, 60\], "
+            r"outside \[0, 59\]",
+        ),
         ([(idx[0], -idx[1] - 1, idx[2])], r"the val part of split 1 holds node ids in \[-\d+, -\d+\]"),
         ([(masks[0].long(), masks[1], masks[2])], r"60 zeros and ones, one per node: a mask stored as integers\?"),
         ([(torch.stack([masks[0]] * 2, 1), masks[1], masks[2])], r"has shape \(60, 2\); give a 1-D array"),

@@ -31,8 +31,12 @@ def _graphs():
     edges = torch.randint(0, n, (2, 900), generator=g)
     # dense wider than the first layer (M (X W)), narrower (its X̂ filled block by block), float16 as stored,
     # sparse bag-of-words
-    features = (torch.rand(n, 40, generator=g), torch.rand(n, 8, generator=g), torch.rand(n, 8, generator=g).half(),
-                (torch.rand(n, 300, generator=g) < 0.03).float())  # fmt: skip
+    features = (
+        torch.rand(n, 40, generator=g),
+        torch.rand(n, 8, generator=g),
+        torch.rand(n, 8, generator=g).half(),
+        (torch.rand(n, 300, generator=g) < 0.03).float(),
+    )
     for x in features:
         for directed in (True, False):
             pairs = edges if directed else torch.cat([edges, edges.flip(0)], 1)
@@ -68,8 +72,9 @@ def test_inference_by_blocks_of_any_size_equals_whole_inference_within_rounding(
     own size."""
     for case, (x, graph) in enumerate(_graphs()):
         for layers in (2, 3):
-            model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu",
-                                                               layers=layers))  # fmt: skip
+            model = GCAModel.from_config(
+                x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+            )
             whole = encode_graph(model, graph, chunk_rows=graph.num_nodes)  # not more nodes than rows: one pass
             scale = float(whole.abs().max())
             for rows in (1, 2, 33):
@@ -84,8 +89,9 @@ def test_a_small_graph_or_an_encoder_without_blocks_is_not_streamed(tmp_path):
     model = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16))
     assert torch.equal(encode_graph(model, graph, out=tmp_path / "a.npy"), encode_graph(model, graph))
     sage = GCAModel.from_config(x.shape[1], GCAConfig(hidden=16, proj_hidden=16, encoder="sage"))
-    assert torch.equal(encode_graph(sage, graph, chunk_rows=17, out=tmp_path / "b.npy"),
-                       encode_graph(sage, graph, chunk_rows=17))  # fmt: skip
+    assert torch.equal(
+        encode_graph(sage, graph, chunk_rows=17, out=tmp_path / "b.npy"), encode_graph(sage, graph, chunk_rows=17)
+    )
     assert list(tmp_path.iterdir()) == []  # the caller saves what was returned
 
 
@@ -140,7 +146,10 @@ def test_gca_train_writes_the_streamed_embeddings_once_and_equal_to_in_memory(tm
     np.testing.assert_allclose(streamed, np.load(tmp_path / "memory" / "embeddings.npy"), rtol=1e-5, atol=1e-6)
     assert disk["accuracy"]["runs"] == memory["accuracy"]["runs"]
     assert sorted(p.name for p in (tmp_path / "disk").iterdir() if not p.name.startswith(".gca-lock")) == [
-        "embeddings.npy", "model.pt", "results.json"]  # fmt: skip
+        "embeddings.npy",
+        "model.pt",
+        "results.json",
+    ]
 
 
 def test_evaluation_reads_rows_where_indexed_with_the_values_of_the_whole_matrix(monkeypatch):
@@ -210,8 +219,9 @@ def test_unit_ids_built_block_by_block_equal_those_read_through_each_edges_rever
     for case in range(100):
         n = int(rng.integers(2, 30))
         pairs = rng.integers(0, n, (2, int(rng.integers(1, 80))))
-        graph = prepare_graph(Data(x=torch.ones(n, 1), edge_index=torch.from_numpy(
-            np.hstack([pairs, pairs[::-1]]))), directed=False)  # fmt: skip
+        graph = prepare_graph(
+            Data(x=torch.ones(n, 1), edge_index=torch.from_numpy(np.hstack([pairs, pairs[::-1]]))), directed=False
+        )
         if graph.edge_index.shape[1] == 0:
             continue
         source, target = graph.edge_index.long()
@@ -244,8 +254,9 @@ def test_the_symmetry_check_read_block_by_block_agrees_with_the_transpose(monkey
         if kind == 1 and a.nnz:
             keep = np.ones(a.nnz, dtype=bool)
             keep[int(rng.integers(0, a.nnz))] = False
-            a = sp.csr_matrix((a.data[keep], (np.repeat(np.arange(n), np.diff(a.indptr))[keep], a.indices[keep])),
-                              shape=(n, n))  # fmt: skip
+            a = sp.csr_matrix(
+                (a.data[keep], (np.repeat(np.arange(n), np.diff(a.indptr))[keep], a.indices[keep])), shape=(n, n)
+            )
         a.data[:] = 1  # structure only
         rows = np.repeat(np.arange(n), np.diff(a.indptr))
         edge_index = torch.from_numpy(np.vstack([rows, a.indices]).astype(np.int32))

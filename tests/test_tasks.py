@@ -48,8 +48,9 @@ def test_the_hold_out_is_deterministic_per_seed_and_equals_pygs_random_link_spli
     assert not torch.equal(a.test_pos, c.test_pos)
     torch.manual_seed(1)
     random.seed(1)
-    split = RandomLinkSplit(num_val=0.05, num_test=0.1, is_undirected=True, split_labels=True,
-                            add_negative_train_samples=False)  # fmt: skip
+    split = RandomLinkSplit(
+        num_val=0.05, num_test=0.1, is_undirected=True, split_labels=True, add_negative_train_samples=False
+    )
     reference = split(Data(edge_index=graph.edge_index, num_nodes=34))
     assert torch.equal(reference[2].pos_edge_label_index, a.test_pos)
     assert torch.equal(reference[0].edge_index, a.train_edge_index)
@@ -89,14 +90,48 @@ def test_clustering_finds_well_separated_classes_and_scores_a_permuted_labelling
 def test_gca_train_runs_the_link_and_cluster_tasks(tmp_path, capsys):
     from gca.cli import main
 
-    assert main(["train", "--task", "link", "--epochs", "3", "--splits", "2", "--link-val", "0.1", "--link-test",
-                 "0.2", "--quiet", "--out", str(tmp_path / "link")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "link",
+                "--epochs",
+                "3",
+                "--splits",
+                "2",
+                "--link-val",
+                "0.1",
+                "--link-test",
+                "0.2",
+                "--quiet",
+                "--out",
+                str(tmp_path / "link"),
+            ]
+        )
+        == 0
+    )
     record = json.loads((tmp_path / "link" / "results.json").read_text())
     assert record["task"] == "link" and len(record["link_prediction"]["runs"]) == 2
     assert set(record["link_prediction"]) >= {"cosine_auc", "cosine_ap", "hadamard_auc", "hadamard_ap"}
     assert "ROC-AUC" in capsys.readouterr().out
-    assert main(["train", "--task", "cluster", "--epochs", "3", "--splits", "2", "--quiet",
-                 "--out", str(tmp_path / "cluster")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "cluster",
+                "--epochs",
+                "3",
+                "--splits",
+                "2",
+                "--quiet",
+                "--out",
+                str(tmp_path / "cluster"),
+            ]
+        )
+        == 0
+    )
     clustering = json.loads((tmp_path / "cluster" / "results.json").read_text())["clustering"]
     assert clustering["clusters"] == 2 and len(clustering["nmi"]["runs"]) == 2
     assert main(["train", "--task", "link", "--resume", "--out", str(tmp_path / "x")]) == 2
@@ -114,8 +149,9 @@ def test_the_run_path_clusters_the_embeddings_it_trained_and_records_the_same_sc
     expected = cluster_embeddings(result.embeddings, data.y, seeds=3, first_seed=5)
     assert result.clusters.nmi == pytest.approx(expected.nmi) and result.clusters.ari == pytest.approx(expected.ari)
     assert result.record["clustering"] == expected.to_dict() and result.evaluation is None
-    unjudged = run_gca(GCA(GCAConfig(epochs=1, hidden=16, proj_hidden=16)), estimator.prepare(data),
-                       dataset="Karate", labels=data.y)  # fmt: skip
+    unjudged = run_gca(
+        GCA(GCAConfig(epochs=1, hidden=16, proj_hidden=16)), estimator.prepare(data), dataset="Karate", labels=data.y
+    )
     assert unjudged.clusters is None and "clustering" not in unjudged.record
 
 
@@ -174,8 +210,29 @@ def test_a_complete_graph_has_no_negatives_and_is_refused_with_one_line(tmp_path
     features = tmp_path / "x.csv"
     features.write_text("".join(f"{i},{i % 3},{i % 2}\n" for i in range(8)))
     out = tmp_path / "out"
-    assert main(["train", "--task", "link", "--edges", str(edges), "--features", str(features), "--epochs", "1",
-                 "--link-val", "0.1", "--link-test", "0.2", "--quiet", "--out", str(out)]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "link",
+                "--edges",
+                str(edges),
+                "--features",
+                str(features),
+                "--epochs",
+                "1",
+                "--link-val",
+                "0.1",
+                "--link-test",
+                "0.2",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "complete graph" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())
@@ -226,8 +283,29 @@ def test_the_largest_seed_works_in_every_repeated_task(tmp_path):
     assert seeds[0] == MAX_SEED and len(set(seeds)) == 5 and all(0 <= s <= MAX_SEED for s in seeds)
     assert run_seeds(7, 3) == run_seeds(7, 3) and run_seeds(7, 1) == [7]
     for task in ("link", "cluster"):
-        assert main(["train", "--task", task, "--seed", str(MAX_SEED), "--epochs", "1", "--splits", "2", "--quiet",
-                     "--set", "hidden=8", "--set", "proj_hidden=8", "--out", str(tmp_path / task)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "train",
+                    "--task",
+                    task,
+                    "--seed",
+                    str(MAX_SEED),
+                    "--epochs",
+                    "1",
+                    "--splits",
+                    "2",
+                    "--quiet",
+                    "--set",
+                    "hidden=8",
+                    "--set",
+                    "proj_hidden=8",
+                    "--out",
+                    str(tmp_path / task),
+                ]
+            )
+            == 0
+        )
 
 
 def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
@@ -235,15 +313,64 @@ def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
     from gca.names import TASK_COUNTS
 
     assert TASK_COUNTS == {"classify": 20, "link": 3, "cluster": 10}
-    assert main(["train", "--task", "link", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set",
-                 "proj_hidden=8", "--out", str(tmp_path / "link")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "link",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--out",
+                str(tmp_path / "link"),
+            ]
+        )
+        == 0
+    )
     assert "over 3 hold-outs" in capsys.readouterr().out
     assert len(json.loads((tmp_path / "link" / "results.json").read_text())["link_prediction"]["runs"]) == 3
-    assert main(["train", "--task", "cluster", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set",
-                 "proj_hidden=8", "--out", str(tmp_path / "cluster")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "cluster",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--out",
+                str(tmp_path / "cluster"),
+            ]
+        )
+        == 0
+    )
     assert len(json.loads((tmp_path / "cluster" / "results.json").read_text())["clustering"]["nmi"]["runs"]) == 10
-    assert main(["train", "--epochs", "1", "--quiet", "--set", "hidden=8", "--set", "proj_hidden=8",
-                 "--out", str(tmp_path / "classify")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "train",
+                "--epochs",
+                "1",
+                "--quiet",
+                "--set",
+                "hidden=8",
+                "--set",
+                "proj_hidden=8",
+                "--out",
+                str(tmp_path / "classify"),
+            ]
+        )
+        == 0
+    )
     assert len(json.loads((tmp_path / "classify" / "results.json").read_text())["accuracy"]["runs"]) == 20
 
 
@@ -257,9 +384,13 @@ def test_seeds_that_cannot_be_drawn_or_judged_are_refused_in_one_line_before_any
     (tmp_path / "e.csv").write_text("0,1\n1,2\n2,3\n3,0\n")
     np.save(tmp_path / "x.npy", np.eye(4, dtype=np.float32))
     unlabelled = ["--edges", str(tmp_path / "e.csv"), "--features", str(tmp_path / "x.npy")]
-    for extra, said in ((["--seeds", "100000000000000000000"], "--seeds must be at most 1000"),
-                        ([*unlabelled, "--seeds", "3"], "--seeds 3 repeats a pretraining to judge its accuracy, "
-                                                        "and the graph e has no labels to judge it by")):  # fmt: skip
+    for extra, said in (
+        (["--seeds", "100000000000000000000"], "--seeds must be at most 1000"),
+        (
+            [*unlabelled, "--seeds", "3"],
+            "--seeds 3 repeats a pretraining to judge its accuracy, and the graph e has no labels to judge it by",
+        ),
+    ):
         assert main(["train", "--epochs", "1", "--quiet", "--out", str(out), *extra]) == 2
         printed = capsys.readouterr()
         err = printed.err.strip().splitlines()

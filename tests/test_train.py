@@ -47,8 +47,14 @@ def test_the_loop_runs_any_batch_source_and_averages_its_steps():
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     source = TwoHalves(prepared, torch.device("cpu"))
     seen = []
-    losses = train(model, optimizer, source, 3, torch.Generator().manual_seed(0), after_epoch=lambda e, ls: seen.append(
-        (e, len(ls))))  # fmt: skip
+    losses = train(
+        model,
+        optimizer,
+        source,
+        3,
+        torch.Generator().manual_seed(0),
+        after_epoch=lambda e, ls: seen.append((e, len(ls))),
+    )
     assert source.epochs_seen == [0, 1, 2] and source.served == 6 and seen == [(1, 1), (2, 2), (3, 3)]
     assert len(losses) == 3 and np.isfinite(losses).all()
     assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
@@ -110,8 +116,9 @@ def test_fit_transform_is_fit():
 # gca train's default on a CPU and --epochs (issue 52): the epochs given never change the training chosen
 
 
-def test_epochs_keep_the_training_the_graphs_default_chooses_and_the_header_says_it_either_way(tmp_path, capsys,
-                                                                                               monkeypatch):
+def test_epochs_keep_the_training_the_graphs_default_chooses_and_the_header_says_it_either_way(
+    tmp_path, capsys, monkeypatch
+):
     """Karate sent to mini-batches of 8 (5 updates an epoch) by an exact update estimated at 100 s: its setting's
     100 exact updates are 2.8 h, over the hour. ``--epochs 2`` (2 exact updates: 200 s, within it) used to switch
     to exact training, saying nothing; it stays 2 mini-batch epochs of 5 updates, and the header says so. Where the
@@ -126,10 +133,13 @@ def test_epochs_keep_the_training_the_graphs_default_chooses_and_the_header_says
     args = ["train", "--no-eval", "--quiet", "--set", "warmup_steps=0", "--epochs", "2"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
-    assert ("epochs=2, device=cpu" in out and "; mini-batches of 8 anchors, fan-out 10,10; 2 epochs of 5 updates "
-            "(--epochs counts mini-batch epochs, each one pass over the nodes); mini-batches by default: the paper's "
-            "exact training (100 updates of all 34 nodes) is estimated at about 2.8 h on 2 CPU cores, over 1 h "
-            "(--exact keeps the paper's full-graph training)\n") in out  # fmt: skip
+    assert (
+        "epochs=2, device=cpu" in out
+        and "; mini-batches of 8 anchors, fan-out 10,10; 2 epochs of 5 updates "
+        "(--epochs counts mini-batch epochs, each one pass over the nodes); mini-batches by default: the paper's "
+        "exact training (100 updates of all 34 nodes) is estimated at about 2.8 h on 2 CPU cores, over 1 h "
+        "(--exact keeps the paper's full-graph training)\n"
+    ) in out
     record = json.loads((tmp_path / "a" / "results.json").read_text())
     assert (record["config"]["batch_size"], record["epochs"], len(record["losses"])) == (8, 2, 2)
     assert record["fast_path"]["training"] == "mini-batch" and record["fast_path"]["exact_estimate_seconds"] == 10_000
@@ -138,9 +148,11 @@ def test_epochs_keep_the_training_the_graphs_default_chooses_and_the_header_says
     monkeypatch.setattr(fast, "exact_update_seconds", lambda *args: 1.0)
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
-    assert ("; exact training (the whole graph at every update) by default: the paper's exact training (100 updates "
-            "of all 34 nodes) is estimated at about 2 min on 2 CPU cores, within 1 h (--fast for mini-batches); "
-            "this run's 2 updates of the whole graph: about 2.0 s\n") in out  # fmt: skip
+    assert (
+        "; exact training (the whole graph at every update) by default: the paper's exact training (100 updates "
+        "of all 34 nodes) is estimated at about 2 min on 2 CPU cores, within 1 h (--fast for mini-batches); "
+        "this run's 2 updates of the whole graph: about 2.0 s\n"
+    ) in out
     record = json.loads((tmp_path / "b" / "results.json").read_text())
     assert record["config"]["batch_size"] == 0 and record["fast_path"]["training"] == "exact"
     # without --epochs the setting's schedule, as before: its header gives no second estimate

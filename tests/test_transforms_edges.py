@@ -32,9 +32,14 @@ def _with_ids(edges: list[tuple[int, int]], num_nodes: int, features: int = 4) -
     keys = torch.tensor([_key(u, v) for u, v in edges], dtype=torch.float64)
     x = (torch.arange(num_nodes * features, dtype=torch.float32).reshape(num_nodes, features) % 3 == 0).float()
     return Data(
-        x=x, edge_index=edge_index, edge_attr=torch.stack([ids.double(), keys], dim=1), edge_weight=ids.float(),
-        edge_type=ids, edge_pairs=list(edges), edge_array=ids.numpy().copy(),
-    )  # fmt: skip
+        x=x,
+        edge_index=edge_index,
+        edge_attr=torch.stack([ids.double(), keys], dim=1),
+        edge_weight=ids.float(),
+        edge_type=ids,
+        edge_pairs=list(edges),
+        edge_array=ids.numpy().copy(),
+    )
 
 
 def _oracle(data: Data, p: float, seed: int, centrality: str = "degree") -> list[int]:
@@ -104,14 +109,20 @@ def graphs(draw):
 
 
 @settings(max_examples=150)
-@given(graph=graphs(), p=st.sampled_from([0.2, 0.5, 0.9]), seed=st.integers(0, 2**16),
-       centrality=st.sampled_from(["degree", "pagerank", "eigenvector"]), both=st.booleans())  # fmt: skip
+@given(
+    graph=graphs(),
+    p=st.sampled_from([0.2, 0.5, 0.9]),
+    seed=st.integers(0, 2**16),
+    centrality=st.sampled_from(["degree", "pagerank", "eigenvector"]),
+    both=st.booleans(),
+)
 def test_any_graph_keeps_the_rules_edges_with_their_attributes(graph, p, seed, centrality, both):
     edges, n = graph
     data = _with_ids(edges, n)
     make = AdaptiveAugmentation if both else AdaptiveEdgeDropping
-    transform = make(p, **({"p_f": 0.3} if both else {}), centrality=centrality,
-                     generator=torch.Generator().manual_seed(seed))  # fmt: skip
+    transform = make(
+        p, **({"p_f": 0.3} if both else {}), centrality=centrality, generator=torch.Generator().manual_seed(seed)
+    )
     out = transform(data)
     _assert_rows_follow_their_edges(out, data, _oracle(data, p, seed, centrality))
     assert out.num_nodes == n and data.edge_index.shape[1] == len(edges)
@@ -148,8 +159,11 @@ def test_edges_keep_the_inputs_dtype_and_edge_dropping_needs_no_features():
 
 
 def test_a_batch_keeps_each_graphs_kept_edges_in_its_slices():
-    parts = [_with_ids([(0, 1), (1, 0), (1, 2), (2, 1), (0, 0)], 3), _with_ids([(0, 1), (1, 0)], 2),
-             _with_ids([(0, 2), (2, 0), (1, 2), (2, 1), (0, 1), (1, 0)], 3)]  # fmt: skip
+    parts = [
+        _with_ids([(0, 1), (1, 0), (1, 2), (2, 1), (0, 0)], 3),
+        _with_ids([(0, 1), (1, 0)], 2),
+        _with_ids([(0, 2), (2, 0), (1, 2), (2, 1), (0, 1), (1, 0)], 3),
+    ]
     for i, part in enumerate(parts):
         part.edge_attr[:, 0] += 100 * i  # ids unique across the batch
         del part.edge_pairs, part.edge_array  # lists and arrays do not batch edge by edge
@@ -170,8 +184,12 @@ def test_inputs_a_transform_cannot_take_give_one_line(make):
     hetero["paper"].x = torch.eye(3)
     hetero["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
     no_edges = Data(x=torch.eye(3))
-    cases = [(hetero, "to_homogeneous()"), ({"x": torch.eye(2)}, "got dict"), (no_edges, "needs data.edge_index"),
-             (Data(x=torch.eye(2), edge_index=[[0], [1]]), "dense [2, E] tensor")]  # fmt: skip
+    cases = [
+        (hetero, "to_homogeneous()"),
+        ({"x": torch.eye(2)}, "got dict"),
+        (no_edges, "needs data.edge_index"),
+        (Data(x=torch.eye(2), edge_index=[[0], [1]]), "dense [2, E] tensor"),
+    ]
     for data, words in cases:
         with pytest.raises(TransformError) as caught:
             make()(data)
@@ -192,9 +210,11 @@ def test_a_sparse_adjacency_beside_the_edges_is_refused_by_edge_dropping():
 
 def test_feature_checks_are_gcas():
     edge_index = torch.tensor([[0, 1], [1, 0]])
-    cases = [(Data(edge_index=edge_index, num_nodes=2), "no node features"),
-             (Data(x=torch.tensor([[1.0], [float("nan")]]), edge_index=edge_index), "NaN or infinite"),
-             (Data(x=torch.ones(3, 2), edge_index=edge_index, num_nodes=2), "2 nodes but 3 feature rows")]  # fmt: skip
+    cases = [
+        (Data(edge_index=edge_index, num_nodes=2), "no node features"),
+        (Data(x=torch.tensor([[1.0], [float("nan")]]), edge_index=edge_index), "NaN or infinite"),
+        (Data(x=torch.ones(3, 2), edge_index=edge_index, num_nodes=2), "2 nodes but 3 feature rows"),
+    ]
     for data, words in cases:
         with pytest.raises(GraphError, match=words):
             AdaptiveFeatureMasking()(data)

@@ -70,8 +70,10 @@ def test_best_toml_round_trips_through_gca_train_config_files(tmp_path):
 
 def test_search_space_files_replace_single_keys_and_are_checked(tmp_path):
     good = tmp_path / "space.toml"
-    good.write_text('[tau]\nlow = 0.2\nhigh = 0.8\n[activation]\nchoices = ["relu"]\n[centrality]\nchoices = '
-                    '["degree", "pagerank"]\n')  # fmt: skip
+    good.write_text(
+        '[tau]\nlow = 0.2\nhigh = 0.8\n[activation]\nchoices = ["relu"]\n[centrality]\nchoices = '
+        '["degree", "pagerank"]\n'
+    )
     space = read_space(good)
     assert space["tau"] == {"low": 0.2, "high": 0.8} and space["lr"] == DEFAULT_SPACE["lr"]
     assert space["centrality"] == {"choices": ["degree", "pagerank"]}
@@ -91,8 +93,12 @@ def test_search_space_files_replace_single_keys_and_are_checked(tmp_path):
         with pytest.raises(TuneError, match=message):
             read_space(bad)
     bad.write_text("[batch_size]\nlow = 0\nhigh = 16\n")  # from the command line: before any study exists
-    done = subprocess.run([sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--space", str(bad), "--out",
-                           str(tmp_path / "o")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--space", str(bad), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "holds 1" in done.stderr
     assert not (tmp_path / "o" / "study.db").exists()
 
@@ -115,8 +121,23 @@ def _finished(db: Path) -> list[tuple[int, str]]:
 @pytest.mark.skipif(not Path(GCA_BIN).exists(), reason="needs the installed gca command")
 def test_kill_9_and_the_same_command_continues_without_repeating_finished_trials(tmp_path):
     out = tmp_path / "study"
-    command = [GCA_BIN, "tune", "--dataset", "Karate", "--trials", "6", "--max-epochs", "30", "--eval-every", "10",
-               "--search-splits", "2", "--out", str(out), "--quiet"]  # fmt: skip
+    command = [
+        GCA_BIN,
+        "tune",
+        "--dataset",
+        "Karate",
+        "--trials",
+        "6",
+        "--max-epochs",
+        "30",
+        "--eval-every",
+        "10",
+        "--search-splits",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     deadline = time.time() + 180
@@ -144,8 +165,12 @@ def test_tune_errors_are_one_line(tmp_path):
         (["--max-epochs", "10", "--eval-every", "20"], "--eval-every must lie in"),
         (["--set", "tau=7e9"], "tau must be"),
     ]:
-        done = subprocess.run([sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--out",
-                               str(tmp_path / "o"), *extra], capture_output=True, text=True, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "gca", "tune", "--dataset", "Karate", "--out", str(tmp_path / "o"), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and done.stderr.startswith("gca: error:") and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
 
@@ -186,11 +211,28 @@ def test_a_study_file_that_is_not_a_study_is_refused_untouched(tmp_path, kind):
 @pytest.mark.skipif(not Path(GCA_BIN).exists(), reason="needs the installed gca command")
 def test_two_searches_started_together_on_a_fresh_folder_share_the_study(tmp_path):
     out = tmp_path / "study"
-    command = [GCA_BIN, "tune", "--dataset", "Karate", "--trials", "4", "--max-epochs", "10", "--eval-every", "5",
-               "--search-splits", "2", "--out", str(out), "--quiet"]  # fmt: skip
+    command = [
+        GCA_BIN,
+        "tune",
+        "--dataset",
+        "Karate",
+        "--trials",
+        "4",
+        "--max-epochs",
+        "10",
+        "--eval-every",
+        "5",
+        "--search-splits",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-                 for _ in range(2)]  # fmt: skip
+    processes = [
+        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
     results = [(p.wait(300), p.stderr.read()) for p in processes]
     assert all(code == 0 for code, _ in results), results
     assert len(_finished(out / "study.db")) >= 4  # one study: the second process counts the first one's trials
@@ -200,9 +242,33 @@ def test_a_key_fixed_with_set_leaves_the_search_space(tmp_path, capsys):
     from gca.cli import main
 
     out = tmp_path / "fixed"
-    assert main(["tune", "--dataset", "Karate", "--trials", "1", "--max-epochs", "2", "--eval-every", "1",
-                 "--search-splits", "2", "--splits", "2", "--out", str(out), "--quiet", "--set", "tau=0.9",
-                 "--set", "lr=0.001"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "tune",
+                "--dataset",
+                "Karate",
+                "--trials",
+                "1",
+                "--max-epochs",
+                "2",
+                "--eval-every",
+                "1",
+                "--search-splits",
+                "2",
+                "--splits",
+                "2",
+                "--out",
+                str(out),
+                "--quiet",
+                "--set",
+                "tau=0.9",
+                "--set",
+                "lr=0.001",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     best = (out / "best.toml").read_text()
     searched = best.split("# searched", 1)[1].split("# fixed", 1)[0]

@@ -45,8 +45,12 @@ def _plain(h, adjacency, feature_mask):
 
 
 def _same_csr(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return (a.shape == b.shape and torch.equal(a.crow_indices(), b.crow_indices())
-            and torch.equal(a.col_indices(), b.col_indices()) and torch.equal(a.values(), b.values()))  # fmt: skip
+    return (
+        a.shape == b.shape
+        and torch.equal(a.crow_indices(), b.crow_indices())
+        and torch.equal(a.col_indices(), b.col_indices())
+        and torch.equal(a.values(), b.values())
+    )
 
 
 @pytest.mark.parametrize("shape", [(50, 30), (0, 7), (9, 1)])
@@ -54,16 +58,18 @@ def test_take_rows_gives_the_transpose_sorting_gave(shape):
     generator = torch.Generator().manual_seed(shape[0])
     dense = torch.rand(shape, generator=generator) * (torch.rand(shape, generator=generator) < 0.2)
     matrix = scipy_to_sparse(sp.csr_matrix(dense.numpy()))
-    for index in (torch.randint(0, max(shape[0], 1), (shape[0] // 2,), generator=generator).unique(),
-                  torch.arange(shape[0]).flip(0), torch.empty(0, dtype=torch.long)):  # fmt: skip
+    for index in (
+        torch.randint(0, max(shape[0], 1), (shape[0] // 2,), generator=generator).unique(),
+        torch.arange(shape[0]).flip(0),
+        torch.empty(0, dtype=torch.long),
+    ):
         rows = matrix.take_rows(index)
         m = rows.matrix
         want = _old_transpose(m.crow_indices(), m.col_indices(), m.values(), tuple(m.shape))
         assert _same_csr(rows.transpose, want)
         assert torch.equal(rows.transpose.to_dense(), dense[index].t())
         # the path for other devices (a stable sort of the columns) gives the same arrays
-        assert _same_csr(sparse._sorted_transpose(m.crow_indices(), m.col_indices(), m.values(), tuple(m.shape)),
-                         want)  # fmt: skip
+        assert _same_csr(sparse._sorted_transpose(m.crow_indices(), m.col_indices(), m.values(), tuple(m.shape)), want)
 
 
 def test_keep_drops_exactly_the_entries_outside_the_rows_and_columns():
@@ -80,8 +86,17 @@ def test_keep_drops_exactly_the_entries_outside_the_rows_and_columns():
 
 def _batch_and_model(activation: str = "prelu"):
     data = _bag_of_words_graph()
-    config = GCAConfig(hidden=16, proj_hidden=16, batch_size=24, fanout=(4, 3), p_f1=0.3, p_f2=0.4, p_e1=0.3,
-                       p_e2=0.5, activation=activation)  # fmt: skip
+    config = GCAConfig(
+        hidden=16,
+        proj_hidden=16,
+        batch_size=24,
+        fanout=(4, 3),
+        p_f1=0.3,
+        p_f2=0.4,
+        p_e1=0.3,
+        p_e2=0.5,
+        activation=activation,
+    )
     prepared = prepare(data, config)
     assert isinstance(prepared.graph.features, SparseMatrix)
     source = NeighborBatches(prepared.graph, prepared.views, config.batch_size, config.fanouts, seed=5)
@@ -106,8 +121,10 @@ def test_the_first_layer_gives_the_anchors_their_embeddings_loss_and_gradients_b
     for entries_read in (gcn._entries_read, _plain):
         monkeypatch.setattr(gcn, "_entries_read", entries_read)
         twin = copy.deepcopy(model)
-        embeddings = [twin.encode(batch.features, edges, batch.num_nodes, False, batch.layer_rows, mask)[batch.anchors]
-                      for edges, mask in draws]  # fmt: skip
+        embeddings = [
+            twin.encode(batch.features, edges, batch.num_nodes, False, batch.layer_rows, mask)[batch.anchors]
+            for edges, mask in draws
+        ]
         loss = twin.loss(*embeddings)
         loss.backward()
         results.append((embeddings, loss.detach(), [p.grad for p in twin.parameters()]))
@@ -122,8 +139,17 @@ def test_training_runs_are_unchanged_bit_for_bit(monkeypatch, batch_size, activa
     """Whole runs — mini-batch and full-graph (whose first layer skips masked columns too) — against the code they
     replace: the same losses and the same embeddings."""
     data = _bag_of_words_graph(seed=2)
-    config = GCAConfig(hidden=16, proj_hidden=16, batch_size=batch_size, fanout=(4, 3), epochs=3, lr=0.01,
-                       p_f1=0.3, p_f2=0.4, activation=activation)  # fmt: skip
+    config = GCAConfig(
+        hidden=16,
+        proj_hidden=16,
+        batch_size=batch_size,
+        fanout=(4, 3),
+        epochs=3,
+        lr=0.01,
+        p_f1=0.3,
+        p_f2=0.4,
+        activation=activation,
+    )
     runs = []
     for entries_read, transpose in ((gcn._entries_read, sparse.csr_transpose), (_plain, _old_transpose)):
         monkeypatch.setattr(gcn, "_entries_read", entries_read)
@@ -180,8 +206,10 @@ def test_dense_features_are_multiplied_at_the_rows_the_first_layer_reads_only_wi
     for rows_read in (gcn._dense_rows_read, lambda h, adjacency: (adjacency, h)):
         monkeypatch.setattr(gcn, "_dense_rows_read", rows_read)
         twin = copy.deepcopy(model)
-        embeddings = [twin.encode(batch.features, edges, batch.num_nodes, False, batch.layer_rows, mask)[batch.anchors]
-                      for edges, mask in draws]  # fmt: skip
+        embeddings = [
+            twin.encode(batch.features, edges, batch.num_nodes, False, batch.layer_rows, mask)[batch.anchors]
+            for edges, mask in draws
+        ]
         loss = twin.loss(*embeddings)
         loss.backward()
         results.append((torch.cat(embeddings), loss.detach(), [p.grad for p in twin.parameters()]))

@@ -30,11 +30,9 @@ def _path3(weights=(2.0, 3.0)) -> Data:
 
 
 # Â = D̃^{-1/2}(A_w + I)D̃^{-1/2} by hand for w01 = 2, w12 = 3: D̃ = (1 + 2, 1 + 2 + 3, 1 + 3) = (3, 6, 4).
-HAND = torch.tensor([
-    [1 / 3, 2 / math.sqrt(18), 0.0],
-    [2 / math.sqrt(18), 1 / 6, 3 / math.sqrt(24)],
-    [0.0, 3 / math.sqrt(24), 1 / 4],
-])  # fmt: skip
+HAND = torch.tensor(
+    [[1 / 3, 2 / math.sqrt(18), 0.0], [2 / math.sqrt(18), 1 / 6, 3 / math.sqrt(24)], [0.0, 3 / math.sqrt(24), 1 / 4]]
+)
 
 
 def test_the_weighted_operator_of_a_three_node_path_equals_the_hand_computed_one():
@@ -44,8 +42,9 @@ def test_the_weighted_operator_of_a_three_node_path_equals_the_hand_computed_one
         matrix = normalized_adjacency(graph.edge_index, 3, symmetric=symmetric, coalesced=coalesced).to_dense()
         torch.testing.assert_close(matrix, HAND, rtol=1e-6, atol=1e-7)
     rows = AdjacencyRows(graph.edge_index, 3)
-    torch.testing.assert_close(torch.cat([rows.row_slice(0, 2).to_dense(), rows.row_slice(2, 3).to_dense()]), HAND,
-                               rtol=1e-6, atol=1e-7)  # fmt: skip
+    torch.testing.assert_close(
+        torch.cat([rows.row_slice(0, 2).to_dense(), rows.row_slice(2, 3).to_dense()]), HAND, rtol=1e-6, atol=1e-7
+    )
     layered = layered_normalized_adjacency(graph.edge_index, 3, [3, 1])
     # the anchor 0 reads nodes 0 and 1 only: the first layer keeps those rows, the second reads them
     torch.testing.assert_close(layered[0].to_dense(), HAND[:2], rtol=1e-6, atol=1e-7)
@@ -57,8 +56,9 @@ def test_the_weighted_operator_equals_pyg_gcn_norm():
     from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
     graph = prepare_graph(_path3((0.5, 7.0)))
-    index, values = gcn_norm(graph.edge_index.long().as_subclass(torch.Tensor), graph.edge_weight, 3,
-                             add_self_loops=True)  # fmt: skip
+    index, values = gcn_norm(
+        graph.edge_index.long().as_subclass(torch.Tensor), graph.edge_weight, 3, add_self_loops=True
+    )
     pyg = torch.zeros(3, 3).index_put_((index[1], index[0]), values, accumulate=True)
     ours = normalized_adjacency(graph.edge_index, 3, symmetric=True, coalesced=True).to_dense()
     torch.testing.assert_close(ours, pyg, rtol=1e-6, atol=1e-7)
@@ -102,19 +102,25 @@ def _messy_undirected(seed: int, n: int = 40, m: int = 90) -> Data:
     attrs.append(torch.full((5, 2), -1.0))
     edge_index, weight, edge_attr = torch.cat(rows, 1), torch.cat(weights), torch.cat(attrs)
     order = torch.randperm(edge_index.shape[1], generator=g)
-    return Data(x=torch.rand(n, 5, generator=g), edge_index=edge_index[:, order], edge_weight=weight[order],
-                edge_attr=edge_attr[order])  # fmt: skip
+    return Data(
+        x=torch.rand(n, 5, generator=g),
+        edge_index=edge_index[:, order],
+        edge_weight=weight[order],
+        edge_attr=edge_attr[order],
+    )
 
 
-def _assert_own_values(edge_index: torch.Tensor, weight: torch.Tensor, attr: torch.Tensor | None,
-                       nodes: torch.Tensor | None = None) -> None:  # fmt: skip
+def _assert_own_values(
+    edge_index: torch.Tensor, weight: torch.Tensor, attr: torch.Tensor | None, nodes: torch.Tensor | None = None
+) -> None:
     source, target = edge_index.long()
     if nodes is not None:  # a subgraph's local ids
         source, target = nodes[source], nodes[target]
     assert torch.equal(weight.to(torch.float64), _key(source, target))
     if attr is not None:
-        assert torch.equal(attr, torch.stack([torch.minimum(source, target), torch.maximum(source, target)], 1)
-                           .to(attr.dtype))  # fmt: skip
+        assert torch.equal(
+            attr, torch.stack([torch.minimum(source, target), torch.maximum(source, target)], 1).to(attr.dtype)
+        )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -150,8 +156,9 @@ def test_a_directed_graphs_weights_follow_their_edges():
     pairs = pairs[:, ~torch.isin(pairs[1] * 1000 + pairs[0], pairs[0] * 1000 + pairs[1])]  # no reverse: directed
     order = torch.randperm(pairs.shape[1], generator=g)
     u, v = pairs[:, order]
-    data = Data(x=torch.rand(30, 4, generator=g), edge_index=torch.stack([u, v]),
-                edge_weight=(u * 1000 + v).to(torch.float32))  # fmt: skip
+    data = Data(
+        x=torch.rand(30, 4, generator=g), edge_index=torch.stack([u, v]), edge_weight=(u * 1000 + v).to(torch.float32)
+    )
     graph = prepare_graph(data)
     assert graph.directed
     source, target = graph.edge_index.long()
@@ -161,7 +168,8 @@ def test_a_directed_graphs_weights_follow_their_edges():
     s, t = edges.long()
     assert torch.equal(edge_values(edges)[0], (s * 1000 + t).to(torch.float32))
     sub = NeighborSampler(graph.edge_index, 30, (4, 4), undirected=False, symmetric_units=False).sample(
-        torch.arange(6), torch.Generator().manual_seed(0))  # fmt: skip
+        torch.arange(6), torch.Generator().manual_seed(0)
+    )
     s, t = sub.nodes[sub.edge_index[0]], sub.nodes[sub.edge_index[1]]
     assert torch.equal(graph.edge_weight[sub.edge_ids], (s * 1000 + t).to(torch.float32))
 
@@ -185,8 +193,9 @@ def test_training_with_weights_of_one_equals_training_without_bit_for_bit(batch_
     # repeated edges are summed: give each copy 1 / copies so merged weights are 1.0
     key = data.edge_index[0] * 1000 + data.edge_index[1]
     _, inverse, counts = torch.unique(key, return_inverse=True, return_counts=True)
-    ones.edge_weight = torch.where(data.edge_index[0] == data.edge_index[1], ones.edge_weight,
-                                   1.0 / counts[inverse].float())  # fmt: skip
+    ones.edge_weight = torch.where(
+        data.edge_index[0] == data.edge_index[1], ones.edge_weight, 1.0 / counts[inverse].float()
+    )
     config = GCAConfig(epochs=3, hidden=8, proj_hidden=8, batch_size=batch_size, fanout=(3, 3))
     a = GCA(config, device="cpu").fit(plain)
     b = GCA(config, device="cpu").fit(ones)
@@ -301,8 +310,11 @@ def test_a_single_weight_beyond_float32_is_blamed_on_its_edge_not_on_a_merge():
     largest = torch.finfo(torch.float32).max
     data.edge_weight = torch.tensor([1.0, 1.0, largest, largest], dtype=torch.float64)  # the largest: kept
     assert prepare_graph(data).edge_weight[2] == largest
-    merged = Data(x=torch.eye(2), edge_index=torch.tensor([[0, 0, 1, 1], [1, 1, 0, 0]]),
-                  edge_weight=torch.full((4,), largest, dtype=torch.float64))  # fmt: skip
+    merged = Data(
+        x=torch.eye(2),
+        edge_index=torch.tensor([[0, 0, 1, 1], [1, 1, 0, 0]]),
+        edge_weight=torch.full((4,), largest, dtype=torch.float64),
+    )
     with pytest.raises(GraphError, match="merged duplicate edges' weights overflow"):
         prepare_graph(merged)
 
@@ -335,8 +347,10 @@ def test_a_weighted_graph_pickles_copies_and_moves_with_its_weights():
     for twin in (pickle.loads(pickle.dumps(graph)), copy.deepcopy(graph), graph.to("cpu")):
         assert torch.equal(edge_values(twin.edge_index)[0], graph.edge_weight)
         assert torch.equal(twin.edge_weight, graph.edge_weight)
-    assert graph.fingerprint() != prepare_graph(Data(x=_messy_undirected(5).x,
-                                                     edge_index=_messy_undirected(5).edge_index)).fingerprint()
+    assert (
+        graph.fingerprint()
+        != prepare_graph(Data(x=_messy_undirected(5).x, edge_index=_messy_undirected(5).edge_index)).fingerprint()
+    )
 
 
 def test_edge_values_an_encoder_ignores_are_said_to_a_python_user(caplog):

@@ -97,10 +97,7 @@ def config_table() -> str:
 
     cls = config_module.GCAConfig
     comments = field_comments(cls)
-    rows = [
-        "| Field | Type | Default | Allowed | Meaning |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    rows = ["| Field | Type | Default | Allowed | Meaning |", "| --- | --- | --- | --- | --- |"]
     for field in dataclasses.fields(cls):
         kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
         default = _default(field)

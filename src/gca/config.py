@@ -417,10 +417,15 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
         return {}
     layer = shipped_config(dataset, str(config_file))
     if not layer:
-        have = sorted(p.name.removesuffix(".toml") for p in (resources.files("gca") / "configs" / str(config_file))
-                      .iterdir() if p.name.endswith(".toml"))  # fmt: skip
-        raise ConfigError(f"--config {config_file}: no such setting is shipped for {dataset} (there is one for "
-                          f"{', '.join(have)}); give a TOML or JSON file instead")  # fmt: skip
+        have = sorted(
+            p.name.removesuffix(".toml")
+            for p in (resources.files("gca") / "configs" / str(config_file)).iterdir()
+            if p.name.endswith(".toml")
+        )
+        raise ConfigError(
+            f"--config {config_file}: no such setting is shipped for {dataset} (there is one for "
+            f"{', '.join(have)}); give a TOML or JSON file instead"
+        )
     return layer
 
 
@@ -440,8 +445,9 @@ def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | Non
     return config_file is not None and not is_named_config(config_file) and "epochs" in read_config_file(config_file)
 
 
-def mini_batch_epochs(epochs: int, num_nodes: int, batch_size: int, steps_per_epoch: int = 0,
-                      world_size: int = 1) -> tuple[int, int]:  # fmt: skip
+def mini_batch_epochs(
+    epochs: int, num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1
+) -> tuple[int, int]:
     """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: a
     mini-batch epoch makes ``steps_per_epoch`` updates, or ⌈N / (B·K)⌉ over K processes (one pass), so about
     ``epochs`` / that many epochs make as many updates as the full-graph setting — its schedule, which a longer run
@@ -505,9 +511,7 @@ def planned_updates(config: GCAConfig, num_nodes: int, world_size: int = 1) -> i
 
 
 def build_config(
-    dataset: str | None = None,
-    config_file: str | Path | None = None,
-    overrides: dict[str, Any] | None = None,
+    dataset: str | None = None, config_file: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> GCAConfig:
     """Merge defaults, the dataset's shipped file, a user file (or a named alternative such as ``authors``) and
     overrides, in that order.

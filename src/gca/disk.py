@@ -95,8 +95,9 @@ def drop_rows(mapping: mmap.mmap, offset: int, row_bytes: int, start: int, stop:
         mapping.madvise(mmap.MADV_DONTNEED, low, high - low)
 
 
-def npy_map(path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type,
-            rows: tuple[int, int] | None = None) -> Mapped:  # fmt: skip
+def npy_map(
+    path: str | Path, shape: tuple[int, ...], dtype: np.dtype | type, rows: tuple[int, int] | None = None
+) -> Mapped:
     """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order; no zero
     in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written.
     ``rows=(start, stop)``: only those rows are reserved (and may be written); the rest of the file is a hole that
@@ -159,8 +160,9 @@ class DiskArrays:
         Without a ``target``: the final matrix's rows this process computes, the only ones reserved.
     """
 
-    def __init__(self, target: str | Path | None, scratch: str | Path | None = None,
-                 final_rows: tuple[int, int] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, target: str | Path | None, scratch: str | Path | None = None, final_rows: tuple[int, int] | None = None
+    ) -> None:
         if target is None and scratch is None:
             raise ValueError("DiskArrays needs a target or a scratch folder")
         self.target = Path(target) if target is not None else None

@@ -29,13 +29,23 @@ TORCHRUN_NOTE = " (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK itself)"
 
 def env_int(name: str, default: int, low: int, high: int | None = None, note: str = TORCHRUN_NOTE) -> int:
     span = f"in [{low}, {high}]" if high is not None else f"≥ {low}"
-    return _checked(name, default, int, lambda v: v >= low and (high is None or v <= high),
-                    f"an integer {span}; unset it or correct it{note}")  # fmt: skip
+    return _checked(
+        name,
+        default,
+        int,
+        lambda v: v >= low and (high is None or v <= high),
+        f"an integer {span}; unset it or correct it{note}",
+    )
 
 
 def env_seconds(name: str, default: float) -> float:
-    return _checked(name, default, float, lambda v: math.isfinite(v) and v > 0,
-                    "a positive number of seconds; unset it or correct it")  # fmt: skip
+    return _checked(
+        name,
+        default,
+        float,
+        lambda v: math.isfinite(v) and v > 0,
+        "a positive number of seconds; unset it or correct it",
+    )
 
 
 def _checked(name: str, default, parse, valid, expected: str):

@@ -44,8 +44,9 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
         tmp.unlink(missing_ok=True)
         if full:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
-        raise OSError(errno.EIO, f"writing failed ({str(exc).splitlines()[0] if str(exc) else 'RuntimeError'})",
-                      str(path)) from None  # fmt: skip
+        raise OSError(
+            errno.EIO, f"writing failed ({str(exc).splitlines()[0] if str(exc) else 'RuntimeError'})", str(path)
+        ) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

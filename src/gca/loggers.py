@@ -355,8 +355,9 @@ class CSVLogger:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.hparams_path, json.dumps(params, indent=2, sort_keys=True, default=str) + "\n")
         except (OSError, ValueError) as exc:
-            raise LoggerError(f"cannot write the hyperparameters {self.hparams_path}: "
-                              f"{getattr(exc, 'strerror', None) or exc}") from None  # fmt: skip
+            raise LoggerError(
+                f"cannot write the hyperparameters {self.hparams_path}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         """Append one row (the file is started, or widened for new metric names, first).
@@ -618,8 +619,11 @@ class TensorBoardLogger:
 
 def _check_version(version: Any) -> None:
     """A :class:`LoggerError` unless ``version`` names a run's folder: a number, or text without ``/``."""
-    if isinstance(version, bool) or not isinstance(version, (int, str)) or (
-            isinstance(version, str) and (not version.strip() or "/" in version)):  # fmt: skip
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, (int, str))
+        or (isinstance(version, str) and (not version.strip() or "/" in version))
+    ):
         raise LoggerError(f"version must be a number or a folder name, got {version!r}")
 
 
@@ -634,8 +638,7 @@ def _summary_writer() -> Any:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
-        raise LoggerError("TensorBoard logging needs the tensorboard package: pip install tensorboard"
-                          ) from None  # fmt: skip
+        raise LoggerError("TensorBoard logging needs the tensorboard package: pip install tensorboard") from None
     return SummaryWriter
 
 
@@ -672,8 +675,9 @@ class WandbLogger:
                 try:
                     Path(self.init_kwargs["dir"]).mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
-                    raise LoggerError(f"cannot make wandb's folder {self.init_kwargs['dir']}: "
-                                      f"{exc.strerror or exc}") from None  # fmt: skip
+                    raise LoggerError(
+                        f"cannot make wandb's folder {self.init_kwargs['dir']}: {exc.strerror or exc}"
+                    ) from None
             run = wandb.init(**self.init_kwargs)
             self.location = getattr(run, "url", None)
             self._started = True

@@ -96,8 +96,9 @@ def _seconds(product: Callable[[], torch.Tensor], repeats: int = 5) -> float:
 
 
 @functools.cache
-def bf16_probe(threads: int, shape: tuple[int, int, int] = PROBE_SHAPE,
-               attention: tuple[int, int] = PROBE_ATTENTION) -> tuple[float, float]:  # fmt: skip
+def bf16_probe(
+    threads: int, shape: tuple[int, int, int] = PROBE_SHAPE, attention: tuple[int, int] = PROBE_ATTENTION
+) -> tuple[float, float]:
     """How many times faster bf16 runs than fp32 on this CPU with ``threads`` threads (PyTorch's current setting),
     as (product, attention): a matrix product of ``shape`` (the encoder's), and the fused attention kernel over
     ``attention`` = (rows, width) (the objective's under bf16). Measured once per process, thread count and

@@ -57,17 +57,34 @@ class Progress:
         The clock the seconds are read from.
     """
 
-    def __init__(self, total: int, desc: str, unit: str, enabled: bool = True, initial: int = 0,
-                 stream: TextIO | None = None, *, delay: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        total: int,
+        desc: str,
+        unit: str,
+        enabled: bool = True,
+        initial: int = 0,
+        stream: TextIO | None = None,
+        *,
+        delay: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream or sys.stderr
         self.total, self.done, self.initial, self.desc, self.unit = total, initial, initial, desc, unit
         self.enabled = enabled and total > initial
         self.clock, self.delay = clock, delay
         self.start = self.last_line = clock()
         interactive = self.enabled and _is_terminal(self.stream)
-        self.bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, dynamic_ncols=True, file=self.stream,
-                        disable=not interactive, delay=delay)  # fmt: skip
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            desc=desc,
+            unit=unit,
+            dynamic_ncols=True,
+            file=self.stream,
+            disable=not interactive,
+            delay=delay,
+        )
         self.every = max(1, total // 10)
         self.plain = self.enabled and not interactive
         self.postfix: dict[str, Any] = {}
@@ -144,8 +161,15 @@ def phase(total: int, desc: str, unit: str, enabled: bool = True) -> Progress:
 
 
 @contextlib.contextmanager
-def step(desc: str, enabled: bool = True, *, delay: float | None = None, clock: Callable[[], float] = time.monotonic,
-         timer: Callable[..., Any] = threading.Timer, emit: Callable[[str], None] | None = None) -> Iterator[None]:
+def step(
+    desc: str,
+    enabled: bool = True,
+    *,
+    delay: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    timer: Callable[..., Any] = threading.Timer,
+    emit: Callable[[str], None] | None = None,
+) -> Iterator[None]:
     """A phase whose work is not counted in units (building the undirected edge list, storing the prepared graph):
     once it has run ``delay`` seconds (default :data:`PHASE_DELAY`) and still runs, the line ``DESC: under way,
     3.0 s`` (a timer thread says it; with no delay it is said at once); at its end, where that line was said,
@@ -233,4 +257,3 @@ def print_above_progress(line: str) -> None:
         One line, without its newline.
     """
     tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.terminal)
-

@@ -146,8 +146,9 @@ def identities(files: list[str | Path]) -> dict[str, list]:
     return found
 
 
-def digests_as_read(files: list[str | Path], before: dict[str, list] | None = None,
-                    known: dict[str, str] | None = None) -> dict[str, dict]:
+def digests_as_read(
+    files: list[str | Path], before: dict[str, list] | None = None, known: dict[str, str] | None = None
+) -> dict[str, dict]:
     """Each input file's SHA-256 and size as the run read it, taken once it is read (a file rewritten later in the
     run is then recorded as it was read, and said to have changed: :func:`file_record`), by resolved path.
 
@@ -232,16 +233,20 @@ def changed_inputs(records: list[dict]) -> list[str]:
     lines = []
     for record in records:
         if record.get("changed") == "while it was read":
-            lines.append(f"{record['path']} changed while it was read; the run's record gives no SHA-256 for it "
-                         "(its contents as read are unknown)")
+            lines.append(
+                f"{record['path']} changed while it was read; the run's record gives no SHA-256 for it "
+                "(its contents as read are unknown)"
+            )
         elif record.get("changed"):
-            lines.append(f"{record['path']} changed after it was read; the run's record gives the SHA-256 of the "
-                         "contents read")
+            lines.append(
+                f"{record['path']} changed after it was read; the run's record gives the SHA-256 of the contents read"
+            )
     return lines
 
 
-def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None,
-                  read: dict[str, dict] | None = None) -> list[dict]:
+def input_records(
+    files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None, read: dict[str, dict] | None = None
+) -> list[dict]:
     """:func:`file_record` of each input file.
 
     Parameters
@@ -257,12 +262,15 @@ def input_records(files: list[tuple[str | Path, str | Path]], known: dict[str, s
         over ``known``; ``None`` for none.
     """
     known, read = known or {}, read or {}
-    return [file_record(given, known.get(str(resolved)), read.get(str(Path(resolved).expanduser().resolve())))
-            for given, resolved in files]
+    return [
+        file_record(given, known.get(str(resolved)), read.get(str(Path(resolved).expanduser().resolve())))
+        for given, resolved in files
+    ]
 
 
-def run_record(command: list[str], started: str, device: Any, inputs: list[dict],
-               prepared_graph: dict | None = None, **more: Any) -> dict[str, Any]:  # fmt: skip
+def run_record(
+    command: list[str], started: str, device: Any, inputs: list[dict], prepared_graph: dict | None = None, **more: Any
+) -> dict[str, Any]:
     """A command's record (see the module docstring), completed now (``finished``).
 
     Parameters
@@ -280,9 +288,14 @@ def run_record(command: list[str], started: str, device: Any, inputs: list[dict]
     **more
         Further entries (``resumed_from``).
     """
-    record: dict[str, Any] = {"command": [str(part) for part in command], "started": started,
-                              "finished": utc_now(), "versions": versions(), **device_record(device),
-                              "inputs": inputs}  # fmt: skip
+    record: dict[str, Any] = {
+        "command": [str(part) for part in command],
+        "started": started,
+        "finished": utc_now(),
+        "versions": versions(),
+        **device_record(device),
+        "inputs": inputs,
+    }
     if prepared_graph is not None:
         record["prepared_graph"] = prepared_graph
     record.update(more)

@@ -89,8 +89,9 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
 
 def _check_spec(key: str, spec: dict[str, Any]) -> None:
     if key in ("epochs", "seed"):
-        raise TuneError(f"{key} is not searched: epochs come from validation checks (--max-epochs) and every trial "
-                        "uses the seed")  # fmt: skip
+        raise TuneError(
+            f"{key} is not searched: epochs come from validation checks (--max-epochs) and every trial uses the seed"
+        )
     kinds = [k for k in ("low", "choices", "value") if k in spec]
     unknown = set(spec) - {"low", "high", "log", "choices", "value"}
     if len(kinds) != 1 or unknown or ("low" in spec) != ("high" in spec):
@@ -111,8 +112,9 @@ def _check_spec(key: str, spec: dict[str, Any]) -> None:
         for bound in (low, high):
             wrong_kind = integral and not isinstance(bound, int)
             if isinstance(bound, bool) or not isinstance(bound, int | float) or wrong_kind:
-                raise TuneError(f"search space [{key}]: low and high must be {'integers' if integral else 'numbers'}"
-                                f", got {bound!r}")  # fmt: skip
+                raise TuneError(
+                    f"search space [{key}]: low and high must be {'integers' if integral else 'numbers'}, got {bound!r}"
+                )
         if not low < high:
             raise TuneError(f"search space [{key}]: low must be below high, got {low} and {high}")
         if spec.get("log") and low <= 0:
@@ -121,8 +123,9 @@ def _check_spec(key: str, spec: dict[str, Any]) -> None:
             try:
                 GCAConfig().replace(**{key: value})
             except UserError as exc:
-                raise TuneError(f"search space [{key}]: the range holds {value}, which the config refuses ({exc})") \
-                    from None  # fmt: skip
+                raise TuneError(
+                    f"search space [{key}]: the range holds {value}, which the config refuses ({exc})"
+                ) from None
 
 
 def _inner_values(low: float, high: float, integral: bool, log: bool, samples: int = 257) -> list[float]:
@@ -192,8 +195,14 @@ class SearchSettings:
     protocol: str = "sklearn"  # how validation accuracy is measured (gca.evaluate.classification.PROTOCOLS)
 
     def key(self) -> dict[str, Any]:
-        key = {"dataset": self.dataset, "max_epochs": self.max_epochs, "eval_every": self.eval_every,
-               "splits": self.splits, "base": self.base, "space": self.space}  # fmt: skip
+        key = {
+            "dataset": self.dataset,
+            "max_epochs": self.max_epochs,
+            "eval_every": self.eval_every,
+            "splits": self.splits,
+            "base": self.base,
+            "space": self.space,
+        }
         if self.protocol != "sklearn":  # studies made before the protocol was a setting keep their key
             key["protocol"] = self.protocol
         return key
@@ -219,7 +228,6 @@ def search_labels(labels: Any, splits: list) -> Any:
     masked = labels.clone()
     masked[torch.from_numpy(~visible)] = -1
     return masked
-
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -253,11 +261,13 @@ def check_study_file(path: Path) -> None:
         with contextlib.closing(sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, timeout=60)) as db:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
-        raise TuneError(f"{path} is not a readable study database ({exc}); move it away or give another --out") \
-            from None  # fmt: skip
+        raise TuneError(
+            f"{path} is not a readable study database ({exc}); move it away or give another --out"
+        ) from None
     if tables and not {"studies", "trials", "version_info"} <= tables:
-        raise TuneError(f"{path} is another program's SQLite database, not a gca study; move it away or give "
-                        "another --out")  # fmt: skip
+        raise TuneError(
+            f"{path} is another program's SQLite database, not a gca study; move it away or give another --out"
+        )
 
 
 def _silent(message: str) -> None:
@@ -267,9 +277,17 @@ def _silent(message: str) -> None:
 class Search:
     """One resumable search over a prepared graph (module docstring). ``run`` adds trials; ``best`` reports."""
 
-    def __init__(self, out: Path, settings: SearchSettings, graph: Any, labels: Any, splits: list,
-                 device: str = "auto", seed: int = 0, log: Callable[[str], None] | None = to_stderr,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        out: Path,
+        settings: SearchSettings,
+        graph: Any,
+        labels: Any,
+        splits: list,
+        device: str = "auto",
+        seed: int = 0,
+        log: Callable[[str], None] | None = to_stderr,
+    ) -> None:
         """Open (or continue) the study in ``out``.
 
         Parameters
@@ -314,15 +332,22 @@ class Search:
         try:
             check_study_file(database)
             storage = optuna.storages.RDBStorage(
-                f"sqlite:///{database.resolve()}", heartbeat_interval=10, grace_period=30,
-                engine_kwargs={"connect_args": {"timeout": 60}}, **retry,
-            )  # fmt: skip
+                f"sqlite:///{database.resolve()}",
+                heartbeat_interval=10,
+                grace_period=30,
+                engine_kwargs={"connect_args": {"timeout": 60}},
+                **retry,
+            )
             self.study = optuna.create_study(
-                study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
+                study_name=STUDY_NAME,
+                storage=storage,
+                direction="maximize",
+                load_if_exists=True,
                 sampler=optuna.samplers.TPESampler(seed=seed),
-                pruner=optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
-                                                   n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every),
-            )  # fmt: skip
+                pruner=optuna.pruners.MedianPruner(
+                    n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=PRUNER_WARMUP_CHECKS * settings.eval_every
+                ),
+            )
         finally:
             release_folder(lock)
         recorded = self.study.user_attrs.get("search")
@@ -330,8 +355,10 @@ class Search:
             self.study.set_user_attr("search", settings.key())
         elif recorded != _plain(settings.key()):
             changed = sorted(k for k in recorded if recorded[k] != _plain(settings.key()).get(k))
-            raise TuneError(f"{out} holds a search with other settings ({', '.join(changed)} differ); give another "
-                            "--out or the same settings")  # fmt: skip
+            raise TuneError(
+                f"{out} holds a search with other settings ({', '.join(changed)} differ); give another "
+                "--out or the same settings"
+            )
 
     def finished(self) -> int:
         states = (self.optuna.trial.TrialState.COMPLETE, self.optuna.trial.TrialState.PRUNED)
@@ -415,8 +442,9 @@ class Search:
             Also draw the plots.
         """
         atomic_write(self.out / "trials.csv", lambda f: f.write(self.trials_csv()))
-        return [self.out / "trials.csv"] + (plot_search(self, self.out / "trials.png", self.out / "importance.png")
-                                            if plots else [])  # fmt: skip
+        return [self.out / "trials.csv"] + (
+            plot_search(self, self.out / "trials.png", self.out / "importance.png") if plots else []
+        )
 
     def conclude(self, labels: Any, splits: list, seconds: float) -> tuple[dict[str, Any], Any, list[Path]]:
         """End the search: ``best.toml`` holds the best setting, and that setting is trained once more and judged
@@ -439,17 +467,31 @@ class Search:
         params, val_acc, epochs, number = self.best()
         best = self.config(params, epochs)
         searched = [key for key, spec in self.settings.space.items() if "value" not in spec]
-        note = (f"gca tune on {self.settings.dataset}: trial {number} of {self.finished()}, validation accuracy "
-                f"{val_acc:.2f} % (mean over {self.settings.splits} splits, seed {self.seed}).\nReproduce: gca train "
-                f"--config {self.out / 'best.toml'} --splits {self.settings.splits}: its results.json val_mean is this "
-                "number.")  # fmt: skip
+        note = (
+            f"gca tune on {self.settings.dataset}: trial {number} of {self.finished()}, validation accuracy "
+            f"{val_acc:.2f} % (mean over {self.settings.splits} splits, seed {self.seed}).\nReproduce: gca train "
+            f"--config {self.out / 'best.toml'} --splits {self.settings.splits}: its results.json val_mean is this "
+            "number."
+        )
         atomic_write(self.out / "best.toml", lambda f: f.write(best_toml(best, searched, note)))
         estimator = GCA(best, device=self.device)
-        final = run_gca(estimator, estimator.prepare(self.graph), dataset=self.settings.dataset, labels=labels,
-                        splits=splits, protocol=self.settings.protocol)  # fmt: skip
-        record = {"best_trial": number, "validation_accuracy": val_acc, "search_splits": self.settings.splits,
-                  "config": best.to_dict(), "test": final.record["accuracy"], "trials_finished": self.finished(),
-                  "seconds_this_run": round(seconds, 1)}  # fmt: skip
+        final = run_gca(
+            estimator,
+            estimator.prepare(self.graph),
+            dataset=self.settings.dataset,
+            labels=labels,
+            splits=splits,
+            protocol=self.settings.protocol,
+        )
+        record = {
+            "best_trial": number,
+            "validation_accuracy": val_acc,
+            "search_splits": self.settings.splits,
+            "config": best.to_dict(),
+            "test": final.record["accuracy"],
+            "trials_finished": self.finished(),
+            "seconds_this_run": round(seconds, 1),
+        }
         atomic_write(self.out / "final.json", lambda f: f.write(json_bytes(record)))
         return record, final.evaluation, [self.out / "best.toml", self.out / "final.json"]
 
@@ -464,11 +506,17 @@ class Search:
                 seconds = (t.datetime_complete - t.datetime_start).total_seconds()
             last_value = None if not t.intermediate_values else max(t.intermediate_values.values())
             value = t.value if t.value is not None else last_value
-            writer.writerow([
-                t.number, t.state.name.lower(), "" if value is None else f"{value:.4f}", t.user_attrs.get("epochs", ""),
-                "" if t.last_step is None else t.last_step, "" if seconds is None else f"{seconds:.1f}",
-                *[t.params.get(k, "") for k in keys],
-            ])  # fmt: skip
+            writer.writerow(
+                [
+                    t.number,
+                    t.state.name.lower(),
+                    "" if value is None else f"{value:.4f}",
+                    t.user_attrs.get("epochs", ""),
+                    "" if t.last_step is None else t.last_step,
+                    "" if seconds is None else f"{seconds:.1f}",
+                    *[t.params.get(k, "") for k in keys],
+                ]
+            )
         return buffer.getvalue().encode()
 
     def importances(self) -> dict[str, float]:
@@ -550,8 +598,13 @@ def plot_search(search: Search, trials_path: Path, importance_path: Path | None)
     pruned = [t for t in search.study.trials if t.state == optuna.trial.TrialState.PRUNED and t.intermediate_values]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.scatter([t.number for t in done], [t.value for t in done], label="completed", color="tab:blue")
-    ax.scatter([t.number for t in pruned], [max(t.intermediate_values.values()) for t in pruned], marker="x",
-               color="tab:grey", label="pruned (best check)")  # fmt: skip
+    ax.scatter(
+        [t.number for t in pruned],
+        [max(t.intermediate_values.values()) for t in pruned],
+        marker="x",
+        color="tab:grey",
+        label="pruned (best check)",
+    )
     ordered = sorted(done, key=lambda t: t.number)
     running, best = [], -math.inf
     for t in ordered:

@@ -12,8 +12,13 @@ from ..lazy import lazy_exports
 _EXPORTS = {
     "centrality": ("node_centrality",),
     "augmentors": (
-        "EdgeDropper", "FeatureMasker", "ViewAugmentor", "build_augmentors", "drop_probabilities",
-        "edge_weights", "feature_weights",
+        "EdgeDropper",
+        "FeatureMasker",
+        "ViewAugmentor",
+        "build_augmentors",
+        "drop_probabilities",
+        "edge_weights",
+        "feature_weights",
     ),
     "prepared": ("PreparedGraph", "prepare"),
     "transforms": ("AdaptiveAugmentation", "AdaptiveEdgeDropping", "AdaptiveFeatureMasking"),

@@ -84,8 +84,9 @@ def _from_logs(logs: torch.Tensor, s_max, spread, flat: bool, p: float, p_tau: f
 UNIT_BLOCK = 1 << 20
 
 
-def edge_drop_probabilities(edge_index: torch.Tensor, centrality: torch.Tensor, symmetric: bool,
-                            p_e: tuple[float, ...], p_tau: float) -> list[torch.Tensor]:  # fmt: skip
+def edge_drop_probabilities(
+    edge_index: torch.Tensor, centrality: torch.Tensor, symmetric: bool, p_e: tuple[float, ...], p_tau: float
+) -> list[torch.Tensor]:
     """Each view's p^e_uv (float32, in :func:`edge_units` order: the edges u < v of ``edge_index`` when
     ``symmetric``, else every edge) from the edge centralities w_uv (:func:`edge_weights`), as
     :func:`drop_probabilities` gives them — computed :data:`UNIT_BLOCK` units at a time: a first pass finds
@@ -329,8 +330,11 @@ class EdgeDropper:
         if not self.symmetric:
             return edge_list(kept, weight, attr)
         both = torch.cat([kept, kept.flip(0)], dim=1)
-        return edge_list(both, None if weight is None else torch.cat([weight, weight]),
-                         None if attr is None else torch.cat([attr, attr]))  # fmt: skip
+        return edge_list(
+            both,
+            None if weight is None else torch.cat([weight, weight]),
+            None if attr is None else torch.cat([attr, attr]),
+        )
 
 
 @dataclass

@@ -70,8 +70,9 @@ class Kept(Protocol):
     ``kept(name, compute, shape)`` gives the array stored under ``name`` (when of ``shape``), else computes, stores
     and gives it."""
 
-    def kept(self, name: str, compute: Callable[[], torch.Tensor],
-             shape: tuple[int, ...] | None = None) -> torch.Tensor: ...  # fmt: skip
+    def kept(
+        self, name: str, compute: Callable[[], torch.Tensor], shape: tuple[int, ...] | None = None
+    ) -> torch.Tensor: ...
 
 
 def one_way_note(edges: int) -> str:
@@ -83,9 +84,11 @@ def one_way_note(edges: int) -> str:
     edges
         The graph's edges (self-loops and repeats aside).
     """
-    return (f"every edge of the graph is listed one way only (none of its {edges} edges has its reverse), so it is "
-            "trained as a directed graph; pass directed=False if it is undirected (each edge then gets its reverse), "
-            "or directed=True to keep it directed without this warning")  # fmt: skip
+    return (
+        f"every edge of the graph is listed one way only (none of its {edges} edges has its reverse), so it is "
+        "trained as a directed graph; pass directed=False if it is undirected (each edge then gets its reverse), "
+        "or directed=True to keep it directed without this warning"
+    )
 
 
 def preparation_steps(config: GCAConfig, clean: bool = True) -> list[str]:
@@ -111,9 +114,14 @@ def _adaptive(config: GCAConfig) -> bool:
     return config.centrality != "uniform" and "adaptive" in (config.edge_drop, config.feature_mask)
 
 
-def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
-            encoder: nn.Module | None = None, store: Kept | None = None,
-            on_step: Callable[[str], None] | None = None) -> PreparedGraph:  # fmt: skip
+def prepare(
+    data: Data | Graph,
+    config: GCAConfig,
+    directed: bool | None = None,
+    encoder: nn.Module | None = None,
+    store: Kept | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> PreparedGraph:
     """Clean ``data`` (unless it is a :class:`Graph` already) and compute centrality and both views' probabilities.
     ``encoder``: a user's encoder, else the one ``config.encoder`` names, for the warnings on unused edge values.
 
@@ -153,8 +161,9 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
         done("cleaned")
         if directed is None and graph.directed and not has_reverse_edge(graph.edge_index, graph.num_nodes):
             notes.append(one_way_note(graph.edge_index.shape[1]))
-    notes += unused_edge_values(encoder if encoder is not None else config.encoder, graph.edge_weight is not None,
-                                graph.edge_attr is not None)  # fmt: skip
+    notes += unused_edge_values(
+        encoder if encoder is not None else config.encoder, graph.edge_weight is not None, graph.edge_attr is not None
+    )
     for note in notes:
         if note not in graph.warnings:
             graph.warnings.append(note)
@@ -163,34 +172,56 @@ def prepare(data: Data | Graph, config: GCAConfig, directed: bool | None = None,
             logging.getLogger("gca.augment").warning(note)
     centrality = None
     if _adaptive(config):
-        centrality = _kept(store, f"centrality-{config.centrality}", lambda: node_centrality(
-            config.centrality, graph.edge_index, graph.num_nodes, graph.directed), (graph.num_nodes,))  # fmt: skip
+        centrality = _kept(
+            store,
+            f"centrality-{config.centrality}",
+            lambda: node_centrality(config.centrality, graph.edge_index, graph.num_nodes, graph.directed),
+            (graph.num_nodes,),
+        )
         done(f"centrality {config.centrality}")
 
     def build() -> tuple[ViewAugmentor, ViewAugmentor]:
         return build_augmentors(
-            graph, centrality, (config.p_e1, config.p_e2), (config.p_f1, config.p_f2), config.p_tau,
-            edge_drop=config.edge_drop, feature_mask=config.feature_mask, edge_scheme=config.edge_scheme,
+            graph,
+            centrality,
+            (config.p_e1, config.p_e2),
+            (config.p_f1, config.p_f2),
+            config.p_tau,
+            edge_drop=config.edge_drop,
+            feature_mask=config.feature_mask,
+            edge_scheme=config.edge_scheme,
             feature_weighting=config.feature_weighting,
-        )  # fmt: skip
+        )
 
     trim_heap()  # the cleaning's freed blocks back to the kernel before the views' temporaries are made
     views = build() if store is None else _kept_views(store, graph, config, build)
     unit_ids = None
     if store is not None and config.batch_size and views[0].symmetric_units:
-        unit_ids = store.kept("sampler-units", lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True),
-                              (graph.edge_index.shape[1],))  # fmt: skip
+        unit_ids = store.kept(
+            "sampler-units",
+            lambda: edge_unit_ids(graph.edge_index, graph.num_nodes, True),
+            (graph.edge_index.shape[1],),
+        )
     done("views' probabilities")
     return PreparedGraph(graph, centrality, views, time.perf_counter() - start, unit_ids)
 
 
 #: The settings the views' probabilities depend on besides the graph (and the centrality, named by ``centrality``).
-VIEW_SETTINGS = ("centrality", "edge_drop", "feature_mask", "edge_scheme", "feature_weighting", "p_e1", "p_e2", "p_f1",
-                 "p_f2", "p_tau")  # fmt: skip
+VIEW_SETTINGS = (
+    "centrality",
+    "edge_drop",
+    "feature_mask",
+    "edge_scheme",
+    "feature_weighting",
+    "p_e1",
+    "p_e2",
+    "p_f1",
+    "p_f2",
+    "p_tau",
+)
 
 
-def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor],
-          shape: tuple[int, ...]) -> torch.Tensor:  # fmt: skip
+def _kept(store: Kept | None, name: str, compute: Callable[[], torch.Tensor], shape: tuple[int, ...]) -> torch.Tensor:
     return compute() if store is None else store.kept(name, compute, shape)
 
 
@@ -211,8 +242,6 @@ def _kept_views(store: Kept, graph: Graph, config: GCAConfig, build: Callable[[]
     out = []
     for i in (0, 1):
         edge = store.kept(f"views-{key}-edge{i + 1}", lambda i=i: views()[i].edge_prob, (units,))
-        feature = store.kept(f"views-{key}-feature{i + 1}", lambda i=i: views()[i].feature_prob,
-                             (graph.num_features,))  # fmt: skip
+        feature = store.kept(f"views-{key}-feature{i + 1}", lambda i=i: views()[i].feature_prob, (graph.num_features,))
         out.append(ViewAugmentor(EdgeDropper(graph.edge_index, symmetric, edge), FeatureMasker(feature)))
     return out[0], out[1]
-

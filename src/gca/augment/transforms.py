@@ -144,13 +144,17 @@ class _AdaptiveTransform(BaseTransform):
     #: Graphs whose probabilities a transform holds at once; the least recently used is dropped first.
     cache_size: int = 4
 
-    def __init__(self, p_e: float, p_f: float, p_tau: float, centrality: str,
-                 generator: torch.Generator | None) -> None:  # fmt: skip
+    def __init__(
+        self, p_e: float, p_f: float, p_tau: float, centrality: str, generator: torch.Generator | None
+    ) -> None:
         try:  # checks the values; the message names the transform's own arguments, not the config's keys
             self.config = GCAConfig(p_e1=p_e, p_f1=p_f, p_tau=p_tau, centrality=centrality)
         except ConfigError as exc:
-            names = {"p_e1": "p_e", "p_f1": "p_f"} if type(self).__name__ == "AdaptiveAugmentation" else {
-                "p_e1": "p", "p_f1": "p"}  # fmt: skip
+            names = (
+                {"p_e1": "p_e", "p_f1": "p_f"}
+                if type(self).__name__ == "AdaptiveAugmentation"
+                else {"p_e1": "p", "p_f1": "p"}
+            )
             message = str(exc)
             for key, name in names.items():
                 message = message.replace(key, name)
@@ -242,8 +246,10 @@ class _AdaptiveTransform(BaseTransform):
         return state
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(p_e={self.config.p_e1}, p_f={self.config.p_f1}, p_tau={self.config.p_tau}, "
-                f"{self.config.centrality})")  # fmt: skip
+        return (
+            f"{type(self).__name__}(p_e={self.config.p_e1}, p_f={self.config.p_f1}, p_tau={self.config.p_tau}, "
+            f"{self.config.centrality})"
+        )
 
 
 class AdaptiveEdgeDropping(_AdaptiveTransform):
@@ -266,8 +272,9 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
         it); ``None`` for PyTorch's global generator.
     """
 
-    def __init__(self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
-                 generator: torch.Generator | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree", generator: torch.Generator | None = None
+    ) -> None:
         super().__init__(p, 0.0, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
@@ -305,8 +312,9 @@ class AdaptiveFeatureMasking(_AdaptiveTransform):
         it); ``None`` for PyTorch's global generator.
     """
 
-    def __init__(self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
-                 generator: torch.Generator | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, p: float = 0.3, p_tau: float = 0.7, centrality: str = "degree", generator: torch.Generator | None = None
+    ) -> None:
         super().__init__(0.0, p, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
@@ -344,8 +352,14 @@ class AdaptiveAugmentation(_AdaptiveTransform):
         it); ``None`` for PyTorch's global generator.
     """
 
-    def __init__(self, p_e: float = 0.3, p_f: float = 0.3, p_tau: float = 0.7, centrality: str = "degree",
-                 generator: torch.Generator | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        p_e: float = 0.3,
+        p_f: float = 0.3,
+        p_tau: float = 0.7,
+        centrality: str = "degree",
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__(p_e, p_f, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
@@ -373,9 +387,13 @@ def _same_values(x: Any, held: torch.Tensor) -> bool:
     if x is held:
         return True
     return (
-        isinstance(x, torch.Tensor) and x.layout == held.layout == torch.strided and x.dtype == held.dtype
-        and x.shape == held.shape and x.device == held.device and torch.equal(x, held)
-    )  # fmt: skip
+        isinstance(x, torch.Tensor)
+        and x.layout == held.layout == torch.strided
+        and x.dtype == held.dtype
+        and x.shape == held.shape
+        and x.device == held.device
+        and torch.equal(x, held)
+    )
 
 
 def _feature_masker(x: Any, graph: _GraphPart, config: GCAConfig) -> FeatureMasker:
@@ -416,11 +434,19 @@ def _kept(data: Data, graph: _GraphPart, keep_units: torch.Tensor) -> Data:
     slices = getattr(data, "_slice_dict", None) if isinstance(data, Batch) else None
     edges = data.edge_index.shape[1]
     for key, value in data:
-        if key.startswith("edge_") and key != "edge_index" and "edge_label" not in key and \
-                isinstance(value, torch.Tensor) and value.dim() and value.shape[data.__cat_dim__(key, value)] != edges:
+        if (
+            key.startswith("edge_")
+            and key != "edge_index"
+            and "edge_label" not in key
+            and isinstance(value, torch.Tensor)
+            and value.dim()
+            and value.shape[data.__cat_dim__(key, value)] != edges
+        ):
             # PyG's is_edge_attr calls such a tensor no edge attribute, and it would stay beside fewer edges
-            raise TransformError(f"{key} has {value.shape[data.__cat_dim__(key, value)]} rows but the graph has "
-                                 f"{edges} edges; give one row per edge")  # fmt: skip
+            raise TransformError(
+                f"{key} has {value.shape[data.__cat_dim__(key, value)]} rows but the graph has "
+                f"{edges} edges; give one row per edge"
+            )
         if key == "edge_index" or "edge_label" in key or not data.is_edge_attr(key):
             continue
         if slices is not None and not (key in slices and _same(slices[key], slices.get("edge_index"))):

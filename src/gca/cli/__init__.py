@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "dispatch": ("main", "entry"),
-}
+_EXPORTS = {"dispatch": ("main", "entry")}
 
 if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
     from .dispatch import entry as entry

@@ -22,11 +22,13 @@ def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str | None
 
 def split_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--eval-split", choices=SPLIT_SCHEMES, default="auto",
+        "--eval-split",
+        choices=SPLIT_SCHEMES,
+        default="auto",
         help="random (fractions below), public (the dataset's own split: Planetoid's 20 per class/500/1,000, Wiki-CS, "
         "OGB), fewshot (--shots K per class) or auto (default: the dataset's benchmark splits where it has them, "
         "else random)",
-    )  # fmt: skip
+    )
     parser.add_argument("--train-frac", type=float, default=0.1, help="random splits: training fraction (0.1)")
     parser.add_argument("--val-frac", type=float, default=0.1, help="random/fewshot: validation fraction (0.1)")
     parser.add_argument("--test-frac", type=float, help="random/fewshot: test fraction (default: the rest)")
@@ -57,12 +59,14 @@ def split_setting(args: argparse.Namespace):
 def protocol_argument(parser: argparse.ArgumentParser, default: str = PROTOCOLS[0]) -> None:
     """``--eval-protocol``; ``gca reproduce`` defaults to ``authors``, the protocol behind the paper's numbers."""
     parser.add_argument(
-        "--eval-protocol", choices=PROTOCOLS, default=default,
+        "--eval-protocol",
+        choices=PROTOCOLS,
+        default=default,
         help=f"how embeddings are judged (default {default}): sklearn (logistic regression on l2-normalised "
         "embeddings, C chosen on validation) or authors (the GCA authors' script, behind the paper's numbers: a "
         "linear layer trained with Adam for 3,000 epochs, test accuracy at the best validation check; random splits "
         "cut with int())",
-    )  # fmt: skip
+    )
 
 
 def graph_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,24 +77,50 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
         "of a dataset folder (what exists on disk is a path, anything else a name)",
     )
     parser.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
-    parser.add_argument("--edges", metavar="FILE", help="your graph: edge list (CSV/TSV/Parquet: source, target in the "
-                        "first two columns; integer or string node ids)")  # fmt: skip
-    parser.add_argument("--features", metavar="FILE", help="your graph: node features (.npy, sparse .npz, CSV/TSV/"
-                        "Parquet with an optional id column, a long id,feature[,value] table, or JSON of node id -> "
-                        "feature ids)")  # fmt: skip
+    parser.add_argument(
+        "--edges",
+        metavar="FILE",
+        help="your graph: edge list (CSV/TSV/Parquet: source, target in the "
+        "first two columns; integer or string node ids)",
+    )
+    parser.add_argument(
+        "--features",
+        metavar="FILE",
+        help="your graph: node features (.npy, sparse .npz, CSV/TSV/"
+        "Parquet with an optional id column, a long id,feature[,value] table, or JSON of node id -> "
+        "feature ids)",
+    )
     parser.add_argument("--labels", metavar="FILE", help="your graph: node labels (CSV/TSV/Parquet of node, label)")
     parser.add_argument("--directed", action="store_true", help="your graph: treat the edge list as directed")
-    parser.add_argument("--edge-weight", metavar="COL", help="your graph: the edge file's weight column (its name, or "
-                        "its number from 1); default: a column named 'weight' — no other column is read")  # fmt: skip
-    parser.add_argument("--feature-ids", metavar="FILE", help="your graph: the node id of each row of an .npy/.npz "
-                        "feature matrix (one id per line, or a 1-D .npy)")  # fmt: skip
-    parser.add_argument("--feature-layout", choices=("auto", "wide", "long"), default="auto",
-                        help="your graph: a feature table's layout: wide (a row per node), long (id, feature[, value] "
-                        "rows) or auto (default: long when its second column is named feature, word, token, ...)")
-    parser.add_argument("--id-column", metavar="NAME", help="your graph: the id column of the feature and label tables "
-                        "(default: a column named id/node/node_id/name, else the first)")  # fmt: skip
-    parser.add_argument("--label-column", metavar="NAME", help="your graph: the label column of a label table with "
-                        "more than two columns")  # fmt: skip
+    parser.add_argument(
+        "--edge-weight",
+        metavar="COL",
+        help="your graph: the edge file's weight column (its name, or "
+        "its number from 1); default: a column named 'weight' — no other column is read",
+    )
+    parser.add_argument(
+        "--feature-ids",
+        metavar="FILE",
+        help="your graph: the node id of each row of an .npy/.npz feature matrix (one id per line, or a 1-D .npy)",
+    )
+    parser.add_argument(
+        "--feature-layout",
+        choices=("auto", "wide", "long"),
+        default="auto",
+        help="your graph: a feature table's layout: wide (a row per node), long (id, feature[, value] "
+        "rows) or auto (default: long when its second column is named feature, word, token, ...)",
+    )
+    parser.add_argument(
+        "--id-column",
+        metavar="NAME",
+        help="your graph: the id column of the feature and label tables "
+        "(default: a column named id/node/node_id/name, else the first)",
+    )
+    parser.add_argument(
+        "--label-column",
+        metavar="NAME",
+        help="your graph: the label column of a label table with more than two columns",
+    )
 
 
 def load_graph(args: argparse.Namespace):
@@ -105,8 +135,14 @@ def load_graph(args: argparse.Namespace):
         reading = {flag: getattr(args, flag, None) for flag in READING_FLAGS}
         reading["feature_layout"] = reading["feature_layout"] or "auto"
         reading["feature_names"] = getattr(args, "feature_names", None)  # gca embed: the model's columns
-        loaded = load_files(args.edges, args.features, args.labels, directed=args.directed, **reading,
-                            progress=not getattr(args, "quiet", False))  # fmt: skip
+        loaded = load_files(
+            args.edges,
+            args.features,
+            args.labels,
+            directed=args.directed,
+            **reading,
+            progress=not getattr(args, "quiet", False),
+        )
     else:
         loaded = load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
     remember_inputs(args, before)
@@ -121,8 +157,10 @@ def check_graph_arguments(args: argparse.Namespace) -> None:
     if given and not args.edges:
         raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
     if getattr(args, "feature_ids", None) and not str(args.features or "").lower().endswith((".npy", ".npz")):
-        raise ConfigError("--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
-                          "id column (--id-column NAME)")  # fmt: skip
+        raise ConfigError(
+            "--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
+            "id column (--id-column NAME)"
+        )
     if args.edges or args.features or args.labels:
         if not (args.edges and args.features):
             raise ConfigError("--edges and --features go together (--labels is optional); give both")
@@ -137,11 +175,13 @@ def check_graph_arguments(args: argparse.Namespace) -> None:
 
 def cache_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--cache", action=argparse.BooleanOptionalAction, default=None,
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="the prepared graph on disk ($GCA_CACHE_DIR/prepared, default ~/.cache/gca/prepared): by default a run "
         "opens it when one was made from the same input files, and writes it for graphs of 10^7 directed edges or "
         "more; --cache writes it for any graph, --no-cache neither reads nor writes it",
-    )  # fmt: skip
+    )
 
 
 def open_graph(args: argparse.Namespace):

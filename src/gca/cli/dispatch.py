@@ -16,8 +16,9 @@ COMMANDS = {"train": train, "embed": embed, "prepare": prepare, "tune": tune, "r
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="gca", description="Graph Contrastive learning with Adaptive augmentation (Zhu et al., "
-                    "WWW 2021).")  # fmt: skip
+    parser = Parser(
+        prog="gca", description="Graph Contrastive learning with Adaptive augmentation (Zhu et al., WWW 2021)."
+    )
     parser.add_argument("--version", action="version", version=f"gca {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS.values():

@@ -20,11 +20,13 @@ def add_parser(sub) -> None:
     graph_arguments(emb)
     cache_arguments(emb)
     emb.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    emb.add_argument("--out", default="runs/embed", help="output folder for embeddings.npy and results.json "
-                     "(default: runs/embed)")  # fmt: skip
+    emb.add_argument(
+        "--out", default="runs/embed", help="output folder for embeddings.npy and results.json (default: runs/embed)"
+    )
     emb.add_argument("--export", metavar="FILE", help="also write the embeddings keyed by node id (.csv/.parquet)")
-    emb.add_argument("--quiet", action="store_true", help="no progress of inference (shown where it takes a few "
-                     "seconds)")  # fmt: skip
+    emb.add_argument(
+        "--quiet", action="store_true", help="no progress of inference (shown where it takes a few seconds)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_graph_arguments(args)
     if args.dataset is None and not args.edges:  # the training default (Karate) is no graph to embed with a model
-        raise ConfigError("gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE --features "
-                          "FILE (with the feature columns the model was trained on)")  # fmt: skip
+        raise ConfigError(
+            "gca embed needs the graph to embed: give --dataset NAME|PATH or --edges FILE --features "
+            "FILE (with the feature columns the model was trained on)"
+        )
     outputs = RunOutputs(args.out, args.export, inputs(args), progress=not args.quiet)
     try:
         return _embed_into(outputs, args)
@@ -80,14 +84,18 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
             outputs.wrote("embeddings.npy")
         outputs.write_embeddings(embeddings.numpy(), job.node_ids)
         record = {
-            "dataset": job.name, "num_nodes": graph.num_nodes, "dimensions": int(embeddings.shape[1]),
+            "dataset": job.name,
+            "num_nodes": graph.num_nodes,
+            "dimensions": int(embeddings.shape[1]),
             "device": str(estimator.device),
             # the model used, and where it came from as its file records it (None: written before gca recorded it)
             "checkpoint": {**checkpoint, "provenance": estimator.provenance},
             "provenance": command_provenance(args, estimator.device, store, inputs=(checkpoint,)),
-        }  # fmt: skip
+        }
         outputs.write("results.json", lambda f: f.write(json_bytes(record)))
         written = outputs.commit(owned=EMBED_FILES)
-    print(f"{job.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
-          + ", ".join(str(p) for p in written))  # fmt: skip
+    print(
+        f"{job.name}: {graph.num_nodes} nodes embedded with {args.checkpoint}; wrote "
+        + ", ".join(str(p) for p in written)
+    )
     return 0

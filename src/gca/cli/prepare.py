@@ -17,12 +17,17 @@ def add_parser(sub) -> None:
     prep = sub.add_parser("prepare", help="clean a graph once and store it on disk for later runs (large graphs)")
     graph_arguments(prep)
     prep.add_argument(
-        "--config", help="TOML or JSON file of the hyperparameters the later runs use: centrality and the views' "
+        "--config",
+        help="TOML or JSON file of the hyperparameters the later runs use: centrality and the views' "
         "probabilities are stored for them (runs with other settings compute and add their own)",
-    )  # fmt: skip
-    prep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                      help="override one hyperparameter (repeatable); with batch_size the sampler's unit ids are "
-                      "stored too")  # fmt: skip
+    )
+    prep.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one hyperparameter (repeatable); with batch_size the sampler's unit ids are stored too",
+    )
     prep.add_argument("--centrality", help="node centrality φ the later runs use (default: degree)")
     prep.add_argument("--quiet", action="store_true", help="no progress of the steps that take a few seconds")
 
@@ -39,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
         load_graph(args)  # files that are missing or unreadable, an unknown name: said as any command says it
         source = graph_source(args)  # a named dataset it has just downloaded
     if source is None:
-        raise ConfigError("gca prepare stores a graph read from disk: give --dataset with an .npz file, a dataset "
-                          "folder or a named dataset present in --data-dir, or --edges/--features")  # fmt: skip
+        raise ConfigError(
+            "gca prepare stores a graph read from disk: give --dataset with an .npz file, a dataset "
+            "folder or a named dataset present in --data-dir, or --edges/--features"
+        )
 
     from ..run.cache import PreparedStore
     from ..run.job import Job
@@ -48,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = PreparedStore(source, progress=not args.quiet)
     found = store.usable()
-    job = Job.open(store.loaded() if found else load_graph(args), args.config, overrides, store=store,
-                   store_graph=True)  # fmt: skip
+    job = Job.open(store.loaded() if found else load_graph(args), args.config, overrides, store=store, store_graph=True)
     estimator = GCA(job.config, device="cpu", progress=not args.quiet)
     job.prepare(estimator, require_edges=False)
     for warning in job.warnings:
@@ -57,13 +63,13 @@ def run(args: argparse.Namespace) -> int:
     for note in store.notes:
         say(f"gca: {note}")
     if not job.stored:
-        raise UserError(f"the prepared graph of {job.name} could not be stored in {store.folder}; see the line "
-                        "above")  # fmt: skip
+        raise UserError(f"the prepared graph of {job.name} could not be stored in {store.folder}; see the line above")
     graph = job.graph
     assert graph is not None
-    kept = sorted(p.stem for p in store.folder.glob("*.npy") if p.stem.startswith(("centrality", "views",
-                                                                                     "sampler")))  # fmt: skip
-    print(f"{job.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges "
-          f"({'already prepared' if found else 'prepared'} in {job.prepared.seconds:.1f} s); {store.folder} holds "
-          f"{store.size() / 1e9:.2f} GB" + (f", with {', '.join(kept)}" if kept else ""))  # fmt: skip
+    kept = sorted(p.stem for p in store.folder.glob("*.npy") if p.stem.startswith(("centrality", "views", "sampler")))
+    print(
+        f"{job.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges "
+        f"({'already prepared' if found else 'prepared'} in {job.prepared.seconds:.1f} s); {store.folder} holds "
+        f"{store.size() / 1e9:.2f} GB" + (f", with {', '.join(kept)}" if kept else "")
+    )
     return 0

@@ -39,8 +39,9 @@ def inputs_before(args: argparse.Namespace) -> dict[str, list]:
     return identities(_read_files(args)) if getattr(args, "record_inputs", False) else {}
 
 
-def remember_inputs(args: argparse.Namespace, before: dict[str, list] | None = None,
-                    known: dict[str, str] | None = None) -> None:
+def remember_inputs(
+    args: argparse.Namespace, before: dict[str, list] | None = None, known: dict[str, str] | None = None
+) -> None:
     """Each input file's size and SHA-256 as the graph was just read (:func:`gca.provenance.digests_as_read`), kept
     in ``args.inputs_read`` for :func:`command_provenance` — where the command records its inputs.
 
@@ -57,8 +58,9 @@ def remember_inputs(args: argparse.Namespace, before: dict[str, list] | None = N
         args.inputs_read = digests_as_read(_read_files(args), before, known)
 
 
-def command_provenance(args: argparse.Namespace, device: Any, store: Any = None, inputs: tuple[dict, ...] = (),
-                       **more: Any) -> dict[str, Any]:  # fmt: skip
+def command_provenance(
+    args: argparse.Namespace, device: Any, store: Any = None, inputs: tuple[dict, ...] = (), **more: Any
+) -> dict[str, Any]:
     """The command's provenance record, completed now: every file it read, each file's size and SHA-256 as taken
     when the graph was read (:func:`remember_inputs`; the prepared graph's record where the graph was read from one)
     — a file that changed since is recorded as it was read, marked ``changed``, and said in one warning line.
@@ -117,8 +119,9 @@ def graph_source(args: argparse.Namespace):
             import hashlib
 
             how += f" columns={hashlib.sha256(repr(like).encode()).hexdigest()[:16]}"
-        return GraphSource.of(Path(args.edges).stem, files, f"files directed={bool(args.directed)} "
-                              f"labels={bool(args.labels)} {how}")  # fmt: skip
+        return GraphSource.of(
+            Path(args.edges).stem, files, f"files directed={bool(args.directed)} labels={bool(args.labels)} {how}"
+        )
     if args.edges or args.features or args.labels or not args.dataset or not args.dataset.strip():
         return None
     found = dataset_source(args.dataset, args.data_dir)

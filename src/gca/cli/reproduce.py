@@ -26,16 +26,20 @@ def add_parser(sub) -> None:
     rep.add_argument("--data-dir", help="folder holding the datasets (default: $GCA_DATA_DIR or ~/.cache/gca/data)")
     rep.add_argument("--out", required=True, help="output folder (tables, figures, runs/)")
     rep.add_argument(
-        "--quick", action="store_true", help="sized for a laptop CPU: every GCA row keeps its setting's number of "
+        "--quick",
+        action="store_true",
+        help="sized for a laptop CPU: every GCA row keeps its setting's number of "
         "updates (mini-batches where --fast would choose them), one training per cell judged on 20 splits, raw "
         "features, GMI and MVGRL (on shortened schedules, marked ‡) as the baselines unless --baselines names others, "
         "a 5×5 Figure 4 grid of shortened runs",
-    )  # fmt: skip
+    )
     rep.add_argument("--runs", type=int, help="trainings per table cell (default 20, or 1 with --quick)")
     rep.add_argument(
-        "--fast", action="store_true", help="train GCA's runs as gca train --fast does: exact or mini-batch, chosen "
+        "--fast",
+        action="store_true",
+        help="train GCA's runs as gca train --fast does: exact or mini-batch, chosen "
         "from each graph's size and the device; the tables say which training made each row",
-    )  # fmt: skip
+    )
     rep.add_argument(
         "--baselines",
         help="comma-separated baselines for Table 3 (default: all of raw, node2vec, deepwalk, "
@@ -82,19 +86,32 @@ def _reproduce_into(out, args: argparse.Namespace, datasets, figure4_datasets, b
     from ..reproduce import Reproduction
 
     repro = Reproduction(
-        out, datasets, args.data_dir, quick=args.quick, runs=args.runs, device=args.device,
-        plots=not args.no_plots, progress=not args.quiet, baselines=baselines, figure4_datasets=figure4_datasets,
-        protocol=args.eval_protocol, split=split_setting(args), fast=args.fast,
-    )  # fmt: skip
+        out,
+        datasets,
+        args.data_dir,
+        quick=args.quick,
+        runs=args.runs,
+        device=args.device,
+        plots=not args.no_plots,
+        progress=not args.quiet,
+        baselines=baselines,
+        figure4_datasets=figure4_datasets,
+        protocol=args.eval_protocol,
+        split=split_setting(args),
+        fast=args.fast,
+    )
     start = time.perf_counter()
     try:
         written = repro.run(args.task)
     except KeyboardInterrupt:
-        say(f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "
-            "run the same command again to continue")
+        say(
+            f"gca: interrupted after {repro.trained} new runs; finished runs are saved in {out / 'runs'} — "
+            "run the same command again to continue"
+        )
         return 130
-    print(f"{repro.trained} runs trained, {repro.reused} reused from {out / 'runs'}; "
-          f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+    print(
+        f"{repro.trained} runs trained, {repro.reused} reused from {out / 'runs'}; {time.perf_counter() - start:.0f} s"
+    )
     for path in written:
         print(f"wrote {path}")
     if repro.ran_nothing:  # a table of "skipped" is not a result: scripts must see it

@@ -53,8 +53,9 @@ class Stop:
         if self.ended:
             return
         now = time.monotonic()
-        if _in_finalizer(frame) or (sys.exc_info()[1] is not None and
-                                    now - self._waiting_since.setdefault(signum, now) < self.patience_s):  # fmt: skip
+        if _in_finalizer(frame) or (
+            sys.exc_info()[1] is not None and now - self._waiting_since.setdefault(signum, now) < self.patience_s
+        ):
             self._send_again(signum)
             return
         self._waiting_since.pop(signum, None)
@@ -101,6 +102,7 @@ _OUT_OF_MEMORY = (
     "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), train a large graph on "
     "sampled mini-batches (--set batch_size=1024; README: Large graphs), or use a machine or device with more memory"
 )
+
 
 def warn(message: str) -> None:
     """One warning line on stderr; the run goes on."""
@@ -162,14 +164,16 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
             say(f"gca: error: {_OUT_OF_MEMORY}")
             return 2
         if _is_peer_failure(exc):
-            say("gca: error: another process of this distributed run stopped or cannot be reached; see its "
-                "message (this one made no result files)")  # fmt: skip
+            say(
+                "gca: error: another process of this distributed run stopped or cannot be reached; see its "
+                "message (this one made no result files)"
+            )
             return 2
         raise
     except KeyboardInterrupt:
         # gca train and gca embed say what their output folder holds (RunOutputs.after_stop), gca tune and gca
         # reproduce what they saved; this is any other moment's line
-        say("gca: interrupted; files written before are kept as they were, and none is left half-written")  # fmt: skip
+        say("gca: interrupted; files written before are kept as they were, and none is left half-written")
         return 130
 
 

@@ -95,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
     from ..tune import Search, SearchSettings, TuneError
 
     if distributed.launched():
-        raise ConfigError("gca tune runs trials in one process each; for a parallel search start several gca tune "
-                          "processes with the same --out instead of torchrun")  # fmt: skip
+        raise ConfigError(
+            "gca tune runs trials in one process each; for a parallel search start several gca tune "
+            "processes with the same --out instead of torchrun"
+        )
     device = resolve_device(args.device)
     job = Job.open(load_graph(args), args.config, overrides)
     if job.labels is None:
@@ -112,23 +114,37 @@ def run(args: argparse.Namespace) -> int:
     base = {k: v for k, v in job.config.to_dict().items() if k not in space}
     searching = min(args.search_splits, len(splits))  # a public split may be one
     settings = SearchSettings(job.name, max_epochs, eval_every, searching, base, space, args.eval_protocol)
-    search = Search(out, settings, graph, job.labels, splits[:searching], device=str(device),
-                    seed=job.config.seed, log=None if args.quiet else to_stderr)  # fmt: skip
+    search = Search(
+        out,
+        settings,
+        graph,
+        job.labels,
+        splits[:searching],
+        device=str(device),
+        seed=job.config.seed,
+        log=None if args.quiet else to_stderr,
+    )
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
-    say(f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
+    say(
+        f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
         f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
-        f"{args.trials} trials already finished in {out / 'study.db'}")  # fmt: skip
+        f"{args.trials} trials already finished in {out / 'study.db'}"
+    )
     start = time.perf_counter()
     try:
         search.run(args.trials, args.timeout)
     except KeyboardInterrupt:
         search.write_trials(plots=False)
-        say(f"gca: interrupted; {search.finished()} finished trials are saved in {out / 'study.db'} — run the "
-            "same command again to continue")  # fmt: skip
+        say(
+            f"gca: interrupted; {search.finished()} finished trials are saved in {out / 'study.db'} — run the "
+            "same command again to continue"
+        )
         return 130
     written = search.write_trials()
     record, evaluation, concluded = search.conclude(job.labels, splits, time.perf_counter() - start)
-    print(f"best validation accuracy {record['validation_accuracy']:.2f} % (trial {record['best_trial']}, "
-          f"{searching} splits); test accuracy of that setting: {evaluation}")  # fmt: skip
+    print(
+        f"best validation accuracy {record['validation_accuracy']:.2f} % (trial {record['best_trial']}, "
+        f"{searching} splits); test accuracy of that setting: {evaluation}"
+    )
     print("wrote " + ", ".join(str(p) for p in written + concluded))
     return 0

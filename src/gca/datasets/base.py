@@ -148,8 +148,11 @@ def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[
         raise DatasetError(f"{path}: the labels are {values.dtype} values; give class numbers 0, 1, 2, …")
     missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(num_nodes, dtype=bool)
     present = values[~missing]
-    bad = (~np.isfinite(present) | (present < 0) | (present != np.floor(present))) if values.dtype.kind == "f" else (
-        present < 0)  # fmt: skip
+    bad = (
+        (~np.isfinite(present) | (present < 0) | (present != np.floor(present)))
+        if values.dtype.kind == "f"
+        else (present < 0)
+    )
     if bad.any():
         row = int(np.flatnonzero(~missing)[np.argmax(bad)])
         raise DatasetError(
@@ -161,8 +164,11 @@ def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[
     labels = np.full(num_nodes, -1, dtype=np.int64)
     labels[~missing] = present.astype(np.int64)
     count = int(missing.sum())
-    notes = [f"{count} of {num_nodes} nodes in {path} have no label (NaN); they are left out of evaluation"] if count \
-        else []  # fmt: skip
+    notes = (
+        [f"{count} of {num_nodes} nodes in {path} have no label (NaN); they are left out of evaluation"]
+        if count
+        else []
+    )
     return torch.from_numpy(labels), notes
 
 

@@ -24,12 +24,7 @@ from ..graph.edges import (
     undirected_edges,
     weighted_edge_list,
 )
-from .base import (
-    DatasetError,
-    class_labels,
-    float32_features,
-    stored_features,
-)
+from .base import DatasetError, class_labels, float32_features, stored_features
 
 #: Members mapped from the file when stored uncompressed (:func:`mapped_member`).
 MAPPED = ("attr_matrix", "adj_data", "adj_indices", "adj_indptr")
@@ -121,8 +116,7 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
         )
         if "attr_data" in arrays:
             attr = sp.csr_matrix(
-                (arrays["attr_data"], arrays["attr_indices"], arrays["attr_indptr"]),
-                shape=tuple(arrays["attr_shape"]),
+                (arrays["attr_data"], arrays["attr_indices"], arrays["attr_indptr"]), shape=tuple(arrays["attr_shape"])
             )
         elif "attr_matrix" in arrays:
             attr = np.asarray(arrays.pop("attr_matrix"))  # dense features stay dense
@@ -152,9 +146,16 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     if weight is not None:  # the values are the edges' weights, checked and merged as edge files' are
         rows = np.repeat(np.arange(num_nodes, dtype=np.int64), np.diff(adj.indptr))
         edge_index, edge_weight, repeated = weighted_edge_list(
-            rows, adj.indices, weight, num_nodes, directed, path, entry,
+            rows,
+            adj.indices,
+            weight,
+            num_nodes,
+            directed,
+            path,
+            entry,
             "give both directions the same value in adj_data (1 everywhere for an unweighted graph; a matrix built "
-            "from an edge list with repeats holds their counts)")
+            "from an edge list with repeats holds their counts)",
+        )
         del adj, rows, weight, arrays["adj_data"], arrays["adj_indices"]
     elif directed:
         coo = adj.tocoo()

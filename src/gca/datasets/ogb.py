@@ -116,8 +116,9 @@ def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDatase
     splits = _official_split(folder, num_nodes)
     data = Data(x=torch.from_numpy(x), edge_index=edge_index, y=y, num_nodes=num_nodes)
     # By name the dataset's shipped settings apply; a folder given by path starts from the defaults.
-    return LoadedDataset(name or folder.name, data, splits=splits, public=splits, named=name is not None,
-                         warnings=notes)
+    return LoadedDataset(
+        name or folder.name, data, splits=splits, public=splits, named=name is not None, warnings=notes
+    )
 
 
 def _official_split(folder: Path, num_nodes: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
@@ -137,7 +138,9 @@ def _official_split(folder: Path, num_nodes: int) -> list[tuple[np.ndarray, np.n
             for (a, first), (b, second) in itertools.combinations(zip(parts, indices, strict=True), 2):
                 shared = np.intersect1d(first, second)
                 if shared.size:
-                    raise DatasetError(f"{a} and {b} share {shared.size} nodes (e.g. node {shared[0]}); the parts "
-                                       "of a split must be disjoint")  # fmt: skip
+                    raise DatasetError(
+                        f"{a} and {b} share {shared.size} nodes (e.g. node {shared[0]}); the parts "
+                        "of a split must be disjoint"
+                    )
             return [tuple(indices)]
     return None

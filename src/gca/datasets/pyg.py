@@ -207,8 +207,9 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
     root = folder.parent
     stamp = _raw_stamp(raw_dir, spec.raw_files) if not missing else ""
     own = folder / "processed"
-    in_cache = not missing and (folder.name != spec.folder or not _writable(own) or (
-        own.exists() and _stamp_of(own) != stamp))  # fmt: skip
+    in_cache = not missing and (
+        folder.name != spec.folder or not _writable(own) or (own.exists() and _stamp_of(own) != stamp)
+    )
     if in_cache:
         digest = hashlib.sha1(f"{raw_dir.resolve()}\n{stamp}".encode()).hexdigest()[:12]
         root = cache_dir / "processed-data" / digest
@@ -262,8 +263,10 @@ _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.ER
 
 
 def _cache_message(cache_dir: Path, exc: OSError) -> str:
-    return (f"cannot write gca's cache folder {cache_dir} ({exc.strerror or exc}); free space there or set "
-            "GCA_CACHE_DIR to a writable folder")
+    return (
+        f"cannot write gca's cache folder {cache_dir} ({exc.strerror or exc}); free space there or set "
+        "GCA_CACHE_DIR to a writable folder"
+    )
 
 
 def _missing_message(spec: _Spec, raw_dir: Path, reason: str) -> str:

@@ -21,13 +21,19 @@ from .base import DatasetError, LoadedDataset, check_regular_file, default_cache
 
 #: Named datasets: canonical key → (display name, loader(data_dir, cache_dir)).
 NAMED: dict[str, tuple[str, Callable[[Path, Path], LoadedDataset]]] = {
-    **{key: ("Karate", lambda data_dir, cache_dir: LoadedDataset("Karate", pyg.karate_club()))
-       for key in pyg.KARATE_NAMES},
-    **{key: (spec.name, lambda data_dir, cache_dir, spec=spec: pyg.load_spec(spec, data_dir / spec.folder, cache_dir))
-       for key, spec in pyg.DATASETS.items()},
-    **{key: (name, lambda data_dir, cache_dir, key=key: ogb.load_named(key, data_dir))
-       for key, (name, _, _) in ogb.OGB_DATASETS.items()},
-}  # fmt: skip
+    **{
+        key: ("Karate", lambda data_dir, cache_dir: LoadedDataset("Karate", pyg.karate_club()))
+        for key in pyg.KARATE_NAMES
+    },
+    **{
+        key: (spec.name, lambda data_dir, cache_dir, spec=spec: pyg.load_spec(spec, data_dir / spec.folder, cache_dir))
+        for key, spec in pyg.DATASETS.items()
+    },
+    **{
+        key: (name, lambda data_dir, cache_dir, key=key: ogb.load_named(key, data_dir))
+        for key, (name, _, _) in ogb.OGB_DATASETS.items()
+    },
+}
 #: Folder readers, in order: (recognises the folder?, read it).
 FOLDER_READERS: tuple[tuple[Callable[[Path], bool], Callable[[Path, Path], LoadedDataset]], ...] = (
     (ogb.is_ogb_folder, lambda folder, cache_dir: ogb.read_ogb_folder(folder)),

@@ -6,6 +6,7 @@ import warnings
 
 from .files import tables
 
-warnings.warn("gca.datasets.tables is gca.datasets.files.tables; import it from there", DeprecationWarning,
-              stacklevel=2)
+warnings.warn(
+    "gca.datasets.tables is gca.datasets.files.tables; import it from there", DeprecationWarning, stacklevel=2
+)
 sys.modules[__name__] = tables

@@ -12,7 +12,10 @@ from ..lazy import lazy_exports
 
 _EXPORTS = {
     "classification": (
-        "EvaluationResult", "evaluate_embeddings", "linear_evaluation", "raw_feature_input",
+        "EvaluationResult",
+        "evaluate_embeddings",
+        "linear_evaluation",
+        "raw_feature_input",
         "validation_accuracy",
     ),
     "probe": ("adam_probe", "ProbeResult"),

@@ -117,10 +117,16 @@ class EvaluationResult:
         return 2 * self.best_at_last_check <= len(self.chosen_epochs)
 
     def to_dict(self) -> dict:
-        chosen = {"chosen_epoch": list(self.chosen_epochs), "last_check": self.last_check,
-                  "best_at_last_check": self.best_at_last_check, "probe_converged": self.probe_converged,
-                  } if self.protocol == "authors" else {"chosen_C": list(self.chosen_c), "C_extended":
-                  sum(self.c_extended), "C_at_edge": sum(self.c_at_edge)}  # fmt: skip
+        chosen = (
+            {
+                "chosen_epoch": list(self.chosen_epochs),
+                "last_check": self.last_check,
+                "best_at_last_check": self.best_at_last_check,
+                "probe_converged": self.probe_converged,
+            }
+            if self.protocol == "authors"
+            else {"chosen_C": list(self.chosen_c), "C_extended": sum(self.c_extended), "C_at_edge": sum(self.c_at_edge)}
+        )
         return {
             "protocol": self.protocol,
             "mean": self.mean,
@@ -135,17 +141,24 @@ class EvaluationResult:
     def __str__(self) -> str:
         """``mean ± std % … over N splits``; a single split has no spread to give: ``75.90 % … on 1 split``. A probe
         that had not converged (:attr:`probe_converged`), or a C chosen at the end of its search, is said after it."""
-        unconverged = "" if self.probe_converged else (
-            f"; the probe had not converged: its best check was its last on {self.best_at_last_check} of "
-            f"{len(self.chosen_epochs)} splits")  # fmt: skip
+        unconverged = (
+            ""
+            if self.probe_converged
+            else (
+                f"; the probe had not converged: its best check was its last on {self.best_at_last_check} of "
+                f"{len(self.chosen_epochs)} splits"
+            )
+        )
         if any(self.c_at_edge):
             unconverged += f"; C at the end of its search on {sum(self.c_at_edge)} of {len(self.c_at_edge)} splits"
         if len(self.accuracies) == 1:
             f1 = f", macro-F1 {self.macro_f1[0]:.2f}" if self.macro_f1 else ""
             return f"{self.mean:.2f} %{f1} on 1 split ({self.protocol} protocol{unconverged})"
         f1 = f", macro-F1 {np.mean(self.macro_f1):.2f} ± {np.std(self.macro_f1):.2f}" if self.macro_f1 else ""
-        return (f"{self.mean:.2f} ± {self.std:.2f} %{f1} over {len(self.accuracies)} splits ({self.protocol} "
-                f"protocol{unconverged})")  # fmt: skip
+        return (
+            f"{self.mean:.2f} ± {self.std:.2f} %{f1} over {len(self.accuracies)} splits ({self.protocol} "
+            f"protocol{unconverged})"
+        )
 
 
 def _summary(values: list[float]) -> dict:
@@ -214,14 +227,24 @@ def evaluate_embeddings(
     from .probe import CHECK_EVERY, PROBE_EPOCHS, adam_probe
 
     y = _checked_labels(features, labels, splits)
-    test, val, epochs, macro = adam_probe(features, y, splits, device=device, progress=progress,
-                                          desc=f"{desc} ({len(splits)} split{'s' if len(splits) > 1 else ''})")
+    test, val, epochs, macro = adam_probe(
+        features,
+        y,
+        splits,
+        device=device,
+        progress=progress,
+        desc=f"{desc} ({len(splits)} split{'s' if len(splits) > 1 else ''})",
+    )
     return EvaluationResult(
-        [100.0 * float(a) for a in test], val_accuracies=[100.0 * float(a) for a in val],
-        fitted_on=[len(s[0]) for s in splits], protocol="authors", chosen_epochs=[int(e) for e in epochs],
+        [100.0 * float(a) for a in test],
+        val_accuracies=[100.0 * float(a) for a in val],
+        fitted_on=[len(s[0]) for s in splits],
+        protocol="authors",
+        chosen_epochs=[int(e) for e in epochs],
         last_check=PROBE_EPOCHS - PROBE_EPOCHS % CHECK_EVERY,
-        micro_f1=[100.0 * float(a) for a in test], macro_f1=[100.0 * float(f) for f in macro],
-    )  # fmt: skip
+        micro_f1=[100.0 * float(a) for a in test],
+        macro_f1=[100.0 * float(f) for f in macro],
+    )
 
 
 def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarray | sp.spmatrix:
@@ -253,16 +276,20 @@ def _checked_labels(features, labels, splits: list[Split] | None = None, parts: 
         raise EvaluationError(f"expected one label per node ({features.shape[0]}), got shape {y.shape}")
     integral = y.dtype.kind in "iub" or (y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y)))))
     if not integral:
-        raise EvaluationError(f"labels must be class numbers 0, 1, 2, … (−1 for a node without one), got {y.dtype} "
-                              "values that are not all whole numbers")  # fmt: skip
+        raise EvaluationError(
+            f"labels must be class numbers 0, 1, 2, … (−1 for a node without one), got {y.dtype} "
+            "values that are not all whole numbers"
+        )
     renumbered = renumber_classes(y)
     if splits is not None:
         found = unlabelled_in(splits, renumbered, parts)
         if found:
             number, part, count = found
-            raise EvaluationError(f"the {part} part of split {number} holds {count} node(s) without a label (−1); "
-                                  "evaluation scores labelled nodes only — remove them (gca.evaluate.splits."
-                                  "drop_unlabelled)")  # fmt: skip
+            raise EvaluationError(
+                f"the {part} part of split {number} holds {count} node(s) without a label (−1); "
+                "evaluation scores labelled nodes only — remove them (gca.evaluate.splits."
+                "drop_unlabelled)"
+            )
         for number, (train_idx, _, _) in enumerate(splits, start=1):  # one check for both protocols
             _two_training_classes(renumbered, train_idx, number)
     return renumbered
@@ -308,8 +335,7 @@ def _predict(clf: LogisticRegression, x: NormalizedRows, index: np.ndarray) -> n
     return np.concatenate([clf.predict(x[index[i : i + PREDICT_BLOCK]]) for i in range(0, len(index), PREDICT_BLOCK)])
 
 
-def _inputs(features, labels, splits: list[Split], parts: tuple[str, ...] = PARTS
-            ) -> tuple[NormalizedRows, np.ndarray]:  # fmt: skip
+def _inputs(features, labels, splits: list[Split], parts: tuple[str, ...] = PARTS) -> tuple[NormalizedRows, np.ndarray]:
     """Normalised features (read where indexed) and labels as NumPy, one label per node and labelled splits
     checked."""
     x = NormalizedRows(features)
@@ -370,8 +396,9 @@ def linear_evaluation(
     result = EvaluationResult([])
     with contextlib.closing(phase(len(splits), desc, "split", enabled=progress)) as bar:
         for number, (train_idx, val_idx, test_idx) in enumerate(splits, start=1):
-            val_acc, c, clf, fitted_on, searched = _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid,
-                                                                         max_iter, max_train)  # fmt: skip
+            val_acc, c, clf, fitted_on, searched = _chosen_on_validation(
+                x, y, train_idx, val_idx, number, c_grid, max_iter, max_train
+            )
             predicted = _predict(clf, x, test_idx)
             result.accuracies.append(100.0 * float((predicted == y[test_idx]).mean()))
             result.micro_f1.append(100.0 * float(f1_score(y[test_idx], predicted, average="micro")))
@@ -385,9 +412,15 @@ def linear_evaluation(
     return result
 
 
-def validation_accuracy(features: torch.Tensor | np.ndarray | sp.spmatrix, labels: torch.Tensor | np.ndarray,
-                        splits: list[Split], c_grid: tuple[float, ...] = DEFAULT_C_GRID, max_iter: int = 1000,
-                        max_train: int = MAX_TRAIN_NODES, protocol: str = "sklearn") -> float:  # fmt: skip
+def validation_accuracy(
+    features: torch.Tensor | np.ndarray | sp.spmatrix,
+    labels: torch.Tensor | np.ndarray,
+    splits: list[Split],
+    c_grid: tuple[float, ...] = DEFAULT_C_GRID,
+    max_iter: int = 1000,
+    max_train: int = MAX_TRAIN_NODES,
+    protocol: str = "sklearn",
+) -> float:
     """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
     :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read.
     Under the ``authors`` protocol: the best validation accuracy of the probe's checks (test nodes are not read).

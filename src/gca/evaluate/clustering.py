@@ -37,17 +37,28 @@ class ClusterResult:
     clusters: int = 0
 
     def to_dict(self) -> dict:
-        return {"task": "cluster", "clusters": self.clusters,
-                **{name: {"mean": float(np.mean(v)), "std": float(np.std(v)), "runs": list(v)}
-                   for name, v in (("nmi", self.nmi), ("ari", self.ari))}}  # fmt: skip
+        return {
+            "task": "cluster",
+            "clusters": self.clusters,
+            **{
+                name: {"mean": float(np.mean(v)), "std": float(np.std(v)), "runs": list(v)}
+                for name, v in (("nmi", self.nmi), ("ari", self.ari))
+            },
+        }
 
     def __str__(self) -> str:
-        return (f"NMI {np.mean(self.nmi):.2f} ± {np.std(self.nmi):.2f}, ARI {np.mean(self.ari):.2f} ± "
-                f"{np.std(self.ari):.2f} % over {len(self.nmi)} k-means seeds (k = {self.clusters})")  # fmt: skip
+        return (
+            f"NMI {np.mean(self.nmi):.2f} ± {np.std(self.nmi):.2f}, ARI {np.mean(self.ari):.2f} ± "
+            f"{np.std(self.ari):.2f} % over {len(self.nmi)} k-means seeds (k = {self.clusters})"
+        )
 
 
-def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tensor | np.ndarray,
-                       seeds: int = TASK_COUNTS["cluster"], first_seed: int = 0) -> ClusterResult:  # fmt: skip
+def cluster_embeddings(
+    embeddings: torch.Tensor | np.ndarray,
+    labels: torch.Tensor | np.ndarray,
+    seeds: int = TASK_COUNTS["cluster"],
+    first_seed: int = 0,
+) -> ClusterResult:
     """k-means with k = the number of classes among the labelled nodes (label ≥ 0), ``seeds`` times: the
     initialisations are seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``, so any accepted seed works.
 
@@ -74,8 +85,10 @@ def cluster_embeddings(embeddings: torch.Tensor | np.ndarray, labels: torch.Tens
     labelled = y >= 0
     k = np.unique(y[labelled]).shape[0]
     if k < 2 or labelled.sum() <= k:
-        raise EvaluationError(f"clustering needs two or more classes and more labelled nodes than classes; the labels "
-                              f"hold {k} class{'es' if k != 1 else ''} over {int(labelled.sum())} nodes")  # fmt: skip
+        raise EvaluationError(
+            f"clustering needs two or more classes and more labelled nodes than classes; the labels "
+            f"hold {k} class{'es' if k != 1 else ''} over {int(labelled.sum())} nodes"
+        )
     x = normalize(z[labelled].astype(np.float64))
     result = ClusterResult(clusters=k)
     for seed in run_seeds(first_seed, seeds):

@@ -75,8 +75,11 @@ class FeatureBaselines:
             "hops": sorted(self.propagated),
             "input": "rows scaled to sum 1" if self.feature_norm == "row" else "as stored",
             "width": self.width if reduced else self.input_width,
-            "reduced": (f"X projected onto its {self.width} leading right singular vectors (randomized SVD) before "
-                        "propagating" if reduced else None),  # fmt: skip
+            "reduced": (
+                f"X projected onto its {self.width} leading right singular vectors (randomized SVD) before propagating"
+                if reduced
+                else None
+            ),
             "seconds": round(self.seconds, 3),
         }
 
@@ -117,16 +120,25 @@ def judge_feature_baselines(
     progress
         Show each evaluation's progress on stderr where it runs a few seconds or more.
     """
-    raw = evaluate_embeddings(raw_feature_input(graph.raw_features, protocol), labels, splits, protocol,
-                              device=device, progress=progress, desc="evaluate raw features")  # fmt: skip
+    raw = evaluate_embeddings(
+        raw_feature_input(graph.raw_features, protocol),
+        labels,
+        splits,
+        protocol,
+        device=device,
+        progress=progress,
+        desc="evaluate raw features",
+    )
     start = time.perf_counter()
     propagated = {
-        k: evaluate_embeddings(x, labels, splits, protocol, device=device, progress=progress,
-                               desc=f"evaluate {propagated_label(k)}")
+        k: evaluate_embeddings(
+            x, labels, splits, protocol, device=device, progress=progress, desc=f"evaluate {propagated_label(k)}"
+        )
         for k, x in propagated_features(graph, hops, feature_norm, width).items()
-    }  # fmt: skip
-    return FeatureBaselines(raw, propagated, width, graph.raw_features.shape[1], feature_norm,
-                            time.perf_counter() - start)  # fmt: skip
+    }
+    return FeatureBaselines(
+        raw, propagated, width, graph.raw_features.shape[1], feature_norm, time.perf_counter() - start
+    )
 
 
 def versus_baselines(evaluation: EvaluationResult, baselines: FeatureBaselines) -> dict:
@@ -142,15 +154,19 @@ def versus_baselines(evaluation: EvaluationResult, baselines: FeatureBaselines) 
     """
     name, best = max(baselines.rows().items(), key=lambda item: item[1].mean)
     if len(best.accuracies) != len(evaluation.accuracies):
-        raise ValueError(f"the baselines were judged on {len(best.accuracies)} splits, the embedding on "
-                         f"{len(evaluation.accuracies)}")  # fmt: skip
+        raise ValueError(
+            f"the baselines were judged on {len(best.accuracies)} splits, the embedding on {len(evaluation.accuracies)}"
+        )
     differences = np.asarray(evaluation.accuracies) - np.asarray(best.accuracies)
     return {
         "best_baseline": name,
         "best_baseline_mean": best.mean,
         "mean": evaluation.mean,
-        "paired_difference": {"mean": float(differences.mean()), "std": float(differences.std()),
-                              "splits": int(differences.size)},  # fmt: skip
+        "paired_difference": {
+            "mean": float(differences.mean()),
+            "std": float(differences.std()),
+            "splits": int(differences.size),
+        },
         "beats_best_baseline": bool(differences.mean() > 0),
     }
 
@@ -170,5 +186,7 @@ def verdict(comparison: dict, what: str = "GCA") -> str:
     best = f"{comparison['best_baseline']} ({comparison['best_baseline_mean']:.2f} %)"
     if comparison["beats_best_baseline"]:
         return f"{what} beats the best feature baseline, {best}: {gap}"
-    return (f"{what} does not beat the best feature baseline, {best}: {gap} — on this graph the parameter-free "
-            "features do at least as well as the embeddings")  # fmt: skip
+    return (
+        f"{what} does not beat the best feature baseline, {best}: {gap} — on this graph the parameter-free "
+        "features do at least as well as the embeddings"
+    )

@@ -77,8 +77,14 @@ class HeldOutEdges:
         return Data(x=data.x, edge_index=self.train_edge_index, y=getattr(data, "y", None), num_nodes=data.num_nodes)
 
 
-def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, test: float = 0.1, seed: int = 0,
-                   directed: bool = False) -> HeldOutEdges:  # fmt: skip
+def hold_out_edges(
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    val: float = 0.05,
+    test: float = 0.1,
+    seed: int = 0,
+    directed: bool = False,
+) -> HeldOutEdges:
     """Split the edges of a cleaned graph (no self-loops, no repeats; both directions of every undirected edge) as
     PyG's ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, drawn from ``seed``;
     the negatives are drawn by :func:`sample_non_edges`: distinct pairs of the graph's complement (an undirected
@@ -106,22 +112,38 @@ def hold_out_edges(edge_index: torch.Tensor, num_nodes: int, val: float = 0.05, 
     from torch_geometric.transforms import RandomLinkSplit
 
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
-        raise EvaluationError(f"the held-out edge shares must lie in (0, 1) and leave edges to train on, got "
-                              f"{val:g} and {test:g}")  # fmt: skip
+        raise EvaluationError(
+            f"the held-out edge shares must lie in (0, 1) and leave edges to train on, got {val:g} and {test:g}"
+        )
     units = edge_index.shape[1] if directed else int((edge_index[0] < edge_index[1]).sum())
     if int(val * units) < 1 or int(test * units) < 1 or units - int(val * units) - int(test * units) < 1:
         kind = "directed" if directed else "undirected"
-        raise EvaluationError(f"the graph has {units} {kind} edges: too few to hold out {val:.0%} for validation and "
-                              f"{test:.0%} for testing and train on the rest")  # fmt: skip
-    split = RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed, split_labels=True,
-                            add_negative_train_samples=False, neg_sampling_ratio=0.0)  # fmt: skip
+        raise EvaluationError(
+            f"the graph has {units} {kind} edges: too few to hold out {val:.0%} for validation and "
+            f"{test:.0%} for testing and train on the rest"
+        )
+    split = RandomLinkSplit(
+        num_val=val,
+        num_test=test,
+        is_undirected=not directed,
+        split_labels=True,
+        add_negative_train_samples=False,
+        neg_sampling_ratio=0.0,
+    )
     with _seeded(seed):
         train, valid, tested = split(Data(edge_index=edge_index.long(), num_nodes=num_nodes))
     val_pos, test_pos = valid.pos_edge_label_index, tested.pos_edge_label_index
-    negatives = sample_non_edges(edge_index, num_nodes, val_pos.shape[1] + test_pos.shape[1], seed, directed,
-                                 purpose="held-out negatives")  # fmt: skip
-    return HeldOutEdges(train.edge_index, val_pos, negatives[:, : val_pos.shape[1]], test_pos,
-                        negatives[:, val_pos.shape[1] :], directed)  # fmt: skip
+    negatives = sample_non_edges(
+        edge_index, num_nodes, val_pos.shape[1] + test_pos.shape[1], seed, directed, purpose="held-out negatives"
+    )
+    return HeldOutEdges(
+        train.edge_index,
+        val_pos,
+        negatives[:, : val_pos.shape[1]],
+        test_pos,
+        negatives[:, val_pos.shape[1] :],
+        directed,
+    )
 
 
 #: Pair sets up to this size are enumerated when drawing non-edges; above it pairs are drawn and rejected.
@@ -136,8 +158,15 @@ def _pair_keys(pairs: np.ndarray, num_nodes: int, directed: bool) -> np.ndarray:
     return u * num_nodes + v
 
 
-def sample_non_edges(taken: torch.Tensor, num_nodes: int, count: int, seed: int, directed: bool = False,
-                     at_most: bool = False, purpose: str = "negatives") -> torch.Tensor:  # fmt: skip
+def sample_non_edges(
+    taken: torch.Tensor,
+    num_nodes: int,
+    count: int,
+    seed: int,
+    directed: bool = False,
+    at_most: bool = False,
+    purpose: str = "negatives",
+) -> torch.Tensor:
     """``count`` distinct node pairs ``[2, count]`` that are not in ``taken`` (``[2, k]`` pairs: the graph's edges,
     and any pair already used) and not self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is
     unordered: (u, v) and (v, u) are one pair, returned once (smaller node first), and ``taken`` holds it in either
@@ -169,12 +198,13 @@ def sample_non_edges(taken: torch.Tensor, num_nodes: int, count: int, seed: int,
         raise EvaluationError(
             f"link prediction needs {count} node pairs without an edge as {purpose}, and the graph has {available} "
             f"({'a complete graph' if available <= 0 else 'nearly complete'}); give a sparser graph or smaller "
-            "--link-val/--link-test shares")  # fmt: skip
+            "--link-val/--link-test shares"
+        )
     count = min(count, max(available, 0))
     if count == 0:
         return torch.empty(2, 0, dtype=torch.long)
     if total <= _ENUMERATE_PAIRS:  # small or dense: every pair enumerated, the free ones chosen without repeats
-        u, v = (np.nonzero(~np.eye(num_nodes, dtype=bool)) if directed else np.triu_indices(num_nodes, 1))
+        u, v = np.nonzero(~np.eye(num_nodes, dtype=bool)) if directed else np.triu_indices(num_nodes, 1)
         keys = u.astype(np.int64) * num_nodes + v
         free = keys[~np.isin(keys, taken_keys, assume_unique=True)]
         chosen = rng.choice(free, size=count, replace=False)
@@ -191,8 +221,10 @@ def sample_non_edges(taken: torch.Tensor, num_nodes: int, count: int, seed: int,
             if chosen.size == count:
                 break
         else:
-            raise EvaluationError(f"could not draw {count} node pairs without an edge as {purpose}; the graph is "
-                                  "too dense for link prediction")  # fmt: skip
+            raise EvaluationError(
+                f"could not draw {count} node pairs without an edge as {purpose}; the graph is "
+                "too dense for link prediction"
+            )
     return torch.from_numpy(np.vstack([chosen // num_nodes, chosen % num_nodes]))
 
 
@@ -250,8 +282,10 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
     held_out = torch.cat([held.train_edge_index, held.val_pos, held.val_neg, held.test_pos, held.test_neg], dim=1)
     negatives = sample_non_edges(held_out, z.shape[0], len(keep), seed, held.directed, at_most=True)
     if negatives.shape[1] == 0:
-        raise EvaluationError("every node pair is an edge or held out; the Hadamard classifier has no negative pair "
-                              "to train on — give a sparser graph or smaller --link-val/--link-test shares")
+        raise EvaluationError(
+            "every node pair is an edge or held out; the Hadamard classifier has no negative pair "
+            "to train on — give a sparser graph or smaller --link-val/--link-test shares"
+        )
     fit_pairs, fit_y = _pairs_and_labels(train[:, torch.from_numpy(keep)], negatives)
     best = (-1.0, None, None)
     for c in C_GRID:
@@ -285,9 +319,15 @@ class LinkResult:
         return float(np.mean(values)), float(np.std(values))
 
     def to_dict(self) -> dict:
-        return {"task": "link", "runs": self.runs,
-                **{f"{scorer}_{metric}": dict(zip(("mean", "std"), self.summary(scorer, metric), strict=True))
-                   for scorer in SCORERS for metric in ("auc", "ap")}}  # fmt: skip
+        return {
+            "task": "link",
+            "runs": self.runs,
+            **{
+                f"{scorer}_{metric}": dict(zip(("mean", "std"), self.summary(scorer, metric), strict=True))
+                for scorer in SCORERS
+                for metric in ("auc", "ap")
+            },
+        }
 
     def __str__(self) -> str:
         parts = []

@@ -145,8 +145,10 @@ def initial_weights(num_splits: int, dim: int, num_classes: int, seed: int = 0) 
     seed
         The seed split 0 draws from; the others' follow from it (:func:`gca.seeds.run_seeds`)."""
     bound = math.sqrt(6.0 / (dim + num_classes))
-    weights = [(torch.rand(num_classes, dim, generator=torch.Generator().manual_seed(s)) * 2 - 1) * bound
-               for s in run_seeds(seed, num_splits)]  # fmt: skip
+    weights = [
+        (torch.rand(num_classes, dim, generator=torch.Generator().manual_seed(s)) * 2 - 1) * bound
+        for s in run_seeds(seed, num_splits)
+    ]
     return torch.stack(weights).transpose(1, 2).contiguous(), torch.zeros(num_splits, 1, num_classes)
 
 
@@ -223,19 +225,26 @@ def adam_probe(
     if sparse:  # every split's rows in one block-diagonal sparse matrix
         stacked = _StackedSparseRows(x, train_idx, device)
         onehot = F.one_hot(y[torch.from_numpy(np.concatenate(train_idx)).to(device)], num_classes).float()
-        row_weight = torch.from_numpy(np.concatenate([np.full(len(t), 1 / len(t)) for t in train_idx])
-                                      .astype(np.float32)).unsqueeze(1).to(device)  # fmt: skip
+        row_weight = (
+            torch.from_numpy(np.concatenate([np.full(len(t), 1 / len(t)) for t in train_idx]).astype(np.float32))
+            .unsqueeze(1)
+            .to(device)
+        )
         weight.grad, bias.grad = torch.empty_like(weight), torch.empty_like(bias)
     elif batched:  # padded [S, T, d] training rows; padding rows carry zero weight in the loss
         pad = torch.from_numpy(np.stack([np.pad(t, (0, longest - len(t)), constant_values=t[0]) for t in train_idx]))
         x, pad = x.to(device), pad.to(device)
         stacked = x[pad]
         stacked_t = stacked.transpose(1, 2).contiguous()
-        row_weight = torch.from_numpy(np.stack([(np.arange(longest) < len(t)) / len(t) for t in train_idx])
-                                      .astype(np.float32)).unsqueeze(1).to(device)  # fmt: skip
+        row_weight = (
+            torch.from_numpy(np.stack([(np.arange(longest) < len(t)) / len(t) for t in train_idx]).astype(np.float32))
+            .unsqueeze(1)
+            .to(device)
+        )
         onehot = F.one_hot(y[pad], num_classes).float().transpose(1, 2).contiguous()  # [S, C, T]
         weight.grad, bias.grad = torch.empty_like(weight), torch.empty_like(bias)
     else:
+
         def part(t: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
             rows = torch.from_numpy(t)
             return x[rows].to(device), y[rows.to(device)]
@@ -247,8 +256,10 @@ def adam_probe(
     test = [torch.from_numpy(np.asarray(s[2], dtype=np.int64)).to(device) for s in splits]
     work = num_splits * dim * num_classes * (sum(len(t) for t in train_idx) / num_splits + x.shape[0] / check_every)
     bar = phase(epochs - epochs % check_every, desc, "epoch", enabled=progress)  # the epochs up to the last check
-    with _threads(PROBE_THREADS if device.type == "cpu" and PROBE_THREADS and work < SMALL_WORK else None), \
-            contextlib.closing(bar):  # fmt: skip
+    with (
+        _threads(PROBE_THREADS if device.type == "cpu" and PROBE_THREADS and work < SMALL_WORK else None),
+        contextlib.closing(bar),
+    ):
         checks_val, checks_test, checks_f1 = [], [], []
         for epoch in range(epochs):
             if sparse:  # the same gradient, every split's rows in one sparse product each way
@@ -279,8 +290,12 @@ def adam_probe(
     val_acc, test_acc = np.array(checks_val), np.array(checks_test)
     chosen = best_validation_check(val_acc)
     columns = np.arange(num_splits)
-    return ProbeResult(test_acc[chosen, columns], val_acc[chosen, columns], (chosen + 1) * check_every,
-                       np.array(checks_f1)[chosen, columns])  # fmt: skip
+    return ProbeResult(
+        test_acc[chosen, columns],
+        val_acc[chosen, columns],
+        (chosen + 1) * check_every,
+        np.array(checks_f1)[chosen, columns],
+    )
 
 
 @contextlib.contextmanager

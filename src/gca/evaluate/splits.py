@@ -106,13 +106,16 @@ def index_splits(splits, num_nodes: int, disjoint: bool = True) -> list[Split]:
     """
     splits = splits if hasattr(splits, "__len__") else list(splits)
     if len(splits) == 3 and all(getattr(part, "ndim", 0) == 1 for part in splits):  # arrays, not triples
-        raise EvaluationError("splits is a list of (train, val, test) triples, one per split, but got one triple of "
-                              "arrays; pass [(train, val, test)]")  # fmt: skip
+        raise EvaluationError(
+            "splits is a list of (train, val, test) triples, one per split, but got one triple of "
+            "arrays; pass [(train, val, test)]"
+        )
     converted, changed = [], False
     for number, split in enumerate(splits, start=1):
         if len(split) != len(PARTS):
-            raise EvaluationError(f"split {number} has {len(split)} parts; each split is (train, val, test) node "
-                                  "indices or boolean masks")  # fmt: skip
+            raise EvaluationError(
+                f"split {number} has {len(split)} parts; each split is (train, val, test) node indices or boolean masks"
+            )
         parts = tuple(_node_indices(part, num_nodes, name, number) for name, part in zip(PARTS, split, strict=True))
         _check_parts(parts, num_nodes, number, disjoint)
         changed = changed or any(new is not old for new, old in zip(parts, split, strict=True))
@@ -130,8 +133,10 @@ def _check_parts(parts: Split, num_nodes: int, number: int, disjoint: bool) -> N
     or C chosen on test nodes, would read as a sound one)."""
     for name, part in zip(PARTS, parts, strict=True):
         if part.size == 0:
-            raise EvaluationError(f"the {name} part of split {number} holds no node (an empty index array or a mask "
-                                  "with no True entry); every part needs at least one")  # fmt: skip
+            raise EvaluationError(
+                f"the {name} part of split {number} holds no node (an empty index array or a mask "
+                "with no True entry); every part needs at least one"
+            )
     if not disjoint:
         return
     seen = np.full(num_nodes, -1, dtype=np.int8)  # the part each node was first seen in
@@ -140,8 +145,10 @@ def _check_parts(parts: Split, num_nodes: int, number: int, disjoint: bool) -> N
         shared = before[(before >= 0) & (before != which)]
         if shared.size:
             count = int(np.unique(part[(before >= 0) & (before != which)]).size)
-            raise EvaluationError(f"the {PARTS[int(shared[0])]} and {PARTS[which]} parts of split {number} share "
-                                  f"{count} node{'s' if count != 1 else ''}; a node may be in one part only")
+            raise EvaluationError(
+                f"the {PARTS[int(shared[0])]} and {PARTS[which]} parts of split {number} share "
+                f"{count} node{'s' if count != 1 else ''}; a node may be in one part only"
+            )
         seen[part] = which
 
 
@@ -150,25 +157,34 @@ def _node_indices(part, num_nodes: int, name: str, number: int) -> np.ndarray:
     values = _as_numpy(part.detach() if hasattr(part, "detach") else part)
     where = f"the {name} part of split {number}"
     if values.ndim != 1:
-        raise EvaluationError(f"{where} has shape {values.shape}; give a 1-D array of node indices or a boolean mask "
-                              f"of {num_nodes} entries (a [N, S] mask holds S splits: one triple per column)")
+        raise EvaluationError(
+            f"{where} has shape {values.shape}; give a 1-D array of node indices or a boolean mask "
+            f"of {num_nodes} entries (a [N, S] mask holds S splits: one triple per column)"
+        )
     if values.dtype == np.bool_:
         if values.shape[0] != num_nodes:
-            raise EvaluationError(f"{where} is a boolean mask of {values.shape[0]} entries but there are {num_nodes} "
-                                  "nodes; a mask needs one entry per node (or give node indices)")  # fmt: skip
+            raise EvaluationError(
+                f"{where} is a boolean mask of {values.shape[0]} entries but there are {num_nodes} "
+                "nodes; a mask needs one entry per node (or give node indices)"
+            )
         return np.flatnonzero(values)
     if values.size == 0:
         return values if values.dtype == np.int64 else np.empty(0, dtype=np.int64)
     if values.dtype.kind not in "iu":
-        raise EvaluationError(f"{where} holds {values.dtype} values; give node indices (integers) or a boolean mask "
-                              f"of {num_nodes} entries")  # fmt: skip
+        raise EvaluationError(
+            f"{where} holds {values.dtype} values; give node indices (integers) or a boolean mask "
+            f"of {num_nodes} entries"
+        )
     low, high = int(values.min()), int(values.max())
     if low < 0 or high >= num_nodes:
-        raise EvaluationError(f"{where} holds node ids in [{low}, {high}], outside [0, {num_nodes - 1}] for "
-                              f"{num_nodes} nodes")  # fmt: skip
+        raise EvaluationError(
+            f"{where} holds node ids in [{low}, {high}], outside [0, {num_nodes - 1}] for {num_nodes} nodes"
+        )
     if values.shape[0] == num_nodes > 2 and high <= 1:
-        raise EvaluationError(f"{where} is {num_nodes} zeros and ones, one per node: a mask stored as integers? give "
-                              "it as booleans (mask.bool()) or as node indices")  # fmt: skip
+        raise EvaluationError(
+            f"{where} is {num_nodes} zeros and ones, one per node: a mask stored as integers? give "
+            "it as booleans (mask.bool()) or as node indices"
+        )
     return part if isinstance(part, np.ndarray) and part.dtype == np.int64 else values.astype(np.int64)
 
 
@@ -220,8 +236,10 @@ def random_splits(
     n_val = max(1, cut(val))
     n_test = num_nodes - n_train - n_val if test is None else cut(test)
     if n_test < 1 or n_train + n_val + n_test > num_nodes:
-        raise EvaluationError(f"the fractions {train:g} / {val:g} / {test if test is not None else 'rest'} leave no "
-                              f"test nodes among {num_nodes}, or add up to more than 1")  # fmt: skip
+        raise EvaluationError(
+            f"the fractions {train:g} / {val:g} / {test if test is not None else 'rest'} leave no "
+            f"test nodes among {num_nodes}, or add up to more than 1"
+        )
     y = None if labels is None else _as_numpy(labels)
     num_classes = None if y is None else np.unique(y).shape[0]
     splits = []
@@ -276,8 +294,10 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
             labelled = part[y[part] >= 0]
             removed[name] += int(part.size - labelled.size)
             if labelled.size == 0:
-                raise EvaluationError(f"the {name} part of {dataset}'s split {number} holds no labelled node "
-                                      f"({part.size} nodes, all without a label); use --eval-split random")  # fmt: skip
+                raise EvaluationError(
+                    f"the {name} part of {dataset}'s split {number} holds no labelled node "
+                    f"({part.size} nodes, all without a label); use --eval-split random"
+                )
             parts.append(labelled)
         kept.append(tuple(parts))
     return DrawnSplits(kept, removed, own=True)
@@ -307,8 +327,15 @@ def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -
     return None
 
 
-def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float = 0.1, seed: int = 0,
-                     test: float | None = None, class_names: list[str] | None = None) -> list[Split]:  # fmt: skip
+def few_label_splits(
+    labels: np.ndarray,
+    num_splits: int,
+    shots: int,
+    val: float = 0.1,
+    seed: int = 0,
+    test: float | None = None,
+    class_names: list[str] | None = None,
+) -> list[Split]:
     """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0).
     ``class_names[c]``: how the user's files name class number c, for the messages (default: the number).
 
@@ -339,12 +366,16 @@ def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float
         what = f"class{'es' if small.size > 1 else ''} {named}"
         if sizes.min() == 1:  # no --shots helps: a class of one node has nothing left to test on
             single = classes[sizes == 1]
-            raise EvaluationError(f"class {named_as(single[0])} has a single labelled node ({single.size} such class"
-                                  f"{'es' if single.size > 1 else ''}), so no --shots leaves one of it for validation "
-                                  "and testing; label more nodes of it or use --eval-split random")  # fmt: skip
-        raise EvaluationError(f"{shots} training nodes per class leave no node of {what} (smallest: class "
-                              f"{named_as(classes[sizes.argmin()])}, {sizes.min()} nodes) for validation and testing; "
-                              f"give --shots {sizes.min() - 1} or fewer")  # fmt: skip
+            raise EvaluationError(
+                f"class {named_as(single[0])} has a single labelled node ({single.size} such class"
+                f"{'es' if single.size > 1 else ''}), so no --shots leaves one of it for validation "
+                "and testing; label more nodes of it or use --eval-split random"
+            )
+        raise EvaluationError(
+            f"{shots} training nodes per class leave no node of {what} (smallest: class "
+            f"{named_as(classes[sizes.argmin()])}, {sizes.min()} nodes) for validation and testing; "
+            f"give --shots {sizes.min() - 1} or fewer"
+        )
     n = labels.shape[0]
     n_val = max(1, int(round(val * n)))
     rng = np.random.default_rng(seed)
@@ -354,8 +385,10 @@ def few_label_splits(labels: np.ndarray, num_splits: int, shots: int, val: float
         rest = rng.permutation(np.setdiff1d(np.arange(n), train))
         n_test = rest.size - n_val if test is None else int(round(test * n))
         if n_test < 1 or n_val + n_test > rest.size:
-            raise EvaluationError(f"after {train.size} training nodes, {rest.size} are left: too few for a "
-                                  f"validation fraction of {val:g} and a test part")  # fmt: skip
+            raise EvaluationError(
+                f"after {train.size} training nodes, {rest.size} are left: too few for a "
+                f"validation fraction of {val:g} and a test part"
+            )
         splits.append((train, rest[:n_val], rest[n_val : n_val + n_test]))
     return splits
 
@@ -414,14 +447,22 @@ class SplitSetting:
         total = self.train + self.val + (self.test or 0)
         if total > 1 + 1e-9 or (self.test is None and total >= 1):
             parts = f"{self.train:g} + {self.val:g}" + (f" + {self.test:g}" if self.test is not None else "")
-            raise EvaluationError(f"the train, validation and test fractions add up to more than 1 or leave no test "
-                                  f"nodes: {parts}")  # fmt: skip
+            raise EvaluationError(
+                f"the train, validation and test fractions add up to more than 1 or leave no test nodes: {parts}"
+            )
         if (self.scheme == "fewshot") != (self.shots > 0):
             raise EvaluationError("--shots K (training nodes per class) goes with --eval-split fewshot, which needs it")
         return self
 
-    def draw(self, labels, seed: int = 0, prescribed: list[Split] | None = None, public: list[Split] | None = None,
-             dataset: str = "the graph", class_names: list[str] | None = None) -> DrawnSplits:  # fmt: skip
+    def draw(
+        self,
+        labels,
+        seed: int = 0,
+        prescribed: list[Split] | None = None,
+        public: list[Split] | None = None,
+        dataset: str = "the graph",
+        class_names: list[str] | None = None,
+    ) -> DrawnSplits:
         """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
         evaluates on (``auto`` takes them); ``public``: its public split, if it has one — either has its unlabelled
         nodes removed (:func:`drop_unlabelled`).
@@ -459,10 +500,18 @@ class SplitSetting:
             own = prescribed if self.scheme == "auto" else public
             if not own:
                 # labels alone, in Python: the split may be there, kept apart by load_dataset
-                hint = ("; load_dataset keeps a dataset's public split apart from its labels: pass the loaded dataset, "
-                        "draw(loaded), or public=loaded.public") if dataset == "the graph" else ""  # fmt: skip
-                raise EvaluationError(f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
-                                      f"and OGB datasets have one){hint}; use --eval-split random or fewshot")
+                hint = (
+                    (
+                        "; load_dataset keeps a dataset's public split apart from its labels: pass the loaded dataset, "
+                        "draw(loaded), or public=loaded.public"
+                    )
+                    if dataset == "the graph"
+                    else ""
+                )
+                raise EvaluationError(
+                    f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
+                    f"and OGB datasets have one){hint}; use --eval-split random or fewshot"
+                )
             return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
         labelled = np.flatnonzero(y >= 0)
@@ -473,8 +522,9 @@ class SplitSetting:
         if self.scheme == "fewshot":
             inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test, class_names)
         else:
-            inner = random_splits(labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test,
-                                  self.sizes)
+            inner = random_splits(
+                labelled.size, self.count, self.train, self.val, seed, y[labelled], self.test, self.sizes
+            )
         if labelled.size == y.shape[0]:
             return DrawnSplits(inner)
         return DrawnSplits([tuple(labelled[part] for part in split) for split in inner])

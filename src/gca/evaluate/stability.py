@@ -63,9 +63,13 @@ class Alignment:
 
     def to_dict(self) -> dict:
         """The record's ``alignment`` (without R itself)."""
-        return {"method": "orthogonal Procrustes on the shared nodes", "shared_nodes": self.shared,
-                "cosine_before": self.cosine_before, "cosine_after": self.cosine_after,
-                "nodes_without_cosine": self.without_cosine}  # fmt: skip
+        return {
+            "method": "orthogonal Procrustes on the shared nodes",
+            "shared_nodes": self.shared,
+            "cosine_before": self.cosine_before,
+            "cosine_after": self.cosine_after,
+            "nodes_without_cosine": self.without_cosine,
+        }
 
 
 def node_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -101,9 +105,13 @@ def shared_rows(new_ids: Sequence | np.ndarray, previous_ids: Sequence | np.ndar
     return rows[:, 0], rows[:, 1]
 
 
-def align_embeddings(new: np.ndarray | torch.Tensor, previous: np.ndarray, new_rows: np.ndarray | None = None,
-                     previous_rows: np.ndarray | None = None, out: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, Alignment]:  # fmt: skip
+def align_embeddings(
+    new: np.ndarray | torch.Tensor,
+    previous: np.ndarray,
+    new_rows: np.ndarray | None = None,
+    previous_rows: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, Alignment]:
     """``new`` rotated onto ``previous`` (module docstring), float32, every row of ``new`` (rotated
     :data:`ROTATE_ROWS` rows at a time); and what it did.
 
@@ -123,16 +131,21 @@ def align_embeddings(new: np.ndarray | torch.Tensor, previous: np.ndarray, new_r
     new = new.numpy() if isinstance(new, torch.Tensor) else np.asarray(new)
     previous = np.asarray(previous)
     if new.ndim != 2 or previous.ndim != 2 or new.shape[1] != previous.shape[1]:
-        raise AlignmentError(f"the previous embeddings are {previous.shape[-1] if previous.ndim else 0} wide and "
-                             f"the new ones {new.shape[-1] if new.ndim else 0}; align runs of the same width")
+        raise AlignmentError(
+            f"the previous embeddings are {previous.shape[-1] if previous.ndim else 0} wide and "
+            f"the new ones {new.shape[-1] if new.ndim else 0}; align runs of the same width"
+        )
     if new_rows is None or previous_rows is None:
         if new.shape[0] != previous.shape[0]:
-            raise AlignmentError(f"{previous.shape[0]} previous rows for {new.shape[0]} nodes; without node ids the "
-                                 "rows must be the same nodes in the same order")  # fmt: skip
+            raise AlignmentError(
+                f"{previous.shape[0]} previous rows for {new.shape[0]} nodes; without node ids the "
+                "rows must be the same nodes in the same order"
+            )
         new_rows = previous_rows = np.arange(new.shape[0])
     if len(new_rows) < new.shape[1]:
-        raise AlignmentError(f"only {len(new_rows)} nodes are in both runs; a {new.shape[1]}-wide rotation needs at "
-                             f"least {new.shape[1]}")  # fmt: skip
+        raise AlignmentError(
+            f"only {len(new_rows)} nodes are in both runs; a {new.shape[1]}-wide rotation needs at least {new.shape[1]}"
+        )
     from scipy.linalg import orthogonal_procrustes
 
     z, p = new[new_rows].astype(np.float64), previous[previous_rows].astype(np.float64)

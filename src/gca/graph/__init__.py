@@ -12,8 +12,14 @@ from ..lazy import lazy_exports
 _EXPORTS = {
     "graph": ("Graph", "GraphError", "prepare_graph"),
     "sparse": (
-        "SparseMatrix", "normalized_adjacency", "AdjacencyRows", "layered_normalized_adjacency", "index_dtype",
-        "csr_tensor", "scipy_to_sparse", "binary_adjacency",
+        "SparseMatrix",
+        "normalized_adjacency",
+        "AdjacencyRows",
+        "layered_normalized_adjacency",
+        "index_dtype",
+        "csr_tensor",
+        "scipy_to_sparse",
+        "binary_adjacency",
     ),
     "features": ("DenseFeatures", "normalize_rows", "RowNormalizedFeatures", "dense_input", "read_rows"),
     "sampling": ("NeighborSampler", "SampledSubgraph"),

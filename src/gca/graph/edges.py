@@ -204,8 +204,9 @@ def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = Tru
         local = np.repeat(full_ptr[row:stop] - full_ptr[row], below[row:stop])  # each row's first slot
         low, high = int(lower.indptr[row]), int(lower.indptr[stop])
         span = pairs[1, full_ptr[row] : full_ptr[stop]]
-        span[local + (np.arange(low, high) - np.repeat(lower.indptr[row:stop], below[row:stop]))] = \
-            lower.indices[low:high]  # fmt: skip
+        span[local + (np.arange(low, high) - np.repeat(lower.indptr[row:stop], below[row:stop]))] = lower.indices[
+            low:high
+        ]
         own = np.repeat(full_ptr[row:stop] - full_ptr[row] + below[row:stop], counts[row:stop])
         first, last = int(upper_ptr[row]), int(upper_ptr[stop])
         span[own + (np.arange(first, last) - np.repeat(upper_ptr[row:stop], counts[row:stop]))] = upper[first:last]
@@ -214,8 +215,9 @@ def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = Tru
 
 
 def repeated_edges_warning(path: str | Path, repeated: int, weighted: bool = False) -> str:
-    return (f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged"
-            + (", their weights summed" if weighted else ""))  # fmt: skip
+    return f"{path} lists {repeated} duplicate edge{'s' if repeated != 1 else ''} (a pair listed again); merged" + (
+        ", their weights summed" if weighted else ""
+    )
 
 
 def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | None:
@@ -242,17 +244,27 @@ def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | No
     values = values.astype(np.float64, copy=False)
     if bool((values == 1).all()):
         return None
-    for bad, what in ((~np.isfinite(values), "is not finite"), (values < 0, "is negative; weights must be ≥ 0"),
-                      (np.abs(values) > FLOAT32_MAX, f"is beyond float32's range (±{FLOAT32_MAX:.4g}); rescale the "
-                                                     "weights")):  # fmt: skip
+    for bad, what in (
+        (~np.isfinite(values), "is not finite"),
+        (values < 0, "is negative; weights must be ≥ 0"),
+        (np.abs(values) > FLOAT32_MAX, f"is beyond float32's range (±{FLOAT32_MAX:.4g}); rescale the weights"),
+    ):
         if bool(bad.any()):
             first = int(np.argmax(bad))
             raise DatasetError(f"{path}, {where(first)}: the edge weight {values[first]:g} {what}")
     return values
 
 
-def weighted_edge_list(source: np.ndarray, target: np.ndarray, weight: np.ndarray, num_nodes: int, directed: bool,
-                       path: str | Path, where, advice: str) -> tuple[torch.Tensor, torch.Tensor, int]:  # fmt: skip
+def weighted_edge_list(
+    source: np.ndarray,
+    target: np.ndarray,
+    weight: np.ndarray,
+    num_nodes: int,
+    directed: bool,
+    path: str | Path,
+    where,
+    advice: str,
+) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`edge_list` for edges that
     carry the weights ``weight[i]`` (checked by :func:`edge_weights`), with the rules of ``Data.edge_weight``
     (:mod:`gca.graph.graph`).
@@ -302,7 +314,9 @@ def weighted_edge_list(source: np.ndarray, target: np.ndarray, weight: np.ndarra
         pairs = np.concatenate([pairs, reverse[missing]])[order]
         sums = np.concatenate([sums, sums[missing]])[order]
     if bool((np.abs(sums) > FLOAT32_MAX).any()):
-        raise DatasetError(f"{path}: the summed weights of repeated edges go beyond float32's range "
-                           f"(±{FLOAT32_MAX:.4g}); rescale the weights")  # fmt: skip
+        raise DatasetError(
+            f"{path}: the summed weights of repeated edges go beyond float32's range "
+            f"(±{FLOAT32_MAX:.4g}); rescale the weights"
+        )
     edge_index = torch.from_numpy(np.stack([pairs // n, pairs % n]))
     return edge_index, torch.from_numpy(sums.astype(np.float32)), repeated

@@ -124,9 +124,7 @@ def read_rows(features: Features, index: torch.Tensor) -> torch.Tensor | SparseM
     return features[index] if isinstance(features, torch.Tensor) else features.take_rows(index)
 
 
-def feature_forms(
-    x: torch.Tensor, feature_norm: str = "none"
-) -> tuple[Features, sp.csr_matrix | np.ndarray]:
+def feature_forms(x: torch.Tensor, feature_norm: str = "none") -> tuple[Features, sp.csr_matrix | np.ndarray]:
     """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
     needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 — normalised as it is
     read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph` checks it).
@@ -148,8 +146,11 @@ def feature_forms(
     else:
         dense = (x if x.dtype == torch.float16 else x.float()).numpy()
         nnz = int(np.count_nonzero(dense))
-        raw = np.ascontiguousarray(dense) if nnz > SPARSE_FEATURE_DENSITY * dense.size else sp.csr_matrix(
-            dense, dtype=np.float32)  # fmt: skip
+        raw = (
+            np.ascontiguousarray(dense)
+            if nnz > SPARSE_FEATURE_DENSITY * dense.size
+            else sp.csr_matrix(dense, dtype=np.float32)
+        )
     return encoder_input(raw, feature_norm), raw
 
 

@@ -184,8 +184,10 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if feature_norm not in ("row", "none"):
         raise GraphError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if type(data).__name__ == "HeteroData":
-        raise GraphError("GCA trains on one node and one edge type: give a homogeneous Data (for a HeteroData, "
-                         "data.to_homogeneous() or one node type's subgraph)")  # fmt: skip
+        raise GraphError(
+            "GCA trains on one node and one edge type: give a homogeneous Data (for a HeteroData, "
+            "data.to_homogeneous() or one node type's subgraph)"
+        )
     if not (hasattr(data, "x") and hasattr(data, "edge_index")):
         raise GraphError(f"GCA trains on a torch_geometric.data.Data (x and edge_index), got {type(data).__name__}")
     if data.x is None:
@@ -226,8 +228,11 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
         remember_symmetric(without_loops, num_nodes)
     if without_loops.shape[1] < num_raw:
         warnings.append(f"removed {num_raw - without_loops.shape[1]} self-loops (GCN adds its own)")
-    edge_index = without_loops if _is_coalesced(without_loops, num_nodes) else coalesce(
-        without_loops.long(), num_nodes=num_nodes).to(without_loops.dtype)  # PyG sorts 64-bit keys  # fmt: skip
+    edge_index = (
+        without_loops
+        if _is_coalesced(without_loops, num_nodes)
+        else coalesce(without_loops.long(), num_nodes=num_nodes).to(without_loops.dtype)
+    )  # PyG sorts 64-bit keys
     one_way = directed is False and not _is_symmetric(edge_index, num_nodes)
     if directed is None:
         directed = not _is_symmetric(edge_index, num_nodes)
@@ -259,9 +264,17 @@ def _nodes_with_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     return seen
 
 
-def _finish(data: Data, x: torch.Tensor, num_nodes: int, edge_index: torch.Tensor, directed: bool,
-            feature_norm: str, warnings: list[str], weight: torch.Tensor | None = None,
-            attr: torch.Tensor | None = None) -> Graph:  # fmt: skip
+def _finish(
+    data: Data,
+    x: torch.Tensor,
+    num_nodes: int,
+    edge_index: torch.Tensor,
+    directed: bool,
+    feature_norm: str,
+    warnings: list[str],
+    weight: torch.Tensor | None = None,
+    attr: torch.Tensor | None = None,
+) -> Graph:
     """Labels and features checked and formed; the :class:`Graph`."""
     y = data.y if getattr(data, "y", None) is not None else None
     if y is not None and y.shape[0] != num_nodes:
@@ -286,26 +299,33 @@ def _edge_weight(data: Data, count: int) -> torch.Tensor | None:
     if not isinstance(weight, torch.Tensor):
         raise GraphError(f"edge_weight must be a tensor of shape [{count}], got a {type(weight).__name__}")
     if weight.dim() != 1 or weight.shape[0] != count:
-        raise GraphError(f"edge_weight must have shape [{count}] (one weight per edge of edge_index), got "
-                         f"{tuple(weight.shape)}")  # fmt: skip
+        raise GraphError(
+            f"edge_weight must have shape [{count}] (one weight per edge of edge_index), got {tuple(weight.shape)}"
+        )
     if weight.is_complex() or weight.dtype == torch.bool:
         raise GraphError(f"edge_weight must hold real numbers, got dtype {weight.dtype}")
     weight = weight.detach().cpu().to(torch.float64)
     bad = ~torch.isfinite(weight)
     if bool(bad.any()):
         first = int(bad.nonzero()[0])
-        raise GraphError(f"edge_weight holds {int(bad.sum())} NaN or infinite values (first at edge {first}: "
-                         f"{float(weight[first])}); clean them first")  # fmt: skip
+        raise GraphError(
+            f"edge_weight holds {int(bad.sum())} NaN or infinite values (first at edge {first}: "
+            f"{float(weight[first])}); clean them first"
+        )
     if bool((weight < 0).any()):
         first = int((weight < 0).nonzero()[0])
-        raise GraphError(f"edge_weight holds {int((weight < 0).sum())} negative values (first at edge {first}: "
-                         f"{float(weight[first]):g}); GCN weights must be non-negative")  # fmt: skip
+        raise GraphError(
+            f"edge_weight holds {int((weight < 0).sum())} negative values (first at edge {first}: "
+            f"{float(weight[first]):g}); GCN weights must be non-negative"
+        )
     overflow = torch.isinf(weight.to(torch.float32))  # finite here, infinite in the float32 the GCN uses
     if bool(overflow.any()):
         first = int(overflow.nonzero()[0])
-        raise GraphError(f"edge_weight holds {int(overflow.sum())} values beyond float32's range (first at edge "
-                         f"{first}: {float(weight[first]):g}, the largest float32 is "
-                         f"{torch.finfo(torch.float32).max:.4g}); rescale edge_weight")  # fmt: skip
+        raise GraphError(
+            f"edge_weight holds {int(overflow.sum())} values beyond float32's range (first at edge "
+            f"{first}: {float(weight[first]):g}, the largest float32 is "
+            f"{torch.finfo(torch.float32).max:.4g}); rescale edge_weight"
+        )
     return weight
 
 
@@ -317,8 +337,10 @@ def _edge_attr(data: Data, count: int) -> torch.Tensor | None:
     if not isinstance(attr, torch.Tensor):
         raise GraphError(f"edge_attr must be a tensor of shape [{count}, D], got a {type(attr).__name__}")
     if attr.dim() not in (1, 2) or attr.shape[0] != count or (attr.dim() == 2 and attr.shape[1] == 0):
-        raise GraphError(f"edge_attr must have shape [{count}, D] or [{count}] (one row per edge of edge_index), "
-                         f"got {tuple(attr.shape)}")  # fmt: skip
+        raise GraphError(
+            f"edge_attr must have shape [{count}, D] or [{count}] (one row per edge of edge_index), "
+            f"got {tuple(attr.shape)}"
+        )
     if attr.is_complex():
         raise GraphError(f"edge_attr must hold real numbers, got dtype {attr.dtype}")
     attr = attr.detach().cpu()
@@ -329,9 +351,16 @@ def _edge_attr(data: Data, count: int) -> torch.Tensor | None:
     return attr
 
 
-def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: torch.Tensor,
-                      weight: torch.Tensor | None, attr: torch.Tensor | None, directed: bool | None,
-                      feature_norm: str) -> Graph:  # fmt: skip
+def _prepare_weighted(
+    data: Data,
+    x: torch.Tensor,
+    num_nodes: int,
+    edge_index: torch.Tensor,
+    weight: torch.Tensor | None,
+    attr: torch.Tensor | None,
+    directed: bool | None,
+    feature_norm: str,
+) -> Graph:
     """:func:`prepare_graph` for a graph with edge weights or features: the same cleaning, with every edge's values
     dropped, merged (summed) and checked alongside it (module docstring)."""
     warnings: list[str] = []
@@ -344,8 +373,11 @@ def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: t
         attr = None if attr is None else attr[keep]
         warnings.append(f"removed {loops} self-loops with their weights (GCN adds its own, of weight 1)")
     num_kept = edge_index.shape[1]
-    values = [v for v in (weight, attr.to(torch.float64) if attr is not None and attr.is_floating_point() else attr)
-              if v is not None]  # fmt: skip
+    values = [
+        v
+        for v in (weight, attr.to(torch.float64) if attr is not None and attr.is_floating_point() else attr)
+        if v is not None
+    ]
     merged_index, merged = coalesce(edge_index, values, num_nodes=num_nodes, reduce="sum")
     merged = list(merged)
     new_weight = merged.pop(0) if weight is not None else None
@@ -358,8 +390,9 @@ def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: t
             count = num_kept - merged_index.shape[1]
         else:
             count = int((edge_index[0] < edge_index[1]).sum() - (merged_index[0] < merged_index[1]).sum())
-        warnings.append(f"merged {count} duplicate edge{'s' if count != 1 else ''} (their weights and edge features "
-                        f"summed)")  # fmt: skip
+        warnings.append(
+            f"merged {count} duplicate edge{'s' if count != 1 else ''} (their weights and edge features summed)"
+        )
     if one_way:
         present = [v for v in (new_weight, new_attr) if v is not None]
         merged_index, mirrored = _mirrored(merged_index, num_nodes, present)
@@ -381,8 +414,9 @@ def _prepare_weighted(data: Data, x: torch.Tensor, num_nodes: int, edge_index: t
     return _finish(data, x, num_nodes, index, bool(directed), feature_norm, warnings, new_weight, new_attr)
 
 
-def _mirrored(edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tensor]
-              ) -> tuple[torch.Tensor, list[torch.Tensor]]:  # fmt: skip
+def _mirrored(
+    edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tensor]
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Both directions of every edge of a coalesced, loop-free ``edge_index`` declared undirected whose edges are
     listed one way (some or all), built as the file loaders build theirs
     (:func:`gca.graph.edges.undirected_edges`: sorted by source, then target; int32 below 2³¹ nodes); each of
@@ -401,8 +435,9 @@ def _mirrored(edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tenso
     return both, [v[position] for v in values]
 
 
-def _check_symmetric_values(edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None,
-                            attr: torch.Tensor | None) -> None:  # fmt: skip
+def _check_symmetric_values(
+    edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None, attr: torch.Tensor | None
+) -> None:
     """Refuse an undirected graph whose edge (u, v) and its reverse (v, u) carry different weights or features."""
     source, target = edge_index
     keys = source * num_nodes + target  # sorted: edge_index is coalesced
@@ -417,8 +452,13 @@ def _check_symmetric_values(edge_index: torch.Tensor, num_nodes: int, weight: to
         if bool(differ.any()):
             at = int(found.nonzero()[differ.nonzero()[0]])
             u, v = int(source[at]), int(target[at])
-            shown = (f"{float(values[at]):g} but ({v}, {u}) has {float(values[position[at]]):g}" if own.dim() == 1
-                     else f"a row that differs from ({v}, {u})'s")  # fmt: skip
-            raise GraphError(f"the graph is undirected but {int(differ.sum()) // 2 or 1} edges carry a different "
-                             f"{name} in each direction, e.g. ({u}, {v}) has {shown}; give both directions the same "
-                             f"{name}, or pass directed=True")  # fmt: skip
+            shown = (
+                f"{float(values[at]):g} but ({v}, {u}) has {float(values[position[at]]):g}"
+                if own.dim() == 1
+                else f"a row that differs from ({v}, {u})'s"
+            )
+            raise GraphError(
+                f"the graph is undirected but {int(differ.sum()) // 2 or 1} edges carry a different "
+                f"{name} in each direction, e.g. ({u}, {v}) has {shown}; give both directions the same "
+                f"{name}, or pass directed=True"
+            )

@@ -49,13 +49,19 @@ def reduced_features(x: np.ndarray | sp.spmatrix, width: int, seed: int = 0) -> 
         return np.asarray(x.toarray() if sp.issparse(x) else x, dtype=np.float32)
     from sklearn.utils.extmath import randomized_svd
 
-    u, s, _ = randomized_svd(x.astype(np.float32) if sp.issparse(x) else np.asarray(x, dtype=np.float32), width,
-                             random_state=seed)  # fmt: skip
+    u, s, _ = randomized_svd(
+        x.astype(np.float32) if sp.issparse(x) else np.asarray(x, dtype=np.float32), width, random_state=seed
+    )
     return (u * s).astype(np.float32)
 
 
-def propagated_features(graph: Graph, hops: Sequence[int] = PROPAGATION_HOPS, feature_norm: str = "row",
-                        width: int | None = None, seed: int = 0) -> dict[int, torch.Tensor]:  # fmt: skip
+def propagated_features(
+    graph: Graph,
+    hops: Sequence[int] = PROPAGATION_HOPS,
+    feature_norm: str = "row",
+    width: int | None = None,
+    seed: int = 0,
+) -> dict[int, torch.Tensor]:
     """Â^k X for each k of ``hops`` (module docstring), each a float32 ``[N, min(F, width)]`` tensor on the CPU.
 
     Parameters
@@ -79,8 +85,9 @@ def propagated_features(graph: Graph, hops: Sequence[int] = PROPAGATION_HOPS, fe
     x = graph.raw_features
     x = normalize_rows(x) if feature_norm == "row" else x
     x = reduced_features(x, x.shape[1] if width is None else width, seed)
-    adjacency = normalized_adjacency(graph.edge_index.cpu(), graph.num_nodes, symmetric=not graph.directed,
-                                     coalesced=True)  # fmt: skip
+    adjacency = normalized_adjacency(
+        graph.edge_index.cpu(), graph.num_nodes, symmetric=not graph.directed, coalesced=True
+    )
     out, h = {}, torch.from_numpy(x)
     for k in range(1, max(hops) + 1):
         h = adjacency @ h

@@ -183,11 +183,15 @@ class NeighborSampler:
             self.neighbors = target.to(nodes_kind)
             if units is not None and (not symmetric_units or units.shape != source.shape):
                 raise ValueError("units given to the sampler must be the symmetric unit id of every edge")
-            units = units if units is not None else (
-                edge_unit_ids(edge_index, num_nodes, True)
-                if symmetric_units
-                else reverse_positions(edge_index, num_nodes)
-            )  # fmt: skip
+            units = (
+                units
+                if units is not None
+                else (
+                    edge_unit_ids(edge_index, num_nodes, True)
+                    if symmetric_units
+                    else reverse_positions(edge_index, num_nodes)
+                )
+            )
             self.units = units.to(units_kind)
             del units
             counts = count_ids(source, num_nodes)
@@ -241,8 +245,14 @@ class NeighborSampler:
         empty = torch.empty(0, dtype=torch.long, device=device)
         edge_index = torch.stack([torch.cat(sources or [empty]), torch.cat(targets or [empty])])
         sizes += [count] * (len(self.fanouts) + 1 - len(sizes))  # hops after an empty frontier add nobody
-        return SampledSubgraph(all_nodes, edge_index, torch.cat(units or [empty]), int(anchors.numel()),
-                               tuple(int(c) for c in sizes), torch.cat(ids or [empty]))  # fmt: skip
+        return SampledSubgraph(
+            all_nodes,
+            edge_index,
+            torch.cat(units or [empty]),
+            int(anchors.numel()),
+            tuple(int(c) for c in sizes),
+            torch.cat(ids or [empty]),
+        )
 
     def _hop(
         self, frontier: torch.Tensor, fanout: int, generator: torch.Generator | None

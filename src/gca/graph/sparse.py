@@ -75,12 +75,14 @@ class EdgeList(torch.Tensor):
     def __deepcopy__(self, memo: dict) -> torch.Tensor:
         import copy
 
-        return edge_list(torch.Tensor.clone(self), copy.deepcopy(self.edge_weight, memo),
-                         copy.deepcopy(self.edge_attr, memo))  # fmt: skip
+        return edge_list(
+            torch.Tensor.clone(self), copy.deepcopy(self.edge_weight, memo), copy.deepcopy(self.edge_attr, memo)
+        )
 
 
-def edge_list(edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
-              edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def edge_list(
+    edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None, edge_attr: torch.Tensor | None = None
+) -> torch.Tensor:
     """``edge_index`` carrying ``edge_weight`` and ``edge_attr`` (one row per column), as an :class:`EdgeList`;
     ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied.
 
@@ -99,8 +101,11 @@ def edge_list(edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
     for name, values in (("edge_weight", edge_weight), ("edge_attr", edge_attr)):
         if values is not None and values.shape[0] != count:
             raise ValueError(f"{name} has {values.shape[0]} rows for {count} edges")
-    out = edge_index.as_subclass(EdgeList) if not isinstance(edge_index, EdgeList) else \
-        edge_index.as_subclass(torch.Tensor).as_subclass(EdgeList)  # a new object: never relabel the caller's
+    out = (
+        edge_index.as_subclass(EdgeList)
+        if not isinstance(edge_index, EdgeList)
+        else edge_index.as_subclass(torch.Tensor).as_subclass(EdgeList)
+    )  # a new object: never relabel the caller's
     out.edge_weight, out.edge_attr = edge_weight, edge_attr
     return out
 
@@ -221,11 +226,16 @@ class SparseMatrix:
         renumbered = position[col]
         if renumbered.numel() and bool((renumbered < 0).any()):
             raise ValueError("read_columns: an entry lies in a column not in index; give every column that holds one")
-        matrix = csr_tensor(self.matrix.crow_indices(), renumbered, self.matrix.values(),
-                            (self.shape[0], index.numel()))  # fmt: skip
+        matrix = csr_tensor(
+            self.matrix.crow_indices(), renumbered, self.matrix.values(), (self.shape[0], index.numel())
+        )
         starts = self.transpose.crow_indices()  # a kept row of Mᵀ ends where the next starts: none between has entries
-        transpose = csr_tensor(torch.cat([starts[index], starts[-1:]]), self.transpose.col_indices(),
-                               self.transpose.values(), (index.numel(), self.shape[0]))  # fmt: skip
+        transpose = csr_tensor(
+            torch.cat([starts[index], starts[-1:]]),
+            self.transpose.col_indices(),
+            self.transpose.values(),
+            (index.numel(), self.shape[0]),
+        )
         return SparseMatrix(matrix, transpose)
 
     def keep(self, rows: torch.Tensor | None = None, columns: torch.Tensor | None = None) -> SparseMatrix:
@@ -500,8 +510,9 @@ def known_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
         N.
     """
     held, key, nodes, answer = _LAST_SYMMETRY
-    return bool(answer and held is not None and held() is edge_index and nodes == num_nodes
-                and key == content_key(edge_index))  # fmt: skip
+    return bool(
+        answer and held is not None and held() is edge_index and nodes == num_nodes and key == content_key(edge_index)
+    )
 
 
 #: (weak reference to an edge_index, its content_key, node count, whether it is symmetric): _is_symmetric's last
@@ -673,8 +684,12 @@ def _normalized_entries(
         inv_sqrt = torch.bincount(target, minlength=num_nodes).to(torch.float32).rsqrt()
         return source, target, inv_sqrt[source] * inv_sqrt[target]
     inv_sqrt = _inverse_sqrt_degree(edge_index[1], num_nodes, weight)
-    weight = torch.cat([weight.to(device=loops.device, dtype=torch.float32),
-                        torch.ones(num_nodes, dtype=torch.float32, device=loops.device)])  # fmt: skip
+    weight = torch.cat(
+        [
+            weight.to(device=loops.device, dtype=torch.float32),
+            torch.ones(num_nodes, dtype=torch.float32, device=loops.device),
+        ]
+    )
     return source, target, _weighted(inv_sqrt[source] * inv_sqrt[target], weight)
 
 
@@ -707,8 +722,9 @@ def layered_normalized_adjacency(
     """
     growing = any(later > earlier for earlier, later in zip(layer_rows, layer_rows[1:], strict=False))
     if growing or layer_rows[0] > num_nodes:
-        raise ValueError(f"layer rows {tuple(layer_rows)} must not grow from layer to layer, nor exceed the "
-                         f"{num_nodes} nodes")  # fmt: skip
+        raise ValueError(
+            f"layer rows {tuple(layer_rows)} must not grow from layer to layer, nor exceed the {num_nodes} nodes"
+        )
     source, target, values = _normalized_entries(edge_index.long(), num_nodes, edge_values(edge_index)[0])
     keep = target < layer_rows[0]
     first = square_csr(target[keep], source[keep], values[keep], layer_rows[0], num_nodes)
@@ -719,8 +735,10 @@ def layered_normalized_adjacency(
         end = int(crow[rows])
         block = (crow[: rows + 1], col[:end], val[:end], (rows, columns))
         if end and int(block[1].max()) >= columns:
-            raise ValueError(f"a node below row {rows} reads node {int(block[1].max())} beyond the {columns} "
-                             "computed: the subgraph's nodes are not numbered hop by hop")  # fmt: skip
+            raise ValueError(
+                f"a node below row {rows} reads node {int(block[1].max())} beyond the {columns} "
+                "computed: the subgraph's nodes are not numbered hop by hop"
+            )
         blocks.append(block)
         columns = rows
     # each transpose by a counting sort (csr_transpose): the arrays a sort of the entries gives, entry for entry
@@ -768,8 +786,9 @@ def _symmetric_normalized_adjacency(
     below = torch.bincount(row[col < row], minlength=num_nodes)  # columns before the diagonal, per row
     crow = torch.zeros(num_nodes + 1, dtype=torch.long, device=device)
     torch.cumsum(counts + 1, 0, out=crow[1:])
-    inv_sqrt = (counts + 1).to(torch.float32).rsqrt() if weight is None else \
-        _inverse_sqrt_degree(row, num_nodes, weight)  # fmt: skip
+    inv_sqrt = (
+        (counts + 1).to(torch.float32).rsqrt() if weight is None else _inverse_sqrt_degree(row, num_nodes, weight)
+    )
     total = row.numel() + num_nodes
     columns = torch.empty(total, dtype=torch.long, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
@@ -825,8 +844,11 @@ class AdjacencyRows:
         counts = count_ids(source, num_nodes)  # a block at a time: no 64-bit copy of the source row
         self.indptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=source.device)
         torch.cumsum(counts, 0, out=self.indptr[1:])
-        self.inv_sqrt = (counts + 1).to(torch.float32).rsqrt() if self.weight is None else \
-            _inverse_sqrt_degree(source, num_nodes, self.weight)  # fmt: skip
+        self.inv_sqrt = (
+            (counts + 1).to(torch.float32).rsqrt()
+            if self.weight is None
+            else _inverse_sqrt_degree(source, num_nodes, self.weight)
+        )
         self.shape = (num_nodes, num_nodes)
 
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
@@ -849,8 +871,9 @@ class AdjacencyRows:
         values = torch.empty(int(crow[-1]), dtype=torch.float32, device=device)
         slot = torch.arange(high - low, device=device) + local + (col > row)
         columns[slot] = col
-        values[slot] = _weighted(self.inv_sqrt[row] * self.inv_sqrt[col],
-                                 None if self.weight is None else self.weight[low:high])  # fmt: skip
+        values[slot] = _weighted(
+            self.inv_sqrt[row] * self.inv_sqrt[col], None if self.weight is None else self.weight[low:high]
+        )
         diagonal = crow[:-1] + torch.bincount(local[col < row], minlength=stop - start)
         nodes = torch.arange(start, stop, device=device)
         columns[diagonal] = nodes
@@ -895,17 +918,26 @@ def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, s
         M's shape.
     """
     rows, columns = size
-    if (crow.device.type == "cpu" and values.dtype in (torch.float32, torch.float64)
-            and max(col.numel(), rows, columns) < 2**31):  # fmt: skip
-        csc = sp.csr_matrix((values.detach().numpy(), col.numpy().astype(np.int32), crow.numpy().astype(np.int32)),
-                            shape=size).tocsc()  # fmt: skip
-        return csr_tensor(torch.from_numpy(csc.indptr.astype(np.int64)), torch.from_numpy(csc.indices.astype(np.int64)),
-                          torch.from_numpy(csc.data), (columns, rows))  # fmt: skip
+    if (
+        crow.device.type == "cpu"
+        and values.dtype in (torch.float32, torch.float64)
+        and max(col.numel(), rows, columns) < 2**31
+    ):
+        csc = sp.csr_matrix(
+            (values.detach().numpy(), col.numpy().astype(np.int32), crow.numpy().astype(np.int32)), shape=size
+        ).tocsc()
+        return csr_tensor(
+            torch.from_numpy(csc.indptr.astype(np.int64)),
+            torch.from_numpy(csc.indices.astype(np.int64)),
+            torch.from_numpy(csc.data),
+            (columns, rows),
+        )
     return _sorted_transpose(crow, col, values, size)
 
 
-def _sorted_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
-                      ) -> torch.Tensor:  # fmt: skip
+def _sorted_transpose(
+    crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
     """:func:`csr_transpose` on any device: a stable sort of the columns keeps each column's entries in row order."""
     rows, columns = size
     order = torch.sort(col, stable=True).indices

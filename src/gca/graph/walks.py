@@ -18,12 +18,7 @@ import scipy.sparse as sp
 
 
 def random_walks(
-    adjacency: sp.csr_matrix,
-    walk_length: int,
-    walks_per_node: int,
-    p: float = 1.0,
-    q: float = 1.0,
-    seed: int = 0,
+    adjacency: sp.csr_matrix, walk_length: int, walks_per_node: int, p: float = 1.0, q: float = 1.0, seed: int = 0
 ) -> np.ndarray:
     """``walks_per_node`` walks of ``walk_length`` nodes from every node, as an int64 array [N·walks, length].
 
@@ -87,8 +82,9 @@ def random_walks(
     return walks
 
 
-def _uniform_neighbour(nodes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, degree: np.ndarray,
-                       rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def _uniform_neighbour(
+    nodes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, degree: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     offsets = (rng.random(nodes.size) * degree[nodes]).astype(np.int64)
     return indices[indptr[nodes] + offsets]
 

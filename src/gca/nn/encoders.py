@@ -55,8 +55,7 @@ class EncoderError(UserError, ValueError):
 GAT_HEADS = 4
 
 
-def dense_features(features: Features, mask: torch.Tensor | None = None
-                   ) -> torch.Tensor:  # fmt: skip
+def dense_features(features: Features, mask: torch.Tensor | None = None) -> torch.Tensor:
     """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features).
 
     Parameters
@@ -95,8 +94,12 @@ def edge_arguments(module: nn.Module) -> dict[str, bool]:
     return taken
 
 
-def edge_keywords(encoder: nn.Module, edge_weight: torch.Tensor | None, edge_attr: torch.Tensor | None,
-                  taken: dict[str, bool] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+def edge_keywords(
+    encoder: nn.Module,
+    edge_weight: torch.Tensor | None,
+    edge_attr: torch.Tensor | None,
+    taken: dict[str, bool] | None = None,
+) -> dict[str, torch.Tensor]:
     """The keyword arguments ``encoder`` gets for a view whose edges carry ``edge_weight`` / ``edge_attr`` (either
     ``None``): those its ``forward`` names and the graph has. A required one the graph lacks is an
     :class:`EncoderError`.
@@ -119,9 +122,10 @@ def edge_keywords(encoder: nn.Module, edge_weight: torch.Tensor | None, edge_att
         if given[name] is not None:
             out[name] = given[name]
         elif required:
-            raise EncoderError(f"encoder {type(encoder).__name__} requires {name} but the graph has none; give "
-                               f"the graph's Data a {name} (one row per edge) or give {name} a default of None"
-                               )  # fmt: skip
+            raise EncoderError(
+                f"encoder {type(encoder).__name__} requires {name} but the graph has none; give "
+                f"the graph's Data a {name} (one row per edge) or give {name} a default of None"
+            )
     return out
 
 
@@ -143,18 +147,24 @@ def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: boo
         name = encoder
     elif isinstance(encoder, MessagePassingEncoder):
         used = ({"edge_attr"} if encoder.edge_dim else set()) | (
-            {"edge_weight"} if any("edge_weight" in edge_arguments(conv) for conv in encoder.convs) else set())
+            {"edge_weight"} if any("edge_weight" in edge_arguments(conv) for conv in encoder.convs) else set()
+        )
         name = encoder.kind
     else:
         used, name = set(edge_arguments(encoder)), type(encoder).__name__
     notes = []
     if has_attr and "edge_attr" not in used:
-        advice = ("use encoder=gat (edge_dim) or give edge_weight" if name == "gcn" else
-                  "use encoder=gat (edge_dim), or an encoder whose forward takes edge_attr")  # fmt: skip
+        advice = (
+            "use encoder=gat (edge_dim) or give edge_weight"
+            if name == "gcn"
+            else "use encoder=gat (edge_dim), or an encoder whose forward takes edge_attr"
+        )
         notes.append(f"edge_attr is not used by the {name} encoder; {advice}")
     if has_weight and "edge_weight" not in used:
-        notes.append(f"edge_weight is not used by the {name} encoder; use encoder=gcn, or an encoder whose forward "
-                     "takes edge_weight")  # fmt: skip
+        notes.append(
+            f"edge_weight is not used by the {name} encoder; use encoder=gcn, or an encoder whose forward "
+            "takes edge_weight"
+        )
     return notes
 
 
@@ -182,9 +192,17 @@ class MessagePassingEncoder(nn.Module):
         ``gat`` only: the width of ``edge_attr`` every ``GATConv`` reads; ``None`` for none.
     """
 
-    def __init__(self, kind: str, in_channels: int, hidden: int, num_layers: int, activation: str,
-                 first_layer_factor: int = 2, sage_aggregator: str = "gcn",
-                 edge_dim: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kind: str,
+        in_channels: int,
+        hidden: int,
+        num_layers: int,
+        activation: str,
+        first_layer_factor: int = 2,
+        sage_aggregator: str = "gcn",
+        edge_dim: int | None = None,
+    ) -> None:
         super().__init__()
         if edge_dim is not None and kind != "gat":
             raise ValueError(f"edge_dim is for the gat encoder, not {kind}")
@@ -197,9 +215,10 @@ class MessagePassingEncoder(nn.Module):
         widths = [in_channels] + [inner] * (num_layers - 1) + [hidden]
         self.kind = kind
         self.self_loops = kind == "sage" and sage_aggregator == "gcn"  # the node itself enters the mean
-        self.convs = nn.ModuleList(_conv(kind, a, b, last=i == num_layers - 1, root_weight=not self.self_loops,
-                                         edge_dim=edge_dim)
-                                   for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)))  # fmt: skip
+        self.convs = nn.ModuleList(
+            _conv(kind, a, b, last=i == num_layers - 1, root_weight=not self.self_loops, edge_dim=edge_dim)
+            for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True))
+        )
         self._takes_weight = [("edge_weight" in edge_arguments(conv)) for conv in self.convs]
         self.activations = nn.ModuleList(make_activation(activation, b) for b in widths[1:])
 
@@ -207,8 +226,13 @@ class MessagePassingEncoder(nn.Module):
         for conv in self.convs:
             conv.reset_parameters()
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None,
-                edge_attr: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    def forward(
+        self,
+        x: torch.Tensor,
+        edge_index: torch.Tensor,
+        edge_weight: torch.Tensor | None = None,
+        edge_attr: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The embeddings; ``edge_attr`` reaches each ``GATConv`` when built with ``edge_dim`` (required then), and
         ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there).
 
@@ -231,13 +255,15 @@ class MessagePassingEncoder(nn.Module):
         extra: dict[str, torch.Tensor] = {}
         if self.edge_dim is not None:
             if edge_attr is None:
-                raise EncoderError(f"the gat encoder was built with edge_dim={self.edge_dim} but the graph has no "
-                                   "edge_attr; give the graph's Data an edge_attr or train without edge_dim"
-                                   )  # fmt: skip
+                raise EncoderError(
+                    f"the gat encoder was built with edge_dim={self.edge_dim} but the graph has no "
+                    "edge_attr; give the graph's Data an edge_attr or train without edge_dim"
+                )
             attr = edge_attr.unsqueeze(1) if edge_attr.dim() == 1 else edge_attr
             if attr.shape[1] != self.edge_dim:
-                raise EncoderError(f"the gat encoder was built with edge_dim={self.edge_dim} but edge_attr has "
-                                   f"{attr.shape[1]} columns")  # fmt: skip
+                raise EncoderError(
+                    f"the gat encoder was built with edge_dim={self.edge_dim} but edge_attr has {attr.shape[1]} columns"
+                )
             extra["edge_attr"] = attr.to(x.dtype)
         if self.self_loops:
             from torch_geometric.utils import add_self_loops
@@ -251,8 +277,9 @@ class MessagePassingEncoder(nn.Module):
         return x
 
 
-def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weight: bool = True,
-          edge_dim: int | None = None) -> nn.Module:  # fmt: skip
+def _conv(
+    kind: str, in_channels: int, out_channels: int, last: bool, root_weight: bool = True, edge_dim: int | None = None
+) -> nn.Module:
     from torch_geometric.nn import GATConv, GINConv, SAGEConv
 
     if kind == "gat":
@@ -263,8 +290,12 @@ def _conv(kind: str, in_channels: int, out_channels: int, last: bool, root_weigh
     if kind == "sage":
         return SAGEConv(in_channels, out_channels, root_weight=root_weight)
     if kind == "gin":
-        mlp = nn.Sequential(nn.Linear(in_channels, out_channels), nn.BatchNorm1d(out_channels), nn.ReLU(),
-                            nn.Linear(out_channels, out_channels))  # fmt: skip
+        mlp = nn.Sequential(
+            nn.Linear(in_channels, out_channels),
+            nn.BatchNorm1d(out_channels),
+            nn.ReLU(),
+            nn.Linear(out_channels, out_channels),
+        )
         return GINConv(mlp)
     raise ValueError(f"unknown encoder {kind!r}")
 
@@ -287,25 +318,34 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
     name = type(encoder).__name__
     wanted = f"({rows}, {'hidden' if hidden is None else hidden})"
     if not isinstance(out, torch.Tensor):
-        raise EncoderError(f"encoder {name} returned a {type(out).__name__}, not a tensor, for {rows} nodes; it must "
-                           f"return one row per node: {wanted}")  # fmt: skip
+        raise EncoderError(
+            f"encoder {name} returned a {type(out).__name__}, not a tensor, for {rows} nodes; it must "
+            f"return one row per node: {wanted}"
+        )
     shape = tuple(out.shape)
     if out.dim() != 2 or out.shape[0] != rows:
-        raise EncoderError(f"encoder {name} returned shape {shape} for {rows} nodes; it must return one row per node: "
-                           f"{wanted}")  # fmt: skip
+        raise EncoderError(
+            f"encoder {name} returned shape {shape} for {rows} nodes; it must return one row per node: {wanted}"
+        )
     if hidden is not None and out.shape[1] != hidden:
-        raise EncoderError(f"encoder {name} returned shape {shape} for {rows} nodes, but the projection head "
-                           f"takes hidden = {hidden} columns: {wanted}; set hidden to the encoder's output "
-                           f"width")  # fmt: skip
+        raise EncoderError(
+            f"encoder {name} returned shape {shape} for {rows} nodes, but the projection head "
+            f"takes hidden = {hidden} columns: {wanted}; set hidden to the encoder's output "
+            f"width"
+        )
     if not out.is_floating_point():
-        raise EncoderError(f"encoder {name} returned shape {shape} of dtype {out.dtype} for {rows} nodes; it must "
-                           f"return floating-point embeddings")  # fmt: skip
+        raise EncoderError(
+            f"encoder {name} returned shape {shape} of dtype {out.dtype} for {rows} nodes; it must "
+            f"return floating-point embeddings"
+        )
     # the projection head and the objective take float32, or bf16 inside an update that computes in bf16
     # (gca.precision: autocast's products give bf16)
     in_bf16 = out.dtype == torch.bfloat16 and torch.is_autocast_enabled(out.device.type)
     if out.dtype != torch.float32 and not in_bf16:
-        raise EncoderError(f"encoder {name} returned {str(out.dtype).removeprefix('torch.')} embeddings; return "
-                           "float32 (e.g. .float()), the precision the projection head and objective take")  # fmt: skip
+        raise EncoderError(
+            f"encoder {name} returned {str(out.dtype).removeprefix('torch.')} embeddings; return "
+            "float32 (e.g. .float()), the precision the projection head and objective take"
+        )
     return out
 
 
@@ -335,8 +375,7 @@ def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: to
     if edges is None and any(taken.values()):
         return  # its edge values are unknown here; every output in training is checked
     weight, attr = edge_values(edges) if edges is not None else (None, None)
-    keywords = {name: values[:0].to(x.device) for name, values in
-                edge_keywords(encoder, weight, attr, taken).items()}  # fmt: skip
+    keywords = {name: values[:0].to(x.device) for name, values in edge_keywords(encoder, weight, attr, taken).items()}
     training = encoder.training
     try:
         with torch.no_grad():

@@ -71,10 +71,7 @@ class GCNLayer(nn.Module):
             nn.init.constant_(self.activation.weight, 0.25)
 
     def forward(
-        self,
-        h: torch.Tensor | SparseMatrix,
-        adjacency: SparseMatrix,
-        feature_mask: torch.Tensor | None = None,
+        self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
         if _aggregate_first(h, weight):
@@ -83,9 +80,13 @@ class GCNLayer(nn.Module):
         adjacency, hw = self.transformed(h, adjacency, feature_mask, weight)
         return self.activation(adjacency @ hw + self.bias)
 
-    def transformed(self, h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix,
-                    feature_mask: torch.Tensor | None = None,
-                    weight: torch.Tensor | None = None) -> tuple[SparseMatrix, torch.Tensor]:  # fmt: skip
+    def transformed(
+        self,
+        h: torch.Tensor | SparseMatrix,
+        adjacency: SparseMatrix,
+        feature_mask: torch.Tensor | None = None,
+        weight: torch.Tensor | None = None,
+    ) -> tuple[SparseMatrix, torch.Tensor]:
         """(M′, H W) with M′ (H W) = M (H (diag(m) W)), as :meth:`forward` computes it, multiplying only what M reads
         (``weight``: diag(m) W when already formed). A sparse H skips the entries whose terms are exact zeros or
         never read (:func:`_entries_read`; M′ = M); a dense H is multiplied at the rows M reads only, and M′ is M at
@@ -120,8 +121,14 @@ class GCNLayer(nn.Module):
         return not _aggregate_first(h, self.weight)
 
     @torch.no_grad()
-    def output_rows(self, h: torch.Tensor | SparseMatrix | None, hw: torch.Tensor | None, adjacency: RowSlices,
-                    start: int, stop: int) -> torch.Tensor:  # fmt: skip
+    def output_rows(
+        self,
+        h: torch.Tensor | SparseMatrix | None,
+        hw: torch.Tensor | None,
+        adjacency: RowSlices,
+        start: int,
+        stop: int,
+    ) -> torch.Tensor:
         """Rows start … stop − 1 of σ(M H W + b): from H (aggregating first) or, when ``hw`` is given, from H W.
 
         Parameters
@@ -141,10 +148,14 @@ class GCNLayer(nn.Module):
         return self.activation(rows @ hw + self.bias)
 
     @torch.no_grad()
-    def times_weight(self, h: torch.Tensor | SparseMatrix | DenseFeatures, rows: int,
-                     empty: Callable[..., torch.Tensor] | None = None,
-                     written: Callable[[torch.Tensor, int, int], None] | None = None,
-                     share: RowShare | None = None) -> torch.Tensor:  # fmt: skip
+    def times_weight(
+        self,
+        h: torch.Tensor | SparseMatrix | DenseFeatures,
+        rows: int,
+        empty: Callable[..., torch.Tensor] | None = None,
+        written: Callable[[torch.Tensor, int, int], None] | None = None,
+        share: RowShare | None = None,
+    ) -> torch.Tensor:
         """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
         block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device);
         ``written(HW, start, stop)`` after each block. ``share``: this process's rows, then the others'.
@@ -196,8 +207,11 @@ def _rows_read_mask(h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix) -> 
     a sampled subgraph's first layer: a CSR block with fewer rows than columns, one column per row of H). The rows
     it does not read are the nodes of the last hop whose edges the view dropped."""
     operator = getattr(adjacency, "matrix", None)
-    if not (isinstance(operator, torch.Tensor) and operator.layout == torch.sparse_csr
-            and operator.shape[0] < operator.shape[1] == h.shape[0]):  # fmt: skip
+    if not (
+        isinstance(operator, torch.Tensor)
+        and operator.layout == torch.sparse_csr
+        and operator.shape[0] < operator.shape[1] == h.shape[0]
+    ):
         return None
     rows = torch.zeros(h.shape[0], dtype=torch.bool, device=operator.device)
     rows[operator.col_indices()] = True
@@ -299,9 +313,15 @@ class GCNEncoder(nn.Module):
         return h
 
     @torch.no_grad()
-    def forward_in_chunks(self, features: Features, adjacency: RowSlices, rows: int, allocate: Allocate | None = None,
-                          share: RowShare | None = None,
-                          on_rows: Callable[[int], None] | None = None) -> torch.Tensor | None:  # fmt: skip
+    def forward_in_chunks(
+        self,
+        features: Features,
+        adjacency: RowSlices,
+        rows: int,
+        allocate: Allocate | None = None,
+        share: RowShare | None = None,
+        on_rows: Callable[[int], None] | None = None,
+    ) -> torch.Tensor | None:
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
 
         A layer whose successor computes M (H W) hands over H W directly: each block of its output rows is
@@ -355,8 +375,11 @@ class GCNEncoder(nn.Module):
         written = getattr(allocate, "written", None) or _nothing
 
         def empty(shape: tuple[int, int], dtype: torch.dtype, final: bool = False) -> torch.Tensor:
-            return allocate(shape, dtype, final) if allocate is not None else torch.empty(shape, dtype=dtype,
-                                                                                             device=device)  # fmt: skip
+            return (
+                allocate(shape, dtype, final)
+                if allocate is not None
+                else torch.empty(shape, dtype=dtype, device=device)
+            )
 
         h, hw = features, None
         for i, layer in enumerate(self.layers):
@@ -409,8 +432,9 @@ class RowShare(Protocol):
 
     def blocks(self, n: int, rows: int) -> list[tuple[int, int]]: ...
 
-    def complete(self, matrix: torch.Tensor, rows: int, final: bool,
-                 written: Callable[[torch.Tensor, int, int], None]) -> None: ...  # fmt: skip
+    def complete(
+        self, matrix: torch.Tensor, rows: int, final: bool, written: Callable[[torch.Tensor, int, int], None]
+    ) -> None: ...
 
 
 def _blocks(n: int, rows: int, share: RowShare | None = None) -> list[tuple[int, int]]:
@@ -420,9 +444,13 @@ def _blocks(n: int, rows: int, share: RowShare | None = None) -> list[tuple[int,
     return [(start, min(start + rows, n)) for start in range(0, n, rows)]
 
 
-def _filled(features: DenseFeatures, empty: Callable[..., torch.Tensor], rows: int,
-            written: Callable[[torch.Tensor, int, int], None] = _nothing,
-            share: RowShare | None = None) -> torch.Tensor:  # fmt: skip
+def _filled(
+    features: DenseFeatures,
+    empty: Callable[..., torch.Tensor],
+    rows: int,
+    written: Callable[[torch.Tensor, int, int], None] = _nothing,
+    share: RowShare | None = None,
+) -> torch.Tensor:
     """X̂ as one float32 matrix, read ``rows`` rows at a time into ``empty((N, F), float32)`` — the same values as
     :meth:`DenseFeatures.to_dense`, bit for bit (``share``: this process's rows, then the others')."""
     n = features.shape[0]

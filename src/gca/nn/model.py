@@ -63,9 +63,15 @@ class GCAModel(nn.Module):
         return state
 
     @classmethod
-    def from_config(cls, in_channels: int, config: GCAConfig, objective: nn.Module | None = None,
-                    share: RowShare | None = None, encoder: nn.Module | None = None,
-                    edge_dim: int | None = None) -> GCAModel:  # fmt: skip
+    def from_config(
+        cls,
+        in_channels: int,
+        config: GCAConfig,
+        objective: nn.Module | None = None,
+        share: RowShare | None = None,
+        encoder: nn.Module | None = None,
+        edge_dim: int | None = None,
+    ) -> GCAModel:
         """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
         head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
         torch.distributed, :mod:`gca.train.distributed`). ``edge_dim`` (the graph's ``Graph.edge_dim``) builds
@@ -92,9 +98,16 @@ class GCAModel(nn.Module):
         if encoder is None and config.encoder == "gcn":
             encoder = GCNEncoder(in_channels, config.hidden, config.layers, config.activation, factor)
         elif encoder is None:
-            encoder = MessagePassingEncoder(config.encoder, in_channels, config.hidden, config.layers,
-                                            config.activation, factor, config.sage_aggregator,
-                                            edge_dim if config.encoder == "gat" else None)  # fmt: skip
+            encoder = MessagePassingEncoder(
+                config.encoder,
+                in_channels,
+                config.hidden,
+                config.layers,
+                config.activation,
+                factor,
+                config.sage_aggregator,
+                edge_dim if config.encoder == "gat" else None,
+            )
         projector = ProjectionHead(config.hidden, config.proj_hidden)
         objective = objective or ContrastiveObjective(
             config.tau, config.block_size, share=share, backend=config.loss_backend, precision=config.precision
@@ -102,8 +115,9 @@ class GCAModel(nn.Module):
         return cls(encoder, projector, objective)
 
     @classmethod
-    def from_weights(cls, weights: Any, in_channels: int, config: GCAConfig, encoder: nn.Module | None = None
-                     ) -> GCAModel:  # fmt: skip
+    def from_weights(
+        cls, weights: Any, in_channels: int, config: GCAConfig, encoder: nn.Module | None = None
+    ) -> GCAModel:
         """The model ``config`` describes holding ``weights`` (a checkpoint's). Names and shapes are compared on
         PyTorch's meta device first, so a file whose config claims a huge width is refused before anything of that
         size is built; a mismatch raises ``ValueError`` or ``TypeError``.
@@ -132,11 +146,14 @@ class GCAModel(nn.Module):
         found = {k: tuple(v.shape) for k, v in weights.items()}
         for name in sorted(set(expected) | set(found)):
             if expected.get(name) != found.get(name):
-                raise ValueError(f"its config needs {name} of shape {expected.get(name)}, the file holds "
-                                 f"{found.get(name)}")  # fmt: skip
+                raise ValueError(
+                    f"its config needs {name} of shape {expected.get(name)}, the file holds {found.get(name)}"
+                )
             if kinds[name] != weights[name].is_floating_point():  # integer weights would load truncated, silently
-                raise ValueError(f"{name} holds {str(weights[name].dtype).removeprefix('torch.')} values where the "
-                                 f"model keeps {'floating-point' if kinds[name] else 'integer'} ones")  # fmt: skip
+                raise ValueError(
+                    f"{name} holds {str(weights[name].dtype).removeprefix('torch.')} values where the "
+                    f"model keeps {'floating-point' if kinds[name] else 'integer'} ones"
+                )
         model = cls.from_config(in_channels, config, encoder=encoder, edge_dim=edge_dim)
         model.load_state_dict(weights)
         return model
@@ -151,9 +168,15 @@ class GCAModel(nn.Module):
         rather than with gca's normalised sparse adjacency."""
         return not isinstance(self.encoder, GCNEncoder)
 
-    def encode(self, features: torch.Tensor | SparseMatrix, edge_index: torch.Tensor, num_nodes: int,
-               symmetric: bool = False, layer_rows: Sequence[int] | None = None,
-               feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    def encode(
+        self,
+        features: torch.Tensor | SparseMatrix,
+        edge_index: torch.Tensor,
+        num_nodes: int,
+        symmetric: bool = False,
+        layer_rows: Sequence[int] | None = None,
+        feature_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
         per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features —
         and the values ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`): the GCN's operator is
@@ -182,13 +205,21 @@ class GCAModel(nn.Module):
             if self._edge_arguments is None:
                 self._edge_arguments = edge_arguments(self.encoder)
                 encoder = self.encoder
-                if (isinstance(encoder, MessagePassingEncoder) and encoder.kind == "gat" and encoder.edge_dim is None
-                        and edge_values(edge_index)[1] is not None):  # fmt: skip
-                    warnings.warn("edge_attr is not used by this gat encoder: it was built without edge_dim "
-                                  "(GCAModel.from_config(..., edge_dim=graph.edge_dim))", stacklevel=2)  # fmt: skip
+                if (
+                    isinstance(encoder, MessagePassingEncoder)
+                    and encoder.kind == "gat"
+                    and encoder.edge_dim is None
+                    and edge_values(edge_index)[1] is not None
+                ):
+                    warnings.warn(
+                        "edge_attr is not used by this gat encoder: it was built without edge_dim "
+                        "(GCAModel.from_config(..., edge_dim=graph.edge_dim))",
+                        stacklevel=2,
+                    )
             keywords = edge_keywords(self.encoder, *edge_values(edge_index), self._edge_arguments)
-            out = self.encoder(x if feature_mask is None else x * feature_mask, edge_index.long().as_subclass(
-                torch.Tensor), **keywords)  # PyG's dtype; a plain tensor  # fmt: skip
+            out = self.encoder(
+                x if feature_mask is None else x * feature_mask, edge_index.long().as_subclass(torch.Tensor), **keywords
+            )  # PyG's dtype; a plain tensor
             return check_encoder_output(self.encoder, out, x.shape[0], getattr(self.projector, "channels", None))
         if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
             adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
@@ -196,8 +227,12 @@ class GCAModel(nn.Module):
             adjacency = normalized_adjacency(edge_index, num_nodes, symmetric=symmetric)
         return self.encoder(features, adjacency, feature_mask)
 
-    def forward(self, features: torch.Tensor | SparseMatrix, adjacency: SparseMatrix | Sequence[SparseMatrix],
-                feature_mask: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    def forward(
+        self,
+        features: torch.Tensor | SparseMatrix,
+        adjacency: SparseMatrix | Sequence[SparseMatrix],
+        feature_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
         per layer (:meth:`gca.nn.gcn.GCNEncoder.forward`).
 

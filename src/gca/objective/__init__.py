@@ -33,10 +33,20 @@ from .selection import bf16_tensor_cores, cpu_bf16_matrix_units, objective_reaso
 from .share import RowShare
 
 __all__ = [
-    "CPU_BLOCK_ELEMENTS", "CUDA_BLOCK_ELEMENTS", "ContrastiveObjective", "RowShare", "attention_loss",
-    "auto_block_size", "bf16_tensor_cores", "contrastive_loss", "cpu_bf16_matrix_units", "objective_reason",
-    "reference_loss", "resolve_objective", "tf32_products",
-]  # fmt: skip
+    "CPU_BLOCK_ELEMENTS",
+    "CUDA_BLOCK_ELEMENTS",
+    "ContrastiveObjective",
+    "RowShare",
+    "attention_loss",
+    "auto_block_size",
+    "bf16_tensor_cores",
+    "contrastive_loss",
+    "cpu_bf16_matrix_units",
+    "objective_reason",
+    "reference_loss",
+    "resolve_objective",
+    "tf32_products",
+]
 
 
 class ContrastiveObjective(nn.Module):

@@ -66,8 +66,9 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         return grad, None, None, None, None
 
 
-def _fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, dtype: torch.dtype,
-                     kernel: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def _fused_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, dtype: torch.dtype, kernel: str = "auto"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(softmax(q kᵀ · scale) v, row log-sum-exp) for 2-D inputs, from PyTorch's fused kernels, as float32.
 
     On CUDA, ``kernel="flash"`` is FlashAttention-2 (bf16/fp16 only, the faster on tensor cores) and

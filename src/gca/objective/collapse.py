@@ -63,8 +63,13 @@ def uniform_loss(anchors: int) -> float:
     return math.log(2 * anchors - 1)
 
 
-def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bool, advice: str = "",
-                 identical_features: bool = False) -> str:  # fmt: skip
+def likely_cause(
+    lr: float | None,
+    weight_decay: float | None,
+    zero_features: bool,
+    advice: str = "",
+    identical_features: bool = False,
+) -> str:
     """The part of a collapse message that says what to change, from the run's settings: all-zero or identical
     features first (nothing else can help), then a high learning rate and/or weight decay, else ``advice`` (the
     generic one).
@@ -83,12 +88,16 @@ def likely_cause(lr: float | None, weight_decay: float | None, zero_features: bo
         Whether every node's features are the same.
     """
     if zero_features:
-        return ("likely cause: every node's features are zero, so all nodes look the same to the encoder; "
-                "train on features that differ between nodes")  # fmt: skip
+        return (
+            "likely cause: every node's features are zero, so all nodes look the same to the encoder; "
+            "train on features that differ between nodes"
+        )
     if identical_features:
-        return ("likely cause: every node has the same features as the encoder reads them (rows scaled to sum 1 "
-                "under feature_norm=row: a single feature column becomes 1 everywhere), so all nodes look the same "
-                "to the encoder; train on features that differ between nodes, or set feature_norm=none")  # fmt: skip
+        return (
+            "likely cause: every node has the same features as the encoder reads them (rows scaled to sum 1 "
+            "under feature_norm=row: a single feature column becomes 1 everywhere), so all nodes look the same "
+            "to the encoder; train on features that differ between nodes, or set feature_norm=none"
+        )
     causes, remedies = [], []
     if lr is not None and lr > HIGH_LR:
         causes.append(f"the learning rate lr={lr:g} is high")
@@ -118,8 +127,13 @@ class CollapseWatch:
         The last updates :meth:`ended_collapsed` looks at.
     """
 
-    def __init__(self, patience: int = COLLAPSE_UPDATES, tolerance: float = COLLAPSE_TOLERANCE, advice: str = "",
-                 end_updates: int = COLLAPSE_END_UPDATES) -> None:  # fmt: skip
+    def __init__(
+        self,
+        patience: int = COLLAPSE_UPDATES,
+        tolerance: float = COLLAPSE_TOLERANCE,
+        advice: str = "",
+        end_updates: int = COLLAPSE_END_UPDATES,
+    ) -> None:
         self.patience = patience
         self.tolerance = tolerance
         self.advice = advice

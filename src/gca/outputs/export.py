@@ -17,8 +17,13 @@ class ExportError(UserError, ValueError):
     """The export cannot be written in the asked format."""
 
 
-def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequence | np.ndarray,
-                      progress: bool = False, shown: str | Path | None = None) -> None:  # fmt: skip
+def export_embeddings(
+    path: str | Path,
+    embeddings: np.ndarray,
+    node_ids: Sequence | np.ndarray,
+    progress: bool = False,
+    shown: str | Path | None = None,
+) -> None:
     """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
     their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
     type: integer ids are written as integers (an int64 column in Parquet), text ids as text. The values are
@@ -73,14 +78,17 @@ def export_embeddings(path: str | Path, embeddings: np.ndarray, node_ids: Sequen
         f.write((delimiter.join(["node_id", *columns]) + "\n").encode())
         for start in range(0, embeddings.shape[0], EXPORT_ROWS):
             block = np.asarray(embeddings[start : start + EXPORT_ROWS], dtype=np.float32)
-            table = pa.table([ids.slice(start, EXPORT_ROWS), *(block[:, i] for i in range(block.shape[1]))],
-                             schema=schema)  # fmt: skip
+            table = pa.table(
+                [ids.slice(start, EXPORT_ROWS), *(block[:, i] for i in range(block.shape[1]))], schema=schema
+            )
             try:  # ids written as they are, quoted only where one holds the delimiter, a quote or a line end
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
-                                                             quoting_style="none"))  # fmt: skip
+                pacsv.write_csv(
+                    table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none")
+                )
             except pa.ArrowInvalid:
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter,
-                                                             quoting_style="needed"))  # fmt: skip
+                pacsv.write_csv(
+                    table, f, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="needed")
+                )
             bar.update(block.shape[0])
 
     atomic_write(path, write)
@@ -127,8 +135,9 @@ def read_embeddings(path: str | Path) -> tuple[list | None, np.ndarray]:
         raise ExportError(f"{path} cannot be read as a table: {str(exc).splitlines()[0]}") from None
     columns = [c for c in table.column_names if c != "node_id"]
     if "node_id" not in table.column_names or not columns or columns != [f"e{i}" for i in range(len(columns))]:
-        raise ExportError(f"{path} is not an embeddings export: it needs the columns node_id, e0, e1, … (as "
-                          "--export writes them)")  # fmt: skip
+        raise ExportError(
+            f"{path} is not an embeddings export: it needs the columns node_id, e0, e1, … (as --export writes them)"
+        )
     try:
         values = np.stack([table.column(c).to_numpy() for c in columns], axis=1).astype(np.float32)
     except (pa.ArrowInvalid, ValueError, TypeError):

@@ -74,7 +74,11 @@ class RunOutputs:
     """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
 
     def __init__(
-        self, out: str | Path, export: str | Path | None = None, inputs: Iterable[str | Path] = (), lock: bool = True,
+        self,
+        out: str | Path,
+        export: str | Path | None = None,
+        inputs: Iterable[str | Path] = (),
+        lock: bool = True,
         progress: bool = False,
     ) -> None:
         """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
@@ -170,6 +174,7 @@ class RunOutputs:
         if check is not None:
             check(source)
         if source == finished:
+
             def copy(f: IO[bytes]) -> None:  # streamed: a checkpoint may be larger than we want in memory
                 with open(finished, "rb") as original:
                     shutil.copyfileobj(original, f)
@@ -179,8 +184,9 @@ class RunOutputs:
         self._owns_checkpoint = True
         return source
 
-    def training_checkpoint(self, resume: bool, every: int, writes: bool = True,
-                            check: Callable[[Path], Any] | None = None) -> tuple[Path, str | None]:  # fmt: skip
+    def training_checkpoint(
+        self, resume: bool, every: int, writes: bool = True, check: Callable[[Path], Any] | None = None
+    ) -> tuple[Path, str | None]:
         """The checkpoint path a training run hands to :meth:`gca.GCA.fit`, and a line for the user. Resuming, the
         writing process checks the file it would continue from with ``check`` (the training's own refusals, so
         they come before anything is written) and prepares it (:meth:`resume_from`); another process of the run
@@ -263,11 +269,19 @@ class RunOutputs:
             ids = node_ids if node_ids is not None else np.arange(embeddings.shape[0], dtype=np.int64)
             staged = self.export.parent / f".{self.export.stem}.gca-staging-{secrets.token_hex(4)}{self.export.suffix}"
             self._export_staged = staged  # a hidden name with the target's suffix, beside it
-            self._guard(self.export, lambda: export_embeddings(staged, embeddings, ids, progress=self.progress,
-                                                                     shown=self.export))
+            self._guard(
+                self.export,
+                lambda: export_embeddings(staged, embeddings, ids, progress=self.progress, shown=self.export),
+            )
 
-    def write_run(self, embeddings: np.ndarray, model_state: dict[str, Any], record: dict[str, Any],
-                  node_ids: list[str] | None = None, plots: Iterable[Path] = ()) -> list[Path]:  # fmt: skip
+    def write_run(
+        self,
+        embeddings: np.ndarray,
+        model_state: dict[str, Any],
+        record: dict[str, Any],
+        node_ids: list[str] | None = None,
+        plots: Iterable[Path] = (),
+    ) -> list[Path]:
         """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
         :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
         ``plots`` drawn at :meth:`stage_path`. Returns the paths written.
@@ -307,9 +321,7 @@ class RunOutputs:
         """
         others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
-            raise OutputError(
-                f"--out {self.out} holds another run's {others[0]}; give {command} a folder of its own"
-            )
+            raise OutputError(f"--out {self.out} holds another run's {others[0]}; give {command} a folder of its own")
 
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
@@ -366,11 +378,15 @@ class RunOutputs:
             return f"this run's files were written to {out} before it stopped"
         if not out.is_dir():
             return "nothing was written"
-        said = (f"{out} keeps the earlier complete run, untouched" if (out / "results.json").is_file() else
-                f"{out} holds no results")  # fmt: skip
+        said = (
+            f"{out} keeps the earlier complete run, untouched"
+            if (out / "results.json").is_file()
+            else f"{out} holds no results"
+        )
         if self.checkpoint.is_file():
-            said += (f"; the training checkpoint {self.checkpoint} stays: the same command with --resume continues "
-                     "from it")  # fmt: skip
+            said += (
+                f"; the training checkpoint {self.checkpoint} stays: the same command with --resume continues from it"
+            )
         return said
 
     def _export_inside(self) -> Path | None:
@@ -474,8 +490,9 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
         ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP or path.is_symlink():
-            raise OutputError(f"the lock file {path} is a symbolic link, which gca never writes through; remove "
-                              "it") from None  # fmt: skip
+            raise OutputError(
+                f"the lock file {path} is a symbolic link, which gca never writes through; remove it"
+            ) from None
         raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
     return lock
 

@@ -93,14 +93,23 @@ def tsne_map(
     y = None if labels is None else labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     labelled = np.ones(len(points), dtype=bool) if y is None else y >= 0
     if not labelled.all():  # label −1: a node without a label, drawn below the classes in neutral grey
-        ax.scatter(points[~labelled, 0], points[~labelled, 1], s=3, alpha=0.5, color=UNLABELLED_COLOR,
-                   label="unlabelled")  # fmt: skip
+        ax.scatter(
+            points[~labelled, 0], points[~labelled, 1], s=3, alpha=0.5, color=UNLABELLED_COLOR, label="unlabelled"
+        )
     if y is None:
         ax.scatter(points[:, 0], points[:, 1], s=3, alpha=0.7)
     elif labelled.any():
         classes = y[labelled]
-        ax.scatter(points[labelled, 0], points[labelled, 1], c=classes, s=3, alpha=0.8,
-                   cmap="tab10" if classes.max() < 10 else "tab20", vmin=0, vmax=max(9, int(classes.max())))
+        ax.scatter(
+            points[labelled, 0],
+            points[labelled, 1],
+            c=classes,
+            s=3,
+            alpha=0.8,
+            cmap="tab10" if classes.max() < 10 else "tab20",
+            vmin=0,
+            vmax=max(9, int(classes.max())),
+        )
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(title)

@@ -32,10 +32,26 @@ from .store import RunStore, run_key
 TASKS = ("table3", "table4", "figure4", "figure3")
 
 __all__ = [
-    "PAPER_DATASETS", "PAPER_TABLE3", "PAPER_TABLE4", "TASKS", "Cell", "DatasetCache", "Executor", "Mode",
-    "Planner", "Reporter", "Reproduction", "Run", "RunStore", "differs", "reproduce", "run_key", "run_split",
-    "run_splits", "write_table",
-]  # fmt: skip
+    "PAPER_DATASETS",
+    "PAPER_TABLE3",
+    "PAPER_TABLE4",
+    "TASKS",
+    "Cell",
+    "DatasetCache",
+    "Executor",
+    "Mode",
+    "Planner",
+    "Reporter",
+    "Reproduction",
+    "Run",
+    "RunStore",
+    "differs",
+    "reproduce",
+    "run_key",
+    "run_split",
+    "run_splits",
+    "write_table",
+]
 
 
 class Reproduction:
@@ -111,10 +127,17 @@ class Reproduction:
         self.planner = Planner(self.mode, self.baselines, self._fast_choice if self.fast else None)
         self.store = RunStore(self.out / "runs")
         self.data = DatasetCache(data_dir)
-        self.executor = Executor(self.store, self.data, self.mode, device, self.out / "plots" if plots else None,
-                                 progress, log)  # fmt: skip
-        self.reporter = Reporter(self.out, self.store, self.data, self.mode, self.executor.unavailable,
-                                 [b for b in BASELINES if b not in self.baselines])  # fmt: skip
+        self.executor = Executor(
+            self.store, self.data, self.mode, device, self.out / "plots" if plots else None, progress, log
+        )
+        self.reporter = Reporter(
+            self.out,
+            self.store,
+            self.data,
+            self.mode,
+            self.executor.unavailable,
+            [b for b in BASELINES if b not in self.baselines],
+        )
 
     def _fast_choice(self, dataset: str) -> tuple[FastChoice | None, int]:
         """``--fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset

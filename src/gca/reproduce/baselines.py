@@ -105,23 +105,44 @@ class BaselineResult:
         return {"accuracy": self.evaluation.to_dict(), **training}
 
 
-def _evaluate(embeddings: torch.Tensor | Trained, data: Data, splits: list[Split],
-              protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def _evaluate(
+    embeddings: torch.Tensor | Trained,
+    data: Data,
+    splits: list[Split],
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     """The embeddings judged on ``splits``; a trained baseline's :class:`TrainingHistory` goes with them."""
     z, training = embeddings if isinstance(embeddings, Trained) else (embeddings, None)
-    return BaselineResult(evaluate_embeddings(z.detach().cpu(), data.y, splits, protocol, progress=progress,
-                                              desc="evaluate"), training)  # fmt: skip
+    return BaselineResult(
+        evaluate_embeddings(z.detach().cpu(), data.y, splits, protocol, progress=progress, desc="evaluate"), training
+    )
 
 
-def raw_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                 protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def raw_features(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return _evaluate(torch.from_numpy(raw_feature_input(x.float().numpy(), protocol)), data, splits, protocol, progress)
 
 
 def _propagated(k: int) -> Baseline:
-    def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device, protocol: str = "sklearn",
-            progress: bool = False, width: int | None = None) -> BaselineResult:  # fmt: skip
+    def run(
+        data: Data,
+        splits: list[Split],
+        seed: int,
+        quick: bool,
+        device: torch.device,
+        protocol: str = "sklearn",
+        progress: bool = False,
+        width: int | None = None,
+    ) -> BaselineResult:
         from ..graph.graph import prepare_graph
         from ..graph.propagate import propagated_features
 
@@ -187,26 +208,54 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, pro
         summary=lambda z, *args, **kwargs: torch.sigmoid(z.mean(dim=0)),
         corruption=lambda x, edge_index: (x[torch.randperm(x.size(0), device=x.device)], edge_index),
     ).to(device)
-    history = fit("DGI", model, lambda m: m.loss(*m(x, edge_index)), lr=0.001, epochs=100 if quick else 300,
-                  patience=20, progress=progress)  # fmt: skip
+    history = fit(
+        "DGI",
+        model,
+        lambda m: m.loss(*m(x, edge_index)),
+        lr=0.001,
+        epochs=100 if quick else 300,
+        patience=20,
+        progress=progress,
+    )
     with torch.no_grad():
         return Trained(model(x, edge_index)[0], history)
 
 
-def dgi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def dgi(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     return _evaluate(dgi_embeddings(data, seed, quick, device, progress), data, splits, protocol, progress)
 
 
-def gmi(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-        protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def gmi(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     from .gmi import gmi_embeddings
 
     return _evaluate(gmi_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
 
 
-def mvgrl(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-          protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def mvgrl(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     from .mvgrl import mvgrl_embeddings
 
     return _evaluate(mvgrl_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
@@ -230,8 +279,9 @@ class _AutoEncoderGCN(nn.Module):
         return self.mu(h, edge_index), self.logstd(h, edge_index)
 
 
-def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.device,
-                           variational: bool = False, progress: bool = False) -> Trained:  # fmt: skip
+def autoencoder_embeddings(
+    data: Data, seed: int, quick: bool, device: torch.device, variational: bool = False, progress: bool = False
+) -> Trained:
     """GAE's (or VGAE's mean μ) embeddings of every node, trained to reconstruct ``data.edge_index``, and the
     training.
 
@@ -259,16 +309,24 @@ def autoencoder_embeddings(data: Data, seed: int, quick: bool, device: torch.dev
         z = m.encode(x, edge_index)
         return m.recon_loss(z, edge_index) + (m.kl_loss() / x.shape[0] if variational else 0.0)
 
-    history = fit("VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200,
-                  progress=progress)  # fmt: skip
+    history = fit(
+        "VGAE" if variational else "GAE", model, loss, lr=0.01, epochs=100 if quick else 200, progress=progress
+    )
     with torch.no_grad():
         z = model.encoder(x, edge_index)
     return Trained(z[0] if variational else z, history)  # the mean μ is the embedding
 
 
 def _autoencoder(variational: bool) -> Baseline:
-    def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+    def run(
+        data: Data,
+        splits: list[Split],
+        seed: int,
+        quick: bool,
+        device: torch.device,
+        protocol: str = "sklearn",
+        progress: bool = False,
+    ) -> BaselineResult:
         trained = autoencoder_embeddings(data, seed, quick, device, variational, progress)
         return _evaluate(trained, data, splits, protocol, progress)
 
@@ -276,8 +334,15 @@ def _autoencoder(variational: bool) -> Baseline:
 
 
 def _supervised(architecture: str) -> Baseline:
-    def run(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-            protocol: str = "sklearn", progress: bool = False) -> list[float]:  # fmt: skip
+    def run(
+        data: Data,
+        splits: list[Split],
+        seed: int,
+        quick: bool,
+        device: torch.device,
+        protocol: str = "sklearn",
+        progress: bool = False,
+    ) -> list[float]:
         """One end-to-end training per split, each from ``seed``."""
         return [one(data, split, seed, device) for split in splits]
 
@@ -324,8 +389,9 @@ def _supervised(architecture: str) -> Baseline:
     return run
 
 
-def skipgram_embeddings(walks: np.ndarray, num_nodes: int, dim: int, window: int, hierarchical: bool,
-                        seed: int) -> np.ndarray:  # fmt: skip
+def skipgram_embeddings(
+    walks: np.ndarray, num_nodes: int, dim: int, window: int, hierarchical: bool, seed: int
+) -> np.ndarray:
     """Skip-gram (gensim's ``Word2Vec``) over ``walks`` (−1 is padding); row i is node i's vector (zero for a
     node that appears in no walk). Without gensim: :class:`BaselineUnavailable`.
 
@@ -350,10 +416,18 @@ def skipgram_embeddings(walks: np.ndarray, num_nodes: int, dim: int, window: int
         raise BaselineUnavailable("skip-gram needs gensim: pip install gensim (the baselines extra)") from None
     sentences = [[str(v) for v in row[row >= 0]] for row in walks]
     model = Word2Vec(
-        sentences, vector_size=dim, window=window, min_count=0, sg=1, hs=int(hierarchical),
-        negative=0 if hierarchical else 5, epochs=1, seed=seed, workers=max(1, min(4, os.cpu_count() or 1)),
+        sentences,
+        vector_size=dim,
+        window=window,
+        min_count=0,
+        sg=1,
+        hs=int(hierarchical),
+        negative=0 if hierarchical else 5,
+        epochs=1,
+        seed=seed,
+        workers=max(1, min(4, os.cpu_count() or 1)),
         hashfxn=_stable_hash,
-    )  # fmt: skip
+    )
     out = np.zeros((num_nodes, dim), dtype=np.float32)
     for i, token in enumerate(model.wv.index_to_key):
         out[int(token)] = model.wv.vectors[i]
@@ -371,22 +445,43 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
     return skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=True, seed=seed)
 
 
-def deepwalk(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def deepwalk(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     seed_everything(seed)
     return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol, progress)
 
 
-def deepwalk_features(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-                      protocol: str = "sklearn", progress: bool = False) -> BaselineResult:  # fmt: skip
+def deepwalk_features(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> BaselineResult:
     seed_everything(seed)
     z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, splits, protocol, progress)
 
 
-def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: torch.device,
-             protocol: str = "sklearn", progress: bool = False) -> list[float]:  # fmt: skip
+def node2vec(
+    data: Data,
+    splits: list[Split],
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    protocol: str = "sklearn",
+    progress: bool = False,
+) -> list[float]:
     """p, q chosen on each split's validation nodes; the test accuracy of that split's choice.
 
     Parameters
@@ -414,27 +509,30 @@ def node2vec(data: Data, splits: list[Split], seed: int, quick: bool, device: to
         for q in grid:
             walks = random_walks(adjacency, walk_length=80, walks_per_node=10, p=p, q=q, seed=seed)
             z = skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=False, seed=seed)
-            result = evaluate_embeddings(torch.from_numpy(z), data.y, splits, protocol, progress=progress,
-                                         desc=f"evaluate p={p}, q={q}")  # fmt: skip
+            result = evaluate_embeddings(
+                torch.from_numpy(z), data.y, splits, protocol, progress=progress, desc=f"evaluate p={p}, q={q}"
+            )
             # a strictly better validation accuracy replaces the choice: on a tie the first p, q stays, so that no
             # test accuracy decides between them
-            best = [(v, t) if v > b[0] else b for b, v, t in zip(best, result.val_accuracies, result.accuracies,
-                                                                   strict=True)]  # fmt: skip
+            best = [
+                (v, t) if v > b[0] else b
+                for b, v, t in zip(best, result.val_accuracies, result.accuracies, strict=True)
+            ]
     return [test for _, test in best]
 
 
 #: What of a baseline's implementation its runs' keys name (:meth:`gca.reproduce.plan.Planner.baseline_runs`), so
 #: that a record made by an earlier implementation is trained again rather than reused: MVGRL's diffusion was cut
 #: to round(mean degree) entries a row before it became dense.
-IMPLEMENTATION: dict[str, dict[str, str]] = {
-    "mvgrl": {"diffusion": "dense up to 2 GiB, else 95 % of each row's mass"},
-}
+IMPLEMENTATION: dict[str, dict[str, str]] = {"mvgrl": {"diffusion": "dense up to 2 GiB, else 95 % of each row's mass"}}
 
 BASELINES: dict[str, tuple[str, str, Baseline]] = {
     # key: (row label in Table 3, training data, function)
     "raw": ("Raw features", "X", raw_features),
-    **{f"propagated-{k}": (f"{propagated_label(k)} (SGC; not in the paper)", "X, A", _propagated(k))
-       for k in PROPAGATION_HOPS},
+    **{
+        f"propagated-{k}": (f"{propagated_label(k)} (SGC; not in the paper)", "X, A", _propagated(k))
+        for k in PROPAGATION_HOPS
+    },
     "node2vec": ("node2vec", "A", node2vec),
     "deepwalk": ("DeepWalk", "A", deepwalk),
     "deepwalk+features": ("DeepWalk + features", "X, A", deepwalk_features),

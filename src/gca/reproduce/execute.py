@@ -169,8 +169,12 @@ class Executor:
                 plot_label.setdefault(cell.runs[0], cell.label)
         # under the authors' protocol, the pair that says what training adds is judged by gca's probe as well: the
         # authors' probe stops before it converges on an untrained encoder's tiny outputs (see Reporter.gain_notes)
-        self.second_opinion = {run for cell in cells if self.mode.protocol == "authors" and
-                               (cell.info.get("untrained") or cell.info.get("versus_untrained")) for run in cell.runs}
+        self.second_opinion = {
+            run
+            for cell in cells
+            if self.mode.protocol == "authors" and (cell.info.get("untrained") or cell.info.get("versus_untrained"))
+            for run in cell.runs
+        }
         runnable = [r for r in unique if isinstance(self.datasets.get(r.dataset), LoadedDataset)]
         found = {r: self.store.get(r) for r in runnable}
         pending = [r for r in runnable if found[r] is None and r.method not in self.unavailable]
@@ -192,9 +196,10 @@ class Executor:
         labels = {run: cell.label for cell in reversed(cells) for run in cell.runs}  # a shared run: its first row
         for run, record in found.items():
             if record is not None and record.get("error"):
-                self.log(f"gca: {failed_run(labels.get(run, run.method), run, record, self.store)} — its record is "
-                         "kept and read again by the same command; delete the file to train that run again")
-
+                self.log(
+                    f"gca: {failed_run(labels.get(run, run.method), run, record, self.store)} — its record is "
+                    "kept and read again by the same command; delete the file to train that run again"
+                )
 
     def run(self, run: Run, plot_label: str | None = None) -> dict[str, Any] | None:
         """Train and judge one run; its record, or ``None`` when its baseline cannot run here.
@@ -215,9 +220,16 @@ class Executor:
         if run.method != "gca":
             _, _, baseline = BASELINES[run.method]
             try:
-                accuracies = baseline(loaded.data, splits, run.seed, self.mode.quick, resolve_device(self.device),
-                                      protocol=self.mode.protocol, progress=self.progress,
-                                      **baseline_options(run.method, run.dataset))  # fmt: skip
+                accuracies = baseline(
+                    loaded.data,
+                    splits,
+                    run.seed,
+                    self.mode.quick,
+                    resolve_device(self.device),
+                    protocol=self.mode.protocol,
+                    progress=self.progress,
+                    **baseline_options(run.method, run.dataset),
+                )
             except BaselineUnavailable as exc:
                 self.unavailable[run.method] = str(exc)
                 return None
@@ -226,8 +238,11 @@ class Executor:
             if isinstance(accuracies, BaselineResult):  # the whole evaluation (what its probe chose) and training
                 return {**about, **accuracies.record(), "seconds": time.perf_counter() - start}
             values = [float(a) for a in accuracies]
-            return {**about, "accuracy": {"mean": float(np.mean(values)), "std": float(np.std(values)),
-                                          "runs": values}, "seconds": time.perf_counter() - start}  # fmt: skip
+            return {
+                **about,
+                "accuracy": {"mean": float(np.mean(values)), "std": float(np.std(values)), "runs": values},
+                "seconds": time.perf_counter() - start,
+            }
         estimator = GCA(GCAConfig(**dict(run.config)), device=self.device, progress=self.progress)
         plots = None
         if plot_label:
@@ -237,9 +252,16 @@ class Executor:
             plots = (self.plots_dir / f"{stem}-loss.png", self.plots_dir / f"{stem}-tsne.png")
         title = f"{run.dataset}, {plot_label} (seed {run.seed}, {estimator.config.epochs} epochs)"
         try:
-            result = run_gca(estimator, estimator.prepare(loaded.data, loaded.directed), dataset=run.dataset,
-                             labels=loaded.data.y, splits=splits, plots=plots, plot_title=title,
-                             protocol=self.mode.protocol)  # fmt: skip
+            result = run_gca(
+                estimator,
+                estimator.prepare(loaded.data, loaded.directed),
+                dataset=run.dataset,
+                labels=loaded.data.y,
+                splits=splits,
+                plots=plots,
+                plot_title=title,
+                protocol=self.mode.protocol,
+            )
         except TrainingError as exc:  # a collapsed or diverged run is a result (it would fail again), not a crash;
             # its record names the configuration it failed with, as a finished run's does
             return {**about, "config": dict(run.config), "accuracy": None, "error": str(exc)}

@@ -41,8 +41,15 @@ def sensitivity_heatmap(
         for j in range(len(p_f)):
             if np.isfinite(accuracy[i, j]):
                 bright = (accuracy[i, j] - low) / max(high - low, 1e-9) > 0.6
-                ax.text(j, i, f"{accuracy[i, j]:.1f}", ha="center", va="center", fontsize=7,
-                        color="black" if bright else "white")  # fmt: skip
+                ax.text(
+                    j,
+                    i,
+                    f"{accuracy[i, j]:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if bright else "white",
+                )
     ax.set_xticks(range(len(p_f)), [f"{p:.1f}" for p in p_f])
     ax.set_yticks(range(len(p_e)), [f"{p:.1f}" for p in p_e])
     ax.set_xlabel("p_f = p_f,1 = p_f,2 (feature masking)")

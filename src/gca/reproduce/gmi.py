@@ -114,9 +114,11 @@ def _csr_tensor(m: sp.csr_matrix, device: torch.device) -> torch.Tensor:
     m = m.astype(np.float32)
     m.sort_indices()
     return torch.sparse_csr_tensor(
-        torch.from_numpy(m.indptr.astype(np.int64)), torch.from_numpy(m.indices.astype(np.int64)),
-        torch.from_numpy(m.data), size=m.shape,
-    ).to(device)  # fmt: skip
+        torch.from_numpy(m.indptr.astype(np.int64)),
+        torch.from_numpy(m.indices.astype(np.int64)),
+        torch.from_numpy(m.data),
+        size=m.shape,
+    ).to(device)
 
 
 def _adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
@@ -183,8 +185,9 @@ class _Bilinear(nn.Module):
         self.weight = nn.Parameter(weight[0])
         self.bias = nn.Parameter(torch.zeros(()))
 
-    def scores(self, left: torch.Tensor | _Sparse, right: torch.Tensor,
-               negatives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    def scores(
+        self, left: torch.Tensor | _Sparse, right: torch.Tensor, negatives: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Scores of the pairs (left_i, right_i) and (left_{negatives[k, i]}, right_i), shapes N and K × N."""
         u = _matmul(left, self.weight)  # aᵀ W of every node, N × right
         positive = (u * right).sum(dim=1) + self.bias
@@ -292,8 +295,15 @@ class GMI(nn.Module):
         h1, xw = self.gcn1(x, propagation)
         return self.gcn2(h1, propagation)[0], xw
 
-    def loss(self, x: torch.Tensor | _Sparse, propagation: _Sparse, mean: _Sparse, target: ReconstructionTarget,
-             negatives: int = NEGATIVES, block: int | None = None) -> torch.Tensor:  # fmt: skip
+    def loss(
+        self,
+        x: torch.Tensor | _Sparse,
+        propagation: _Sparse,
+        mean: _Sparse,
+        target: ReconstructionTarget,
+        negatives: int = NEGATIVES,
+        block: int | None = None,
+    ) -> torch.Tensor:
         h, xw = self.encode(x, propagation)
         n = h.shape[0]
         neighbours = self.neighbour_act(mean @ xw)
@@ -302,8 +312,16 @@ class GMI(nn.Module):
         return ALPHA * own + BETA * local + GAMMA * target.loss(h, block)
 
 
-def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, epochs: int | None = None,
-                   block: int | None = None, progress: bool = False) -> Trained:  # fmt: skip
+def gmi_embeddings(
+    data: Data,
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    *,
+    epochs: int | None = None,
+    block: int | None = None,
+    progress: bool = False,
+) -> Trained:
     """GMI's embeddings (N × 512) of every node (module docstring) and its training; the graph in
     ``data.edge_index`` is all it sees.
 
@@ -319,7 +337,14 @@ def gmi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, 
     in_channels = x.shape[1]
     model = GMI(in_channels).to(device)
     cap = epochs if epochs is not None else (quick_epochs(n) if quick else EPOCHS)
-    history = fit("GMI", model, lambda m: m.loss(x, propagation, mean, target, block=block), lr=LR, epochs=cap,
-                  patience=PATIENCE, progress=progress)  # fmt: skip
+    history = fit(
+        "GMI",
+        model,
+        lambda m: m.loss(x, propagation, mean, target, block=block),
+        lr=LR,
+        epochs=cap,
+        patience=PATIENCE,
+        progress=progress,
+    )
     with torch.no_grad():
         return Trained(model.encode(x, propagation)[0].detach().float(), history)

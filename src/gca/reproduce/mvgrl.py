@@ -150,8 +150,9 @@ def ppr_block(num_nodes: int, budget_bytes: int | None = None) -> int:
     return max(1, min(num_nodes, budget // (24 * max(1, num_nodes))))
 
 
-def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
-             tolerance: float = PPR_TOLERANCE) -> torch.Tensor:  # fmt: skip
+def ppr_rows(
+    transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA, tolerance: float = PPR_TOLERANCE
+) -> torch.Tensor:
     """Rows ``rows`` of S = α(I − (1 − α)T)^{-1} as the columns of a dense N × B block, each entry within
     ``tolerance`` of the exact value (module docstring).
 
@@ -175,9 +176,15 @@ def ppr_rows(transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA,
     return total
 
 
-def ppr_by_mass(edge_index: torch.Tensor, num_nodes: int, mass: float = KEPT_MASS, alpha: float = ALPHA,
-                tolerance: float = PPR_TOLERANCE, block: int | None = None, max_entries: int = MAX_ENTRIES,
-                ) -> tuple[Entries, torch.Tensor]:  # fmt: skip
+def ppr_by_mass(
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    mass: float = KEPT_MASS,
+    alpha: float = ALPHA,
+    tolerance: float = PPR_TOLERANCE,
+    block: int | None = None,
+    max_entries: int = MAX_ENTRIES,
+) -> tuple[Entries, torch.Tensor]:
     """The diffusion view cut row by row: each row of S keeps its fewest largest entries whose sum reaches ``mass``
     of the row's sum (ties at the cut broken by position; ``mass`` ≥ 1 keeps every non-zero entry), at most
     ``max_entries`` // N of them, as (row, column) entries sorted by row, rows of ``block`` nodes at a time (default
@@ -271,8 +278,14 @@ class Diffusion:
         The bound on a sparse S's truncation error per entry (:func:`ppr_rows`).
     """
 
-    def __init__(self, edge_index: torch.Tensor, num_nodes: int, dense_bytes: int | None = None,
-                 mass: float = KEPT_MASS, tolerance: float = PPR_TOLERANCE) -> None:  # fmt: skip
+    def __init__(
+        self,
+        edge_index: torch.Tensor,
+        num_nodes: int,
+        dense_bytes: int | None = None,
+        mass: float = KEPT_MASS,
+        tolerance: float = PPR_TOLERANCE,
+    ) -> None:
         self.num_nodes = num_nodes
         self.dense = 4 * num_nodes**2 <= (DENSE_BYTES if dense_bytes is None else dense_bytes)
         if self.dense:
@@ -327,8 +340,14 @@ class _Projection(nn.Module):
 
     def __init__(self, width: int) -> None:
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(width, width), nn.PReLU(), nn.Linear(width, width), nn.PReLU(),
-                                 nn.Linear(width, width), nn.PReLU())  # fmt: skip
+        self.mlp = nn.Sequential(
+            nn.Linear(width, width),
+            nn.PReLU(),
+            nn.Linear(width, width),
+            nn.PReLU(),
+            nn.Linear(width, width),
+            nn.PReLU(),
+        )
         self.shortcut = nn.Linear(width, width)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -351,8 +370,9 @@ class _ViewEncoder(nn.Module):
         if operator.layout != torch.strided:
             return self.act(torch.sparse.mm(operator, xw) + self.bias)
         if operator.dim() == 3:
-            return self.act(torch.bmm(operator, xw.view(operator.shape[0], operator.shape[2], -1)).flatten(0, 1)
-                            + self.bias)  # fmt: skip
+            return self.act(
+                torch.bmm(operator, xw.view(operator.shape[0], operator.shape[2], -1)).flatten(0, 1) + self.bias
+            )
         return self.act(operator @ xw + self.bias)
 
 
@@ -378,11 +398,19 @@ class MVGRL(nn.Module):
 
     def embed(self, x: torch.Tensor, adjacency: torch.Tensor, diffusion: torch.Tensor) -> torch.Tensor:
         """h^Â + h^S, the embedding (module docstring)."""
-        return (self.adjacency_encoder(self.adjacency_encoder.lin(x), adjacency)
-                + self.diffusion_encoder(self.diffusion_encoder.lin(x), diffusion))  # fmt: skip
+        return self.adjacency_encoder(self.adjacency_encoder.lin(x), adjacency) + self.diffusion_encoder(
+            self.diffusion_encoder.lin(x), diffusion
+        )
 
-    def loss(self, x: torch.Tensor, rows: torch.Tensor, adjacency: torch.Tensor, diffusion: torch.Tensor,
-             graphs: int, permutation: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def loss(
+        self,
+        x: torch.Tensor,
+        rows: torch.Tensor,
+        adjacency: torch.Tensor,
+        diffusion: torch.Tensor,
+        graphs: int,
+        permutation: torch.Tensor,
+    ) -> torch.Tensor:
         """The BCE of the cross-view node–graph scores on a batch of ``graphs`` equal-sized graphs (block-diagonal
         operators); the batch's node i has features ``x[rows[i]]`` (each distinct node's X W is computed once, as
         subgraphs overlap), and ``permutation`` shuffles the batch's rows for the negatives."""
@@ -394,15 +422,26 @@ class MVGRL(nn.Module):
         size = rows.numel() // graphs
         s_a = self.graph_head(torch.sigmoid(h_a.view(graphs, size, -1).mean(1)))
         s_d = self.graph_head(torch.sigmoid(h_d.view(graphs, size, -1).mean(1)))
-        scores = torch.cat([self._score(h_d, s_a), self._score(h_a, s_d), self._score(neg_d, s_a),
-                            self._score(neg_a, s_d)])  # fmt: skip
+        scores = torch.cat(
+            [self._score(h_d, s_a), self._score(h_a, s_d), self._score(neg_d, s_a), self._score(neg_a, s_d)]
+        )
         labels = torch.cat([torch.ones(2 * rows.numel()), torch.zeros(2 * rows.numel())]).to(scores)
         return F.binary_cross_entropy_with_logits(scores, labels)
 
 
-def mvgrl_embeddings(data: Data, seed: int, quick: bool, device: torch.device, *, diffusion: Diffusion | None = None,
-                     sample_size: int = SAMPLE_SIZE, batch_size: int = BATCH_SIZE, epochs: int | None = None,
-                     heads: bool = False, progress: bool = False) -> Trained:  # fmt: skip
+def mvgrl_embeddings(
+    data: Data,
+    seed: int,
+    quick: bool,
+    device: torch.device,
+    *,
+    diffusion: Diffusion | None = None,
+    sample_size: int = SAMPLE_SIZE,
+    batch_size: int = BATCH_SIZE,
+    epochs: int | None = None,
+    heads: bool = False,
+    progress: bool = False,
+) -> Trained:
     """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training, whose
     ``details`` say how the diffusion was kept (:meth:`Diffusion.describe`).
 

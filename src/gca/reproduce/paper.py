@@ -44,8 +44,12 @@ def _paper(table: dict[str, str]) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def _oom(table: dict[str, str]) -> frozenset[tuple[str, str]]:
-    return frozenset((method, ds) for method, numbers in table.items()
-                     for ds in PAPER_DATASETS if ds not in _paper({method: numbers})[method])  # fmt: skip
+    return frozenset(
+        (method, ds)
+        for method, numbers in table.items()
+        for ds in PAPER_DATASETS
+        if ds not in _paper({method: numbers})[method]
+    )
 
 
 PAPER_TABLE3 = _paper(_T3)

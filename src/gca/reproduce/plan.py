@@ -28,12 +28,26 @@ TABLE3_GCA = (
     ("GCA-PR", {"centrality": "pagerank", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
     ("GCA-EV", {"centrality": "eigenvector", "edge_drop": "adaptive", "feature_mask": "adaptive"}),
 )
-TABLE3_BASELINES_BEFORE = ("raw", "propagated-1", "propagated-2", "propagated-3", "node2vec", "deepwalk",
-                           "deepwalk+features", "gae", "vgae", "dgi", "gmi", "mvgrl")
+TABLE3_BASELINES_BEFORE = (
+    "raw",
+    "propagated-1",
+    "propagated-2",
+    "propagated-3",
+    "node2vec",
+    "deepwalk",
+    "deepwalk+features",
+    "gae",
+    "vgae",
+    "dgi",
+    "gmi",
+    "mvgrl",
+)
 #: The untrained encoder (GCA's, with the dataset's setting, 0 epochs): what training adds is the gap to GCA-DE.
 #: Not in the paper's Table 3; graph-SSL papers after 2021 report it.
-RANDOM_INIT = ("Random-Init", {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive",
-                               "epochs": 0})  # fmt: skip
+RANDOM_INIT = (
+    "Random-Init",
+    {"centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive", "epochs": 0},
+)
 #: The key of a run record's second judgement, by gca's own (sklearn) probe, of the runs that say what training adds
 #: (Random-Init and its trained twin) when a reproduction judges under the authors' protocol.
 SECOND_OPINION = "sklearn_accuracy"
@@ -79,14 +93,24 @@ class Mode:
     split: SplitSetting = SplitSetting(count=1)  # training i is judged on split.count splits drawn from seed i
 
     @classmethod
-    def create(cls, quick: bool, runs: int | None = None, protocol: str = "authors",
-               split: SplitSetting | None = None) -> Mode:  # fmt: skip
+    def create(
+        cls, quick: bool, runs: int | None = None, protocol: str = "authors", split: SplitSetting | None = None
+    ) -> Mode:
         split = (split or SplitSetting()).for_protocol(protocol)
         if quick:
-            return cls(runs or 1, None, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol,
-                       replace(split, count=QUICK_SPLITS))  # fmt: skip
-        return cls(runs or 20, None, tuple(round(0.1 * i, 1) for i in range(1, 10)), 3, None, False, protocol,
-                   replace(split, count=1))  # fmt: skip
+            return cls(
+                runs or 1, None, (0.1, 0.3, 0.5, 0.7, 0.9), 1, 100, True, protocol, replace(split, count=QUICK_SPLITS)
+            )
+        return cls(
+            runs or 20,
+            None,
+            tuple(round(0.1 * i, 1) for i in range(1, 10)),
+            3,
+            None,
+            False,
+            protocol,
+            replace(split, count=1),
+        )
 
     @property
     def splits_per_run(self) -> int:
@@ -108,11 +132,16 @@ class Mode:
         """
         runs, splits = self.runs, splits or self.splits_per_run
         trainings = f"{plural(runs, 'training')} per cell (seed{'s 0–' + str(runs - 1) if runs > 1 else ' 0'})"
-        judged = (f"each judged on {plural(splits, 'split')} drawn from its seed" if splits > 1 else
-                  "training i judged on split i")  # fmt: skip
+        judged = (
+            f"each judged on {plural(splits, 'split')} drawn from its seed"
+            if splits > 1
+            else "training i judged on split i"
+        )
         kind = "quick mode" if self.quick else "full mode"
-        return (f"{kind}: {trainings}, {judged} ({self.split_words()}); mean ± std over the "
-                f"{plural(runs * splits, '(training, split) value')}, under the {self.protocol} protocol")
+        return (
+            f"{kind}: {trainings}, {judged} ({self.split_words()}); mean ± std over the "
+            f"{plural(runs * splits, '(training, split) value')}, under the {self.protocol} protocol"
+        )
 
     def split_words(self) -> str:
         """The splits, said: random 10/10/80 % (cut with int() under the authors' protocol), or the dataset's own."""
@@ -188,8 +217,9 @@ class Planner:
         trains as its configuration says.
     """
 
-    def __init__(self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES),
-                 training: Training | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, mode: Mode, baselines: tuple[str, ...] = tuple(BASELINES), training: Training | None = None
+    ) -> None:
         self.mode = mode
         self.baselines = baselines
         self.training = training
@@ -230,8 +260,14 @@ class Planner:
                 cells += self.random_init(dataset, {"data": "X, A"})
         for label, switches in TABLE3_GCA:
             runs = self.gca_runs(dataset, switches, self.mode.runs, self.mode.max_epochs)
-            cells.append(Cell(label, name, runs, {"data": "X, A", "plots": True,
-                                                  "versus_untrained": label == TRAINED_TWIN["table3"]}))
+            cells.append(
+                Cell(
+                    label,
+                    name,
+                    runs,
+                    {"data": "X, A", "plots": True, "versus_untrained": label == TRAINED_TWIN["table3"]},
+                )
+            )
         for key in TABLE3_BASELINES_AFTER:
             if key in self.baselines:
                 label, data_used, _ = BASELINES[key]
@@ -262,11 +298,19 @@ class Planner:
     def table4(self, dataset: str) -> list[Cell]:
         name = dataset_display_name(dataset)
         return self.random_init(dataset, {"topology": "untrained", "attribute": "untrained"}) + [
-            Cell(label, name, self.gca_runs(dataset, s, self.mode.runs, self.mode.max_epochs),
-                 {"topology": topo, "attribute": attr, "plots": True,
-                  "versus_untrained": label == TRAINED_TWIN["table4"]})
+            Cell(
+                label,
+                name,
+                self.gca_runs(dataset, s, self.mode.runs, self.mode.max_epochs),
+                {
+                    "topology": topo,
+                    "attribute": attr,
+                    "plots": True,
+                    "versus_untrained": label == TRAINED_TWIN["table4"],
+                },
+            )
             for label, topo, attr, s in TABLE4_ROWS
-        ]  # fmt: skip
+        ]
 
     def figure4(self, dataset: str) -> list[Cell]:
         name = dataset_display_name(dataset)
@@ -274,9 +318,14 @@ class Planner:
         for p_e in self.mode.grid:
             for p_f in self.mode.grid:
                 switches = {
-                    "centrality": "degree", "edge_drop": "adaptive", "feature_mask": "adaptive",
-                    "p_e1": p_e, "p_e2": p_e, "p_f1": p_f, "p_f2": p_f,
-                }  # fmt: skip
+                    "centrality": "degree",
+                    "edge_drop": "adaptive",
+                    "feature_mask": "adaptive",
+                    "p_e1": p_e,
+                    "p_e2": p_e,
+                    "p_f1": p_f,
+                    "p_f2": p_f,
+                }
                 runs = self.gca_runs(dataset, switches, self.mode.grid_runs, self.mode.grid_max_epochs)
                 cells.append(Cell(f"p_e={p_e}, p_f={p_f}", name, runs, {"p_e": p_e, "p_f": p_f}))
         return cells

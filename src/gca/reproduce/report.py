@@ -74,11 +74,11 @@ def best_at_last_check(record: dict[str, Any] | None, key: str = "accuracy") -> 
 #: How each protocol is said under a table.
 PROTOCOL_WORDS = {
     "authors": "the authors' protocol (their evaluation script, behind the paper's numbers: a linear layer trained "
-               "with Adam for 3,000 epochs on the unnormalised embeddings, test accuracy at the best of the "
-               "validation checks made every 20 epochs)",
+    "with Adam for 3,000 epochs on the unnormalised embeddings, test accuracy at the best of the "
+    "validation checks made every 20 epochs)",
     "sklearn": "gca's sklearn protocol (ℓ2-regularised logistic regression on ℓ2-normalised embeddings, C chosen on "
-               "the split's validation nodes)",
-}  # fmt: skip
+    "the split's validation nodes)",
+}
 
 
 class Reporter:
@@ -102,8 +102,15 @@ class Reporter:
         Baselines not asked for; quick mode names them in a note.
     """
 
-    def __init__(self, out: Path, store: RunStore, datasets: DatasetCache, mode: Mode,
-                 unavailable: dict[str, str], left_out: list[str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        out: Path,
+        store: RunStore,
+        datasets: DatasetCache,
+        mode: Mode,
+        unavailable: dict[str, str],
+        left_out: list[str] | None = None,
+    ) -> None:
         self.out = out
         self.store = store
         self.datasets = datasets
@@ -133,16 +140,31 @@ class Reporter:
         values = {(run.seed, j): v for run, r in records for j, v in enumerate(split_accuracies(r, key))}
         shortened = self.shortened(cell)
         if not values:
-            return {"status": "failed" if errors else "missing", "reason": errors[0] if errors else "no finished runs",
-                    "failed_runs": len(errors), "training": training, "shortened": shortened}  # fmt: skip
+            return {
+                "status": "failed" if errors else "missing",
+                "reason": errors[0] if errors else "no finished runs",
+                "failed_runs": len(errors),
+                "training": training,
+                "shortened": shortened,
+            }
         numbers = list(values.values())
         finished = [r for _, r in records if split_accuracies(r, key)]
         last, judged = np.sum([best_at_last_check(r, key) for r in finished], axis=0).astype(int).tolist()
-        return {"status": "ok", "mean": float(np.mean(numbers)), "std": float(np.std(numbers)), "n": len(numbers),
-                "runs": len(finished), "failed_runs": len(errors), **({"reason": errors[0]} if errors else {}),
-                "training": training, "shortened": shortened,
-                "values": values, "seconds": float(sum(r.get("seconds", 0.0) for r in finished)),
-                "probe_last": (last, judged), "unconverged": 2 * last > judged > 0}  # fmt: skip
+        return {
+            "status": "ok",
+            "mean": float(np.mean(numbers)),
+            "std": float(np.std(numbers)),
+            "n": len(numbers),
+            "runs": len(finished),
+            "failed_runs": len(errors),
+            **({"reason": errors[0]} if errors else {}),
+            "training": training,
+            "shortened": shortened,
+            "values": values,
+            "seconds": float(sum(r.get("seconds", 0.0) for r in finished)),
+            "probe_last": (last, judged),
+            "unconverged": 2 * last > judged > 0,
+        }
 
     def shortened(self, cell: Cell) -> str:
         """Why the cell's runs are shorter than the setting the paper's number comes from ('' when they are not): a
@@ -189,22 +211,34 @@ class Reporter:
             ran = sorted(h["epochs_run"] for h in histories)
             epochs = f"{ran[0]:,}" if ran[0] == ran[-1] else f"{ran[0]:,}–{ran[-1]:,}"
             stopped = sum(h["stopping_epoch"] is not None for h in histories)
-            ended = ("no early stopping" if not histories[0]["patience"] else
-                     "early stopping ended it" if stopped == len(histories) == 1 else
-                     "early stopping ended each" if stopped == len(histories) else
-                     "early stopping had not ended it" if not stopped else
-                     f"early stopping ended {stopped} of {len(histories)} runs")  # fmt: skip
+            ended = (
+                "no early stopping"
+                if not histories[0]["patience"]
+                else "early stopping ended it"
+                if stopped == len(histories) == 1
+                else "early stopping ended each"
+                if stopped == len(histories)
+                else "early stopping had not ended it"
+                if not stopped
+                else f"early stopping ended {stopped} of {len(histories)} runs"
+            )
             kept = "the last epoch's weights"
             if histories[0]["patience"]:
                 kept = "the weights right after the update of its lowest loss's epoch" + (
-                    f" ({histories[0]['kept_epoch']:,})" if len(histories) == 1 else "")  # fmt: skip
+                    f" ({histories[0]['kept_epoch']:,})" if len(histories) == 1 else ""
+                )
             diffusion = histories[0].get("diffusion")
             if diffusion:  # MVGRL: how its diffusion view was kept
-                kept += (", its diffusion dense and exact" if diffusion["form"] == "dense" else
-                         f", its diffusion sparse, keeping {diffusion['kept_mass']:.3f} of each row's mass on average "
-                         f"({diffusion['entries_per_row']:,.0f} entries a row)")  # fmt: skip
-            said.append(f"{cell.label} on {cell.dataset}: {epochs} of at most {histories[0]['max_epochs']:,} epochs "
-                        f"({ended}), {kept}")  # fmt: skip
+                kept += (
+                    ", its diffusion dense and exact"
+                    if diffusion["form"] == "dense"
+                    else f", its diffusion sparse, keeping {diffusion['kept_mass']:.3f} of each row's mass on average "
+                    f"({diffusion['entries_per_row']:,.0f} entries a row)"
+                )
+            said.append(
+                f"{cell.label} on {cell.dataset}: {epochs} of at most {histories[0]['max_epochs']:,} epochs "
+                f"({ended}), {kept}"
+            )
         if not said:
             return ""
         return "Baselines trained (each run's record holds its loss at every epoch): " + "; ".join(said) + "."
@@ -233,20 +267,29 @@ class Reporter:
         notes += gains
         summaries = [self.summary(c) for c in cells]
         if any(map(_mini_batch, summaries)):
-            notes.append("(mini-batch): trained in mini-batches (the fast path: B anchors a step, neighbours sampled "
-                         "with the fan-out of each layer, negatives from the batch; see the training note above), not "
-                         "on the whole graph at every update as the paper's numbers were.")  # fmt: skip
-        flagged = [f"{c.label} on {c.dataset} ({s['probe_last'][0]} of {s['probe_last'][1]} splits)"
-                   for c, s in zip(cells, summaries, strict=True) if s["status"] == "ok" and s["unconverged"]]
+            notes.append(
+                "(mini-batch): trained in mini-batches (the fast path: B anchors a step, neighbours sampled "
+                "with the fan-out of each layer, negatives from the batch; see the training note above), not "
+                "on the whole graph at every update as the paper's numbers were."
+            )
+        flagged = [
+            f"{c.label} on {c.dataset} ({s['probe_last'][0]} of {s['probe_last'][1]} splits)"
+            for c, s in zip(cells, summaries, strict=True)
+            if s["status"] == "ok" and s["unconverged"]
+        ]
         if flagged:
-            notes.append(f"{UNCONVERGED}: the authors' probe (3,000 Adam steps) had not converged — its best "
-                         f"validation check was its last on most splits — so the number is the probe's as much as the "
-                         f"embeddings': {'; '.join(flagged)}.")  # fmt: skip
+            notes.append(
+                f"{UNCONVERGED}: the authors' probe (3,000 Adam steps) had not converged — its best "
+                f"validation check was its last on most splits — so the number is the probe's as much as the "
+                f"embeddings': {'; '.join(flagged)}."
+            )
         if any(self.shortened(c) for c in cells):
-            notes.append("‡: trained on a shortened schedule (quick mode; gca.reproduce.baselines."
-                         "SHORTENED_IN_QUICK), so not compared with the paper's number (a baseline that early "
-                         "stopping ended before quick mode's cap trained as its full schedule would, and is "
-                         "compared).")  # fmt: skip
+            notes.append(
+                "‡: trained on a shortened schedule (quick mode; gca.reproduce.baselines."
+                "SHORTENED_IN_QUICK), so not compared with the paper's number (a baseline that early "
+                "stopping ended before quick mode's cap trained as its full schedule would, and is "
+                "compared)."
+            )
         trained = self.baseline_training_note(cells)
         if trained:
             notes.append(trained)
@@ -284,8 +327,10 @@ class Reporter:
                     said[run] = failed_run(cell.label, run, record, self.store)
         if not said:
             return ""
-        return (f"Failed runs (a cell without a finished training reads \"failed\"; each record is kept and read again "
-                f"by the same command — delete its file to train that run again): {'; '.join(said.values())}.")
+        return (
+            f'Failed runs (a cell without a finished training reads "failed"; each record is kept and read again '
+            f"by the same command — delete its file to train that run again): {'; '.join(said.values())}."
+        )
 
     def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
         """Per dataset: how its trained GCA rows trained (epochs, updates, exact or mini-batch with B and fan-out,
@@ -310,16 +355,23 @@ class Reporter:
             failed = sum(1 for r in records if r and r.get("accuracy") is None)
             if not trained and not failed:
                 continue
-            how = sorted({_how_trained(r, dict(c.runs[0].settings).get("epochs")) for c in mine if c.runs
-                          and c.runs[0].method == "gca" and dict(c.runs[0].settings).get("epochs")
-                          for r in map(self.store.get, c.runs)
-                          if r and r.get("config") and r.get("accuracy") is not None})  # fmt: skip
+            how = sorted(
+                {
+                    _how_trained(r, dict(c.runs[0].settings).get("epochs"))
+                    for c in mine
+                    if c.runs and c.runs[0].method == "gca" and dict(c.runs[0].settings).get("epochs")
+                    for r in map(self.store.get, c.runs)
+                    if r and r.get("config") and r.get("accuracy") is not None
+                }
+            )
             gca_seconds = sum(float(r.get("seconds", 0.0)) for r in trained)
             all_seconds = sum(float(r.get("seconds", 0.0)) for r in map(self.store.get, runs) if r)
             done = f"GCA trained {'; '.join(how)}. " if how else ""
             lost = f"; {failed} failed (see Failed runs)" if failed else ""
-            lines.append(f"{ds}: {done}Runs took {all_seconds:,.0f} s ({plural(len(trained), 'GCA training')}: "
-                         f"{gca_seconds:,.0f} s{lost}).")  # fmt: skip
+            lines.append(
+                f"{ds}: {done}Runs took {all_seconds:,.0f} s ({plural(len(trained), 'GCA training')}: "
+                f"{gca_seconds:,.0f} s{lost})."
+            )
         return lines
 
     def gain_notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
@@ -353,10 +405,14 @@ class Reporter:
             if a["unconverged"] or b["unconverged"]:
                 which = "Random-Init" if b["unconverged"] else twin
                 last, judged = (b if b["unconverged"] else a)["probe_last"]
-                caveats.append(f"{ds}: {_paired(a, b)} under the authors' protocol measures their probe, not the "
-                               f"training: on {which} its best check was its last on {last} of {judged} splits")
-                a, b = (self.summary(Cell(c.label, c.dataset, c.runs, {**c.info, "judge": SECOND_OPINION}))
-                        for c in (trained, untrained))  # fmt: skip
+                caveats.append(
+                    f"{ds}: {_paired(a, b)} under the authors' protocol measures their probe, not the "
+                    f"training: on {which} its best check was its last on {last} of {judged} splits"
+                )
+                a, b = (
+                    self.summary(Cell(c.label, c.dataset, c.runs, {**c.info, "judge": SECOND_OPINION}))
+                    for c in (trained, untrained)
+                )
                 protocol = "sklearn"
                 if a["status"] != "ok" or b["status"] != "ok":
                     continue
@@ -365,12 +421,16 @@ class Reporter:
                 said.append(f"{ds} {gain} under the {protocol} protocol")
         notes = []
         if said:
-            notes.append(f"What training adds ({twin} − Random-Init, the same encoder and seed untrained, judged on "
-                         f"the same splits by a probe that converged on both; mean ± std of the paired differences, "
-                         f"in points): {'; '.join(said)}.")  # fmt: skip
+            notes.append(
+                f"What training adds ({twin} − Random-Init, the same encoder and seed untrained, judged on "
+                f"the same splits by a probe that converged on both; mean ± std of the paired differences, "
+                f"in points): {'; '.join(said)}."
+            )
         if caveats:
-            notes.append(f"Not what training adds: {'; '.join(caveats)} — Random-Init (sklearn probe) is the same runs "
-                         "judged by gca's probe, whose solver runs to convergence.")  # fmt: skip
+            notes.append(
+                f"Not what training adds: {'; '.join(caveats)} — Random-Init (sklearn probe) is the same runs "
+                "judged by gca's probe, whose solver runs to convergence."
+            )
         return notes
 
     def _by_label(self, cells: list[Cell]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -388,19 +448,38 @@ class Reporter:
         notes = self.notes(cells, datasets, TRAINED_TWIN["table3"])
         if any(c.runs and c.runs[0].method in ("gcn", "gat") for c in cells):
             notes.append("GCN and GAT are supervised (trained end to end on the split's training labels).")
-        write_table(self.out / "table3", self._title("Table 3 — node classification accuracy (%)"), rows,
-                    ["Method", "Training data"], datasets, PAPER_TABLE3, notes, self.mode.comparable)  # fmt: skip
+        write_table(
+            self.out / "table3",
+            self._title("Table 3 — node classification accuracy (%)"),
+            rows,
+            ["Method", "Training data"],
+            datasets,
+            PAPER_TABLE3,
+            notes,
+            self.mode.comparable,
+        )
         return [self.out / "table3.md", self.out / "table3.csv"]
 
     def table4(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
         info = {cell.label: cell.info for cell in cells}
-        rows = [(label, [info[label]["topology"], info[label]["attribute"]], by_ds)
-                for label, by_ds in self._by_label(cells).items()]  # fmt: skip
-        notes = [*self.notes(cells, datasets, TRAINED_TWIN["table4"]),
-                 "Degree centrality in every variant; GCA–T–A is GRACE (uniform removal and masking)."]  # fmt: skip
-        write_table(self.out / "table4", self._title("Table 4 — ablation: accuracy (%)"), rows,
-                    ["Variant", "Topology", "Attribute"], datasets, PAPER_TABLE4, notes,
-                    self.mode.comparable)  # fmt: skip
+        rows = [
+            (label, [info[label]["topology"], info[label]["attribute"]], by_ds)
+            for label, by_ds in self._by_label(cells).items()
+        ]
+        notes = [
+            *self.notes(cells, datasets, TRAINED_TWIN["table4"]),
+            "Degree centrality in every variant; GCA–T–A is GRACE (uniform removal and masking).",
+        ]
+        write_table(
+            self.out / "table4",
+            self._title("Table 4 — ablation: accuracy (%)"),
+            rows,
+            ["Variant", "Topology", "Attribute"],
+            datasets,
+            PAPER_TABLE4,
+            notes,
+            self.mode.comparable,
+        )
         return [self.out / "table4.md", self.out / "table4.csv"]
 
     def figure4(self, cells: list[Cell], datasets: list[str]) -> list[Path]:
@@ -420,16 +499,20 @@ class Reporter:
                 if s["status"] == "ok":
                     values[i, j] = s["mean"]
                     std = f"{s['std']:.4f}" if s["n"] > 1 else ""  # one value has no spread to give
-                    lines.append(f"{cell.info['p_e']},{cell.info['p_f']},{s['mean']:.4f},{std},{s['runs']},{s['failed_runs']},ok")
+                    lines.append(
+                        f"{cell.info['p_e']},{cell.info['p_f']},{s['mean']:.4f},{std},{s['runs']},{s['failed_runs']},ok"
+                    )
                 else:
                     lines.append(f"{cell.info['p_e']},{cell.info['p_f']},,,0,{s.get('failed_runs', 0)},{s['status']}")
             stem = self.out / f"figure4-{canonical_name(ds)}"
             atomic_write_text(stem.with_suffix(".csv"), "\n".join(lines) + "\n")
             epochs = dict(mine[0].runs[0].settings)["epochs"] if mine and mine[0].runs else "?"
             short = self.shortened(mine[0]) if mine else ""
-            title = (f"GCA-DE on {ds}: accuracy (%) vs augmentation strength\n"
-                     f"({plural(self.mode.grid_runs, 'training')} per cell, "
-                     f"{short or f'{epochs} epochs'}; {self.mode.protocol} protocol)")  # fmt: skip
+            title = (
+                f"GCA-DE on {ds}: accuracy (%) vs augmentation strength\n"
+                f"({plural(self.mode.grid_runs, 'training')} per cell, "
+                f"{short or f'{epochs} epochs'}; {self.mode.protocol} protocol)"
+            )
             sensitivity_heatmap(values, grid, grid, stem.with_suffix(".png"), title)
             written += [stem.with_suffix(".csv"), stem.with_suffix(".png")]
         return written
@@ -466,11 +549,15 @@ def _how_trained(record: dict[str, Any], planned: int | None = None) -> str:
     if config.get("batch_size"):
         fanout = _fanout(config)
         kept = f" (the setting's {plural(planned, 'epoch')} of the whole graph)" if planned else ""
-        return (f"in mini-batches of B = {config['batch_size']:,} anchors, fan-out {','.join(map(str, fanout))}: "
-                f"{plural(epochs, 'epoch')} of {updates // max(epochs, 1):,} = {plural(updates, 'update')}{kept} on "
-                f"{device}")  # fmt: skip
-    return (f"exactly (the whole graph at every update): {plural(epochs, 'epoch')} = {plural(updates, 'update')} on "
-            f"{device}")  # fmt: skip
+        return (
+            f"in mini-batches of B = {config['batch_size']:,} anchors, fan-out {','.join(map(str, fanout))}: "
+            f"{plural(epochs, 'epoch')} of {updates // max(epochs, 1):,} = {plural(updates, 'update')}{kept} on "
+            f"{device}"
+        )
+    return (
+        f"exactly (the whole graph at every update): {plural(epochs, 'epoch')} = {plural(updates, 'update')} on "
+        f"{device}"
+    )
 
 
 #: The mark of a number whose authors' probe had not converged (best check its last on most splits).
@@ -483,9 +570,12 @@ def _fmt(summary: dict[str, Any], regime: bool = False) -> str:
     if summary["status"] == "ok":
         number = f"{summary['mean']:.2f}" + (f" ± {summary['std']:.2f}" if summary["n"] > 1 else "")
         failed = summary.get("failed_runs", 0)
-        marks = [" (mini-batch)" if regime and _mini_batch(summary) else "", " ‡" if summary.get("shortened") else "",
-                 f" {UNCONVERGED}" if summary.get("unconverged") else "",
-                 f" ({failed} of {failed + summary['runs']} trainings failed)" if failed else ""]  # fmt: skip
+        marks = [
+            " (mini-batch)" if regime and _mini_batch(summary) else "",
+            " ‡" if summary.get("shortened") else "",
+            f" {UNCONVERGED}" if summary.get("unconverged") else "",
+            f" ({failed} of {failed + summary['runs']} trainings failed)" if failed else "",
+        ]
         return number + "".join(marks)
     return {"skipped": "skipped", "not run": "not run†", "failed": "failed", "missing": "—"}[summary["status"]]
 
@@ -517,10 +607,10 @@ FLAG_LEGEND = "⚠: ours and the paper's differ by more than 2·√(s² + s_pape
 #: What the paper's column is, under a table that shows a paper number.
 PAPER_LEGEND = {
     True: "Paper numbers: Zhu et al., WWW 2021, under the same protocol (none for datasets outside the paper, e.g. "
-          "Cora).",
+    "Cora).",
     False: "The paper's numbers (Zhu et al., WWW 2021) were measured under the authors' protocol; beside these they "
-           "are shown for reference, not compared (gca reproduce without --eval-protocol judges as the paper did).",
-}  # fmt: skip
+    "are shown for reference, not compared (gca reproduce without --eval-protocol judges as the paper did).",
+}
 
 
 def differs(summary: dict[str, Any], paper: tuple[float, float] | None) -> bool:
@@ -580,10 +670,29 @@ def write_table(
     kind = "paper" if comparable else "paper, authors' protocol: not comparable"
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    table = [["method", *[h.lower().replace(" ", "_") for h in leading[1:]], "dataset", "mean", "std", "n_values",
-              "runs", "failed_runs", "paper_mean", "paper_std", "compared", "differs_by_more_than_2_std",
-              "status", "reason", "training", "shortened", "seconds", "probe_best_at_last_check",
-              "probe_unconverged"]]  # fmt: skip
+    table = [
+        [
+            "method",
+            *[h.lower().replace(" ", "_") for h in leading[1:]],
+            "dataset",
+            "mean",
+            "std",
+            "n_values",
+            "runs",
+            "failed_runs",
+            "paper_mean",
+            "paper_std",
+            "compared",
+            "differs_by_more_than_2_std",
+            "status",
+            "reason",
+            "training",
+            "shortened",
+            "seconds",
+            "probe_best_at_last_check",
+            "probe_unconverged",
+        ]
+    ]
     shown = flagged = False  # a paper number in the table; a cell flagged ⚠
     for label, lead, by_dataset in rows:
         # a row trained in mini-batches on every dataset says so in its name; a row that is on some says it per cell
@@ -600,16 +709,29 @@ def write_table(
             cells.append(_paper_cell(ref, (label, ds) in PAPER_OOM, bool(summary.get("shortened"))))
             ok = summary["status"] == "ok"
             last, judged = summary.get("probe_last", (0, 0))
-            table.append([
-                cells[0], *lead, ds, f"{summary['mean']:.4f}" if ok else "",
-                f"{summary['std']:.4f}" if ok and summary["n"] > 1 else "", summary.get("n", 0),
-                summary.get("runs", 0), summary.get("failed_runs", 0), f"{ref[0]:.2f}" if ref else "",
-                f"{ref[1]:.2f}" if ref else "",
-                str(compared).lower(), str(flag).lower(), summary["status"], summary.get("reason", ""),
-                summary.get("training", ""), summary.get("shortened", ""),
-                f"{summary['seconds']:.1f}" if ok else "", f"{last}/{judged}" if judged else "",
-                str(bool(summary.get("unconverged"))).lower() if judged else "",
-            ])  # fmt: skip
+            table.append(
+                [
+                    cells[0],
+                    *lead,
+                    ds,
+                    f"{summary['mean']:.4f}" if ok else "",
+                    f"{summary['std']:.4f}" if ok and summary["n"] > 1 else "",
+                    summary.get("n", 0),
+                    summary.get("runs", 0),
+                    summary.get("failed_runs", 0),
+                    f"{ref[0]:.2f}" if ref else "",
+                    f"{ref[1]:.2f}" if ref else "",
+                    str(compared).lower(),
+                    str(flag).lower(),
+                    summary["status"],
+                    summary.get("reason", ""),
+                    summary.get("training", ""),
+                    summary.get("shortened", ""),
+                    f"{summary['seconds']:.1f}" if ok else "",
+                    f"{last}/{judged}" if judged else "",
+                    str(bool(summary.get("unconverged"))).lower() if judged else "",
+                ]
+            )
         lines.append("| " + " | ".join(cells) + " |")
     notes = [*notes, *([PAPER_LEGEND[comparable]] if shown else []), *([FLAG_LEGEND] if flagged else [])]
     for note in notes:  # each its own paragraph

@@ -87,8 +87,11 @@ def _problem(record: Any, run: Run, key: str) -> str:
     if isinstance(mean, bool) or not isinstance(mean, int | float) or not math.isfinite(mean) or not 0 <= mean <= 100:
         return f"its accuracy's mean is {mean!r}, not a percentage"
     values = accuracy.get("runs")
-    if values is not None and (not isinstance(values, list) or not values or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 100 for v in values)):  # fmt: skip
+    if values is not None and (
+        not isinstance(values, list)
+        or not values
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 100 for v in values)
+    ):
         return "its per-split accuracies are not percentages"
     return ""
 
@@ -96,8 +99,11 @@ def _problem(record: Any, run: Run, key: str) -> str:
 def run_key(run: Run) -> str:
     from .. import __version__
 
-    blob = json.dumps([run.dataset, run.method, list(run.settings), list(run.config), run.seed, __version__],
-                      sort_keys=True, default=str)  # fmt: skip
+    blob = json.dumps(
+        [run.dataset, run.method, list(run.settings), list(run.config), run.seed, __version__],
+        sort_keys=True,
+        default=str,
+    )
     digest = hashlib.sha1(blob.encode()).hexdigest()[:12]
     return f"{canonical_name(run.dataset)}-{run.method.replace('+', '-')}-{digest}-seed{run.seed}"
 
@@ -133,8 +139,9 @@ class RunStore:
         record = read_json(path)
         problem = _problem(record, run, path.stem)
         if problem:
-            raise RunFileError(f"{path} is not a run record gca wrote ({problem}); delete it and run again to redo "
-                               "that run")  # fmt: skip
+            raise RunFileError(
+                f"{path} is not a run record gca wrote ({problem}); delete it and run again to redo that run"
+            )
         return record
 
     def put(self, run: Run, record: dict[str, Any]) -> None:

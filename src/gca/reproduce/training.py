@@ -76,11 +76,21 @@ class TrainingHistory:
         return len(self.losses)
 
     def to_dict(self) -> dict:
-        kept = f"right after epoch {self.kept_epoch}'s update, the epoch of the lowest loss" if self.patience else \
-            "last epoch"  # fmt: skip
-        return {"epochs_run": self.epochs_run, "max_epochs": self.max_epochs, "patience": self.patience,
-                "stopping_epoch": self.epochs_run if self.stopped_early else None, "kept_weights": kept,
-                "kept_epoch": self.kept_epoch, **self.details, "losses": list(self.losses)}  # fmt: skip
+        kept = (
+            f"right after epoch {self.kept_epoch}'s update, the epoch of the lowest loss"
+            if self.patience
+            else "last epoch"
+        )
+        return {
+            "epochs_run": self.epochs_run,
+            "max_epochs": self.max_epochs,
+            "patience": self.patience,
+            "stopping_epoch": self.epochs_run if self.stopped_early else None,
+            "kept_weights": kept,
+            "kept_epoch": self.kept_epoch,
+            **self.details,
+            "losses": list(self.losses),
+        }
 
 
 class Trained(NamedTuple):
@@ -90,8 +100,15 @@ class Trained(NamedTuple):
     training: TrainingHistory
 
 
-def fit(name: str, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor], lr: float, epochs: int,
-         patience: int = 0, progress: bool = False) -> TrainingHistory:  # fmt: skip
+def fit(
+    name: str,
+    model: nn.Module,
+    loss_of: Callable[[nn.Module], torch.Tensor],
+    lr: float,
+    epochs: int,
+    patience: int = 0,
+    progress: bool = False,
+) -> TrainingHistory:
     """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
     epoch. With ``patience`` (DGI's reference setting) the weights right after the step of the lowest loss are kept
     and training stops after ``patience`` epochs without a new lowest; without, the last weights are kept. A loss

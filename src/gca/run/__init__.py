@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "job": ("Job",),
-    "pipeline": ("RunResult", "run_gca"),
-    "tasks": ("link_prediction",),
-}
+_EXPORTS = {"job": ("Job",), "pipeline": ("RunResult", "run_gca"), "tasks": ("link_prediction",)}
 
 if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
     from .job import Job as Job

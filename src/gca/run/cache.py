@@ -126,8 +126,11 @@ class GraphSource:
             path = Path(text)
             given = Path(self.given[number]) if number < len(self.given) else path
             if path.is_dir():
-                found += [(given / p.relative_to(path), p) for p in sorted(path.rglob("*")) if p.is_file() and
-                          "processed" not in p.relative_to(path).parts]  # fmt: skip
+                found += [
+                    (given / p.relative_to(path), p)
+                    for p in sorted(path.rglob("*"))
+                    if p.is_file() and "processed" not in p.relative_to(path).parts
+                ]
             else:
                 found.append((given, path))
         return found
@@ -253,8 +256,18 @@ def _mapped(path: Path) -> torch.Tensor:
 
 
 #: What every meta.json gca writes holds (a folder whose meta.json lacks one is not used).
-_META_KEYS = ("identity", "digest", "num_nodes", "num_edges", "directed", "graph_warnings", "features",
-              "feature_shape", "arrays", "loaded")  # fmt: skip
+_META_KEYS = (
+    "identity",
+    "digest",
+    "num_nodes",
+    "num_edges",
+    "directed",
+    "graph_warnings",
+    "features",
+    "feature_shape",
+    "arrays",
+    "loaded",
+)
 
 
 def _inconsistent(meta: dict) -> str:
@@ -321,11 +334,14 @@ class PreparedStore:
         self.meta = None
         try:
             self._discard(self.folder)
-            self.notes.append(f"the prepared graph in {self.folder} {why}; it was removed, and the graph is read from "
-                              "the input")  # fmt: skip
+            self.notes.append(
+                f"the prepared graph in {self.folder} {why}; it was removed, and the graph is read from the input"
+            )
         except OSError as exc:
-            self.notes.append(f"the prepared graph in {self.folder} {why}; it is not used (and could not be removed: "
-                              f"{exc.strerror or exc})")  # fmt: skip
+            self.notes.append(
+                f"the prepared graph in {self.folder} {why}; it is not used (and could not be removed: "
+                f"{exc.strerror or exc})"
+            )
         return False
 
     def _discard(self, path: Path) -> None:
@@ -344,8 +360,10 @@ class PreparedStore:
             return "has no readable meta.json (written by something else, or not completely)"
         if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("gca") != __version__:
             version = meta.get("gca", "?") if isinstance(meta, dict) else "?"
-            return f"was written by gca {version} (format {meta.get('format') if isinstance(meta, dict) else '?'})" \
-                f", not gca {__version__} (format {FORMAT})"  # fmt: skip
+            return (
+                f"was written by gca {version} (format {meta.get('format') if isinstance(meta, dict) else '?'})"
+                f", not gca {__version__} (format {FORMAT})"
+            )
         if meta.get("source") != self.source.record():
             return "was made from another input"
         if meta.get("seal") != _seal(meta) or any(key not in meta for key in _META_KEYS):
@@ -410,11 +428,17 @@ class PreparedStore:
         elif loaded_meta["node_ids"]:
             node_ids = json.loads((self.folder / "node_ids.json").read_text())
         return LoadedDataset(
-            loaded_meta["name"], data, splits=self._splits("splits"), public=self._splits("public"),
-            named=loaded_meta["named"], node_ids=node_ids, directed=loaded_meta["directed"],
-            warnings=list(loaded_meta["warnings"]), class_names=loaded_meta["class_names"],
+            loaded_meta["name"],
+            data,
+            splits=self._splits("splits"),
+            public=self._splits("public"),
+            named=loaded_meta["named"],
+            node_ids=node_ids,
+            directed=loaded_meta["directed"],
+            warnings=list(loaded_meta["warnings"]),
+            class_names=loaded_meta["class_names"],
             feature_names=loaded_meta.get("feature_names"),
-        )  # fmt: skip
+        )
 
     def graph(self, feature_norm: str) -> Graph:
         """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``.
@@ -435,8 +459,17 @@ class PreparedStore:
         else:
             raw = np.load(self.folder / "x.npy", mmap_mode="c")
         y = _mapped(self.folder / "y.npy").long() if "y" in arrays else None
-        return Graph(meta["num_nodes"], edge_index, bool(meta["directed"]), encoder_input(raw, feature_norm), raw, y,
-                     list(meta["graph_warnings"]), weight, attr)  # fmt: skip
+        return Graph(
+            meta["num_nodes"],
+            edge_index,
+            bool(meta["directed"]),
+            encoder_input(raw, feature_norm),
+            raw,
+            y,
+            list(meta["graph_warnings"]),
+            weight,
+            attr,
+        )
 
     def _opened(self) -> dict:
         if self.meta is None and not self.usable():
@@ -480,8 +513,10 @@ class PreparedStore:
             self.notes.append(f"the prepared graph was not stored ({self.root}: {exc.strerror or exc})")
             return False
         if free < need:
-            self.notes.append(f"the prepared graph was not stored: it needs {need / 1e9:.1f} GB and {self.root} has "
-                              f"{free / 1e9:.1f} GB free")  # fmt: skip
+            self.notes.append(
+                f"the prepared graph was not stored: it needs {need / 1e9:.1f} GB and {self.root} has "
+                f"{free / 1e9:.1f} GB free"
+            )
             return False
         partial = self.root / f".{self.folder.name}.partial-{self._host}-{os.getpid()}"
         try:
@@ -494,38 +529,52 @@ class PreparedStore:
             files = self.source.files()
             digest, each = input_digests(files)
             meta = {
-                "format": FORMAT, "gca": __version__, "source": self.source.record(),
-                "identity": file_identity(files), "digest": digest, "sha256": each,
-                "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[1]),
-                "directed": graph.directed, "graph_warnings": list(graph.warnings),
+                "format": FORMAT,
+                "gca": __version__,
+                "source": self.source.record(),
+                "identity": file_identity(files),
+                "digest": digest,
+                "sha256": each,
+                "num_nodes": graph.num_nodes,
+                "num_edges": int(graph.edge_index.shape[1]),
+                "directed": graph.directed,
+                "graph_warnings": list(graph.warnings),
                 "features": "sparse" if sp.issparse(graph.raw_features) else "dense",
                 "feature_shape": list(graph.raw_features.shape),
                 "arrays": {name: _record(partial / f"{name}.npy") for name in arrays},
                 "files": {p.name: sampled_digest(p) for p in partial.iterdir() if p.suffix == ".json"},
-                "loaded": {"name": loaded.name, "named": loaded.named, "directed": loaded.directed,
-                           "warnings": list(loaded.warnings), "class_names": loaded.class_names,
-                           "node_ids": loaded.node_ids is not None, "feature_names": loaded.feature_names},
+                "loaded": {
+                    "name": loaded.name,
+                    "named": loaded.named,
+                    "directed": loaded.directed,
+                    "warnings": list(loaded.warnings),
+                    "class_names": loaded.class_names,
+                    "node_ids": loaded.node_ids is not None,
+                    "feature_names": loaded.feature_names,
+                },
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            }  # fmt: skip
+            }
             meta["seal"] = _seal(meta)
             _write_meta(partial, meta)
             _fsync_dir(partial)
             ours = self._replace(partial)
         except OSError as exc:
             shutil.rmtree(partial, ignore_errors=True)
-            self.notes.append(f"the prepared graph was not stored ({exc.strerror or exc}); the run goes on without "
-                              "it")  # fmt: skip
+            self.notes.append(f"the prepared graph was not stored ({exc.strerror or exc}); the run goes on without it")
             return False
         if not self.usable():
-            self.notes.append(f"the prepared graph another process stored in {self.folder} meanwhile cannot be "
-                              "used; the run goes on without it")  # fmt: skip
+            self.notes.append(
+                f"the prepared graph another process stored in {self.folder} meanwhile cannot be "
+                "used; the run goes on without it"
+            )
             return False
         if ours:
-            self.notes.append(f"stored the prepared graph in {self.folder} ({self.size() / 1e9:.2f} GB, "
-                              f"{time.perf_counter() - start:.1f} s); later runs on this input open it")  # fmt: skip
+            self.notes.append(
+                f"stored the prepared graph in {self.folder} ({self.size() / 1e9:.2f} GB, "
+                f"{time.perf_counter() - start:.1f} s); later runs on this input open it"
+            )
         else:
-            self.notes.append(f"another process stored the prepared graph in {self.folder} first; this run uses "
-                              "it")  # fmt: skip
+            self.notes.append(f"another process stored the prepared graph in {self.folder} first; this run uses it")
         return True
 
     def _replace(self, partial: Path) -> bool:
@@ -576,8 +625,9 @@ class PreparedStore:
 
     # -- what training derives -------------------------------------------------------------------------------------
 
-    def kept(self, name: str, compute: Callable[[], torch.Tensor],
-             shape: tuple[int, ...] | None = None) -> torch.Tensor:  # fmt: skip
+    def kept(
+        self, name: str, compute: Callable[[], torch.Tensor], shape: tuple[int, ...] | None = None
+    ) -> torch.Tensor:
         """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
         when the folder is in use, and recorded in meta.json (``derived``) as the graph's arrays are. A stored array
         is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
@@ -603,8 +653,10 @@ class PreparedStore:
         if not why and (shape is None or spec["shape"] == list(shape)):
             return _mapped(path)
         if spec is not None:
-            self.notes.append(f"the prepared graph in {self.folder} {why or f'holds a {path.name} of another shape'}; "
-                              "it is computed again")  # fmt: skip
+            self.notes.append(
+                f"the prepared graph in {self.folder} {why or f'holds a {path.name} of another shape'}; "
+                "it is computed again"
+            )
         value = compute()
         if self.meta is None:
             return value
@@ -635,9 +687,11 @@ class PreparedStore:
         more = len(self._unstored) - 1
         names = self._unstored[0] + (f" and {more} more array{'s' if more > 1 else ''}" if more else "")
         # one note, rewritten as arrays follow (every kept() runs while the graph is prepared, before notes are said)
-        self.notes[self._unstored_note] = (f"the prepared graph in {self.folder} could not be written "
-                                           f"({self._unstored_why}): {names} {'were' if more else 'was'} computed in "
-                                           "memory for this run and not stored")  # fmt: skip
+        self.notes[self._unstored_note] = (
+            f"the prepared graph in {self.folder} could not be written "
+            f"({self._unstored_why}): {names} {'were' if more else 'was'} computed in "
+            "memory for this run and not stored"
+        )
 
     @contextlib.contextmanager
     def _meta_held(self) -> Iterator[None]:

@@ -80,6 +80,7 @@ class Job:
         Where ``gca train``'s default chose exact training on a CPU: the run's own epochs of it, estimated in
         seconds (:func:`gca.train.fast.exact_update_seconds`); else ``None``.
     """
+
     loaded: LoadedDataset
     config: GCAConfig
     prepared: PreparedGraph | None = None
@@ -98,10 +99,18 @@ class Job:
     exact_seconds: float | None = None
 
     @classmethod
-    def open(cls, loaded: LoadedDataset, config_file: str | None = None, overrides: dict[str, Any] | None = None,
-             world_size: int = 1, fast: bool = False, device: str | torch.device = "cpu",
-             store: PreparedStore | None = None, store_graph: bool | None = None,
-             training: str = "config") -> Job:  # fmt: skip
+    def open(
+        cls,
+        loaded: LoadedDataset,
+        config_file: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        world_size: int = 1,
+        fast: bool = False,
+        device: str | torch.device = "cpu",
+        store: PreparedStore | None = None,
+        store_graph: bool | None = None,
+        training: str = "config",
+    ) -> Job:
         """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
 
         ``training`` says who chooses between exact and mini-batch training:
@@ -156,8 +165,10 @@ class Job:
             The job, its configuration resolved and checked.
         """
         if is_named_config(config_file) and not loaded.named:
-            raise ConfigError(f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
-                              "is not one of them; give a TOML or JSON file")  # fmt: skip
+            raise ConfigError(
+                f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
+                "is not one of them; give a TOML or JSON file"
+            )
         training = "fast" if fast else training
         if training not in TRAININGS:
             raise ValueError(f"training must be one of {', '.join(TRAININGS)}, got {training!r}")
@@ -166,8 +177,10 @@ class Job:
         user = {**own_file, **overrides}  # the user's own keys
         choice = None
         if training == "exact" and user.get("batch_size"):
-            raise ConfigError(f"--exact trains on the whole graph at every update, and batch_size={user['batch_size']} "
-                              "asks for mini-batches; leave out one of them")  # fmt: skip
+            raise ConfigError(
+                f"--exact trains on the whole graph at every update, and batch_size={user['batch_size']} "
+                "asks for mini-batches; leave out one of them"
+            )
         if training == "fast":
             choice = fast_choice(loaded.data.num_nodes, device).keeping(user)
         elif training == "auto" and "batch_size" not in user:
@@ -175,14 +188,21 @@ class Job:
             choice = choice.keeping(user) if choice is not None else None
         if choice is not None:
             overrides = {**choice.layer(), **overrides}
-        job = cls(loaded, build_config(loaded.name if loaded.named else None, config_file, overrides), fast=choice,
-                  store=store, store_graph=store_graph, world_size=world_size)  # fmt: skip
+        job = cls(
+            loaded,
+            build_config(loaded.name if loaded.named else None, config_file, overrides),
+            fast=choice,
+            store=store,
+            store_graph=store_graph,
+            world_size=world_size,
+        )
         cfg = job.config
         if choice is not None and choice.by == "default" and not cfg.batch_size:
             job.exact_seconds = _exact_seconds(loaded, cfg, world_size)
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
-            epochs, steps = mini_batch_epochs(cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch,
-                                              world_size)  # fmt: skip
+            epochs, steps = mini_batch_epochs(
+                cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch, world_size
+            )
             job.schedule = {"full_graph_epochs": cfg.epochs, "updates_per_epoch": steps, "epochs": epochs}
             job.config = cfg.replace(epochs=epochs)
         return job
@@ -212,8 +232,9 @@ class Job:
             self.clean(estimator.config.feature_norm, require_edges)  # frees the raw edges before centrality's arrays
             cleaning = time.perf_counter() - start
             bar.update(1, done="cleaned")
-            self.prepared = estimator.prepare(self.graph, store=self.store if self.stored else None,
-                                              on_step=lambda name: bar.update(1, done=name))  # fmt: skip
+            self.prepared = estimator.prepare(
+                self.graph, store=self.store if self.stored else None, on_step=lambda name: bar.update(1, done=name)
+            )
         self.prepared.seconds += cleaning  # prepare_seconds counts the cleaning, as when the estimator cleans
         trim_heap()  # the loader's and the preparation's freed blocks go back to the kernel
         return self.prepared
@@ -239,8 +260,12 @@ class Job:
             raw_edges = self.loaded.data.edge_index
             what = "only self-loops" if raw_edges is not None and raw_edges.numel() else "no edges"
             raise GraphError(f"the graph has {what}; GCA learns from the graph structure, so give at least one edge")
-        if self.store is not None and self.store.meta is None and self.store_graph is not False and (
-                self.store_graph or self.graph.edge_index.shape[1] >= CACHE_MIN_EDGES):  # fmt: skip
+        if (
+            self.store is not None
+            and self.store.meta is None
+            and self.store_graph is not False
+            and (self.store_graph or self.graph.edge_index.shape[1] >= CACHE_MIN_EDGES)
+        ):
             if self.store.write(self.loaded, self.graph):
                 self.store_record = {"folder": str(self.store.folder), "opened": False}
                 # from here on this run reads what it wrote, as later runs will: the graph's arrays become pages of
@@ -279,8 +304,10 @@ class Job:
         per_epoch = f" ({cfg.epochs} epochs of {updates // cfg.epochs})" if cfg.batch_size else ""
         made = f"{updates} update{'' if updates == 1 else 's'}{per_epoch}"
         ends = cfg.lr * updates / cfg.warmup_updates
-        return [f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
-                f"{ends:.3g}, never reaching lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"]  # fmt: skip
+        return [
+            f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
+            f"{ends:.3g}, never reaching lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"
+        ]
 
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
         """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
@@ -295,8 +322,9 @@ class Job:
         if self.labels is None:
             return None
         setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
-        splits = setting.draw(self.labels, self.config.seed, self.loaded.splits, self.loaded.public, self.name,
-                              self.loaded.class_names)
+        splits = setting.draw(
+            self.labels, self.config.seed, self.loaded.splits, self.loaded.public, self.name, self.loaded.class_names
+        )
         self.split_record = setting.record(splits)
         return splits
 
@@ -312,9 +340,11 @@ class Job:
 
         graph, cfg, place = self.graph, self.config, estimator.placement
         assert graph is not None, "prepare() first"
-        line = (f"{self.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
-                f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
-                f" centrality={cfg.centrality}, epochs={cfg.epochs}, device={estimator.device.type}")  # fmt: skip
+        line = (
+            f"{self.name}: {graph.num_nodes} nodes, {graph.edge_index.shape[1]} directed edges"
+            f" ({'directed' if graph.directed else 'undirected'}), {graph.num_features} features;"
+            f" centrality={cfg.centrality}, epochs={cfg.epochs}, device={estimator.device.type}"
+        )
         if place is not None and place.distributed:
             line += f", {place.world_size} processes"
         chosen = " ".join(resolve_objective(cfg.loss_backend, cfg.precision, estimator.device))
@@ -325,8 +355,10 @@ class Job:
             line += f"; mini-batches of {cfg.batch_size} anchors, fan-out {','.join(map(str, cfg.fanouts))}"
         if self.schedule:
             s = self.schedule
-            line += (f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
-                     f"{s['full_graph_epochs']} updates (--epochs N to choose)")  # fmt: skip
+            line += (
+                f"; {s['epochs']} epochs of {s['updates_per_epoch']} updates keep the full-graph setting's "
+                f"{s['full_graph_epochs']} updates (--epochs N to choose)"
+            )
         elif cfg.batch_size and cfg.epochs:
             steps = batches_per_epoch(graph.num_nodes, cfg.batch_size, cfg.steps_per_epoch, self.world_size)
             epochs, updates = f"{cfg.epochs} epoch{'s' * (cfg.epochs != 1)}", f"{steps} update{'s' * (steps != 1)}"
@@ -335,8 +367,12 @@ class Job:
             line += f"; {self.fast.describe()}"
         elif not cfg.batch_size:  # --exact, or a setting of the user's: the mode is said all the same
             line += "; exact training (the whole graph at every update)"
-        if self.exact_seconds is not None and self.fast is not None and self.fast.exact_seconds is not None and (
-                not math.isclose(self.exact_seconds, self.fast.exact_seconds)):  # fmt: skip
+        if (
+            self.exact_seconds is not None
+            and self.fast is not None
+            and self.fast.exact_seconds is not None
+            and (not math.isclose(self.exact_seconds, self.fast.exact_seconds))
+        ):
             updates = f"{cfg.epochs:,} update{'' if cfg.epochs == 1 else 's'}"
             line += f"; this run's {updates} of the whole graph: about {duration(self.exact_seconds)}"
         return line
@@ -359,8 +395,13 @@ class Job:
 TRAININGS = ("config", "fast", "auto", "exact")
 
 
-def _default_choice(loaded: LoadedDataset, config_file: str | None, overrides: dict[str, Any],
-                    device: str | torch.device, world_size: int) -> FastChoice | None:  # fmt: skip
+def _default_choice(
+    loaded: LoadedDataset,
+    config_file: str | None,
+    overrides: dict[str, Any],
+    device: str | torch.device,
+    world_size: int,
+) -> FastChoice | None:
     """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of the
     configuration the user's layers give (its widths), with the setting's epochs: epochs the user gave
     (:func:`gca.config.epochs_given`) do not change the training chosen, they count in it."""
@@ -380,8 +421,7 @@ def _exact_seconds(loaded: LoadedDataset, config: GCAConfig, world_size: int) ->
     data = loaded.data
     edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
     width = 0 if data.x is None or data.x.dim() < 2 else int(data.x.shape[1])
-    update = fast_rule.exact_update_seconds(data.num_nodes, edges, width, fast_rule.feature_nonzeros(data.x),
-                                            config)  # fmt: skip
+    update = fast_rule.exact_update_seconds(data.num_nodes, edges, width, fast_rule.feature_nonzeros(data.x), config)
     return config.epochs * update / world_size
 
 

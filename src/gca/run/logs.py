@@ -197,8 +197,13 @@ class CheckpointLink:
         self._seen = stamp  # only once recorded: a stop before this leaves it for the run's end to record
 
     def _record(self, sha256: str, point: dict[str, Any]) -> dict[str, Any]:
-        return {"out": self.out, "checkpoint_sha256": sha256, "epoch": point["epoch"], "updates": point["updates"],
-                "losses_sha256": _losses_digest(point["losses"])}  # fmt: skip
+        return {
+            "out": self.out,
+            "checkpoint_sha256": sha256,
+            "epoch": point["epoch"],
+            "updates": point["updates"],
+            "losses_sha256": _losses_digest(point["losses"]),
+        }
 
     def __enter__(self) -> CheckpointLink:
         return self
@@ -263,8 +268,12 @@ def _logged_version(root: Path, out: str, sha256: str, losses: Sequence[float]) 
             continue
         same = marker.get("checkpoint_sha256") == sha256
         epoch = marker.get("epoch")
-        earlier = (isinstance(epoch, int) and not isinstance(epoch, bool) and 0 < epoch <= len(losses)
-                   and marker.get("losses_sha256") == _losses_digest(losses[:epoch]))  # fmt: skip
+        earlier = (
+            isinstance(epoch, int)
+            and not isinstance(epoch, bool)
+            and 0 < epoch <= len(losses)
+            and marker.get("losses_sha256") == _losses_digest(losses[:epoch])
+        )
         if same or earlier:
             candidate = (same, int(match.group(1)))
             found = candidate if found is None or candidate > found else found

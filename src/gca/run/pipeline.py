@@ -51,6 +51,7 @@ class RunResult:
     baselines
         The raw and propagated features' evaluations on the same splits; ``None`` unless asked for.
     """
+
     embeddings: torch.Tensor
     evaluation: EvaluationResult | None
     raw_evaluation: EvaluationResult | None
@@ -156,8 +157,11 @@ def logged_params(estimator: GCA, dataset: str) -> dict[str, Any]:
     if objective is None or hasattr(objective, "resolved"):
         from ..objective import resolve_objective
 
-        resolved = (resolve_objective(config.loss_backend, config.precision, estimator.device) if objective is None
-                    else objective.resolved(estimator.device))  # fmt: skip
+        resolved = (
+            resolve_objective(config.loss_backend, config.precision, estimator.device)
+            if objective is None
+            else objective.resolved(estimator.device)
+        )
         params["loss_backend"], params["precision"] = resolved
     return params
 
@@ -250,10 +254,29 @@ def run_gca(
         The embeddings, the evaluations and the JSON-ready record.
     """
     with logged_run(estimator.loggers, logged_params(estimator, dataset)):
-        result = _run(estimator, prepared, dataset, labels, splits, eval_raw, protocol, clusters, plots, plot_title,
-                      dict(checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume, on_epoch=on_epoch,
-                           embeddings_file=embeddings_file, scratch=scratch, on_update=on_update,
-                           init_from=init_from), align_to)  # fmt: skip
+        result = _run(
+            estimator,
+            prepared,
+            dataset,
+            labels,
+            splits,
+            eval_raw,
+            protocol,
+            clusters,
+            plots,
+            plot_title,
+            dict(
+                checkpoint=checkpoint,
+                checkpoint_every=checkpoint_every,
+                resume=resume,
+                on_epoch=on_epoch,
+                embeddings_file=embeddings_file,
+                scratch=scratch,
+                on_update=on_update,
+                init_from=init_from,
+            ),
+            align_to,
+        )
         if estimator.loggers:  # the evaluation's numbers, at the last epoch, before the loggers close
             final = final_metrics(result.record, ("accuracy", "raw_features_accuracy", "clustering"))
             if final:
@@ -264,17 +287,33 @@ def run_gca(
     return result
 
 
-def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Tensor | None,
-         splits: list[Split] | None, eval_raw: bool, protocol: str, clusters: int, plots: tuple[Path, Path] | None,
-         plot_title: str, fit: dict[str, Any], align_to: AlignTarget | None = None) -> RunResult:  # fmt: skip
+def _run(
+    estimator: GCA,
+    prepared: PreparedGraph,
+    dataset: str,
+    labels: torch.Tensor | None,
+    splits: list[Split] | None,
+    eval_raw: bool,
+    protocol: str,
+    clusters: int,
+    plots: tuple[Path, Path] | None,
+    plot_title: str,
+    fit: dict[str, Any],
+    align_to: AlignTarget | None = None,
+) -> RunResult:
     """:func:`run_gca`'s training, evaluation and plots (``fit``: the arguments of :meth:`GCA.fit_transform`)."""
     config = estimator.config
     embeddings = estimator.fit_transform(prepared, **fit)
     alignment = None
     if align_to is not None and embeddings is not None:  # rotated in place (a mapped file's too), then judged
         writable = embeddings.numpy().flags.writeable
-        aligned, alignment = align_embeddings(embeddings, align_to.embeddings, align_to.new_rows,
-                                              align_to.previous_rows, out=embeddings.numpy() if writable else None)
+        aligned, alignment = align_embeddings(
+            embeddings,
+            align_to.embeddings,
+            align_to.new_rows,
+            align_to.previous_rows,
+            out=embeddings.numpy() if writable else None,
+        )
         embeddings = embeddings if writable else torch.from_numpy(aligned)
     record: dict[str, Any] = {
         "dataset": dataset,
@@ -302,15 +341,23 @@ def _run(estimator: GCA, prepared: PreparedGraph, dataset: str, labels: torch.Te
     if splits is not None and labels is not None:
         start = time.perf_counter()
         # the authors' probe trains on the training device (a GPU runs its 20 classifiers in about a second)
-        evaluation = evaluate_embeddings(embeddings, labels, splits, protocol, device=estimator.device,
-                                         progress=estimator.progress)  # fmt: skip
+        evaluation = evaluate_embeddings(
+            embeddings, labels, splits, protocol, device=estimator.device, progress=estimator.progress
+        )
         record["accuracy"] = evaluation.to_dict()
         record["eval_seconds"] = round(time.perf_counter() - start, 3)
         if eval_raw:
             start = time.perf_counter()
-            baselines = judge_feature_baselines(prepared.graph, labels, splits, protocol, config.feature_norm,
-                                                width=int(embeddings.shape[1]), device=estimator.device,
-                                                progress=estimator.progress)  # fmt: skip
+            baselines = judge_feature_baselines(
+                prepared.graph,
+                labels,
+                splits,
+                protocol,
+                config.feature_norm,
+                width=int(embeddings.shape[1]),
+                device=estimator.device,
+                progress=estimator.progress,
+            )
             raw = baselines.raw
             record["raw_features_accuracy"] = raw.to_dict()
             record["propagated_features_accuracy"] = {str(k): r.to_dict() for k, r in baselines.propagated.items()}

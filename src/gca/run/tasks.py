@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from .logs import PretrainingLogs
 
 
-def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05,
-                    test: float = 0.1) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:  # fmt: skip
+def link_prediction(
+    job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05, test: float = 0.1
+) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:
     """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
     trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts at their initial
     weights, even if ``estimator`` was fitted, its device, the hold-out's seed from :func:`gca.seeds.run_seeds`);
@@ -65,17 +66,35 @@ def link_prediction(job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], v
         if first is None:
             first = (trained, embeddings, held)
     trained, embeddings, held = first
-    held_out = {"val_share": val, "test_share": test, "runs": runs,
-                "train_edges": int(held.train_edge_index.shape[1]), "val_pairs": int(held.val_pos.shape[1]),
-                "test_pairs": int(held.test_pos.shape[1])}  # fmt: skip
-    record = {"dataset": job.name, "task": "link", "held_out": held_out, "link_prediction": result.to_dict(),
-              "train_seconds": round(trained.train_seconds, 3), "device": str(trained.device),
-              "config": trained.config.to_dict()}  # fmt: skip
+    held_out = {
+        "val_share": val,
+        "test_share": test,
+        "runs": runs,
+        "train_edges": int(held.train_edge_index.shape[1]),
+        "val_pairs": int(held.val_pos.shape[1]),
+        "test_pairs": int(held.test_pos.shape[1]),
+    }
+    record = {
+        "dataset": job.name,
+        "task": "link",
+        "held_out": held_out,
+        "link_prediction": result.to_dict(),
+        "train_seconds": round(trained.train_seconds, 3),
+        "device": str(trained.device),
+        "config": trained.config.to_dict(),
+    }
     return result, trained, embeddings, record
 
 
-def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: int, splits: list,
-                      protocol: str, logs: PretrainingLogs | None = None) -> tuple[str, dict[str, Any]]:  # fmt: skip
+def more_pretrainings(
+    job: Job,
+    estimator: GCA,
+    first: EvaluationResult,
+    count: int,
+    splits: list,
+    protocol: str,
+    logs: PretrainingLogs | None = None,
+) -> tuple[str, dict[str, Any]]:
     """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``, judged on
     ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
     of :func:`gca.seeds.training_seeds` on ``job``'s prepared graph, each a run of :func:`gca.run.pipeline.run_gca`
@@ -116,11 +135,20 @@ def more_pretrainings(job: Job, estimator: GCA, first: EvaluationResult, count: 
         if logs is not None:
             logs.ran(run.record.get("logged_to", []))
     means = [r.mean for r in results]
-    record = {"count": count, "seeds": seeds, "accuracy": means, "mean": float(np.mean(means)),
-              "std": float(np.std(means)), "splits_each": len(splits), "protocol": protocol}  # fmt: skip
-    line = (f"{record['mean']:.2f} ± {record['std']:.2f} % over {count} pretrainings (seeds "
-            f"{', '.join(map(str, seeds))}), each judged on {len(splits)} split{'s' if len(splits) > 1 else ''} "
-            f"({protocol} protocol)")  # fmt: skip
+    record = {
+        "count": count,
+        "seeds": seeds,
+        "accuracy": means,
+        "mean": float(np.mean(means)),
+        "std": float(np.std(means)),
+        "splits_each": len(splits),
+        "protocol": protocol,
+    }
+    line = (
+        f"{record['mean']:.2f} ± {record['std']:.2f} % over {count} pretrainings (seeds "
+        f"{', '.join(map(str, seeds))}), each judged on {len(splits)} split{'s' if len(splits) > 1 else ''} "
+        f"({protocol} protocol)"
+    )
     if logs is not None:
         logs.summary(record, logged_params(estimator, job.name), estimator.config.epochs)
     return line, record

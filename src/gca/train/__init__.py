@@ -12,7 +12,12 @@ from ..lazy import lazy_exports
 _EXPORTS = {
     "estimator": ("GCA", "GraphNodes", "clone"),
     "loop": (
-        "train", "train_step", "encode_graph", "TrainingError", "CollapseError", "warmup_schedule",
+        "train",
+        "train_step",
+        "encode_graph",
+        "TrainingError",
+        "CollapseError",
+        "warmup_schedule",
         "updates_taken",
     ),
     "batches": ("Batch", "BatchSource", "batch_source"),

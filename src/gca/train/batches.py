@@ -183,8 +183,11 @@ class SubgraphView:
         """
         keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
         kept = keep[self.unit]
-        return edge_list(self.edge_index[:, kept], None if self.edge_weight is None else self.edge_weight[kept],
-                         None if self.edge_attr is None else self.edge_attr[kept])  # fmt: skip
+        return edge_list(
+            self.edge_index[:, kept],
+            None if self.edge_weight is None else self.edge_weight[kept],
+            None if self.edge_attr is None else self.edge_attr[kept],
+        )
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
         return self.features(generator)
@@ -252,8 +255,14 @@ class NeighborBatches(BatchSource):
         self.batch_size = batch_size
         self.steps_per_epoch = steps_per_epoch
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        self.sampler = NeighborSampler(graph.edge_index, graph.num_nodes, fanouts, undirected=not graph.directed,
-                                       symmetric_units=views[0].symmetric_units, units=unit_ids)  # fmt: skip
+        self.sampler = NeighborSampler(
+            graph.edge_index,
+            graph.num_nodes,
+            fanouts,
+            undirected=not graph.directed,
+            symmetric_units=views[0].symmetric_units,
+            units=unit_ids,
+        )
         self.edge_prob = tuple(view.edge_prob for view in views)
         self.maskers = tuple(view.features for view in views)
 
@@ -316,8 +325,13 @@ class NeighborBatches(BatchSource):
         return Batch(rows, sub.num_nodes, views, anchors, layer_rows)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"kind": "neighbor", "seed": self.seed, "world_size": self.world_size,
-                "batch_size": self.batch_size, "steps": self.steps}  # fmt: skip
+        return {
+            "kind": "neighbor",
+            "seed": self.seed,
+            "world_size": self.world_size,
+            "batch_size": self.batch_size,
+            "steps": self.steps,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != "neighbor":
@@ -329,8 +343,15 @@ class NeighborBatches(BatchSource):
             )
 
 
-def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], config: Any, device: torch.device,
-                 rank: int = 0, world_size: int = 1, unit_ids: torch.Tensor | None = None) -> BatchSource:
+def batch_source(
+    graph: Graph,
+    views: tuple[ViewAugmentor, ViewAugmentor],
+    config: Any,
+    device: torch.device,
+    rank: int = 0,
+    world_size: int = 1,
+    unit_ids: torch.Tensor | None = None,
+) -> BatchSource:
     """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
     ``rank``'s share of them among ``world_size``), else the whole graph every epoch. ``unit_ids``: the sampler's
     unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`).
@@ -354,6 +375,15 @@ def batch_source(graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor], confi
     """
     views = (views[0].to(device), views[1].to(device))
     if config.batch_size:
-        return NeighborBatches(graph.to(device), views, config.batch_size, config.fanouts, config.steps_per_epoch,
-                               config.seed, rank, world_size, unit_ids)  # fmt: skip
+        return NeighborBatches(
+            graph.to(device),
+            views,
+            config.batch_size,
+            config.fanouts,
+            config.steps_per_epoch,
+            config.seed,
+            rank,
+            world_size,
+            unit_ids,
+        )
     return FullGraphBatches(graph.to(device), views)

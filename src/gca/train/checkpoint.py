@@ -328,8 +328,14 @@ def _check_rng(rng: Any, path: str | Path) -> None:
 # Writing
 
 
-def model_state(config: dict[str, Any], in_channels: int, model: torch.nn.Module, losses: list[float],
-                user_encoder: str | None = None, provenance: dict[str, Any] | None = None) -> dict:  # fmt: skip
+def model_state(
+    config: dict[str, Any],
+    in_channels: int,
+    model: torch.nn.Module,
+    losses: list[float],
+    user_encoder: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> dict:
     """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs. ``user_encoder``: the
     module and class name of a user's encoder the model was trained with (its weights need an instance of it).
     ``provenance``: where the model came from (:mod:`gca.provenance`), plain JSON values.
@@ -404,9 +410,7 @@ def training_state(
 # Resuming
 
 
-def check_resumable(
-    state: dict[str, Any], config: dict[str, Any], in_channels: int, graph_fingerprint: str
-) -> None:
+def check_resumable(state: dict[str, Any], config: dict[str, Any], in_channels: int, graph_fingerprint: str) -> None:
     """Raise :class:`CheckpointError` unless ``state`` (checked by :func:`check_checkpoint`) continues this very
     run: same settings (the number of epochs may grow), same input width, same graph.
 
@@ -447,8 +451,13 @@ def check_resumable(
         )
 
 
-def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-               generator: torch.Generator) -> None:  # fmt: skip
+def check_fits(
+    state: dict[str, Any],
+    path: str | Path,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+) -> None:
     """Raise :class:`CheckpointError` unless the training state ``state`` loads into these parts (they may live on
     PyTorch's meta device: only names and shapes are compared): the same weights, Adam's moments shaped as their
     parameters, the same optimiser settings, a training-generator state for ``generator``'s device.
@@ -469,8 +478,9 @@ def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, 
     mismatch = _weight_mismatch(model, state["model"])
     if mismatch is not None:
         name, expected, found = mismatch
-        raise CheckpointError(f"cannot resume from {path}: this run's model needs {name} of shape {expected}, the file "
-                              f"holds {found}")  # fmt: skip
+        raise CheckpointError(
+            f"cannot resume from {path}: this run's model needs {name} of shape {expected}, the file holds {found}"
+        )
     saved, current = state["optimizer"], optimizer.state_dict()
     shape = [len(g["params"]) for g in saved["param_groups"]]
     if shape != [len(g["params"]) for g in current["param_groups"]]:
@@ -480,23 +490,30 @@ def check_fits(state: dict[str, Any], path: str | Path, model: torch.nn.Module, 
         parameters.update(zip(group["params"], mine["params"], strict=True))
         for key, value in group.items():
             if key not in ("params", "lr") and key in mine and _plain(value) != _plain(mine[key]):
-                raise CheckpointError(f"cannot resume from {path}: its optimiser has {key}={value!r}, this run "
-                                      f"{key}={mine[key]!r}")  # fmt: skip
+                raise CheckpointError(
+                    f"cannot resume from {path}: its optimiser has {key}={value!r}, this run {key}={mine[key]!r}"
+                )
     for number, entries in saved["state"].items():
         for key, value in entries.items():
             if key != "step" and tuple(value.shape) != tuple(parameters[number].shape):
-                raise CheckpointError(f"cannot resume from {path}: its optimiser's {key} of parameter {number} has "
-                                      f"shape {tuple(value.shape)}, the parameter {tuple(parameters[number].shape)}")
+                raise CheckpointError(
+                    f"cannot resume from {path}: its optimiser's {key} of parameter {number} has "
+                    f"shape {tuple(value.shape)}, the parameter {tuple(parameters[number].shape)}"
+                )
     try:
         torch.Generator(device=generator.device).set_state(state["rng"]["generator"])
     except (RuntimeError, TypeError, ValueError):
-        raise CheckpointError(f"cannot resume from {path}: its 'rng.generator' is not a state of this run's "
-                              f"generator (on {generator.device})") from None  # fmt: skip
+        raise CheckpointError(
+            f"cannot resume from {path}: its 'rng.generator' is not a state of this run's "
+            f"generator (on {generator.device})"
+        ) from None
     cuda = state["rng"]["cuda"]
     if torch.cuda.is_available() and cuda:
         if len(cuda) > torch.cuda.device_count():
-            raise CheckpointError(f"cannot resume from {path}: it holds the generators of {len(cuda)} GPUs, this "
-                                  f"machine has {torch.cuda.device_count()}")  # fmt: skip
+            raise CheckpointError(
+                f"cannot resume from {path}: it holds the generators of {len(cuda)} GPUs, this "
+                f"machine has {torch.cuda.device_count()}"
+            )
         for device, value in enumerate(cuda):
             if value.shape != torch.cuda.get_rng_state(device).shape:
                 raise CheckpointError(f"cannot resume from {path}: its 'rng.cuda[{device}]' is not a GPU generator's")
@@ -518,14 +535,18 @@ def load_initial_weights(path: str | Path, model: torch.nn.Module, in_channels: 
     """
     state = load_checkpoint(path)
     if int(state["in_channels"]) != in_channels:
-        raise CheckpointError(f"cannot start from {path}: its model was trained on {state['in_channels']} feature "
-                              f"columns, this graph has {in_channels}")  # fmt: skip
+        raise CheckpointError(
+            f"cannot start from {path}: its model was trained on {state['in_channels']} feature "
+            f"columns, this graph has {in_channels}"
+        )
     mismatch = _weight_mismatch(model, state["model"])
     if mismatch is not None:
         name, expected, found = mismatch
-        raise CheckpointError(f"cannot start from {path}: this model needs {name} of shape {expected}, the file holds "
-                              f"{found} — train with the earlier model's settings (its encoder, widths and "
-                              "layers)")  # fmt: skip
+        raise CheckpointError(
+            f"cannot start from {path}: this model needs {name} of shape {expected}, the file holds "
+            f"{found} — train with the earlier model's settings (its encoder, widths and "
+            "layers)"
+        )
     model.load_state_dict(state["model"])
     return state
 
@@ -607,17 +628,21 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
             model = GCAModel.from_config(graph.num_features, config, estimator.objective, None, estimator.encoder)
             optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         generator = torch.Generator(device=estimator.device)
-        state = check_resume(path, config.to_dict(), graph.num_features, graph.fingerprint(), model, optimizer,
-                             generator)  # fmt: skip
+        state = check_resume(
+            path, config.to_dict(), graph.num_features, graph.fingerprint(), model, optimizer, generator
+        )
         if estimator.batches is None and config.batch_size:  # gca's sampler: NeighborBatches.load_state_dict's rules
             batches, processes = state["batches"], 1 if estimator.placement is None else estimator.placement.world_size
             if batches.get("kind") != "neighbor":
-                raise CheckpointError(f"cannot resume from {path}: it was written by full-graph training, not "
-                                      "mini-batch training")  # fmt: skip
+                raise CheckpointError(
+                    f"cannot resume from {path}: it was written by full-graph training, not mini-batch training"
+                )
             if batches.get("world_size") != processes:
-                raise CheckpointError(f"cannot resume from {path}: it was written by a run of "
-                                      f"{batches.get('world_size')} processes; resume it with as many for an exact "
-                                      "continuation")  # fmt: skip
+                raise CheckpointError(
+                    f"cannot resume from {path}: it was written by a run of "
+                    f"{batches.get('world_size')} processes; resume it with as many for an exact "
+                    "continuation"
+                )
 
     return check
 
@@ -679,8 +704,13 @@ def global_rng_state() -> dict[str, Any]:
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         "python": [version, list(internal), gauss],
-        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached": float(cached)},  # fmt: skip
+        "numpy": {
+            "name": name,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached": float(cached),
+        },
     }
 
 
@@ -730,8 +760,16 @@ class TrainingCheckpoints:
         """Training time so far, earlier runs of a resumed one included."""
         return self.earlier_seconds + time.perf_counter() - self.started
 
-    def restore(self, config: dict[str, Any], in_channels: int, fingerprint: str, model: torch.nn.Module,
-                optimizer: torch.optim.Optimizer, generator: torch.Generator, source: Any) -> list[float]:
+    def restore(
+        self,
+        config: dict[str, Any],
+        in_channels: int,
+        fingerprint: str,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        generator: torch.Generator,
+        source: Any,
+    ) -> list[float]:
         """Load the checkpoint into the run's parts when resuming from one; the losses of the epochs it holds
         (empty for a fresh run). The clock starts here.
 
@@ -767,8 +805,15 @@ class TrainingCheckpoints:
         self.started = time.perf_counter()
         return losses
 
-    def after_epoch(self, epoch: int, model_checkpoint: Any, optimizer: torch.optim.Optimizer,
-                    generator: torch.Generator, fingerprint: str, source: Any) -> None:
+    def after_epoch(
+        self,
+        epoch: int,
+        model_checkpoint: Any,
+        optimizer: torch.optim.Optimizer,
+        generator: torch.Generator,
+        fingerprint: str,
+        source: Any,
+    ) -> None:
         """Write the training state after ``epoch`` finished epochs when one is due; ``model_checkpoint()`` gives
         the model checkpoint it extends (called only then).
 
@@ -789,6 +834,7 @@ class TrainingCheckpoints:
         """
         if self.path is None or not self.every or epoch % self.every:
             return
-        state = training_state(model_checkpoint(), optimizer, generator, epoch, self.seconds, fingerprint,
-                               source.state_dict())  # fmt: skip
+        state = training_state(
+            model_checkpoint(), optimizer, generator, epoch, self.seconds, fingerprint, source.state_dict()
+        )
         save_checkpoint(self.path, state)

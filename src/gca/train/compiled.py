@@ -101,7 +101,6 @@ class CompiledParts:
             self.failed = error
             self.restore()
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            log.warning("torch.compile failed (%s: %s); training on in eager mode", type(error).__name__,
-                        reason[:200])  # fmt: skip
+            log.warning("torch.compile failed (%s: %s); training on in eager mode", type(error).__name__, reason[:200])
             _set_random_states(generator, states)
             return update()

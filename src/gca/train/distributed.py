@@ -59,11 +59,15 @@ def _first_difference(every: list[torch.Tensor]) -> str | None:
     zero = every[0]
     for rank, theirs in enumerate(every[1:], start=1):
         if not torch.equal(theirs[:16], zero[:16]):
-            return (f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
-                    "flags, resolved) differ from rank 0's; start every process with the same command")  # fmt: skip
+            return (
+                f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
+                "flags, resolved) differ from rank 0's; start every process with the same command"
+            )
         if not torch.equal(theirs[16:32], zero[16:32]):
-            return (f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
-                    "(another file, or another copy of it); give every process the same input files")  # fmt: skip
+            return (
+                f"the processes read different graphs: rank {rank}'s edges or features differ from rank 0's "
+                "(another file, or another copy of it); give every process the same input files"
+            )
         if not torch.equal(theirs[32:], zero[32:]):
             return _different_starts(rank, _epoch(theirs), _epoch(zero))
     return None
@@ -83,9 +87,11 @@ def _different_starts(rank: int, theirs: int, zero: int) -> str:
         what = f"rank {rank} resumes from another checkpoint than rank 0's ({both}their contents differ)"
     else:
         what = f"rank {rank} {said(theirs)} while rank 0 {said(zero)}"
-    return (f"the processes would not start from the same training state: {what}; give every process --resume "
-            "and the same checkpoint (copy rank 0's into the --out folder of each machine), or start them all "
-            "without --resume")
+    return (
+        f"the processes would not start from the same training state: {what}; give every process --resume "
+        "and the same checkpoint (copy rank 0's into the --out folder of each machine), or start them all "
+        "without --resume"
+    )
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -106,8 +112,9 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         raise TrainingError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise TrainingError(f"device {str(device)!r} was requested but no CUDA device is available; use 'cpu' "
-                                "(or 'auto')")  # fmt: skip
+            raise TrainingError(
+                f"device {str(device)!r} was requested but no CUDA device is available; use 'cpu' (or 'auto')"
+            )
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise TrainingError(
                 f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
@@ -379,8 +386,9 @@ class Placement:
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
-    def check_same_start(self, config: dict[str, object], graph_fingerprint: str,
-                         resume: tuple[int, str] | None = None) -> None:  # fmt: skip
+    def check_same_start(
+        self, config: dict[str, object], graph_fingerprint: str, resume: tuple[int, str] | None = None
+    ) -> None:
         """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
         digest of its resolved settings (``config``), of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
         edges, features and edge values, every byte) and of the state it starts from (``resume``: afresh, or the
@@ -409,8 +417,9 @@ class Placement:
         graph = hashlib.blake2b(graph_fingerprint.encode(), digest_size=16)
         start = hashlib.blake2b(json.dumps(resume).encode(), digest_size=16)
         epoch = (_AFRESH if resume is None else resume[0]).to_bytes(8, "little", signed=True)
-        mine = torch.frombuffer(bytearray(settings.digest() + graph.digest() + start.digest() + epoch),
-                                dtype=torch.uint8)  # fmt: skip
+        mine = torch.frombuffer(
+            bytearray(settings.digest() + graph.digest() + start.digest() + epoch), dtype=torch.uint8
+        )
         mine = mine.to(self.device if self.backend == "nccl" else "cpu")
         every = [torch.empty_like(mine) for _ in range(self.world_size)]
         dist.all_gather(every, mine)

@@ -70,7 +70,7 @@ from .loop import (
     in_blocks,
     inference_rows,
     train,
-    warmup_schedule,  # fmt: skip
+    warmup_schedule,
 )
 from .memory import check_memory, fit_key, graph_claim, memory_folder, remembered
 
@@ -82,8 +82,9 @@ def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
     # a block of rows at a time: isfinite's temporaries on all of them are 1.6× the embeddings (2 GB at ogbn-products)
     if not all(bool(torch.isfinite(block).all()) for block in embeddings.split(INFERENCE_CHUNK_ROWS)):
         bad = float((~torch.isfinite(embeddings)).float().mean())
-        raise TrainingError(f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning "
-                            f"rate (lr={lr})")  # fmt: skip
+        raise TrainingError(
+            f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning rate (lr={lr})"
+        )
     return embeddings
 
 
@@ -103,8 +104,10 @@ def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> 
     zero = all_zero(graph.features)
     cause = likely_cause(config.lr, config.weight_decay, zero, "", not zero and identical_rows(graph.features))
     if cause.startswith("lower the learning rate"):  # no setting at fault: the graph is what holds nothing
-        cause = ("likely cause: no node differs from another in its features and neighbourhood as the encoder sees "
-                 "them (e.g. identical features on a regular graph); train on features that differ between nodes")
+        cause = (
+            "likely cause: no node differs from another in its features and neighbourhood as the encoder sees "
+            "them (e.g. identical features on a regular graph); train on features that differ between nodes"
+        )
     log.warning("training collapsed: every node's embedding is the same")
     raise CollapseError(f"training collapsed: every node's embedding is the same, so they carry no signal; {cause}")
 
@@ -117,8 +120,10 @@ def _initial_copy(part: Any, what: str) -> Any:
         kept = copy.deepcopy(part)
     except Exception as exc:  # whatever the module holds that cannot be copied; one line for the user
         reason = str(exc).splitlines()[0] if str(exc) else ""
-        raise ConfigError(f"the {what} {type(part).__name__} cannot be copied with copy.deepcopy ({type(exc).__name__}"
-                          f": {reason}); GCA trains a copy of it and keeps its initial weights") from None  # fmt: skip
+        raise ConfigError(
+            f"the {what} {type(part).__name__} cannot be copied with copy.deepcopy ({type(exc).__name__}"
+            f": {reason}); GCA trains a copy of it and keeps its initial weights"
+        ) from None
     return kept.cpu() if isinstance(kept, torch.nn.Module) else kept
 
 
@@ -127,8 +132,15 @@ def _fresh(initial: Any) -> Any:
     return None if initial is None else copy.deepcopy(initial)
 
 
-def _model(in_channels: int, config: GCAConfig, objective: torch.nn.Module | None, share: Any,
-           encoder: torch.nn.Module | None, graph: Graph, device: torch.device) -> GCAModel:  # fmt: skip
+def _model(
+    in_channels: int,
+    config: GCAConfig,
+    objective: torch.nn.Module | None,
+    share: Any,
+    encoder: torch.nn.Module | None,
+    graph: Graph,
+    device: torch.device,
+) -> GCAModel:
     """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
     if encoder is not None:
         check_encoder(encoder.to(device), graph.features.to(device), config.hidden, graph.edge_index)
@@ -178,18 +190,24 @@ def _feature_names(data: Any, width: int) -> list[str] | None:
     if names is None:
         return None
     if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
-        raise ConfigError(f"data.feature_names must be a list of the feature columns' names, got "
-                          f"{type(names).__name__}; give one name per column, or delete the attribute")  # fmt: skip
+        raise ConfigError(
+            f"data.feature_names must be a list of the feature columns' names, got "
+            f"{type(names).__name__}; give one name per column, or delete the attribute"
+        )
     if len(names) != width:
-        raise ConfigError(f"data.feature_names has {len(names)} feature names for {width} feature columns; give one "
-                          "name per column, or delete the attribute")  # fmt: skip
+        raise ConfigError(
+            f"data.feature_names has {len(names)} feature names for {width} feature columns; give one "
+            "name per column, or delete the attribute"
+        )
     return list(names)
 
 
 def _collapse_watch(config: GCAConfig) -> CollapseWatch:
     """Collapse detection whose message says which of the run's settings to change."""
-    return CollapseWatch(advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
-                                f"(warmup_steps={config.warmup_updates} now)")  # fmt: skip
+    return CollapseWatch(
+        advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
+        f"(warmup_steps={config.warmup_updates} now)"
+    )
 
 
 class _TensorBytes:
@@ -216,8 +234,13 @@ def _tensor_of_bytes(flat: np.ndarray, dtype: str, shape: tuple[int, ...]) -> to
 def _plain(value: Any) -> bool:
     """Whether ``value`` is a tensor :class:`_TensorBytes` pickles: a plain dense CPU tensor without gradient (not
     a subclass such as PyG's ``EdgeIndex``, whose own pickle keeps what it knows)."""
-    return (type(value) is torch.Tensor and value.layout == torch.strided and value.device.type == "cpu"
-            and not value.requires_grad and not value.is_quantized)  # fmt: skip
+    return (
+        type(value) is torch.Tensor
+        and value.layout == torch.strided
+        and value.device.type == "cpu"
+        and not value.requires_grad
+        and not value.is_quantized
+    )
 
 
 def _stable_data(data: Any) -> Any:
@@ -260,15 +283,18 @@ class GraphNodes:
     def __init__(self, data: Data, index: Any = None) -> None:
         num_nodes = getattr(data, "num_nodes", None)
         if not (hasattr(data, "x") and hasattr(data, "edge_index")) or num_nodes is None:
-            raise ConfigError(f"GraphNodes takes a torch_geometric.data.Data with x and edge_index, got "
-                              f"{type(data).__name__}")  # fmt: skip
+            raise ConfigError(
+                f"GraphNodes takes a torch_geometric.data.Data with x and edge_index, got {type(data).__name__}"
+            )
         self.data = data
         self.index = torch.arange(int(num_nodes)) if index is None else torch.as_tensor(index, dtype=torch.long)
         if self.index.dim() != 1:
             raise ConfigError(f"GraphNodes takes a 1-D array of node ids, got shape {tuple(self.index.shape)}")
         if self.index.numel() and (int(self.index.min()) < 0 or int(self.index.max()) >= int(num_nodes)):
-            raise ConfigError(f"GraphNodes: node ids must lie in [0, {int(num_nodes) - 1}], got "
-                              f"[{int(self.index.min())}, {int(self.index.max())}]")  # fmt: skip
+            raise ConfigError(
+                f"GraphNodes: node ids must lie in [0, {int(num_nodes) - 1}], got "
+                f"[{int(self.index.min())}, {int(self.index.max())}]"
+            )
 
     @property
     def shape(self) -> tuple[int]:
@@ -374,15 +400,30 @@ class GCA:
         contents — never which nodes or labels the fit is given, which training does not read.
     """
 
-    def __init__(self, config: GCAConfig | None = None, device: str | torch.device = "auto", progress: bool = False,
-                 objective: torch.nn.Module | None = None,
-                 batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
-                 placement: Placement | None = None, encoder: torch.nn.Module | None = None,
-                 loggers: Sequence[Any] | None = None, memory: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: GCAConfig | None = None,
+        device: str | torch.device = "auto",
+        progress: bool = False,
+        objective: torch.nn.Module | None = None,
+        batches: Callable[[PreparedGraph, torch.device], BatchSource] | None = None,
+        placement: Placement | None = None,
+        encoder: torch.nn.Module | None = None,
+        loggers: Sequence[Any] | None = None,
+        memory: Any = None,
+    ) -> None:
         # the arguments as given, for get_params: scikit-learn's clone rebuilds the estimator from them
-        self._params = {"config": config, "device": device, "progress": progress, "objective": objective,
-                        "batches": batches, "placement": placement, "encoder": encoder,
-                        "loggers": loggers, "memory": memory}  # fmt: skip
+        self._params = {
+            "config": config,
+            "device": device,
+            "progress": progress,
+            "objective": objective,
+            "batches": batches,
+            "placement": placement,
+            "encoder": encoder,
+            "loggers": loggers,
+            "memory": memory,
+        }
         _check_parts(config, placement, objective, batches, encoder)
         check_memory(memory)
         self.memory = memory  # opened (a folder made) by the first fit that uses it, never here
@@ -464,9 +505,13 @@ class GCA:
         """scikit-learn's tags: a transformer of graphs (not of 2-D arrays), unsupervised, fitted before use."""
         from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
 
-        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
-                    transformer_tags=TransformerTags(preserves_dtype=[]), input_tags=InputTags(two_d_array=False),
-                    non_deterministic=self.device.type == "cuda")  # fmt: skip
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=TransformerTags(preserves_dtype=[]),
+            input_tags=InputTags(two_d_array=False),
+            non_deterministic=self.device.type == "cuda",
+        )
 
     def __sklearn_is_fitted__(self) -> bool:
         """scikit-learn's ``check_is_fitted``: whether a model was trained (or loaded)."""
@@ -506,8 +551,13 @@ class GCA:
     graph = property(lambda self: None if self.prepared is None else self.prepared.graph, doc="The graph trained on.")
     prepare_seconds = property(lambda self: 0.0 if self.prepared is None else self.prepared.seconds)
 
-    def prepare(self, data: Data | Graph, directed: bool | None = None, store: Kept | None = None,
-                on_step: Callable[[str], None] | None = None) -> PreparedGraph:  # fmt: skip
+    def prepare(
+        self,
+        data: Data | Graph,
+        directed: bool | None = None,
+        store: Kept | None = None,
+        on_step: Callable[[str], None] | None = None,
+    ) -> PreparedGraph:
         """Clean the graph and compute centrality and both views' probabilities (once per graph); ``store``: where
         they are kept between runs (:func:`gca.augment.prepared.prepare`). With ``progress`` on, the steps show
         on stderr where they take a few seconds or more (unless ``on_step`` is given: it is then told each step).
@@ -536,8 +586,14 @@ class GCA:
             return prepare(data, self.config, directed, encoder=self.encoder, store=store, on_step=on_step)
         steps = preparation_steps(self.config, clean=not isinstance(data, Graph))
         with contextlib.closing(phase(len(steps), "prepare", "step", enabled=self.progress)) as bar:
-            return prepare(data, self.config, directed, encoder=self.encoder, store=store,
-                           on_step=lambda name: bar.update(1, done=name))  # fmt: skip
+            return prepare(
+                data,
+                self.config,
+                directed,
+                encoder=self.encoder,
+                store=store,
+                on_step=lambda name: bar.update(1, done=name),
+            )
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
         """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement.
@@ -553,14 +609,25 @@ class GCA:
         if self.batches is not None:
             return self.batches(prepared, self.device)
         place = placement or self.placement or Placement.joined(self.device)
-        return batch_source(prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size,
-                            prepared.unit_ids)  # fmt: skip
+        return batch_source(
+            prepared.graph, prepared.views, self.config, self.device, place.rank, place.world_size, prepared.unit_ids
+        )
 
-    def fit(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, *, directed: bool | None = None,
-            checkpoint: str | Path | None = None, checkpoint_every: int = 0, resume: bool = False,
-            on_epoch: Callable[..., None] | None = None, embeddings_file: str | Path | None = None,
-            scratch: str | Path | None = None, on_update: Callable[[int, int | None], None] | None = None,
-            init_from: str | Path | None = None) -> GCA:  # fmt: skip
+    def fit(
+        self,
+        X: Data | Graph | PreparedGraph | GraphNodes,
+        y: Any = None,
+        *,
+        directed: bool | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: int = 0,
+        resume: bool = False,
+        on_epoch: Callable[..., None] | None = None,
+        embeddings_file: str | Path | None = None,
+        scratch: str | Path | None = None,
+        on_update: Callable[[int, int | None], None] | None = None,
+        init_from: str | Path | None = None,
+    ) -> GCA:
         """Train on the graph ``X``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
 
         scikit-learn's signature: ``y`` is accepted and ignored (the training is self-supervised: no label is
@@ -638,9 +705,18 @@ class GCA:
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
-        memory = self._memory_for(X, {"checkpoint": checkpoint, "resume": resume, "on_epoch": on_epoch,
-                                      "on_update": on_update, "embeddings_file": embeddings_file,
-                                      "scratch": scratch, "init_from": init_from})  # fmt: skip
+        memory = self._memory_for(
+            X,
+            {
+                "checkpoint": checkpoint,
+                "resume": resume,
+                "on_epoch": on_epoch,
+                "on_update": on_update,
+                "embeddings_file": embeddings_file,
+                "scratch": scratch,
+                "init_from": init_from,
+            },
+        )
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         self.feature_names_in_ = _feature_names(data, self.prepared.graph.num_features)
@@ -651,8 +727,13 @@ class GCA:
         graph = self.prepared.graph
         fingerprint = graph.fingerprint()
         key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
-        trained = remembered(memory, key, graph_claim(graph, fingerprint),
-                             lambda: self._train(saves, started, None, None, None, None)._kept(), self._restore)
+        trained = remembered(
+            memory,
+            key,
+            graph_claim(graph, fingerprint),
+            lambda: self._train(saves, started, None, None, None, None)._kept(),
+            self._restore,
+        )
         log.info("%s the model of key %s in %s", "trained" if trained else "read", key, memory)
         return self
 
@@ -670,8 +751,10 @@ class GCA:
         elif self.loggers:
             why = "its loggers get the metrics of a training"
         elif isinstance(X, (Graph, PreparedGraph)):
-            why = (f"a {type(X).__name__} may carry features or views of other settings than the estimator's; give "
-                   "the Data")  # fmt: skip
+            why = (
+                f"a {type(X).__name__} may carry features or views of other settings than the estimator's; give "
+                "the Data"
+            )
         elif given:
             why = f"{' and '.join(given)} watch or write a training"
         if not why:
@@ -682,8 +765,12 @@ class GCA:
     def _kept(self) -> dict:
         """What memory keeps of this fit (:func:`gca.train.memory.remembered`): the model checkpoint, the
         embeddings and the training's timings."""
-        return {"state": self.state(), "embedding": self.embedding_, "train_seconds": self.train_seconds,
-                "embed_seconds": self.embed_seconds}  # fmt: skip
+        return {
+            "state": self.state(),
+            "embedding": self.embedding_,
+            "train_seconds": self.train_seconds,
+            "embed_seconds": self.embed_seconds,
+        }
 
     def _restore(self, kept: dict) -> None:
         """This estimator as the fit that :meth:`_kept` ``kept`` left it (its graph prepared already); weights
@@ -696,10 +783,16 @@ class GCA:
         self.train_seconds, self.embed_seconds = kept["train_seconds"], kept["embed_seconds"]
         self.from_memory_ = True
 
-    def _train(self, saves: TrainingCheckpoints, started: str, on_epoch: Callable[..., None] | None,
-               embeddings_file: str | Path | None, scratch: str | Path | None,
-               on_update: Callable[[int, int | None], None] | None, init_from: str | Path | None = None
-               ) -> GCA:  # fmt: skip
+    def _train(
+        self,
+        saves: TrainingCheckpoints,
+        started: str,
+        on_epoch: Callable[..., None] | None,
+        embeddings_file: str | Path | None,
+        scratch: str | Path | None,
+        on_update: Callable[[int, int | None], None] | None,
+        init_from: str | Path | None = None,
+    ) -> GCA:
         """:meth:`fit`'s training of the prepared graph (``self.prepared``), and its final embeddings."""
         cfg = self.config
         graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
@@ -718,8 +811,14 @@ class GCA:
         self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
         self.provenance = fit_record(self.device, started)  # a training checkpoint's: "finished" once training ends
         with_loss = on_epoch is not None and _takes_loss(on_epoch)
-        log.info("training on %d nodes, %d features: epochs %d to %d on %s", graph.num_nodes, self.in_channels,
-                 saves.first_epoch + 1, cfg.epochs, self.device)  # fmt: skip
+        log.info(
+            "training on %d nodes, %d features: epochs %d to %d on %s",
+            graph.num_nodes,
+            self.in_channels,
+            saves.first_epoch + 1,
+            cfg.epochs,
+            self.device,
+        )
 
         def after_epoch(epoch: int, losses: list[float]) -> None:
             self.losses[saves.first_epoch :] = losses
@@ -741,11 +840,21 @@ class GCA:
             place.settle_precision()  # every process trains in the first one's choice
         try:
             self.losses[saves.first_epoch :] = train(
-                model, optimizer, source, cfg.epochs, generator, saves.first_epoch, after_epoch, self.progress,
-                learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates), collapse=_collapse_watch(cfg),
-                loggers=self.loggers, on_update=on_update,
+                model,
+                optimizer,
+                source,
+                cfg.epochs,
+                generator,
+                saves.first_epoch,
+                after_epoch,
+                self.progress,
+                learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates),
+                collapse=_collapse_watch(cfg),
+                loggers=self.loggers,
+                on_update=on_update,
                 precision=_update_precision(model.objective, cfg, self.device),
-                compiled=compiled)  # fmt: skip
+                compiled=compiled,
+            )
         except BaseException:
             with contextlib.suppress(Exception):  # the training's own error is the one the user sees
                 close_loggers(self.loggers)
@@ -762,19 +871,25 @@ class GCA:
         self.provenance = fit_record(self.device, started, utc_now())
         start = time.perf_counter()
         self.embed_processes_ = place.world_size if in_blocks(model, graph.num_nodes) else 1
-        embedded = encode_graph(model, graph.to(self.device), out=embeddings_file, share=place.row_share(),
-                                scratch=scratch, progress=self.progress)  # fmt: skip
+        embedded = encode_graph(
+            model,
+            graph.to(self.device),
+            out=embeddings_file,
+            share=place.row_share(),
+            scratch=scratch,
+            progress=self.progress,
+        )
         self.embedding_file_ = Path(embeddings_file) if embeddings_file and Path(embeddings_file).is_file() else None
         # under torchrun a graph embedded by blocks of rows is embedded by all processes together, and its
         # embeddings are rank 0's alone: the others hold None
         self.embedding_ = None if embedded is None else _not_constant(_finite(embedded.cpu(), cfg.lr), graph, cfg)
         self.embed_seconds = time.perf_counter() - start
-        log.info("trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes,
-                 self.embed_seconds)  # fmt: skip
+        log.info(
+            "trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes, self.embed_seconds
+        )
         return self
 
-    def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None,
-                      **kwargs: Any) -> torch.Tensor:  # fmt: skip
+    def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, **kwargs: Any) -> torch.Tensor:
         """:meth:`fit` (``y`` ignored; ``directed`` and the other options by keyword), then the embeddings of
         ``X``'s nodes: :attr:`embedding_`, or for :class:`GraphNodes` its rows of those nodes, in their order.
 
@@ -796,8 +911,7 @@ class GCA:
         embedding = self.fit(X, y, **kwargs).embedding_
         return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
-    def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None
-                  ) -> torch.Tensor:  # fmt: skip
+    def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None) -> torch.Tensor:
         """scikit-learn's name for :meth:`embed`: ``X``'s embeddings with the trained encoder — for
         :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings.
 
@@ -818,8 +932,9 @@ class GCA:
             return self.embed(X.data, directed=directed)[X.index]
         return self.embed(X, directed=directed)
 
-    def embed(self, data: Data | Graph | None = None, out: str | Path | None = None, *,
-              directed: bool | None = None) -> torch.Tensor:  # fmt: skip
+    def embed(
+        self, data: Data | Graph | None = None, out: str | Path | None = None, *, directed: bool | None = None
+    ) -> torch.Tensor:
         """Embeddings of ``data`` (default: the training graph) with the trained encoder; with ``out`` (a new
         ``.npy`` path), out of core where the graph is embedded in blocks on the CPU
         (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping). A ``Data`` is
@@ -850,8 +965,9 @@ class GCA:
         directed = self._directed if directed is None else directed
         graph = data if isinstance(data, Graph) else prepare_graph(data, directed, self.config.feature_norm)
         if graph.num_features != self.in_channels:
-            raise TrainingError(f"the graph has {graph.num_features} features but the encoder was trained on "
-                                f"{self.in_channels}")  # fmt: skip
+            raise TrainingError(
+                f"the graph has {graph.num_features} features but the encoder was trained on {self.in_channels}"
+            )
         return encode_graph(self.model, graph.to(self.device), out=out, progress=self.progress).cpu()
 
     def state(self) -> dict:
@@ -902,9 +1018,11 @@ class GCA:
         state = load_checkpoint(path)
         user = state.get("user_encoder")
         if user and encoder is None:
-            raise CheckpointError(f"{path} holds a model trained with your own encoder ({user}); load it in Python "
-                                  f"with GCA.load(path, encoder=<a new {user.rsplit('.', 1)[-1]} of the same "
-                                  "shape>)")  # fmt: skip
+            raise CheckpointError(
+                f"{path} holds a model trained with your own encoder ({user}); load it in Python "
+                f"with GCA.load(path, encoder=<a new {user.rsplit('.', 1)[-1]} of the same "
+                "shape>)"
+            )
         initial = _initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
         try:
             estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
@@ -914,17 +1032,22 @@ class GCA:
             model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
         except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
             if encoder is not None:  # the file is sound (checked above); the module given does not fit it
-                raise CheckpointError(f"the encoder given ({type(encoder).__name__}) does not fit the weights in "
-                                      f"{path} ({exc}); give a module of the class and shape it was trained with"
-                                      ) from None  # fmt: skip
-            raise CheckpointError(f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc}); if it was "
-                                  "trained with your own encoder, load it with GCA.load(path, encoder=…)") from None
+                raise CheckpointError(
+                    f"the encoder given ({type(encoder).__name__}) does not fit the weights in "
+                    f"{path} ({exc}); give a module of the class and shape it was trained with"
+                ) from None
+            raise CheckpointError(
+                f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc}); if it was "
+                "trained with your own encoder, load it with GCA.load(path, encoder=…)"
+            ) from None
         estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
         estimator.provenance = state.get("provenance")  # the training's, kept when the model is saved again
         names = state.get("feature_names")
         if names is not None and len(names) != estimator.in_channels:
-            raise CheckpointError(f"{path} is a damaged gca checkpoint ({len(names)} feature names for its "
-                                  f"{estimator.in_channels} input features)")  # fmt: skip
+            raise CheckpointError(
+                f"{path} is a damaged gca checkpoint ({len(names)} feature names for its "
+                f"{estimator.in_channels} input features)"
+            )
         estimator.feature_names_in_ = names
         return estimator
 
@@ -948,7 +1071,14 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
         A new, untrained estimator.
     """
     # the device as given ("cpu", not torch.device("cpu")), so get_params of the copy equals the original's
-    return GCA(estimator.config.replace(**changes), device=estimator._params["device"], progress=estimator.progress,
-               objective=_fresh(estimator._initial_objective), batches=estimator.batches,
-               placement=estimator.placement, encoder=_fresh(estimator._initial_encoder),
-               loggers=estimator._params["loggers"], memory=estimator.memory)  # fmt: skip
+    return GCA(
+        estimator.config.replace(**changes),
+        device=estimator._params["device"],
+        progress=estimator.progress,
+        objective=_fresh(estimator._initial_objective),
+        batches=estimator.batches,
+        placement=estimator.placement,
+        encoder=_fresh(estimator._initial_encoder),
+        loggers=estimator._params["loggers"],
+        memory=estimator.memory,
+    )

@@ -127,8 +127,9 @@ class FastChoice:
         """
         config = config.replace(**self.layer())
         if config.batch_size and config.epochs:
-            epochs, _ = mini_batch_epochs(config.epochs, num_nodes, config.batch_size, config.steps_per_epoch,
-                                          world_size)  # fmt: skip
+            epochs, _ = mini_batch_epochs(
+                config.epochs, num_nodes, config.batch_size, config.steps_per_epoch, world_size
+            )
             config = config.replace(epochs=epochs)
         return config
 
@@ -158,14 +159,29 @@ class FastChoice:
         fanout = list(self.fanout)
         if config is not None and self.mini_batch and len(fanout) == 1:  # one value serves every layer: say each
             fanout = fanout * config.layers
-        chosen = {"training": "mini-batch" if self.mini_batch else "exact", "batch_size": self.batch_size,
-                  "fanout": fanout}  # fmt: skip
-        ran = chosen if config is None else {
-            "training": "mini-batch" if config.batch_size else "exact", "batch_size": config.batch_size,
-            "fanout": list(config.fanouts) if config.batch_size else []}  # fmt: skip
+        chosen = {
+            "training": "mini-batch" if self.mini_batch else "exact",
+            "batch_size": self.batch_size,
+            "fanout": fanout,
+        }
+        ran = (
+            chosen
+            if config is None
+            else {
+                "training": "mini-batch" if config.batch_size else "exact",
+                "batch_size": config.batch_size,
+                "fanout": list(config.fanouts) if config.batch_size else [],
+            }
+        )
         estimate = {} if self.exact_seconds is None else {"exact_estimate_seconds": round(self.exact_seconds, 1)}
-        return {**ran, "chosen": chosen, "reason": self.reason, "kept_user_keys": list(self.kept),
-                "chosen_by": self.by, **estimate}  # fmt: skip
+        return {
+            **ran,
+            "chosen": chosen,
+            "reason": self.reason,
+            "kept_user_keys": list(self.kept),
+            "chosen_by": self.by,
+            **estimate,
+        }
 
 
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
@@ -185,16 +201,32 @@ def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoic
     where = "the CPU" if kind == "cpu" else kind  # other accelerators (mps) follow the CPU's rule
     if kind == "cuda":
         if num_nodes <= CUDA_MAX_EXACT_NODES:
-            return FastChoice(0, (), f"{num_nodes:,} nodes on CUDA, up to {CUDA_MAX_EXACT_NODES:,}, where an exact "
-                                     "update costs less than a mini-batch one")  # fmt: skip
-        return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on CUDA, over {CUDA_MAX_EXACT_NODES:,}, "
-                          "where an exact update (O(N²)) costs more than a mini-batch one")  # fmt: skip
+            return FastChoice(
+                0,
+                (),
+                f"{num_nodes:,} nodes on CUDA, up to {CUDA_MAX_EXACT_NODES:,}, where an exact "
+                "update costs less than a mini-batch one",
+            )
+        return FastChoice(
+            FAST_BATCH_SIZE,
+            FAST_FANOUT,
+            f"{num_nodes:,} nodes on CUDA, over {CUDA_MAX_EXACT_NODES:,}, "
+            "where an exact update (O(N²)) costs more than a mini-batch one",
+        )
     if num_nodes < CPU_MIN_NODES:
-        return FastChoice(0, (), f"{num_nodes:,} nodes on {where}, below {CPU_MIN_NODES:,} (4 batches of "
-                                 f"{FAST_BATCH_SIZE:,}), where an exact update costs about what a mini-batch one "
-                                 "does")  # fmt: skip
-    return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, f"{num_nodes:,} nodes on {where}, at least {CPU_MIN_NODES:,}, "
-                      "where a mini-batch update costs a fraction of an exact one (O(N²))")  # fmt: skip
+        return FastChoice(
+            0,
+            (),
+            f"{num_nodes:,} nodes on {where}, below {CPU_MIN_NODES:,} (4 batches of "
+            f"{FAST_BATCH_SIZE:,}), where an exact update costs about what a mini-batch one "
+            "does",
+        )
+    return FastChoice(
+        FAST_BATCH_SIZE,
+        FAST_FANOUT,
+        f"{num_nodes:,} nodes on {where}, at least {CPU_MIN_NODES:,}, "
+        "where a mini-batch update costs a fraction of an exact one (O(N²))",
+    )
 
 
 # --- gca train's default on a CPU: the exact schedule's time, estimated -------------------------------------------
@@ -214,8 +246,9 @@ CPU_TWO_CORE_SPEEDUP = 1.7
 EXACT_BOUND_SECONDS = 3600.0
 
 
-def exact_update_terms(num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None,
-                       config: GCAConfig) -> tuple[float, float, float]:  # fmt: skip
+def exact_update_terms(
+    num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None, config: GCAConfig
+) -> tuple[float, float, float]:
     """What one exact update of ``config``'s GCN encoder and the blocked objective costs on a CPU, in three counts
     that each take their own time per unit (:data:`CPU_EXACT_COSTS`):
 
@@ -258,8 +291,9 @@ def exact_update_terms(num_nodes: int, num_edges: int, num_features: int, nonzer
     return float(dense), float(rows * rows * units), float(sparse)
 
 
-def exact_update_seconds(num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None,
-                         config: GCAConfig) -> float:  # fmt: skip
+def exact_update_seconds(
+    num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None, config: GCAConfig
+) -> float:
     """One exact update's estimated seconds on two cores of a CPU like the one measured: the terms of
     :func:`exact_update_terms`, each times its one-core cost (:data:`CPU_EXACT_COSTS`), plus
     :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`.
@@ -302,8 +336,14 @@ def feature_nonzeros(x: torch.Tensor | None) -> int:
     return sum(int(torch.count_nonzero(block)) for block in x.split(65_536))
 
 
-def default_choice(num_nodes: int, num_edges: int, features: torch.Tensor | None, config: GCAConfig,
-                   device: str | torch.device = "cpu", world_size: int = 1) -> FastChoice | None:  # fmt: skip
+def default_choice(
+    num_nodes: int,
+    num_edges: int,
+    features: torch.Tensor | None,
+    config: GCAConfig,
+    device: str | torch.device = "cpu",
+    world_size: int = 1,
+) -> FastChoice | None:
     """``gca train``'s training where neither ``--fast`` nor ``--exact`` is given: on a CPU, mini-batches (the fast
     path's B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`) where the paper's exact schedule —
     ``config.epochs`` updates of the whole graph, shared by ``world_size`` processes — is estimated
@@ -338,8 +378,10 @@ def default_choice(num_nodes: int, num_edges: int, features: torch.Tensor | None
         seconds = schedule(feature_nonzeros(features))
     plan = f"{config.epochs:,} update{'s' if config.epochs != 1 else ''} of all {num_nodes:,} nodes"
     over = seconds > EXACT_BOUND_SECONDS
-    reason = (f"the paper's exact training ({plan}) is estimated at {_estimate(seconds)} on 2 CPU cores, "
-              f"{'over' if over else 'within'} {_hours(EXACT_BOUND_SECONDS)}")  # fmt: skip
+    reason = (
+        f"the paper's exact training ({plan}) is estimated at {_estimate(seconds)} on 2 CPU cores, "
+        f"{'over' if over else 'within'} {_hours(EXACT_BOUND_SECONDS)}"
+    )
     if over:
         return FastChoice(FAST_BATCH_SIZE, FAST_FANOUT, reason, by="default", exact_seconds=seconds)
     return FastChoice(0, (), reason, by="default", exact_seconds=seconds)
@@ -396,8 +438,16 @@ class LongRunHint:
     #: Seconds of updates that are enough to project from, whatever their number.
     FIRST_SECONDS = 2.0
 
-    def __init__(self, config: Any, num_nodes: int, limit: float = LONG_RUN_SECONDS, clock=time.perf_counter,
-                 emit=None, device: Any = "cpu", exact_asked: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: Any,
+        num_nodes: int,
+        limit: float = LONG_RUN_SECONDS,
+        clock=time.perf_counter,
+        emit=None,
+        device: Any = "cpu",
+        exact_asked: bool = False,
+    ) -> None:
         self.config, self.num_nodes, self.limit, self.clock = config, num_nodes, limit, clock
         self.emit = emit or print_above_progress
         self.device, self.exact_asked = device, exact_asked
@@ -425,13 +475,17 @@ class LongRunHint:
         if not config.batch_size:
             if fast_choice(n, self.device).mini_batch:
                 instead = "instead of --exact " if self.exact_asked else ""
-                advice = (f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
-                          f"for a graph this large mini-batches are far cheaper: --fast {instead}trains in "
-                          f"mini-batches of {FAST_BATCH_SIZE:,} anchors, as many updates (README: Large graphs)")
+                advice = (
+                    f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
+                    f"for a graph this large mini-batches are far cheaper: --fast {instead}trains in "
+                    f"mini-batches of {FAST_BATCH_SIZE:,} anchors, as many updates (README: Large graphs)"
+                )
             else:
                 advice = "lower --epochs, or train on a GPU (--device cuda)"
         else:
             steps = config.steps_per_epoch or -(-n // config.batch_size)
-            advice = (f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
-                      "(updates, not epochs, set how far training goes: README: Large graphs)")  # fmt: skip
+            advice = (
+                f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
+                "(updates, not epochs, set how far training goes: README: Large graphs)"
+            )
         self.emit(f"gca: warning: {head}; {advice}")

@@ -55,8 +55,9 @@ class CollapseError(TrainingError):
     """Training collapsed: the loss sat at its value for uniform similarities (:mod:`gca.objective.collapse`)."""
 
 
-def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator,
-               precision: str = "fp32") -> float:  # fmt: skip
+def train_step(
+    model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator, precision: str = "fp32"
+) -> float:
     """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
 
     The forward pass computes in ``precision`` (:func:`gca.precision.update_precision`: under bf16 the dense
@@ -86,8 +87,14 @@ def train_step(model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, 
     with update_precision(precision, next(model.parameters()).device):
         for view in batch.views:
             edges = view.sample_edges(generator)
-            h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows,
-                             view.sample_feature_mask(generator))  # fmt: skip
+            h = model.encode(
+                batch.features,
+                edges,
+                batch.num_nodes,
+                view.symmetric,
+                batch.layer_rows,
+                view.sample_feature_mask(generator),
+            )
             embeddings.append(h if batch.anchors is None else h[batch.anchors])
         loss = model.loss(*embeddings)
     optimizer.zero_grad(set_to_none=True)
@@ -176,8 +183,13 @@ def train(
     uniform = getattr(model.objective, "uniform_loss", None)
     collapse = collapse or CollapseWatch()
     per_epoch = steps or 1  # the bar counts updates where an epoch makes several, else epochs
-    bar = Progress(epochs * per_epoch, "GCA", "epoch" if per_epoch == 1 else "update", enabled=progress,
-                   initial=first_epoch * per_epoch)  # fmt: skip
+    bar = Progress(
+        epochs * per_epoch,
+        "GCA",
+        "epoch" if per_epoch == 1 else "update",
+        enabled=progress,
+        initial=first_epoch * per_epoch,
+    )
     batch = None
     for epoch in range(first_epoch, epochs):
         step_losses = []
@@ -189,8 +201,11 @@ def train(
             if compiled is None:
                 step_losses.append(train_step(model, optimizer, batch, generator, precision))
             else:
-                step_losses.append(compiled.step(functools.partial(train_step, model, optimizer, batch, generator,
-                                                                   precision), generator))  # fmt: skip
+                step_losses.append(
+                    compiled.step(
+                        functools.partial(train_step, model, optimizer, batch, generator, precision), generator
+                    )
+                )
             update += 1
             for logger in per_update:
                 logger.log({"loss/update": step_losses[-1]}, update)
@@ -202,13 +217,15 @@ def train(
                 flat = uniform(batch.num_nodes if batch.anchors is None else len(batch.anchors))
                 if collapse.update(epoch + 1, step_losses[-1] - flat, flat):
                     bar.close()
-                    raise _stopped(CollapseError(collapse.message(collapse_cause(optimizer, source, batch,
-                                                                                  collapse.advice))))  # fmt: skip
+                    raise _stopped(
+                        CollapseError(collapse.message(collapse_cause(optimizer, source, batch, collapse.advice)))
+                    )
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
             bar.close()
-            raise _stopped(TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or "
-                                         "raise tau"))  # fmt: skip
+            raise _stopped(
+                TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
+            )
         if epoch + 1 == epochs and uniform is not None and collapse.ended_collapsed():
             bar.close()
             cause = collapse_cause(optimizer, source, batch, collapse.advice)
@@ -234,8 +251,7 @@ def _stopped(error: TrainingError) -> TrainingError:
     return error
 
 
-def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch: Batch | None,
-                   advice: str = "") -> str:  # fmt: skip
+def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch: Batch | None, advice: str = "") -> str:
     """What a collapse message advises (:func:`gca.objective.collapse.likely_cause`), from the optimiser's own
     settings — the learning rate it was made with (a warm-up lowers the current one), its largest weight decay —
     and whether the graph's features (the source's ``features`` if it has them, else the last batch's) are all
@@ -350,8 +366,7 @@ INFERENCE_CHUNK_ROWS = 65_536
 
 def inference_rows() -> int:
     """The rows of a block of inference: :data:`INFERENCE_CHUNK_ROWS`, or ``GCA_INFERENCE_ROWS`` where set."""
-    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1,
-                               note=" (the rows of an inference block)")  # fmt: skip
+    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1, note=" (the rows of an inference block)")
 
 
 def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
@@ -368,14 +383,19 @@ def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) ->
         The rows of a block; ``None`` for :func:`inference_rows`.
     """
     rows = inference_rows() if chunk_rows is None else chunk_rows
-    return (not model.takes_edge_index and rows > 0 and num_nodes > rows
-            and hasattr(model.encoder, "forward_in_chunks"))  # fmt: skip
+    return not model.takes_edge_index and rows > 0 and num_nodes > rows and hasattr(model.encoder, "forward_in_chunks")
 
 
 @torch.no_grad()
-def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, out: str | Path | None = None,
-                 share: RowShare | None = None, scratch: str | Path | None = None,
-                 progress: bool = False) -> torch.Tensor | None:  # fmt: skip
+def encode_graph(
+    model: GCAModel,
+    graph: Graph,
+    chunk_rows: int | None = None,
+    out: str | Path | None = None,
+    share: RowShare | None = None,
+    scratch: str | Path | None = None,
+    progress: bool = False,
+) -> torch.Tensor | None:
     """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
 
     Graphs with more than ``chunk_rows`` nodes (default :data:`INFERENCE_CHUNK_ROWS`) are embedded over blocks of rows
@@ -427,8 +447,11 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
     encoder = model.encoder
     chunk_rows = inference_rows() if chunk_rows is None else chunk_rows
     if in_blocks(model, graph.num_nodes, chunk_rows):
-        rows = (AdjacencyRows(graph.edge_index, graph.num_nodes) if not graph.directed else
-                normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True))  # fmt: skip
+        rows = (
+            AdjacencyRows(graph.edge_index, graph.num_nodes)
+            if not graph.directed
+            else normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True)
+        )
         disk = None
         if model_device(model).type == "cpu" and out is not None:
             disk = DiskArrays(out)
@@ -436,10 +459,12 @@ def encode_graph(model: GCAModel, graph: Graph, chunk_rows: int | None = None, o
             disk = DiskArrays(None, scratch, final_rows=share.row_range(graph.num_nodes))
         start, stop = share.row_range(graph.num_nodes) if share is not None else (0, graph.num_nodes)
         layers = len(encoder.layers)
-        with contextlib.closing(phase(layers * (stop - start), f"embed ({layers} layers)", "row",
-                                      enabled=progress)) as bar:  # fmt: skip
-            embeddings = encoder.forward_in_chunks(graph.features, rows, chunk_rows, allocate=disk, share=share,
-                                                   on_rows=bar.update)  # fmt: skip
+        with contextlib.closing(
+            phase(layers * (stop - start), f"embed ({layers} layers)", "row", enabled=progress)
+        ) as bar:
+            embeddings = encoder.forward_in_chunks(
+                graph.features, rows, chunk_rows, allocate=disk, share=share, on_rows=bar.update
+            )
         if disk is not None and embeddings is not None:
             disk.flush()
         return embeddings

@@ -253,10 +253,14 @@ def read_entry(path: Path, key: str, claim: dict[str, Any]) -> tuple[dict[str, A
     kept = entry.get("graph")
     if kept != claim:
         if isinstance(kept, dict) and (kept.get("num_nodes"), kept.get("num_features")) != (
-                claim["num_nodes"], claim["num_features"]):  # fmt: skip
-            return None, (f"it was kept for another graph ({kept.get('num_nodes')!r} nodes, "
-                          f"{kept.get('num_features')!r} features; this one has {claim['num_nodes']} nodes, "
-                          f"{claim['num_features']} features)")  # fmt: skip
+            claim["num_nodes"],
+            claim["num_features"],
+        ):
+            return None, (
+                f"it was kept for another graph ({kept.get('num_nodes')!r} nodes, "
+                f"{kept.get('num_features')!r} features; this one has {claim['num_nodes']} nodes, "
+                f"{claim['num_features']} features)"
+            )
         return None, "it was kept for another graph (its contents differ from this one's)"
     if entry.get("key") != key:
         return None, "it was kept for another setting (its key differs)"
@@ -270,16 +274,22 @@ def read_entry(path: Path, key: str, claim: dict[str, Any]) -> tuple[dict[str, A
     if state["in_channels"] != claim["num_features"]:
         return None, f"its model reads {state['in_channels']} features, not this graph's {claim['num_features']}"
     embedding = entry.get("embedding")
-    if not (isinstance(embedding, torch.Tensor) and embedding.dtype == torch.float32 and embedding.dim() == 2
-            and embedding.shape[0] == claim["num_nodes"] and bool(torch.isfinite(embedding).all())):  # fmt: skip
+    if not (
+        isinstance(embedding, torch.Tensor)
+        and embedding.dtype == torch.float32
+        and embedding.dim() == 2
+        and embedding.shape[0] == claim["num_nodes"]
+        and bool(torch.isfinite(embedding).all())
+    ):
         return None, f"its embeddings are not {claim['num_nodes']} rows of finite float32 values"
     if not (_number(entry.get("train_seconds")) and _number(entry.get("embed_seconds"))):
         return None, "its timings are not finite numbers of seconds"
     return entry, ""
 
 
-def remembered(memory: Path, key: str, claim: dict[str, Any], train: Callable[[], dict],
-               restore: Callable[[dict], None]) -> bool:  # fmt: skip
+def remembered(
+    memory: Path, key: str, claim: dict[str, Any], train: Callable[[], dict], restore: Callable[[dict], None]
+) -> bool:
     """Serve the model ``memory`` keeps for ``key`` (``restore(entry)``), or ``train()`` and keep what it returns;
     whether ``train`` ran. The lookup and the training hold ``.gca-fit-KEY.lock`` in the folder, so another process
     fitting the same key waits and then reads. An entry that fails a check (:func:`read_entry`) or whose weights do
@@ -318,15 +328,23 @@ def remembered(memory: Path, key: str, claim: dict[str, Any], train: Callable[[]
             except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
                 why = f"its weights do not fit this model ({type(exc).__name__}: {' '.join(str(exc).split())})"
         if why:
-            warnings.warn(f"GCA's memory did not read the model kept in {path}: {why}; this fit trains again and "
-                          "keeps its own there", UserWarning, stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"GCA's memory did not read the model kept in {path}: {why}; this fit trains again and "
+                "keeps its own there",
+                UserWarning,
+                stacklevel=3,
+            )
         kept = train()
         entry = {"format": FIT_FORMAT, "key": key, "graph": claim, **kept}
         try:
             atomic_write(path, lambda f: torch.save(entry, f))
         except OSError as exc:
-            warnings.warn(f"this fit's model is not kept in GCA's memory: {path} cannot be written ({_said(exc)}); "
-                          "the fit trained and uses it", UserWarning, stacklevel=3)  # fmt: skip
+            warnings.warn(
+                f"this fit's model is not kept in GCA's memory: {path} cannot be written ({_said(exc)}); "
+                "the fit trained and uses it",
+                UserWarning,
+                stacklevel=3,
+            )
         return True
     finally:
         release_folder(handle)

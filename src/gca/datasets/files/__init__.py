@@ -69,19 +69,8 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
-from ...graph.edges import (
-    edge_list,
-    repeated_edges_warning,
-    undirected_edges,
-    weighted_edge_list,
-)
-from ..base import (
-    DatasetError,
-    LoadedDataset,
-    check_regular_file,
-    float32_features,
-    stored_features,
-)
+from ...graph.edges import edge_list, repeated_edges_warning, undirected_edges, weighted_edge_list
+from ..base import DatasetError, LoadedDataset, check_regular_file, float32_features, stored_features
 from .edges import HEADER_NAMES as HEADER_NAMES
 from .edges import WEIGHT_NAME as WEIGHT_NAME
 from .edges import _edge_table, _read_edges, _released_on_second_pass, _weight_index
@@ -156,8 +145,14 @@ def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | 
     return read.matrix, (read.ids.to_pylist() if read.ids is not None and not read.positional else None)
 
 
-def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: str | None = None,
-                  progress: bool = False, like: list[str] | int | None = None) -> Features:  # fmt: skip
+def feature_input(
+    path: Any,
+    ids: Any = None,
+    layout: str = "auto",
+    id_column: str | None = None,
+    progress: bool = False,
+    like: list[str] | int | None = None,
+) -> Features:
     """The feature matrix and the node id of each row, from any form the module describes.
 
     Parameters
@@ -217,8 +212,10 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
                 raise DatasetError(f"feature file {path} is JSON, which names its nodes itself; leave out the id list")
             return _json_features(path, like)
     if ids is not None:
-        raise DatasetError(f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
-                           "matrix (a table gives its ids in an id column)")  # fmt: skip
+        raise DatasetError(
+            f"feature file {_source_name(path)} is a table; an id list goes with an .npy or .npz "
+            "matrix (a table gives its ids in an id column)"
+        )
     names = frozenset(ID_COLUMN_NAMES | ({id_column.lower()} if id_column else set()) | {"id"})
     table = TableInput(path, "feature", _reporter(path, "features", progress), index_names=names)
     if table.path is not None and table.parquet is None:
@@ -227,17 +224,30 @@ def feature_input(path: Any, ids: Any = None, layout: str = "auto", id_column: s
         table.set_header(_feature_header(table.sample, id_column))
         if not table.rows_sampled:
             raise DatasetError(f"feature file {table.name} has a header but no rows")
-    long = layout == "long" or (layout == "auto" and table.headed and 2 <= len(table.columns) <= 3
-                                and table.columns[1].lower() in FEATURE_KEY_NAMES)  # fmt: skip
+    long = layout == "long" or (
+        layout == "auto"
+        and table.headed
+        and 2 <= len(table.columns) <= 3
+        and table.columns[1].lower() in FEATURE_KEY_NAMES
+    )
     if long:
         return _long_features(table, id_column, like)
     return _wide_features(table, id_column, pa)
 
 
 def load_files(
-    edges: Any, features: Any, labels: Any = None, directed: bool = False, *, edge_weight: str | int | None = None,
-    feature_ids: Any = None, feature_layout: str = "auto", id_column: str | None = None,
-    label_column: str | None = None, progress: bool = False, feature_names: list[str] | int | None = None,
+    edges: Any,
+    features: Any,
+    labels: Any = None,
+    directed: bool = False,
+    *,
+    edge_weight: str | int | None = None,
+    feature_ids: Any = None,
+    feature_layout: str = "auto",
+    id_column: str | None = None,
+    label_column: str | None = None,
+    progress: bool = False,
+    feature_names: list[str] | int | None = None,
 ) -> LoadedDataset:
     """A :class:`LoadedDataset` from a user's tables; ``node_ids`` maps row i to the node's id in them.
 
@@ -286,11 +296,16 @@ def load_files(
     if id_column is not None:
         _check_id_column(id_column, features, labels)
     matrix = read.matrix
-    features_name = _source_name("feature") if is_table_object(features) else str(
-        features[0] if isinstance(features, tuple) else features)  # fmt: skip
+    features_name = (
+        _source_name("feature")
+        if is_table_object(features)
+        else str(features[0] if isinstance(features, tuple) else features)
+    )
     if (matrix.shape[0] == 0 and not read.sparse_by_id) or matrix.shape[1] == 0:
-        raise DatasetError(f"feature file {features_name} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give "
-                           "one row of features per node")  # fmt: skip
+        raise DatasetError(
+            f"feature file {features_name} holds a {matrix.shape[0]}×{matrix.shape[1]} matrix; give "
+            "one row of features per node"
+        )
     nodes = NodeIds(read.ids, matrix.shape[0], grow=read.sparse_by_id)
     weight_column, weight_notes = _weight_index(table, edge_weight)
     table.progress = _reporter(edges, "edges", progress)  # made now: its clock starts as the edges' reading does
@@ -303,8 +318,10 @@ def load_files(
     if nodes.added:
         matrix = sp.vstack([matrix, sp.csr_matrix((nodes.added, matrix.shape[1]), dtype=np.float32)]).tocsr()
         one = nodes.added == 1
-        notes.append(f"{nodes.added} node{'' if one else 's'} of edge file {table.name} {'has' if one else 'have'} no "
-                     f"features in {features_name}; {'its' if one else 'their'} features are all zero")  # fmt: skip
+        notes.append(
+            f"{nodes.added} node{'' if one else 's'} of edge file {table.name} {'has' if one else 'have'} no "
+            f"features in {features_name}; {'its' if one else 'their'} features are all zero"
+        )
     weights, sources, targets = read_edges.weight, read_edges.sources, read_edges.targets
     loop_notes: list[str] = []
     if weights is None and not directed:  # the blocks as read: no joined copy of the listed edges
@@ -312,37 +329,62 @@ def load_files(
         from ...progress import step
 
         with step(f"building the undirected edge list of {read_edges.count:,} listed edges", progress):
-            edge_index, repeated, loops = undirected_edges(_released_on_second_pass(sources, targets), num_nodes,
-                                                           read_edges.count, keep_loops=False)  # fmt: skip
+            edge_index, repeated, loops = undirected_edges(
+                _released_on_second_pass(sources, targets), num_nodes, read_edges.count, keep_loops=False
+            )
         if loops:
             loop_notes.append(f"removed {loops} self-loop{'s' if loops != 1 else ''} (GCN adds its own)")
             if not edge_index.shape[1]:
-                raise DatasetError(f"edge file {table.name} lists only self-loops; GCA learns from the graph "
-                                   "structure, so give at least one edge between two nodes")  # fmt: skip
+                raise DatasetError(
+                    f"edge file {table.name} lists only self-loops; GCA learns from the graph "
+                    "structure, so give at least one edge between two nodes"
+                )
         edge_weight_tensor = None
     elif weights is None:
         edge_index, repeated = edge_list(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
         edge_weight_tensor = None
     else:
         edge_index, edge_weight_tensor, repeated = weighted_edge_list(
-            _joined(read_edges.sources), _joined(read_edges.targets), weights, num_nodes, directed, table.name,
-            table.where, "give both directions the same weight, list each edge once, or pass --directed "
-            "(directed=True)")  # fmt: skip
+            _joined(read_edges.sources),
+            _joined(read_edges.targets),
+            weights,
+            num_nodes,
+            directed,
+            table.name,
+            table.where,
+            "give both directions the same weight, list each edge once, or pass --directed (directed=True)",
+        )
     sources.clear()  # the listed edges go before the labels are read
     targets.clear()
     release_memory()  # the blocks' freed memory back to the system before the next phase
     x = _feature_tensor(matrix)
-    y, label_notes, class_names = (None, [], None) if labels is None else _label_vector(
-        labels, nodes, id_column, label_column, _reporter(labels, "labels", progress))  # fmt: skip
+    y, label_notes, class_names = (
+        (None, [], None)
+        if labels is None
+        else _label_vector(labels, nodes, id_column, label_column, _reporter(labels, "labels", progress))
+    )
     data = Data(x=x, edge_index=edge_index, y=y, num_nodes=num_nodes)
     if edge_weight_tensor is not None:
         data.edge_weight = edge_weight_tensor
     name = Path(edges).stem if not is_table_object(edges) else "graph"
-    notes = ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else []) + \
-        loop_notes + weight_notes + notes + label_notes  # fmt: skip
+    notes = (
+        ([repeated_edges_warning(table.name, repeated, weights is not None)] if repeated else [])
+        + loop_notes
+        + weight_notes
+        + notes
+        + label_notes
+    )
     node_ids = None if read.positional and not nodes.added else nodes.exported()
-    return LoadedDataset(name, data, named=False, node_ids=node_ids, directed=directed, warnings=notes,
-                         class_names=class_names, feature_names=read.names)  # fmt: skip
+    return LoadedDataset(
+        name,
+        data,
+        named=False,
+        node_ids=node_ids,
+        directed=directed,
+        warnings=notes,
+        class_names=class_names,
+        feature_names=read.names,
+    )
 
 
 def _check_added_rows(nodes: NodeIds, listed: int, edges_name: str) -> None:
@@ -373,8 +415,10 @@ def _check_id_column(name: str, *sources: Any) -> None:
         if name.lower() in (c.lower() for c in table.columns):
             return
         seen += table.columns
-    raise DatasetError(f"no feature or label table has a column {name!r} (--id-column); their columns: "
-                       f"{', '.join(dict.fromkeys(seen)) or 'none with a header'}")  # fmt: skip
+    raise DatasetError(
+        f"no feature or label table has a column {name!r} (--id-column); their columns: "
+        f"{', '.join(dict.fromkeys(seen)) or 'none with a header'}"
+    )
 
 
 def _feature_tensor(matrix: np.ndarray | sp.csr_matrix) -> torch.Tensor:

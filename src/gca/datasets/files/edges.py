@@ -15,9 +15,30 @@ from .ids import _INTEGER, NodeIds, _is_number
 from .tables import ConversionFailed, TableInput, _joined, release_memory
 
 HEADER_NAMES = {
-    "source", "target", "src", "dst", "from", "to", "u", "v", "node", "node1", "node2", "node_1", "node_2",
-    "id", "id1", "id2", "node_id", "head", "tail", "label", "class", "name", "weight",
-}  # fmt: skip
+    "source",
+    "target",
+    "src",
+    "dst",
+    "from",
+    "to",
+    "u",
+    "v",
+    "node",
+    "node1",
+    "node2",
+    "node_1",
+    "node_2",
+    "id",
+    "id1",
+    "id2",
+    "node_id",
+    "head",
+    "tail",
+    "label",
+    "class",
+    "name",
+    "weight",
+}
 #: The header name of an edge table's weight column.
 WEIGHT_NAME = "weight"
 
@@ -84,19 +105,26 @@ def _weight_index(table: TableInput, edge_weight: str | int | None) -> tuple[int
             index = int(given) - 1
         else:
             listed = ", ".join(table.columns[2:]) or "none"
-            raise DatasetError(f"edge file {table.name} has no column {given!r} for the edge weights (its columns "
-                               f"after source and target: {listed}; a file without a header numbers them from 3)")
+            raise DatasetError(
+                f"edge file {table.name} has no column {given!r} for the edge weights (its columns "
+                f"after source and target: {listed}; a file without a header numbers them from 3)"
+            )
     elif table.headed and WEIGHT_NAME in names[2:]:
         index = 2 + names[2:].index(WEIGHT_NAME)
     unread = [c for i, c in enumerate(table.columns[2:], 2) if i != index]
     notes = []
     if unread:
         shown = ", ".join(repr(c) for c in unread) if table.headed else f"{len(unread)}"
-        what = f"column{'s' if len(unread) > 1 else ''} {shown}" if table.headed else \
-            f"{shown} column{'s' if len(unread) > 1 else ''}"  # fmt: skip
-        notes.append(f"{table.name} has {what} beyond source, target{' and weight' if index is not None else ''} "
-                     "that are not read — edge weights are read only from a column named 'weight' or the one "
-                     "--edge-weight COL (edge_weight=COL) names")  # fmt: skip
+        what = (
+            f"column{'s' if len(unread) > 1 else ''} {shown}"
+            if table.headed
+            else f"{shown} column{'s' if len(unread) > 1 else ''}"
+        )
+        notes.append(
+            f"{table.name} has {what} beyond source, target{' and weight' if index is not None else ''} "
+            "that are not read — edge weights are read only from a column named 'weight' or the one "
+            "--edge-weight COL (edge_weight=COL) names"
+        )
     return index, notes
 
 
@@ -132,8 +160,9 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
                 column = batch.column(c)
                 if column.null_count:
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
-                    raise DatasetError(f"{table.name}, {table.where(row)}: expected two node ids per line, got an "
-                                       "empty one")  # fmt: skip
+                    raise DatasetError(
+                        f"{table.name}, {table.where(row)}: expected two node ids per line, got an empty one"
+                    )
                 ends.append(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
             column = pa.concat_arrays(ends)  # sources, then targets
             del ends
@@ -154,8 +183,9 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
                 column = batch.column(2)
                 if column.null_count:
                     row = done + int(np.argmax(column.is_null().to_numpy(zero_copy_only=False)))
-                    raise DatasetError(f"{table.name}, {table.where(row)}: has no weight; give every edge a weight "
-                                       "(a number) or none")  # fmt: skip
+                    raise DatasetError(
+                        f"{table.name}, {table.where(row)}: has no weight; give every edge a weight (a number) or none"
+                    )
                 weights.append(column.to_numpy(zero_copy_only=False))
             done += batch.num_rows
     except ConversionFailed as exc:
@@ -205,8 +235,9 @@ def _released_on_second_pass(sources: list, targets: list):
     return blocks
 
 
-def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str,
-                  done: int = 0):
+def _unknown_node(
+    table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str, done: int = 0
+):
     """The error for the first id of ``column`` (a group's sources, then its targets, its first row ``done`` rows
     into the file) that names no node."""
     import pyarrow.compute as pc
@@ -215,22 +246,33 @@ def _unknown_node(table: TableInput, column: Any, unknown: np.ndarray, nodes: No
     value = column.combine_chunks()[first].as_py() if hasattr(column, "combine_chunks") else column[first].as_py()
     if isinstance(value, str) and ("\n" in value or "\r" in value):
         where = table.where(done + first % max(len(column) // 2, 1)) if table.path is not None else ""
-        return DatasetError(f"edge file {table.name}{', ' + where if where else ''}: node id {value!r} holds a line "
-                            "break; node ids with line breaks are not supported — write each id on one line")
-    if isinstance(value, str) and _INTEGER.match(value.strip()) and nodes.keys is not None and \
-            pc.all(pc.match_substring_regex(nodes.keys, r"^\s*[+-]?\d+\s*$")).as_py():
+        return DatasetError(
+            f"edge file {table.name}{', ' + where if where else ''}: node id {value!r} holds a line "
+            "break; node ids with line breaks are not supported — write each id on one line"
+        )
+    if (
+        isinstance(value, str)
+        and _INTEGER.match(value.strip())
+        and nodes.keys is not None
+        and pc.all(pc.match_substring_regex(nodes.keys, r"^\s*[+-]?\d+\s*$")).as_py()
+    ):
         # only where the features write the same number otherwise: an id unknown however written is just unknown
         written = next((k for k in nodes.keys.to_pylist() if int(k) == int(value)), None)
         if written is not None:
-            return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file "
-                                f"{features_name}, whose ids are kept as written ({written!r}) and matched exactly; "
-                                "write the ids the same way in every file")
+            return DatasetError(
+                f"node {value!r} of edge file {table.name} has no row in feature file "
+                f"{features_name}, whose ids are kept as written ({written!r}) and matched exactly; "
+                "write the ids the same way in every file"
+            )
     if nodes.keys is None:
         if value < 0:
-            return DatasetError(f"edge file {table.name} has a negative node id ({value}); ids must lie in "
-                                f"[0, {nodes.count - 1}]")  # fmt: skip
-        return DatasetError(f"edge file {table.name} names node {value} but the features have {nodes.count} rows "
-                            f"(ids 0..{nodes.count - 1}); give one feature row per node")  # fmt: skip
+            return DatasetError(
+                f"edge file {table.name} has a negative node id ({value}); ids must lie in [0, {nodes.count - 1}]"
+            )
+        return DatasetError(
+            f"edge file {table.name} names node {value} but the features have {nodes.count} rows "
+            f"(ids 0..{nodes.count - 1}); give one feature row per node"
+        )
     return DatasetError(f"node {str(value)!r} of edge file {table.name} has no row in feature file {features_name}")
 
 
@@ -239,18 +281,26 @@ def _conversion_error(table: TableInput, exc: ConversionFailed, nodes: NodeIds, 
     value, column = exc.value, exc.column
     if column >= 2:
         where = table.find_value(column, value)
-        return DatasetError(f"{table.name}{', ' + where if where else ''}: has the weight {value!r}, which is not a "
-                            "number; give every edge a weight (a number) or none")  # fmt: skip
+        return DatasetError(
+            f"{table.name}{', ' + where if where else ''}: has the weight {value!r}, which is not a "
+            "number; give every edge a weight (a number) or none"
+        )
     if value.strip().startswith("+") and _INTEGER.match(value.strip()):
-        return DatasetError(f"edge file {table.name} writes a node id with a plus sign ({value.strip()!r}); write "
-                            "integer ids without one")  # fmt: skip
+        return DatasetError(
+            f"edge file {table.name} writes a node id with a plus sign ({value.strip()!r}); write "
+            "integer ids without one"
+        )
     if _INTEGER.match(value.strip()):  # an integer beyond 64 bits
         if nodes.keys is None:
-            return DatasetError(f"edge file {table.name} names node {value.strip()} but the features have "
-                                f"{nodes.count} rows (ids 0..{nodes.count - 1}); give one feature row per node")
+            return DatasetError(
+                f"edge file {table.name} names node {value.strip()} but the features have "
+                f"{nodes.count} rows (ids 0..{nodes.count - 1}); give one feature row per node"
+            )
         return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}")
     if nodes.keys is None:
-        return DatasetError(f"edge file {table.name} uses non-integer node ids (e.g. {value!r}); the features then "
-                            "need node ids: a first column of ids (a CSV with an 'id' column), a long or JSON "
-                            "feature file, or an id list (--feature-ids FILE)")  # fmt: skip
+        return DatasetError(
+            f"edge file {table.name} uses non-integer node ids (e.g. {value!r}); the features then "
+            "need node ids: a first column of ids (a CSV with an 'id' column), a long or JSON "
+            "feature file, or an id list (--feature-ids FILE)"
+        )
     return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}")

@@ -75,8 +75,10 @@ def read_npy(path: Path) -> np.ndarray:
         except ValueError:
             raise DatasetError(f"feature file {path} is not a readable .npy file (its header is cut short)") from None
         if version not in NPY_VERSIONS:
-            raise DatasetError(f"feature file {path} is .npy format {version[0]}.{version[1]}, which gca does not "
-                               "read; save a numeric array with numpy.save")  # fmt: skip
+            raise DatasetError(
+                f"feature file {path} is .npy format {version[0]}.{version[1]}, which gca does not "
+                "read; save a numeric array with numpy.save"
+            )
         try:
             shape, fortran, dtype = NPY_VERSIONS[version](f)
         # cut short, or a header that is not the format's (numpy tokenizes it: an unclosed bracket is a TokenError)
@@ -86,8 +88,10 @@ def read_npy(path: Path) -> np.ndarray:
             raise DatasetError(f"feature file {path} has a damaged .npy header ({reason})") from None
         offset, size = f.tell(), os.fstat(f.fileno()).st_size
     if dtype.hasobject:
-        raise DatasetError(f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "
-                           "save a numeric array")  # fmt: skip
+        raise DatasetError(
+            f"feature file {path} holds Python objects, which are not loaded (pickles can run code); "
+            "save a numeric array"
+        )
     if any(n < 0 for n in shape):
         raise DatasetError(f"feature file {path} has a damaged .npy header: its shape {shape} has a negative size")
     if len(shape) != 2 or not np.issubdtype(dtype, np.number) or dtype.fields is not None:
@@ -95,11 +99,15 @@ def read_npy(path: Path) -> np.ndarray:
     need, have = math.prod(shape) * dtype.itemsize, size - offset  # Python integers: no overflow at any shape
     described = f"its header says {_shape_text(shape)} {dtype.name} ({need:,} bytes)"
     if have < need:
-        raise DatasetError(f"feature file {path} is truncated: {described} but the file holds {have:,} bytes after "
-                           "the header; write it again with numpy.save")  # fmt: skip
+        raise DatasetError(
+            f"feature file {path} is truncated: {described} but the file holds {have:,} bytes after "
+            "the header; write it again with numpy.save"
+        )
     if have > need:
-        raise DatasetError(f"feature file {path} does not match its header: {described} but the file holds "
-                           f"{have:,} bytes after the header; write it again with numpy.save")  # fmt: skip
+        raise DatasetError(
+            f"feature file {path} does not match its header: {described} but the file holds "
+            f"{have:,} bytes after the header; write it again with numpy.save"
+        )
     if need == 0:
         return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     try:
@@ -135,6 +143,7 @@ def _feature_header(sample: list[list[str]], id_column: str | None) -> bool:
         return True
     if any(w in FEATURE_KEY_NAMES or w in VALUE_NAMES for w in words[1:]):
         return True
+
     def numbers(j: int) -> bool:  # an empty cell is no name: it is refused later, naming its line
         cells = [row[j] for row in sample[1:] if j < len(row) and row[j]]
         return bool(cells) and all(_is_number(c) for c in cells)
@@ -177,8 +186,9 @@ def _with_ids(matrix: Any, ids: Any, name: str) -> Features:
         values = pa.array(ids.tolist() if isinstance(ids, np.ndarray) and ids.dtype.kind in "OU" else ids)
         source = "the id list"
     if len(values) != matrix.shape[0]:
-        raise DatasetError(f"{source} holds {len(values)} ids but {name} has {matrix.shape[0]} rows; give one id "
-                           "per row")  # fmt: skip
+        raise DatasetError(
+            f"{source} holds {len(values)} ids but {name} has {matrix.shape[0]} rows; give one id per row"
+        )
     return Features(matrix, _id_array(values, source, "feature id"))
 
 
@@ -190,11 +200,17 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
         id_index = 0  # an id column by its name, or a DataFrame's index of node ids (never a feature)
     elif table.table is not None or table.parquet is not None:
         schema = table.table.schema if table.table is not None else table.parquet.schema_arrow
-        id_index = 0 if columns and not (pa.types.is_integer(schema.field(0).type) or
-                                         pa.types.is_floating(schema.field(0).type)) else None  # fmt: skip
+        id_index = (
+            0
+            if columns and not (pa.types.is_integer(schema.field(0).type) or pa.types.is_floating(schema.field(0).type))
+            else None
+        )
     else:  # values that are not numbers (a decimal comma, '1,5', is a number written the wrong way, not an id)
-        id_index = 0 if any(not _is_number(f[0]) and not _is_number(f[0].replace(",", "."))
-                            for f in table.rows_sampled if f) else None  # fmt: skip
+        id_index = (
+            0
+            if any(not _is_number(f[0]) and not _is_number(f[0].replace(",", ".")) for f in table.rows_sampled if f)
+            else None
+        )
     value_columns = [i for i in range(len(columns)) if i != id_index]
     if not value_columns:
         raise DatasetError(f"feature file {table.name} has an id column but no feature columns")
@@ -226,8 +242,9 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     except ConversionFailed as exc:
         where = table.find_value(exc.column, exc.value)
         hint = "; decimal commas are not read, use a point (1.5)" if _is_number(exc.value.replace(",", ".")) else ""
-        raise DatasetError(f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a "
-                           f"number{hint}") from None  # fmt: skip
+        raise DatasetError(
+            f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a number{hint}"
+        ) from None
     matrix = np.empty((done, len(value_columns)), dtype=np.float32)  # rows in C order, as the encoder reads them
     start = 0
     for block in blocks:
@@ -241,8 +258,9 @@ def _wide_features(table: TableInput, id_column: str | None, pa: Any) -> Feature
     return Features(matrix, ids)
 
 
-def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
-                     ) -> tuple[np.ndarray, int, list[str] | None, str | None]:  # fmt: skip
+def _feature_columns(
+    keys: Any, source: str, like: list[str] | int | None = None
+) -> tuple[np.ndarray, int, list[str] | None, str | None]:
     """Column numbers of a sparse form's feature ids (−1: left out), the width, the columns' names and a note.
 
     The ids themselves are the columns when all are integers ≥ 0; otherwise their place among the sorted distinct
@@ -278,8 +296,12 @@ def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
         return _huge_feature_ids(pc.utf8_trim_whitespace(text), source, like)
     text = keys.cast(pa.string())
     if isinstance(like, list):  # the trained model's names: every feature where the model had it
-        columns = pc.index_in(text, value_set=pa.array(like, pa.string())).fill_null(-1).to_numpy(
-            zero_copy_only=False).astype(np.int64)  # fmt: skip
+        columns = (
+            pc.index_in(text, value_set=pa.array(like, pa.string()))
+            .fill_null(-1)
+            .to_numpy(zero_copy_only=False)
+            .astype(np.int64)
+        )
         return columns, len(like), list(like), _left_out(columns, text, source)
     if numbers is not None and pc.min(numbers).as_py() >= 0:
         columns = numbers.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -292,17 +314,22 @@ def _feature_columns(keys: Any, source: str, like: list[str] | int | None = None
             if width > 4 * len(distinct):  # mostly empty columns: the numbers name a vocabulary's words
                 distinct = pc.take(distinct, pc.sort_indices(distinct))
                 columns = pc.index_in(numbers, value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int64)
-                note = (f"{source}: feature ids reach {width - 1:,} but only {len(distinct):,} are used; they are read "
-                        f"as the names of {len(distinct):,} columns (feature_names), not as column numbers")
+                note = (
+                    f"{source}: feature ids reach {width - 1:,} but only {len(distinct):,} are used; they are read "
+                    f"as the names of {len(distinct):,} columns (feature_names), not as column numbers"
+                )
                 return columns, len(distinct), [str(n) for n in distinct.to_pylist()], note
         if width > 1 << 31:
-            raise DatasetError(f"{source}: a feature id reaches {width - 1:,}; number the features from 0, or name "
-                               "them")  # fmt: skip
+            raise DatasetError(
+                f"{source}: a feature id reaches {width - 1:,}; number the features from 0, or name them"
+            )
         return columns, width, None, None
     if isinstance(like, int):
         example = next(v for v in text.to_pylist() if not re.match(_PLAIN_INTEGER, v.strip()))
-        raise DatasetError(f"{source} names its features (e.g. {example!r}) but the model was trained on numbered "
-                           "features; give the features the model was trained on")  # fmt: skip
+        raise DatasetError(
+            f"{source} names its features (e.g. {example!r}) but the model was trained on numbered "
+            "features; give the features the model was trained on"
+        )
     names = pc.unique(text)
     names = pc.take(names, pc.sort_indices(names))
     columns = pc.index_in(text, value_set=names).to_numpy(zero_copy_only=False)
@@ -324,9 +351,11 @@ def _huge_feature_ids(text: Any, source: str, like: list[str] | int | None) -> t
         return columns, like, None, _left_out(columns, text, source)
     distinct = sorted(pc.unique(text).to_pylist(), key=lambda t: (len(t), t))  # plain digits: numeric order
     columns = pc.index_in(text, value_set=pa.array(distinct, pa.string())).to_numpy(zero_copy_only=False)
-    note = (f"{source}: feature ids reach {int(distinct[-1]):,}, beyond 64 bits; they are read as the names of "
-            f"{len(distinct):,} column{'s' if len(distinct) != 1 else ''} (feature_names), in numeric order, not as "
-            "column numbers")
+    note = (
+        f"{source}: feature ids reach {int(distinct[-1]):,}, beyond 64 bits; they are read as the names of "
+        f"{len(distinct):,} column{'s' if len(distinct) != 1 else ''} (feature_names), in numeric order, not as "
+        "column numbers"
+    )
     return columns.astype(np.int64), len(distinct), distinct, note
 
 
@@ -340,14 +369,25 @@ def _left_out(columns: np.ndarray, text: Any, source: str) -> str | None:
         return None
     distinct = len(pc.unique(pc.filter(text, pa.array(missing))))
     if missing.all():
-        raise DatasetError(f"none of the features in {source} is one the model was trained on; give the features "
-                           "the model was trained on")  # fmt: skip
-    return (f"{source}: {distinct} feature{'s' if distinct != 1 else ''} ({int(missing.sum())} entries) that the "
-            "model was not trained on are left out")
+        raise DatasetError(
+            f"none of the features in {source} is one the model was trained on; give the features "
+            "the model was trained on"
+        )
+    return (
+        f"{source}: {distinct} feature{'s' if distinct != 1 else ''} ({int(missing.sum())} entries) that the "
+        "model was not trained on are left out"
+    )
 
 
-def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source: str, what: str,
-                  like: list[str] | int | None = None, listed: Any = None) -> Features:  # fmt: skip
+def _sparse_by_id(
+    node_keys: Any,
+    feature_keys: Any,
+    values: np.ndarray,
+    source: str,
+    what: str,
+    like: list[str] | int | None = None,
+    listed: Any = None,
+) -> Features:
     """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear. With ``listed``
     (every node's id as written, in row order — a JSON object's keys, nodes without features too), ``node_keys``
     are the triples' row numbers in it, and the ids' type is decided over all of ``listed`` at once."""
@@ -371,8 +411,14 @@ def _sparse_by_id(node_keys: Any, feature_keys: Any, values: np.ndarray, source:
     matrix = sp.coo_matrix((values[kept], (rows[kept], columns[kept])), shape=(len(ids), width)).tocsr()
     repeated = int(kept.sum()) - matrix.nnz if len(values) else 0
     matrix.sum_duplicates()
-    notes = [f"{source} lists {repeated} (node, feature) pair{'s' if repeated != 1 else ''} more than once; their "
-             "values are summed"] if repeated > 0 else []  # fmt: skip
+    notes = (
+        [
+            f"{source} lists {repeated} (node, feature) pair{'s' if repeated != 1 else ''} more than once; their "
+            "values are summed"
+        ]
+        if repeated > 0
+        else []
+    )
     return Features(sp.csr_matrix(matrix, dtype=np.float32), typed, True, names, notes + ([note] if note else []))
 
 
@@ -381,11 +427,13 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
 
     columns = table.columns
     if len(columns) not in (2, 3):
-        raise DatasetError(f"feature file {table.name} is read as id, feature[, value] rows but has {len(columns)} "
-                           "columns")  # fmt: skip
+        raise DatasetError(
+            f"feature file {table.name} is read as id, feature[, value] rows but has {len(columns)} columns"
+        )
     if id_column is not None and columns[0] != id_column:
-        raise DatasetError(f"a long feature table's first column is its node id; {id_column!r} is not the first "
-                           f"column of {table.name}")  # fmt: skip
+        raise DatasetError(
+            f"a long feature table's first column is its node id; {id_column!r} is not the first column of {table.name}"
+        )
     text = table.path is not None and table.parquet is None
     types = {0: pa.string(), 1: pa.string()} if text else {}
     if len(columns) == 3:
@@ -405,14 +453,17 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
             done += batch.num_rows
     except ConversionFailed as exc:
         where = table.find_value(exc.column, exc.value)
-        raise DatasetError(f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a "
-                           "number") from None  # fmt: skip
+        raise DatasetError(
+            f"{table.name}{', ' + where if where else ''}: feature value {exc.value!r} is not a number"
+        ) from None
     if not done:
         raise DatasetError(f"feature file {table.name} has a header but no rows")
     # joined from the batches' chunks: pa.chunked_array of the columns themselves converts every value through
     # Python
-    node_keys, feature_keys = ((pa.chunked_array([c for column in parts for c in column.chunks], type=parts[0].type)
-                                .combine_chunks()) for parts in (nodes, features))  # fmt: skip
+    node_keys, feature_keys = (
+        (pa.chunked_array([c for column in parts for c in column.chunks], type=parts[0].type).combine_chunks())
+        for parts in (nodes, features)
+    )
     weights = _joined(values) if values else np.ones(done)
     return _sparse_by_id(node_keys, feature_keys, weights, table.name, "feature file", like)
 
@@ -500,7 +551,7 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
         if not node_ids:
             raise DatasetError(f"feature file {path} is an empty JSON object; give {shape}")
         if "" in node_ids:
-            raise DatasetError(f"feature file {path} has an empty node id (\"\"); give every node its id")
+            raise DatasetError(f'feature file {path} has an empty node id (""); give every node its id')
         if len(set(node_ids)) < len(node_ids):
             seen: set[str] = set()
             twice = next(n for n in node_ids if n in seen or seen.add(n))
@@ -531,8 +582,10 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
             values = None
         if values is None or values.ndim != 1:
             at = next(i for i, v in enumerate(listed) if type(v) is not int and type(v) is not float)
-            raise DatasetError(f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} the value "
-                               f"{json.dumps(listed[at])[:40]}, which is not a number; give feature id → number")
+            raise DatasetError(
+                f"feature file {path}: {node(int(owner[at]))} gives feature {keys[at]!r} the value "
+                f"{json.dumps(listed[at])[:40]}, which is not a number; give feature id → number"
+            )
         del listed
         bad = _first_not_finite(values)
         if bad is not None:
@@ -556,8 +609,9 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
         return Features(sp.csr_matrix(matrix, dtype=np.float32), ids, True, names, notes, positional=True)
     # every key's row is its entry's: nodes listed with no active feature keep theirs, and the ids' type (integers,
     # or text where any key would change as an integer) is decided over all the keys at once
-    return _sparse_by_id(owner, feature_keys, values, str(path), "feature file", like,
-                         listed=pa.array(node_ids, type=pa.string()))  # fmt: skip
+    return _sparse_by_id(
+        owner, feature_keys, values, str(path), "feature file", like, listed=pa.array(node_ids, type=pa.string())
+    )
 
 
 def _json_feature_ids(keys: list, path: Path, node: Callable[[int], str], owner: np.ndarray) -> Any:

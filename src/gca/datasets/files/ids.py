@@ -108,8 +108,10 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if pa.types.is_boolean(values.type):
-        raise DatasetError(f"{what} file {source}: the node ids are true/false values; node ids are integers or "
-                           "text — give them in the first column (or name it with id_column=)")
+        raise DatasetError(
+            f"{what} file {source}: the node ids are true/false values; node ids are integers or "
+            "text — give them in the first column (or name it with id_column=)"
+        )
     if values.null_count:
         row = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
         where = table.where(row) if table is not None else f"row {row + 1}"
@@ -120,8 +122,10 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
         if broken.any():
             row = int(np.argmax(broken))
             where = table.where(row) if table is not None else ""
-            raise DatasetError(f"{source}{', ' + where if where else ''}: node id {text[row].as_py()!r} holds a line "
-                               "break; node ids with line breaks are not supported — write each id on one line")
+            raise DatasetError(
+                f"{source}{', ' + where if where else ''}: node id {text[row].as_py()!r} holds a line "
+                "break; node ids with line breaks are not supported — write each id on one line"
+            )
         try:  # spaces around an id are not part of it; 007 is kept as text, else it would be exported as 7
             plain = pc.match_substring_regex(pc.utf8_trim_whitespace(text), r"^(0|-?[1-9]\d*)$")
             if len(text) and pc.all(plain).as_py() is not False:
@@ -142,8 +146,9 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
         if table is not None:  # the line (row) that lists it the second time
             same = pc.equal(values, repeated[0]).to_numpy(zero_copy_only=False)
             again = f" (again on {table.where(int(np.flatnonzero(same)[1]))})"
-        raise DatasetError(f"{what} file {source} lists node {str(repeated[0].as_py())!r} twice{again}; give one "
-                           "row per node")
+        raise DatasetError(
+            f"{what} file {source} lists node {str(repeated[0].as_py())!r} twice{again}; give one row per node"
+        )
     return values
 
 

@@ -58,8 +58,9 @@ def _label_columns(table: TableInput, id_column: str | None, label_column: str |
             return columns.index(name)
         if name.lower() in lowered:
             return lowered.index(name.lower())
-        raise DatasetError(f"label file {table.name} has no column {name!r} ({flag}); its columns: "
-                           f"{', '.join(columns)}")  # fmt: skip
+        raise DatasetError(
+            f"label file {table.name} has no column {name!r} ({flag}); its columns: {', '.join(columns)}"
+        )
 
     id_index = find(id_column, "--id-column") if id_column and id_column.lower() in lowered else 0
     if label_column:
@@ -72,8 +73,10 @@ def _label_columns(table: TableInput, id_column: str | None, label_column: str |
     else:
         candidates = [i for i, c in enumerate(lowered) if c in LABEL_NAMES and i != id_index] if table.headed else []
         if len(candidates) != 1:
-            raise DatasetError(f"label file {table.name} has {len(columns)} columns ({', '.join(columns)}); name the "
-                               "label column with --label-column NAME (label_column=NAME)")  # fmt: skip
+            raise DatasetError(
+                f"label file {table.name} has {len(columns)} columns ({', '.join(columns)}); name the "
+                "label column with --label-column NAME (label_column=NAME)"
+            )
         label_index = candidates[0]
     if label_index == id_index:
         raise DatasetError(f"label file {table.name}: the id column and the label column are the same column")
@@ -81,7 +84,10 @@ def _label_columns(table: TableInput, id_column: str | None, label_column: str |
 
 
 def _label_vector(
-    source: Any, nodes: NodeIds, id_column: str | None, label_column: str | None,
+    source: Any,
+    nodes: NodeIds,
+    id_column: str | None,
+    label_column: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[torch.Tensor, list[str], list[str]]:
     """Labels per row, and the warnings to print. A label of ``nan`` (or ``NA``, ``null``, …:
@@ -105,13 +111,14 @@ def _label_vector(
         raise DatasetError(f"label file {table.name} holds no labels; give one 'node, label' pair per line")
     node_column = pa.chunked_array(ids_parts).combine_chunks()
     if pa.types.is_boolean(node_column.type):
-        raise DatasetError(f"label file {table.name}: column {table.columns[id_index]!r} holds true/false values; "
-                           "node ids are integers or text — name the id column with id_column=")
+        raise DatasetError(
+            f"label file {table.name}: column {table.columns[id_index]!r} holds true/false values; "
+            "node ids are integers or text — name the id column with id_column="
+        )
     labels = pa.chunked_array(label_parts).combine_chunks()
     labels = labels.cast(pa.string()) if not pa.types.is_string(labels.type) else labels
     labels = pc.utf8_trim_whitespace(labels.fill_null(""))
-    missing = pc.is_in(pc.utf8_lower(labels), value_set=pa.array(sorted(MISSING_LABELS))).to_numpy(
-        zero_copy_only=False)  # fmt: skip
+    missing = pc.is_in(pc.utf8_lower(labels), value_set=pa.array(sorted(MISSING_LABELS))).to_numpy(zero_copy_only=False)
     present = ~missing
     # node ids as the graph's: integers where the graph's are (a label file's 007 is node 7)
     keys, bad = _as_node_ids(node_column, nodes)
@@ -124,14 +131,18 @@ def _label_vector(
     notes = []
     if missing.any():
         one = int(missing.sum()) == 1
-        notes.append(f"{int(missing.sum())} of the nodes listed in {table.name} {'has' if one else 'have'} no label "
-                     f"(nan); {'it is' if one else 'they are'} left out of evaluation")  # fmt: skip
+        notes.append(
+            f"{int(missing.sum())} of the nodes listed in {table.name} {'has' if one else 'have'} no label "
+            f"(nan); {'it is' if one else 'they are'} left out of evaluation"
+        )
     if outside.any():
         example = node_column[int(np.argmax(outside))].as_py()
         one = int(outside.sum()) == 1
         named = "names a node that is" if one else "name nodes that are"
-        notes.append(f"{int(outside.sum())} label{'' if one else 's'} in {table.name} {named} not in the graph "
-                     f"(e.g. {str(example)!r}); skipped")  # fmt: skip
+        notes.append(
+            f"{int(outside.sum())} label{'' if one else 's'} in {table.name} {named} not in the graph "
+            f"(e.g. {str(example)!r}); skipped"
+        )
     keep = present & (rows >= 0)
     kept_rows = rows[keep]
     if kept_rows.size:
@@ -148,8 +159,9 @@ def _label_vector(
         classes.sort(key=int)
     if len(classes) < 2:
         what = f"only one class ({classes[0]!r})" if classes else "no label"
-        raise DatasetError(f"label file {table.name} holds {what} for nodes of the graph; evaluation needs two or "
-                           "more classes")  # fmt: skip
+        raise DatasetError(
+            f"label file {table.name} holds {what} for nodes of the graph; evaluation needs two or more classes"
+        )
     codes = pc.index_in(kept_labels, value_set=pa.array(classes)).to_numpy(zero_copy_only=False)
     y = np.full(nodes.size, -1, dtype=np.int64)
     y[kept_rows] = codes
@@ -173,7 +185,9 @@ def _as_node_ids(column: Any, nodes: NodeIds) -> tuple[Any, np.ndarray]:
     try:
         return pc.cast(values, pa.int64()), ~integer
     except pa.ArrowInvalid:  # 19 digits beyond int64: such an id is in no graph
-        numbers = [int(t) if ok and -(2**63) <= int(t) < 2**63 else None for t, ok in zip(values.to_pylist(), integer,
-                                                                                           strict=True)]  # fmt: skip
+        numbers = [
+            int(t) if ok and -(2**63) <= int(t) < 2**63 else None
+            for t, ok in zip(values.to_pylist(), integer, strict=True)
+        ]
         bad = np.array([n is None for n in numbers], dtype=bool)
         return pa.array([-1 if n is None else n for n in numbers], pa.int64()), bad

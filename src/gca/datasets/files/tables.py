@@ -70,7 +70,8 @@ def is_table_object(value: Any) -> bool:
     """
     kind = type(value)
     return (kind.__module__.startswith("pandas") and kind.__name__ == "DataFrame") or (
-        kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch"))  # fmt: skip
+        kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch")
+    )
 
 
 def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -> tuple[Any, bool]:
@@ -167,8 +168,13 @@ class TableInput:
         ids. An unnamed index is never read, neither as ids nor as a feature (see :func:`_index_as_column`).
     """
 
-    def __init__(self, source: Any, what: str, progress: Callable[[int, int], None] | None = None,
-                 index_names: frozenset[str] = frozenset()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        source: Any,
+        what: str,
+        progress: Callable[[int, int], None] | None = None,
+        index_names: frozenset[str] = frozenset(),
+    ) -> None:
         import pyarrow as pa
 
         self.what, self.progress = what, progress
@@ -201,8 +207,9 @@ class TableInput:
             try:
                 self.parquet = pq.ParquetFile(self.path)
             except (pa.ArrowInvalid, OSError) as exc:
-                raise DatasetError(f"{what} file {self.path} is not a readable Parquet file ({_first_line(exc)})"
-                                   ) from None  # fmt: skip
+                raise DatasetError(
+                    f"{what} file {self.path} is not a readable Parquet file ({_first_line(exc)})"
+                ) from None
             self.columns = [str(c) for c in self.parquet.schema_arrow.names]
             self.headed = True
             return
@@ -223,8 +230,11 @@ class TableInput:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise DatasetError(f"{self.what} file {self.path} is not UTF-8 text; give a CSV/TSV file") from None
-        numbered = [(skipped + i, line) for i, line in enumerate(text.splitlines(), 1)
-                    if line.strip() and not line.startswith("#")][:SAMPLE_LINES]
+        numbered = [
+            (skipped + i, line)
+            for i, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.startswith("#")
+        ][:SAMPLE_LINES]
         if not numbered:
             return
         lines = [line for _, line in numbered]
@@ -238,14 +248,19 @@ class TableInput:
                 for row in reader:
                     if reader.line_num - start > 1:  # a quoted field ran on over the line's end
                         spanned = lines[start : reader.line_num]
-                        raise DatasetError(_quote_message(self.what, self.path, numbered[start][0],
-                                                          sum(ln.count('"') for ln in spanned) % 2 == 0))
+                        raise DatasetError(
+                            _quote_message(
+                                self.what, self.path, numbered[start][0], sum(ln.count('"') for ln in spanned) % 2 == 0
+                            )
+                        )
                     raw_rows.append(row)
                     start = reader.line_num
             except csv.Error as exc:
                 if "field larger than field limit" in str(exc):
-                    raise DatasetError(f"{self.what} file {self.path} has a field longer than "
-                                       f"{csv.field_size_limit():,} characters; is it the right file?") from None
+                    raise DatasetError(
+                        f"{self.what} file {self.path} has a field longer than "
+                        f"{csv.field_size_limit():,} characters; is it the right file?"
+                    ) from None
                 raise DatasetError(_quote_message(self.what, self.path, numbered[start][0], False)) from None
         self.sample = [[field.strip() for field in row] for row in raw_rows]
 
@@ -339,9 +354,12 @@ class TableInput:
         read = pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 22)
         parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"', newlines_in_values=False)
         convert = pacsv.ConvertOptions(
-            column_types={names[i]: t for i, t in types.items()}, include_columns=[names[i] for i in columns],
-            null_values=[""], strings_can_be_null=False, quoted_strings_can_be_null=False,
-        )  # fmt: skip
+            column_types={names[i]: t for i, t in types.items()},
+            include_columns=[names[i] for i in columns],
+            null_values=[""],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        )
         total = self.path.stat().st_size
         done, rows, first, header = 0, 0, True, self.headed
         # the C library's allocator: a block's memory, once freed, goes back to the system (gca.disk.trim_heap)
@@ -359,18 +377,29 @@ class TableInput:
                 if not block.strip():
                     continue
             try:
-                table = pacsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse,
-                                       convert_options=convert, memory_pool=pool)  # fmt: skip
+                table = pacsv.read_csv(
+                    pa.py_buffer(block),
+                    read_options=read,
+                    parse_options=parse,
+                    convert_options=convert,
+                    memory_pool=pool,
+                )
             except pa.ArrowInvalid as exc:
                 try:  # lines of spaces only, which only a rewrite of the block removes
-                    table = pacsv.read_csv(pa.py_buffer(_COMMENT_OR_BLANK.sub(b"", block)), read_options=read,
-                                           parse_options=parse, convert_options=convert, memory_pool=pool)  # fmt: skip
+                    table = pacsv.read_csv(
+                        pa.py_buffer(_COMMENT_OR_BLANK.sub(b"", block)),
+                        read_options=read,
+                        parse_options=parse,
+                        convert_options=convert,
+                        memory_pool=pool,
+                    )
                 except pa.ArrowInvalid:
                     raise self._text_error(str(exc), columns, rows) from None
             # spaces around a text field are not part of it, on any line (not only where the sampled lines have some)
             # (in the block's pool: PyArrow's default one would keep the copies resident for the rest of the run)
-            arrays = [pc.utf8_trim_whitespace(a, memory_pool=pool) if pa.types.is_string(a.type) else a
-                      for a in table.columns]
+            arrays = [
+                pc.utf8_trim_whitespace(a, memory_pool=pool) if pa.types.is_string(a.type) else a for a in table.columns
+            ]
             rows += table.num_rows
             yield pa.table(arrays, names=[self.columns[i] for i in columns])
             del table, arrays
@@ -392,8 +421,10 @@ class TableInput:
         for line, fields in self.lines():
             if len(fields) != width:
                 shown = ",".join(fields)
-                return DatasetError(f"{self.path}, line {line}: expected {width} columns like the first line, got "
-                                    f"{len(fields)} ({shown[:80]!r})")  # fmt: skip
+                return DatasetError(
+                    f"{self.path}, line {line}: expected {width} columns like the first line, got "
+                    f"{len(fields)} ({shown[:80]!r})"
+                )
         return DatasetError(f"{self.what} file {self.path} cannot be read ({_first_line(message)})")
 
     def _quote_error(self) -> DatasetError | None:
@@ -548,8 +579,10 @@ def _quote_message(what: str, path: Path | None, line: int, closed: bool) -> str
     """The one line for a quote that runs past its line's end: a quoted value holding a line break (the quote
     closes on a later line), which no reader of gca's takes, or a quote that is never closed."""
     if closed:
-        return (f"{what} file {path}, line {line}: a quoted value holds a line break, which gca does not read "
-                "(node ids and values are one line each); remove the line break")
+        return (
+            f"{what} file {path}, line {line}: a quoted value holds a line break, which gca does not read "
+            "(node ids and values are one line each); remove the line break"
+        )
     return f'{what} file {path}, line {line}: a quote (") is never closed; fix or remove it'
 
 
@@ -637,5 +670,13 @@ def read_text_column(path: Path, what: str) -> Any:
     return pa.chunked_array(parts, type=pa.string()).combine_chunks() if parts else pa.array([], pa.string())
 
 
-__all__ = ["BLOCK_BYTES", "ID_COLUMN_NAMES", "ConversionFailed", "TableInput", "is_parquet", "is_table_object",
-           "read_text_column", "release_memory"]
+__all__ = [
+    "BLOCK_BYTES",
+    "ID_COLUMN_NAMES",
+    "ConversionFailed",
+    "TableInput",
+    "is_parquet",
+    "is_table_object",
+    "read_text_column",
+    "release_memory",
+]
