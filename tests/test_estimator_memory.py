@@ -18,7 +18,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from torch_geometric.data import Data
 
-import gca.train.estimator as estimator_module
+import gca.train.fitting as estimator_module
 from gca.config import ConfigError, GCAConfig
 from gca.datasets import karate_club
 from gca.train.estimator import GCA, GraphNodes, clone

@@ -189,7 +189,7 @@ def test_processes_settle_on_the_first_ones_choice(monkeypatch):
 
 
 def test_a_users_objective_that_does_not_resolve_trains_in_fp32_under_auto(monkeypatch):
-    from gca.train.estimator import _update_precision
+    from gca.train.fitting import _update_precision
 
     class Plain(torch.nn.Module):
         def forward(self, u, v):

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "estimator": ("GCA", "GraphNodes", "clone"),
+    "estimator": ("GCA", "clone"),
+    "nodes": ("GraphNodes",),
     "loop": (
         "train",
         "train_step",
@@ -38,7 +39,6 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .distributed import Placement as Placement
     from .distributed import resolve_device as resolve_device
     from .estimator import GCA as GCA
-    from .estimator import GraphNodes as GraphNodes
     from .estimator import clone as clone
     from .loop import CollapseError as CollapseError
     from .loop import TrainingError as TrainingError
@@ -47,5 +47,6 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .loop import train_step as train_step
     from .loop import updates_taken as updates_taken
     from .loop import warmup_schedule as warmup_schedule
+    from .nodes import GraphNodes as GraphNodes
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

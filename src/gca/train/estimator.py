@@ -25,304 +25,31 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import pickle
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from ..augment.prepared import Kept, PreparedGraph, preparation_steps, prepare
 from ..config import ConfigError, GCAConfig
-from ..disk import trim_heap
-from ..errors import UserError
 from ..graph.graph import Graph, prepare_graph
-from ..loggers import LOG, check_loggers, close_loggers
-from ..nn.encoders import check_encoder
+from ..loggers import LOG, check_loggers
 from ..nn.model import GCAModel
-from ..objective.collapse import CollapseWatch, likely_cause
 from ..progress import phase
-from ..provenance import fit_record, utc_now
+from ..provenance import utc_now
 from .batches import BatchSource, batch_source
-from .checkpoint import (
-    CheckpointError,
-    TrainingCheckpoints,
-    load_checkpoint,
-    load_initial_weights,
-    model_state,
-    save_checkpoint,
-)
-from .compiled import CompiledParts
+from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
-from .loop import (
-    INFERENCE_CHUNK_ROWS,
-    CollapseError,
-    TrainingError,
-    all_zero,
-    encode_graph,
-    identical_rows,
-    in_blocks,
-    inference_rows,
-    train,
-    warmup_schedule,
-)
-from .memory import check_memory, fit_key, graph_claim, memory_folder, remembered
+from .fitting import _check_parts, _feature_names, _fresh, _initial_copy, _loaded, _memory_for, _train
+from .loop import TrainingError, encode_graph, inference_rows
+from .memory import check_memory, fit_key, graph_claim, remembered
+from .nodes import GraphNodes as GraphNodes
+from .nodes import _tensor_of_bytes as _tensor_of_bytes  # pickles of GraphNodes that name this module load
 
 log = LOG.getChild("train.estimator")
-
-
-def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
-    """``embeddings``, refused when not finite: the last update is checked here, its loss is never computed."""
-    # a block of rows at a time: isfinite's temporaries on all of them are 1.6× the embeddings (2 GB at ogbn-products)
-    if not all(bool(torch.isfinite(block).all()) for block in embeddings.split(INFERENCE_CHUNK_ROWS)):
-        bad = float((~torch.isfinite(embeddings)).float().mean())
-        raise TrainingError(
-            f"training ended with non-finite embeddings ({bad:.0%} of the values); lower the learning rate (lr={lr})"
-        )
-    return embeddings
-
-
-def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> torch.Tensor:
-    """``embeddings``, unless every node's is the same (to float32's resolution): then a :class:`CollapseError`.
-    The loss watch cannot see this case when the views differ in training while the graph itself leaves nothing to
-    tell nodes apart — identical features on a regular graph: the views' masks and dropped edges keep the loss off
-    log(2N − 1), yet the unaugmented graph embeds every node alike."""
-    if embeddings.shape[0] < 2:
-        return embeddings
-    first, spread, largest = embeddings[:1], 0.0, 1e-30  # a block at a time: no N × d temporary
-    for block in embeddings.split(INFERENCE_CHUNK_ROWS):
-        spread = max(spread, float((block - first).abs().max()))
-        largest = max(largest, float(block.abs().max()))
-    if spread > 1e-6 * largest:
-        return embeddings
-    zero = all_zero(graph.features)
-    cause = likely_cause(config.lr, config.weight_decay, zero, "", not zero and identical_rows(graph.features))
-    if cause.startswith("lower the learning rate"):  # no setting at fault: the graph is what holds nothing
-        cause = (
-            "likely cause: no node differs from another in its features and neighbourhood as the encoder sees "
-            "them (e.g. identical features on a regular graph); train on features that differ between nodes"
-        )
-    log.warning("training collapsed: every node's embedding is the same")
-    raise CollapseError(f"training collapsed: every node's embedding is the same, so they carry no signal; {cause}")
-
-
-def _initial_copy(part: Any, what: str) -> Any:
-    """A deep copy of a user's part as it is now (a module's on the CPU): the state every ``fit`` starts from."""
-    if part is None:
-        return None
-    try:
-        kept = copy.deepcopy(part)
-    except Exception as exc:  # whatever the module holds that cannot be copied; one line for the user
-        reason = str(exc).splitlines()[0] if str(exc) else ""
-        raise ConfigError(
-            f"the {what} {type(part).__name__} cannot be copied with copy.deepcopy ({type(exc).__name__}"
-            f": {reason}); GCA trains a copy of it and keeps its initial weights"
-        ) from None
-    return kept.cpu() if isinstance(kept, torch.nn.Module) else kept
-
-
-def _fresh(initial: Any) -> Any:
-    """A copy of a kept initial part to train (``None`` stays ``None``)."""
-    return None if initial is None else copy.deepcopy(initial)
-
-
-def _model(
-    in_channels: int,
-    config: GCAConfig,
-    objective: torch.nn.Module | None,
-    share: Any,
-    encoder: torch.nn.Module | None,
-    graph: Graph,
-    device: torch.device,
-) -> GCAModel:
-    """The model a run trains, on ``device``; a user's encoder is checked on a few of the graph's nodes first."""
-    if encoder is not None:
-        check_encoder(encoder.to(device), graph.features.to(device), config.hidden, graph.edge_index)
-    return GCAModel.from_config(in_channels, config, objective, share, encoder, edge_dim=graph.edge_dim).to(device)
-
-
-def _update_precision(objective: torch.nn.Module, config: GCAConfig, device: torch.device) -> str:
-    """What every update's forward pass computes in (:func:`gca.precision.update_precision`): the precision the
-    objective resolves on ``device`` (:class:`~gca.objective.ContrastiveObjective`; ``auto`` as
-    :func:`~gca.objective.resolve_objective` makes it); for a user's objective that does not say, the config's
-    ``precision`` where it is set, and fp32 under ``auto`` — what it was built for is unknown."""
-    if hasattr(objective, "resolved"):
-        return objective.resolved(device)[1]
-    return "fp32" if config.precision == "auto" else config.precision
-
-
-def _check_parts(config: Any, placement: Any, objective: Any, batches: Any, encoder: Any) -> None:
-    """The constructor's arguments of a kind :class:`GCA` can use, or a :class:`ConfigError` naming the first that
-    is not (scikit-learn's searches set them by name; a wrong kind would otherwise fail deep inside ``fit``)."""
-    if config is not None and not isinstance(config, GCAConfig):
-        raise ConfigError(f"config must be a GCAConfig (or None for the defaults), got {config!r}")
-    if placement is not None and not isinstance(placement, Placement):
-        raise ConfigError(f"placement must be a gca.train.Placement (or None), got {placement!r}")
-    if encoder is not None and not isinstance(encoder, torch.nn.Module):
-        named = "; a built-in encoder is chosen by name with config__encoder=…" if isinstance(encoder, str) else ""
-        raise ConfigError(f"encoder must be a torch.nn.Module (or None){named}, got {encoder!r}")
-    for name, part in (("objective", objective), ("batches", batches)):
-        if part is not None and not callable(part):
-            raise ConfigError(f"{name} must be callable (or None), got {part!r}")
-
-
-def _takes_loss(hook: Callable[..., Any]) -> bool:
-    """Whether the ``on_epoch`` hook takes the loss: a parameter named ``loss`` (or ``**kwargs``). Hooks of two
-    arguments, ``on_epoch(epoch, embed)``, are called as before."""
-    try:
-        parameters = inspect.signature(hook).parameters.values()
-    except (TypeError, ValueError):  # a callable Python cannot inspect: called the old way
-        return False
-    return any(p.kind == p.VAR_KEYWORD or (p.name == "loss" and p.kind != p.POSITIONAL_ONLY) for p in parameters)
-
-
-def _feature_names(data: Any, width: int) -> list[str] | None:
-    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as
-    :func:`gca.datasets.load_files` sets them for a file that names its features), checked against its ``width``
-    columns; ``None`` for none."""
-    names = getattr(data, "feature_names", None) if isinstance(data, Data) else None
-    if names is None:
-        return None
-    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
-        raise ConfigError(
-            f"data.feature_names must be a list of the feature columns' names, got "
-            f"{type(names).__name__}; give one name per column, or delete the attribute"
-        )
-    if len(names) != width:
-        raise ConfigError(
-            f"data.feature_names has {len(names)} feature names for {width} feature columns; give one "
-            "name per column, or delete the attribute"
-        )
-    return list(names)
-
-
-def _collapse_watch(config: GCAConfig) -> CollapseWatch:
-    """Collapse detection whose message says which of the run's settings to change."""
-    return CollapseWatch(
-        advice=f"lower the learning rate (lr={config.lr:g}) or lengthen the warm-up "
-        f"(warmup_steps={config.warmup_updates} now)"
-    )
-
-
-class _TensorBytes:
-    """A plain dense CPU tensor, pickled as the NumPy array of its bytes, its dtype and its shape (the pickle holds
-    no address, so equal tensors pickle alike); unpickled, a tensor of its own memory."""
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor = tensor
-
-    def __reduce__(self) -> tuple:
-        tensor = self.tensor
-        flat = tensor.contiguous().reshape(-1).view(torch.uint8).numpy()
-        return (_tensor_of_bytes, (flat, str(tensor.dtype).removeprefix("torch."), tuple(tensor.shape)))
-
-
-def _tensor_of_bytes(flat: np.ndarray, dtype: str, shape: tuple[int, ...]) -> torch.Tensor:
-    """The tensor :class:`_TensorBytes` pickled (copied: the array may be a read-only mapping of joblib's); a tensor
-    of no elements (a graph without edges) is made empty, as its byte array cannot be viewed as another dtype."""
-    if flat.size == 0:
-        return torch.empty(shape, dtype=getattr(torch, dtype))
-    return torch.from_numpy(np.array(flat)).view(getattr(torch, dtype)).reshape(shape)
-
-
-def _plain(value: Any) -> bool:
-    """Whether ``value`` is a tensor :class:`_TensorBytes` pickles: a plain dense CPU tensor without gradient (not
-    a subclass such as PyG's ``EdgeIndex``, whose own pickle keeps what it knows)."""
-    return (
-        type(value) is torch.Tensor
-        and value.layout == torch.strided
-        and value.device.type == "cpu"
-        and not value.requires_grad
-        and not value.is_quantized
-    )
-
-
-def _stable_data(data: Any) -> Any:
-    """A shallow copy of a PyG ``Data`` whose plain tensors pickle as :class:`_TensorBytes` (anything else as it
-    is); an object of another kind is returned as it is."""
-    if not isinstance(data, Data):
-        return data
-    copied = copy.copy(data)
-    mapping = copied._store._mapping
-    for key, value in list(mapping.items()):
-        if _plain(value):
-            mapping[key] = _TensorBytes(value)
-    return copied
-
-
-class GraphNodes:
-    """Some nodes of one graph, as scikit-learn's model selection splits samples: ``GraphNodes(data)`` stands for
-    every node of ``data`` (a PyG ``Data``, node i its row i) and ``nodes[idx]`` (an integer or boolean array, a
-    slice, a list) for those of them, in that order — the same graph, fewer nodes. It has a ``shape`` of
-    ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and ``train_test_split`` split it like an array,
-    with ``y`` holding the labels of ``data``'s nodes in the same order.
-
-    :class:`GCA` fits on the whole graph whatever nodes are given (every node's features and edges, never a
-    label: the transductive setting of the paper) and ``transform`` gives the rows of the nodes given, so in
-    ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
-    fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
-    scikit-learn's folds and scorer. Since no fold changes what GCA learns, ``GCA(memory=...)`` trains it once per
-    setting for all folds (:mod:`gca.train.memory`). Pickled (and so hashed by joblib) by its values: equal graphs
-    and nodes hash alike whatever tensors hold them, so ``Pipeline(memory=...)`` finds a fold it fitted before.
-
-    Parameters
-    ----------
-    data
-        The whole graph: a PyG ``Data`` with ``x`` and ``edge_index`` (anything else is a ``ConfigError``).
-    index
-        The ids of the nodes it stands for (a 1-D array or list of integers in ``[0, N)``, in the order wanted);
-        ``None`` for every node in order.
-    """
-
-    def __init__(self, data: Data, index: Any = None) -> None:
-        num_nodes = getattr(data, "num_nodes", None)
-        if not (hasattr(data, "x") and hasattr(data, "edge_index")) or num_nodes is None:
-            raise ConfigError(
-                f"GraphNodes takes a torch_geometric.data.Data with x and edge_index, got {type(data).__name__}"
-            )
-        self.data = data
-        self.index = torch.arange(int(num_nodes)) if index is None else torch.as_tensor(index, dtype=torch.long)
-        if self.index.dim() != 1:
-            raise ConfigError(f"GraphNodes takes a 1-D array of node ids, got shape {tuple(self.index.shape)}")
-        if self.index.numel() and (int(self.index.min()) < 0 or int(self.index.max()) >= int(num_nodes)):
-            raise ConfigError(
-                f"GraphNodes: node ids must lie in [0, {int(num_nodes) - 1}], got "
-                f"[{int(self.index.min())}, {int(self.index.max())}]"
-            )
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (int(self.index.numel()),)
-
-    def __len__(self) -> int:
-        return int(self.index.numel())
-
-    def __getitem__(self, key: Any) -> GraphNodes:
-        if isinstance(key, tuple) and len(key) == 2 and key[1] is Ellipsis:  # nodes[idx, ...], as arrays are indexed
-            key = key[0]
-        if isinstance(key, slice):
-            return GraphNodes(self.data, self.index[key])
-        key = torch.as_tensor(np.asarray(key))
-        key = key.reshape(-1) if key.dim() == 0 else key
-        return GraphNodes(self.data, self.index[key if key.dtype == torch.bool else key.long()])
-
-    def __repr__(self) -> str:
-        return f"GraphNodes({len(self)} of {int(self.data.num_nodes)} nodes)"
-
-    def __reduce__(self) -> tuple:
-        """Pickled with every plain dense CPU tensor — of its graph and its node ids — as the NumPy array of its
-        bytes with its dtype and shape (:class:`_TensorBytes`), so the pickle, and joblib's hash, which pickles,
-        depend on the values alone: scikit-learn's ``Pipeline(memory=...)`` finds a fold it fitted before, in this
-        process or another. PyTorch's own pickle of a tensor names its storage's address, so equal graphs hashed
-        apart and the pipeline's memory never found anything. Unpickled, it is the same graph and nodes."""
-        index = _TensorBytes(self.index) if _plain(self.index) else self.index  # ids on a GPU: PyTorch's pickle
-        return (GraphNodes, (_stable_data(self.data), index))
 
 
 class GCA:
@@ -653,7 +380,7 @@ class GCA:
         ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
         of every node (``gca tune`` stops unpromising trials with it). A hook with a parameter named ``loss`` (or
         ``**kwargs``), ``on_epoch(epoch, embed, loss=None)``, also gets the epoch's mean loss by that keyword
-        (``losses[epoch - 1]``); a hook of two arguments is called as before. The estimator's ``loggers`` get every
+        (``losses[epoch - 1]``); a hook of two arguments is called with two. The estimator's ``loggers`` get every
         epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
         ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
         ``on_update(update, updates)`` runs after every update with the updates made so far (counted from 1, on
@@ -705,7 +432,8 @@ class GCA:
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
-        memory = self._memory_for(
+        memory = _memory_for(
+            self,
             X,
             {
                 "checkpoint": checkpoint,
@@ -723,7 +451,7 @@ class GCA:
         self._directed = directed
         self.from_memory_ = False
         if memory is None:
-            return self._train(saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)
+            return _train(self, saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)
         graph = self.prepared.graph
         fingerprint = graph.fingerprint()
         key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
@@ -731,36 +459,11 @@ class GCA:
             memory,
             key,
             graph_claim(graph, fingerprint),
-            lambda: self._train(saves, started, None, None, None, None)._kept(),
+            lambda: _train(self, saves, started, None, None, None, None)._kept(),
             self._restore,
         )
         log.info("%s the model of key %s in %s", "trained" if trained else "read", key, memory)
         return self
-
-    def _memory_for(self, X: Any, options: dict[str, Any]) -> Path | None:
-        """The folder this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or ``None``: none
-        was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
-        memory = memory_folder(self.memory)
-        if memory is None:
-            return None
-        parts = [name for name in ("encoder", "objective", "batches", "placement") if getattr(self, name) is not None]
-        given = [name for name, value in options.items() if value]
-        why = ""
-        if parts:
-            why = f"your own {' and '.join(parts)} cannot be keyed (its code is no part of the key)"
-        elif self.loggers:
-            why = "its loggers get the metrics of a training"
-        elif isinstance(X, (Graph, PreparedGraph)):
-            why = (
-                f"a {type(X).__name__} may carry features or views of other settings than the estimator's; give "
-                "the Data"
-            )
-        elif given:
-            why = f"{' and '.join(given)} watch or write a training"
-        if not why:
-            return memory
-        warnings.warn(f"GCA's memory is not used for this fit, which trains: {why}", UserWarning, stacklevel=3)
-        return None
 
     def _kept(self) -> dict:
         """What memory keeps of this fit (:func:`gca.train.memory.remembered`): the model checkpoint, the
@@ -782,112 +485,6 @@ class GCA:
         self.embedding_, self.embedding_file_, self.embed_processes_ = kept["embedding"], None, 1
         self.train_seconds, self.embed_seconds = kept["train_seconds"], kept["embed_seconds"]
         self.from_memory_ = True
-
-    def _train(
-        self,
-        saves: TrainingCheckpoints,
-        started: str,
-        on_epoch: Callable[..., None] | None,
-        embeddings_file: str | Path | None,
-        scratch: str | Path | None,
-        on_update: Callable[[int, int | None], None] | None,
-        init_from: str | Path | None = None,
-    ) -> GCA:
-        """:meth:`fit`'s training of the prepared graph (``self.prepared``), and its final embeddings."""
-        cfg = self.config
-        graph, place = self.prepared.graph, self.placement or Placement.joined(self.device)
-        fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
-        seed_everything(cfg.seed)
-        self.in_channels = graph.num_features
-        share = place.objective_share(cfg.batch_size)
-        encoder, objective = _fresh(self._initial_encoder), _fresh(self._initial_objective)
-        self.model = model = _model(self.in_channels, cfg, objective, share, encoder, graph, self.device)
-        if init_from is not None:
-            load_initial_weights(init_from, model, self.in_channels)
-        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        place.attach(optimizer, cfg.batch_size)
-        generator = torch.Generator(device=self.device).manual_seed(cfg.seed)
-        source = self.batch_source(self.prepared, place)
-        self.losses = saves.restore(cfg.to_dict(), self.in_channels, fingerprint, model, optimizer, generator, source)
-        self.provenance = fit_record(self.device, started)  # a training checkpoint's: "finished" once training ends
-        with_loss = on_epoch is not None and _takes_loss(on_epoch)
-        log.info(
-            "training on %d nodes, %d features: epochs %d to %d on %s",
-            graph.num_nodes,
-            self.in_channels,
-            saves.first_epoch + 1,
-            cfg.epochs,
-            self.device,
-        )
-
-        def after_epoch(epoch: int, losses: list[float]) -> None:
-            self.losses[saves.first_epoch :] = losses
-            saves.after_epoch(epoch, self.state, optimizer, generator, fingerprint, source)
-            if on_epoch is None:
-                return
-            if with_loss:
-                on_epoch(epoch, embed, loss=losses[-1])
-            else:
-                on_epoch(epoch, embed)
-
-        compiled = CompiledParts(model) if cfg.compile == "on" else None
-
-        def embed() -> torch.Tensor:
-            with compiled.paused() if compiled is not None else contextlib.nullcontext():
-                return encode_graph(model, graph.to(self.device)).cpu()
-
-        if cfg.precision == "auto":
-            place.settle_precision()  # every process trains in the first one's choice
-        try:
-            self.losses[saves.first_epoch :] = train(
-                model,
-                optimizer,
-                source,
-                cfg.epochs,
-                generator,
-                saves.first_epoch,
-                after_epoch,
-                self.progress,
-                learning_rate=warmup_schedule(cfg.lr, cfg.warmup_updates),
-                collapse=_collapse_watch(cfg),
-                loggers=self.loggers,
-                on_update=on_update,
-                precision=_update_precision(model.objective, cfg, self.device),
-                compiled=compiled,
-            )
-        except BaseException:
-            with contextlib.suppress(Exception):  # the training's own error is the one the user sees
-                close_loggers(self.loggers)
-            raise
-        finally:
-            if compiled is not None:
-                compiled.restore()  # inference, pickles and copies see the eager model
-        close_loggers(self.loggers)
-        source = None  # a sampler's arrays are not needed for inference
-        trim_heap()  # and what training freed goes back to the kernel before inference maps its matrices
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-        self.train_seconds = saves.seconds
-        self.provenance = fit_record(self.device, started, utc_now())
-        start = time.perf_counter()
-        self.embed_processes_ = place.world_size if in_blocks(model, graph.num_nodes) else 1
-        embedded = encode_graph(
-            model,
-            graph.to(self.device),
-            out=embeddings_file,
-            share=place.row_share(),
-            scratch=scratch,
-            progress=self.progress,
-        )
-        self.embedding_file_ = Path(embeddings_file) if embeddings_file and Path(embeddings_file).is_file() else None
-        # under torchrun a graph embedded by blocks of rows is embedded by all processes together, and its
-        # embeddings are rank 0's alone: the others hold None
-        self.embedding_ = None if embedded is None else _not_constant(_finite(embedded.cpu(), cfg.lr), graph, cfg)
-        self.embed_seconds = time.perf_counter() - start
-        log.info(
-            "trained in %.3f s, embedded %d nodes in %.3f s", self.train_seconds, graph.num_nodes, self.embed_seconds
-        )
-        return self
 
     def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, **kwargs: Any) -> torch.Tensor:
         """:meth:`fit` (``y`` ignored; ``directed`` and the other options by keyword), then the embeddings of
@@ -1015,41 +612,7 @@ class GCA:
             A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`;
             ``feature_names_in_`` holds the feature columns' names the file records (``None`` where it has none).
         """
-        state = load_checkpoint(path)
-        user = state.get("user_encoder")
-        if user and encoder is None:
-            raise CheckpointError(
-                f"{path} holds a model trained with your own encoder ({user}); load it in Python "
-                f"with GCA.load(path, encoder=<a new {user.rsplit('.', 1)[-1]} of the same "
-                "shape>)"
-            )
-        initial = _initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
-        try:
-            estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
-            estimator.encoder, estimator._initial_encoder = encoder, initial
-            estimator._params["encoder"] = encoder
-            estimator.in_channels = int(state["in_channels"])
-            model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
-        except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
-            if encoder is not None:  # the file is sound (checked above); the module given does not fit it
-                raise CheckpointError(
-                    f"the encoder given ({type(encoder).__name__}) does not fit the weights in "
-                    f"{path} ({exc}); give a module of the class and shape it was trained with"
-                ) from None
-            raise CheckpointError(
-                f"{path} is a damaged gca checkpoint ({type(exc).__name__}: {exc}); if it was "
-                "trained with your own encoder, load it with GCA.load(path, encoder=…)"
-            ) from None
-        estimator.model, estimator.losses = model.to(estimator.device), [float(v) for v in state.get("losses", [])]
-        estimator.provenance = state.get("provenance")  # the training's, kept when the model is saved again
-        names = state.get("feature_names")
-        if names is not None and len(names) != estimator.in_channels:
-            raise CheckpointError(
-                f"{path} is a damaged gca checkpoint ({len(names)} feature names for its "
-                f"{estimator.in_channels} input features)"
-            )
-        estimator.feature_names_in_ = names
-        return estimator
+        return _loaded(cls, path, device, encoder)
 
 
 def clone(estimator: GCA, **changes: Any) -> GCA:
