@@ -1,6 +1,7 @@
 """Graphs as training uses them: the checked graph (:mod:`.graph`), the edge lists built from a file's listed edges
-(:mod:`.edges`), its sparse operators (:mod:`.sparse`) and feature forms (:mod:`.features`), neighbourhood sampling
-for mini-batches (:mod:`.sampling`) and random walks for the DeepWalk and node2vec baselines (:mod:`.walks`).
+(:mod:`.edges`), its sparse operators (:mod:`.sparse`), the CSR arrays and edge-list checks they are built from
+(:mod:`.csr`), feature forms (:mod:`.features`), neighbourhood sampling for mini-batches (:mod:`.sampling`) and
+random walks for the DeepWalk and node2vec baselines (:mod:`.walks`).
 
 Names are imported on first use (PEP 562).
 """
@@ -16,17 +17,18 @@ _EXPORTS = {
         "normalized_adjacency",
         "AdjacencyRows",
         "layered_normalized_adjacency",
-        "index_dtype",
-        "csr_tensor",
         "scipy_to_sparse",
-        "binary_adjacency",
     ),
+    "csr": ("index_dtype", "csr_tensor", "binary_adjacency"),
     "features": ("DenseFeatures", "normalize_rows", "RowNormalizedFeatures", "dense_input", "read_rows"),
     "sampling": ("NeighborSampler", "SampledSubgraph"),
     "walks": ("random_walks",),
 }
 
 if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .csr import binary_adjacency as binary_adjacency
+    from .csr import csr_tensor as csr_tensor
+    from .csr import index_dtype as index_dtype
     from .features import DenseFeatures as DenseFeatures
     from .features import RowNormalizedFeatures as RowNormalizedFeatures
     from .features import dense_input as dense_input
@@ -39,9 +41,6 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .sampling import SampledSubgraph as SampledSubgraph
     from .sparse import AdjacencyRows as AdjacencyRows
     from .sparse import SparseMatrix as SparseMatrix
-    from .sparse import binary_adjacency as binary_adjacency
-    from .sparse import csr_tensor as csr_tensor
-    from .sparse import index_dtype as index_dtype
     from .sparse import layered_normalized_adjacency as layered_normalized_adjacency
     from .sparse import normalized_adjacency as normalized_adjacency
     from .sparse import scipy_to_sparse as scipy_to_sparse

@@ -1,0 +1,507 @@
+"""CSR arrays and edge-index utilities: the index dtype, edge lists that carry weights and features
+(:class:`EdgeList`), CSR tensors built, transposed and counted from edge lists, and the checks of an edge list's
+order, self-loops and symmetry (remembered per edge list, so a graph's symmetry is found once).
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+import zlib
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+
+def index_dtype(num_nodes: int) -> torch.dtype:
+    """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — int32
+    takes half the bytes per edge.
+
+    Parameters
+    ----------
+    num_nodes
+        N.
+    """
+    return torch.int32 if num_nodes < 2**31 else torch.long
+
+
+class EdgeList(torch.Tensor):
+    """A ``[2, E]`` edge index that carries its edges' values: ``edge_weight`` ([E] float32 or ``None``) and
+    ``edge_attr`` ([E, …] or ``None``), row i belonging to column i.
+
+    Made with :func:`edge_list`. Torch operations on it return plain tensors (its torch-function override is
+    disabled), so an indexed, permuted or concatenated copy never keeps values that no longer line up with its
+    columns; :meth:`to`, :meth:`cpu` and :meth:`long`, which keep the column order, carry them along. Read them
+    with :func:`edge_values`, which gives ``(None, None)`` for a plain tensor.
+    """
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    edge_weight: torch.Tensor | None
+    edge_attr: torch.Tensor | None
+
+    def _carried(self, out: torch.Tensor) -> torch.Tensor:
+        if out is self:
+            return self
+        device = out.device
+        weight, attr = self.edge_weight, self.edge_attr
+        return edge_list(out, None if weight is None else weight.to(device), None if attr is None else attr.to(device))
+
+    def to(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.to(self, *args, **kwargs))
+
+    def cpu(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.cpu(self, *args, **kwargs))
+
+    def long(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.long(self, *args, **kwargs))
+
+    def __deepcopy__(self, memo: dict) -> torch.Tensor:
+        import copy
+
+        return edge_list(
+            torch.Tensor.clone(self), copy.deepcopy(self.edge_weight, memo), copy.deepcopy(self.edge_attr, memo)
+        )
+
+
+def edge_list(
+    edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None, edge_attr: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``edge_index`` carrying ``edge_weight`` and ``edge_attr`` (one row per column), as an :class:`EdgeList`;
+    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges.
+    edge_weight
+        ``[E]`` weights, or ``None``.
+    edge_attr
+        ``[E, D]`` edge features, or ``None``.
+    """
+    if edge_weight is None and edge_attr is None:
+        return edge_index.as_subclass(torch.Tensor) if isinstance(edge_index, EdgeList) else edge_index
+    count = edge_index.shape[1]
+    for name, values in (("edge_weight", edge_weight), ("edge_attr", edge_attr)):
+        if values is not None and values.shape[0] != count:
+            raise ValueError(f"{name} has {values.shape[0]} rows for {count} edges")
+    out = (
+        edge_index.as_subclass(EdgeList)
+        if not isinstance(edge_index, EdgeList)
+        else edge_index.as_subclass(torch.Tensor).as_subclass(EdgeList)
+    )  # a new object: never relabel the caller's
+    out.edge_weight, out.edge_attr = edge_weight, edge_attr
+    return out
+
+
+def edge_values(edge_index: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor.
+
+    Parameters
+    ----------
+    edge_index
+        An :class:`EdgeList` or a plain tensor.
+    """
+    return getattr(edge_index, "edge_weight", None), getattr(edge_index, "edge_attr", None)
+
+
+def scatter_positions(cursor: np.ndarray, rows: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
+    entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
+    entry ``order[i]`` goes to ``positions[i]``.
+
+    Parameters
+    ----------
+    cursor
+        Each row's next free slot (advanced here).
+    rows
+        The row of each entry.
+    stable
+        Keep the entries' order within a row.
+    """
+    if stable:  # ties in input order: one introsort of (row, position) keys, cheaper than a stable sort of rows
+        order = np.argsort(rows.astype(np.int64) * max(rows.size, 1) + np.arange(rows.size))
+    else:
+        order = np.argsort(rows)
+    ordered = rows[order]
+    index = np.arange(ordered.size)
+    first = np.empty(ordered.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    heads = np.flatnonzero(first)
+    positions = cursor[ordered] + (index - np.maximum.accumulate(np.where(first, index, 0)))
+    cursor[ordered[heads]] += np.diff(np.append(heads, ordered.size))
+    return order, positions
+
+
+def edge_list_csr(edge_index: torch.Tensor, num_nodes: int, data: np.ndarray) -> sp.csr_matrix:
+    """A (num_nodes × num_nodes) SciPy CSR whose row v holds the edges (v, u) of an ``edge_index`` sorted by
+    source, with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. The
+    target column is the column array itself (no copy for a compact graph); only the row pointers are new. Its
+    ``tocsc()`` (SciPy's linear-time counting sort) is the cheap transpose that symmetry checks and reverse
+    positions read.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges sorted by source.
+    num_nodes
+        N.
+    data
+        One value per edge.
+    """
+    kind = np.int32 if max(edge_index.shape[1], num_nodes) < 2**31 else np.int64
+    source, target = edge_index.cpu().numpy()
+    indptr = np.zeros(num_nodes + 1, dtype=kind)
+    np.cumsum(np.bincount(source, minlength=num_nodes), out=indptr[1:])
+    return sp.csr_matrix((data, np.asarray(target, dtype=kind), indptr), shape=(num_nodes, num_nodes))
+
+
+#: Edges handled at a time by :func:`pair_reverse_edges`.
+PAIR_BLOCK = 1 << 22
+
+
+def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarray | None = None) -> bool:
+    """Whether every edge (u, v) of a coalesced ``edge_index`` (sorted by source, then target, no repeats) has its
+    reverse (v, u) — self-loops pair with themselves —; with ``units``, also each non-loop edge's augmentation
+    unit written there: the forward edges (u < v) numbered in ``edge_index`` order, (v, u) in the unit of (u, v).
+
+    Read :data:`PAIR_BLOCK` edges at a time with no edge-sized temporary, only node-sized counts: row u's forward
+    edges (u, v), v > u ascending, are units F(u), F(u) + 1, … (F(u): the forward edges in the rows before u) and
+    sit at positions start(u) + L(u) + 0, 1, … of the edge list (L(u): row u's entries below or on the diagonal);
+    the backward edges (v, u), v > u, met in row order, reach u in that same ascending order of v — so the k-th
+    of them to reach u must be the reverse of unit F(u) + k, whose target, read at its position, must be v.
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index.
+    num_nodes
+        N.
+    units
+        An array of E entries each non-loop edge's augmentation unit is written into; ``None``: none written.
+    """
+    source, target = edge_index.cpu().numpy()
+    count = source.size
+    step = min(PAIR_BLOCK, max(1 << 16, count // 8))  # a small graph's temporaries stay a fraction of its size
+    before = np.zeros(num_nodes + 1, dtype=np.int64)  # F(u): forward edges in rows < u
+    start_of = np.zeros(num_nodes + 1, dtype=np.int64)  # start(u): the row's first position
+    lower = np.zeros(num_nodes, dtype=np.int64)  # L(u)
+    for start in range(0, count, step):
+        s, t = source[start : start + step], target[start : start + step]
+        forward = s < t
+        before[1:] += np.bincount(s[forward], minlength=num_nodes)
+        lower += np.bincount(s[~forward], minlength=num_nodes)
+        start_of[1:] += np.bincount(s, minlength=num_nodes)
+    np.cumsum(before, out=before)
+    np.cumsum(start_of, out=start_of)
+    cursor = before[:-1].copy()
+    seen = 0
+    for start in range(0, count, step):
+        s, t = source[start : start + step], target[start : start + step]
+        forward = s < t
+        number = int(forward.sum())
+        if units is not None:
+            units[start : start + s.size][forward] = seen + np.arange(number)
+        seen += number
+        backward = np.flatnonzero(s > t)  # (v, u), v > u: the reverse of a forward edge in an earlier row
+        reached = t[backward]
+        order, positions = scatter_positions(cursor, reached)
+        reached = reached[order]
+        if not (positions < before[1:][reached]).all():
+            return False
+        where = start_of[reached] + lower[reached] + (positions - before[reached])
+        if not (target[where] == s[backward[order]]).all():
+            return False
+        if units is not None:
+            units[start + backward[order]] = positions
+    return bool(np.array_equal(cursor, before[1:]))
+
+
+def content_key(tensor: torch.Tensor) -> tuple:
+    """What a cache compares to tell whether ``tensor`` still holds the values it was computed from: its shape,
+    dtype and layout, its version counter, and a CRC-32 of its bytes.
+
+    The version counter moves with every in-place change PyTorch makes, but not with a write through a NumPy view
+    (``data.x.numpy()[:, 0] = 5.0``), and a tensor made under ``torch.inference_mode()`` keeps none (reading it
+    raises). The checksum catches both: it is taken of every CPU tensor — those NumPy can write to — and of an
+    inference tensor elsewhere (through a copy); other accelerator tensors are keyed by
+    their version counter. A sparse tensor is keyed by its index and value arrays. An in-place change that leaves
+    the bytes' CRC-32 as it was goes unnoticed with probability 2⁻³² — only when PyTorch's counter missed it too.
+
+    Parameters
+    ----------
+    tensor
+        The tensor (any layout, device or mode).
+    """
+    if tensor.layout == torch.sparse_coo:
+        parts = (tensor._indices(), tensor._values())
+    elif tensor.layout == torch.sparse_csr:
+        parts = (tensor.crow_indices(), tensor.col_indices(), tensor.values())
+    elif tensor.layout == torch.sparse_csc:
+        parts = (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    else:
+        parts = (tensor,)
+    keys = []
+    for part in parts:
+        version = _version(part)
+        checksum = None
+        if part.device.type == "cpu" or version is None:
+            flat = part.detach().cpu().contiguous().reshape(-1).view(torch.uint8)  # its bytes, whatever the dtype
+            checksum = zlib.crc32(flat.numpy())
+        keys.append((version, checksum))
+    return tuple(tensor.shape), tensor.dtype, tensor.layout, tuple(keys)
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter, which every in-place change PyTorch makes bumps; ``None`` for an inference
+    tensor, which keeps none."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
+def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether every edge of a coalesced ``edge_index`` has its reverse (:func:`pair_reverse_edges`: a block at a
+    time, with no CSC form of A beside its CSR). The last answer is kept for the same tensor, unmodified
+    (:func:`content_key`), and node count: cleaning a graph and its degree centrality both ask."""
+    if edge_index.shape[1] == 0:
+        return True
+    held, key, nodes, answer = _LAST_SYMMETRY
+    now = content_key(edge_index) if held is not None and held() is edge_index and nodes == num_nodes else None
+    if now is not None and key == now:
+        return answer
+    answer = pair_reverse_edges(edge_index, num_nodes)
+    _LAST_SYMMETRY[:] = [weakref.ref(edge_index), now or content_key(edge_index), num_nodes, answer]
+    return answer
+
+
+def has_reverse_edge(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether some edge (u, v), u ≠ v, of a coalesced ``edge_index`` (sorted by source, then target) has its
+    reverse (v, u) — ``False`` when every edge is listed one way only. The edges' keys u·N + v are sorted as the
+    edges are; the reverse of each edge with u > v is looked up among them, :data:`PAIR_BLOCK` edges at a time
+    (one int64 key per edge held at once), stopping at the first found.
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index.
+    num_nodes
+        N.
+    """
+    source, target = edge_index.cpu().numpy()
+    keys = source.astype(np.int64) * num_nodes + target
+    for start in range(0, keys.size, PAIR_BLOCK):
+        s, t = source[start : start + PAIR_BLOCK], target[start : start + PAIR_BLOCK]
+        back = s > t  # (u, v) with u < v is found from its reverse, if that is listed
+        query = t[back].astype(np.int64) * num_nodes + s[back]
+        found = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+        if query.size and bool((keys[found] == query).any()):
+            return True
+    return False
+
+
+def remember_symmetric(edge_index: torch.Tensor, num_nodes: int) -> None:
+    """Record that ``edge_index`` (coalesced) holds the reverse of every edge — what :func:`_is_symmetric` would
+    answer — where it was built so (the edge-list loaders' undirected output): the answer is kept as a computed
+    one is, for this tensor while it is unchanged (:func:`content_key`).
+
+    Parameters
+    ----------
+    edge_index
+        A coalesced ``[2, E]`` edge index built with every edge's reverse.
+    num_nodes
+        N.
+    """
+    _LAST_SYMMETRY[:] = [weakref.ref(edge_index), content_key(edge_index), num_nodes, True]
+
+
+def known_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Whether ``edge_index``, unchanged, is the one last found (or recorded) symmetric — a look-up, no check.
+
+    Parameters
+    ----------
+    edge_index
+        A ``[2, E]`` edge index.
+    num_nodes
+        N.
+    """
+    held, key, nodes, answer = _LAST_SYMMETRY
+    return bool(
+        answer and held is not None and held() is edge_index and nodes == num_nodes and key == content_key(edge_index)
+    )
+
+
+#: (weak reference to an edge_index, its content_key, node count, whether it is symmetric): _is_symmetric's last
+#: answer
+_LAST_SYMMETRY: list = [None, None, -1, False]
+
+
+def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
+    """Sorted by (source, target) without repeats — what loaders usually give — so sorting again can be skipped.
+    Compared pairwise a block at a time (each block overlapping the next by one edge): no 64-bit keys and no
+    edge-sized flags."""
+    count = edge_index.shape[1]
+    for start in range(0, max(count - 1, 0), PAIR_BLOCK):
+        row, col = edge_index[:, start : start + PAIR_BLOCK + 1]
+        if not bool(((row[1:] > row[:-1]) | ((row[1:] == row[:-1]) & (col[1:] > col[:-1]))).all()):
+            return False
+    return True
+
+
+def is_sorted(values: torch.Tensor) -> bool:
+    """Whether ``values`` never decrease, read a block at a time (blocks overlapping by one).
+
+    Parameters
+    ----------
+    values
+        A 1-D tensor.
+    """
+    windows = (values[s : s + PAIR_BLOCK + 1] for s in range(0, max(values.numel() - 1, 0), PAIR_BLOCK))
+    return all(bool((w[1:] >= w[:-1]).all()) for w in windows)
+
+
+def has_self_loops(edge_index: torch.Tensor) -> bool:
+    """Whether some edge (u, u) is listed, read a block at a time.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges.
+    """
+    return any(bool((block[0] == block[1]).any()) for block in edge_index.split(PAIR_BLOCK, dim=1))
+
+
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning.
+
+    Parameters
+    ----------
+    crow, col, values
+        The CSR arrays: row pointers, column indices (sorted within rows, in range) and values.
+    size
+        The matrix's shape.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
+
+
+def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
+    """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges
+    count once and self-loops are dropped (for centrality and random walks, which take the graph as given).
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` edges u → v.
+    num_nodes
+        N.
+    """
+    row, col = edge_index.cpu().numpy()
+    keep = row != col
+    adj = sp.csr_matrix((np.ones(int(keep.sum())), (row[keep], col[keep])), shape=(num_nodes, num_nodes))
+    adj.data[:] = 1.0  # duplicate (u, v) pairs were summed: count them once
+    adj.sort_indices()
+    return adj
+
+
+def count_ids(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row.
+
+    Parameters
+    ----------
+    ids
+        Node ids.
+    num_nodes
+        N.
+    """
+    counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
+    for block in ids.split(1 << 22):
+        counts += torch.bincount(block, minlength=num_nodes)
+    return counts
+
+
+def square_csr(
+    row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int, columns: int | None = None
+) -> torch.Tensor:
+    """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns
+    sorted within rows.
+
+    Parameters
+    ----------
+    row, col, values
+        The entries (no duplicates).
+    n
+        The rows.
+    columns
+        The columns; ``None`` for ``n``.
+    """
+    columns = n if columns is None else columns
+    order = torch.argsort(row * columns + col)
+    row, col, values = row[order], col[order], values[order]
+    crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)
+    crow[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+    return csr_tensor(crow, col, values, (n, columns))
+
+
+def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows —
+    the arrays :func:`square_csr` gives, entry for entry. On the CPU it is SciPy's linear-time counting sort
+    (``tocsc``, cheaper than sorting 64-bit keys); elsewhere a stable sort of the columns.
+
+    Parameters
+    ----------
+    crow, col, values
+        M's CSR arrays.
+    size
+        M's shape.
+    """
+    rows, columns = size
+    if (
+        crow.device.type == "cpu"
+        and values.dtype in (torch.float32, torch.float64)
+        and max(col.numel(), rows, columns) < 2**31
+    ):
+        csc = sp.csr_matrix(
+            (values.detach().numpy(), col.numpy().astype(np.int32), crow.numpy().astype(np.int32)), shape=size
+        ).tocsc()
+        return csr_tensor(
+            torch.from_numpy(csc.indptr.astype(np.int64)),
+            torch.from_numpy(csc.indices.astype(np.int64)),
+            torch.from_numpy(csc.data),
+            (columns, rows),
+        )
+    return _sorted_transpose(crow, col, values, size)
+
+
+def _sorted_transpose(
+    crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
+    """:func:`csr_transpose` on any device: a stable sort of the columns keeps each column's entries in row order."""
+    rows, columns = size
+    order = torch.sort(col, stable=True).indices
+    row = torch.repeat_interleave(torch.arange(rows, device=crow.device), crow.diff(), output_size=col.numel())
+    out_crow = torch.zeros(columns + 1, dtype=torch.long, device=crow.device)
+    torch.cumsum(torch.bincount(col, minlength=columns), 0, out=out_crow[1:])
+    return csr_tensor(out_crow, row[order], values[order], (columns, rows))
+
+
+def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop.
+
+    Parameters
+    ----------
+    start
+        Each range's start.
+    length
+        Each range's length.
+    """
+    total = int(length.sum())
+    if total == 0:
+        return torch.empty(0, dtype=torch.long, device=start.device)
+    offsets = torch.cumsum(length, 0) - length  # where each segment begins in the output
+    within = torch.arange(total, device=start.device) - torch.repeat_interleave(offsets, length)
+    return torch.repeat_interleave(start, length) + within
