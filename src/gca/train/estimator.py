@@ -3,7 +3,9 @@
 ``fit`` prepares the graph once (:mod:`gca.augment.prepared`), builds the model (:mod:`gca.nn`), the optimiser and
 the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
 checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
-and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`).
+and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`); that training of a prepared graph and the
+checks around it are :mod:`gca.train.fitting`, the nodes of a graph as scikit-learn splits them
+:class:`~gca.train.nodes.GraphNodes` (importable from here too).
 
 Rules for the parts a user passes in (``encoder=``, ``objective=``), as scikit-learn's estimators treat their
 parameters:
