@@ -9,7 +9,7 @@ them. Four parts, each replaceable:
   determines it (resolved configuration and gca version included), so interrupted reproductions continue and
   identical runs are shared between tables;
 * execution (:mod:`.execute`) — trains what the store lacks, GCA through :func:`gca.run.pipeline.run_gca`;
-* reporting (:mod:`.report`) — tables beside the paper's numbers, and figures.
+* reporting (:mod:`.report`, :mod:`.table`) — tables beside the paper's numbers, and figures.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from .baselines import BASELINES
 from .execute import DatasetCache, Executor, run_split, run_splits
 from .paper import PAPER_DATASETS, PAPER_TABLE3, PAPER_TABLE4
 from .plan import QUICK_BASELINES, Cell, Mode, Planner, Run
-from .report import Reporter, differs, write_table
+from .report import Reporter
 from .store import RunStore, run_key
+from .table import differs, write_table
 
 TASKS = ("table3", "table4", "figure4", "figure3")
 
