@@ -127,12 +127,6 @@ def _process_group():
         return None
 
 
-def _leave_process_group() -> None:
-    dist = _process_group()
-    if dist is not None:
-        dist.destroy_process_group()
-
-
 def _is_peer_failure(exc: RuntimeError) -> bool:
     """A collective of a distributed run failed because another rank died or timed out."""
     return _process_group() is not None and (
@@ -179,4 +173,6 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
 
 def leave_process_group() -> None:
     """End this process's part in a torchrun process group, if it joined one."""
-    _leave_process_group()
+    dist = _process_group()
+    if dist is not None:
+        dist.destroy_process_group()
