@@ -22,3 +22,14 @@ def say(line: str) -> None:
     stream = sys.stderr
     stream.write(line + "\n")
     stream.flush()
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr; the run goes on.
+
+    Parameters
+    ----------
+    message
+        What to warn of (the line reads ``gca: warning: message``).
+    """
+    say(f"gca: warning: {message}")
