@@ -25,11 +25,5 @@ def say(line: str) -> None:
 
 
 def warn(message: str) -> None:
-    """One warning line on stderr; the run goes on.
-
-    Parameters
-    ----------
-    message
-        What to warn of (the line reads ``gca: warning: message``).
-    """
+    """One warning line on stderr, ``gca: warning: message``; the run goes on."""
     say(f"gca: warning: {message}")

@@ -28,31 +28,12 @@ READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "l
 
 @dataclass(frozen=True)
 class GraphRequest:
-    """The graph a command reads: a dataset (a name, an .npz file or a folder) or files of the user's, and how
-    they are read.
-
-    Parameters
-    ----------
-    dataset
-        A dataset's name, or the path of an .npz graph file or a dataset folder; ``None`` with no files: Karate.
-    data_dir
-        The folder holding the datasets (``None``: ``$GCA_DATA_DIR`` or ``~/.cache/gca/data``).
-    edges, features, labels
-        The user's graph files (edges and features go together; labels are optional).
-    directed
-        Whether the edge list is directed.
-    edge_weight, feature_ids, feature_layout, id_column, label_column
-        How the files are read (:data:`READING_FLAGS`; :func:`gca.datasets.load_files`).
-    feature_names
-        The feature columns a trained model expects (``gca embed``), by name or number; ``None`` for none.
-    config
-        A configuration file read beside the graph, whose digest is recorded with the graph's files; ``None`` (or
-        a shipped setting's name, such as ``authors``) for none.
-    cache
-        The prepared graph on disk: ``None`` opens it where one was made from the same files, ``False`` never.
-    progress
-        Whether reading shows its progress where it takes a few seconds.
-    """
+    """The graph a command reads, as its options say it (``gca train --help``): a ``dataset`` (a name, an .npz
+    file or a folder; none and no files: Karate) in ``data_dir``, or files of the user's and how they are read
+    (:data:`READING_FLAGS`, :func:`gca.datasets.load_files`); ``feature_names``: the columns a trained model
+    expects (``gca embed``); ``config``: a configuration file read beside the graph, its digest recorded with the
+    graph's; ``cache``: the prepared graph on disk (``None``: opened where one was made from the same files,
+    ``False``: never); ``progress``: whether reading shows its progress."""
 
     dataset: str | None = None
     data_dir: str | None = None
@@ -77,18 +58,9 @@ class GraphRequest:
 
 @dataclass
 class GraphRead:
-    """A graph as :func:`open_graph` or :func:`load_graph` read it.
-
-    Parameters
-    ----------
-    loaded
-        The dataset (:class:`gca.datasets.base.LoadedDataset`).
-    store
-        Its prepared folder (:class:`gca.run.cache.PreparedStore`), opened or to be written; ``None`` for none.
-    digests
-        Each input file's size and SHA-256 as the graph was read, by resolved path, where they were recorded
-        (:func:`gca.provenance.digests_as_read`); else empty.
-    """
+    """A graph as read: the dataset (:class:`gca.datasets.base.LoadedDataset`), its prepared folder
+    (:class:`gca.run.cache.PreparedStore`, opened or to be written; ``None``: none), and each input file's size and
+    SHA-256 as the graph was read, by resolved path (:func:`gca.provenance.digests_as_read`; empty: not taken)."""
 
     loaded: Any
     store: Any = None

@@ -26,47 +26,14 @@ MAX_SEEDS = 1000
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """Everything one ``gca train`` run is asked to do.
+    """Everything one ``gca train`` run is asked to do, as its options say it (``gca train --help``).
 
-    Parameters
-    ----------
-    graph
-        The graph to train on (its ``config`` is the configuration file, or a shipped setting's name).
-    overrides
-        Config fields → values, applied over the dataset's setting and the configuration file (checked).
-    task
-        What the embeddings are judged by: ``classify``, ``link`` or ``cluster`` (:data:`gca.names.TASKS`).
-    training
-        Who chooses exact or mini-batch training: ``auto``, ``fast`` or ``exact`` (:meth:`gca.run.job.Job.open`).
-    split
-        The evaluation splits to draw (checked by :meth:`check`); its ``count`` is ``splits``.
-    splits
-        classify: evaluation splits; link: hold-outs; cluster: k-means seeds (the task's default when not given).
-    splits_given
-        Whether the user gave ``splits``: a count a dataset's own splits cannot follow is then refused.
-    protocol
-        How embeddings are judged (:data:`gca.names.PROTOCOLS`).
-    seeds
-        Pretrainings of a classify run (seeds ``seed``, ``seed + 1``, ...), judged on the same splits.
-    device
-        ``auto``, ``cpu`` or ``cuda[:N]``.
-    out, export
-        The output folder, and the export file of the embeddings by node id (``None``: none).
-    inputs
-        The files the run reads, which no output may overwrite.
-    evaluate, eval_raw
-        Whether the embeddings are judged, and the simple feature baselines beside them.
-    link_val, link_test
-        link: the shares of edges held out for validation and testing.
-    progress, plots
-        Whether progress shows, and whether loss.png and tsne.png are drawn.
-    checkpoint_every, resume, init_from, align_to
-        Checkpoints every N epochs, continuing the run in ``out``, an earlier model's weights to start from, and an
-        earlier run's embeddings to rotate onto (``None``: none).
-    log_csv, tensorboard, wandb
-        Where the losses are logged as training goes: a CSV file, a TensorBoard folder, a W&B project.
-    command, started
-        The command line and when it started, for the provenance (``None``: this process's, and now).
+    ``graph`` is the graph (its ``config``: the configuration file or a shipped setting's name); ``overrides`` the
+    config values over the dataset's setting and that file (checked); ``training`` who chooses exact or mini-batch
+    training (``auto``, ``fast``, ``exact``: :meth:`gca.run.job.Job.open`); ``split`` the evaluation splits as given
+    (checked by :meth:`check`), ``splits`` their count (link: hold-outs; cluster: k-means seeds), the task's default
+    unless ``splits_given``; ``inputs`` the files the run reads, which no output may overwrite; ``command`` and
+    ``started`` the command line and its start for the provenance (``None``: this process's, and now).
     """
 
     graph: GraphRequest
@@ -208,25 +175,9 @@ class TrainRequest:
 
 @dataclass
 class TrainOutcome:
-    """What a run that wrote its files has to say.
-
-    Parameters
-    ----------
-    centrality
-        The run's node centrality.
-    written
-        The files written.
-    record
-        ``results.json``'s record.
-    accuracy
-        classify: the accuracy (over the splits, or over the pretrainings of ``--seeds K``); ``None`` unjudged.
-    clusters
-        cluster: the clustering's scores; ``None`` for none.
-    baselines
-        The feature baselines judged beside GCA (:class:`gca.evaluate.feature_baselines.FeatureBaselines`).
-    link
-        link: the held-out pairs' scores (:class:`gca.evaluate.linkpred.LinkResult`).
-    """
+    """What a run that wrote its files has to say: its centrality, the files ``written``, ``results.json``'s
+    ``record``, and what judged the embeddings — the ``accuracy`` (over the splits, or over the pretrainings of
+    ``--seeds K``), the ``clusters``' scores, the feature ``baselines`` beside GCA, or the ``link`` scores."""
 
     centrality: str
     written: list[Path]
@@ -363,7 +314,9 @@ def train(request: TrainRequest, outputs) -> TrainOutcome | None:
             if pretrainings is not None:
                 result.record["logged_to"] = pretrainings.logged_to
         started_from = tuple(file_record(p) for p in (request.init_from, request.align_to) if p)
-        result.record["provenance"] = _provenance(request, estimator.device, read, started_from, **resumed)
+        result.record["provenance"] = command_provenance(
+            request.graph, estimator.device, read, started_from, request.command, request.started, **resumed
+        )
         model = {**estimator.state(), "provenance": result.record["provenance"], **_feature_names(job)}
         written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids, result.plots)
     return TrainOutcome(
@@ -384,7 +337,7 @@ def _link(request: TrainRequest, outputs, job, estimator, read: GraphRead) -> Tr
         job, estimator, request.splits, request.link_val, request.link_test
     )
     record.update(job.record())  # the mini-batch schedule and --fast's choice, as the other tasks record them
-    record["provenance"] = _provenance(request, trained.device, read)
+    record["provenance"] = command_provenance(request.graph, trained.device, read, (), request.command, request.started)
     with outputs:
         written = outputs.write_run(
             embeddings.numpy(),
@@ -393,15 +346,6 @@ def _link(request: TrainRequest, outputs, job, estimator, read: GraphRead) -> Tr
             job.node_ids,
         )
     return TrainOutcome(job.config.centrality, written, record, link=result)
-
-
-def _provenance(
-    request: TrainRequest, device: Any, read: GraphRead, inputs: tuple[dict, ...] = (), **more: Any
-) -> dict[str, Any]:
-    """The run's provenance record (:func:`gca.run.inputs.command_provenance`)."""
-    return command_provenance(
-        request.graph, device, read, inputs=inputs, command=request.command, started=request.started, **more
-    )
 
 
 def _feature_names(job) -> dict:
