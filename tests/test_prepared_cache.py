@@ -20,8 +20,7 @@ import scipy.sparse as sp
 import torch
 
 from gca.cli import main
-from gca.cli.common import load_graph
-from gca.cli.record import graph_source
+from gca.cli.common import graph_source, load_graph
 from gca.graph.features import dense_input
 from gca.graph.graph import prepare_graph
 from gca.graph.sampling import edge_unit_ids

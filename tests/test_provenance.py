@@ -165,17 +165,17 @@ def test_an_input_removed_before_the_record_is_made_is_listed_as_unreadable(tmp_
 def test_a_labels_file_rewritten_after_it_was_read_is_recorded_as_read(tmp_path, monkeypatch, capsys):
     """The digest is taken as the file is read: rewriting it before the record is made changes nothing recorded
     but ``changed``, said in one warning line."""
-    import gca.cli.train
+    import gca.run.train
 
     files = _graph_files(tmp_path / "graph")
     read = _sha256(files["labels"]), files["labels"].stat().st_size
-    original = gca.cli.train.command_provenance
+    original = gca.run.train.command_provenance
 
     def rewritten_first(*args, **kwargs):
         files["labels"].write_text("".join(f"{i},{'cd'[i % 2]}\n" for i in range(31)))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(gca.cli.train, "command_provenance", rewritten_first)
+    monkeypatch.setattr(gca.run.train, "command_provenance", rewritten_first)
     monkeypatch.setenv("GCA_CACHE_DIR", str(tmp_path / "cache"))
     assert (
         main(

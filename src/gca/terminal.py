@@ -22,3 +22,8 @@ def say(line: str) -> None:
     stream = sys.stderr
     stream.write(line + "\n")
     stream.flush()
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, ``gca: warning: message``; the run goes on."""
+    say(f"gca: warning: {message}")

@@ -8,6 +8,9 @@ from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..names import PROTOCOLS, SPLIT_SCHEMES, TASK_COUNTS
+from ..run.inputs import READING_FLAGS, GraphRequest, check_graph
+from ..run.inputs import graph_source as inputs_graph_source
+from ..run.inputs import load_graph as inputs_load_graph
 
 
 def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str | None = None) -> None:
@@ -36,22 +39,29 @@ def split_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_count(args: argparse.Namespace, task: str = "classify") -> int:
-    """``--splits`` as given, else ``task``'s default (:data:`gca.names.TASK_COUNTS`); set on ``args`` too."""
-    if getattr(args, "splits", None) is None:
-        args.splits = TASK_COUNTS[task]
-    return args.splits
-
-
-def split_setting(args: argparse.Namespace):
-    """The evaluation splits the arguments ask for, checked before anything is loaded."""
-    from ..evaluate.splits import EvaluationError, SplitSetting
-
+    """``--splits`` as given, else ``task``'s default (:data:`gca.names.TASK_COUNTS`)."""
     count = getattr(args, "splits", None)
-    count = 1 if count is None else count  # gca reproduce: its mode says how many splits judge each run
+    return TASK_COUNTS[task] if count is None else count
+
+
+def split_request(args: argparse.Namespace, count: int | None = None):
+    """The evaluation splits the arguments ask for, ``count`` of them (``None``: ``--splits``, else 1), as given:
+    :meth:`gca.evaluate.splits.SplitSetting.check` refuses what cannot draw."""
+    from ..evaluate.splits import SplitSetting
+
+    if count is None:
+        count = getattr(args, "splits", None)
+        count = 1 if count is None else count  # gca reproduce: its mode says how many splits judge each run
     setting = SplitSetting(args.eval_split, count, args.train_frac, args.val_frac, args.test_frac, args.shots)
-    setting = setting.for_protocol(getattr(args, "eval_protocol", "sklearn"))  # authors: parts cut with int()
+    return setting.for_protocol(getattr(args, "eval_protocol", "sklearn"))  # authors: parts cut with int()
+
+
+def split_setting(args: argparse.Namespace, count: int | None = None):
+    """The evaluation splits the arguments ask for (:func:`split_request`), checked before anything is loaded."""
+    from ..evaluate.splits import EvaluationError
+
     try:
-        return setting.check()
+        return split_request(args, count).check()
     except EvaluationError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -123,54 +133,43 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_graph(args: argparse.Namespace):
-    """The graph read from its files; where the command records its inputs, their digests are taken as read
-    (:func:`gca.cli.record.remember_inputs`)."""
-    from ..datasets import load_dataset, load_files
-    from .record import READING_FLAGS, inputs_before, remember_inputs
-
-    check_graph_arguments(args)
-    before = inputs_before(args)
-    if args.edges:
-        reading = {flag: getattr(args, flag, None) for flag in READING_FLAGS}
-        reading["feature_layout"] = reading["feature_layout"] or "auto"
-        reading["feature_names"] = getattr(args, "feature_names", None)  # gca embed: the model's columns
-        loaded = load_files(
-            args.edges,
-            args.features,
-            args.labels,
-            directed=args.directed,
-            **reading,
-            progress=not getattr(args, "quiet", False),
-        )
-    else:
-        loaded = load_dataset(args.dataset or "Karate", data_dir=args.data_dir)
-    remember_inputs(args, before)
-    return loaded
+def graph_request(args: argparse.Namespace, **given: Any) -> GraphRequest:
+    """The graph the arguments name, and how its files are read (:class:`gca.run.inputs.GraphRequest`); ``given``
+    adds what the command knows besides (``gca embed``: the model's ``feature_names``)."""
+    return GraphRequest(
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        edges=args.edges,
+        features=args.features,
+        labels=args.labels,
+        directed=args.directed,
+        **{flag: getattr(args, flag, None) for flag in READING_FLAGS},
+        config=getattr(args, "config", None),
+        cache=getattr(args, "cache", None),
+        progress=not getattr(args, "quiet", False),
+        **given,
+    )
 
 
 def check_graph_arguments(args: argparse.Namespace) -> None:
-    """The graph arguments checked together, before anything is read (from the files, or a prepared graph)."""
-    from .record import READING_FLAGS
+    """The graph arguments checked together, before anything is read (:func:`gca.run.inputs.check_graph`)."""
+    check_graph(graph_request(args))
 
-    given = [f"--{flag.replace('_', '-')}" for flag in READING_FLAGS if getattr(args, flag, None) not in (None, "auto")]
-    if given and not args.edges:
-        raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
-    if getattr(args, "feature_ids", None) and not str(args.features or "").lower().endswith((".npy", ".npz")):
-        raise ConfigError(
-            "--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
-            "id column (--id-column NAME)"
-        )
-    if args.edges or args.features or args.labels:
-        if not (args.edges and args.features):
-            raise ConfigError("--edges and --features go together (--labels is optional); give both")
-        if args.dataset:
-            raise ConfigError("give either --dataset or --edges/--features, not both")
-        return
-    if args.directed:
-        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
-    if args.dataset is not None and not args.dataset.strip():
-        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
+
+def load_graph(args: argparse.Namespace):
+    """The graph read from its files (:func:`gca.run.inputs.load_graph`)."""
+    return inputs_load_graph(graph_request(args)).loaded
+
+
+def graph_source(args: argparse.Namespace):
+    """What the command reads, as a :class:`gca.run.cache.GraphSource` (:func:`gca.run.inputs.graph_source`);
+    ``None`` when it is nothing on disk (the built-in Karate club, a named dataset not downloaded yet)."""
+    return inputs_graph_source(graph_request(args))
+
+
+def started(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line and start time :func:`gca.cli.dispatch.main` took, for the run's provenance."""
+    return {"command": getattr(args, "command_line", None), "started": getattr(args, "started", None)}
 
 
 def cache_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,36 +183,13 @@ def cache_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_graph(args: argparse.Namespace):
-    """(loaded dataset, prepared store): the graph from its prepared folder when a usable one exists (unless
-    ``--no-cache``), else read from its files (:func:`load_graph`); the store is ``None`` under ``--no-cache`` and
-    for inputs not on disk. The store's notes (a folder rebuilt and why) are the caller's to print."""
-    from ..run.cache import PreparedStore
-
-    check_graph_arguments(args)
-    from .record import graph_source
-
-    source = graph_source(args) if getattr(args, "cache", None) is not False else None
-    if source is None:
-        return load_graph(args), None
-    store = PreparedStore(source, progress=not getattr(args, "quiet", False))
-    if store.usable():
-        from .record import remember_inputs
-
-        remember_inputs(args, known=store.recorded_sha256())
-        return store.loaded(), store
-    return load_graph(args), store
-
-
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """--set values and the shortcut flags, each checked now — before any data is read or PyTorch is loaded."""
     overrides: dict[str, Any] = parse_overrides(args.set)
-    build_config(None, args.config, overrides)  # also values that a flag below replaces
-    for flag in ("centrality", "epochs", "seed"):
-        if getattr(args, flag) is not None:
-            overrides[flag] = getattr(args, flag)
-    build_config(None, args.config, overrides)  # the dataset's own values are added once it is known
-    return overrides
+    config = build_config(None, args.config, overrides)  # also values that a flag below replaces
+    flags = {flag: getattr(args, flag) for flag in ("centrality", "epochs", "seed") if getattr(args, flag) is not None}
+    config.replace(**flags)  # the flags checked too; the dataset's own values are added once it is known
+    return {**overrides, **flags}
 
 
 def inputs(args: argparse.Namespace) -> list[str]:

@@ -6,8 +6,7 @@ import argparse
 
 from ..config import ConfigError
 from ..terminal import say
-from .common import cache_arguments, check_graph_arguments, graph_arguments, inputs, open_graph
-from .record import command_provenance
+from .common import cache_arguments, check_graph_arguments, graph_arguments, graph_request, inputs, started
 from .shell import import_libraries, warn
 
 #: The names gca embed writes in its output folder: the embeddings and their record.
@@ -55,17 +54,19 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
 
     from ..io import json_bytes
     from ..provenance import file_record
+    from ..run.inputs import command_provenance, open_graph
     from ..run.job import Job
     from ..train.distributed import resolve_device
     from ..train.estimator import GCA
 
     estimator = GCA.load(args.checkpoint, device=resolve_device(args.device))
     checkpoint = file_record(args.checkpoint)  # the file just read and checked
-    if args.edges:  # sparse features by id are read into the columns the model was trained on: by name or number
-        args.feature_names = estimator.feature_names_in_ or estimator.in_channels
+    # sparse features by id are read into the columns the model was trained on: by name or number
+    columns = (estimator.feature_names_in_ or estimator.in_channels) if args.edges else None
     estimator.progress = not args.quiet  # inference by blocks shows its rows where it takes a few seconds
-    args.record_inputs = True  # each input's digest taken as it is read, for results.json
-    loaded, store = open_graph(args)
+    graph_asked = graph_request(args, feature_names=columns)
+    read = open_graph(graph_asked, record=True)  # each input's digest taken as it is read, for results.json
+    loaded, store = read.loaded, read.store
     job = Job(loaded, estimator.config, store=store, store_graph=args.cache)
     graph = job.clean(estimator.config.feature_norm)
     for warning in job.warnings:
@@ -90,7 +91,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
             "device": str(estimator.device),
             # the model used, and where it came from as its file records it (None: written before gca recorded it)
             "checkpoint": {**checkpoint, "provenance": estimator.provenance},
-            "provenance": command_provenance(args, estimator.device, store, inputs=(checkpoint,)),
+            "provenance": command_provenance(graph_asked, estimator.device, read, (checkpoint,), **started(args)),
         }
         outputs.write("results.json", lambda f: f.write(json_bytes(record)))
         written = outputs.commit(owned=EMBED_FILES)

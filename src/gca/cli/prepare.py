@@ -8,8 +8,7 @@ import argparse
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
 from ..terminal import say
-from .common import check_graph_arguments, graph_arguments, load_graph
-from .record import graph_source
+from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
 from .shell import import_libraries, warn
 
 

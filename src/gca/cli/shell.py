@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
-from ..terminal import say
+from ..terminal import say, warn  # noqa: F401 - warn: what the commands warn with
 from .signals import signals_held
 
 
@@ -102,11 +102,6 @@ _OUT_OF_MEMORY = (
     "ran out of memory; lower hidden, proj_hidden or block_size (--set key=value), train a large graph on "
     "sampled mini-batches (--set batch_size=1024; README: Large graphs), or use a machine or device with more memory"
 )
-
-
-def warn(message: str) -> None:
-    """One warning line on stderr; the run goes on."""
-    say(f"gca: warning: {message}")
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:

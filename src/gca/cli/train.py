@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 from .. import environment
-from ..config import ConfigError
 from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
+from ..run.train import MAX_SEEDS, TrainOutcome, TrainRequest
 from ..terminal import say
 from .common import (
     cache_arguments,
     evaluation_arguments,
     graph_arguments,
+    graph_request,
     inputs,
-    load_graph,
-    open_graph,
     settings,
     split_count,
-    split_setting,
+    split_request,
+    started,
 )
-from .record import command_provenance
-from .shell import import_libraries, warn
-
-#: The most pretrainings ``--seeds K`` asks for, as ``--splits N`` asks for at most 1,000 splits: each is a whole
-#: training, and their seeds and accuracies are listed in ``results.json``.
-MAX_SEEDS = 1000
+from .shell import import_libraries
 
 
 def add_parser(sub) -> None:
@@ -150,41 +144,18 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = settings(args)
-    if args.checkpoint_every < 0:
-        raise ConfigError(f"--checkpoint-every must be non-negative, got {args.checkpoint_every}")
-    if args.task == "link" and (
-        args.checkpoint_every or args.resume or environment.world_size() > 1 or args.init_from or args.align_to
-    ):
-        raise ConfigError(
-            "--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
-            "--resume, --init-from, --align-to or torchrun"
-        )
-    logged = [
-        flag
-        for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard), ("--wandb", args.wandb))
-        if value is not None
-    ]
-    if args.task == "link" and logged:
-        raise ConfigError(
-            f"--task link trains once per hold-out; it takes no {logged[0]} (log one training with "
-            "--task classify or cluster)"
-        )
-    args.splits_given = args.splits is not None  # a count the splits cannot follow is refused, not ignored
-    split_count(args, args.task)
-    splits = split_setting(args)
-    _check_seeds(args)
-    if args.init_from:  # a missing or damaged model is said before the graph loads
-        from ..train.checkpoint import load_checkpoint
-
-        load_checkpoint(args.init_from)
     from ..outputs.folder import RunOutputs
+    from ..run.train import train
 
-    _check_log_paths(args)  # before the output folder is made: a refusal leaves the disk as it was
+    request = train_request(args)
+    request.check()  # before the output folder is made: a refusal leaves the disk as it was
     # under torchrun only rank 0 writes, so only it holds the folder's lock
-    outputs = RunOutputs(args.out, args.export, inputs(args), lock=environment.rank() == 0, progress=not args.quiet)
+    outputs = RunOutputs(
+        request.out, request.export, list(request.inputs), lock=environment.rank() == 0, progress=request.progress
+    )
     try:
-        return _train_into(outputs, args, overrides, splits)
+        import_libraries()
+        return _report(train(request, outputs))
     except KeyboardInterrupt:
         outputs.release()  # first: a folder this run made and left empty is removed
         say(f"gca: interrupted; {outputs.after_stop()}")
@@ -193,322 +164,67 @@ def run(args: argparse.Namespace) -> int:
         outputs.release()
 
 
-def _train_into(outputs, args: argparse.Namespace, overrides: dict, split_setting) -> int:
-    import_libraries()
-
-    from ..provenance import file_record
-    from ..run.job import Job
-    from ..run.pipeline import run_gca
-    from ..train.distributed import Placement
-    from ..train.estimator import GCA
-    from ..train.fast import LongRunHint
-
-    place = Placement.from_environment(args.device)  # joins the process group under torchrun
-    loggers = _loggers(args, outputs) if place.writes else None  # a missing package is said before the graph loads
-    args.record_inputs = place.writes  # each input's digest taken as it is read, for results.json
-    # the prepared graph on disk, where one was made from these files (link prediction re-prepares per hold-out)
-    loaded, store = open_graph(args) if args.task != "link" else (load_graph(args), None)
-    training = "fast" if args.fast else "exact" if args.exact else "auto"
-    job = Job.open(
-        loaded,
-        args.config,
-        overrides,
-        world_size=place.world_size,
-        training=training,
-        device=place.device,
-        store=store,
-        store_graph=args.cache if environment.local_rank() == 0 else False,
+def train_request(args: argparse.Namespace) -> TrainRequest:
+    """The run the arguments ask for; the configuration's values are checked now (:func:`.common.settings`)."""
+    overrides = settings(args)
+    count = split_count(args, args.task)
+    return TrainRequest(
+        graph=graph_request(args),
+        overrides=overrides,
+        task=args.task,
+        training="fast" if args.fast else "exact" if args.exact else "auto",
+        split=split_request(args, count),
+        splits=count,
+        splits_given=args.splits is not None,  # a count the splits cannot follow is refused, not ignored
+        protocol=args.eval_protocol,
+        seeds=args.seeds,
+        device=args.device,
+        out=args.out,
+        export=args.export,
+        inputs=tuple(inputs(args)),
+        evaluate=not args.no_eval,
+        eval_raw=args.eval_raw,
+        link_val=args.link_val,
+        link_test=args.link_test,
+        progress=not args.quiet,
+        plots=args.plots,
+        checkpoint_every=args.checkpoint_every,
+        resume=args.resume,
+        init_from=args.init_from,
+        align_to=args.align_to,
+        log_csv=args.log_csv,
+        tensorboard=args.tensorboard,
+        wandb=args.wandb,
+        **started(args),
     )
-    _check_labelled(args, job)
-    pretrainings = None  # --seeds K with loggers: each pretraining logged, then their summary (gca.run.logs)
-    if args.seeds > 1 and loggers:
-        from ..run.logs import PretrainingLogs
-        from ..seeds import training_seeds
 
-        pretrainings = PretrainingLogs(loggers, training_seeds(job.config.seed, args.seeds))
-        loggers = pretrainings.loggers
-    estimator = GCA(job.config, progress=place.writes and not args.quiet, placement=place, loggers=loggers)
-    if args.task == "link":  # each hold-out prepares its own training graph; the whole graph is only cleaned
-        job.clean(job.config.feature_norm, require_edges=True)
-    else:
-        job.prepare(estimator)
-    from ..train.checkpoint import resume_point  # where each process resumes from is compared too
 
-    place.check_same_start(
-        job.config.to_dict(),
-        job.graph.fingerprint() if place.distributed else "",
-        resume_point(outputs.resume_source()) if args.resume and place.distributed else None,
-    )
-    if place.writes and store is not None:
-        for note in store.notes:
-            say(f"gca: {note}")
-    judged = place.writes and not args.no_eval
-    splits = job.splits(split_setting) if judged and args.task == "classify" else None
-    if splits is not None:
-        _check_split_count(args, splits, job.name)
-    plots = (outputs.stage_path("loss.png"), outputs.stage_path("tsne.png")) if args.plots and place.writes else None
-    if place.writes:
-        _announce(job, estimator, args, plots)
-    if args.task == "link":
-        return _link_into(outputs, args, job, estimator)
-    # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it. A resume
-    # that training would refuse is refused here, before a checkpoint is copied (gca.outputs.folder).
-    from ..train.checkpoint import resume_check
-
-    checkpoint, note = outputs.training_checkpoint(
-        args.resume, args.checkpoint_every, place.writes, resume_check(estimator, job.prepared)
-    )
-    if note:
-        say(f"gca: {note}")
-    resumed = {}
-    if args.resume and place.writes and checkpoint.is_file():  # what training continues from, as it is now
-        resumed["resumed_from"] = file_record(checkpoint)
-    link = None  # a TensorBoard run tied to the checkpoints, so that --resume continues it (gca.run.logs)
-    if place.writes and args.tensorboard is not None and (args.resume or args.checkpoint_every):
-        from ..run.logs import CheckpointLink
-
-        link = CheckpointLink(loggers, outputs.out, checkpoint)
-        if resumed:
-            link.resume(resumed["resumed_from"]["sha256"])
-    align_to = None  # read before training: a file that cannot be aligned to is said before the hours it trains
-    if args.align_to and place.writes:
-        from ..run.pipeline import align_target
-
-        align_to = align_target(args.align_to, job.node_ids, job.graph.num_nodes)
-    hint = (
-        LongRunHint(job.config, job.graph.num_nodes, device=place.device, exact_asked=args.exact)
-        if place.writes
-        else None
-    )
-    series = contextlib.nullcontext()
-    if pretrainings is not None:
-        from ..run.pipeline import logged_params
-
-        series = pretrainings.series(logged_params(estimator, job.name))
-    # the link's end records the last checkpoint written, however the run ends (a stop just after writing one)
-    with outputs, series, link if link is not None else contextlib.nullcontext():
-        result = run_gca(
-            estimator,
-            job.prepared,
-            dataset=job.name,
-            labels=job.labels,
-            splits=splits,
-            eval_raw=args.eval_raw,
-            protocol=args.eval_protocol,
-            clusters=args.splits if judged and args.task == "cluster" else 0,
-            checkpoint=checkpoint,
-            resume=args.resume,
-            checkpoint_every=args.checkpoint_every if place.writes else 0,
-            plots=plots,
-            plot_title=job.name,
-            on_update=hint,
-            on_epoch=link.after_epoch if link is not None else None,
-            embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
-            scratch=None if place.writes else _scratch_folder(),
-            init_from=args.init_from,
-            align_to=align_to,
-        )
-        if not place.writes:  # every process trained the same model; rank 0 alone writes it
-            return 0
-        if estimator.embedding_file_ is not None:  # written out of core, block by block, at the staged path
-            outputs.wrote("embeddings.npy")
-        result.record.update(job.record())
-        over_seeds = None
-        if args.seeds > 1 and result.evaluation is not None:
-            from ..run.tasks import more_pretrainings
-
-            if pretrainings is not None:
-                pretrainings.ran(result.record.get("logged_to", []))
-            over_seeds, result.record["pretrainings"] = more_pretrainings(
-                job, estimator, result.evaluation, args.seeds, splits, args.eval_protocol, logs=pretrainings
-            )
-            if pretrainings is not None:
-                result.record["logged_to"] = pretrainings.logged_to
-        started_from = tuple(file_record(p) for p in (args.init_from, args.align_to) if p)
-        result.record["provenance"] = command_provenance(args, estimator.device, store, inputs=started_from, **resumed)
-        model = {**estimator.state(), "provenance": result.record["provenance"], **_feature_names(job)}
-        written = outputs.write_run(result.embeddings.numpy(), model, result.record, job.node_ids, result.plots)
-    if over_seeds is not None:
-        print(f"accuracy (GCA, {job.config.centrality}): {over_seeds}")
-    elif result.evaluation is not None:
-        print(f"accuracy (GCA, {job.config.centrality}): {result.evaluation}")
-    if result.clusters is not None:
-        print(f"clustering (GCA, {job.config.centrality}): {result.clusters}")
-    if "alignment" in result.record:
-        moved = result.record["alignment"]
+def _report(outcome: TrainOutcome | None) -> int:
+    """The run's results on stdout (nothing from a torchrun process that does not write)."""
+    if outcome is None:
+        return 0
+    centrality, record = outcome.centrality, outcome.record
+    if outcome.link is not None:
+        print(f"link prediction (GCA, {centrality}): {outcome.link}")
+        print("wrote " + ", ".join(str(p) for p in outcome.written))
+        return 0
+    if outcome.accuracy is not None:
+        print(f"accuracy (GCA, {centrality}): {outcome.accuracy}")
+    if outcome.clusters is not None:
+        print(f"clustering (GCA, {centrality}): {outcome.clusters}")
+    if "alignment" in record:
+        moved = record["alignment"]
         print(
             f"aligned to {moved['to']} on {moved['shared_nodes']:,} shared nodes: mean per-node cosine "
             f"{moved['cosine_before']:.3f} before, {moved['cosine_after']:.3f} after"
         )
-    if result.baselines is not None:
+    if outcome.baselines is not None:
         from ..evaluate.feature_baselines import verdict
 
-        for name, evaluation in result.baselines.rows().items():
+        for name, evaluation in outcome.baselines.rows().items():
             print(f"accuracy ({name}):{' ' * max(1, 15 - len(name))}{evaluation}")
-        print(verdict(result.record["versus_feature_baselines"]))
-    print("wrote " + ", ".join(str(p) for p in written))
-    if result.record.get("logged_to"):
-        print("logged to " + ", ".join(result.record["logged_to"]))
-    return 0
-
-
-def _feature_names(job) -> dict:
-    """What model.pt records of the feature columns it was trained on, where a sparse feature file named them:
-    ``gca embed`` maps another graph's features to the same columns (gca.datasets.files)."""
-    names = job.loaded.feature_names
-    return {"feature_names": list(names)} if names else {}
-
-
-def _check_seeds(args: argparse.Namespace) -> None:
-    """--seeds K repeats the pretraining of a classify run in this process: refused where it cannot apply, before
-    anything is loaded (a graph without labels, known once loaded, is refused then: :func:`_check_labelled`)."""
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds must be at least 1, got {args.seeds}")
-    if args.seeds > MAX_SEEDS:
-        raise ConfigError(
-            f"--seeds must be at most {MAX_SEEDS} (each pretraining is a whole training), got {args.seeds}"
-        )
-    if args.seeds == 1:
-        return
-    if args.task != "classify" or args.no_eval:
-        raise ConfigError(
-            "--seeds K repeats a pretraining to judge its accuracy; it goes with --task classify and "
-            "evaluation (leave out --no-eval)"
-        )
-    taken = [
-        flag
-        for flag, used in (
-            ("--checkpoint-every", args.checkpoint_every),
-            ("--resume", args.resume),
-            ("--init-from", args.init_from),
-            ("--align-to", args.align_to),
-            ("torchrun", environment.world_size() > 1),
-        )
-        if used
-    ]
-    if taken:
-        raise ConfigError(
-            f"--seeds K trains K times in one process; it takes no {taken[0]} (train one seed with --seed S for that)"
-        )
-
-
-def _check_labelled(args: argparse.Namespace, job) -> None:
-    """--seeds K judges each pretraining's accuracy: a graph without labels, which cannot be judged, is refused
-    before anything trains, as --seeds K with --no-eval is."""
-    if args.seeds > 1 and job.labels is None:
-        raise ConfigError(
-            f"--seeds {args.seeds} repeats a pretraining to judge its accuracy, and the graph "
-            f"{job.name} has no labels to judge it by; leave out --seeds (or give --labels)"
-        )
-
-
-def _check_split_count(args: argparse.Namespace, splits, name: str) -> None:
-    """A dataset's own splits are as many as it has: a --splits N it cannot give is refused in one line."""
-    if not (args.splits_given and getattr(splits, "own", False) and len(splits) != args.splits):
-        return
-    have = f"{len(splits)} split{'s' if len(splits) > 1 else ''} of its own"
-    raise ConfigError(
-        f"--splits {args.splits} cannot apply: {name} is judged on {have} (--eval-split "
-        f"{args.eval_split}); leave --splits out, repeat the pretraining with --seeds K, or draw "
-        "random splits with --eval-split random"
-    )
-
-
-def _scratch_folder():
-    """Where a torchrun process other than the first maps its share of inference's matrices:
-    ``$GCA_CACHE_DIR/scratch`` (default ``~/.cache/gca/scratch``; made when first needed), each file unlinked as
-    soon as it is mapped."""
-    from ..datasets.base import default_cache_dir
-
-    return default_cache_dir() / "scratch"
-
-
-def _check_log_paths(args: argparse.Namespace) -> None:
-    """--log-csv and --tensorboard name paths the run writes as it trains: never an input, the export, or a path
-    inside --out — a log is written live, not committed with the run's files, so inside --out a failed or later run
-    would leave it beside another run's results.json."""
-    from pathlib import Path
-
-    from ..loggers import folder_problem, hparams_file
-    from ..outputs.folder import OutputError
-
-    out = Path(args.out).resolve()
-    for flag, value in (("--log-csv", args.log_csv), ("--tensorboard", args.tensorboard)):
-        if value is None:
-            continue
-        if not value.strip():
-            raise OutputError(f"{flag} is empty; name a {'file' if flag == '--log-csv' else 'folder'}")
-        path = Path(value)
-        if path.resolve() == out or out in path.resolve().parents:
-            raise OutputError(
-                f"{flag} {path} lies inside --out {args.out}, which holds one run's files only; write "
-                f"the log beside it (e.g. {Path(args.out).name}-log"
-                f"{'.csv' if flag == '--log-csv' else ''})"
-            )
-        # both folders are made when the run starts (with their missing parents)
-        problem = folder_problem(path if flag == "--tensorboard" else path.parent, made=True)
-        if problem is not None:
-            raise OutputError(f"{flag} {path}: {problem}")
-        if flag == "--tensorboard":
-            continue
-        if path.is_dir():
-            raise OutputError(f"--log-csv {path} is a folder; name a file in it")
-        hparams = hparams_file(path)
-        for other in [*inputs(args), *([args.export] if args.export else [])]:
-            for written in (path, hparams):
-                if written.resolve() == Path(other).resolve():
-                    raise OutputError(
-                        f"--log-csv {path}{'' if written is path else ' writes ' + str(written)} is "
-                        f"also {other}, which the run reads or writes; choose another name"
-                    )
-
-
-def _loggers(args: argparse.Namespace, outputs) -> list:
-    """The metric loggers the flags ask for (gca.loggers)."""
-    from ..loggers import CSVLogger, TensorBoardLogger, WandbLogger
-
-    loggers: list = []
-    if args.log_csv is not None:
-        loggers.append(CSVLogger(args.log_csv))
-    if args.tensorboard is not None:
-        loggers.append(TensorBoardLogger(args.tensorboard))
-    if args.wandb is not None:
-        # beside --out, not in it: wandb writes as the run trains, and OUT holds one finished run's files only
-        # (made when the wandb run starts: a refused or failed run leaves no folder)
-        beside = outputs.out.parent / f"{outputs.out.name}-wandb"
-        loggers.append(WandbLogger(project=args.wandb, dir=str(beside)))
-    return loggers
-
-
-def _announce(job, estimator, args: argparse.Namespace, plots) -> None:
-    """The warnings and the run's one-line summary (printed by the process that writes)."""
-    from ..outputs.plots import MIN_TSNE_NODES
-
-    if not args.no_eval and job.labels is None and args.task != "link":  # link prediction needs no labels
-        warn("the graph has no labels; skipping evaluation")
-    if job.config.epochs == 0:
-        warn("epochs=0: the encoder is not trained; its scores are those of its initial weights (a baseline)")
-    if plots and job.labels is not None and job.graph.num_nodes < MIN_TSNE_NODES:
-        warn(f"t-SNE needs at least {MIN_TSNE_NODES} nodes; tsne.png is not drawn")
-    for warning in [*job.warnings, *job.schedule_warnings()]:
-        warn(warning)
-    print(job.summary(estimator))
-
-
-def _link_into(outputs, args: argparse.Namespace, job, estimator) -> int:
-    """--task link: hold edges out, train once per hold-out, score the held-out pairs; the first run's files."""
-    from ..run.tasks import link_prediction
-
-    result, trained, embeddings, record = link_prediction(job, estimator, args.splits, args.link_val, args.link_test)
-    record.update(job.record())  # the mini-batch schedule and --fast's choice, as the other tasks record them
-    record["provenance"] = command_provenance(args, trained.device)
-    with outputs:
-        written = outputs.write_run(
-            embeddings.numpy(),
-            {**trained.state(), "provenance": record["provenance"], **_feature_names(job)},
-            record,
-            job.node_ids,
-        )
-    print(f"link prediction (GCA, {job.config.centrality}): {result}")
-    print("wrote " + ", ".join(str(p) for p in written))
+        print(verdict(record["versus_feature_baselines"]))
+    print("wrote " + ", ".join(str(p) for p in outcome.written))
+    if record.get("logged_to"):
+        print("logged to " + ", ".join(record["logged_to"]))
     return 0

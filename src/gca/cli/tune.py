@@ -55,7 +55,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError(f"--eval-every must lie in [1, --max-epochs], got {args.eval_every}")
     if not 1 <= args.search_splits <= split_count(args) <= 1000:
         raise ConfigError("--search-splits must lie in [1, --splits] and --splits in [1, 1000]")
-    split_setting(args)
+    split_setting(args, split_count(args))
     if args.timeout is not None and not args.timeout > 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, got {args.timeout}")
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     graph = job.prepare(GCA(job.config, device=device), require_edges=False).graph
     for warning in job.warnings:
         warn(warning)
-    splits = job.splits(split_setting(args))
+    splits = job.splits(split_setting(args, split_count(args)))
     base = {k: v for k, v in job.config.to_dict().items() if k not in space}
     searching = min(args.search_splits, len(splits))  # a public split may be one
     settings = SearchSettings(job.name, max_epochs, eval_every, searching, base, space, args.eval_protocol)

@@ -1,7 +1,8 @@
-"""One run of GCA on one graph: the graph loaded with its configuration, warnings and splits (:mod:`.job`), fit →
-evaluate → plots → record (:mod:`.pipeline`), what else a run can measure (:mod:`.tasks`), and how ``gca train``
-logs repeated pretrainings and resumed runs (:mod:`.logs`). Nothing here prints; result files are
-:mod:`gca.outputs`'.
+"""One run of GCA on one graph: the graph a command reads and what its record says of the files (:mod:`.inputs`),
+the graph loaded with its configuration, warnings and splits (:mod:`.job`), fit → evaluate → plots → record
+(:mod:`.pipeline`), what else a run can measure (:mod:`.tasks`), how ``gca train`` logs repeated pretrainings and
+resumed runs (:mod:`.logs`), and ``gca train``'s whole run, asked for in one request (:mod:`.train`). Results are
+the caller's to print; result files are :mod:`gca.outputs`'.
 
 Names are imported on first use (PEP 562).
 """
@@ -10,12 +11,21 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {"job": ("Job",), "pipeline": ("RunResult", "run_gca"), "tasks": ("link_prediction",)}
+_EXPORTS = {
+    "inputs": ("GraphRequest",),
+    "job": ("Job",),
+    "pipeline": ("RunResult", "run_gca"),
+    "tasks": ("link_prediction",),
+    "train": ("TrainOutcome", "TrainRequest"),
+}
 
 if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+    from .inputs import GraphRequest as GraphRequest
     from .job import Job as Job
     from .pipeline import RunResult as RunResult
     from .pipeline import run_gca as run_gca
     from .tasks import link_prediction as link_prediction
+    from .train import TrainOutcome as TrainOutcome
+    from .train import TrainRequest as TrainRequest
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -175,6 +175,8 @@ class Job:
         overrides = dict(overrides or {})
         own_file = read_config_file(config_file) if config_file and not is_named_config(config_file) else {}
         user = {**own_file, **overrides}  # the user's own keys
+        name = loaded.name if loaded.named else None
+        config = None  # the user's configuration, where the default choice read it
         choice = None
         if training == "exact" and user.get("batch_size"):
             raise ConfigError(
@@ -184,13 +186,17 @@ class Job:
         if training == "fast":
             choice = fast_choice(loaded.data.num_nodes, device).keeping(user)
         elif training == "auto" and "batch_size" not in user:
-            choice = _default_choice(loaded, config_file, overrides, device, world_size)
+            config = build_config(name, config_file, overrides)
+            choice = _default_choice(loaded, config, config_file, overrides, device, world_size)
             choice = choice.keeping(user) if choice is not None else None
         if choice is not None:
-            overrides = {**choice.layer(), **overrides}
+            layer = choice.layer()
+            if config is None or any(getattr(config, key) != value for key, value in layer.items()):
+                config = None  # the choice changes the configuration: built with it, between the setting and the user
+            overrides = {**layer, **overrides}
         job = cls(
             loaded,
-            build_config(loaded.name if loaded.named else None, config_file, overrides),
+            config if config is not None else build_config(name, config_file, overrides),
             fast=choice,
             store=store,
             store_graph=store_graph,
@@ -397,17 +403,17 @@ TRAININGS = ("config", "fast", "auto", "exact")
 
 def _default_choice(
     loaded: LoadedDataset,
+    config: GCAConfig,
     config_file: str | None,
     overrides: dict[str, Any],
     device: str | torch.device,
     world_size: int,
 ) -> FastChoice | None:
-    """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of the
-    configuration the user's layers give (its widths), with the setting's epochs: epochs the user gave
+    """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of ``config``,
+    the configuration the user's layers give (its widths), with the setting's epochs: epochs the user gave
     (:func:`gca.config.epochs_given`) do not change the training chosen, they count in it."""
     data = loaded.data
     name = loaded.name if loaded.named else None
-    config = build_config(name, config_file, overrides)
     if epochs_given(config_file, overrides):
         setting = build_config(name, config_file if is_named_config(config_file) else None, {})
         config = config.replace(epochs=setting.epochs)

@@ -1,0 +1,221 @@
+"""Where a command's graph comes from (:class:`GraphRequest`): the graph's files or a dataset's name, checked
+together before anything is read; the graph loaded from them, or from its prepared folder on disk
+(:func:`open_graph`); and what ``results.json`` says of the files read (:func:`command_provenance`,
+:mod:`gca.provenance`): each file's size and SHA-256 as taken when the graph was read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError
+from ..provenance import (
+    changed_inputs,
+    command_line,
+    digests_as_read,
+    file_record,
+    identities,
+    input_records,
+    run_record,
+    utc_now,
+)
+from ..terminal import warn
+
+#: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
+READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
+
+
+@dataclass(frozen=True)
+class GraphRequest:
+    """The graph a command reads, as its options say it (``gca train --help``): a ``dataset`` (a name, an .npz
+    file or a folder; none and no files: Karate) in ``data_dir``, or files of the user's and how they are read
+    (:data:`READING_FLAGS`, :func:`gca.datasets.load_files`); ``feature_names``: the columns a trained model
+    expects (``gca embed``); ``config``: a configuration file read beside the graph, its digest recorded with the
+    graph's; ``cache``: the prepared graph on disk (``None``: opened where one was made from the same files,
+    ``False``: never); ``progress``: whether reading shows its progress."""
+
+    dataset: str | None = None
+    data_dir: str | None = None
+    edges: str | None = None
+    features: str | None = None
+    labels: str | None = None
+    directed: bool = False
+    edge_weight: str | None = None
+    feature_ids: str | None = None
+    feature_layout: str | None = "auto"
+    id_column: str | None = None
+    label_column: str | None = None
+    feature_names: list[str] | int | None = field(default=None, repr=False)
+    config: str | None = None
+    cache: bool | None = None
+    progress: bool = True
+
+    def reading(self) -> dict[str, Any]:
+        """How the files are read, by option (:data:`READING_FLAGS`)."""
+        return {flag: getattr(self, flag) for flag in READING_FLAGS}
+
+
+@dataclass
+class GraphRead:
+    """A graph as read: the dataset (:class:`gca.datasets.base.LoadedDataset`), its prepared folder
+    (:class:`gca.run.cache.PreparedStore`, opened or to be written; ``None``: none), and each input file's size and
+    SHA-256 as the graph was read, by resolved path (:func:`gca.provenance.digests_as_read`; empty: not taken)."""
+
+    loaded: Any
+    store: Any = None
+    digests: dict[str, Any] = field(default_factory=dict)
+
+
+def check_graph(request: GraphRequest) -> None:
+    """The graph's options checked together, before anything is read (from the files, or a prepared graph)."""
+    given = [f"--{flag.replace('_', '-')}" for flag, value in request.reading().items() if value not in (None, "auto")]
+    if given and not request.edges:
+        raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
+    if request.feature_ids and not str(request.features or "").lower().endswith((".npy", ".npz")):
+        raise ConfigError(
+            "--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
+            "id column (--id-column NAME)"
+        )
+    if request.edges or request.features or request.labels:
+        if not (request.edges and request.features):
+            raise ConfigError("--edges and --features go together (--labels is optional); give both")
+        if request.dataset:
+            raise ConfigError("give either --dataset or --edges/--features, not both")
+        return
+    if request.directed:
+        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+    if request.dataset is not None and not request.dataset.strip():
+        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
+
+
+def load_graph(request: GraphRequest, record: bool = False) -> GraphRead:
+    """The graph read from its files; where ``record``, each file's digest is taken as it is read."""
+    from ..datasets import load_dataset, load_files
+
+    check_graph(request)
+    before = identities(_read_files(request)) if record else {}
+    if request.edges:
+        reading = request.reading()
+        reading["feature_layout"] = reading["feature_layout"] or "auto"
+        loaded = load_files(
+            request.edges,
+            request.features,
+            request.labels,
+            directed=request.directed,
+            **reading,
+            feature_names=request.feature_names,
+            progress=request.progress,
+        )
+    else:
+        loaded = load_dataset(request.dataset or "Karate", data_dir=request.data_dir)
+    return GraphRead(loaded, digests=digests_as_read(_read_files(request), before) if record else {})
+
+
+def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
+    """The graph from its prepared folder when a usable one exists (unless ``cache`` is ``False``), else read from
+    its files (:func:`load_graph`); the store is ``None`` under ``cache=False`` and for inputs not on disk. The
+    store's notes (a folder rebuilt and why) are the caller's to print. Where ``record``, each input's digest is
+    taken as it is read (or from the prepared graph's record, where the graph was read from one)."""
+    from .cache import PreparedStore
+
+    check_graph(request)
+    source = graph_source(request) if request.cache is not False else None
+    if source is None:
+        return load_graph(request, record)
+    store = PreparedStore(source, progress=request.progress)
+    if store.usable():
+        known = store.recorded_sha256()
+        return GraphRead(store.loaded(), store, digests_as_read(_read_files(request), None, known) if record else {})
+    read = load_graph(request, record)
+    read.store = store
+    return read
+
+
+def graph_source(request: GraphRequest):
+    """What the command reads, as a :class:`gca.run.cache.GraphSource`; ``None`` when it is nothing on disk (the
+    built-in Karate club, a named dataset not downloaded yet)."""
+    from ..datasets.registry import dataset_source
+    from .cache import GraphSource
+
+    if request.edges and request.features:
+        ids = request.feature_ids
+        labels = request.labels
+        files = [request.edges, request.features, *([labels] if labels else []), *([ids] if ids else [])]
+        if not all(Path(f).is_file() for f in files):
+            return None  # reading them says what is wrong
+        how = " ".join(f"{flag}={value}" for flag, value in request.reading().items())
+        like = request.feature_names  # gca embed: the model's columns key how the features are read
+        if like is not None:
+            import hashlib
+
+            how += f" columns={hashlib.sha256(repr(like).encode()).hexdigest()[:16]}"
+        return GraphSource.of(
+            Path(request.edges).stem, files, f"files directed={bool(request.directed)} labels={bool(labels)} {how}"
+        )
+    dataset = request.dataset
+    if request.edges or request.features or request.labels or not dataset or not dataset.strip():
+        return None
+    found = dataset_source(dataset, request.data_dir)
+    if found is None:
+        return None
+    paths, how = found
+    return GraphSource.of(Path(dataset).stem if how in ("npz", "folder") else dataset, paths, how)
+
+
+def _read_files(request: GraphRequest) -> list[Path]:
+    """The files the command reads whose digests its record holds: the graph's and a configuration file."""
+    source = graph_source(request)
+    files = source.files() if source is not None else []
+    if request.config is not None and Path(request.config).is_file():  # else a shipped setting's name ("authors")
+        files.append(Path(request.config))
+    return files
+
+
+def command_provenance(
+    request: GraphRequest,
+    device: Any,
+    read: GraphRead | None = None,
+    inputs: tuple[dict, ...] = (),
+    command: list[str] | None = None,
+    started: str | None = None,
+    **more: Any,
+) -> dict[str, Any]:
+    """The command's provenance record, completed now: every file it read, each file's size and SHA-256 as taken
+    when the graph was read (``read.digests``; the prepared graph's record where the graph was read from one) — a
+    file that changed since is recorded as it was read, marked ``changed``, and said in one warning line.
+
+    Parameters
+    ----------
+    request
+        The graph the command read.
+    device
+        The device the command ran on.
+    read
+        The graph as read (its prepared folder and digests); ``None``: no digests were taken.
+    inputs
+        Further input files' records (:func:`gca.provenance.file_record`), listed after the graph's and the config's.
+    command
+        The command line (``None``: this process's).
+    started
+        When the command started (``None``: now).
+    **more
+        Further entries of the record.
+    """
+    source = graph_source(request)  # after loading: a named dataset that was downloaded is on disk now
+    if source is not None:
+        named = source.named_files()
+    else:  # the built-in Karate club; or files of the user's that are gone since they were read (said as unreadable)
+        given = (request.edges, request.features, request.labels, request.feature_ids)
+        named = [(p, Path(p)) for p in given if p]
+    store = read.store if read is not None else None
+    known = store.recorded_sha256() if store is not None else {}
+    taken = read.digests if read is not None else {}
+    files = input_records(named, known, taken)
+    config = request.config
+    if config is not None and Path(config).is_file():  # else a shipped setting's name ("authors")
+        files.append(file_record(config, read=taken.get(str(Path(config).expanduser().resolve()))))
+    for line in changed_inputs(files):
+        warn(line)
+    prepared = store.provenance() if store is not None else None
+    return run_record(command or command_line(None), started or utc_now(), device, [*files, *inputs], prepared, **more)
