@@ -25,5 +25,11 @@ def say(line: str) -> None:
 
 
 def warn(message: str) -> None:
-    """One warning line on stderr, ``gca: warning: message``; the run goes on."""
+    """One warning line on stderr, ``gca: warning: message``; the run goes on.
+
+    Parameters
+    ----------
+    message
+        The warning, one line.
+    """
     say(f"gca: warning: {message}")

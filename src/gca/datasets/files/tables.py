@@ -507,7 +507,17 @@ class TableInput:
 
 
 class ConversionFailed(DatasetError):
-    """A value of a column is not of the type asked for; the reader that asked says what that means."""
+    """A value of a column is not of the type asked for; the reader that asked says what that means.
+
+    Parameters
+    ----------
+    column
+        The column's number, from 0.
+    value
+        The value that does not convert, as text.
+    row
+        The first row (from 0) of the block of rows that holds it, where known; ``None`` otherwise.
+    """
 
     def __init__(self, column: int, value: str, row: int | None) -> None:
         super().__init__(f"column {column + 1}: {value!r}")
