@@ -84,7 +84,7 @@ class GCAConfig:
     # | auto: bf16 + attention on a GPU with bf16 tensor cores or a CPU whose bf16 units measure faster, else fp32
     precision: str = "auto"
     # on: the encoder and projection head run through torch.compile (gca.train.compiled); a failed compile trains
-    # on eagerly, said in one line. off (the default): on 2 CPU cores it gained 2-4 % (docs/benchmarks.md)
+    # on eagerly, said in one line. off (the default): it gains little on CPUs (measured: docs/benchmarks.md)
     compile: str = "off"
     # Encoder and projection head. gcn: gca's own sparse GCN (the paper's); gat, sage, gin: PyTorch Geometric's
     # GATConv, SAGEConv, GINConv layers (gca.nn.encoders).
@@ -171,7 +171,7 @@ class GCAConfig:
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> GCAConfig:
         """The configuration a checkpoint recorded (:meth:`to_dict`), read as it was meant when written: a GraphSAGE
-        model saved before ``sage_aggregator`` existed used PyTorch Geometric's mean aggregator.
+        model whose record has no ``sage_aggregator`` uses PyTorch Geometric's mean aggregator.
 
         Parameters
         ----------

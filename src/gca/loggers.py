@@ -388,7 +388,7 @@ class TensorBoardLogger:
         checkpoint + 1, so ``loss/update`` shows each update once. In full-batch training (one update an epoch)
         that is also the first epoch it trains, and every epoch shows once; with mini-batches the epochs logged
         between the checkpoint and the stop lie below it and show twice, at the same values where the resumed run
-        repeats them exactly (as gca's training does). Runs after the next one start as before.
+        repeats them exactly (as gca's training does). Runs after the next one start their own folders.
 
         Parameters
         ----------

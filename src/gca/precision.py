@@ -21,8 +21,8 @@ A CPU trains in bf16 only where it has bf16 matrix units — AMX (Intel Sapphire
 (AMD Zen 4 and later, Intel Cooper Lake) — *and* a short probe on this machine finds bf16 at least
 :data:`PROBE_MIN_SPEEDUP` times as fast as fp32 both for a matrix product (the encoder's first layer on a sampled
 subgraph) and for the fused attention kernel (the objective's under bf16) (:func:`bf16_probe`, measured once per
-process). Both, because on a CPU with AVX512-BF16 but no AMX the attention objective ran at half its fp32 speed
-(docs/benchmarks.md, "Epoch speed and bf16 on the CPU"). A CPU without those units emulates bf16 in software,
+process). Both, because bf16 units without AMX can leave the attention objective slower than in fp32 (measured:
+docs/benchmarks.md, "Epoch speed and bf16 on the CPU"). A CPU without those units emulates bf16 in software,
 far slower than fp32: it never trains in bf16 unless told to. Every other device trains in fp32.
 """
 
@@ -102,8 +102,7 @@ def bf16_probe(
     """How many times faster bf16 runs than fp32 on this CPU with ``threads`` threads (PyTorch's current setting),
     as (product, attention): a matrix product of ``shape`` (the encoder's), and the fused attention kernel over
     ``attention`` = (rows, width) (the objective's under bf16). Measured once per process, thread count and
-    shapes; about 0.2 s on a CPU with bf16 units (a CPU without them, where bf16 is emulated, is never probed by
-    ``auto``).
+    shapes, in a fraction of a second (a CPU without bf16 units, where bf16 is emulated, is never probed by ``auto``).
 
     Parameters
     ----------

@@ -174,7 +174,7 @@ def step(
     once it has run ``delay`` seconds (default :data:`PHASE_DELAY`) and still runs, the line ``DESC: under way,
     3.0 s`` (a timer thread says it; with no delay it is said at once); at its end, where that line was said,
     ``DESC: done, 12.4 s`` (``DESC: stopped, 12.4 s`` where the work raised). A step shorter than the delay says
-    nothing, so small graphs print no more than before.
+    nothing, so small graphs print no phase lines.
 
     Parameters
     ----------

@@ -26,7 +26,7 @@ done its work. Everything is plain JSON values (strings, numbers, lists, tables)
 loadable with ``torch.load(weights_only=True)``; nothing here imports PyTorch or another library that is not loaded
 yet. Python users who :meth:`gca.GCA.save` a model get ``versions``, the device and the training's times (no
 command or inputs: the caller knows them); a model loaded with :meth:`gca.GCA.load` keeps the provenance it was
-saved with. A model file from before this record has none and loads as before. This module imports only gca's
+saved with. A model file without this record loads all the same, with none. This module imports only gca's
 lowest layers (``gca``'s version, :mod:`gca.io`): the estimator and the command line both use it.
 """
 

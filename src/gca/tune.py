@@ -203,7 +203,7 @@ class SearchSettings:
             "base": self.base,
             "space": self.space,
         }
-        if self.protocol != "sklearn":  # studies made before the protocol was a setting keep their key
+        if self.protocol != "sklearn":  # the default protocol is not in the key: a study's key stays as without it
             key["protocol"] = self.protocol
         return key
 

@@ -91,7 +91,7 @@ def edge_drop_probabilities(
     ``symmetric``, else every edge) from the edge centralities w_uv (:func:`edge_weights`), as
     :func:`drop_probabilities` gives them — computed :data:`UNIT_BLOCK` units at a time: a first pass finds
     max s and the mean of s = log w over the units with w > 0, a second writes every view's probabilities. No
-    unit list, weight or float64 array of all units is made (on 1.6·10⁹ units, 39 GB of temporaries before),
+    unit list, weight or float64 array of all units is made (on 1.6·10⁹ units those would be 39 GB of temporaries),
     only the results; the mean is a sum of block sums, equal to the whole array's within float64 rounding.
 
     Parameters

@@ -73,7 +73,7 @@ def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool =
     simple = _is_coalesced(edge_index, num_nodes) and not has_self_loops(edge_index)
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
-        # is a count of targets — no 10^8-entry sparse matrix to build (11 s at ogbn-products' size)
+        # is a count of targets — no 10^8-entry sparse matrix to build (measured: docs/large-graphs.md, "Memory")
         in_degree = count_ids(edge_index[1].cpu(), num_nodes).to(torch.float64).numpy()
     else:
         adj = binary_adjacency(edge_index, num_nodes)

@@ -89,7 +89,7 @@ def _embed_into(outputs, args: argparse.Namespace) -> int:
             "num_nodes": graph.num_nodes,
             "dimensions": int(embeddings.shape[1]),
             "device": str(estimator.device),
-            # the model used, and where it came from as its file records it (None: written before gca recorded it)
+            # the model used, and where it came from as its file records it (None: the file records none)
             "checkpoint": {**checkpoint, "provenance": estimator.provenance},
             "provenance": command_provenance(graph_asked, estimator.device, read, (checkpoint,), **started(args)),
         }

@@ -54,11 +54,9 @@ BATCHED_BYTES = 256 * 2**20
 SPARSE_BELOW = 0.1
 
 #: On the CPU, a probe whose work per epoch — the splits' training products S·T·d·C plus a 20th of the checks'
-#: S·N·d·C — is below :data:`SMALL_WORK` multiply-adds runs on :data:`PROBE_THREADS` thread(s). Measured on 2 cores
-#: of an AMD EPYC (PyTorch 2.13.0, 20 splits × 3,000 epochs, 2026-11-28): a second thread gains nothing up to about
-#: 10⁵ (34 nodes × 8: 0.34 s at one thread, 0.35 s at two; 300 × 32: 0.57 and 0.49 s) and halves the time above
-#: (Cora's shape, 7·10⁶: 6.6 and 3.7 s; Amazon-Photo's, 5·10⁷: 27.7 and 14.8 s); but beside another busy process,
-#: two threads' waiting made the 34-node probe take 53 s instead of 3.5 s. ``None``: PyTorch's threads throughout.
+#: S·N·d·C — is below :data:`SMALL_WORK` multiply-adds runs on :data:`PROBE_THREADS` thread(s): a second thread
+#: gains nothing there and, beside another busy process, its waiting can make a small probe many times slower
+#: (measured: docs/benchmarks.md, "The authors' evaluator on the CPU"). ``None``: PyTorch's threads throughout.
 PROBE_THREADS: int | None = 1
 SMALL_WORK = 10**5
 
@@ -267,10 +265,11 @@ def adam_probe(
                     slope = (torch.softmax(stacked.logits(weight, bias), 1) - onehot) * row_weight
                     stacked.gradients(slope, weight.grad, bias.grad)
             elif batched:
-                # the gradient of the mean cross-entropy written out (no autograd graph: 2.5× faster per epoch):
+                # the gradient of the mean cross-entropy written out (no autograd graph):
                 # ∂/∂logits = (softmax − onehot) / n_train, ∂W = Xᵀ ∂logits, ∂b = Σ_rows ∂logits — all with the
-                # classes first ([S, C, T] logits: Wᵀ Xᵀ, and ∂Wᵀ = ∂logitsᵀ X), which halved both products' time
-                # against [S, T, C] (a product whose output has only C ≈ 10 columns runs far below the machine's rate)
+                # classes first ([S, C, T] logits: Wᵀ Xᵀ, and ∂Wᵀ = ∂logitsᵀ X): a product whose output has only
+                # C ≈ 10 columns runs far below the machine's rate (measured: docs/benchmarks.md, "The authors'
+                # probe against its own arithmetic")
                 with torch.no_grad():
                     logits = torch.baddbmm(bias.transpose(1, 2), weight.transpose(1, 2), stacked_t)
                     slope = (torch.softmax(logits, 1) - onehot) * row_weight

@@ -534,7 +534,7 @@ class SplitSetting:
 
         Two entries, never one in place of the other: ``cut`` — how random parts are cut from their fractions,
         ``"floor"`` (``int(fraction · n)``, the authors' protocol), recorded only when it is not the default
-        ``round`` (so records made before it match) — and ``sizes``, the node counts of the first split's training,
+        ``round`` (so a default record has no ``cut``) — and ``sizes``, the node counts of the first split's training,
         validation and test parts as drawn (with ``splits``).
 
         Parameters
@@ -549,7 +549,7 @@ class SplitSetting:
             entry.update(shots=self.shots, val=self.val, test=self.test)
         elif self.scheme != "public":
             entry.update(train=self.train, val=self.val, test=self.test)
-            if self.sizes != "round":  # said only when not the default, so records made before it match
+            if self.sizes != "round":  # said only when not the default, so default records match records without it
                 entry["cut"] = self.sizes
         if splits:
             entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])

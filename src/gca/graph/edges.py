@@ -90,8 +90,8 @@ def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = Tru
     many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
     read twice, ``listed`` entries in all.
 
-    Built a block at a time without a 64-bit array of the edges (on 3·10⁸ directed edges 3.4 GB, where SciPy's
-    A + Aᵀ and a 64-bit edge list took about 7 GB): (1) each listed pair goes under its smaller endpoint (an
+    Built a block at a time without a 64-bit array of the edges or SciPy's A + Aᵀ (memory measured:
+    docs/large-graphs.md, "Memory"): (1) each listed pair goes under its smaller endpoint (an
     int32 upper CSR and a direction byte per entry, counting-sort placed), (2) each row is sorted by (larger
     endpoint, direction) in blocks — equal neighbours are one edge, equal (neighbour, direction) a repeat —
     and compacted in place, (3) the upper rows are mirrored into the int32 ``[2, E]`` result, row u holding first

@@ -23,7 +23,7 @@ D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
   merged weights that overflows is blamed on the merge), NaN or infinite features, a wrong shape or a non-numeric
   dtype: one line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
 
-A graph without either keeps a plain ``edge_index`` and is cleaned exactly as before.
+A graph without either keeps a plain ``edge_index`` and is cleaned exactly as an unweighted graph.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class Graph:
         for part in parts:
             digest.update(np.ascontiguousarray(part).tobytes())
         for name, values in (("edge_weight", self.edge_weight), ("edge_attr", self.edge_attr)):
-            if values is not None:  # only when present: an unweighted graph's digest is as before
+            if values is not None:  # only when present: an unweighted graph's digest is of its edges and features
                 digest.update(f"{name}{tuple(values.shape)}{values.dtype}".encode())
                 digest.update(values.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()
@@ -256,7 +256,7 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
 
 def _nodes_with_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """[N] bool: which nodes are an end of some edge — read :data:`~gca.graph.features.ROW_BLOCK` · 64 edges at
-    a time, so no 64-bit copy of the edge list is made (a ``bincount`` of it took 16 bytes per edge)."""
+    a time, so no 64-bit copy of the edge list is made (a ``bincount`` of it would take 16 bytes per edge)."""
     seen = torch.zeros(num_nodes, dtype=torch.bool, device=edge_index.device)
     for block in edge_index.split(ROW_BLOCK * 64, dim=1):  # int32 or int64 indices as they are
         seen[block[0]] = True

@@ -18,8 +18,9 @@ CPU_BLOCK_ELEMENTS = 1 << 22
 CPU_MAX_BLOCK_ROWS = 256
 CUDA_BLOCK_ELEMENTS = 1 << 26
 # Blocks of E the forward pass keeps for the backward pass, in bytes. On CPUs the matrix products are the bound
-# (2 cores of an AMD EPYC run them at 150–190 GFLOP/s of a ~190 peak), and a kept block saves the backward pass one
-# of its three products of that block: 2 units of (2N)²·d products per step become 1.5 where all of E fits.
+# (they run near the cores' fp32 peak: docs/benchmarks.md, "Epoch speed and bf16 on the CPU"), and a kept block
+# saves the backward pass one of its three products of that block: 2 units of (2N)²·d products per step become 1.5
+# where all of E fits.
 # 512 MiB holds all of E up to 2N ≈ 16,000 rows (Amazon-Photo); larger graphs keep their first blocks and
 # recompute the rest. On GPUs memory is the scarcer resource and recomputing is cheap: nothing is kept.
 CPU_KEEP_BYTES = 512 << 20
@@ -42,13 +43,10 @@ def auto_block_size(num_rows: int, budget_elements: int | None = None, device: t
 
     The default budget depends on the device. CPU: 2^22 (16 MiB in fp32), 64–256 rows. Each row block adds its
     transposed share M_r·ᵀ Z_r to the gradient of every later row — a product with only ``block`` terms that reads
-    and writes the later rows' N × d gradient — so with the forward pass's blocks kept, taller blocks pay: on
-    2 cores of an AMD EPYC (AVX-512, PyTorch 2.13, 2026-11-27; 3-epoch runs as `benchmarks/epoch.py`) an epoch at
-    2N = 15,300, d = 256 took 1.43 s with 64-row blocks, 1.29–1.32 with 128, 1.27–1.30 with 256, 1.30–1.33 with
-    512; at Cora's 2N = 5,416, d = 128, 0.110–0.114 s with 96 rows, 0.099–0.100 with 192 and 384, 0.107–0.110 with
-    768. (Without kept blocks, on a 2-core Xeon, 64–128 rows were fastest: 16–32 rows starve the matrix multiply.)
-    From 2N ≈ 65,000 on the rule gives the 64-row minimum. CUDA: 2^26 (256 MiB) — a GPU needs large products to
-    fill its cores, and each block costs a few kernel launches (benchmarks/gpu.py).
+    and writes the later rows' N × d gradient — so with the forward pass's blocks kept, taller blocks pay, up to
+    about 256 rows (measured: docs/benchmarks.md, "Epoch speed and bf16 on the CPU", rows per block). From
+    2N ≈ 65,000 on the rule gives the 64-row minimum. CUDA: 2^26 (256 MiB) — a GPU needs large products to fill its
+    cores, and each block costs a few kernel launches.
 
     Parameters
     ----------

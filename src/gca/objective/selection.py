@@ -57,11 +57,10 @@ def resolve_objective(
     ``precision=auto`` is :func:`gca.precision.resolve_precision`'s choice — bf16 on a CUDA GPU with bf16 tensor
     cores, and on a CPU whose bf16 units measure faster — except with ``loss_backend=blocked``, whose products
     are fp32: then fp32. ``loss_backend=auto`` is the attention backend under bf16 (its fused bf16 kernels:
-    FlashAttention-2 on GPUs, PyTorch's flash kernel on CPUs), the blocked one otherwise. Measured on an H100
-    (benchmarks/gpu_scale.py, docs/benchmarks.md): the bf16 attention objective 7.6× faster than blocked fp32 at
-    N = 34,493 and 10× at 169,343, the same loss to seven digits at N = 34,493 … 10^6, and Cora GCA-DE
-    83.47 ± 0.87 % against fp32's 83.37 ± 1.02 %; in fp32 on CPUs the attention route was 1.3–1.5× slower than
-    the blocked one. Both backends split their rows over processes.
+    FlashAttention-2 on GPUs, PyTorch's flash kernel on CPUs), the blocked one otherwise: the bf16 attention
+    objective is several times faster than blocked fp32 at the same loss and accuracy, while in fp32 on CPUs the
+    attention route is slower than the blocked one (measured: docs/benchmarks.md, "The objective at scale on an
+    H100" and "The attention backend on the CPU"). Both backends split their rows over processes.
 
     Parameters
     ----------

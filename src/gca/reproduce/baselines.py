@@ -522,8 +522,8 @@ def node2vec(
 
 
 #: What of a baseline's implementation its runs' keys name (:meth:`gca.reproduce.plan.Planner.baseline_runs`), so
-#: that a record made by an earlier implementation is trained again rather than reused: MVGRL's diffusion was cut
-#: to round(mean degree) entries a row before it became dense.
+#: that a record made by another implementation (e.g. MVGRL with another diffusion) is trained again rather than
+#: reused.
 IMPLEMENTATION: dict[str, dict[str, str]] = {"mvgrl": {"diffusion": "dense up to 2 GiB, else 95 % of each row's mass"}}
 
 BASELINES: dict[str, tuple[str, str, Baseline]] = {

@@ -60,11 +60,10 @@ Deviations, and why:
   drawn with torch's generator (seeded), vectorised, instead of NumPy's in a Python loop: the same distribution.
 * **Quick mode** (``quick=True``) caps the epochs by :func:`quick_epochs`; the objective, learning rate and
   patience are unchanged. An epoch costs ~2·N²·512 multiply-adds in L_rec plus the encoder's and discriminators'
-  products, so the cap keeps N² × epochs at most that of 60 epochs on Amazon-Photo (7,650 nodes): 60 epochs there
-  (one training took 345 s on one core of a 2-core AMD EPYC shared with another job, ~5.8 s per epoch; about 4
-  minutes or less on 2 free cores), 18 on Amazon-Computers (13,752 nodes), and the floor of 10 on Coauthor-CS
-  (18,333 nodes; ~31 s per epoch on the same core, so ~5 minutes) — there quick mode trains far less than the
-  full schedule and its numbers say little about GMI; the full schedule (up to 550 epochs) is the one to compare.
+  products, so the cap keeps N² × epochs at most that of 60 epochs on Amazon-Photo (7,650 nodes): 60 epochs there,
+  18 on Amazon-Computers (13,752 nodes), and the floor of 10 on Coauthor-CS (18,333 nodes) — there quick mode trains
+  far less than the full schedule and its numbers say little about GMI; the full schedule (up to 550 epochs) is the
+  one to compare (timings: docs/reproduction.md, "GMI and MVGRL at their full schedules").
 """
 
 from __future__ import annotations

@@ -51,9 +51,9 @@ shared by the views (MLPs with two hidden layers and PReLU); the authors' node-c
 paper's node results, has none, and neither has PyGCL's MVGRL example (by GCA's authors) for nodes. We follow the
 code: no heads by default (``heads=False``). ``heads=True`` adds them — f_ψ on the node representations and f_φ
 on the summaries, each three linear layers with PReLU plus a linear shortcut as in the authors' only
-implementation of the head (``graph/train.py``) — but on Amazon-Photo they made a step about three times slower
-(their 512 × 512 products on the 4 × 8,000 rows of a step's four node sets) and kept the loss at or above its
-initial log 2 through the first 20 epochs, so that early stopping ended training at the initial weights.
+implementation of the head (``graph/train.py``) — but their 512 × 512 products make a step several times slower,
+and on Amazon-Photo they kept the loss at its initial log 2 until early stopping ended training at the initial
+weights (measured: docs/reproduction.md, "GMI and MVGRL at their full schedules").
 
 **Objective** (paper §3, training; as the node code). A bilinear discriminator D(z, g) = zᵀ W g + b scores the
 node representations of one view against the summary of the other: positives D(h^S_v, s^Â) and D(h^Â_v, s^S)
@@ -67,12 +67,11 @@ all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the aut
 4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
 :func:`gca.reproduce.training.fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
 batch's one graph. An epoch with a dense S costs about 2·4·2,000²·512 multiply-adds in each direction for the
-true and the shuffled nodes, plus the features' products X W (1.2 s on 2 cores of an AMD EPYC Zen 3 on
-Amazon-Computers; 3 s on Coauthor-CS, whose 6,805 feature columns are multiplied dense), so the full 3,000 epochs,
-where early stopping does not end them, take one to three hours there; on Amazon-Photo and -Computers it ended them
-at epochs 295 and 277. Quick mode caps training at :data:`QUICK_EPOCHS` = 400 epochs (8 to 20 minutes there): a run
-that early stopping ends before the cap is the full schedule's run, epoch for epoch, and its row is compared with
-the paper; one that reaches the cap is marked shortened.
+true and the shuffled nodes, plus the features' products X W (multiplied dense), so the full 3,000 epochs, where
+early stopping does not end them, take hours on a CPU (measured: docs/reproduction.md, "GMI and MVGRL at their full
+schedules"). Quick mode caps training at :data:`QUICK_EPOCHS` = 400 epochs: a run that early stopping ends before
+the cap is the full schedule's run, epoch for epoch, and its row is compared with the paper; one that reaches the
+cap is marked shortened.
 
 **Deviations from the reference, and why.**
 

@@ -157,7 +157,7 @@ class Mode:
 
     def judged(self) -> dict[str, Any]:
         """What a run's settings record of its evaluation: nothing for the sklearn protocol and default splits, so
-        that runs stored before there was a choice are found again."""
+        that a default run's key is the same as one that records no evaluation."""
         judged: dict[str, Any] = {} if self.protocol == "sklearn" else {"protocol": self.protocol}
         if replace(self.split, count=1) != SplitSetting(count=1):
             judged["split"] = _items(self.split.record())

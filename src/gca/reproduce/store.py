@@ -157,7 +157,7 @@ class RunStore:
         """
         self.folder.mkdir(parents=True, exist_ok=True)
         key = run_key(run)
-        # as a read returns it (tuples become lists), so that the digest is the read's; not JSON: an error, as before
+        # as a read returns it (tuples become lists), so that the digest is the read's; not JSON: an error
         written = json.loads(json.dumps({"run": key, **record}, allow_nan=False))
         written.pop(DIGEST, None)
         atomic_write_json(self.path(run), {**written, DIGEST: record_digest(written, key)})

@@ -50,7 +50,7 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], in_channels: 
     if state.get("format") != TRAINING_FORMAT:
         raise CheckpointError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
     saved = state["config"]
-    # a key the checkpoint lacks was added to the config after it was made; the run then resumes with its value
+    # a key the checkpoint lacks (a setting newer than the checkpoint): the run resumes with its own value
     changed = [k for k in config if k != "epochs" and k in saved and saved[k] != config[k]]
     if changed:
         k = changed[0]

@@ -1,10 +1,9 @@
 """``compile=on``: the encoder and the projection head run through ``torch.compile`` (Inductor, dynamic shapes for
 sampled subgraphs); if compiling fails, both run eagerly for the rest of the run, said in one line.
 
-Off by default, by measurement (docs/benchmarks.md, "The update against the machine's limit"): on 2 CPU cores the
-first mini-batch update compiles for 4–10 s and the later ones run 2–4 % faster — within the machine's noise, and
-the products the time goes to are library kernels either way (Dynamo breaks its graph around the sparse operators,
-which run eagerly). The memory-bound rest of an update is cut by hand where it measured faster
+Off by default: on CPUs compiling costs seconds and gains little — the products the time goes to are library
+kernels either way (Dynamo breaks its graph around the sparse operators, which run eagerly); measured:
+docs/benchmarks.md, "The update against the machine's limit". The memory-bound rest of an update is cut by hand
 (:func:`gca.graph.sparse.layered_normalized_adjacency`: one sort per view on the CPU, and each layer at the rows the
 next one reads).
 

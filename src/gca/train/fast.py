@@ -3,29 +3,24 @@ device — ``gca train --fast``, ``gca reproduce --fast`` and :func:`fast_choice
 
 Exact GCA (the paper's Algorithm 1) computes the objective over all N nodes at every update: O(N²·d) time. Mini-batch
 GCA (:class:`gca.train.batches.NeighborBatches`) makes the same number of updates, each over B anchor nodes and their
-sampled neighbourhood: O(B²·d), whatever N is. Which one is faster depends on N and on the device, and both reach
-the same accuracy on the paper's graphs (docs/benchmarks.md, "Mini-batch on 2 CPU cores"):
+sampled neighbourhood: O(B²·d), whatever N is. Both reach the same accuracy on the paper's graphs; which one is
+faster depends on N and on the device:
 
-* **CPU.** On 2 cores of an AMD EPYC (PyTorch 2.13.0, 2026-11-27) an exact update takes 0.098 s on Cora
-  (2,708 nodes), 1.26 s on Amazon-Photo (7,650), 2.60 s on Amazon-Computers (13,752) and 8.46 s on Coauthor-CS
-  (18,333); an update of B = 1,024 anchors with fan-out 10 at each hop takes 0.19, 0.16 and 0.28 s on the last
-  three. With ``batch_size`` 1,024 the fast path trains in mini-batches from :data:`CPU_MIN_NODES` nodes
-  (4·B) up: below that an anchor set is a third of the graph or more, the exact update costs about what a mini-batch
-  one does (Cora: :data:`CPU_MIN_NODES`'s comment) and the paper's training is kept.
-* **CUDA.** On one H100 an exact update takes 9.0 ms (Photo) and 10.7 ms (Computers), a mini-batch one 21.8 and
-  25.1 ms — its subgraph is sampled on the CPU — and 38 ms at ogbn-products' size; the exact objective alone takes
-  12.79 s at N = 10⁶ and grows as N². The two meet near N ≈ 44,000 (12.79 s·(N/10⁶)² = 25 ms): the fast path
-  keeps exact training up to :data:`CUDA_MAX_EXACT_NODES` nodes.
+* **CPU.** Graphs of :data:`CPU_MIN_NODES` nodes (4·B) or more train in mini-batches; below that an anchor set is a
+  third of the graph or more, an exact update costs about what a mini-batch one does, and the paper's training is
+  kept.
+* **CUDA.** Graphs of up to :data:`CUDA_MAX_EXACT_NODES` nodes train exactly: the exact objective grows as N² and
+  meets a mini-batch update's cost (whose subgraph is sampled on the CPU) near N ≈ 44,000.
 
-The rule reads the node count and the device only — never a test set: B, the fan-out and the thresholds are
-fixed by the measurements above. A mini-batch run keeps the full-graph setting's number of updates
+The rule reads the node count and the device only — never a test set; B, the fan-out and the thresholds are
+constants (measured: docs/large-graphs.md, "The fast path"). A mini-batch run keeps the full-graph setting's updates
 (:func:`gca.config.mini_batch_epochs`). Keys the user sets (``--set batch_size=…``, ``fanout``, their own config
 file) are theirs: the fast path fills in only what they left unset, and says which it kept.
 
 ``gca train`` without ``--fast`` or ``--exact`` makes the same mini-batch choice on a CPU where the paper's exact
 schedule would be long — estimated, not timed: :func:`default_choice` multiplies a cost model of one exact update
-(:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants measured by
-``benchmarks/exact_cost.py``) by the setting's updates, and chooses mini-batches over
+(:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants fitted by ``benchmarks/exact_cost.py``:
+docs/large-graphs.md, "The default on a CPU") by the setting's updates, and chooses mini-batches over
 :data:`EXACT_BOUND_SECONDS`. Once a run has started, :class:`LongRunHint` projects its time from the first updates
 and, past :data:`LONG_RUN_SECONDS`, says once which of these flags shortens it.
 """
@@ -45,14 +40,13 @@ from ..graph.features import SPARSE_FEATURE_DENSITY
 from ..objective.blocked import CPU_KEEP_BYTES
 from ..progress import duration, print_above_progress
 
-#: Anchors per mini-batch update: the batch measured on the paper's graphs (the measurements above).
+#: Anchors per mini-batch update (measured on the paper's graphs: docs/benchmarks.md, "Mini-batch on 2 CPU cores").
 FAST_BATCH_SIZE = 1024
 #: Neighbours sampled per node at every hop (one value serves every layer count).
 FAST_FANOUT: tuple[int, ...] = (10,)
-#: On a CPU, graphs of at least this many nodes train in mini-batches: 4 anchor sets. Cora (2,708 nodes) stays
-#: exact — 0.098 s per exact update on 2 cores, against 0.070 s per mini-batch one (``python
-#: benchmarks/update_profile.py --dataset Cora --threads 2``, 2026-11-27): at most 1.4× faster, while each
-#: update's anchors would be a third of the graph.
+#: On a CPU, graphs of at least this many nodes (4 anchor sets) train in mini-batches; a smaller graph (Cora) stays
+#: exact, where a mini-batch update is barely faster and its anchors would be a third of the graph
+#: (measured: docs/large-graphs.md, "The fast path").
 CPU_MIN_NODES = 4 * FAST_BATCH_SIZE
 #: On a CUDA device, graphs of up to this many nodes train exactly (the crossover estimated above, rounded down).
 CUDA_MAX_EXACT_NODES = 40_000
@@ -232,13 +226,11 @@ def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoic
 # --- gca train's default on a CPU: the exact schedule's time, estimated -------------------------------------------
 
 #: One core's seconds per unit of each term of :func:`exact_update_terms` (dense multiply-adds, similarity pairs,
-#: sparse multiply-adds) and per update, fitted to exact updates timed on one thread, by CPU time, on an AMD EPYC
-#: (Zen 3, AVX2; PyTorch 2.13.0 CPU, 2026-11-28) by ``python benchmarks/exact_cost.py --fit``
-#: (docs/large-graphs.md: measured against predicted).
+#: sparse multiply-adds) and per update, fitted to timed exact updates by ``benchmarks/exact_cost.py`` (measured:
+#: docs/large-graphs.md, "The default on a CPU").
 CPU_EXACT_COSTS = (3.16e-11, 1.94e-9, 0.0)
 CPU_EXACT_FIXED = 0.0
-#: How many times faster two threads on two cores run an exact update than one does (the same machine:
-#: ``python benchmarks/exact_cost.py --two-threads``). The estimate is of two such cores.
+#: How many times faster two threads on two cores run an exact update than one does; the estimate is of two cores.
 CPU_TWO_CORE_SPEEDUP = 1.7
 #: ``gca train`` on a CPU trains in mini-batches by default where the paper's exact schedule is estimated to take
 #: longer than this many seconds — the time past which the long-run warning (:class:`LongRunHint`)

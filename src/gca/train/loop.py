@@ -411,8 +411,7 @@ def encode_graph(
     rows together, each its own range of every layer (:meth:`~gca.nn.gcn.GCNEncoder.forward_in_chunks`); the first
     process gets the embeddings, the others ``None``. A process without ``out`` maps its matrices in ``scratch``
     (on the CPU; made if needed, and where it cannot be made they stay in memory), reserving only its own rows of
-    the embeddings. A graph embedded whole is embedded by every
-    process, as before.
+    the embeddings. A graph embedded whole is embedded by every process.
 
     ``progress``: a graph embedded in blocks shows the rows embedded, layer after layer, once inference has run a
     few seconds (:func:`gca.progress.phase`).
