@@ -55,37 +55,24 @@ log = LOG.getChild("train.estimator")
 
 
 class GCA:
-    """Self-supervised node embeddings with GCA: ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` (a PyG
-    ``Data``).
+    """Self-supervised node embeddings with GCA (Zhu et al., WWW 2021; the method: docs/method.md).
 
     scikit-learn's estimator conventions, on a graph: ``fit(X, y=None, *, directed=None)`` trains ``config.epochs``
-    epochs (``y`` ignored) and returns the estimator, whose ``embedding_`` holds every node's embedding (float32, on
-    the CPU); ``fit_transform`` returns that embedding; ``transform(data)`` embeds a graph with the trained encoder
-    (default: the training graph). ``get_params`` / ``set_params`` read and change the constructor's arguments
-    and, by their own names, the fields of ``config`` (``set_params(lr=0.01, tau=0.5)``; ``config__encoder`` for
-    the built-in encoder's name). What works with scikit-learn: ``sklearn.base.clone``, ``check_is_fitted``, a
-    ``Pipeline`` of GCA and a classifier fitted on ``(data, y)``, and ``cross_val_score`` / ``GridSearchCV`` of
-    that pipeline over one graph's nodes given as :class:`GraphNodes` (GCA fits on the whole graph without labels;
-    the classifier learns each fold's training labels, its scorer scores the held-out nodes); with ``memory`` (a
-    folder or a ``joblib.Memory``) such a search trains GCA once per distinct GCA setting, not once per fold and
-    candidate (:mod:`gca.train.memory`; ``from_memory_`` says whether a fit read its model from there), and a
-    ``Pipeline(memory=...)`` finds the folds it fitted (:class:`GraphNodes` hash by their values). A bare GCA has no
-    ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
-    ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``feature_names_in_`` (the feature columns'
-    names where the ``Data`` carries them as ``data.feature_names``, as :func:`gca.datasets.load_files` sets them
-    for a file that names its features; saved with the model and kept by :meth:`load`; else ``None``); timings:
-    ``train_seconds`` (the loop only), ``embed_seconds`` (the final inference), ``prepare_seconds``;
-    ``provenance``: the versions, device and times of the training (:mod:`gca.provenance`), saved with the model
-    and kept by :meth:`load`. ``loggers``:
-    metric loggers (:mod:`gca.loggers`: ``CSVLogger``, ``TensorBoardLogger``, ``WandbLogger`` or any object with
-    ``log(metrics, step)``) that get each epoch's ``loss`` and ``lr``; a setting like ``progress``, so
-    ``get_params`` and :func:`clone` carry them (the same logger objects). Replaceable parts: ``objective`` (a module
-    ``(u, v) → loss`` in place of Eq. 2's), ``batches(prepared, device)`` (a :class:`~gca.train.batches.BatchSource`)
-    and ``placement`` (:class:`~gca.train.distributed.Placement`: where this process trains among several).
+    epochs (``y`` ignored) and returns the estimator; ``fit_transform`` returns every node's embedding
+    (``embedding_``: float32, on the CPU); ``transform(data)`` embeds a graph with the trained encoder (default: the
+    training graph). ``get_params`` / ``set_params`` read and change the constructor's arguments and, by their own
+    names, the fields of ``config`` (``config__encoder`` for the built-in encoder's name). ``sklearn.base.clone``,
+    ``check_is_fitted``, a ``Pipeline`` of GCA and a classifier, and ``cross_val_score`` / ``GridSearchCV`` of that
+    pipeline over one graph's nodes (:class:`GraphNodes`) work — GCA fits on the whole graph without labels, the
+    classifier on each fold's training labels (docs/api.md). A bare GCA has no ``score``; ``check_estimator`` skips
+    it (its input is no 2-D array).
 
-    A user's ``encoder`` (and ``objective``) is copied when the estimator is made and never changed: each ``fit``
-    trains a fresh copy of those initial weights (``model.encoder`` after it), so fitting twice gives the same
-    embeddings as fitting once. ``copy.deepcopy`` and ``pickle`` work on a fitted estimator.
+    Learned state: ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``from_memory_``,
+    ``feature_names_in_`` (``data.feature_names`` where the ``Data`` carries them, else ``None``), ``provenance``
+    (:mod:`gca.provenance`) — the last two saved with the model and kept by :meth:`load` — and the seconds
+    ``train_seconds`` (the loop only), ``embed_seconds`` (the final inference) and ``prepare_seconds``.
+
+    For example, ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` embeds the nodes of a PyG ``Data``.
 
     Parameters
     ----------
@@ -113,8 +100,8 @@ class GCA:
     encoder
         Your own encoder module, called as PyTorch Geometric's: ``encoder(x, edge_index)`` → an
         ``[N, config.hidden]`` float tensor (checked on a few nodes before training; :mod:`gca.nn.encoders`);
-        ``None`` for the one ``config.encoder`` names. Copied now and never
-        trained itself: each ``fit`` trains a fresh copy of these initial weights.
+        ``None`` for the one ``config.encoder`` names. Copied now and never trained itself: each ``fit`` trains a
+        fresh copy of these initial weights.
     loggers
         Metric loggers (:mod:`gca.loggers`), each an object with ``log(metrics, step)``; they get each epoch's
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
