@@ -11,20 +11,12 @@ over the whole run; with full-batch training there is one update per epoch). ``c
 however it ends; the built-in loggers start a new run if ``fit`` runs once more.
 
 A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`, as
-PyTorch Lightning's ``Trainer`` logs: first ``log_hyperparams(params)`` (the config's fields by name — those left
-to ``auto`` as the run resolves them: :func:`gca.run.pipeline.logged_params` — and the ``dataset``), then the
-epochs, then the evaluation's numbers once with ``log(metrics, step=epochs)`` — each number
-of ``results.json``'s ``accuracy``, ``raw_features_accuracy`` and ``clustering`` by its path there
-(``accuracy/mean``, ``accuracy/macro_f1/std``, ``clustering/nmi/mean``; lists of per-split values are left out) —
-and only then ``close()``: ``fit`` does not close a logger of a run still going on.
-
-Each run of a built-in logger is its own: :class:`TensorBoardLogger` writes every run into a new ``version_N``
-folder of its directory (as Lightning's loggers do: N one more than the largest there, taken by ``mkdir`` so that
-two runs starting at once get different ones), so two runs never merge into one curve; :attr:`location` says which
-(:meth:`TensorBoardLogger.continue_version` makes a run resumed from a checkpoint go on in the folder of the run it
-resumes). :class:`CSVLogger` writes the file it is given afresh each run (the user names each run's file), but for
-a resumed run, which keeps the rows of the epochs before it. :class:`Tagged` makes one logger hold a series of runs
-as one, each row tagged with its run (``gca train --seeds K``'s CSV log: :mod:`gca.run.logs`).
+PyTorch Lightning's ``Trainer`` logs: ``log_hyperparams(params)`` first (the config's fields as the run resolves
+them, :func:`gca.run.pipeline.logged_params`, and the ``dataset``), then the epochs, then the evaluation's numbers
+once at ``step=epochs`` (:func:`final_metrics`), and only then ``close()``: ``fit`` does not close a logger of a run
+still going on. Each run of a built-in logger is its own (a new TensorBoard folder, a CSV file written afresh) except
+a run resumed from a checkpoint, which goes on where it stopped; :class:`Tagged` makes one logger hold a series of
+runs as one.
 
 Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
 (``pip install tensorboard``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
