@@ -199,10 +199,8 @@ def random_splits(
     sizes: str = "round",
 ) -> list[Split]:
     """``num_splits`` random (train, val, test) index splits of ``range(num_nodes)``; each node in one part at most
-    (in exactly one when ``test`` is ``None``: the test part is the rest). Each part holds ``round(fraction · n)``
-    nodes, or ``int(fraction · n)`` with ``sizes="floor"`` (the GCA authors' cut), at least one.
-
-    With ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times).
+    (in exactly one when ``test`` is ``None``). With ``labels``, a draw whose training part misses a class is drawn
+    again (at most 1,000 times).
 
     Parameters
     ----------
@@ -337,7 +335,6 @@ def few_label_splits(
     class_names: list[str] | None = None,
 ) -> list[Split]:
     """``num_splits`` splits with exactly ``shots`` training nodes of every class (``labels`` all ≥ 0).
-    ``class_names[c]``: how the user's files name class number c, for the messages (default: the number).
 
     Parameters
     ----------
@@ -354,7 +351,7 @@ def few_label_splits(
     test
         The fraction of the nodes in the test part; ``None``: every node not in training or validation.
     class_names
-        How the user's files name class number c, for the messages.
+        How the user's files name class number c, for the messages (``None``: the number).
     """
     classes, sizes = np.unique(labels, return_counts=True)
     named_as = (lambda c: repr(class_names[c])) if class_names else str  # noqa: E731
@@ -463,12 +460,10 @@ class SplitSetting:
         dataset: str = "the graph",
         class_names: list[str] | None = None,
     ) -> DrawnSplits:
-        """The splits of the labelled nodes (label ≥ 0). ``prescribed``: the splits the dataset's benchmark
-        evaluates on (``auto`` takes them); ``public``: its public split, if it has one — either has its unlabelled
-        nodes removed (:func:`drop_unlabelled`).
-
-        ``labels`` may also be what :func:`gca.datasets.load_dataset` returned: its labels, prescribed and public
-        splits, name and class names are then read from it — ``SplitSetting("public").draw(loaded)``.
+        """The splits of the labelled nodes (label ≥ 0); a dataset's own split has its unlabelled nodes removed
+        (:func:`drop_unlabelled`). ``labels`` may also be what :func:`gca.datasets.load_dataset` returned: its
+        labels, prescribed and public splits, name and class names are then read from it —
+        ``SplitSetting("public").draw(loaded)``.
 
         Parameters
         ----------
@@ -534,8 +529,8 @@ class SplitSetting:
 
         Two entries, never one in place of the other: ``cut`` — how random parts are cut from their fractions,
         ``"floor"`` (``int(fraction · n)``, the authors' protocol), recorded only when it is not the default
-        ``round`` (so a default record has no ``cut``) — and ``sizes``, the node counts of the first split's training,
-        validation and test parts as drawn (with ``splits``).
+        ``round`` — and ``sizes``, the node counts of the first split's training, validation and test parts as drawn
+        (with ``splits``).
 
         Parameters
         ----------
@@ -549,7 +544,7 @@ class SplitSetting:
             entry.update(shots=self.shots, val=self.val, test=self.test)
         elif self.scheme != "public":
             entry.update(train=self.train, val=self.val, test=self.test)
-            if self.sizes != "round":  # said only when not the default, so default records match records without it
+            if self.sizes != "round":  # only when not the default: a default record has no "cut"
                 entry["cut"] = self.sizes
         if splits:
             entry.update(count=len(splits), sizes=[len(part) for part in splits[0]])
