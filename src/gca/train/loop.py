@@ -121,22 +121,15 @@ def train(
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
-    ``after_epoch(finished_epochs, losses)`` runs after every epoch (checkpoints); ``learning_rate(t)`` sets the
-    optimiser's rate before update t (the warm-up; t is the optimiser's own count, so a resumed run follows the
-    same schedule). A loss that is not finite stops training with a :class:`TrainingError`,
-    and one that sits at its value for uniform similarities — collapse, watched update by update by ``collapse``
-    (default :class:`~gca.objective.collapse.CollapseWatch`) when the objective knows that value — with a
-    :class:`CollapseError`: during training after a run of flat updates, and after the last update (before the
-    last ``after_epoch``) when the run ended collapsed. Its message names the likely cause (:func:`collapse_cause`).
-
-    ``loggers`` (:mod:`gca.loggers`) get ``log({"loss", "lr"}, step=epoch)`` after every epoch (before
-    ``after_epoch``), and those with a true ``per_update`` get ``log({"loss/update"}, step=update)`` after every
-    update (counted from 1 over the run, on from the optimiser's own count when resumed). An epoch that stops
-    training is not logged. ``on_update(update, updates)`` runs after every update with that count and the run's
-    planned updates (``None`` where the source does not say how many batches an epoch has).
-
-    The progress bar counts epochs where an epoch is one update (the whole graph), else updates — a mini-batch epoch
-    of a large graph makes thousands — with the epoch and the epoch's mean loss so far beside the count.
+    A loss that is not finite stops training with a :class:`TrainingError`, and one that sits at its value for
+    uniform similarities — collapse, watched update by update by ``collapse`` when the objective knows that value —
+    with a :class:`CollapseError`: during training after a run of flat updates, and after the last update (before
+    the last ``after_epoch``) when the run ended collapsed; its message names the likely cause
+    (:func:`collapse_cause`). ``loggers`` get ``log({"loss", "lr"}, step=epoch)`` after every epoch (before
+    ``after_epoch``; an epoch that stops training is not logged), and those with a true ``per_update``
+    ``log({"loss/update"}, step=update)`` after every update (counted from 1 over the run, on from the optimiser's
+    own count when resumed). The progress bar counts epochs where an epoch is one update (the whole graph), else
+    updates, with the epoch and its mean loss so far beside the count.
 
     Parameters
     ----------
@@ -153,17 +146,21 @@ def train(
     first_epoch
         The epochs already done (a resumed run).
     after_epoch
-        ``after_epoch(finished_epochs, losses)`` after every epoch; ``None`` for nothing.
+        ``after_epoch(finished_epochs, losses)`` after every epoch (checkpoints); ``None`` for nothing.
     progress
         Show the training's progress on stderr (:class:`gca.progress.Progress`).
     learning_rate
-        ``learning_rate(t)``: the rate before update t (:func:`warmup_schedule`); ``None`` keeps the optimiser's.
+        ``learning_rate(t)``: the rate set before update t (:func:`warmup_schedule`; t is the optimiser's own count,
+        so a resumed run follows the same schedule); ``None`` keeps the optimiser's.
     collapse
-        The collapse watch; ``None`` for the default one (when the objective knows its uniform loss).
+        The collapse watch; ``None`` for the default :class:`~gca.objective.collapse.CollapseWatch` (when the
+        objective knows its uniform loss).
     loggers
         Metric loggers (:mod:`gca.loggers`).
     on_update
-        ``on_update(update, updates)`` after every update (:class:`gca.train.fast.LongRunHint`); ``None`` for nothing.
+        ``on_update(update, updates)`` after every update, with that count and the run's planned updates (``None``
+        where the source does not say how many batches an epoch has), as :class:`gca.train.fast.LongRunHint` takes
+        them; ``None`` for nothing.
     precision
         What each update's forward pass computes in (:func:`train_step`).
     compiled
