@@ -9,7 +9,7 @@ from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
 from ..terminal import say
 from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
-from .shell import import_libraries, warn
+from .guard import import_libraries, warn
 
 
 def add_parser(sub) -> None:

@@ -19,7 +19,7 @@ from .common import (
     split_request,
     started,
 )
-from .shell import import_libraries
+from .guard import import_libraries
 
 
 def add_parser(sub) -> None:

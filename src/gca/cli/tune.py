@@ -9,7 +9,7 @@ from typing import Any
 from ..config import ConfigError, build_config, parse_overrides
 from ..terminal import say
 from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
-from .shell import import_libraries, warn
+from .guard import import_libraries, warn
 
 
 def add_parser(sub) -> None:

@@ -1,4 +1,4 @@
-"""The shell around every command: argparse errors as one line, Ctrl-C and SIGTERM held while the libraries
+"""The guard around every command: argparse errors as one line, Ctrl-C and SIGTERM held while the libraries
 load, every error a user can cause turned into one ``gca: error:`` line and exit status 2 (130 after an
 interrupt), and the process group left cleanly under torchrun."""
 
