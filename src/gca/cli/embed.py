@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import ConfigError
-from ..terminal import say
+from ..stderr import say
 from .common import cache_arguments, check_graph_arguments, graph_arguments, graph_request, inputs, started
 from .guard import import_libraries, warn
 

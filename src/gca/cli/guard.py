@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
-from ..terminal import say, warn  # noqa: F401 - warn: what the commands warn with
+from ..stderr import say, warn  # noqa: F401 - warn: what the commands warn with
 from .signals import signals_held
 
 

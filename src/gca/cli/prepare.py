@@ -7,7 +7,7 @@ import argparse
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
-from ..terminal import say
+from ..stderr import say
 from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
 from .guard import import_libraries, warn
 

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from ..terminal import say
+from ..stderr import say
 from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
 from .guard import import_libraries, warn
 

@@ -20,7 +20,7 @@ from ..provenance import (
     run_record,
     utc_now,
 )
-from ..terminal import warn
+from ..stderr import warn
 
 #: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
 READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
