@@ -45,9 +45,9 @@ from ..provenance import utc_now
 from .batches import BatchSource, batch_source
 from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
+from .fit_cache import check_memory, fit_key, graph_claim, remembered
 from .fitting import _check_parts, _feature_names, _fresh, _initial_copy, _loaded, _memory_for, _train
 from .loop import TrainingError, encode_graph, inference_rows
-from .memory import check_memory, fit_key, graph_claim, remembered
 from .nodes import GraphNodes as GraphNodes
 from .nodes import _tensor_of_bytes as _tensor_of_bytes  # pickles of GraphNodes that name this module load
 
@@ -68,7 +68,7 @@ class GCA:
     that pipeline over one graph's nodes given as :class:`GraphNodes` (GCA fits on the whole graph without labels;
     the classifier learns each fold's training labels, its scorer scores the held-out nodes); with ``memory`` (a
     folder or a ``joblib.Memory``) such a search trains GCA once per distinct GCA setting, not once per fold and
-    candidate (:mod:`gca.train.memory`; ``from_memory_`` says whether a fit read its model from there), and a
+    candidate (:mod:`gca.train.fit_cache`; ``from_memory_`` says whether a fit read its model from there), and a
     ``Pipeline(memory=...)`` finds the folds it fitted (:class:`GraphNodes` hash by their values). A bare GCA has no
     ``score``, and ``check_estimator`` skips it (its input is no 2-D array). Learned state:
     ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``feature_names_in_`` (the feature columns'
@@ -120,7 +120,7 @@ class GCA:
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
     memory
         Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
-        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
+        of training it (:mod:`gca.train.fit_cache`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
         folder), as scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and
         every fit trains. A kept model is served only after it is checked against the fit's key and graph (a
         file that fails is trained again, with a warning line saying why); nothing there is ever run. A search
@@ -468,7 +468,7 @@ class GCA:
         return self
 
     def _kept(self) -> dict:
-        """What memory keeps of this fit (:func:`gca.train.memory.remembered`): the model checkpoint, the
+        """What memory keeps of this fit (:func:`gca.train.fit_cache.remembered`): the model checkpoint, the
         embeddings and the training's timings."""
         return {
             "state": self.state(),
