@@ -1,4 +1,4 @@
-"""``gca prepare``: clean a graph once and store its prepared form on disk (:mod:`gca.run.cache`), so later runs —
+"""``gca prepare``: clean a graph once and store its prepared form on disk (:mod:`gca.run.store`), so later runs —
 and every process of a torchrun job — open it instead of reading and cleaning the input again."""
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
             "folder or a named dataset present in --data-dir, or --edges/--features"
         )
 
-    from ..run.cache import PreparedStore
     from ..run.job import Job
+    from ..run.store import PreparedStore
     from ..train.estimator import GCA
 
     store = PreparedStore(source, progress=not args.quiet)

@@ -301,7 +301,7 @@ class GCA:
             way gets its reverse; ``True``: directed as given.
         store
             Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
-            kept them, and kept when not (such as :class:`gca.run.cache.PreparedStore`); ``None``: computed here.
+            kept them, and kept when not (such as :class:`gca.run.store.PreparedStore`); ``None``: computed here.
         on_step
             Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`); ``None``: the
             estimator's progress shows them.
