@@ -252,7 +252,7 @@ def input_records(
     Parameters
     ----------
     files
-        Each file as (the path as given, its resolved path), as :meth:`gca.run.store.GraphSource.named_files`
+        Each file as (the path as given, its resolved path), as :meth:`gca.run.integrity.GraphSource.named_files`
         lists a graph's.
     known
         SHA-256 by resolved path, for files whose present contents they are (a prepared graph's record:

@@ -133,10 +133,10 @@ def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
 
 
 def graph_source(request: GraphRequest):
-    """What the command reads, as a :class:`gca.run.store.GraphSource`; ``None`` when it is nothing on disk (the
+    """What the command reads, as a :class:`gca.run.integrity.GraphSource`; ``None`` when it is nothing on disk (the
     built-in Karate club, a named dataset not downloaded yet)."""
     from ..datasets.registry import dataset_source
-    from .store import GraphSource
+    from .integrity import GraphSource
 
     if request.edges and request.features:
         ids = request.feature_ids
