@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
-from ..stderr import say, warn  # noqa: F401 - warn: what the commands warn with
+from ..stderr import say
 from .signals import signals_held
 
 

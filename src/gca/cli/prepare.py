@@ -7,9 +7,9 @@ import argparse
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
-from ..stderr import say
+from ..stderr import say, warn
 from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
-from .guard import import_libraries, warn
+from .guard import import_libraries
 
 
 def add_parser(sub) -> None:
