@@ -18,7 +18,7 @@ allocated GPU memory (``gpu_peak_mb`` of results.json).
                                    [--exact-epochs E] [--products-steps 50] [--device D] [--cached]
 
 Runs pass ``--no-cache`` (every run reads and cleans its input) unless ``--cached`` runs each graph twice through
-the prepared graph on disk (``gca.run.cache``, in ``DIR/cache``): the first run writes it, the second opens it.
+the prepared graph on disk (``gca.run.store``, in ``DIR/cache``): the first run writes it, the second opens it.
 
 The table gives, per run, the training steps per second (steps ÷ training seconds, the first step's warm-up
 included) and the seconds to embed every node after training (inference, ``embed_seconds`` of results.json).
@@ -85,7 +85,7 @@ def memory_model(
       aggregates first (4F B/node), else the previous layer's output (4·hidden B/node); every block of rows
       written leaves the resident set.
 
-    ``prepared="opened"``: a run that opens the prepared graph on disk (``gca.run.cache``). Its edge list
+    ``prepared="opened"``: a run that opens the prepared graph on disk (``gca.run.store``). Its edge list
     (8 B/edge), the views' probabilities (4 B/edge) and the sampler's unit ids (4 B/edge) are pages of mapped
     files, counted as file-backed in the phases that read them (prepare: none; training: all three; inference: all
     three, still referenced by the prepared graph, their pages touched in training); anonymous memory keeps the

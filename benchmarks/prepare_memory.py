@@ -3,7 +3,7 @@ where it is reached.
 
 The graph is :mod:`benchmarks.files`'s (string ids ``n123``: an edge CSV with a header and an id-keyed feature CSV
 of 32 float32 columns, 0.1 node per edge), written once into ``--folder``. Each run is a fresh process that
-imports what the command imports (:func:`gca.cli.shell.import_libraries`, PyArrow), reads its resident memory,
+imports what the command imports (:func:`gca.cli.guard.import_libraries`, PyArrow), reads its resident memory,
 then runs ``gca prepare --edges … --features …`` in-process into an empty cache folder and reads its peak
 (``ru_maxrss``, what ``/usr/bin/time -v`` reports as the maximum resident set size). A thread samples the resident
 memory every 5 ms and notes the phase the command was in at the peak (the innermost gca function then running).
@@ -34,7 +34,7 @@ import json, os, resource, sys, threading, time, traceback
 def rss():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS"))
-from gca.cli.shell import import_libraries
+from gca.cli.guard import import_libraries
 import_libraries()
 import pyarrow, pyarrow.csv, pyarrow.compute  # noqa: F401 - the readers' libraries, imported as the command does
 from gca.cli.dispatch import main

@@ -119,7 +119,7 @@ def test_stop_signals_are_held_and_handled_unless_the_process_started_ignoring_t
     from types import SimpleNamespace
 
     from gca.cli import dispatch, train
-    from gca.cli.shell import Stop
+    from gca.cli.guard import Stop
     from gca.cli.signals import signals_held
 
     start = signal.default_int_handler if inherited == "default" else signal.SIG_IGN
@@ -150,7 +150,7 @@ def test_sigterm_inside_a_finalizer_is_sent_again_not_swallowed(monkeypatch):
     import sys
     import time
 
-    import gca.cli.shell as cli
+    import gca.cli.guard as cli
 
     sent = []
     monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
@@ -180,7 +180,7 @@ def test_a_stop_signal_while_an_error_is_handled_waits_for_the_handling_then_end
     import sys
     import time
 
-    import gca.cli.shell as cli
+    import gca.cli.guard as cli
 
     sent = []
     monkeypatch.setattr(cli.os, "kill", lambda pid, signum: sent.append(signum))
@@ -215,7 +215,7 @@ def test_a_sigterm_during_a_failed_runs_cleanup_keeps_its_error_line_and_removes
     "interrupted" instead of the error."""
     import signal
 
-    import gca.cli.shell as cli
+    import gca.cli.guard as cli
     from gca.outputs.folder import RunOutputs
 
     release = RunOutputs.release

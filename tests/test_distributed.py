@@ -674,7 +674,7 @@ def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
             import pathlib
             import time
 
-            import gca.cli.shell as shell
+            import gca.cli.guard as shell
 
             said = shell._one_line
 

@@ -142,7 +142,7 @@ def test_a_fit_that_cannot_be_keyed_trains_and_says_why(trainings, tmp_path):
 
 
 def test_a_model_kept_by_other_gca_code_is_not_read(trainings, tmp_path, monkeypatch):
-    import gca.train.memory as memory_module
+    import gca.train.fit_cache as memory_module
 
     data = _club()
     GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
@@ -166,7 +166,7 @@ def test_a_model_trained_at_another_resolved_precision_is_not_read(monkeypatch):
     # precision=auto is bf16 on a GPU with bf16 tensor cores and fp32 on an older one, both named "cuda"
     import gca.precision as precision
     from gca.graph.graph import prepare_graph
-    from gca.train.memory import fit_key
+    from gca.train.fit_cache import fit_key
 
     graph, settings = prepare_graph(_club()), CONFIG.to_dict()
     keys = []
@@ -255,7 +255,7 @@ def test_another_graphs_kept_model_copied_over_this_ones_is_not_served(trainings
 
 
 def test_a_lock_file_that_is_a_link_is_never_written_through(trainings, tmp_path):
-    from gca.train.memory import fit_key
+    from gca.train.fit_cache import fit_key
 
     data, memory = _club(), tmp_path / "fits"
     memory.mkdir()
@@ -298,7 +298,7 @@ def test_joblib_memory_clear_forgets_the_kept_models(trainings, tmp_path):
 
 @pytest.mark.parametrize("error", [errno.EROFS, errno.ENOSPC])
 def test_a_memory_that_cannot_be_written_trains_and_says_why_in_one_line(trainings, tmp_path, monkeypatch, error):
-    import gca.train.memory as memory_module
+    import gca.train.fit_cache as memory_module
 
     def refused(path, write):
         raise OSError(error, os.strerror(error), str(path))
@@ -325,7 +325,7 @@ def test_a_memory_on_a_read_only_file_system_serves_what_it_holds_and_trains_wha
     trainings, tmp_path, monkeypatch
 ):
     import gca.outputs.folder as folder_module
-    import gca.train.memory as memory_module
+    import gca.train.fit_cache as memory_module
     from gca.outputs.folder import OutputError
 
     data = _club()

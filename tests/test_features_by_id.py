@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from gca.cli import main
-from gca.cli.shell import _is_out_of_memory
+from gca.cli.guard import _is_out_of_memory
 from gca.datasets import DatasetError, load_files, read_features
 
 

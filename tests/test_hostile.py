@@ -491,7 +491,7 @@ def test_help_and_argument_errors_do_not_load_pytorch():
 
 
 def _wait_for_gca_handlers(pid: int, limit: float = 60.0) -> None:
-    """Wait until the process catches SIGTERM — the first thing the gca command does (gca.cli.console); Python
+    """Wait until the process catches SIGTERM — the first thing the gca command does (gca.cli.startup); Python
     itself leaves SIGTERM alone. So the delays below count from a state the process reached, not from its start,
     and hold on a slow machine as on a fast one. (Where /proc is missing, return at once.)"""
     status = Path(f"/proc/{pid}/status")

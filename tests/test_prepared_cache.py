@@ -1,4 +1,4 @@
-"""The prepared graph on disk (gca.run.cache): equal to the graph cleaned from the input, array for array; used only
+"""The prepared graph on disk (gca.run.store): equal to the graph cleaned from the input, array for array; used only
 for the input, version and contents it was made from; rebuilt after a kill, a truncation or a change; and training
 from it gives the embeddings training from the input gives, bit for bit."""
 
@@ -24,9 +24,9 @@ from gca.cli.common import graph_source, load_graph
 from gca.graph.features import dense_input
 from gca.graph.graph import prepare_graph
 from gca.graph.sampling import edge_unit_ids
-from gca.run import cache as cache_module
-from gca.run.cache import PreparedStore
+from gca.run import store as cache_module
 from gca.run.job import Job
+from gca.run.store import PreparedStore
 
 
 def _npz_graph(path: Path, n: int = 120, dense: bool = True, seed: int = 0, half: bool = False) -> Path:
@@ -351,7 +351,7 @@ def test_every_value_of_an_edge_stays_with_its_edge_in_the_prepared_graph(tmp_pa
     from gca.config import GCAConfig
     from gca.datasets.base import LoadedDataset
     from gca.graph.sparse import edge_values
-    from gca.run.cache import GraphSource
+    from gca.run.integrity import GraphSource
     from gca.train.estimator import GCA
 
     rng = np.random.default_rng(5)

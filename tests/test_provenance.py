@@ -243,7 +243,7 @@ def test_a_prepared_graph_on_disk_is_recorded_and_its_files_are_not_read_again(t
     original = gca.io.hash_files
     monkeypatch.setattr(gca.io, "hash_files", lambda paths, *a: hashed.extend(paths) or original(paths, *a))
     monkeypatch.setattr("gca.provenance.hash_files", gca.io.hash_files)
-    monkeypatch.setattr("gca.run.cache.hash_files", gca.io.hash_files)
+    monkeypatch.setattr("gca.run.integrity.hash_files", gca.io.hash_files)
     assert main(["train", *graph, *QUICK, "--out", str(tmp_path / "second")]) == 0  # opens it
     first, second = (_record(tmp_path / name)["provenance"] for name in ("first", "second"))
     assert _record(tmp_path / "second")["prepared_graph"]["opened"] is True

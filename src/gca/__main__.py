@@ -1,5 +1,5 @@
 """``python -m gca`` is the ``gca`` command; ``torchrun … -m gca train …`` runs it on several processes."""
 
-from .cli.console import main
+from .cli.startup import main
 
 main()

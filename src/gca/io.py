@@ -77,7 +77,7 @@ HASH_BLOCK = 1 << 23
 def hash_files(files: list[Path], combined: Any = None) -> list[str]:
     """Each file's SHA-256 (hex), every file read once in blocks of 8 MiB. ``combined``, a :mod:`hashlib` object,
     is fed each file's name and size (``"NAME:SIZE;"``) and then its contents, in order — so the one read also gives
-    a digest of the files together (:func:`gca.run.cache.input_digests`).
+    a digest of the files together (:func:`gca.run.integrity.input_digests`).
 
     Parameters
     ----------

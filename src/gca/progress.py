@@ -8,7 +8,7 @@ phase that is usually short (preparing a graph, evaluating, embedding): nothing 
 :data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results; :func:`step` does the same for
 a phase whose work is not counted (building an edge list, storing a prepared graph): one line once it has run
 :data:`PHASE_DELAY` seconds, one at its end. :func:`print_above_progress` writes a warning above a bar (the
-long-run warning, :class:`gca.train.fast.LongRunHint`, does). :func:`to_stderr` (:func:`gca.terminal.say`, each
+long-run warning, :class:`gca.train.fast.LongRunHint`, does). :func:`to_stderr` (:func:`gca.stderr.say`, each
 line in one write) is the line writer the library's long jobs (``gca tune``'s search, ``gca reproduce``) report
 through by default.
 """
@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-from .terminal import say as to_stderr  # noqa: F401 - the line writer of the library's long jobs
+from .stderr import say as to_stderr  # noqa: F401 - the line writer of the library's long jobs
 
 #: A phase shows its progress once it has run this many seconds (:func:`phase`); shorter phases show nothing.
 PHASE_DELAY = 3.0
@@ -256,4 +256,4 @@ def print_above_progress(line: str) -> None:
     line
         One line, without its newline.
     """
-    tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.terminal)
+    tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.stderr)

@@ -16,7 +16,7 @@ What it holds:
   contents as the run read them: :func:`digests_as_read` takes them just after the graph is read, and a file not
   the same at the record's time gets ``changed``, said in one warning line — :func:`file_record`);
   ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was read from a
-  prepared graph on disk (:mod:`gca.run.cache`), whose record of each file's SHA-256 is then used while the file's
+  prepared graph on disk (:mod:`gca.run.store`), whose record of each file's SHA-256 is then used while the file's
   size, times and inode are unchanged when it is opened — opening it does not read the input again;
 * ``gca train --resume``: ``resumed_from``, the checkpoint continued from, as an input.
 
@@ -252,11 +252,11 @@ def input_records(
     Parameters
     ----------
     files
-        Each file as (the path as given, its resolved path), as :meth:`gca.run.cache.GraphSource.named_files`
+        Each file as (the path as given, its resolved path), as :meth:`gca.run.integrity.GraphSource.named_files`
         lists a graph's.
     known
         SHA-256 by resolved path, for files whose present contents they are (a prepared graph's record:
-        :meth:`gca.run.cache.PreparedStore.recorded_sha256`); ``None`` for none.
+        :meth:`gca.run.store.PreparedStore.recorded_sha256`); ``None`` for none.
     read
         Size and SHA-256 by resolved path as taken when the files were read (:func:`digests_as_read`): these win
         over ``known``; ``None`` for none.
@@ -284,7 +284,7 @@ def run_record(
     inputs
         Its input files (:func:`input_records`, :func:`file_record`).
     prepared_graph
-        The prepared graph read (:meth:`gca.run.cache.PreparedStore.provenance`); ``None`` when none was.
+        The prepared graph read (:meth:`gca.run.store.PreparedStore.provenance`); ``None`` when none was.
     **more
         Further entries (``resumed_from``).
     """

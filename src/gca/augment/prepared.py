@@ -66,7 +66,7 @@ class PreparedGraph:
 
 
 class Kept(Protocol):
-    """Where arrays computed once per graph are kept between runs (:class:`gca.run.cache.PreparedStore`):
+    """Where arrays computed once per graph are kept between runs (:class:`gca.run.store.PreparedStore`):
     ``kept(name, compute, shape)`` gives the array stored under ``name`` (when of ``shape``), else computes, stores
     and gives it."""
 

@@ -1,8 +1,8 @@
-"""The ``gca`` command line: :mod:`.console` (the command's first module), :mod:`.dispatch` (parser and dispatch),
-:mod:`.shell` (signals, error lines, exit codes), :mod:`.common` (what commands share) and one module per command,
+"""The ``gca`` command line: :mod:`.startup` (the command's first module), :mod:`.dispatch` (parser and dispatch),
+:mod:`.guard` (signals, error lines, exit codes), :mod:`.common` (what commands share) and one module per command,
 each adding its own arguments.
 
-Names are imported on first use (PEP 562), so the console module holds Ctrl-C before the rest loads.
+Names are imported on first use (PEP 562), so the startup module holds Ctrl-C before the rest loads.
 """
 
 from __future__ import annotations

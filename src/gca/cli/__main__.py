@@ -1,5 +1,5 @@
 """``python -m gca.cli`` is the ``gca`` command."""
 
-from .console import main
+from .startup import main
 
 main()

@@ -162,7 +162,7 @@ def load_graph(args: argparse.Namespace):
 
 
 def graph_source(args: argparse.Namespace):
-    """What the command reads, as a :class:`gca.run.cache.GraphSource` (:func:`gca.run.inputs.graph_source`);
+    """What the command reads, as a :class:`gca.run.integrity.GraphSource` (:func:`gca.run.inputs.graph_source`);
     ``None`` when it is nothing on disk (the built-in Karate club, a named dataset not downloaded yet)."""
     return inputs_graph_source(graph_request(args))
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import embed, prepare, reproduce, train, tune
-from .shell import Parser, Stop, leave_process_group, run_guarded
+from .guard import Parser, Stop, leave_process_group, run_guarded
 from .signals import stop_signals_to
 
 COMMANDS = {"train": train, "embed": embed, "prepare": prepare, "tune": tune, "reproduce": reproduce}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..config import ConfigError
-from ..terminal import say
+from ..stderr import say, warn
 from .common import cache_arguments, check_graph_arguments, graph_arguments, graph_request, inputs, started
-from .shell import import_libraries, warn
+from .guard import import_libraries
 
 #: The names gca embed writes in its output folder: the embeddings and their record.
 EMBED_FILES = ("embeddings.npy", "results.json")

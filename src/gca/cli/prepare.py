@@ -1,4 +1,4 @@
-"""``gca prepare``: clean a graph once and store its prepared form on disk (:mod:`gca.run.cache`), so later runs —
+"""``gca prepare``: clean a graph once and store its prepared form on disk (:mod:`gca.run.store`), so later runs —
 and every process of a torchrun job — open it instead of reading and cleaning the input again."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import argparse
 
 from ..config import ConfigError, build_config, parse_overrides
 from ..errors import UserError
-from ..terminal import say
+from ..stderr import say, warn
 from .common import check_graph_arguments, graph_arguments, graph_source, load_graph
-from .shell import import_libraries, warn
+from .guard import import_libraries
 
 
 def add_parser(sub) -> None:
@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
             "folder or a named dataset present in --data-dir, or --edges/--features"
         )
 
-    from ..run.cache import PreparedStore
     from ..run.job import Job
+    from ..run.store import PreparedStore
     from ..train.estimator import GCA
 
     store = PreparedStore(source, progress=not args.quiet)

@@ -6,7 +6,7 @@ import argparse
 import time
 
 from ..config import ConfigError
-from ..terminal import say
+from ..stderr import say
 from .common import protocol_argument, split_arguments, split_setting
 
 

@@ -7,7 +7,7 @@ import argparse
 from .. import environment
 from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
 from ..run.train import MAX_SEEDS, TrainOutcome, TrainRequest
-from ..terminal import say
+from ..stderr import say
 from .common import (
     cache_arguments,
     evaluation_arguments,
@@ -19,7 +19,7 @@ from .common import (
     split_request,
     started,
 )
-from .shell import import_libraries
+from .guard import import_libraries
 
 
 def add_parser(sub) -> None:

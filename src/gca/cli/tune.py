@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from ..terminal import say
+from ..stderr import say, warn
 from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
-from .shell import import_libraries, warn
+from .guard import import_libraries
 
 
 def add_parser(sub) -> None:

@@ -157,7 +157,7 @@ def feature_forms(x: torch.Tensor, feature_norm: str = "none") -> tuple[Features
 def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -> Features:
     """The encoder's input formed from raw features as :func:`feature_forms` keeps them (a CSR matrix, or a dense
     float32/float16 array, which is used as it is, not copied) — also what a stored prepared graph
-    (:mod:`gca.run.cache`) is opened with.
+    (:mod:`gca.run.store`) is opened with.
 
     Parameters
     ----------

@@ -20,7 +20,7 @@ from ..provenance import (
     run_record,
     utc_now,
 )
-from ..terminal import warn
+from ..stderr import warn
 
 #: The --edges/--features options beyond the three files: how they are read (they key the prepared graph too).
 READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "label_column")
@@ -59,7 +59,7 @@ class GraphRequest:
 @dataclass
 class GraphRead:
     """A graph as read: the dataset (:class:`gca.datasets.base.LoadedDataset`), its prepared folder
-    (:class:`gca.run.cache.PreparedStore`, opened or to be written; ``None``: none), and each input file's size and
+    (:class:`gca.run.store.PreparedStore`, opened or to be written; ``None``: none), and each input file's size and
     SHA-256 as the graph was read, by resolved path (:func:`gca.provenance.digests_as_read`; empty: not taken)."""
 
     loaded: Any
@@ -117,7 +117,7 @@ def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
     its files (:func:`load_graph`); the store is ``None`` under ``cache=False`` and for inputs not on disk. The
     store's notes (a folder rebuilt and why) are the caller's to print. Where ``record``, each input's digest is
     taken as it is read (or from the prepared graph's record, where the graph was read from one)."""
-    from .cache import PreparedStore
+    from .store import PreparedStore
 
     check_graph(request)
     source = graph_source(request) if request.cache is not False else None
@@ -133,10 +133,10 @@ def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
 
 
 def graph_source(request: GraphRequest):
-    """What the command reads, as a :class:`gca.run.cache.GraphSource`; ``None`` when it is nothing on disk (the
+    """What the command reads, as a :class:`gca.run.integrity.GraphSource`; ``None`` when it is nothing on disk (the
     built-in Karate club, a named dataset not downloaded yet)."""
     from ..datasets.registry import dataset_source
-    from .cache import GraphSource
+    from .integrity import GraphSource
 
     if request.edges and request.features:
         ids = request.feature_ids

@@ -8,7 +8,7 @@ what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with 
 prediction, whose hold-outs each prepare their own training graph). Then the job answers what every command asks
 of it: the warnings to print (about the files read and the graph cleaned), the
 evaluation splits (the dataset's own, else random ones from the config's seed), a one-line summary and the node ids
-of an export. Nothing here prints; the one thing it writes is the prepared graph, into a :class:`.cache.PreparedStore`
+of an export. Nothing here prints; the one thing it writes is the prepared graph, into a :class:`.store.PreparedStore`
 when the job has one (:attr:`Job.store`).
 """
 
@@ -42,7 +42,7 @@ from ..progress import duration, phase
 from ..train import fast as fast_rule
 from ..train.estimator import GCA
 from ..train.fast import FastChoice, default_choice, fast_choice
-from .cache import CACHE_MIN_EDGES, PreparedStore
+from .store import CACHE_MIN_EDGES, PreparedStore
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Job:
     store
         The prepared graph's folder it is read from or written to.
     store_graph
-        Whether a graph cleaned here is written to ``store``: ``None`` from :data:`.cache.CACHE_MIN_EDGES` directed
+        Whether a graph cleaned here is written to ``store``: ``None`` from :data:`.store.CACHE_MIN_EDGES` directed
         edges up, ``True`` always, ``False`` never.
     store_record
         The prepared graph's folder, and whether it was opened.
@@ -90,7 +90,7 @@ class Job:
     fast: FastChoice | None = None  # the fast path's choice (--fast) or gca train's default, if one was made
     #: where the prepared graph is read from (when :meth:`PreparedStore.usable` found it) or written to
     store: PreparedStore | None = field(default=None, repr=False)
-    #: whether a graph cleaned here is written to :attr:`store`: ``None`` from :data:`.cache.CACHE_MIN_EDGES`
+    #: whether a graph cleaned here is written to :attr:`store`: ``None`` from :data:`.store.CACHE_MIN_EDGES`
     #: directed edges up, ``True`` always (``--cache``, ``gca prepare``), ``False`` never
     store_graph: bool | None = None
     store_record: dict | None = field(default=None, repr=False)  # the prepared graph's folder, and whether opened
@@ -135,8 +135,8 @@ class Job:
         number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
         then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed.
 
-        ``store``, ``store_graph``: the prepared graph's folder (:class:`gca.run.cache.PreparedStore`; ``loaded`` is
-        then its :meth:`~gca.run.cache.PreparedStore.loaded` where it is usable) and whether to write it.
+        ``store``, ``store_graph``: the prepared graph's folder (:class:`gca.run.store.PreparedStore`; ``loaded`` is
+        then its :meth:`~gca.run.store.PreparedStore.loaded` where it is usable) and whether to write it.
 
         Parameters
         ----------

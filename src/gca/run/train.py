@@ -16,7 +16,7 @@ from .. import environment
 from ..config import ConfigError
 from ..evaluate.splits import EvaluationError, SplitSetting
 from ..names import TASK_COUNTS
-from ..terminal import say, warn
+from ..stderr import say, warn
 from .inputs import GraphRead, GraphRequest, command_provenance, load_graph, open_graph
 
 #: The most pretrainings ``--seeds K`` asks for, as ``--splits N`` asks for at most 1,000 splits: each is a whole

@@ -45,9 +45,9 @@ from ..provenance import utc_now
 from .batches import BatchSource, batch_source
 from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
+from .fit_cache import check_memory, fit_key, graph_claim, remembered
 from .fitting import _check_parts, _feature_names, _fresh, _initial_copy, _loaded, _memory_for, _train
 from .loop import TrainingError, encode_graph, inference_rows
-from .memory import check_memory, fit_key, graph_claim, remembered
 from .nodes import GraphNodes as GraphNodes
 from .nodes import _tensor_of_bytes as _tensor_of_bytes  # pickles of GraphNodes that name this module load
 
@@ -107,7 +107,7 @@ class GCA:
         ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
     memory
         Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
-        of training it (:mod:`gca.train.memory`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
+        of training it (:mod:`gca.train.fit_cache`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
         folder), as scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and
         every fit trains. A kept model is served only after it is checked against the fit's key and graph (a
         file that fails is trained again, with a warning line saying why); nothing there is ever run. A search
@@ -288,7 +288,7 @@ class GCA:
             way gets its reverse; ``True``: directed as given.
         store
             Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
-            kept them, and kept when not (such as :class:`gca.run.cache.PreparedStore`); ``None``: computed here.
+            kept them, and kept when not (such as :class:`gca.run.store.PreparedStore`); ``None``: computed here.
         on_step
             Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`); ``None``: the
             estimator's progress shows them.
@@ -455,7 +455,7 @@ class GCA:
         return self
 
     def _kept(self) -> dict:
-        """What memory keeps of this fit (:func:`gca.train.memory.remembered`): the model checkpoint, the
+        """What memory keeps of this fit (:func:`gca.train.fit_cache.remembered`): the model checkpoint, the
         embeddings and the training's timings."""
         return {
             "state": self.state(),

@@ -30,6 +30,7 @@ from ..provenance import fit_record, utc_now
 from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, load_initial_weights
 from .compiled import CompiledParts
 from .distributed import Placement
+from .fit_cache import memory_folder
 from .loop import (
     INFERENCE_CHUNK_ROWS,
     CollapseError,
@@ -41,7 +42,6 @@ from .loop import (
     train,
     warmup_schedule,
 )
-from .memory import memory_folder
 
 log = LOG.getChild("train.estimator")
 
@@ -180,7 +180,7 @@ def _collapse_watch(config: GCAConfig) -> CollapseWatch:
 
 
 def _memory_for(estimator: Any, X: Any, options: dict[str, Any]) -> Path | None:
-    """The folder this fit reads its model from and keeps it in (:mod:`gca.train.memory`), or ``None``: none
+    """The folder this fit reads its model from and keeps it in (:mod:`gca.train.fit_cache`), or ``None``: none
     was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
     memory = memory_folder(estimator.memory)
     if memory is None:

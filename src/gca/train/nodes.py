@@ -71,7 +71,7 @@ class GraphNodes:
     ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
     fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
     scikit-learn's folds and scorer. Since no fold changes what GCA learns, ``GCA(memory=...)`` trains it once per
-    setting for all folds (:mod:`gca.train.memory`). Pickled (and so hashed by joblib) by its values: equal graphs
+    setting for all folds (:mod:`gca.train.fit_cache`). Pickled (and so hashed by joblib) by its values: equal graphs
     and nodes hash alike whatever tensors hold them, so ``Pipeline(memory=...)`` finds a fold it fitted before.
 
     Parameters

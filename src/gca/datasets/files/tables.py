@@ -394,7 +394,7 @@ class TableInput:
                         memory_pool=pool,
                     )
                 except pa.ArrowInvalid:
-                    raise self._text_error(str(exc), columns, rows) from None
+                    raise self._text_error(str(exc), columns) from None
             # spaces around a text field are not part of it, on any line (not only where the sampled lines have some)
             # (in the block's pool: PyArrow's default one would keep the copies resident for the rest of the run)
             arrays = [
@@ -407,7 +407,7 @@ class TableInput:
             if self.progress:
                 self.progress(done, total)
 
-    def _text_error(self, message: str, columns: list[int], rows_before: int) -> Exception:
+    def _text_error(self, message: str, columns: list[int]) -> Exception:
         """The one-line error for PyArrow's complaint about a block of a text file."""
         if "invalid UTF8" in message:
             return DatasetError(f"{self.what} file {self.path} is not UTF-8 text; give a CSV/TSV file")

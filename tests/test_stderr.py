@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from gca.terminal import say
+from gca.stderr import say
 
 
 def test_a_line_is_one_write(monkeypatch):
@@ -26,7 +26,7 @@ def test_two_processes_saying_lines_at_once_do_not_interleave_them():
     """With PYTHONUNBUFFERED (as in many containers and CI), ``print(line, file=sys.stderr)`` writes the text and
     its newline separately, and two processes on one pipe mix them (``line0line1``, then two newlines)."""
     code = (
-        "import sys\nfrom gca.terminal import say\nword = sys.argv[1]\n"
+        "import sys\nfrom gca.stderr import say\nword = sys.argv[1]\n"
         "for i in range(3000):\n    say(f'gca: error: {word} ' + word * 40)\n"
     )
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

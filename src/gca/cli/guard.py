@@ -1,4 +1,4 @@
-"""The shell around every command: argparse errors as one line, Ctrl-C and SIGTERM held while the libraries
+"""The guard around every command: argparse errors as one line, Ctrl-C and SIGTERM held while the libraries
 load, every error a user can cause turned into one ``gca: error:`` line and exit status 2 (130 after an
 interrupt), and the process group left cleanly under torchrun."""
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .. import environment
 from ..errors import UserError
-from ..terminal import say, warn  # noqa: F401 - warn: what the commands warn with
+from ..stderr import say
 from .signals import signals_held
 
 
