@@ -490,6 +490,24 @@ def test_help_and_argument_errors_do_not_load_pytorch():
     assert "tau must be a number" in done.stderr and "seed must be an integer" in done.stderr
 
 
+def test_a_wrong_input_path_is_refused_before_pytorch_loads(karate, tmp_path):
+    """A missing file, a folder or a pipe among --edges/--features/--labels is said at once, before the readers and
+    PyTorch load (seconds), and nothing is written."""
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    cases = {"--edges": tmp_path / "missing.csv", "--features": tmp_path, "--labels": fifo}
+    said = {"--edges": "does not exist", "--features": "is a folder, not a file", "--labels": "not a regular file"}
+    for flag, path in cases.items():
+        args = {"--edges": str(karate["edges"]), "--features": str(karate["x"]), "--labels": str(karate["labels"])}
+        args[flag] = str(path)
+        argv = ["train", *[t for kv in args.items() for t in kv], "--out", str(tmp_path / "o")]
+        code = f"import sys; from gca.cli import main\nprint(main({argv!r}), 'torch' in sys.modules)"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert done.stdout.split() == ["2", "False"], (flag, done.stdout, done.stderr)
+        assert said[flag] in done.stderr and done.stderr.count("\n") == 1, (flag, done.stderr)
+    assert not (tmp_path / "o").exists()
+
+
 def _wait_for_gca_handlers(pid: int, limit: float = 60.0) -> None:
     """Wait until the process catches SIGTERM — the first thing the gca command does (gca.cli.startup); Python
     itself leaves SIGTERM alone. So the delays below count from a state the process reached, not from its start,

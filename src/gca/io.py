@@ -15,6 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import DatasetError
+
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Call ``write`` on a temporary file in the target's folder, flush it to disk, then rename it over ``path``.
@@ -172,6 +174,27 @@ def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> 
         raise error(f"{what} file {path} is not UTF-8 text; {hint}") from None
     except OSError as exc:
         raise error(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
+def check_regular_file(path: str | Path, what: str) -> None:
+    """A regular file: a missing path, a folder, a FIFO or a device is a :class:`~gca.errors.DatasetError` in one
+    line (a FIFO or a device would block or fail in the middle of reading). Light enough to run before the readers
+    and PyTorch load, so a wrong path is said at once.
+
+    Parameters
+    ----------
+    path
+        The file to check.
+    what
+        What the file holds, for the message (``"feature"``, ``"graph"``).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DatasetError(f"{what} file {path} does not exist")
+    if path.is_dir():
+        raise DatasetError(f"{what} file {path} is a folder, not a file")
+    if not path.is_file():
+        raise DatasetError(f"{what} file {path} is not a regular file (a pipe or a device); give a file on disk")
 
 
 def read_document(path: str | Path, what: str, error: type[Exception], allow_json: bool = True) -> Any:

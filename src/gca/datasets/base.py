@@ -12,6 +12,7 @@ from torch_geometric.data import Data
 
 from ..environment import env_folder
 from ..errors import DatasetError
+from ..io import check_regular_file as check_regular_file
 from ..evaluate.splits import Split
 from ..graph.edges import FLOAT32_MAX
 
@@ -65,24 +66,6 @@ class LoadedDataset:
         # the Data carries the columns' names too, so a model fitted on it keeps them (GCA.feature_names_in_)
         if self.feature_names is not None and isinstance(self.data, Data):
             self.data.feature_names = list(self.feature_names)
-
-
-def check_regular_file(path: Path, what: str) -> None:
-    """A readable regular file: a FIFO, a device or a folder would block or fail in the middle of reading.
-
-    Parameters
-    ----------
-    path
-        The file to check; a missing path, a folder, a pipe or a device is a :class:`DatasetError`.
-    what
-        What the file holds, for the message (``"feature"``, ``"graph"``).
-    """
-    if not path.exists():
-        raise DatasetError(f"{what} file {path} does not exist")
-    if path.is_dir():
-        raise DatasetError(f"{what} file {path} is a folder, not a file")
-    if not path.is_file():
-        raise DatasetError(f"{what} file {path} is not a regular file (a pipe or a device); give a file on disk")
 
 
 def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:

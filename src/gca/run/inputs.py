@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError
+from ..io import check_regular_file
 from ..provenance import (
     changed_inputs,
     command_line,
@@ -82,11 +83,25 @@ def check_graph(request: GraphRequest) -> None:
             raise ConfigError("--edges and --features go together (--labels is optional); give both")
         if request.dataset:
             raise ConfigError("give either --dataset or --edges/--features, not both")
+        _check_files(request)
         return
     if request.directed:
         raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
     if request.dataset is not None and not request.dataset.strip():
         raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
+
+
+def _check_files(request: GraphRequest) -> None:
+    """Each of the user's files is a regular file, said before the readers (and PyTorch) load: a wrong path is
+    refused at once, with the line the reader would give."""
+    for path, what in (
+        (request.edges, "edge"),
+        (request.features, "feature"),
+        (request.labels, "label"),
+        (request.feature_ids, "feature id"),
+    ):
+        if path is not None:
+            check_regular_file(path, what)
 
 
 def load_graph(request: GraphRequest, record: bool = False) -> GraphRead:

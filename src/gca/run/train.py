@@ -17,7 +17,7 @@ from ..config import ConfigError
 from ..evaluate.splits import EvaluationError, SplitSetting
 from ..names import TASK_COUNTS
 from ..stderr import say, warn
-from .inputs import GraphRead, GraphRequest, command_provenance, load_graph, open_graph
+from .inputs import GraphRead, GraphRequest, check_graph, command_provenance, load_graph, open_graph
 
 #: The most pretrainings ``--seeds K`` asks for, as ``--splits N`` asks for at most 1,000 splits: each is a whole
 #: training, and their seeds and accuracies are listed in ``results.json``.
@@ -91,6 +91,7 @@ class TrainRequest:
                 f"--task link trains once per hold-out; it takes no {logged[0]} (log one training with "
                 "--task classify or cluster)"
             )
+        check_graph(self.graph)  # the graph's options and files, before anything loads
         try:
             self.split.check()
         except EvaluationError as exc:
