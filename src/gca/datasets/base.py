@@ -12,9 +12,9 @@ from torch_geometric.data import Data
 
 from ..environment import env_folder
 from ..errors import DatasetError
-from ..io import check_regular_file as check_regular_file
 from ..evaluate.splits import Split
 from ..graph.edges import FLOAT32_MAX
+from ..io import check_regular_file as check_regular_file
 
 
 @dataclass
