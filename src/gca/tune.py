@@ -586,12 +586,9 @@ def plot_search(search: Search, trials_path: Path, importance_path: Path | None)
     importance_path
         Where the importance plot goes; ``None`` for none.
     """
-    import matplotlib
+    from .outputs.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .outputs.plots import save_figure
+    plt = pyplot()
 
     optuna = search.optuna
     done = [t for t in search.study.trials if t.state == optuna.trial.TrialState.COMPLETE]

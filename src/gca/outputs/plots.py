@@ -7,15 +7,12 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import numpy as np
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from ..io import atomic_write  # noqa: E402
+from ..io import atomic_write
 
 #: t-SNE (scikit-learn) needs more points than its perplexity; below this a map says nothing anyway.
 MIN_TSNE_NODES = 5
@@ -23,7 +20,17 @@ MIN_TSNE_NODES = 5
 UNLABELLED_COLOR = (0.82, 0.82, 0.82, 1.0)
 
 
-def save_figure(fig: plt.Figure, path: str | Path, dpi: int = 150) -> None:
+def pyplot() -> Any:
+    """matplotlib's ``pyplot`` on the Agg backend (no display needed), imported when a figure is first drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> None:
     """Render to memory first, then write atomically: an interrupted run never leaves half a PNG.
 
     Parameters
@@ -37,7 +44,7 @@ def save_figure(fig: plt.Figure, path: str | Path, dpi: int = 150) -> None:
     """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    pyplot().close(fig)
     atomic_write(path, lambda f: f.write(buffer.getvalue()))
 
 
@@ -53,7 +60,7 @@ def loss_curve(losses: Sequence[float], path: str | Path, title: str = "GCA trai
     title
         The plot's title.
     """
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = pyplot().subplots(figsize=(5, 3.2))
     ax.plot(np.arange(1, len(losses) + 1), losses, lw=1.2)
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss  −J (Eq. 2)")
@@ -89,7 +96,7 @@ def tsne_map(
     x = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)
     perplexity = float(min(30.0, max(2.0, (x.shape[0] - 1) / 3)))
     points = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(x)
-    fig, ax = plt.subplots(figsize=(5, 5))
+    fig, ax = pyplot().subplots(figsize=(5, 5))
     y = None if labels is None else labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     labelled = np.ones(len(points), dtype=bool) if y is None else y >= 0
     if not labelled.all():  # label −1: a node without a label, drawn below the classes in neutral grey

@@ -11,7 +11,7 @@ import numpy as np
 from ..augment.augmentors import edge_weights
 from ..augment.centrality import node_centrality
 from ..datasets import KARATE_LEADERS, karate_club
-from ..outputs.plots import plt, save_figure  # pyplot on the Agg backend
+from ..outputs.plots import pyplot, save_figure
 
 
 def sensitivity_heatmap(
@@ -33,6 +33,7 @@ def sensitivity_heatmap(
     title
         The figure's title.
     """
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(2.4 + 0.75 * len(p_f), 1.6 + 0.62 * len(p_e)))
     finite = accuracy[np.isfinite(accuracy)]
     low, high = (finite.min(), finite.max()) if finite.size else (0, 1)
@@ -121,6 +122,7 @@ def karate_edge_centrality(path: str | Path, seed: int = 0) -> dict[str, np.ndar
     y = data.y.numpy()
     node_colors = np.where(y == y[KARATE_LEADERS[0]], "#4C72B0", "#55A868").astype(object)
     node_colors[list(KARATE_LEADERS)] = "#F28E2B"
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.6))
     weights = {}
     for ax, (scheme, label) in zip(
