@@ -24,7 +24,7 @@ two runs starting at once get different ones), so two runs never merge into one 
 (:meth:`TensorBoardLogger.continue_version` makes a run resumed from a checkpoint go on in the folder of the run it
 resumes). :class:`CSVLogger` writes the file it is given afresh each run (the user names each run's file), but for
 a resumed run, which keeps the rows of the epochs before it. :class:`Tagged` makes one logger hold a series of runs
-as one, each row tagged with its run (``gca train --seeds K``'s CSV log: :mod:`gca.run.logs`).
+as one, each row tagged with its run (the CSV log of a run's repeated pretrainings: :mod:`gca.run.logs`).
 
 Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
 (``pip install tensorboard``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
@@ -63,7 +63,7 @@ from .logged import where_logged as where_logged
 
 
 class Tagged:
-    """A logger that holds a series of runs as one — the pretrainings of ``gca train --seeds K`` in one CSV file —
+    """A logger that holds a series of runs as one — a run's repeated pretrainings (``seeds``) in one CSV file —
     each row tagged with the run it belongs to: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to
     ``logger`` while :attr:`value` is set (the series sets it before each run), and ``metrics`` alone while it is
     ``None`` (a row of the series' own: its summary). Its ``log_hyperparams`` and ``close`` do nothing: the series
