@@ -91,7 +91,7 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
 def _check_spec(key: str, spec: dict[str, Any]) -> None:
     if key in ("epochs", "seed"):
         raise TuneError(
-            f"{key} is not searched: epochs come from validation checks (up to {option('max_epochs')}) and every "
+            f"{key} is not searched: epochs come from validation checks ({option('max_epochs')}) and every "
             "trial uses the seed"
         )
     kinds = [k for k in ("low", "choices", "value") if k in spec]

@@ -116,7 +116,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         raise DatasetError(
             f"{path} is a folder but holds none of the datasets gca knows in its raw/ sub-folder (e.g. "
             f"raw/ind.cora.x for Cora, raw/amazon_electronics_photo.npz for Amazon-Photo); give a dataset folder, "
-            f"an .npz graph file, or {option('edges')} and {option('features')} files"
+            f"an .npz graph file, or {option('edges')}/{option('features')}"
         )
     if path.exists():
         check_regular_file(path, "graph")

@@ -438,9 +438,7 @@ class SplitSetting:
         if self.sizes not in SIZES:
             raise EvaluationError(f"unknown split sizes {self.sizes!r}; choose {' or '.join(SIZES)}")
         if not 1 <= self.count <= 1000:
-            raise EvaluationError(
-                f"{option('SplitSetting.count')} (the number of splits) must lie in [1, 1000], got {self.count}"
-            )
+            raise EvaluationError(f"{option('SplitSetting.count')} must lie in [1, 1000], got {self.count}")
         for name in ("train", "val") + (("test",) if self.test is not None else ()):
             value = getattr(self, name)
             if not 0 < value < 1:
@@ -514,7 +512,8 @@ class SplitSetting:
                 )
                 raise EvaluationError(
                     f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
-                    f"and OGB datasets have one){hint}; use {option('SplitSetting.scheme', 'random')} or 'fewshot'"
+                    f"and OGB datasets have one){hint}; use {option('SplitSetting.scheme', 'random')} or "
+                    f"{option('SplitSetting.scheme', 'fewshot')}"
                 )
             return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
@@ -523,7 +522,7 @@ class SplitSetting:
         if classes.size < 2:
             what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
             raise EvaluationError(
-                f"the labels hold {what}; evaluation needs two or more classes (or {option('evaluate', False)})"
+                f"the labels hold {what}; evaluation needs two or more classes (or use {option('evaluate', False)})"
             )
         if self.scheme == "fewshot":
             inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test, class_names)

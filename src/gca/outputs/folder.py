@@ -539,8 +539,10 @@ def check_folder(folder: str | Path, parameter: str) -> Path:
     folder
         The output folder.
     parameter
-        The parameter that named it (``"out"``), for the message (:func:`gca.errors.option`).
+        The parameter that named it (``"out"``; a flag, ``"--out"``, is read as its parameter), for the message
+        (:func:`gca.errors.option`).
     """
+    parameter = parameter.removeprefix("--").replace("-", "_")
     if str(folder).strip() == "":
         raise OutputError(
             f"{option(parameter)} is empty; name a folder for the results (e.g. {option(parameter, 'runs/mine')})"

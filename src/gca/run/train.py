@@ -87,7 +87,7 @@ class TrainRequest:
         if self.task == "link" and logged:
             raise ConfigError(
                 f"{option('task', 'link')} trains once per hold-out; it takes no {option(logged[0])} (log one "
-                f"training with {option('task', 'classify')} or 'cluster')"
+                f"training with {option('task', 'classify')} or {option('task', 'cluster')})"
             )
         try:
             self.split.check()
