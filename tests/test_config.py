@@ -70,7 +70,7 @@ def test_table5_stays_the_default_and_the_authors_setting_is_named(tmp_path, mon
     wikics = build_config("Wiki-CS", "authors")
     assert (wikics.p_e2, wikics.tau) == (0.3, 0.4) and build_config("Wiki-CS").tau == 0.6
     assert build_config("Amazon-Photo", "authors", {"tau": 0.5}).tau == 0.5  # --set still wins
-    with pytest.raises(ConfigError, match="--config authors: no such setting is shipped for Cora"):
+    with pytest.raises(ConfigError, match="config_file='authors': no such setting is shipped for Cora"):
         build_config("Cora", "authors")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "authors").write_text("tau = 0.9\n")  # a file of that name is read as a file

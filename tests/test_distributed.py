@@ -821,6 +821,8 @@ def test_the_starting_points_compared_say_epochs_and_checkpoints(tmp_path):
     """What :func:`gca.train.checkpoint.resume_point` gives the comparison, and the line each difference gets."""
     import hashlib
 
+    from gca.cli.flags import FLAGS
+    from gca.errors import render
     from gca.train.checkpoint import resume_point
     from gca.train.distributed import _AFRESH, _different_starts
 
@@ -842,5 +844,6 @@ def test_the_starting_points_compared_say_epochs_and_checkpoints(tmp_path):
         in _different_starts(1, 4, 4)
     )
     assert "rank 1 resumes from a checkpoint whose epoch cannot be read while rank 0" in _different_starts(1, -1, 4)
-    all_lines = [_different_starts(1, a, b) for a, b in ((2, 4), (4, _AFRESH), (4, 4), (-1, 4), (_AFRESH, 4))]
+    starts = ((2, 4), (4, _AFRESH), (4, 4), (-1, 4), (_AFRESH, 4))
+    all_lines = [render(_different_starts(1, a, b), FLAGS) for a, b in starts]  # as the command line says them
     assert all("\n" not in line and "or start them all without --resume" in line for line in all_lines)

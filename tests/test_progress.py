@@ -10,7 +10,9 @@ import pytest
 
 import gca.progress as progress
 from gca.cli import main
+from gca.cli.flags import FLAGS
 from gca.progress import Progress, phase, to_stderr
+from gca.stderr import name_options
 from gca.train.fast import LongRunHint
 
 
@@ -27,11 +29,16 @@ class Clock:
 def _hint_lines(
     config, nodes: int, update_seconds: float, updates: int, done: int = 0, calls: int = 5, **options
 ) -> list[str]:
+    """The lines as the command line says them (the flags of gca.cli.flags)."""
     clock, lines = Clock(), []
     hint = LongRunHint(config, nodes, clock=clock, emit=lines.append, **options)
-    for update in range(done + 1, done + 1 + calls):
-        clock.now += update_seconds
-        hint(update, updates)
+    name_options(FLAGS)
+    try:
+        for update in range(done + 1, done + 1 + calls):
+            clock.now += update_seconds
+            hint(update, updates)
+    finally:
+        name_options(None)
     return lines
 
 

@@ -237,7 +237,7 @@ def test_label_tables_pick_their_columns_and_skip_nodes_not_in_the_graph(tmp_pat
     (tmp_path / "y.csv").write_text(
         "user,year,class,team\na,2001,x,red\nb,2002,y,blue\ngone,2003,x,red\nc,2004,NA,red\nd,2005,y,blue\n"
     )
-    with pytest.raises(DatasetError, match="--label-column"):
+    with pytest.raises(DatasetError, match="label_column"):
         load_files(tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv")
     loaded = load_files(
         tmp_path / "e.csv", tmp_path / "x.csv", tmp_path / "y.csv", id_column="user", label_column="team"

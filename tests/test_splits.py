@@ -40,11 +40,11 @@ def test_random_fractions_are_respected_and_the_test_part_may_be_smaller_than_th
 
 
 def test_a_k_above_the_smallest_class_and_a_public_split_a_dataset_lacks_are_one_line_errors():
-    with pytest.raises(EvaluationError, match="no node of class 2 .* give --shots 9 or fewer"):
+    with pytest.raises(EvaluationError, match="no node of class 2 .* give shots=9 or fewer"):
         SplitSetting("fewshot", 2, shots=10).draw(torch.from_numpy(_labels()))
     with pytest.raises(EvaluationError, match="has no public split"):
         SplitSetting("public").draw(torch.from_numpy(_labels()), dataset="Karate")
-    with pytest.raises(EvaluationError, match="goes with --eval-split fewshot"):
+    with pytest.raises(EvaluationError, match="goes with scheme='fewshot'"):
         SplitSetting("random", shots=3).check()
 
 
@@ -221,7 +221,7 @@ def test_class_values_far_apart_are_renumbered_once_for_every_protocol(protocol)
 
 def test_a_class_of_one_node_is_named_not_answered_with_shots_below_one():
     y = np.array([0] * 10 + [1] * 10 + [2])
-    with pytest.raises(EvaluationError, match="class 2 has a single labelled node .* no --shots") as caught:
+    with pytest.raises(EvaluationError, match="class 2 has a single labelled node .* no shots ") as caught:
         SplitSetting("fewshot", 2, shots=1).draw(torch.from_numpy(y))
     assert "below 1" not in str(caught.value)
 

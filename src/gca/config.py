@@ -1,11 +1,12 @@
 """Hyperparameters: one plain dataclass, per-dataset files, and checked ``key=value`` overrides.
 
-Precedence (lowest first): the dataclass defaults → the dataset's shipped file (``gca/configs/<name>.toml``) →
-``--config FILE`` → ``--set key=value`` and the dedicated CLI flags (``--epochs``, ``--seed``, ``--centrality``).
+Precedence (lowest first, :func:`build_config`): the dataclass defaults → the dataset's shipped file
+(``gca/configs/<name>.toml``) → ``config_file`` (the command line's ``--config``) → ``overrides`` (its ``--set
+key=value``, ``--epochs``, ``--seed`` and ``--centrality``).
 
-``--config`` also takes the name of a shipped alternative (:data:`NAMED_CONFIGS`) when no file of that name
-exists: ``--config authors`` is the setting of the authors' parameter files (``gca/configs/authors/<name>.toml``)
-for the paper's datasets, which differ from Table 5 for Amazon-Computers and Wiki-CS.
+``config_file`` may also be the name of a shipped alternative (:data:`NAMED_CONFIGS`) when no file of that name
+exists: ``"authors"`` is the setting of the authors' parameter files (``gca/configs/authors/<name>.toml``) for the
+paper's datasets, which differ from Table 5 for Amazon-Computers and Wiki-CS.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from .errors import UserError, option
 from .io import parse_document, read_document
 from .names import CENTRALITY_CHOICES, ENCODERS, canonical_name
 
@@ -128,7 +129,7 @@ class GCAConfig:
         if self.batch_size and len(self.fanout) not in (1, self.layers):
             raise ConfigError(
                 f"fanout has {len(self.fanout)} entries but the encoder has {self.layers} layers; give one per layer "
-                f"(e.g. --set fanout={','.join(['10'] * self.layers)}) or one for all"
+                f"(e.g. {option('fanout', [10] * self.layers, ','.join(['10'] * self.layers))}) or one for all"
             )
 
     @property
@@ -333,7 +334,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     Parameters
     ----------
     items
-        ``key=value`` strings as ``--set`` takes them; one without ``=`` or with an empty key is a
+        ``key=value`` strings (as the command line's ``--set`` takes them); one without ``=`` or with an empty key is a
         :class:`ConfigError`.
 
     Returns
@@ -345,7 +346,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--set expects key=value, got {item!r}")
+            raise ConfigError(f"{option('parse_overrides.items')} expects key=value, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -373,7 +374,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-#: Shipped alternatives to a dataset's default setting, by the name ``--config`` takes.
+#: Shipped alternatives to a dataset's default setting, by the name ``config_file`` takes (:func:`build_config`).
 NAMED_CONFIGS = ("authors",)
 
 
@@ -398,12 +399,12 @@ def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
 
 
 def is_named_config(config_file: str | Path | None) -> bool:
-    """Whether ``--config`` names a shipped alternative rather than a file (a file of that name wins).
+    """Whether ``config_file`` names a shipped alternative rather than a file (a file of that name wins).
 
     Parameters
     ----------
     config_file
-        What ``--config`` was given (``None`` when nothing was).
+        A config file's path or a shipped alternative's name (``None`` when nothing was given).
     """
     return config_file is not None and str(config_file) in NAMED_CONFIGS and not Path(config_file).exists()
 
@@ -423,22 +424,22 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
             if p.name.endswith(".toml")
         )
         raise ConfigError(
-            f"--config {config_file}: no such setting is shipped for {dataset} (there is one for "
+            f"{option('config_file', str(config_file))}: no such setting is shipped for {dataset} (there is one for "
             f"{', '.join(have)}); give a TOML or JSON file instead"
         )
     return layer
 
 
 def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
-    """Whether the user set ``epochs`` (``--epochs``, ``--set epochs=…`` or their own config file) rather than
+    """Whether the user set ``epochs`` (in ``overrides`` or their own config file) rather than
     taking a shipped setting's.
 
     Parameters
     ----------
     config_file
-        What ``--config`` was given: a file, a shipped alternative's name, or ``None``.
+        A config file, a shipped alternative's name, or ``None``.
     overrides
-        The ``--set`` (and ``--epochs``) values by key.
+        The overriding values by key.
     """
     if "epochs" in (overrides or {}):
         return True
@@ -525,7 +526,7 @@ def build_config(
         A TOML or JSON file of config keys, or the name of a shipped alternative (``"authors"``; a file of that
         name wins); ``None`` for none.
     overrides
-        Field → value, applied last (strings are read as the field's type, as ``--set`` gives them).
+        Field → value, applied last (strings are read as the field's type, as the command line's ``--set`` gives them).
 
     Returns
     -------

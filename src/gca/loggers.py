@@ -55,7 +55,7 @@ from .logged import where_logged as where_logged
 
 
 class Tagged:
-    """A logger that holds a series of runs as one — the pretrainings of ``gca train --seeds K`` in one CSV file —
+    """A logger that holds a series of runs as one — a run's repeated pretrainings (``seeds``) in one CSV file —
     each row tagged with the run it belongs to: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to
     ``logger`` while :attr:`value` is set (the series sets it before each run), and ``metrics`` alone while it is
     ``None`` (a row of the series' own: its summary). Its ``log_hyperparams`` and ``close`` do nothing: the series

@@ -21,7 +21,7 @@ SPLIT_SCHEMES = ("auto", "random", "public", "fewshot")
 ENCODERS = ("gcn", "gat", "sage", "gin")
 #: What a run measures with the embeddings (gca.run.tasks): node classification, link prediction or clustering.
 TASKS = ("classify", "link", "cluster")
-#: How many times each task judges a run when ``--splits`` is not given: evaluation splits (classify), hold-outs
+#: How many times each task judges a run when no count is given: evaluation splits (classify), hold-outs
 #: each with its own training (link), k-means seeds (cluster). The one source of these defaults.
 TASK_COUNTS = {"classify": 20, "link": 3, "cluster": 10}
 

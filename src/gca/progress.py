@@ -46,7 +46,7 @@ class Progress:
     unit
         What a unit is called (singular).
     enabled
-        Show anything at all (``False``: ``--quiet``, or not the process that writes).
+        Show anything at all (``False``: no progress asked for, or not the process that writes).
     initial
         The units already done (a resumed run).
     stream

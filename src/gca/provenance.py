@@ -11,14 +11,14 @@ What it holds:
   started and when its record was completed; for :meth:`gca.GCA.fit`, when training started and ended;
 * for a command only: ``command``, the command line as a list (``sys.argv``; ``["gca", …]`` when called in-process
   with its arguments), and ``inputs``, every file the run read — the graph's files (each file under a dataset
-  folder's ``raw/`` and ``split/``), a ``--config`` file, ``gca embed``'s checkpoint —, each with ``path`` (as given,
+  folder's ``raw/`` and ``split/``), a configuration file, ``gca embed``'s checkpoint —, each with ``path`` (as given,
   or as reached under a folder given), ``resolved`` (the absolute path), ``size`` (bytes) and ``sha256`` (of its
   contents as the run read them: :func:`digests_as_read` takes them just after the graph is read, and a file not
   the same at the record's time gets ``changed``, said in one warning line — :func:`file_record`);
   ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was read from a
   prepared graph on disk (:mod:`gca.run.store`), whose record of each file's SHA-256 is then used while the file's
   size, times and inode are unchanged when it is opened — opening it does not read the input again;
-* ``gca train --resume``: ``resumed_from``, the checkpoint continued from, as an input.
+* a resumed training (``resume``): ``resumed_from``, the checkpoint continued from, as an input.
 
 Rules. A file that can no longer be read when the record is made (removed while the run went on) is listed with
 ``size`` and ``sha256`` ``None`` and ``unreadable`` saying why: gathering the record never fails a run that has

@@ -2,16 +2,16 @@
 
 A run's ``seed`` may be any integer in [0, 2³² − 1] (:data:`gca.config.RANGES`).
 
-**Repeated trainings** — ``gca train --seed S --seeds K``'s pretrainings and ``gca reproduce``'s trainings of a
-cell (seeds 0 … runs − 1) — take consecutive seeds from :func:`training_seeds`: S, S + 1, …, S + K − 1 (past
-2³² − 1 they wrap to 0). So training i of a reproduction is ``gca train --seed i``, and ``gca train --seeds K``
-pretrains as ``gca reproduce --runs K`` trains.
+**Repeated trainings** — a run's K pretrainings from ``seed`` S (the command line's ``gca train --seed S --seeds
+K``) and a reproduction's trainings of a cell (seeds 0 … runs − 1) — take consecutive seeds from
+:func:`training_seeds`: S, S + 1, …, S + K − 1 (past 2³² − 1 they wrap to 0). So training i of a reproduction is the
+one training with seed i, and K pretrainings train as a reproduction's ``runs=K`` do.
 
 **Draws within a run** — link prediction's hold-outs (each its own training), clustering's k-means
 initialisations, the authors' probe's per-split generators — take the seed of repeat ``i`` from :func:`run_seeds`:
 
 * repeat 0 uses ``seed`` itself, so one repeat equals the plain run with that seed
-  (``gca train --task link --splits 1 --seed s`` trains the model ``gca train --seed s`` would, on the edges left);
+  (link prediction with one hold-out and seed s trains the model a plain run with seed s would, on the edges left);
 * repeat i ≥ 1 uses the i-th child of ``numpy.random.SeedSequence(seed)``, read as one 32-bit word.
 
 Every accepted seed gives accepted seeds. The children are statistically independent streams (NumPy's

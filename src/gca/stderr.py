@@ -9,10 +9,42 @@ their lines at once can interleave them into ``line0line1\\n\\n``. One ``write``
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+
+from .errors import render
+
+#: How the lines gca prints name an option (:func:`gca.errors.option`): ``None``, in Python terms; the command line
+#: sets its flags (:func:`name_options`) for the command it runs.
+_flags: Mapping[str, str] | None = None
+
+
+def name_options(flags: Mapping[str, str] | None) -> None:
+    """Name the options in the lines printed from now on by ``flags`` (:func:`gca.errors.render`), or in Python
+    terms (``None``).
+
+    Parameters
+    ----------
+    flags
+        The command line's flags whose names differ from their parameters'; ``None``: Python terms.
+    """
+    global _flags
+    _flags = flags
+
+
+def spoken(text: str) -> str:
+    """``text`` with its options named as the printed lines name them (:func:`name_options`).
+
+    Parameters
+    ----------
+    text
+        A message that may hold options (:func:`gca.errors.option`).
+    """
+    return render(text, _flags)
 
 
 def say(line: str) -> None:
-    """One line to standard error, in one write, flushed at once (a log file shows it as it happens).
+    """One line to standard error, in one write, flushed at once (a log file shows it as it happens); its options
+    are named as :func:`spoken` names them.
 
     Parameters
     ----------
@@ -20,7 +52,7 @@ def say(line: str) -> None:
         The line (without its newline).
     """
     stream = sys.stderr
-    stream.write(line + "\n")
+    stream.write(spoken(line) + "\n")
     stream.flush()
 
 

@@ -3,12 +3,12 @@
 GCA's settings matter per graph — the paper tuned them per dataset (its Table 5). The search here:
 
 * **Objective** — the mean validation accuracy of the usual linear evaluation (C chosen per split on the
-  validation nodes; or the authors' protocol's best validation check, ``--eval-protocol authors``) over the first
+  validation nodes; or the authors' protocol's best validation check, ``protocol="authors"``) over the first
   ``splits`` of the random 10/10/80 splits ``gca train`` draws with the same seed. The search only ever holds the
   labels of those splits' training and validation nodes: every other label is replaced by −1 before it starts,
   so no test label of its splits can be read.
 * **Trials** — Optuna's TPE sampler proposes a setting from the search space; GCA trains with it (the same run
-  function as ``gca train``, so mini-batch settings given with ``--set`` apply) for up to ``max_epochs`` epochs,
+  function as ``gca train``, so mini-batch settings of the base configuration apply) for up to ``max_epochs`` epochs,
   and every ``eval_every`` epochs the validation accuracy is measured and reported. The trial's value is the best
   accuracy reported and its ``epochs`` the epoch where it was reached (early stopping on validation). Every trial
   trains with the same seed, so settings are compared under the same random draws and the best one is re-run
@@ -20,12 +20,13 @@ GCA's settings matter per graph — the paper tuned them per dataset (its Table 
   the trial's ``stopped`` attribute.
 * **Storage** — the study is a SQLite database in the output folder (Optuna's RDB storage, with a heartbeat):
   after Ctrl-C or kill -9 the same command continues, finished trials are never repeated, a trial that was cut
-  off is run again, and several processes given the same folder share the search. ``--trials N`` counts finished
-  (completed or pruned) trials over all processes and sessions.
+  off is run again, and several processes given the same folder share the search. :meth:`Study.run`'s ``trials``
+  counts finished (completed or pruned) trials over all processes and sessions.
 
-The search space defaults to the ranges Table 5 spans; ``--space FILE`` replaces the range of any key (and may add
-any other config key), e.g. ``[tau] low = 0.2, high = 0.8``, ``[activation] choices = ["relu", "prelu"]``,
-``[p_tau] value = 0.7`` (fixed), ``[lr] low = 1e-4, high = 1e-2, log = true``.
+The search space defaults to the ranges Table 5 spans; a TOML file (:func:`read_space`; the command line's
+``--space``) replaces the range of any key (and may add any other config key), e.g. ``[tau] low = 0.2, high =
+0.8``, ``[activation] choices = ["relu", "prelu"]``, ``[p_tau] value = 0.7`` (fixed), ``[lr] low = 1e-4, high =
+1e-2, log = true``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import GCAConfig
-from .errors import UserError
+from .errors import UserError, option, quoted
 from .io import atomic_write, read_document
 from .outputs.folder import hold_folder, release_folder
 from .progress import to_stderr
@@ -90,7 +91,8 @@ def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
 def _check_spec(key: str, spec: dict[str, Any]) -> None:
     if key in ("epochs", "seed"):
         raise TuneError(
-            f"{key} is not searched: epochs come from validation checks (--max-epochs) and every trial uses the seed"
+            f"{key} is not searched: epochs come from validation checks ({option('max_epochs')}) and every "
+            "trial uses the seed"
         )
     kinds = [k for k in ("low", "choices", "value") if k in spec]
     unknown = set(spec) - {"low", "high", "log", "choices", "value"}
@@ -105,7 +107,7 @@ def _check_spec(key: str, spec: dict[str, Any]) -> None:
         try:
             GCAConfig().replace(**{key: value})
         except UserError as exc:
-            raise TuneError(f"search space [{key}]: {exc}") from None
+            raise TuneError(f"search space [{key}]: {quoted(exc)}") from None
     if "low" in spec:
         low, high = spec["low"], spec["high"]
         integral = isinstance(getattr(GCAConfig(), key, None), int)
@@ -245,7 +247,7 @@ def check_study_file(path: Path) -> None:
     if not path.exists():
         return
     if not path.is_file():
-        raise TuneError(f"{path} is not a regular file; give --out a folder of its own")
+        raise TuneError(f"{path} is not a regular file; give {option('out')} a folder of its own")
     try:
         with open(path, "rb") as f:
             header = f.read(len(SQLITE_HEADER))
@@ -254,7 +256,7 @@ def check_study_file(path: Path) -> None:
     if not header:
         return  # an empty file is an empty database
     if header != SQLITE_HEADER:
-        raise TuneError(f"{path} is not a study database (not SQLite); move it away or give another --out")
+        raise TuneError(f"{path} is not a study database (not SQLite); move it away or give another {option('out')}")
     import sqlite3
 
     try:
@@ -262,11 +264,12 @@ def check_study_file(path: Path) -> None:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
         raise TuneError(
-            f"{path} is not a readable study database ({exc}); move it away or give another --out"
+            f"{path} is not a readable study database ({exc}); move it away or give another {option('out')}"
         ) from None
     if tables and not {"studies", "trials", "version_info"} <= tables:
         raise TuneError(
-            f"{path} is another program's SQLite database, not a gca study; move it away or give another --out"
+            f"{path} is another program's SQLite database, not a gca study; move it away or give another "
+            f"{option('out')}"
         )
 
 
@@ -357,7 +360,7 @@ class Search:
             changed = sorted(k for k in recorded if recorded[k] != _plain(settings.key()).get(k))
             raise TuneError(
                 f"{out} holds a search with other settings ({', '.join(changed)} differ); give another "
-                "--out or the same settings"
+                f"{option('out')} or the same settings"
             )
 
     def finished(self) -> int:
@@ -427,7 +430,7 @@ class Search:
     def best(self) -> tuple[dict[str, Any], float, int, int]:
         """(config keys of the best setting, its validation accuracy, its epochs, its trial number)."""
         if not _has_complete(self.study):
-            raise TuneError("no trial has finished yet; run more trials (--trials)")
+            raise TuneError(f"no trial has finished yet; run more trials ({option('trials')})")
         trial = self.study.best_trial
         params = {key: spec["value"] for key, spec in self.settings.space.items() if "value" in spec}
         params.update(trial.params)

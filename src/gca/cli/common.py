@@ -63,7 +63,7 @@ def split_setting(args: argparse.Namespace, count: int | None = None):
     try:
         return split_request(args, count).check()
     except EvaluationError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(*exc.args) from None
 
 
 def protocol_argument(parser: argparse.ArgumentParser, default: str = PROTOCOLS[0]) -> None:

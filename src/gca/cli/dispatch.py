@@ -8,7 +8,9 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
+from ..stderr import name_options
 from . import embed, prepare, reproduce, train, tune
+from .flags import FLAGS
 from .guard import Parser, Stop, leave_process_group, run_guarded
 from .signals import stop_signals_to
 
@@ -38,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a batch system's stop (SIGTERM) cleans up staged files as Ctrl-C does; neither is lost in a finalizer, nor
     # cuts short the cleanup after an error
     stop = Stop()
+    name_options(FLAGS)  # the warnings a command prints name its flags, as its errors do
     try:
         with stop_signals_to(stop), warnings.catch_warnings():
             if not sys.warnoptions:
@@ -50,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stop.ended = True  # first, and not a call (Stop's docstring)
                 stop.cancel()
     finally:
+        name_options(None)
         leave_process_group()
 
 

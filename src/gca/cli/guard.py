@@ -15,6 +15,7 @@ from collections.abc import Callable
 from .. import environment
 from ..errors import UserError
 from ..stderr import say
+from .flags import FLAGS
 from .signals import signals_held
 
 
@@ -129,8 +130,8 @@ def _is_peer_failure(exc: RuntimeError) -> bool:
     )
 
 
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -139,7 +140,7 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
         return command(args)
     except UserError as exc:
         if environment.reports_errors():  # under torchrun, an input error once (rank 0), not once per rank
-            say(f"gca: error: {_one_line(exc)}")
+            say(f"gca: error: {_one_line(exc.for_command_line(FLAGS))}")
         return 2
     except MemoryError:
         say(f"gca: error: {_OUT_OF_MEMORY}")

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     figure4_datasets = args.dataset or ["Amazon-Photo"]
     for name in datasets:  # an unknown name is one line naming the closest, before the output folder is made
         check_dataset_name(name)
-    out = check_folder(args.out, "--out")
+    out = check_folder(args.out, "out")
     lock = hold_folder(out)  # one reproduction per folder: a second would train the same runs again beside it
     try:
         return _reproduce_into(out, args, datasets, figure4_datasets, baselines)

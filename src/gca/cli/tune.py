@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     overrides, space = _fixed_and_searched(args)
     from ..outputs.folder import check_folder
 
-    out = check_folder(args.out, "--out")
+    out = check_folder(args.out, "out")
     import_libraries()
     from ..progress import to_stderr
     from ..run.job import Job

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from ..errors import option
 from ..graph.edges import edge_list
 from .base import DatasetError, LoadedDataset, class_labels, float32_features
 
@@ -73,7 +74,7 @@ def _download(name: str, url: str, data_dir: Path, folder: Path) -> None:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         raise DatasetError(
             f"{name} not found: expected {expected} (the download failed: {reason}); get {url} and unpack it into "
-            f"{data_dir}, or pass --data-dir to the folder that holds {folder.name}/"
+            f"{data_dir}, or pass {option('data_dir')} to the folder that holds {folder.name}/"
         ) from None
     if not is_ogb_folder(folder):
         raise DatasetError(f"{name}: the archive from {url} did not unpack into {folder} as expected")

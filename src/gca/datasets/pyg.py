@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from ..errors import option
 from ..io import file_identity
 from .base import DatasetError, LoadedDataset, mask_splits
 
@@ -272,7 +273,7 @@ def _cache_message(cache_dir: Path, exc: OSError) -> str:
 def _missing_message(spec: _Spec, raw_dir: Path, reason: str) -> str:
     return (
         f"{spec.name} not found: expected {', '.join(spec.raw_files)} in {raw_dir} ({reason}); "
-        f"get them from {spec.url} or pass --data-dir to the folder that holds {spec.folder}/raw/"
+        f"get them from {spec.url} or pass {option('data_dir')} to the folder that holds {spec.folder}/raw/"
     )
 
 

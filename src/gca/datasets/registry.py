@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import option
 from ..names import canonical_name
 from . import npz, ogb, pyg
 from .base import DatasetError, LoadedDataset, check_regular_file, default_cache_dir, default_data_dir
@@ -115,7 +116,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
         raise DatasetError(
             f"{path} is a folder but holds none of the datasets gca knows in its raw/ sub-folder (e.g. "
             f"raw/ind.cora.x for Cora, raw/amazon_electronics_photo.npz for Amazon-Photo); give a dataset folder, "
-            "an .npz graph file, or --edges/--features"
+            f"an .npz graph file, or {option('edges')}/{option('features')}"
         )
     if path.exists():
         check_regular_file(path, "graph")

@@ -31,6 +31,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
+from ..errors import option
 from ..names import PROTOCOLS
 from ..progress import phase
 from .splits import PARTS, EvaluationError, Split, index_splits, renumber_classes, unlabelled_in
@@ -469,7 +470,7 @@ def _two_training_classes(y: np.ndarray, train_idx: np.ndarray, number: int) -> 
         raise EvaluationError(
             f"the training part of split {number} ({len(train_idx)} nodes) holds only one of the labels' "
             f"{np.unique(y[y >= 0]).shape[0]} classes; a classifier needs two — label more nodes, or use another "
-            "split (--eval-split random, --train-frac)"
+            f"split ({option('SplitSetting.scheme', 'random')} with a larger {option('SplitSetting.train')})"
         )
 
 

@@ -34,6 +34,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score, roc_auc_score
 from torch_geometric.data import Data
 
+from ..errors import option
 from .splits import EvaluationError
 
 #: Training pairs of each class for the Hadamard classifier, at most (a seeded sample).
@@ -198,7 +199,7 @@ def sample_non_edges(
         raise EvaluationError(
             f"link prediction needs {count} node pairs without an edge as {purpose}, and the graph has {available} "
             f"({'a complete graph' if available <= 0 else 'nearly complete'}); give a sparser graph or smaller "
-            "--link-val/--link-test shares"
+            f"{option('hold_out_edges.val')}/{option('hold_out_edges.test')} shares"
         )
     count = min(count, max(available, 0))
     if count == 0:
@@ -284,7 +285,8 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
     if negatives.shape[1] == 0:
         raise EvaluationError(
             "every node pair is an edge or held out; the Hadamard classifier has no negative pair "
-            "to train on — give a sparser graph or smaller --link-val/--link-test shares"
+            f"to train on — give a sparser graph or smaller {option('hold_out_edges.val')}/"
+            f"{option('hold_out_edges.test')} shares"
         )
     fit_pairs, fit_y = _pairs_and_labels(train[:, torch.from_numpy(keep)], negatives)
     best = (-1.0, None, None)

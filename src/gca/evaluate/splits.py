@@ -6,8 +6,7 @@ A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and dra
   ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA). A draw whose training part misses a
   class is drawn again, which only matters on tiny graphs. Part sizes are ``round(fraction · n)`` (``sizes =
   "round"``), or ``int(fraction · n)`` as the GCA authors' script cuts them (``sizes = "floor"``; Cora's 2,708
-  nodes: 270 training nodes, not 271) — what the command line draws under ``--eval-protocol authors``
-  (:meth:`SplitSetting.for_protocol`).
+  nodes: 270 training nodes, not 271) — what the ``authors`` protocol draws (:meth:`SplitSetting.for_protocol`).
 * ``public`` — the dataset's own split, read by PyTorch Geometric from the raw files: Planetoid's 20 nodes per class
   for training, 500 for validation and 1,000 for testing; Wiki-CS's 20 splits; OGB's official one. A dataset with
   one public split gives one split, whatever ``count`` asks.
@@ -30,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, option
 from ..names import SPLIT_SCHEMES, TASK_COUNTS
 
 #: (train, validation, test) node indices.
@@ -294,7 +293,7 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
             if labelled.size == 0:
                 raise EvaluationError(
                     f"the {name} part of {dataset}'s split {number} holds no labelled node "
-                    f"({part.size} nodes, all without a label); use --eval-split random"
+                    f"({part.size} nodes, all without a label); use {option('SplitSetting.scheme', 'random')}"
                 )
             parts.append(labelled)
         kept.append(tuple(parts))
@@ -361,17 +360,17 @@ def few_label_splits(
         small = classes[sizes <= shots]
         named = ", ".join(named_as(c) for c in small[:5]) + (f" and {small.size - 5} more" if small.size > 5 else "")
         what = f"class{'es' if small.size > 1 else ''} {named}"
-        if sizes.min() == 1:  # no --shots helps: a class of one node has nothing left to test on
+        if sizes.min() == 1:  # no number of shots helps: a class of one node has nothing left to test on
             single = classes[sizes == 1]
             raise EvaluationError(
                 f"class {named_as(single[0])} has a single labelled node ({single.size} such class"
-                f"{'es' if single.size > 1 else ''}), so no --shots leaves one of it for validation "
-                "and testing; label more nodes of it or use --eval-split random"
+                f"{'es' if single.size > 1 else ''}), so no {option('shots')} leaves one of it for "
+                f"validation and testing; label more nodes of it or use {option('SplitSetting.scheme', 'random')}"
             )
         raise EvaluationError(
             f"{shots} training nodes per class leave no node of {what} (smallest: class "
             f"{named_as(classes[sizes.argmin()])}, {sizes.min()} nodes) for validation and testing; "
-            f"give --shots {sizes.min() - 1} or fewer"
+            f"give {option('shots', int(sizes.min() - 1))} or fewer"
         )
     n = labels.shape[0]
     n_val = max(1, int(round(val * n)))
@@ -436,7 +435,7 @@ class SplitSetting:
         if self.sizes not in SIZES:
             raise EvaluationError(f"unknown split sizes {self.sizes!r}; choose {' or '.join(SIZES)}")
         if not 1 <= self.count <= 1000:
-            raise EvaluationError(f"--splits must lie in [1, 1000], got {self.count}")
+            raise EvaluationError(f"{option('SplitSetting.count')} must lie in [1, 1000], got {self.count}")
         for name in ("train", "val") + (("test",) if self.test is not None else ()):
             value = getattr(self, name)
             if not 0 < value < 1:
@@ -448,7 +447,10 @@ class SplitSetting:
                 f"the train, validation and test fractions add up to more than 1 or leave no test nodes: {parts}"
             )
         if (self.scheme == "fewshot") != (self.shots > 0):
-            raise EvaluationError("--shots K (training nodes per class) goes with --eval-split fewshot, which needs it")
+            raise EvaluationError(
+                f"{option('shots')} (training nodes per class) goes with {option('SplitSetting.scheme', 'fewshot')}, "
+                "which needs it"
+            )
         return self
 
     def draw(
@@ -505,7 +507,8 @@ class SplitSetting:
                 )
                 raise EvaluationError(
                     f"{dataset} has no public split (Planetoid's Cora, CiteSeer and PubMed, Wiki-CS "
-                    f"and OGB datasets have one){hint}; use --eval-split random or fewshot"
+                    f"and OGB datasets have one){hint}; use {option('SplitSetting.scheme', 'random')} or "
+                    f"{option('SplitSetting.scheme', 'fewshot')}"
                 )
             return drop_unlabelled(own, labels, dataset)
         y = _as_numpy(labels)
@@ -513,7 +516,9 @@ class SplitSetting:
         classes = np.unique(y[labelled])
         if classes.size < 2:
             what = f"only one class ({classes[0]})" if classes.size else "no labelled node"
-            raise EvaluationError(f"the labels hold {what}; evaluation needs two or more classes (or use --no-eval)")
+            raise EvaluationError(
+                f"the labels hold {what}; evaluation needs two or more classes (or use {option('evaluate', False)})"
+            )
         if self.scheme == "fewshot":
             inner = few_label_splits(y[labelled], self.count, self.shots, self.val, seed, self.test, class_names)
         else:

@@ -1,4 +1,4 @@
-"""Embeddings written keyed by the input files' node ids (``--export``): CSV, TSV or Parquet, by PyArrow."""
+"""Embeddings written keyed by the input files' node ids (a run's ``export``): CSV, TSV or Parquet, by PyArrow."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, option
 from ..io import atomic_write
 from ..progress import phase, step
 
@@ -136,7 +136,8 @@ def read_embeddings(path: str | Path) -> tuple[list | None, np.ndarray]:
     columns = [c for c in table.column_names if c != "node_id"]
     if "node_id" not in table.column_names or not columns or columns != [f"e{i}" for i in range(len(columns))]:
         raise ExportError(
-            f"{path} is not an embeddings export: it needs the columns node_id, e0, e1, … (as --export writes them)"
+            f"{path} is not an embeddings export: it needs the columns node_id, e0, e1, … (as "
+            f"{option('export')} writes them)"
         )
     try:
         values = np.stack([table.column(c).to_numpy() for c in columns], axis=1).astype(np.float32)

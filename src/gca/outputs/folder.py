@@ -11,7 +11,7 @@ a folder with ``results.json`` holds exactly one run's files; after an interrupt
 nothing is moved and the staged files are removed. Messages name the user's paths, never a temporary file.
 
 Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
-previous complete run, which stays untouched until this run commits. ``--resume`` continues from the in-progress
+previous complete run, which stays untouched until this run commits. A resumed run continues from the in-progress
 file, or else from the ``checkpoint.pt`` of the run in the folder (copied, so that run stays whole until the new
 one commits). Rules for the in-progress file:
 
@@ -19,13 +19,13 @@ one commits). Rules for the in-progress file:
   refused before anything is copied or written: :meth:`~RunOutputs.training_checkpoint` runs the training's own
   check on the file first;
 * a run owns the in-progress file only when it resumes from it (or from the copy it made) or writes its own
-  checkpoints; one that writes checkpoints without ``--resume`` removes an earlier one when it starts;
+  checkpoints; one that writes checkpoints without resuming removes an earlier one when it starts;
 * on commit, the in-progress file becomes ``checkpoint.pt`` when the run owns it; otherwise it is removed, and so
   is the ``checkpoint.pt`` of the earlier run (a run without checkpoints leaves none): after a commit the folder
   holds no checkpoint of any other run;
 * a run that fails after it copied ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy
   (it holds nothing ``checkpoint.pt`` does not); an in-progress file with the progress of a failed or killed run
-  stays, for ``--resume``.
+  stays, for a resume.
 
 One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``filelock``'s ``flock`` on Unix,
 released by the operating system when the process ends, however it ends) from the moment it is made; a second run
@@ -46,8 +46,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, option
 from ..io import atomic_write, json_bytes
+from ..stderr import spoken
 from .export import export_embeddings
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class RunOutputs:
         # only the writing process (``lock``; under torchrun rank 0) makes and checks the folder; one it made is
         # removed again if the run leaves nothing in it
         self._made = lock and not Path(out).exists()
-        self.out = check_folder(out, "--out") if lock else Path(out)
+        self.out = check_folder(out, "out") if lock else Path(out)
         self.export = None if export is None else Path(export)
         self.progress = progress
         inputs = [Path(p) for p in inputs if p is not None]
@@ -122,26 +123,28 @@ class RunOutputs:
         export = self.export
         assert export is not None
         if export.suffix.lower() not in EXPORT_SUFFIXES:
-            raise OutputError(f"--export {export}: use a .csv, .tsv or .parquet file name")
+            raise OutputError(f"{option('export', export)}: use a .csv, .tsv or .parquet file name")
         if export.is_dir():
-            raise OutputError(f"--export {export} is a folder; name a file in it")
+            raise OutputError(f"{option('export', export)} is a folder; name a file in it")
         if not export.parent.is_dir():
-            raise OutputError(f"--export {export}: the folder {export.parent} does not exist; create it first")
+            raise OutputError(f"{option('export', export)}: the folder {export.parent} does not exist; create it first")
         if not os.access(export.parent, os.W_OK):
-            raise OutputError(f"--export {export}: the folder {export.parent} is not writable")
+            raise OutputError(f"{option('export', export)}: the folder {export.parent} is not writable")
         if export.exists() and not export.is_file():
-            raise OutputError(f"--export {export} exists and is not a regular file")
+            raise OutputError(f"{option('export', export)} exists and is not a regular file")
         for source in inputs:
             if _same_file(export, source):
-                raise OutputError(f"--export {export} is one of the input files; export to another name")
+                raise OutputError(f"{option('export', export)} is one of the input files; export to another name")
         if export.resolve().parent == self.out.resolve() and export.name in RUN_FILES:
-            raise OutputError(f"--export {export} would overwrite the run's own {export.name}; choose another name")
+            raise OutputError(
+                f"{option('export', export)} would overwrite the run's own {export.name}; choose another name"
+            )
         if export.suffix.lower() == ".parquet":
             try:
                 import pyarrow  # noqa: F401
             except ImportError:
                 raise OutputError(
-                    "--export to .parquet needs pyarrow (pip install pyarrow); or export to .csv"
+                    f"{option('export')} to .parquet needs pyarrow (pip install pyarrow); or export to .csv"
                 ) from None
 
     @property
@@ -150,7 +153,7 @@ class RunOutputs:
         return self.out / IN_PROGRESS
 
     def resume_source(self) -> Path | None:
-        """The file ``--resume`` continues from: the in-progress checkpoint if there is one, else the folder's
+        """The file a resumed run continues from: the in-progress checkpoint if there is one, else the folder's
         ``checkpoint.pt``; ``None`` when there is neither (the run starts afresh). Every process of a run reads it
         by this rule (:meth:`resume_from`, :meth:`training_checkpoint`)."""
         finished = self.out / "checkpoint.pt"
@@ -196,7 +199,7 @@ class RunOutputs:
         Parameters
         ----------
         resume
-            Whether the run resumes (``--resume``).
+            Whether the run resumes.
         every
             The run's ``checkpoint_every`` (0: it writes no checkpoints).
         writes
@@ -321,7 +324,9 @@ class RunOutputs:
         """
         others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
-            raise OutputError(f"--out {self.out} holds another run's {others[0]}; give {command} a folder of its own")
+            raise OutputError(
+                f"{option('out', self.out)} holds another run's {others[0]}; give {command} a folder of its own"
+            )
 
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
@@ -372,7 +377,7 @@ class RunOutputs:
         """What the folder holds after the run was stopped (Ctrl-C, SIGTERM), said as the end of "gca: interrupted;
         …": this run's files when it had committed them; else the earlier complete run, kept whole, where there is
         one (its ``results.json``), or no results — and a training checkpoint in progress, which stays for
-        ``--resume``; nothing at all where the run made the folder and left it empty (:meth:`release` removed it)."""
+        a resume; nothing at all where the run made the folder and left it empty (:meth:`release` removed it)."""
         out = self.out
         if self._committed:
             return f"this run's files were written to {out} before it stopped"
@@ -384,8 +389,9 @@ class RunOutputs:
             else f"{out} holds no results"
         )
         if self.checkpoint.is_file():
-            said += (
-                f"; the training checkpoint {self.checkpoint} stays: the same command with --resume continues from it"
+            said += spoken(
+                f"; the training checkpoint {self.checkpoint} stays: the same command with {option('resume', True)} "
+                "continues from it"
             )
         return said
 
@@ -438,7 +444,7 @@ class RunOutputs:
     def drop_unused_copy(self) -> None:
         """After a failure: remove the in-progress file when it is still the copy of ``checkpoint.pt`` that
         :meth:`resume_from` made (nothing is lost: ``checkpoint.pt`` holds the same), so a failed resume leaves the
-        folder as it was; a checkpoint the run wrote since stays, for ``--resume``."""
+        folder as it was; a checkpoint the run wrote since stays, for a resume."""
         if not self._copied_checkpoint:
             return
         self._copied_checkpoint = False
@@ -486,7 +492,7 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
             holder = file.read().strip()
         who = f" (process {holder})" if holder.isdigit() else ""
         raise OutputError(
-            f"--out {folder} is in use by another gca run{who}; wait for it to finish or choose another folder"
+            f"{option('out', folder)} is in use by another gca run{who}; wait for it to finish or choose another folder"
         ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP or path.is_symlink():
@@ -524,7 +530,7 @@ def release_folder(lock: FileLock | None) -> None:
     lock.release()
 
 
-def check_folder(folder: str | Path, flag: str) -> Path:
+def check_folder(folder: str | Path, parameter: str) -> Path:
     """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would
     mean the current folder by accident).
 
@@ -532,14 +538,18 @@ def check_folder(folder: str | Path, flag: str) -> Path:
     ----------
     folder
         The output folder.
-    flag
-        The option that named it (``--out``), for the message.
+    parameter
+        The parameter that named it (``"out"``; a flag, ``"--out"``, is read as its parameter), for the message
+        (:func:`gca.errors.option`).
     """
+    parameter = parameter.removeprefix("--").replace("-", "_")
     if str(folder).strip() == "":
-        raise OutputError(f"{flag} is empty; name a folder for the results (e.g. {flag} runs/mine)")
+        raise OutputError(
+            f"{option(parameter)} is empty; name a folder for the results (e.g. {option(parameter, 'runs/mine')})"
+        )
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{flag} {folder} exists and is not a folder")
+        raise OutputError(f"{option(parameter, folder)} exists and is not a folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -89,7 +89,8 @@ class Reproduction:
     split
         The split scheme and fractions (:class:`gca.evaluate.splits.SplitSetting`); its count is the mode's.
     fast
-        Train each GCA run as ``gca train --fast`` would (always so in quick mode)."""
+        Train each GCA run on the fast path's choice (:func:`gca.train.fast.fast_choice`; always so in quick
+        mode)."""
 
     def __init__(
         self,
@@ -141,7 +142,7 @@ class Reproduction:
         )
 
     def _fast_choice(self, dataset: str) -> tuple[FastChoice | None, int]:
-        """``--fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset
+        """With ``fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset
         that cannot be loaded: it is skipped)."""
         loaded = self.data.get(dataset)
         if not isinstance(loaded, LoadedDataset):

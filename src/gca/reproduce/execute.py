@@ -13,11 +13,13 @@ import numpy as np
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
+from ..errors import quoted
 from ..evaluate.classification import evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
 from ..names import canonical_name
 from ..progress import Progress, to_stderr
 from ..run.pipeline import run_gca
+from ..stderr import spoken
 from ..train.distributed import resolve_device
 from ..train.estimator import GCA
 from ..train.loop import TrainingError
@@ -53,7 +55,7 @@ class DatasetCache:
             try:
                 self._loaded[name] = load_dataset(name, data_dir=self.data_dir)
             except DatasetError as exc:
-                self._loaded[name] = str(exc)
+                self._loaded[name] = spoken(quoted(exc))  # named as this process names options
             except Exception as exc:  # noqa: BLE001 - e.g. a failed download: the dataset is skipped, not the run
                 self._loaded[name] = f"could not be loaded ({type(exc).__name__}: {exc})"
         return self._loaded[name]

@@ -19,7 +19,7 @@ from ..seeds import training_seeds
 from ..train.fast import FastChoice
 from .baselines import BASELINES, IMPLEMENTATION, baseline_options
 
-#: ``gca reproduce --fast``: a dataset's name → the fast path's choice for it and its node count.
+#: :class:`gca.reproduce.Reproduction`'s ``fast``: a dataset's name → the fast path's choice for it and its node count.
 Training = Callable[[str], tuple[FastChoice | None, int]]
 
 # GCA rows: (label, switches). Every switch is named so that identical runs are recognised as such.
@@ -83,7 +83,7 @@ class Mode:
     the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`): the authors', behind the paper's
     numbers, unless asked otherwise."""
 
-    runs: int  # trainings per cell, seeds 0 … runs − 1 (gca.seeds.training_seeds, as gca train --seeds)
+    runs: int  # trainings per cell, seeds 0 … runs − 1 (gca.seeds.training_seeds, as a run's repeated pretrainings)
     max_epochs: int | None  # cap on the tables' GCA epochs (None: Table 5's); a capped row is marked shortened
     grid: tuple[float, ...]  # Figure 4's values of p_e and p_f
     grid_runs: int
@@ -201,9 +201,9 @@ class Cell:
 
 
 class Planner:
-    """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time. With ``training`` (``--fast``) each
-    trained GCA run takes the fast path's choice for its dataset (:mod:`gca.train.fast`): a run it sends to
-    mini-batches records ``training`` in its settings, and keeps the planned epochs' number of updates.
+    """The cells of Table 3, Table 4 and Figure 4 for one dataset at a time. With ``training`` (a reproduction's
+    ``fast``) each trained GCA run takes the fast path's choice for its dataset (:mod:`gca.train.fast`): a run it
+    sends to mini-batches records ``training`` in its settings, and keeps the planned epochs' number of updates.
 
     Parameters
     ----------
@@ -213,7 +213,7 @@ class Planner:
         Keys of :data:`gca.reproduce.baselines.BASELINES`: the baselines' rows of Table 3 (GCA's rows are always
         planned).
     training
-        ``--fast``: a dataset's name → the fast path's choice for it and its node count; ``None``: every GCA run
+        With ``fast``: a dataset's name → the fast path's choice for it and its node count; ``None``: every GCA run
         trains as its configuration says.
     """
 

@@ -9,8 +9,10 @@ import numpy as np
 
 from ..config import build_config
 from ..datasets import LoadedDataset
+from ..errors import option
 from ..io import atomic_write_text
 from ..names import canonical_name
+from ..stderr import spoken
 from .baselines import BASELINES, SHORTENED_IN_QUICK
 from .execute import DatasetCache, failed_run
 from .paper import PAPER_TABLE3, PAPER_TABLE4
@@ -298,7 +300,8 @@ class Reporter:
             notes.append(failed)
         if self.mode.quick and self.left_out:
             named = ", ".join(BASELINES[b][0] for b in self.left_out)
-            notes.append(f"Quick mode left out these baselines (name them with --baselines to run them): {named}.")
+            name_them = spoken(f"name them with {option('baselines')} to run them")  # as this process names options
+            notes.append(f"Quick mode left out these baselines ({name_them}): {named}.")
         for ds in datasets:
             loaded = self.datasets.get(ds)
             if not isinstance(loaded, LoadedDataset):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError
+from ..errors import option
 from ..io import check_regular_file
 from ..provenance import (
     changed_inputs,
@@ -70,25 +71,31 @@ class GraphRead:
 
 def check_graph(request: GraphRequest) -> None:
     """The graph's options checked together, before anything is read (from the files, or a prepared graph)."""
-    given = [f"--{flag.replace('_', '-')}" for flag, value in request.reading().items() if value not in (None, "auto")]
+    given = [option(flag) for flag, value in request.reading().items() if value not in (None, "auto")]
     if given and not request.edges:
-        raise ConfigError(f"{given[0]} applies to --edges/--features files; give them, or leave it out")
+        raise ConfigError(
+            f"{given[0]} applies to {option('edges')}/{option('features')} files; give them, or leave it out"
+        )
     if request.feature_ids and not str(request.features or "").lower().endswith((".npy", ".npz")):
         raise ConfigError(
-            "--feature-ids names the rows of an .npy or .npz feature matrix; a table gives its ids in an "
-            "id column (--id-column NAME)"
+            f"{option('feature_ids')} names the rows of an .npy or .npz feature matrix; a table gives its ids in "
+            f"an id column ({option('id_column', command_line='NAME')})"
         )
     if request.edges or request.features or request.labels:
         if not (request.edges and request.features):
-            raise ConfigError("--edges and --features go together (--labels is optional); give both")
+            raise ConfigError(
+                f"{option('edges')} and {option('features')} go together ({option('labels')} is optional); give both"
+            )
         if request.dataset:
-            raise ConfigError("give either --dataset or --edges/--features, not both")
+            raise ConfigError(f"give either {option('dataset')} or {option('edges')}/{option('features')}, not both")
         _check_files(request)
         return
     if request.directed:
-        raise ConfigError("--directed applies to --edges files; named datasets know their own direction")
+        raise ConfigError(
+            f"{option('directed', True)} applies to {option('edges')} files; named datasets know their own direction"
+        )
     if request.dataset is not None and not request.dataset.strip():
-        raise ConfigError("--dataset is empty; give a dataset name or the path of a graph file or folder")
+        raise ConfigError(f"{option('dataset')} is empty; give a dataset name or the path of a graph file or folder")
 
 
 def _check_files(request: GraphRequest) -> None:

@@ -36,9 +36,11 @@ from ..config import (
 )
 from ..datasets.base import LoadedDataset
 from ..disk import page_out, trim_heap
+from ..errors import option
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
 from ..progress import duration, phase
+from ..stderr import spoken
 from ..train import fast as fast_rule
 from ..train.estimator import GCA
 from ..train.fast import FastChoice, default_choice, fast_choice
@@ -166,7 +168,7 @@ class Job:
         """
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(
-                f"--config {config_file} is a shipped setting of the paper's datasets, and {loaded.name} "
+                f"{option('config_file', config_file)} is a shipped setting of the paper's datasets, and {loaded.name} "
                 "is not one of them; give a TOML or JSON file"
             )
         training = "fast" if fast else training
@@ -180,8 +182,8 @@ class Job:
         choice = None
         if training == "exact" and user.get("batch_size"):
             raise ConfigError(
-                f"--exact trains on the whole graph at every update, and batch_size={user['batch_size']} "
-                "asks for mini-batches; leave out one of them"
+                f"{option('training', 'exact')} trains on the whole graph at every update, and "
+                f"batch_size={user['batch_size']} asks for mini-batches; leave out one of them"
             )
         if training == "fast":
             choice = fast_choice(loaded.data.num_nodes, device).keeping(user)
@@ -310,9 +312,12 @@ class Job:
         per_epoch = f" ({cfg.epochs} epochs of {updates // cfg.epochs})" if cfg.batch_size else ""
         made = f"{updates} update{'' if updates == 1 else 's'}{per_epoch}"
         ends = cfg.lr * updates / cfg.warmup_updates
-        return [
-            f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
-            f"{ends:.3g}, never reaching lr {cfg.lr:g} (more --epochs, or --set warmup_steps=N)"
+        return [  # named as this process names options (gca.terminal.spoken)
+            spoken(
+                f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
+                f"{ends:.3g}, never reaching lr {cfg.lr:g} (more {option('epochs')}, or "
+                f"{option('warmup_steps', command_line='N')})"
+            )
         ]
 
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:

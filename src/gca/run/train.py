@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import environment
 from ..config import ConfigError
+from ..errors import option
 from ..evaluate.splits import EvaluationError, SplitSetting
 from ..names import TASK_COUNTS
 from ..stderr import say, warn
@@ -69,33 +70,30 @@ class TrainRequest:
         """Refuse what cannot run, in one line each, before the graph is loaded or the output folder made (a
         refusal leaves the disk as it was)."""
         if self.checkpoint_every < 0:
-            raise ConfigError(f"--checkpoint-every must be non-negative, got {self.checkpoint_every}")
+            raise ConfigError(f"{option('checkpoint_every')} must be non-negative, got {self.checkpoint_every}")
         if self.task == "link" and (
             self.checkpoint_every or self.resume or environment.world_size() > 1 or self.init_from or self.align_to
         ):
             raise ConfigError(
-                "--task link trains once per hold-out in one process; it takes no --checkpoint-every, "
-                "--resume, --init-from, --align-to or torchrun"
+                f"{option('task', 'link')} trains once per hold-out in one process; it takes no "
+                f"{option('checkpoint_every')}, {option('resume', True)}, {option('init_from')}, {option('align_to')} "
+                "or torchrun"
             )
         logged = [
-            flag
-            for flag, value in (
-                ("--log-csv", self.log_csv),
-                ("--tensorboard", self.tensorboard),
-                ("--wandb", self.wandb),
-            )
+            name
+            for name, value in (("log_csv", self.log_csv), ("tensorboard", self.tensorboard), ("wandb", self.wandb))
             if value is not None
         ]
         if self.task == "link" and logged:
             raise ConfigError(
-                f"--task link trains once per hold-out; it takes no {logged[0]} (log one training with "
-                "--task classify or cluster)"
+                f"{option('task', 'link')} trains once per hold-out; it takes no {option(logged[0])} (log one "
+                f"training with {option('task', 'classify')} or {option('task', 'cluster')})"
             )
         check_graph(self.graph)  # the graph's options and files, before anything loads
         try:
             self.split.check()
         except EvaluationError as exc:
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(*exc.args) from None
         self._check_seeds()
         if self.init_from:  # a missing or damaged model is said before the graph loads
             from ..train.checkpoint import load_checkpoint
@@ -104,36 +102,38 @@ class TrainRequest:
         self._check_log_paths()
 
     def _check_seeds(self) -> None:
-        """--seeds K repeats the pretraining of a classify run in this process: refused where it cannot apply, before
-        anything is loaded (a graph without labels, known once loaded, is refused then: :func:`_check_labelled`)."""
+        """``seeds`` > 1 repeats the pretraining of a classify run in this process: refused where it cannot apply,
+        before anything is loaded (a graph without labels, known once loaded, is refused then:
+        :func:`_check_labelled`)."""
         if self.seeds < 1:
-            raise ConfigError(f"--seeds must be at least 1, got {self.seeds}")
+            raise ConfigError(f"{option('seeds')} must be at least 1, got {self.seeds}")
         if self.seeds > MAX_SEEDS:
             raise ConfigError(
-                f"--seeds must be at most {MAX_SEEDS} (each pretraining is a whole training), got {self.seeds}"
+                f"{option('seeds')} must be at most {MAX_SEEDS} (each pretraining is a whole training), got "
+                f"{self.seeds}"
             )
         if self.seeds == 1:
             return
         if self.task != "classify" or not self.evaluate:
             raise ConfigError(
-                "--seeds K repeats a pretraining to judge its accuracy; it goes with --task classify and "
-                "evaluation (leave out --no-eval)"
+                f"{option('seeds', command_line='K')} repeats a pretraining to judge its accuracy; it goes with "
+                f"{option('task', 'classify')} and evaluation (leave out {option('evaluate', False)})"
             )
         taken = [
-            flag
-            for flag, used in (
-                ("--checkpoint-every", self.checkpoint_every),
-                ("--resume", self.resume),
-                ("--init-from", self.init_from),
-                ("--align-to", self.align_to),
+            said
+            for said, used in (
+                (option("checkpoint_every"), self.checkpoint_every),
+                (option("resume", True), self.resume),
+                (option("init_from"), self.init_from),
+                (option("align_to"), self.align_to),
                 ("torchrun", environment.world_size() > 1),
             )
             if used
         ]
         if taken:
             raise ConfigError(
-                f"--seeds K trains K times in one process; it takes no {taken[0]} (train one seed with --seed S for "
-                "that)"
+                f"{option('seeds', command_line='K')} trains K times in one process; it takes no {taken[0]} (train "
+                f"one seed with {option('seed', command_line='S')} for that)"
             )
 
     def _check_log_paths(self) -> None:
@@ -144,32 +144,31 @@ class TrainRequest:
         from ..outputs.folder import OutputError
 
         out = Path(self.out).resolve()
-        for flag, value in (("--log-csv", self.log_csv), ("--tensorboard", self.tensorboard)):
+        for name, value in (("log_csv", self.log_csv), ("tensorboard", self.tensorboard)):
             if value is None:
                 continue
             if not value.strip():
-                raise OutputError(f"{flag} is empty; name a {'file' if flag == '--log-csv' else 'folder'}")
+                raise OutputError(f"{option(name)} is empty; name a {'file' if name == 'log_csv' else 'folder'}")
             path = Path(value)
             if path.resolve() == out or out in path.resolve().parents:
                 raise OutputError(
-                    f"{flag} {path} lies inside --out {self.out}, which holds one run's files only; write "
-                    f"the log beside it (e.g. {Path(self.out).name}-log"
-                    f"{'.csv' if flag == '--log-csv' else ''})"
+                    f"{option(name, path)} lies inside {option('out', self.out)}, which holds one run's files only; "
+                    f"write the log beside it (e.g. {Path(self.out).name}-log{'.csv' if name == 'log_csv' else ''})"
                 )
             # both folders are made when the run starts (with their missing parents)
-            problem = folder_problem(path if flag == "--tensorboard" else path.parent, made=True)
+            problem = folder_problem(path if name == "tensorboard" else path.parent, made=True)
             if problem is not None:
-                raise OutputError(f"{flag} {path}: {problem}")
-            if flag == "--tensorboard":
+                raise OutputError(f"{option(name, path)}: {problem}")
+            if name == "tensorboard":
                 continue
             if path.is_dir():
-                raise OutputError(f"--log-csv {path} is a folder; name a file in it")
+                raise OutputError(f"{option('log_csv', path)} is a folder; name a file in it")
             hparams = hparams_file(path)
             for other in [*self.inputs, *([self.export] if self.export else [])]:
                 for written in (path, hparams):
                     if written.resolve() == Path(other).resolve():
                         raise OutputError(
-                            f"--log-csv {path}{'' if written is path else ' writes ' + str(written)} is "
+                            f"{option('log_csv', path)}{'' if written is path else ' writes ' + str(written)} is "
                             f"also {other}, which the run reads or writes; choose another name"
                         )
 
@@ -361,8 +360,8 @@ def _check_labelled(request: TrainRequest, job) -> None:
     before anything trains, as --seeds K with --no-eval is."""
     if request.seeds > 1 and job.labels is None:
         raise ConfigError(
-            f"--seeds {request.seeds} repeats a pretraining to judge its accuracy, and the graph "
-            f"{job.name} has no labels to judge it by; leave out --seeds (or give --labels)"
+            f"{option('seeds', request.seeds)} repeats a pretraining to judge its accuracy, and the graph "
+            f"{job.name} has no labels to judge it by; leave out {option('seeds')} (or give {option('labels')})"
         )
 
 
@@ -372,9 +371,10 @@ def _check_split_count(request: TrainRequest, splits, name: str) -> None:
         return
     have = f"{len(splits)} split{'s' if len(splits) > 1 else ''} of its own"
     raise ConfigError(
-        f"--splits {request.splits} cannot apply: {name} is judged on {have} (--eval-split "
-        f"{request.split.scheme}); leave --splits out, repeat the pretraining with --seeds K, or draw "
-        "random splits with --eval-split random"
+        f"{option('splits', request.splits)} cannot apply: {name} is judged on {have} "
+        f"({option('SplitSetting.scheme', request.split.scheme)}); leave {option('splits')} out, repeat the "
+        f"pretraining with {option('seeds', command_line='K')}, or draw random splits with "
+        f"{option('SplitSetting.scheme', 'random')}"
     )
 
 

@@ -17,7 +17,7 @@ the full graph's edge they stand for (:attr:`~gca.graph.sampling.SampledSubgraph
 on a subgraph is weighted as on the whole graph (degrees, as unweighted, are the subgraph's).
 
 The training loop (:func:`gca.train.loop.train`) is the same for both. A source that keeps state across epochs
-exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so ``--resume``
+exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so a resumed run
 continues exactly.
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..errors import UserError
+from ..errors import UserError, option, quoted
 from ..io import hash_files
 from .checkpoint_file import MODEL_FORMAT as MODEL_FORMAT
 from .checkpoint_file import TRAINING_FORMAT as TRAINING_FORMAT
@@ -56,7 +56,7 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], in_channels: 
         k = changed[0]
         raise CheckpointError(
             f"the checkpoint was made with {k}={saved.get(k)!r} but this run has {k}={config[k]!r}; "
-            "resume with the same settings or start without --resume"
+            f"resume with the same settings or start without {option('resume', True)}"
         )
     if int(state["in_channels"]) != in_channels:
         raise CheckpointError(
@@ -65,7 +65,7 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], in_channels: 
     if state.get("graph") != graph_fingerprint:
         raise CheckpointError(
             "the checkpoint was made on another graph (its nodes, edges or features differ from this one); resume "
-            "on the graph it was trained on, or start without --resume"
+            f"on the graph it was trained on, or start without {option('resume', True)}"
         )
     if int(state["epoch"]) > int(config["epochs"]):
         raise CheckpointError(
@@ -223,7 +223,7 @@ def check_resume(
     try:
         check_resumable(state, config, in_channels, fingerprint)
     except CheckpointError as exc:
-        raise CheckpointError(f"cannot resume from {path}: {exc}") from None
+        raise CheckpointError(f"cannot resume from {path}: {quoted(exc)}") from None
     check_fits(state, path, model, optimizer, generator)
     return state
 

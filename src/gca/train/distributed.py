@@ -19,7 +19,7 @@ ranks before every optimiser step (:func:`average_gradients`).
 
 Every process must train the same model from the same graph: at start the processes compare a digest of their
 resolved settings, of their graph and of the training state they start from (:meth:`Placement.check_same_start`),
-and a difference — one rank started with another ``--set``, reading another copy of a file of the same shape, or
+and a difference — one rank started with another setting, reading another copy of a file of the same shape, or
 resuming from another checkpoint, or none, than rank 0 — stops every one of them with one line before the first
 step.
 
@@ -40,6 +40,7 @@ import torch
 import torch.distributed as dist
 
 from .. import environment
+from ..errors import option
 from ..precision import PRECISIONS, precision_choice, settle
 from .loop import TrainingError
 
@@ -60,8 +61,8 @@ def _first_difference(every: list[torch.Tensor]) -> str | None:
     for rank, theirs in enumerate(every[1:], start=1):
         if not torch.equal(theirs[:16], zero[:16]):
             return (
-                f"the processes were started with different settings: rank {rank}'s (its --config, --set and "
-                "flags, resolved) differ from rank 0's; start every process with the same command"
+                f"the processes were started with different settings: rank {rank}'s (its configuration, resolved) "
+                "differ from rank 0's; start every process with the same settings"
             )
         if not torch.equal(theirs[16:32], zero[16:32]):
             return (
@@ -79,7 +80,7 @@ def _different_starts(rank: int, theirs: int, zero: int) -> str:
 
     def said(epoch: int) -> str:
         if epoch == _AFRESH:
-            return "starts afresh (no --resume, or no checkpoint in its --out)"
+            return f"starts afresh (no {option('resume', True)}, or no checkpoint in its {option('out')})"
         return "resumes from a checkpoint whose epoch cannot be read" if epoch < 0 else f"resumes from epoch {epoch}"
 
     if theirs == zero and theirs != _AFRESH:
@@ -88,9 +89,9 @@ def _different_starts(rank: int, theirs: int, zero: int) -> str:
     else:
         what = f"rank {rank} {said(theirs)} while rank 0 {said(zero)}"
     return (
-        f"the processes would not start from the same training state: {what}; give every process --resume "
-        "and the same checkpoint (copy rank 0's into the --out folder of each machine), or start them all "
-        "without --resume"
+        f"the processes would not start from the same training state: {what}; give every process "
+        f"{option('resume', True)} and the same checkpoint (copy rank 0's into the {option('out')} folder of each "
+        f"machine), or start them all without {option('resume', True)}"
     )
 
 

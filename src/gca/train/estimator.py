@@ -149,7 +149,7 @@ class GCA:
         try:
             self.device = placement.device if placement is not None else resolve_device(device)
         except TrainingError as exc:  # a setting, said as one: set_params' callers catch ValueError
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(*exc.args) from None
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
         self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
         # what every fit starts from: copies taken now, so neither training nor later changes to the modules reach it

@@ -1,5 +1,6 @@
 """The fast path: whether to train on the whole graph or in mini-batches, chosen from the graph's size and the
-device — ``gca train --fast``, ``gca reproduce --fast`` and :func:`fast_choice` in Python.
+device — :func:`fast_choice`, and a job's ``training="fast"`` (:class:`gca.run.job.Job`; the command line's
+``--fast``).
 
 Exact GCA (the paper's Algorithm 1) computes the objective over all N nodes at every update: O(N²·d) time. Mini-batch
 GCA (:class:`gca.train.batches.NeighborBatches`) makes the same number of updates, each over B anchor nodes and their
@@ -14,15 +15,16 @@ faster depends on N and on the device:
 
 The rule reads the node count and the device only — never a test set; B, the fan-out and the thresholds are
 constants (measured: docs/large-graphs.md, "The fast path"). A mini-batch run keeps the full-graph setting's updates
-(:func:`gca.config.mini_batch_epochs`). Keys the user sets (``--set batch_size=…``, ``fanout``, their own config
-file) are theirs: the fast path fills in only what they left unset, and says which it kept.
+(:func:`gca.config.mini_batch_epochs`). Keys the user sets (``batch_size``, ``fanout``: in their overrides or their
+own config file) are theirs: the fast path fills in only what they left unset, and says which it kept.
 
-``gca train`` without ``--fast`` or ``--exact`` makes the same mini-batch choice on a CPU where the paper's exact
+A job's ``training="auto"`` (``gca train`` without ``--fast`` or ``--exact``) makes the same mini-batch choice on a
+CPU where the paper's exact
 schedule would be long — estimated, not timed: :func:`default_choice` multiplies a cost model of one exact update
 (:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants fitted by ``benchmarks/exact_cost.py``:
 docs/large-graphs.md, "The default on a CPU") by the setting's updates, and chooses mini-batches over
 :data:`EXACT_BOUND_SECONDS`. Once a run has started, :class:`LongRunHint` projects its time from the first updates
-and, past :data:`LONG_RUN_SECONDS`, says once which of these flags shortens it.
+and, past :data:`LONG_RUN_SECONDS`, says once which of these settings shortens it.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from typing import Any
 import torch
 
 from ..config import GCAConfig, mini_batch_epochs
+from ..errors import option
 from ..graph.features import SPARSE_FEATURE_DENSITY
 from ..objective.blocked import CPU_KEEP_BYTES
 from ..progress import duration, print_above_progress
+from ..stderr import spoken
 
 #: Anchors per mini-batch update (measured on the paper's graphs: docs/benchmarks.md, "Mini-batch on 2 CPU cores").
 FAST_BATCH_SIZE = 1024
@@ -69,8 +73,8 @@ class FastChoice:
     kept
         The keys the user set, which the choice leaves as they are.
     by
-        Who chose: ``"--fast"`` (:func:`fast_choice`), or ``"default"`` (:func:`default_choice`, ``gca train``
-        without ``--fast`` or ``--exact`` on a CPU).
+        Who chose: ``"--fast"`` (:func:`fast_choice`), or ``"default"`` (:func:`default_choice`, a job's
+        ``training="auto"`` on a CPU).
     exact_seconds
         The paper's exact schedule's estimated seconds on this device (:func:`default_choice`); ``None`` where not
         estimated.
@@ -98,7 +102,7 @@ class FastChoice:
         Parameters
         ----------
         given
-            The config keys the user set (their file's and ``--set``'s).
+            The config keys the user set (their file's and their overrides').
         """
         kept = tuple(key for key in KEYS if key in set(given))
         return dataclasses.replace(self, kept=kept)
@@ -336,7 +340,7 @@ def default_choice(
     device: str | torch.device = "cpu",
     world_size: int = 1,
 ) -> FastChoice | None:
-    """``gca train``'s training where neither ``--fast`` nor ``--exact`` is given: on a CPU, mini-batches (the fast
+    """A job's ``training="auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches (the fast
     path's B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`) where the paper's exact schedule —
     ``config.epochs`` updates of the whole graph, shared by ``world_size`` processes — is estimated
     (:func:`exact_update_seconds`) to take longer than :data:`EXACT_BOUND_SECONDS`, else exact training; ``None``
@@ -403,7 +407,7 @@ class LongRunHint:
     """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
     or fewer where they took :attr:`FIRST_SECONDS` already (one update of exact training on a large graph) — if
     the rest of the run would take over ``limit`` seconds, one warning line saying how long and what shortens it:
-    ``--fast`` (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
+    the fast path (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
     sees it within seconds instead of after an epoch or hours; training goes on unchanged.
 
     Parameters
@@ -419,10 +423,11 @@ class LongRunHint:
     emit
         Where the warning line goes; ``None`` for stderr, above a progress bar.
     device
-        The device training runs on: exact training is told of ``--fast`` where the fast path would choose
+        The device training runs on: exact training is told of the fast path where it would choose
         mini-batches there (:func:`fast_choice`).
     exact_asked
-        The run trains exactly because ``--exact`` asked for it (the warning then says what dropping it does).
+        The run trains exactly because ``training="exact"`` asked for it (the warning then says what dropping it
+        does).
     """
 
     #: Updates timed before the projection, at most.
@@ -466,18 +471,18 @@ class LongRunHint:
         head = f"{first} took {spent:,.1f} s, so the other {left:,} {what}s need about {duration(remaining)}"
         if not config.batch_size:
             if fast_choice(n, self.device).mini_batch:
-                instead = "instead of --exact " if self.exact_asked else ""
+                instead = f"instead of {option('training', 'exact')} " if self.exact_asked else ""
                 advice = (
                     f"exact training compares all {2 * n:,}² pairs of the two views' nodes at every update; "
-                    f"for a graph this large mini-batches are far cheaper: --fast {instead}trains in "
-                    f"mini-batches of {FAST_BATCH_SIZE:,} anchors, as many updates (README: Large graphs)"
+                    f"for a graph this large mini-batches are far cheaper: {option('training', 'fast')} {instead}"
+                    f"trains in mini-batches of {FAST_BATCH_SIZE:,} anchors, as many updates (README: Large graphs)"
                 )
             else:
-                advice = "lower --epochs, or train on a GPU (--device cuda)"
+                advice = f"lower {option('epochs')}, or train on a GPU ({option('device', 'cuda')})"
         else:
             steps = config.steps_per_epoch or -(-n // config.batch_size)
             advice = (
-                f"each epoch makes {steps:,} updates; fewer epochs or --set steps_per_epoch=N shorten it "
-                "(updates, not epochs, set how far training goes: README: Large graphs)"
+                f"each epoch makes {steps:,} updates; fewer epochs or {option('steps_per_epoch', command_line='N')} "
+                "shorten it (updates, not epochs, set how far training goes: README: Large graphs)"
             )
-        self.emit(f"gca: warning: {head}; {advice}")
+        self.emit(spoken(f"gca: warning: {head}; {advice}"))

@@ -15,8 +15,8 @@ kernels, never one at a time in Python.
 
 Ids are integers when every id of the feature table is an integer written as Python writes it (spaces around it
 aside); otherwise they are matched as text, exactly — ``007``, ``+5`` or ``-0`` keep every id as written, since as
-integers they would come back changed. The exported embeddings (``--export``) are keyed by the ids in their own
-type: integers stay integers, and text ids are written as they were. An id holding a line break is refused.
+integers they would come back changed. The exported embeddings (:mod:`gca.outputs.export`) are keyed by the ids in
+their own type: integers stay integers, and text ids are written as they were. An id holding a line break is refused.
 
 **edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
 from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
@@ -36,7 +36,7 @@ as weights. A first line of a text file is a header when it names its columns (`
 * *JSON*, kept sparse: an object mapping each node id to its list of active feature ids (value 1) or to an object
   of feature id → value; or a list of such lists, row i being node i (the same form for every node; a node listed
   twice is refused);
-* a matrix with an id list beside it: ``ids`` (``--feature-ids FILE``: one id per line, or a 1-D ``.npy``), or in
+* a matrix with an id list beside it: ``feature_ids`` (a file of one id per line, or a 1-D ``.npy``), or in
   Python a ``(matrix, ids)`` pair.
 
 Feature ids of the long and JSON forms are column numbers when they are all integers ≥ 0 (so the same vocabulary
@@ -69,6 +69,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from ...errors import option
 from ...graph.edges import edge_list, repeated_edges_warning, undirected_edges, weighted_edge_list
 from ..base import DatasetError, LoadedDataset, check_regular_file, float32_features, stored_features
 from .edges import HEADER_NAMES as HEADER_NAMES
@@ -352,7 +353,7 @@ def load_files(
             directed,
             table.name,
             table.where,
-            "give both directions the same weight, list each edge once, or pass --directed (directed=True)",
+            f"give both directions the same weight, list each edge once, or pass {option('directed', True)}",
         )
     sources.clear()  # the listed edges go before the labels are read
     targets.clear()
@@ -416,7 +417,7 @@ def _check_id_column(name: str, *sources: Any) -> None:
             return
         seen += table.columns
     raise DatasetError(
-        f"no feature or label table has a column {name!r} (--id-column); their columns: "
+        f"no feature or label table has a column {name!r} ({option('id_column')}); their columns: "
         f"{', '.join(dict.fromkeys(seen)) or 'none with a header'}"
     )
 

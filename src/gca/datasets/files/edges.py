@@ -9,7 +9,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...errors import option
 from ...graph.edges import edge_weights
+from ...stderr import spoken
 from ..base import DatasetError
 from .ids import _INTEGER, NodeIds, _is_number
 from .tables import ConversionFailed, TableInput, _joined, release_memory
@@ -120,10 +122,12 @@ def _weight_index(table: TableInput, edge_weight: str | int | None) -> tuple[int
             if table.headed
             else f"{shown} column{'s' if len(unread) > 1 else ''}"
         )
-        notes.append(
-            f"{table.name} has {what} beyond source, target{' and weight' if index is not None else ''} "
-            "that are not read — edge weights are read only from a column named 'weight' or the one "
-            "--edge-weight COL (edge_weight=COL) names"
+        notes.append(  # a warning's text: its option named as this process names them
+            spoken(
+                f"{table.name} has {what} beyond source, target{' and weight' if index is not None else ''} "
+                "that are not read — edge weights are read only from a column named 'weight' or the one "
+                f"{option('edge_weight', command_line='COL')} names"
+            )
         )
     return index, notes
 
@@ -301,6 +305,6 @@ def _conversion_error(table: TableInput, exc: ConversionFailed, nodes: NodeIds, 
         return DatasetError(
             f"edge file {table.name} uses non-integer node ids (e.g. {value!r}); the features then "
             "need node ids: a first column of ids (a CSV with an 'id' column), a long or JSON "
-            "feature file, or an id list (--feature-ids FILE)"
+            f"feature file, or an id list ({option('feature_ids', command_line='FILE')})"
         )
     return DatasetError(f"node {value!r} of edge file {table.name} has no row in feature file {features_name}")

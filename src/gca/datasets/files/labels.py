@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...errors import option
 from ..base import DatasetError
 from .ids import _INTEGER, NodeIds, _check_key_types
 from .tables import ID_COLUMN_NAMES, TableInput
@@ -53,18 +54,18 @@ def _label_columns(table: TableInput, id_column: str | None, label_column: str |
     columns = table.columns
     lowered = [c.lower() for c in columns]
 
-    def find(name: str, flag: str) -> int:
+    def find(name: str, parameter: str) -> int:
         if name in columns:
             return columns.index(name)
         if name.lower() in lowered:
             return lowered.index(name.lower())
         raise DatasetError(
-            f"label file {table.name} has no column {name!r} ({flag}); its columns: {', '.join(columns)}"
+            f"label file {table.name} has no column {name!r} ({option(parameter)}); its columns: {', '.join(columns)}"
         )
 
-    id_index = find(id_column, "--id-column") if id_column and id_column.lower() in lowered else 0
+    id_index = find(id_column, "id_column") if id_column and id_column.lower() in lowered else 0
     if label_column:
-        label_index = find(label_column, "--label-column")
+        label_index = find(label_column, "label_column")
     elif len(columns) == 2:
         label_index = 1 - id_index if id_index in (0, 1) else 1
     elif len(columns) < 2:
@@ -75,7 +76,7 @@ def _label_columns(table: TableInput, id_column: str | None, label_column: str |
         if len(candidates) != 1:
             raise DatasetError(
                 f"label file {table.name} has {len(columns)} columns ({', '.join(columns)}); name the "
-                "label column with --label-column NAME (label_column=NAME)"
+                f"label column with {option('label_column', command_line='NAME')}"
             )
         label_index = candidates[0]
     if label_index == id_index:
