@@ -52,6 +52,7 @@ reproduction records as a diverged run.
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from collections.abc import Callable
@@ -71,6 +72,8 @@ from ..graph.propagate import PROPAGATION_HOPS
 from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
 from ..train.loop import TrainingError
+from .gmi import gmi_embeddings
+from .mvgrl import mvgrl_embeddings
 from .training import Trained, TrainingHistory, fit, seeded_inputs
 
 
@@ -221,44 +224,26 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, pro
         return Trained(model(x, edge_index)[0], history)
 
 
-def dgi(
-    data: Data,
-    splits: list[Split],
-    seed: int,
-    quick: bool,
-    device: torch.device,
-    protocol: str = "sklearn",
-    progress: bool = False,
-) -> BaselineResult:
-    return _evaluate(dgi_embeddings(data, seed, quick, device, progress), data, splits, protocol, progress)
+def _embedded(embed: Callable[..., Trained]) -> Baseline:
+    """The baseline that trains ``embed(data, seed, quick, device, progress=…)`` and judges its embeddings."""
+
+    def run(
+        data: Data,
+        splits: list[Split],
+        seed: int,
+        quick: bool,
+        device: torch.device,
+        protocol: str = "sklearn",
+        progress: bool = False,
+    ) -> BaselineResult:
+        return _evaluate(embed(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
+
+    return run
 
 
-def gmi(
-    data: Data,
-    splits: list[Split],
-    seed: int,
-    quick: bool,
-    device: torch.device,
-    protocol: str = "sklearn",
-    progress: bool = False,
-) -> BaselineResult:
-    from .gmi import gmi_embeddings
-
-    return _evaluate(gmi_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
-
-
-def mvgrl(
-    data: Data,
-    splits: list[Split],
-    seed: int,
-    quick: bool,
-    device: torch.device,
-    protocol: str = "sklearn",
-    progress: bool = False,
-) -> BaselineResult:
-    from .mvgrl import mvgrl_embeddings
-
-    return _evaluate(mvgrl_embeddings(data, seed, quick, device, progress=progress), data, splits, protocol, progress)
+dgi = _embedded(dgi_embeddings)
+gmi = _embedded(gmi_embeddings)
+mvgrl = _embedded(mvgrl_embeddings)
 
 
 class _AutoEncoderGCN(nn.Module):
@@ -318,19 +303,7 @@ def autoencoder_embeddings(
 
 
 def _autoencoder(variational: bool) -> Baseline:
-    def run(
-        data: Data,
-        splits: list[Split],
-        seed: int,
-        quick: bool,
-        device: torch.device,
-        protocol: str = "sklearn",
-        progress: bool = False,
-    ) -> BaselineResult:
-        trained = autoencoder_embeddings(data, seed, quick, device, variational, progress)
-        return _evaluate(trained, data, splits, protocol, progress)
-
-    return run
+    return _embedded(functools.partial(autoencoder_embeddings, variational=variational))
 
 
 def _supervised(architecture: str) -> Baseline:
