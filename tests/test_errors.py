@@ -67,3 +67,37 @@ def test_printed_lines_name_options_as_the_process_does(capsys):
         "gca: warning: lower epochs, or train on a GPU (device='cuda')",
         "gca: warning: lower --epochs, or train on a GPU (--device cuda)",
     ]
+
+
+def test_every_parameter_a_message_names_is_a_flag_the_command_line_has():
+    """Each ``option(...)`` in the library, said as the command line says it, names a flag some ``gca`` command
+    takes: a parameter whose name is no flag (and is missing from gca.cli.flags) would send a user to a flag that
+    does not exist."""
+    import argparse
+    import ast
+
+    from gca.cli.dispatch import build_parser
+
+    known: set[str] = set()
+
+    def collect(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            known.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    collect(sub)
+
+    collect(build_parser())
+    said = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "src" / "gca").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "option" and node.args):
+                continue
+            if not isinstance(node.args[0], ast.Constant):
+                continue
+            args = [a.value if isinstance(a, ast.Constant) else "X" for a in node.args]
+            text = render(option(*args), FLAGS)
+            said.append((path.name, args[0], text))
+    assert len(said) > 50  # the library's messages were found
+    missing = [(name, param, text) for name, param, text in said if text.split()[0].split("=")[0] not in known]
+    assert missing == []
