@@ -264,3 +264,19 @@ def test_train_help_names_every_dataset_the_registry_knows(capsys, monkeypatch):
         main(["train", "--help"])
     shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
     assert [name for name in DATASET_NAMES if name not in shown] == []
+
+
+def test_an_interrupt_during_a_commands_imports_waits_for_them():
+    """Ctrl-C landing while a command imports (inside a native extension's initialisation it would abort the
+    interpreter or surface as a TypeError) is held until the block ends, then raised as KeyboardInterrupt."""
+    import os
+    import signal
+
+    from gca.cli.guard import imports_held
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with imports_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("the rest of the block ran")
+    assert reached == ["the rest of the block ran"]

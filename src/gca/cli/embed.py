@@ -7,7 +7,7 @@ import argparse
 from ..config import ConfigError
 from ..stderr import say, warn
 from .common import cache_arguments, check_graph_arguments, graph_arguments, graph_request, inputs, started
-from .guard import import_libraries
+from .guard import import_libraries, imports_held
 
 #: The names gca embed writes in its output folder: the embeddings and their record.
 EMBED_FILES = ("embeddings.npy", "results.json")
@@ -29,7 +29,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..outputs.folder import RunOutputs
+    with imports_held():
+        from ..outputs.folder import RunOutputs
 
     check_graph_arguments(args)
     if args.dataset is None and not args.edges:  # the training default (Karate) is no graph to embed with a model

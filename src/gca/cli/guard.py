@@ -5,12 +5,13 @@ interrupt), and the process group left cleanly under torchrun."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .. import environment
 from ..errors import UserError
@@ -82,21 +83,30 @@ def _in_finalizer(frame) -> bool:
     return False
 
 
-def import_libraries() -> None:
-    """Import PyTorch, PyG, SciPy and scikit-learn with Ctrl-C and SIGTERM held back until they have loaded.
+@contextlib.contextmanager
+def imports_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back while the block imports, then acted on as a ``KeyboardInterrupt``.
 
-    An interrupt that lands inside a native extension's initialisation (a pybind11 call) cannot unwind through
-    C++ and aborts the interpreter (SIGABRT, seen under load at 0.3 s); held back, it ends the command with the
-    usual one line as soon as the imports are done."""
+    An interrupt that lands inside a native extension's initialisation cannot unwind through it: a pybind11 call
+    aborts the interpreter (SIGABRT), ``_ssl``'s init turns it into a ``TypeError``. Held back, it ends the command
+    with the usual one line as soon as the imports are done. Every import a command makes before its work —
+    its own modules' first (tqdm loads asyncio and ssl), then the libraries (:func:`import_libraries`) — goes
+    through here."""
+    with signals_held() as held:
+        yield
+    if held:
+        raise KeyboardInterrupt
+
+
+def import_libraries() -> None:
+    """Import PyTorch, PyG, SciPy and scikit-learn with Ctrl-C and SIGTERM held back (:func:`imports_held`)."""
     # Matplotlib logs warnings of its own when HOME is unusable (it then works from a temporary folder): not the
     # user's concern, so only its errors are shown.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
-    with signals_held() as held:
+    with imports_held():
         from .. import datasets  # noqa: F401 - imported for their libraries
         from ..run import pipeline  # noqa: F401
         from ..train import estimator  # noqa: F401
-    if held:
-        raise KeyboardInterrupt
 
 
 _OUT_OF_MEMORY = (

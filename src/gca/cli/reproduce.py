@@ -8,6 +8,7 @@ import time
 from ..config import ConfigError
 from ..stderr import say
 from .common import protocol_argument, split_arguments, split_setting
+from .guard import imports_held
 
 
 def add_parser(sub) -> None:
@@ -53,10 +54,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import check_dataset_name
-    from ..outputs.folder import check_folder, hold_folder, release_folder
-    from ..reproduce import PAPER_DATASETS
-    from ..reproduce.baselines import BASELINES
+    with imports_held():
+        from ..datasets import check_dataset_name
+        from ..outputs.folder import check_folder, hold_folder, release_folder
+        from ..reproduce import PAPER_DATASETS
+        from ..reproduce.baselines import BASELINES
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")

@@ -19,7 +19,7 @@ from .common import (
     split_request,
     started,
 )
-from .guard import import_libraries
+from .guard import import_libraries, imports_held
 
 
 def add_parser(sub) -> None:
@@ -144,8 +144,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..outputs.folder import RunOutputs
-    from ..run.train import train
+    with imports_held():
+        from ..outputs.folder import RunOutputs
+        from ..run.train import train
 
     request = train_request(args)
     request.check()  # before the output folder is made: a refusal leaves the disk as it was

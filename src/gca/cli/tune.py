@@ -9,7 +9,7 @@ from typing import Any
 from ..config import ConfigError, build_config, parse_overrides
 from ..stderr import say, warn
 from .common import evaluation_arguments, graph_arguments, load_graph, split_count, split_setting
-from .guard import import_libraries
+from .guard import import_libraries, imports_held
 
 
 def add_parser(sub) -> None:
@@ -83,7 +83,8 @@ def _fixed_and_searched(args: argparse.Namespace) -> tuple[dict[str, Any], dict]
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     overrides, space = _fixed_and_searched(args)
-    from ..outputs.folder import check_folder
+    with imports_held():
+        from ..outputs.folder import check_folder
 
     out = check_folder(args.out, "out")
     import_libraries()
