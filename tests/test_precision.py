@@ -1,5 +1,6 @@
-"""The update's precision: bf16 mixed precision agrees with fp32, keeps fp32 weights, and ``auto`` picks bf16 only
-on a CPU whose bf16 units measure faster (gca.precision)."""
+"""The update's precision: bf16 mixed precision agrees with fp32, keeps fp32 weights, and ``auto`` is read off the
+device — on a CPU, its kind's entry of gca.precision.CPU_AUTO — never from a timing, so one command trains alike on
+every run."""
 
 from __future__ import annotations
 
@@ -133,9 +134,8 @@ def test_a_message_passing_encoder_trains_in_bf16():
     assert loss16 == pytest.approx(loss32, rel=LOSS_RTOL)
 
 
-def test_auto_is_fp32_on_a_cpu_without_bf16_units_and_never_probes(monkeypatch):
+def test_auto_is_fp32_on_a_cpu_without_bf16_units(monkeypatch):
     monkeypatch.setattr(precision, "cpu_bf16_units", lambda: None)
-    monkeypatch.setattr(precision, "bf16_probe", lambda *args: pytest.fail("probed a CPU without bf16 units"))
     assert precision.resolve_precision("auto", "cpu") == "fp32"
     assert resolve_objective("auto", "auto", "cpu") == ("blocked", "fp32")
     assert objective_reason("auto", "auto", "cpu") == "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
@@ -144,32 +144,83 @@ def test_auto_is_fp32_on_a_cpu_without_bf16_units_and_never_probes(monkeypatch):
     assert objective_reason("blocked", "fp32", "cpu") == "as set"
 
 
-@pytest.mark.parametrize(
-    ("speedups", "expected"),
-    [((6.8, 2.1), ("attention", "bf16")), ((1.2, 2.1), ("blocked", "fp32")), ((6.8, 0.5), ("blocked", "fp32"))],
-    ids=["both-faster", "product-slower", "attention-slower"],
-)
-def test_auto_takes_bf16_on_a_cpu_with_units_only_where_the_probe_measures_it_faster(monkeypatch, speedups, expected):
-    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
-    monkeypatch.setattr(precision, "bf16_probe", lambda threads, shape=None, attention=None: speedups)
-    assert resolve_objective("auto", "auto", "cpu") == expected
-    why = objective_reason("auto", "auto", "cpu")
-    assert why.startswith("AMX bf16 units")
-    assert f"{speedups[0]:.1f}× (product) and {speedups[1]:.1f}× (attention) as fast as fp32" in why
+@pytest.mark.parametrize("units", [None, "AVX512-BF16", "AMX"])
+def test_auto_on_a_cpu_is_its_kinds_entry_of_the_table(monkeypatch, units):
+    """On a CPU ``auto`` is CPU_AUTO's entry for its bf16 units, whose reason names them; the objective follows it
+    (attention under bf16, blocked under fp32); no entry is bf16 where bf16 would be emulated, and a kind gca has
+    not measured says so."""
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: units)
+    chosen, why = precision.CPU_AUTO[units]
+    assert chosen in ("fp32", "bf16") and (units is not None or chosen == "fp32")
+    assert resolve_objective("auto", "auto", "cpu") == ("attention" if chosen == "bf16" else "blocked", chosen)
+    assert objective_reason("auto", "auto", "cpu") == why and (units or "no bf16 matrix units") in why
+    assert units != "AMX" or (chosen == "fp32" and "not measured" in why)
 
 
-def test_an_explicit_blocked_objective_is_fp32_under_auto_without_a_probe(monkeypatch):
-    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
-    monkeypatch.setattr(precision, "bf16_probe", lambda *args: pytest.fail("probed for the blocked objective"))
+def test_an_explicit_blocked_objective_is_fp32_under_auto(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AVX512-BF16")
     assert resolve_objective("blocked", "auto", "cpu") == ("blocked", "fp32")
     assert objective_reason("blocked", "auto", "cpu") == "the blocked objective computes in fp32"
+
+
+def test_one_command_trains_alike_whatever_the_clocks_of_its_runs_measure(tmp_path):
+    """The same ``gca train`` twice on a CPU with bf16 units (AVX512-BF16, faked), each process's clock running at
+    another pace, as a loaded machine would make any timing taken in the run: the precision of the CPU's entry in
+    both records, and the same embeddings bit for bit."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    import numpy as np
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent("""\
+        import os
+        import time
+
+        import torch
+
+        torch.cpu._is_amx_tile_supported = lambda: False
+        torch.cpu._is_avx512_bf16_supported = lambda: True
+        pace, now = float(os.environ["GCA_TEST_PACE"]), [0.0, 1e-3]
+
+        def clock():
+            now[1] *= pace  # each reading further on than the last by a step that grows or shrinks
+            now[0] += now[1]
+            return now[0]
+
+        time.perf_counter = time.monotonic = clock
+        """)
+    )
+    records = []
+    for pace in ("0.9", "1.1"):
+        out = tmp_path / pace
+        path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+        done = subprocess.run(
+            [sys.executable, "-m", "gca", "train", "--dataset", "Karate", "--epochs", "4", "--no-eval", "--quiet"]
+            + ["--set", "hidden=16", "--set", "proj_hidden=16", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": path, "GCA_TEST_PACE": pace, "OMP_NUM_THREADS": "1"},
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        records.append((json.loads((out / "results.json").read_text()), np.load(out / "embeddings.npy")))
+    (first, a), (second, b) = records
+    chosen, why = precision.CPU_AUTO["AVX512-BF16"]
+    assert first["objective"] == second["objective"] == ("attention bf16" if chosen == "bf16" else "blocked fp32")
+    assert first["objective_reason"] == second["objective_reason"] == why
+    assert first["losses"] == second["losses"] and np.array_equal(a, b)
 
 
 def test_processes_settle_on_the_first_ones_choice(monkeypatch):
     from gca.train.distributed import Placement
 
-    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
-    monkeypatch.setattr(precision, "bf16_probe", lambda *args: (1.4, 2.0))  # this process alone would keep fp32
+    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")  # this process alone would keep fp32
     broadcast = []
 
     def first_process_says_bf16(code, src):
@@ -195,23 +246,17 @@ def test_a_users_objective_that_does_not_resolve_trains_in_fp32_under_auto(monke
         def forward(self, u, v):
             return (u - v).pow(2).mean()
 
-    monkeypatch.setattr(precision, "cpu_bf16_units", lambda: "AMX")
-    monkeypatch.setattr(precision, "bf16_probe", lambda *args: (6.8, 2.1))
-    config = GCAConfig()
-    assert _update_precision(Plain(), config, torch.device("cpu")) == "fp32"
-    assert _update_precision(Plain(), config.replace(precision="bf16"), torch.device("cpu")) == "bf16"
     from gca.objective import ContrastiveObjective
 
-    assert _update_precision(ContrastiveObjective(precision="fp32"), config, torch.device("cpu")) == "fp32"
-    assert _update_precision(ContrastiveObjective(), config, torch.device("cpu")) == "bf16"
-
-
-def test_the_probe_measures_both_products_on_this_cpu():
-    shapes = (64, 48, 32), (64, 16)  # small: where bf16 is emulated it is far slower than fp32
-    speedups = precision.bf16_probe(torch.get_num_threads(), *shapes)
-    assert len(speedups) == 2 and min(speedups) > 0
-    assert precision.bf16_probe(torch.get_num_threads(), *shapes) == speedups  # measured once
-    assert precision.cpu_bf16_units() in (None, "AMX", "AVX512-BF16")
+    config = GCAConfig()
+    precision.settle("cpu", "bf16", "as the first process chose")  # auto is bf16 here
+    try:
+        assert _update_precision(Plain(), config, torch.device("cpu")) == "fp32"
+        assert _update_precision(Plain(), config.replace(precision="bf16"), torch.device("cpu")) == "bf16"
+        assert _update_precision(ContrastiveObjective(precision="fp32"), config, torch.device("cpu")) == "fp32"
+        assert _update_precision(ContrastiveObjective(), config, torch.device("cpu")) == "bf16"
+    finally:
+        precision.settle("cpu", None)
 
 
 def test_a_compile_that_fails_trains_on_eagerly_with_one_line_and_the_same_run(monkeypatch, caplog):

@@ -16,32 +16,31 @@
 
 ``precision=fp32`` is fp32 everywhere; ``tf32`` lets CUDA's tensor cores multiply the objective's fp32 products.
 
-**auto** (:func:`resolve_precision`). A CUDA GPU with bf16 tensor cores (compute capability ≥ 8.0) trains in bf16.
-A CPU trains in bf16 only where it has bf16 matrix units — AMX (Intel Sapphire Rapids and later) or AVX512-BF16
-(AMD Zen 4 and later, Intel Cooper Lake) — *and* a short probe on this machine finds bf16 at least
-:data:`PROBE_MIN_SPEEDUP` times as fast as fp32 both for a matrix product (the encoder's first layer on a sampled
-subgraph) and for the fused attention kernel (the objective's under bf16) (:func:`bf16_probe`, measured once per
-process). Both, because bf16 units without AMX can leave the attention objective slower than in fp32 (measured:
-docs/benchmarks.md, "Epoch speed and bf16 on the CPU"). A CPU without those units emulates bf16 in software,
-far slower than fp32: it never trains in bf16 unless told to. Every other device trains in fp32.
+**auto** (:func:`resolve_precision`) is read off the device, never timed in the run, so one command trains in one
+precision on one machine whatever else that machine is doing. A CUDA GPU with bf16 tensor cores (compute capability
+≥ 8.0) trains in bf16. A CPU takes its kind's entry of :data:`CPU_AUTO`, by its bf16 units (:func:`cpu_bf16_units`):
+each entry rests on a measurement on a CPU of that kind (docs/benchmarks.md, "bf16 on the CPU", printed by
+``benchmarks/cpu_precision.py``), or says that gca has none and trains in fp32. Every other device trains in fp32.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import statistics
-import time
-from collections.abc import Callable
 
 import torch
 
-#: A CPU with bf16 units trains in bf16 under ``auto`` when its bf16 product is at least this much faster.
-PROBE_MIN_SPEEDUP = 1.5
-#: The probe's product: rows × inner @ inner × outer — the first layer of a sampled subgraph's update.
-PROBE_SHAPE = (4096, 768, 512)
-#: The probe's attention kernel: (rows, width) — the objective of a mini-batch update (2 × 1,024 anchors).
-PROBE_ATTENTION = (2048, 256)
+#: ``precision=auto`` on a CPU by its bf16 units (:func:`cpu_bf16_units`): (precision, why), the reason as the run's
+#: header and ``results.json`` give it.
+CPU_AUTO: dict[str | None, tuple[str, str]] = {
+    None: ("fp32", "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"),
+    "AVX512-BF16": (
+        "fp32",
+        "AVX512-BF16 units, where bf16 measured 0.6× as fast exactly and 1.1–1.2× in mini-batches: fp32, one "
+        "precision on every CPU (docs/benchmarks.md)",
+    ),
+    "AMX": ("fp32", "AMX bf16 units, on which gca has not measured bf16 yet (precision=bf16 trains in it)"),
+}
 
 
 def bf16_tensor_cores(device: torch.device | str) -> bool:
@@ -82,61 +81,6 @@ def cpu_bf16_units() -> str | None:
 def cpu_bf16_matrix_units() -> bool:
     """Whether this CPU has bf16 matrix units (:func:`cpu_bf16_units`)."""
     return cpu_bf16_units() is not None
-
-
-def _seconds(product: Callable[[], torch.Tensor], repeats: int = 5) -> float:
-    """The median seconds of ``product()`` after one warm-up call."""
-    product()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-@functools.cache
-def bf16_probe(
-    threads: int, shape: tuple[int, int, int] = PROBE_SHAPE, attention: tuple[int, int] = PROBE_ATTENTION
-) -> tuple[float, float]:
-    """How many times faster bf16 runs than fp32 on this CPU with ``threads`` threads (PyTorch's current setting),
-    as (product, attention): a matrix product of ``shape`` (the encoder's), and the fused attention kernel over
-    ``attention`` = (rows, width) (the objective's under bf16). Measured once per process, thread count and
-    shapes, in a fraction of a second (a CPU without bf16 units, where bf16 is emulated, is never probed by ``auto``).
-
-    Parameters
-    ----------
-    threads
-        ``torch.get_num_threads()`` (a key of the measurement).
-    shape
-        (rows, inner, outer) of the product.
-    attention
-        (rows, width) of the attention kernel's queries, keys and values (one sequence).
-    """
-    rows, inner, outer = shape
-    generator = torch.Generator().manual_seed(0)
-    a, b = torch.randn(rows, inner, generator=generator), torch.randn(inner, outer, generator=generator)
-    z = torch.nn.functional.normalize(torch.randn(1, 1, *attention, generator=generator), dim=-1)
-
-    def attend(q: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.scaled_dot_product_attention(q, q, q)
-
-    with full_precision("cpu"):  # each product in its operands' precision, wherever the probe is asked from
-        product = _seconds(lambda: a @ b) / _seconds(lambda: a.bfloat16() @ b.bfloat16())
-        fused = _seconds(lambda: attend(z)) / _seconds(lambda: attend(z.bfloat16()))
-    return product, fused
-
-
-def _cpu_choice() -> tuple[str, str]:
-    """(precision, why) of ``auto`` on this CPU."""
-    units = cpu_bf16_units()
-    if units is None:
-        return "fp32", "no bf16 matrix units (AMX, AVX512-BF16) on this CPU"
-    product, attention = bf16_probe(torch.get_num_threads())
-    measured = f"bf16 measured {product:.1f}× (product) and {attention:.1f}× (attention) as fast as fp32"
-    if min(product, attention) >= PROBE_MIN_SPEEDUP:
-        return "bf16", f"{units} bf16 units; {measured}"
-    return "fp32", f"{units} bf16 units, but {measured} (bf16 from {PROBE_MIN_SPEEDUP}× for both)"
 
 
 #: ``auto``'s choice per device type where processes settled it together (:func:`settle`).
@@ -202,7 +146,7 @@ def precision_choice(precision: str, device: torch.device | str) -> tuple[str, s
             return "bf16", "bf16 tensor cores"
         return "fp32", "no bf16 tensor cores on this GPU"
     if device.type == "cpu":
-        return _cpu_choice()
+        return CPU_AUTO[cpu_bf16_units()]
     return "fp32", f"fp32 on {device.type}"
 
 

@@ -318,7 +318,6 @@ class Placement:
         if not dist.is_initialized():
             timeout = timedelta(seconds=environment.env_seconds("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
             dist.init_process_group(backend, timeout=timeout)
-        environment.group_joined = True
         return cls(device, dist.get_rank(), dist.get_world_size())
 
     @classmethod
@@ -347,7 +346,7 @@ class Placement:
 
     def settle_precision(self) -> None:
         """Make ``precision=auto`` the same in every process: each asks :func:`gca.precision.precision_choice`
-        (a CPU with bf16 units probes its own speed), and all take the first process's choice
+        (processes on machines of different kinds may answer differently), and all take the first process's choice
         (:func:`gca.precision.settle`) — processes that computed in different precisions, or with different
         objectives, would exchange mismatched sums. Nothing to do in a single process."""
         if not self.distributed:
