@@ -412,6 +412,23 @@ def _random_npz(path: Path, n: int, edges: int, features: int, seed: int) -> Pat
     return path
 
 
+def _launched(tmp_path: Path, script: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """torchrun with 2 CPU processes, each started through a launcher script whose body is ``script`` (a POSIX
+    shell's, reading ``$RANK``; it runs gca with ``"$@"``), given ``args``; ``env`` added to the environment."""
+    import stat
+
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f"#!/bin/sh\n{script}\n")
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    return subprocess.run(
+        [*_torchrun(), "--standalone", "--nproc-per-node", "2", "--no-python", str(launcher), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+    )
+
+
 def test_two_processes_share_inference_in_gca_train(tmp_path):
     """torchrun with 2 CPU processes on a graph embedded in blocks (GCA_INFERENCE_ROWS=50 for its 300 nodes): the
     embeddings written equal one process's, and results.json says 2 processes embedded it."""
@@ -603,67 +620,67 @@ def test_a_rank_killed_during_shared_inference_stops_the_other_with_one_line(tmp
 
 
 @pytest.mark.parametrize("differ", ["settings", "features"])
-def test_processes_started_differently_are_refused_with_one_line_each(tmp_path, differ):
+def test_processes_started_differently_are_refused_with_one_line(tmp_path, differ):
     """Two processes through a launcher script that gives rank 1 another ``--set`` or another feature file of the
-    same shape (the same edges): both stop before training with one line, torchrun exits non-zero, nothing is
-    written."""
-    import stat
-
+    same shape (the same edges): both stop before training, the user reads their common line once, torchrun exits
+    non-zero, nothing is written."""
     graph = _random_npz(tmp_path / "g.npz", 80, 300, 6, seed=2)
     other = dict(np.load(graph))
     other["attr_matrix"] = other["attr_matrix"][::-1].copy()  # the same shape and values, on other nodes
     np.savez(tmp_path / "h.npz", **other)
-    launcher = tmp_path / "launch.sh"
     given = {
         "settings": ('--dataset "{g}"', '--dataset "{g}" --set tau=0.9'),
         "features": ('--dataset "{g}"', '--dataset "{h}"'),
     }[differ]
     zero, one = (text.format(g=graph, h=tmp_path / "h.npz") for text in given)
-    launcher.write_text(
-        f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" {one}; else set -- "$@" {zero}; fi\n'
-        f'exec "{sys.executable}" -m gca "$@"\n'
-    )
-    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [
-            *_torchrun(),
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "--no-python",
-            str(launcher),
-            "train",
-            "--epochs",
-            "2",
-            "--no-eval",
-            "--quiet",
-            "--no-cache",
-            "--set",
-            "hidden=8",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
+    done = _launched(
+        tmp_path,
+        f'if [ "$RANK" = 1 ]; then set -- "$@" {one}; else set -- "$@" {zero}; fi\nexec "{sys.executable}" -m gca "$@"',
+        *["train", "--epochs", "2", "--no-eval", "--quiet", "--no-cache", "--set", "hidden=8"],
+        *["--out", str(tmp_path / "out")],
     )
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
     why = "were started with different settings" if differ == "settings" else "read different graphs"
-    assert len(ours) == 2 and all(line.startswith("gca: error: the processes " + why) for line in ours), ours
+    assert len(ours) == 1 and ours[0].startswith("gca: error: the processes " + why), ours
     assert "rank 1" in ours[0] and not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize("missing", ["rank 1", "every rank"])
+def test_a_missing_input_file_is_said_once_whichever_rank_finds_it(tmp_path, missing):
+    """torchrun with two processes whose feature file does not exist on rank 1 (rank 0's does), or on both: the user
+    reads one ``gca: error:`` line naming the missing file — rank 0, stopped by torchrun when rank 1 exits, says no
+    "interrupted" line that would read as the cause — and torchrun exits non-zero."""
+    graph = _random_npz(tmp_path / "g.npz", 60, 200, 5, seed=3)
+    loaded = np.load(graph)
+    import scipy.sparse as sp
+
+    adj = sp.csr_matrix((loaded["adj_data"], loaded["adj_indices"], loaded["adj_indptr"]), shape=loaded["adj_shape"])
+    edges = tmp_path / "edges.csv"
+    np.savetxt(edges, np.stack(adj.nonzero(), axis=1), fmt="%d", delimiter=",", header="src,dst", comments="")
+    np.save(tmp_path / "x.npy", loaded["attr_matrix"])
+    gone = tmp_path / "nowhere" / "x.npy"
+    zero = gone if missing == "every rank" else tmp_path / "x.npy"
+    done = _launched(
+        tmp_path,
+        f'if [ "$RANK" = 1 ]; then X="{gone}"; else X="{zero}"; fi\n'
+        f'exec "{sys.executable}" -m gca "$@" --features "$X"',
+        *["train", "--edges", str(edges), "--epochs", "2", "--no-eval", "--quiet", "--set", "hidden=8"],
+        *["--out", str(tmp_path / "out")],
+    )
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
+    assert len(ours) == 1 and ours[0].startswith("gca: error:") and str(gone) in ours[0], done.stderr[-3000:]
+    assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
     assert not (tmp_path / "out" / "results.json").exists()
 
 
 def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
     """Rank 1 words its line only after rank 0 has said its own and left (a wait put in through
-    ``sitecustomize``), as a loaded machine may order them: torchrun stops rank 1 meanwhile. Before, that SIGTERM
-    cut rank 1's report short (one line of the two, and a traceback); now a stop signal waits while an error is
-    being handled."""
-    import stat
-
+    ``sitecustomize``), as a loaded machine may order them: torchrun stops rank 1 meanwhile. A stop signal waits
+    while an error is being handled, so rank 1 ends without a traceback, and its line, the same as rank 0's, is
+    not said twice."""
     graph = _random_npz(tmp_path / "g.npz", 80, 300, 6, seed=2)
     site = tmp_path / "site"
     site.mkdir()
@@ -699,42 +716,17 @@ def test_a_rank_slow_to_say_its_refusal_is_not_stopped_before_it_has(tmp_path):
             shell._one_line = after_rank_0
         """)
     )
-    launcher = tmp_path / "launch.sh"
-    launcher.write_text(
-        f'#!/bin/sh\nif [ "$RANK" = 1 ]; then set -- "$@" --set tau=0.9; fi\nexec "{sys.executable}" -m gca "$@"\n'
-    )
-    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
-    done = subprocess.run(
-        [
-            *_torchrun(),
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "--no-python",
-            str(launcher),
-            "train",
-            "--dataset",
-            str(graph),
-            "--epochs",
-            "2",
-            "--no-eval",
-            "--quiet",
-            "--no-cache",
-            "--set",
-            "hidden=8",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
+    done = _launched(
+        tmp_path,
+        f'if [ "$RANK" = 1 ]; then set -- "$@" --set tau=0.9; fi\nexec "{sys.executable}" -m gca "$@"',
+        *["train", "--dataset", str(graph), "--epochs", "2", "--no-eval", "--quiet", "--no-cache"],
+        *["--set", "hidden=8", "--out", str(tmp_path / "out")],
+        PYTHONPATH=path,
     )
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("gca:") and "warning" not in line[:13]]
-    assert len(ours) == 2 and all("started with different settings" in line for line in ours), done.stderr[-3000:]
+    assert len(ours) == 1 and "started with different settings" in ours[0], done.stderr[-3000:]
     assert not re.search(r'File ".*/gca/[a-z_/]+\.py"', done.stderr), done.stderr[-3000:]
     assert not (tmp_path / "out").exists()
 

@@ -14,10 +14,6 @@ from pathlib import Path
 
 from .errors import UserError
 
-#: Set once this process has joined a process group (:meth:`gca.train.distributed.Placement.from_environment`): from
-#: then on an error is its own, before that every rank meets the same input and only rank 0 reports it.
-group_joined = False
-
 
 class EnvironmentSettingError(UserError, ValueError):
     """An environment variable holds a value gca cannot use."""
@@ -80,12 +76,3 @@ def rank() -> int:
 
 def local_rank() -> int:
     return env_int("LOCAL_RANK", 0, 0)
-
-
-def reports_errors() -> bool:
-    """Whether this process prints a user error: always, except a rank other than 0 before the process group
-    was joined — every rank then found the same error in the same input, and one line of it is enough."""
-    try:
-        return group_joined or world_size() == 1 or rank() == 0
-    except EnvironmentSettingError:
-        return True

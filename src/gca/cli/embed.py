@@ -7,7 +7,7 @@ import argparse
 from ..config import ConfigError
 from ..stderr import say, warn
 from .common import cache_arguments, check_graph_arguments, graph_arguments, graph_request, inputs, started
-from .guard import import_libraries, imports_held
+from .guard import import_libraries, imports_held, interrupted
 
 #: The names gca embed writes in its output folder: the embeddings and their record.
 EMBED_FILES = ("embeddings.npy", "results.json")
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         return _embed_into(outputs, args)
     except KeyboardInterrupt:
         outputs.release()  # first: a folder this run made and left empty is removed
-        say(f"gca: interrupted; {outputs.after_stop()}")
+        interrupted(outputs.after_stop())
         return 130
     finally:
         outputs.release()

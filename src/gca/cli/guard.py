@@ -13,9 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .. import environment
 from ..errors import UserError
-from ..stderr import say
+from ..stderr import say, spoken
+from . import peers
 from .flags import FLAGS
 from .signals import signals_held
 
@@ -144,36 +144,54 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _error(line: str) -> int:
+    """Say ``gca: error: line`` — once over the processes of a torchrun run (:func:`.peers.first_to_say`) — and
+    return the exit status 2."""
+    line = f"gca: error: {line}"
+    if peers.first_to_say(spoken(line)):
+        say(line)
+    return 2
+
+
+def interrupted(line: str) -> None:
+    """Say ``gca: interrupted; line`` — unless torchrun stopped this process because another one failed with its
+    own error line (:func:`.peers.a_peer_failed`), which is the reason the user needs.
+
+    Parameters
+    ----------
+    line
+        What the interruption left (after "gca: interrupted; ").
+    """
+    if not peers.a_peer_failed():
+        say(f"gca: interrupted; {line}")
+
+
 def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """``command(args)``, with every error a user can cause turned into one line and exit status 2."""
     try:
         return command(args)
     except UserError as exc:
-        if environment.reports_errors():  # under torchrun, an input error once (rank 0), not once per rank
-            say(f"gca: error: {_one_line(exc.for_command_line(FLAGS))}")
-        return 2
+        return _error(_one_line(exc.for_command_line(FLAGS)))
     except MemoryError:
-        say(f"gca: error: {_OUT_OF_MEMORY}")
-        return 2
+        return _error(_OUT_OF_MEMORY)
     except OSError as exc:  # e.g. a full disk or a vanished folder; result files are staged, so none is half-written
         where = f"{exc.filename}: " if exc.filename else ""
-        say(f"gca: error: {where}{exc.strerror or exc}")
-        return 2
+        return _error(f"{where}{exc.strerror or exc}")
     except RuntimeError as exc:
         if _is_out_of_memory(exc):
-            say(f"gca: error: {_OUT_OF_MEMORY}")
-            return 2
+            return _error(_OUT_OF_MEMORY)
         if _is_peer_failure(exc):
-            say(
-                "gca: error: another process of this distributed run stopped or cannot be reached; see its "
-                "message (this one made no result files)"
-            )
+            if not peers.a_peer_failed():  # a peer that failed with its own line has said why
+                say(
+                    "gca: error: another process of this distributed run stopped or cannot be reached; see its "
+                    "message (this one made no result files)"
+                )
             return 2
         raise
     except KeyboardInterrupt:
         # gca train and gca embed say what their output folder holds (RunOutputs.after_stop), gca tune and gca
         # reproduce what they saved; this is any other moment's line
-        say("gca: interrupted; files written before are kept as they were, and none is left half-written")
+        interrupted("files written before are kept as they were, and none is left half-written")
         return 130
 
 

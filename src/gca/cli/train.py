@@ -7,7 +7,6 @@ import argparse
 from .. import environment
 from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
 from ..run.train import MAX_SEEDS, TrainOutcome, TrainRequest
-from ..stderr import say
 from .common import (
     cache_arguments,
     evaluation_arguments,
@@ -19,7 +18,7 @@ from .common import (
     split_request,
     started,
 )
-from .guard import import_libraries, imports_held
+from .guard import import_libraries, imports_held, interrupted
 
 
 def add_parser(sub) -> None:
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         return _report(train(request, outputs))
     except KeyboardInterrupt:
         outputs.release()  # first: a folder this run made and left empty is removed
-        say(f"gca: interrupted; {outputs.after_stop()}")
+        interrupted(outputs.after_stop())
         return 130
     finally:
         outputs.release()
