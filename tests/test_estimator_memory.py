@@ -73,6 +73,76 @@ def test_two_threads_fitting_one_setting_at_once_take_turns(trainings, tmp_path)
     assert trainings[0] == 1 and search.best_estimator_["gca"].from_memory_
 
 
+_ONE_FIT = """\
+import json, os, sys, time
+
+import torch
+
+torch.cpu._is_amx_tile_supported = lambda: False  # a CPU with bf16 units, where auto once depended on a timing
+torch.cpu._is_avx512_bf16_supported = lambda: True
+pace, now = float(os.environ["GCA_TEST_PACE"]), [0.0, 1e-3]
+
+
+def clock():  # this process's clock: each reading further on by a step that grows or shrinks
+    now[1] *= pace
+    now[0] += now[1]
+    return now[0]
+
+
+time.perf_counter = clock
+from torch_geometric.data import Data
+
+import gca.train.fitting as fitting
+from gca.config import GCAConfig
+from gca.datasets import karate_club
+from gca.train.estimator import GCA
+
+loop, trained = fitting.train, []
+
+
+def slow(*args, **kwargs):  # a loaded machine: the training and its writing take a while
+    trained.append(1)
+    time.sleep(2.0)
+    return loop(*args, **kwargs)
+
+
+fitting.train = slow
+club = karate_club()
+data = Data(x=club.x, edge_index=club.edge_index)
+model = GCA(GCAConfig(epochs=3, hidden=8, proj_hidden=8, seed=1), device="cpu", memory=sys.argv[1]).fit(data)
+print(json.dumps({"trained": len(trained), "read": bool(model.from_memory_)}))
+"""
+
+
+def test_two_processes_fitting_one_setting_at_once_take_turns_on_a_loaded_machine(tmp_path):
+    """Two processes fit one setting into one memory folder at once, on a CPU with bf16 units (faked), each with a
+    clock of its own pace and a slow training (what load does): one trains, the other waits and reads its model.
+    (When ``auto`` was measured at the run's start, the two processes could key the same setting by different
+    precisions, and both trained.)"""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "fit.py"
+    script.write_text(_ONE_FIT)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "memory")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "GCA_TEST_PACE": pace, "OMP_NUM_THREADS": "1"},
+        )
+        for pace in ("0.9", "1.1")
+    ]
+    said = []
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err[-3000:]
+        said.append(json.loads(out.strip().splitlines()[-1]))
+    assert sorted(s["trained"] for s in said) == [0, 1] and sorted(s["read"] for s in said) == [False, True], said
+
+
 def test_another_setting_or_another_graph_trains_again_and_equal_values_read_the_kept_model(trainings, tmp_path):
     data = _club()
     first = GCA(CONFIG, device="cpu", memory=tmp_path).fit(data)
