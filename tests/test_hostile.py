@@ -661,13 +661,45 @@ def test_malformed_environment_variables_are_one_line(tmp_path, capsys, monkeypa
     assert words in error
 
 
-def test_under_torchrun_an_input_error_is_printed_by_rank_0_only(tmp_path, capsys, monkeypatch):
+class _RunStore:
+    """torchrun's agent store as :mod:`gca.cli.peers` uses it: counters by key, shared by the "processes"."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, key: str, amount: int) -> int:
+        self.counts[key] = self.counts.get(key, 0) + amount
+        return self.counts[key]
+
+    def check(self, keys: list[str]) -> bool:
+        return all(key in self.counts for key in keys)
+
+
+def test_under_torchrun_an_error_every_rank_meets_is_printed_once_and_another_is_printed_too(
+    tmp_path, capsys, monkeypatch
+):
+    """Ranks meeting the same wrong input say one line between them, whichever says it first; a rank meeting
+    another error says its own; a rank interrupted after a peer failed adds nothing; without a store (not under
+    torchrun's agent) every rank prints."""
+    from gca.cli import guard, peers
+
+    store = _RunStore()
+    monkeypatch.setattr(peers, "_run_store", lambda: store)
     monkeypatch.setenv("WORLD_SIZE", "2")
     args = ["train", "--dataset", "Karate", "--set", "tau=-1", "--out", str(tmp_path / "o"), "--quiet"]
-    for rank, lines in (("1", 0), ("0", 1)):
+    for rank, lines in (("1", 1), ("0", 0)):
         monkeypatch.setenv("RANK", rank)
         assert main(args) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == lines, rank
+    assert main([*args[:4], "tau=-2", *args[5:]]) == 2
+    assert "tau" in capsys.readouterr().err
+    guard.interrupted("files written before are kept as they were")
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(peers, "_run_store", lambda: None)
+    for rank in ("1", "0"):
+        monkeypatch.setenv("RANK", rank)
+        assert main(args) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1, rank
 
 
 def test_empty_data_and_cache_variables_mean_the_defaults(monkeypatch):
