@@ -274,3 +274,40 @@ def test_a_key_fixed_with_set_leaves_the_search_space(tmp_path, capsys):
     searched = best.split("# searched", 1)[1].split("# fixed", 1)[0]
     assert "tau = 0.9" in best and "lr = 0.001" in best and "tau" not in searched and "lr =" not in searched
     assert "(trial 0, 2 splits)" in captured.out
+
+
+def test_the_wide_space_holds_every_table_5_value_and_graces_uniform_drops():
+    """``--space wide``, the tuned settings' space: Table 5's value of every searched key on every paper dataset
+    lies inside it, and so do GRACE's uniform drops and widths up to 512."""
+    from gca.config import shipped_config
+
+    space = read_space("wide")
+    assert "uniform" in space["centrality"]["choices"] and max(space["hidden"]["choices"]) == 512
+    assert space["tau"] == {"low": 0.1, "high": 1.0} and (space["lr"]["low"], space["lr"]["high"]) == (1e-4, 1e-1)
+    for dataset in ("Amazon-Photo", "Amazon-Computers", "Coauthor-CS", "Coauthor-Physics", "Wiki-CS"):
+        for key, value in shipped_config(dataset).items():
+            spec = space.get(key)
+            if spec is None:
+                continue
+            inside = (
+                value == spec["value"]
+                if "value" in spec
+                else value in spec["choices"]
+                if "choices" in spec
+                else spec["low"] <= value <= spec["high"]
+            )
+            assert inside, (dataset, key, value, spec)
+
+
+def test_trials_train_as_gca_train_would_mini_batches_where_its_default_chooses_them(tmp_path, monkeypatch):
+    """A search over a graph whose exact schedule the default estimates as too long on a CPU trains every trial
+    in mini-batches, as ``gca train`` would; its best.toml says so."""
+    from gca.cli import main
+    from gca.train import fast
+
+    monkeypatch.setattr(fast, "EXACT_BOUND_SECONDS", 0.0)  # every exact schedule is "too long" here
+    out = tmp_path / "s"
+    args = ["tune", "--dataset", "Karate", "--trials", "1", "--max-epochs", "2", "--eval-every", "1"]
+    args += ["--search-splits", "2", "--splits", "2", "--out", str(out), "--quiet", "--device", "cpu"]
+    assert main(args) == 0
+    assert read_config_file(out / "best.toml")["batch_size"] == fast.FAST_BATCH_SIZE

@@ -68,16 +68,26 @@ class TuneError(UserError, ValueError):
     """The search cannot run as asked; the message is one line meant for the user."""
 
 
+#: Search spaces shipped with gca, by the name ``--space`` takes (``gca/configs/spaces/<name>.toml``; a file of that
+#: name wins).
+NAMED_SPACES = ("wide",)
+
+
 def read_space(path: str | Path | None) -> dict[str, dict[str, Any]]:
     """The default space with the keys of ``path`` (TOML) replacing theirs; every range checked.
 
     Parameters
     ----------
     path
-        A TOML file of ranges by config key; ``None`` for the default space.
+        A TOML file of ranges by config key, or a shipped space's name (:data:`NAMED_SPACES`); ``None`` for the
+        default space.
     """
     space = {key: dict(spec) for key, spec in DEFAULT_SPACE.items()}
     if path is not None:
+        if str(path) in NAMED_SPACES and not Path(path).exists():
+            from importlib import resources
+
+            path = Path(str(resources.files("gca") / "configs" / "spaces" / f"{path}.toml"))
         given = read_document(path, "search space", TuneError, allow_json=False)
         for key, spec in given.items():
             if not isinstance(spec, dict):

@@ -24,7 +24,12 @@ def add_parser(sub) -> None:
     graph_arguments(tune)
     tune.add_argument("--trials", type=int, default=30, help="finished trials wanted in the study (default 30)")
     tune.add_argument("--timeout", type=float, metavar="S", help="stop starting trials after S seconds")
-    tune.add_argument("--space", metavar="FILE", help="TOML file replacing the search range of any key")
+    tune.add_argument(
+        "--space",
+        metavar="FILE",
+        help="TOML file replacing the search range of any key, or 'wide': the GCA family's space of the tuned "
+        "settings (docs/tuning.md)",
+    )
     tune.add_argument(
         "--max-epochs", type=int, help="epochs per trial at most (default: the config's epochs, e.g. 500 for Cora)"
     )
@@ -101,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
             "processes with the same --out instead of torchrun"
         )
     device = resolve_device(args.device)
-    job = Job.open(load_graph(args), args.config, overrides)
+    # each trial trains as gca train would on this device: mini-batches where its default chooses them
+    job = Job.open(load_graph(args), args.config, overrides, device=device, training="auto")
     if job.labels is None:
         raise TuneError(f"{job.name} has no labels; the search needs labelled nodes (give --labels)")
     max_epochs = args.max_epochs or job.config.epochs
@@ -126,9 +132,11 @@ def run(args: argparse.Namespace) -> int:
         log=None if args.quiet else to_stderr,
     )
     searched = ", ".join(k for k, spec in space.items() if "value" not in spec)
+    cfg = job.config
+    how = f" of mini-batches ({cfg.batch_size} anchors)" if cfg.batch_size else ""
     say(
         f"{job.name}: {graph.num_nodes} nodes; searching {searched} on the validation nodes of {searching}"
-        f" splits, up to {max_epochs} epochs per trial (checks every {eval_every}); {search.finished()} of "
+        f" splits, up to {max_epochs} epochs{how} per trial (checks every {eval_every}); {search.finished()} of "
         f"{args.trials} trials already finished in {out / 'study.db'}"
     )
     start = time.perf_counter()
