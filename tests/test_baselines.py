@@ -10,8 +10,8 @@ from torch_geometric.data import Data
 
 from gca.datasets import karate_club
 from gca.evaluate.splits import random_splits
+from gca.graph.csr import binary_adjacency
 from gca.graph.graph import prepare_graph
-from gca.graph.sparse import binary_adjacency
 from gca.graph.walks import random_walks
 from gca.reproduce.baselines import deepwalk, dgi, node2vec
 from gca.reproduce.training import row_normalized_features

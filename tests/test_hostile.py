@@ -844,10 +844,10 @@ def test_an_edge_file_opening_with_a_line_of_spaces_longer_than_a_mib_is_read(tm
 
 
 def test_a_header_after_a_block_of_comment_lines_is_not_read_as_an_edge(tmp_path, monkeypatch):
-    import gca.datasets.tables
     from gca.datasets import load_files
+    from gca.datasets.files import tables
 
-    monkeypatch.setattr(gca.datasets.tables, "BLOCK_BYTES", 1 << 12)  # the comments fill the first blocks
+    monkeypatch.setattr(tables, "BLOCK_BYTES", 1 << 12)  # the comments fill the first blocks
     (tmp_path / "e.csv").write_text("".join(f"# note {i}\n" for i in range(2_000)) + "source,target\na,b\nb,c\n")
     (tmp_path / "x.csv").write_text("id,f\na,1\nb,2\nc,3\n")
     loaded = load_files(tmp_path / "e.csv", tmp_path / "x.csv")

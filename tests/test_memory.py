@@ -15,9 +15,9 @@ import gca.graph.features as features_module
 from gca import GCA, GCAConfig
 from gca.datasets import karate_club
 from gca.datasets.base import LoadedDataset
+from gca.graph.csr import index_dtype
 from gca.graph.graph import Graph, prepare_graph
 from gca.graph.sampling import NeighborSampler, reverse_positions
-from gca.graph.sparse import index_dtype
 from gca.run.job import Job
 
 

@@ -122,15 +122,15 @@ def test_no_one_way_warning_where_the_direction_is_given_or_some_edge_has_its_re
 
 
 def test_has_reverse_edge_finds_one_reverse_pair_among_one_way_edges(monkeypatch):
-    from gca.graph import sparse
-    from gca.graph.sparse import has_reverse_edge
+    from gca.graph import csr
+    from gca.graph.csr import has_reverse_edge
 
-    monkeypatch.setattr(sparse, "PAIR_BLOCK", 8)
+    monkeypatch.setattr(csr, "PAIR_BLOCK", 8)
 
     edges = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])  # a directed cycle: no reverse
     assert not has_reverse_edge(edges, 4)
     assert has_reverse_edge(torch.tensor([[0, 1, 1, 2], [1, 0, 2, 3]]), 4)
-    n = 2 * sparse.PAIR_BLOCK + 5  # blocks of 8 edges: a pair whose reverse lies in another block is found
+    n = 2 * csr.PAIR_BLOCK + 5  # blocks of 8 edges: a pair whose reverse lies in another block is found
     chain = torch.stack([torch.arange(n - 1), torch.arange(1, n)])
     assert not has_reverse_edge(chain, n)
     last = torch.cat([chain, torch.tensor([[n - 1], [n - 2]])], 1)

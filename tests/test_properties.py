@@ -101,7 +101,7 @@ def test_training_never_crashes_or_returns_nan(data, centrality):
 def test_symmetry_check_agrees_with_pyg_is_undirected(n, pairs, mirror):
     from torch_geometric.utils import coalesce, is_undirected
 
-    from gca.graph.sparse import _is_symmetric
+    from gca.graph.csr import _is_symmetric
 
     pairs = [(a % n, b % n) for a, b in pairs if a % n != b % n]
     if mirror:  # half the examples undirected by construction, so both answers are exercised

@@ -1,4 +1,4 @@
-"""The table readers (gca.datasets.files on gca.datasets.tables): every form of edges, features and labels gives the
+"""The table readers (gca.datasets.files and its tables module): every form of edges, features and labels gives the
 same graph, rows aligned with ids. Each node's features encode its id, so a misaligned row is seen, not averaged."""
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def test_unit_ids_built_block_by_block_equal_those_read_through_each_edges_rever
     """Units of random undirected graphs, in blocks of 1 to 9 edges, equal the cumulative count of forward edges
     read at each edge's reverse position — and a graph whose counts match but whose edges do not pair up is
     refused, as the reverse positions refused it."""
-    from gca.graph import sparse
+    from gca.graph import csr
     from gca.graph.sampling import edge_unit_ids, reverse_positions
 
     rng = np.random.default_rng(1)
@@ -228,7 +228,7 @@ def test_unit_ids_built_block_by_block_equal_those_read_through_each_edges_rever
         forward = source < target
         position_unit = torch.cumsum(forward, 0) - 1
         expected = torch.where(forward, position_unit, position_unit[reverse_positions(graph.edge_index, n).long()])
-        monkeypatch.setattr(sparse, "PAIR_BLOCK", int(rng.integers(1, 10)))
+        monkeypatch.setattr(csr, "PAIR_BLOCK", int(rng.integers(1, 10)))
         assert torch.equal(edge_unit_ids(graph.edge_index, n, True).long(), expected), case
     crossed = torch.tensor([[0, 1, 2, 3], [2, 3, 1, 0]], dtype=torch.int32)  # 0→2, 1→3, 2→1, 3→0
     with pytest.raises(ValueError, match="every edge's reverse"):
@@ -240,7 +240,7 @@ def test_the_symmetry_check_read_block_by_block_agrees_with_the_transpose(monkey
     1 to 9 edges: symmetric exactly when A equals Aᵀ."""
     import scipy.sparse as sp
 
-    from gca.graph import sparse
+    from gca.graph import csr
 
     rng = np.random.default_rng(2)
     for case in range(200):
@@ -260,12 +260,12 @@ def test_the_symmetry_check_read_block_by_block_agrees_with_the_transpose(monkey
         a.data[:] = 1  # structure only
         rows = np.repeat(np.arange(n), np.diff(a.indptr))
         edge_index = torch.from_numpy(np.vstack([rows, a.indices]).astype(np.int32))
-        monkeypatch.setattr(sparse, "PAIR_BLOCK", int(rng.integers(1, 10)))
-        assert sparse._is_symmetric(edge_index, n) == ((a != a.T).nnz == 0), case
+        monkeypatch.setattr(csr, "PAIR_BLOCK", int(rng.integers(1, 10)))
+        assert csr._is_symmetric(edge_index, n) == ((a != a.T).nnz == 0), case
 
 
 def test_the_symmetry_answer_kept_for_a_tensor_follows_its_changes():
-    from gca.graph.sparse import _is_symmetric
+    from gca.graph.csr import _is_symmetric
 
     edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]], dtype=torch.int32)
     assert _is_symmetric(edge_index, 3) and _is_symmetric(edge_index, 3)

@@ -21,7 +21,7 @@ Edge cases, defined here because the formula is undefined there:
 The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = GRACE) give every item probability p.
 
 **Weighted graphs.** On a graph with ``edge_weight`` (or ``edge_attr``, :mod:`gca.graph.graph`) every kept edge keeps
-its own weight and features: a view's edge list is an :class:`~gca.graph.sparse.EdgeList` carrying them, so the GCN
+its own weight and features: a view's edge list is an :class:`~gca.graph.csr.EdgeList` carrying them, so the GCN
 of that view uses the weighted adjacency of the kept edges (both directions of a kept undirected unit carry the same
 weight — the cleaned graph guarantees it). The removal probabilities themselves stay the paper's: centrality φ is
 computed on the unweighted graph (:mod:`gca.augment.centrality`), so a weighted graph and the same graph without
@@ -37,9 +37,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ..graph.csr import edge_list, edge_values
 from ..graph.features import ROW_BLOCK
 from ..graph.graph import Graph
-from ..graph.sparse import edge_list, edge_values
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
@@ -323,7 +323,7 @@ class EdgeDropper:
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """The kept edges' edge_index (both directions of each kept unit when units are symmetric); on a weighted
-        graph an :class:`~gca.graph.sparse.EdgeList` carrying each kept edge's own weight and features."""
+        graph an :class:`~gca.graph.csr.EdgeList` carrying each kept edge's own weight and features."""
         keep = self.draw(generator)
         kept = self.units[:, keep]
         weight, attr = (None if v is None else v[keep] for v in self._unit_values)

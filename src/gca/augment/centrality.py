@@ -11,7 +11,7 @@ networkx and never with a dense N×N matrix:
 
 Conventions shared by all three, so that every score is finite and strictly positive (the paper takes log φ):
 
-* The graph is taken as given after :func:`gca.graph.sparse.binary_adjacency`: duplicate edges count once and
+* The graph is taken as given after :func:`gca.graph.csr.binary_adjacency`: duplicate edges count once and
   self-loops are ignored (a self-loop is not influence conferred by another node).
 * A node whose score is zero — an isolated node, a node no edge points to on a directed graph, or a node whose
   component has no cycle for the eigenvector measure — gets **half the smallest positive score** of the graph.
@@ -36,7 +36,7 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
-from ..graph.sparse import _is_coalesced, _is_symmetric, binary_adjacency, count_ids, has_self_loops
+from ..graph.csr import _is_coalesced, _is_symmetric, binary_adjacency, count_ids, has_self_loops
 from ..names import CENTRALITIES
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).

@@ -32,7 +32,7 @@ chosen centrality; :class:`AdaptiveFeatureMasking` zeroes each feature column wi
   by one comparison; other values are weighed afresh (what :func:`~gca.augment.prepared.prepare` computes for them).
   A tensor changed in place is noticed, through PyTorch or through a NumPy view of it (``data.x.numpy()[:, 0] = 5``,
   which moves no version counter), and so is an inference-mode tensor's change: each call compares the held tensors'
-  :func:`~gca.graph.sparse.content_key` — a CRC-32 of their bytes, one pass over them (measured: docs/encoders.md).
+  :func:`~gca.graph.csr.content_key` — a CRC-32 of their bytes, one pass over them (measured: docs/encoders.md).
   A transform holds at most ``cache_size`` graphs (a class attribute, 4),
   the least recently used dropped first, and forgets a graph when its ``edge_index`` is freed.
   A pipeline that makes a new ``edge_index`` at every call (``ToUndirected`` or ``AddSelfLoops`` before the
@@ -65,9 +65,9 @@ from torch_geometric.utils import select
 
 from ..config import ConfigError, GCAConfig
 from ..errors import UserError
+from ..graph.csr import content_key
 from ..graph.features import ROW_BLOCK, feature_forms
 from ..graph.graph import GraphError, prepare_graph
-from ..graph.sparse import content_key
 from .augmentors import (
     EdgeDropper,
     FeatureMasker,

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import torch
 
 from ..errors import DatasetError
-from .sparse import remember_symmetric, scatter_positions
+from .csr import remember_symmetric, scatter_positions
 
 #: The largest magnitude a float32 holds; features and edge weights are trained on in float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -4,7 +4,7 @@ Nothing here is specific to one view; each view's operator is built from the gra
 
 **Edge weights and edge features.** ``data.edge_weight`` ([E], non-negative, finite) and ``data.edge_attr`` ([E] or
 [E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` /
-``Graph.edge_attr`` and carried by ``Graph.edge_index`` (a :class:`~gca.graph.sparse.EdgeList`), so each view's kept
+``Graph.edge_attr`` and carried by ``Graph.edge_index`` (a :class:`~gca.graph.csr.EdgeList`), so each view's kept
 edges keep their own values (:mod:`gca.augment.augmentors`) and the GCN uses the weighted adjacency
 D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
 
@@ -38,9 +38,9 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce
 
 from ..errors import UserError
+from .csr import _is_coalesced, _is_symmetric, edge_list, index_dtype, known_symmetric, remember_symmetric
 from .edges import undirected_edges
 from .features import ROW_BLOCK, Features, feature_forms, nonzero_columns
-from .sparse import _is_coalesced, _is_symmetric, edge_list, index_dtype, known_symmetric, remember_symmetric
 
 
 class GraphError(UserError, ValueError):
@@ -55,7 +55,7 @@ _DIGEST_CHUNK = 1 << 24
 class Graph:
     """A cleaned graph ready for GCA.
 
-    ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.sparse.index_dtype` (int32 below 2³¹ nodes;
+    ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.csr.index_dtype` (int32 below 2³¹ nodes;
     operators built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by
     source — the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge
     once as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sparse import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
+from .csr import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
 
 
 @dataclass
@@ -103,7 +103,7 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
     directed edge is its own unit.
 
     Computed a block at a time, with no edge-sized temporary besides the result and one int per unit
-    (:func:`gca.graph.sparse.pair_reverse_edges`).
+    (:func:`gca.graph.csr.pair_reverse_edges`).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@
 (a CSR tensor whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds
 a sampled subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's operator a block of rows
 at a time for inference on large graphs. The CSR arrays and edge-list utilities they are built from are
-:mod:`gca.graph.csr` (its names are importable from here too).
+:mod:`gca.graph.csr`.
 
 **Weighted graphs.** An edge list may be an :class:`~gca.graph.csr.EdgeList`: the ``[2, E]`` index carrying one
 non-negative weight per edge (``edge_weight``, aligned with its columns) and optionally ``[E, D]`` edge features
@@ -28,29 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .csr import PAIR_BLOCK as PAIR_BLOCK
-from .csr import EdgeList as EdgeList
-from .csr import _is_coalesced as _is_coalesced
-from .csr import _is_symmetric as _is_symmetric
-from .csr import _sorted_transpose as _sorted_transpose
-from .csr import binary_adjacency as binary_adjacency
-from .csr import content_key as content_key
-from .csr import count_ids as count_ids
-from .csr import csr_tensor as csr_tensor
-from .csr import csr_transpose as csr_transpose
-from .csr import edge_list as edge_list
-from .csr import edge_list_csr as edge_list_csr
-from .csr import edge_values as edge_values
-from .csr import has_reverse_edge as has_reverse_edge
-from .csr import has_self_loops as has_self_loops
-from .csr import index_dtype as index_dtype
-from .csr import is_sorted as is_sorted
-from .csr import known_symmetric as known_symmetric
-from .csr import pair_reverse_edges as pair_reverse_edges
-from .csr import remember_symmetric as remember_symmetric
-from .csr import scatter_positions as scatter_positions
-from .csr import segment_ranges as segment_ranges
-from .csr import square_csr as square_csr
+from .csr import count_ids, csr_tensor, csr_transpose, edge_values, segment_ranges, square_csr
 
 
 def _inverse_sqrt_degree(index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None) -> torch.Tensor:

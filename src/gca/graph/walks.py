@@ -28,7 +28,7 @@ def random_walks(
     Parameters
     ----------
     adjacency
-        The graph's N × N adjacency as a SciPy CSR matrix (:func:`~gca.graph.sparse.binary_adjacency`).
+        The graph's N × N adjacency as a SciPy CSR matrix (:func:`~gca.graph.csr.binary_adjacency`).
     walk_length
         The nodes of each walk, its start included.
     walks_per_node

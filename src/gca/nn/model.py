@@ -6,7 +6,7 @@ every output checked — a floating-point tensor with one row per row of ``x``, 
 cache of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle``
 leave it out.
 
-A view's edges may carry per-edge values (an :class:`~gca.graph.sparse.EdgeList`, :mod:`gca.graph.graph`): the GCN
+A view's edges may carry per-edge values (an :class:`~gca.graph.csr.EdgeList`, :mod:`gca.graph.graph`): the GCN
 then uses the weighted normalised adjacency (:mod:`gca.graph.sparse`), and an encoder called as PyTorch Geometric's
 gets ``edge_weight`` / ``edge_attr`` as keywords when its ``forward`` names them
 (:func:`gca.nn.encoders.edge_keywords`), row i of each belonging to column i of that view's ``edge_index``.
@@ -22,7 +22,8 @@ import torch
 from torch import nn
 
 from ..config import GCAConfig
-from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
+from ..graph.csr import edge_values
+from ..graph.sparse import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
 from ..objective import ContrastiveObjective, RowShare
 from .encoders import MessagePassingEncoder, check_encoder_output, dense_features, edge_arguments, edge_keywords
 from .gcn import GCNEncoder, ProjectionHead
@@ -179,7 +180,7 @@ class GCAModel(nn.Module):
     ) -> torch.Tensor:
         """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
         per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features —
-        and the values ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`): the GCN's operator is
+        and the values ``edge_index`` carries (an :class:`~gca.graph.csr.EdgeList`): the GCN's operator is
         weighted, another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
 
         Parameters
@@ -187,7 +188,7 @@ class GCAModel(nn.Module):
         features
             X, one row per node of the (sub)graph.
         edge_index
-            The view's kept ``[2, E]`` edges (an :class:`~gca.graph.sparse.EdgeList` when they carry values).
+            The view's kept ``[2, E]`` edges (an :class:`~gca.graph.csr.EdgeList` when they carry values).
         num_nodes
             The (sub)graph's nodes.
         symmetric

@@ -35,8 +35,6 @@ import math
 
 #: Consecutive flat updates (optimiser steps) during training that count as collapse.
 COLLAPSE_UPDATES = 20
-#: The former name of :data:`COLLAPSE_UPDATES`, from when the watch counted epochs (a full-graph epoch is one update).
-COLLAPSE_EPOCHS = COLLAPSE_UPDATES
 #: Flat updates at the end of training (or all of a shorter run's) that count as a run ended collapsed.
 COLLAPSE_END_UPDATES = 5
 #: How close (absolute, in nats) an update's loss must be to log(2N − 1) to be flat. A collapsed Amazon-Photo run

@@ -68,8 +68,8 @@ from torch_geometric.data import Data
 from ..datasets.base import Split
 from ..evaluate.classification import EvaluationResult, evaluate_embeddings, raw_feature_input
 from ..evaluate.feature_baselines import propagated_label
+from ..graph.csr import binary_adjacency
 from ..graph.propagate import PROPAGATION_HOPS
-from ..graph.sparse import binary_adjacency
 from ..graph.walks import random_walks
 from ..train.loop import TrainingError
 from .gmi import gmi_embeddings

@@ -76,8 +76,9 @@ from torch.nn import functional as F
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
+from ..graph.csr import binary_adjacency
 from ..graph.features import normalize_rows
-from ..graph.sparse import SparseMatrix, binary_adjacency, normalized_adjacency_entries
+from ..graph.sparse import SparseMatrix, normalized_adjacency_entries
 from .training import Trained, fit
 
 #: Loss weights α (I(h_i; x_i)), β (I(h_i; neighbours' x_j)), γ (reconstruction), and negatives per node: the

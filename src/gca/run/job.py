@@ -312,7 +312,7 @@ class Job:
         per_epoch = f" ({cfg.epochs} epochs of {updates // cfg.epochs})" if cfg.batch_size else ""
         made = f"{updates} update{'' if updates == 1 else 's'}{per_epoch}"
         ends = cfg.lr * updates / cfg.warmup_updates
-        return [  # named as this process names options (gca.terminal.spoken)
+        return [  # named as this process names options (gca.stderr.spoken)
             spoken(
                 f"the run makes {made}, fewer than its learning-rate warm-up of {cfg.warmup_updates}: it ends at lr "
                 f"{ends:.3g}, never reaching lr {cfg.lr:g} (more {option('epochs')}, or "

@@ -56,9 +56,9 @@ from torch_geometric.data import Data
 from .. import __version__
 from ..datasets.base import LoadedDataset, default_cache_dir
 from ..errors import UserError
+from ..graph.csr import count_ids
 from ..graph.features import encoder_input
 from ..graph.graph import Graph
-from ..graph.sparse import count_ids
 from ..io import atomic_write, file_identity
 from ..outputs.folder import hold_folder, release_folder
 from ..progress import step

@@ -12,7 +12,7 @@ objective. Two sources ship:
   embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
 
 On a graph with ``edge_weight`` / ``edge_attr`` (:mod:`gca.graph.graph`) both sources draw views whose edge lists
-carry each kept edge's own values (:class:`~gca.graph.sparse.EdgeList`): a sampled subgraph's edges take theirs from
+carry each kept edge's own values (:class:`~gca.graph.csr.EdgeList`): a sampled subgraph's edges take theirs from
 the full graph's edge they stand for (:attr:`~gca.graph.sampling.SampledSubgraph.edge_ids`), so the GCN's operator
 on a subgraph is weighted as on the whole graph (degrees, as unweighted, are the subgraph's).
 
@@ -32,10 +32,10 @@ from typing import Any, Protocol
 import torch
 
 from ..augment.augmentors import FeatureMasker, ViewAugmentor
+from ..graph.csr import edge_list
 from ..graph.features import Features, dense_input, read_rows
 from ..graph.graph import Graph
 from ..graph.sampling import NeighborSampler, SampledSubgraph
-from ..graph.sparse import edge_list
 
 
 class ViewSampler(Protocol):
