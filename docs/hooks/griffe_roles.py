@@ -17,8 +17,9 @@ enclosing module and its parent packages, then as an absolute path; a target tha
 ``.`` included) is matched as a suffix of the package's object paths, the one nearest the docstring winning.
 
 Parameters are described in NumPy-style sections (``Parameters`` underlined with dashes, a class's constructor in the
-class docstring); the extension completes each documented function's section with the signature's parameters it
-does not describe, so that the reference's table lists every parameter.
+class docstring); for each name of the public API (``public_api.py``) the extension completes the section with the
+signature's parameters it does not describe, so that the reference's table lists every one of them. Other names
+show the parameters their docstring describes.
 
 Registered in ``mkdocs.yml`` under the Python handler's ``options: extensions:``.
 """
@@ -26,10 +27,21 @@ Registered in ``mkdocs.yml`` under the Python handler's ``options: extensions:``
 from __future__ import annotations
 
 import html
+import importlib.util
 import re
+from pathlib import Path
 from typing import Any
 
 import griffe
+
+
+def _public_paths() -> set[str]:
+    """The public API's object paths (``public_api.py``, beside this file)."""
+    spec = importlib.util.spec_from_file_location("gca_public_api", Path(__file__).with_name("public_api.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.public_paths()
+
 
 #: ``:class:`target```, ``:py:func:`target```, … (the roles Sphinx's Python domain defines).
 ROLE_RE = re.compile(
@@ -238,12 +250,13 @@ class ReSTRoles(griffe.Extension):
     signature that it does not describe.
 
     ``skip_parameters``: paths of objects that get no parameter section (``gca.config.GCAConfig``, whose fields have
-    their own table).
+    their own table). Only the public API's objects are completed.
     """
 
     def __init__(self, skip_parameters: list[str] | None = None) -> None:
         super().__init__()
         self.skip_parameters = set(skip_parameters or ())
+        self.public = _public_paths()
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         index = _Index(pkg)
@@ -252,7 +265,7 @@ class ReSTRoles(griffe.Extension):
     def _walk(self, obj: griffe.Object, index: _Index) -> None:
         if obj.docstring is not None:
             obj.docstring.value = rewrite(obj.docstring.value, obj, index)
-            if obj.path not in self.skip_parameters:
+            if obj.path in self.public and obj.path not in self.skip_parameters:
                 self._add_parameters(obj)
         for member in list(obj.members.values()):
             if not member.is_alias:

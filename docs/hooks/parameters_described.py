@@ -1,9 +1,10 @@
 """MkDocs hook: every parameter in the API reference has a description.
 
-The reference's Parameters tables list every parameter of a documented signature, described or not
-(``docs/hooks/griffe_roles.py`` adds the ones a docstring leaves out, so none is hidden). This hook reads each
-rendered page and warns, once per parameter, of a row whose description is empty — naming the object and the
-parameter — so that ``mkdocs build --strict`` (``make docs``, CI) fails until the docstring describes it.
+The reference's Parameters tables list every parameter of a public name's signature, described or not
+(``docs/hooks/griffe_roles.py`` adds the ones a docstring leaves out, so none is hidden; ``public_api.py`` lists the
+names). This hook reads each rendered page and warns, once per parameter, of a row whose description is empty —
+naming the object and the parameter — so that ``mkdocs build --strict`` (``make docs``, CI) fails until the
+docstring describes it.
 
 Registered in ``mkdocs.yml`` under ``hooks:``.
 """
