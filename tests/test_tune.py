@@ -311,3 +311,24 @@ def test_trials_train_as_gca_train_would_mini_batches_where_its_default_chooses_
     args += ["--search-splits", "2", "--splits", "2", "--out", str(out), "--quiet", "--device", "cpu"]
     assert main(args) == 0
     assert read_config_file(out / "best.toml")["batch_size"] == fast.FAST_BATCH_SIZE
+
+
+def test_the_cross_graph_rule_takes_the_best_mean_validation_rank_and_reads_no_other_graph():
+    """Hand-computed: on graphs a and b, x ranks (1, 2.5) → 1.75, y (2, 2.5) → 2.25, z (3, 1) → 2; a tie in mean rank
+    goes to the higher mean accuracy. Leaving graph c out, its scores (which would favour z) are never read."""
+    from gca.tune import mean_rank_choice
+
+    scores = {
+        "x": {"a": 90.0, "b": 80.0, "c": 10.0},
+        "y": {"a": 85.0, "b": 80.0, "c": 20.0},
+        "z": {"a": 70.0, "b": 95.0, "c": 99.0},
+    }
+    assert mean_rank_choice(scores, ["a", "b"]) == "x"
+    assert mean_rank_choice(scores, ["a", "b", "c"]) == "z"  # ranks x 1+2.5+3, y 2+2.5+2, z 3+1+1
+    # y and z: ranks (1, 2) and (2, 1), mean accuracies 82.5 each: the candidate listed first
+    assert mean_rank_choice(scores, ["a", "b"], candidates=["y", "z"]) == "y"
+    assert mean_rank_choice(scores, ["a", "b"], candidates=["z", "y"]) == "z"
+    tied = {"p": {"a": 90.0, "b": 70.0}, "q": {"a": 62.0, "b": 99.0}}
+    assert mean_rank_choice(tied, ["a", "b"]) == "q"  # both mean rank 1.5: q's mean accuracy (80.5) is higher
+    with pytest.raises(TuneError, match="no validation accuracy"):
+        mean_rank_choice({"x": {"a": 1.0}}, ["a", "b"])

@@ -36,7 +36,7 @@ import csv
 import io
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -584,6 +584,41 @@ def _plain(value: Any) -> Any:
     import json
 
     return json.loads(json.dumps(value))
+
+
+def mean_rank_choice(
+    validation: Mapping[str, Mapping[str, float]], graphs: Sequence[str], candidates: Sequence[str] | None = None
+) -> str:
+    """The candidate setting whose validation accuracy ranks best on average over ``graphs``: the rule that picks a
+    setting for a graph no search has seen (docs/tuning.md, "A default for users' graphs").
+
+    On each graph the candidates are ranked by validation accuracy (1 the best; equal accuracies share their mean
+    rank); the lowest mean rank wins, a tie going to the higher mean accuracy, then to the candidate listed first.
+    Only validation accuracies are read.
+
+    Parameters
+    ----------
+    validation
+        Candidate → graph → validation accuracy (%); every candidate needs one on each of ``graphs``.
+    graphs
+        The graphs judged on (leaving one out: all the others).
+    candidates
+        The candidates to choose from, in order (default: all of ``validation``'s).
+    """
+    names = list(candidates if candidates is not None else validation)
+    if not names or not graphs:
+        raise TuneError("mean_rank_choice needs at least one candidate and one graph")
+    missing = [(c, g) for c in names for g in graphs if g not in validation.get(c, {})]
+    if missing:
+        raise TuneError(f"no validation accuracy of candidate {missing[0][0]!r} on {missing[0][1]!r}")
+    ranks = {c: 0.0 for c in names}
+    for graph in graphs:
+        scores = [validation[c][graph] for c in names]
+        for c, score in zip(names, scores, strict=True):
+            better, equal = sum(s > score for s in scores), sum(s == score for s in scores)
+            ranks[c] += better + (equal + 1) / 2  # equal scores share the mean of the ranks they span
+    mean = {c: sum(validation[c][g] for g in graphs) / len(graphs) for c in names}
+    return min(names, key=lambda c: (ranks[c], -mean[c], names.index(c)))
 
 
 def plot_search(search: Search, trials_path: Path, importance_path: Path | None) -> list[Path]:
