@@ -4,28 +4,23 @@ Topology: an edge (u, v) is removed with probability
 
     p^e_uv = min( (s_max − s_uv) / (s_max − μ_s) · p_e , p_τ ),   s_uv = log w_uv,
 
-where w_uv = (φ(u) + φ(v)) / 2 on undirected graphs and w_uv = φ(v) (the node the edge points to) on directed
-ones. Attributes: one mask m ∈ {0, 1}^F per view, shared by all nodes, m_i ~ Bern(1 − p^f_i), with p^f_i given by the
-same normalisation of s_i = log w_i, w_i = Σ_u x_ui φ(u) (binary features) or Σ_u |x_ui| φ(u) (dense features).
+where w_uv = (φ(u) + φ(v)) / 2 on undirected graphs and w_uv = φ(v) (the node the edge points to) on directed ones.
+Attributes: one mask m ∈ {0, 1}^F per view, shared by all nodes, m_i ~ Bern(1 − p^f_i), with p^f_i given by the same
+normalisation of s_i = log w_i, w_i = Σ_u x_ui φ(u) (binary features) or Σ_u |x_ui| φ(u) (dense features).
 
-Edge cases, defined here because the formula is undefined there:
+Edge cases, where the formula is undefined:
 
-* **Constant weights** (s_max = μ_s, e.g. a regular graph under degree centrality, or a single edge): every
-  probability is min(p, p_τ). This is the limit of the formula's intent: (s_max − s)/(s_max − μ_s) has mean 1,
-  so p sets the average removal rate, and with nothing to rank every item gets the average.
-* **All-zero feature columns** (w_i = 0, log w_i = −∞; the authors' code turns every probability into NaN here):
-  masking such a column changes nothing, so it is given p_τ and left out of s_max and μ_s, which are taken over
-  the columns that carry information.
+* **Constant weights** (s_max = μ_s: a regular graph under degree centrality, one edge): every probability min(p, p_τ).
+* **All-zero feature columns** (w_i = 0, log w_i = −∞): p_τ, and left out of s_max and μ_s (taken over the rest).
 * **No items** (a graph without edges): an empty probability vector; sampling returns no edges.
 
 The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = GRACE) give every item probability p.
 
-**Weighted graphs.** On a graph with ``edge_weight`` (or ``edge_attr``, :mod:`gca.graph.graph`) every kept edge keeps
-its own weight and features: a view's edge list is an :class:`~gca.graph.csr.EdgeList` carrying them, so the GCN
-of that view uses the weighted adjacency of the kept edges (both directions of a kept undirected unit carry the same
-weight — the cleaned graph guarantees it). The removal probabilities themselves stay the paper's: centrality φ is
-computed on the unweighted graph (:mod:`gca.augment.centrality`), so a weighted graph and the same graph without
-weights drop the same edges with the same draws.
+**Weighted graphs.** A view's edge list carries each kept edge's own weight and features (an
+:class:`~gca.graph.csr.EdgeList`), so its GCN uses the weighted adjacency of the kept edges. Centrality φ is computed on
+the unweighted graph, so a graph with weights and without drop the same edges with the same draws.
+
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ from ..graph.graph import Graph
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
-    """p_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ) with s = log w; zero weights get p_τ (module docstring).
+    """One float64 p_i = min((s_max − s_i)/(s_max − μ_s) · p, p_τ) per weight, s = log w; zero weights get p_τ.
 
     Parameters
     ----------
@@ -53,11 +48,6 @@ def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.T
         The mean probability p before the cut-off.
     p_tau
         p_τ, the cut-off.
-
-    Returns
-    -------
-    torch.Tensor
-        One float64 probability per weight.
     """
     weights = weights.to(torch.float64)
     if weights.numel() and (weights < 0).any():
@@ -87,25 +77,13 @@ UNIT_BLOCK = 1 << 20
 def edge_drop_probabilities(
     edge_index: torch.Tensor, centrality: torch.Tensor, symmetric: bool, p_e: tuple[float, ...], p_tau: float
 ) -> list[torch.Tensor]:
-    """Each view's p^e_uv (float32, in :func:`edge_units` order: the edges u < v of ``edge_index`` when
-    ``symmetric``, else every edge) from the edge centralities w_uv (:func:`edge_weights`), as
-    :func:`drop_probabilities` gives them — computed :data:`UNIT_BLOCK` units at a time: a first pass finds
-    max s and the mean of s = log w over the units with w > 0, a second writes every view's probabilities. No
-    unit list, weight or float64 array of all units is made (on 1.6·10⁹ units those would be 39 GB of temporaries),
-    only the results; the mean is a sum of block sums, equal to the whole array's within float64 rounding.
+    """Each view's p^e_uv for the mean removal probabilities ``p_e``, from the ``[N]`` node centrality, as
+    :func:`drop_probabilities` gives them (float32, in :func:`edge_units` order: the edges (u, v), u < v, of
+    ``edge_index``
+    when ``symmetric``, else every edge).
 
-    Parameters
-    ----------
-    edge_index
-        The cleaned graph's ``[2, E]`` edges.
-    centrality
-        ``[N]`` node centrality φ_c.
-    symmetric
-        Whether a unit is an undirected edge (u < v, both directions), else each directed edge.
-    p_e
-        Each view's mean removal probability.
-    p_tau
-        p_τ, the cut-off.
+    Two passes of :data:`UNIT_BLOCK` units at a time (max s and the mean of s = log w over units with w > 0, a sum of
+    block sums; then the probabilities), holding no array of all units besides the results.
     """
     centrality = centrality.to(torch.float64).cpu()
     source, target = edge_index.cpu()
@@ -148,15 +126,7 @@ def edge_drop_probabilities(
 
 
 def uniform_probabilities(count: int, p: float) -> torch.Tensor:
-    """``count`` probabilities all equal to ``p`` (float64): uniform augmentation.
-
-    Parameters
-    ----------
-    count
-        How many (units or feature columns).
-    p
-        The probability.
-    """
+    """``count`` probabilities all equal to ``p`` (float64): uniform augmentation."""
     return torch.full((count,), float(p), dtype=torch.float64)
 
 
@@ -164,14 +134,7 @@ def edge_units(graph: Graph, scheme: str = "paper") -> tuple[torch.Tensor, bool]
     """The edges that are kept or removed as one unit, and whether each unit stands for both directions.
 
     ``paper``: on undirected graphs each edge once (u < v), removed with both its directions, so every view stays
-    undirected. ``authors``: every directed edge on its own, as the authors' code samples them.
-
-    Parameters
-    ----------
-    graph
-        The cleaned graph.
-    scheme
-        ``"paper"`` or ``"authors"`` (another is a ``ValueError``).
+    undirected; ``authors``: every directed edge on its own, as the authors' code samples them; else a ``ValueError``.
     """
     if graph.directed or scheme == "authors":
         return graph.edge_index, False
@@ -181,19 +144,8 @@ def edge_units(graph: Graph, scheme: str = "paper") -> tuple[torch.Tensor, bool]
 
 
 def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, scheme: str = "paper") -> torch.Tensor:
-    """Edge centrality w_uv: mean of both ends (undirected, paper), else φ of the node the edge points to.
-
-    Parameters
-    ----------
-    units
-        ``[2, U]`` edge units (:func:`edge_units`).
-    centrality
-        ``[N]`` node centrality φ_c.
-    directed
-        Whether the graph is directed.
-    scheme
-        ``"paper"`` or ``"authors"``.
-    """
+    """Edge centrality w_uv of the ``[2, U]`` units: mean of both ends (undirected, paper), else φ of the node the edge
+    points to."""
     centrality = centrality.to(torch.float64).cpu()
     source, target = units.cpu()
     if directed or scheme == "authors":
@@ -204,14 +156,8 @@ def edge_weights(units: torch.Tensor, centrality: torch.Tensor, directed: bool, 
 
 
 def is_binary(features: sp.csr_matrix | np.ndarray) -> bool:
-    """Whether every value is 0 or 1; a dense matrix is read in row chunks and the answer is no at the first
-    chunk holding another value (real-valued features: the first chunk).
-
-    Parameters
-    ----------
-    features
-        The raw features (SciPy sparse or dense).
-    """
+    """Whether every value is 0 or 1; a dense matrix is read in row chunks, stopping at the first chunk holding another
+    value."""
     if sp.issparse(features):
         return bool(np.isin(features.data, (0.0, 1.0)).all())
     values = np.asarray(features)
@@ -225,10 +171,10 @@ def is_binary(features: sp.csr_matrix | np.ndarray) -> bool:
 def feature_weights(
     features: sp.csr_matrix | np.ndarray, centrality: torch.Tensor, weighting: str = "auto"
 ) -> torch.Tensor:
-    """w_i = Σ_u x_ui φ(u) over occurrences (``binary``: x_ui ≠ 0 counts as 1) or Σ_u |x_ui| φ(u) (``dense``).
+    """The ``[F]`` float64 weights w_i = Σ_u x_ui φ(u) over occurrences (``binary``: x_ui ≠ 0 counts as 1) or
+    Σ_u |x_ui| φ(u) (``dense``).
 
-    ``auto`` picks ``binary`` when every feature value is 0 or 1 — where both formulas agree — and ``dense``
-    otherwise.
+    ``auto`` picks ``binary`` when every feature value is 0 or 1 — where both formulas agree — and ``dense`` otherwise.
 
     Parameters
     ----------
@@ -238,11 +184,6 @@ def feature_weights(
         ``[N]`` node centrality φ_c.
     weighting
         ``"auto"``, ``"binary"`` or ``"dense"`` (another is a ``ValueError``).
-
-    Returns
-    -------
-    torch.Tensor
-        ``[F]`` float64 weights w_i.
     """
     if weighting == "auto":
         weighting = "binary" if is_binary(features) else "dense"
@@ -264,21 +205,11 @@ def feature_weights(
 
 
 class EdgeDropper:
-    """One view's topology augmentation: each unit — an edge, or on undirected graphs the pair (u, v), (v, u) —
-    removed with its own probability p^e, drawn afresh at every call.
+    """One view's topology augmentation: each unit — an edge, or on undirected graphs (``symmetric``) the pair (u, v),
+    (v, u) — removed with its own probability (``prob``, ``[U]`` in :attr:`units` order), drawn afresh at every call.
 
-    It holds the graph's coalesced ``edge_index`` (shared, not copied) and, when ``symmetric``, lists the units
-    (u, v) with u < v from it on the first draw only: mini-batch training never draws whole-graph views, so on a
-    graph of 10^8 edges it never holds that second gigabyte-sized edge list.
-
-    Parameters
-    ----------
-    edge_index
-        The graph's coalesced ``[2, E]`` edges.
-    symmetric
-        Whether a unit is an undirected edge (u < v) dropped with both its directions.
-    prob
-        ``[U]`` removal probabilities, one per unit in :attr:`units` order.
+    It holds the graph's coalesced ``edge_index`` (shared, not copied) and, when ``symmetric``, lists the units (u, v)
+    with u < v from it on the first draw only.
     """
 
     def __init__(self, edge_index: torch.Tensor, symmetric: bool, prob: torch.Tensor) -> None:
@@ -301,24 +232,13 @@ class EdgeDropper:
         return self._units
 
     def to(self, device: torch.device | str) -> EdgeDropper:
-        """A copy on ``device``.
-
-        Parameters
-        ----------
-        device
-            The target device.
-        """
+        """A copy on ``device``."""
         return EdgeDropper(self.edge_index.to(device), self.symmetric, self.prob.to(device))
 
     def draw(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """[U] bool: which units one view keeps — one uniform draw r_u per unit, in ``units`` order, kept when
-        r_u ≥ p_u. Every sampler of edges (this one's call, :mod:`gca.augment.transforms`) draws through here.
-
-        Parameters
-        ----------
-        generator
-            The generator drawn from; ``None`` for PyTorch's global one.
-        """
+        """[U] bool: which units one view keeps — one uniform draw r_u per unit from ``generator`` (``None``: PyTorch's
+        global one), in ``units`` order, kept when r_u ≥ p_u. Every sampler of edges (this one's call,
+        :mod:`gca.augment.transforms`) draws through here."""
         return torch.rand(self.prob.shape, generator=generator, device=self.prob.device) >= self.prob
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -339,13 +259,8 @@ class EdgeDropper:
 
 @dataclass
 class FeatureMasker:
-    """One view's attribute masking: one mask m ∈ {0, 1}^F shared by all nodes, m_i ~ Bern(1 − p^f_i).
-
-    Parameters
-    ----------
-    prob
-        ``[F]`` masking probabilities p^f_i.
-    """
+    """One view's attribute masking: one mask m ∈ {0, 1}^F shared by all nodes, m_i ~ Bern(1 − p^f_i), ``prob`` the
+    ``[F]`` p^f_i."""
 
     prob: torch.Tensor  # [F] masking probabilities
 
@@ -360,16 +275,8 @@ class FeatureMasker:
 
 @dataclass
 class ViewAugmentor:
-    """Samples one view t ~ T: a kept edge set (:class:`EdgeDropper`) and a feature mask (:class:`FeatureMasker`),
-    from probabilities computed once on the full graph.
-
-    Parameters
-    ----------
-    edges
-        The view's edge dropper.
-    features
-        The view's feature masker.
-    """
+    """Samples one view t ~ T: a kept edge set (:class:`EdgeDropper`) and a feature mask (:class:`FeatureMasker`), from
+    probabilities computed once on the full graph."""
 
     edges: EdgeDropper
     features: FeatureMasker
@@ -388,23 +295,11 @@ class ViewAugmentor:
         return ViewAugmentor(self.edges.to(device), self.features.to(device))
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """One view's kept edges (:class:`EdgeDropper`'s call).
-
-        Parameters
-        ----------
-        generator
-            The generator drawn from; ``None`` for PyTorch's global one.
-        """
+        """One view's kept edges (:class:`EdgeDropper`'s call)."""
         return self.edges(generator)
 
     def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """One view's feature mask m, ``[F]`` float32 (:class:`FeatureMasker`'s call).
-
-        Parameters
-        ----------
-        generator
-            The generator drawn from; ``None`` for PyTorch's global one.
-        """
+        """One view's feature mask m, ``[F]`` float32 (:class:`FeatureMasker`'s call)."""
         return self.features(generator)
 
 
@@ -419,7 +314,7 @@ def build_augmentors(
     edge_scheme: str = "paper",
     feature_weighting: str = "auto",
 ) -> tuple[ViewAugmentor, ViewAugmentor]:
-    """The two view samplers of GCA, their probabilities computed once from the original graph.
+    """The samplers of GCA's view 1 and view 2, their probabilities computed once from the original graph.
 
     ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
 
@@ -440,15 +335,10 @@ def build_augmentors(
     feature_mask
         ``"adaptive"`` or ``"uniform"`` (the GCA–A ablation).
     edge_scheme
-        ``"paper"`` (undirected edges dropped as one) or ``"authors"`` (each direction on its own, weighted by the
-        tail node's centrality).
+        ``"paper"`` (undirected edges dropped as one) or ``"authors"`` (each direction on its own, weighted by the tail
+        node's centrality).
     feature_weighting
         ``"auto"``, ``"binary"`` or ``"dense"`` (:func:`feature_weights`).
-
-    Returns
-    -------
-    tuple[ViewAugmentor, ViewAugmentor]
-        The samplers of view 1 and view 2.
     """
     symmetric = not (graph.directed or edge_scheme == "authors")
     adaptive_edges = edge_drop == "adaptive" and centrality is not None

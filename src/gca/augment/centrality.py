@@ -1,29 +1,23 @@
-"""Node centrality φ_c (Section 3.2 of Zhu et al., *Graph Contrastive Learning with Adaptive Augmentation*, WWW 2021).
-
-Three measures are provided, each computed once per graph on a sparse adjacency matrix (SciPy), never with
-networkx and never with a dense N×N matrix:
+"""Node centrality φ_c (Section 3.2 of Zhu et al., WWW 2021), computed once per graph on a SciPy sparse adjacency.
 
 * **degree** — the number of neighbours; on directed graphs the in-degree (nodes pointing at v confer influence).
-* **eigenvector** — the leading eigenvector of A (on directed graphs the eigenvector that sums *incoming* edges,
-  i.e. of Aᵀ with A_uv = 1 for an edge u → v).
-* **pagerank** — the solution of σ = α A D⁻¹ σ + 1 with α = 0.85, iterated until the largest change is below a
-  relative tolerance (not a fixed number of steps).
+* **eigenvector** — the leading eigenvector of A (on directed graphs the eigenvector that sums *incoming* edges, i.e. of
+  Aᵀ with A_uv = 1 for an edge u → v).
+* **pagerank** — the solution of σ = α A D⁻¹ σ + 1 with α = 0.85, iterated until the largest change is below a relative
+  tolerance.
 
 Conventions shared by all three, so that every score is finite and strictly positive (the paper takes log φ):
 
-* The graph is taken as given after :func:`gca.graph.csr.binary_adjacency`: duplicate edges count once and
-  self-loops are ignored (a self-loop is not influence conferred by another node).
-* A node whose score is zero — an isolated node, a node no edge points to on a directed graph, or a node whose
-  component has no cycle for the eigenvector measure — gets **half the smallest positive score** of the graph.
-  It therefore ranks below every node that has a positive score, and log φ stays finite. If no node has a positive
-  score (a graph without edges) every score is 1.
-* **Eigenvector centrality on a graph with several components.** The leading eigenvector of the whole adjacency
-  matrix is zero outside the component with the largest spectral radius, so it says nothing about the other
-  components (and power iteration, as in the authors' networkx call, may fail to converge). We compute the
-  Perron vector of each (weakly) connected component, scale it to a maximum of λ_c / λ_max — λ_c the
-  component's spectral radius — and join them. On a connected graph this is the ordinary eigenvector centrality
-  up to scale, and the augmentation probabilities depend on log φ only through differences, so they are exactly
-  the paper's.
+* The graph is taken as :func:`gca.graph.csr.binary_adjacency` gives it: duplicate edges count once, self-loops are
+  ignored.
+* A node whose score is zero — an isolated node, a node no edge points to on a directed graph, or a node whose component
+  has no cycle for the eigenvector measure — gets **half the smallest positive score** of the graph, so it ranks below
+  every node with a positive score. If no node has a positive score (a graph without edges) every score is 1.
+* **Eigenvector centrality on several components**: the Perron vector of each (weakly) connected component, scaled to a
+  maximum of λ_c / λ_max — λ_c the component's spectral radius — and joined. On a connected graph this is the ordinary
+  eigenvector centrality up to scale.
+
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -54,22 +48,8 @@ def _positive(scores: np.ndarray) -> np.ndarray:
 
 
 def degree_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Degree (undirected) or in-degree (directed) of every node, with zeros replaced as documented.
-
-    Parameters
-    ----------
-    edge_index
-        The graph's ``[2, E]`` edges.
-    num_nodes
-        N, the graph's nodes.
-    directed
-        Read the edges as directed; ``False`` takes each edge in both directions.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[N]`` float64 scores.
-    """
+    """Degree (undirected) or in-degree (``directed``) of every node as ``[N]`` float64 scores, with zeros replaced as
+    documented."""
     simple = _is_coalesced(edge_index, num_nodes) and not has_self_loops(edge_index)
     if simple and (directed or _is_symmetric(edge_index, num_nodes)):
         # a prepared graph's edges (sorted, no repeats, no loops; both directions when undirected): the in-degree
@@ -115,22 +95,8 @@ def _perron_vector(block: sp.csr_matrix) -> tuple[float, np.ndarray]:
 
 
 def eigenvector_centrality(edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Leading-eigenvector centrality, component by component (see module docstring).
-
-    Parameters
-    ----------
-    edge_index
-        The graph's ``[2, E]`` edges.
-    num_nodes
-        N, the graph's nodes.
-    directed
-        Read the edges as directed; ``False`` takes each edge in both directions.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[N]`` float64 scores.
-    """
+    """Leading-eigenvector centrality, component by component (module docstring), as ``[N]`` float64 scores;
+    ``directed=False`` takes each edge in both directions."""
     adj = binary_adjacency(edge_index, num_nodes)
     if directed:
         adj = adj.T.tocsr()  # x_v ∝ Σ_u A_uv x_u: centrality flows along incoming edges
@@ -162,12 +128,10 @@ def pagerank_centrality(
     tol: float = 1e-10,
     max_iter: int = 10_000,
 ) -> torch.Tensor:
-    """PageRank scores σ = α A D⁻¹ σ + 1 (Eq. 5 of the paper), solved by fixed-point iteration.
+    """PageRank scores σ = α A D⁻¹ σ + 1 (Eq. 5 of the paper), ``[N]`` float64, solved by fixed-point iteration.
 
-    Here (A D⁻¹ σ)_v = Σ_{u → v} σ_u / d_out(u). A node without out-edges passes nothing on (its column of D⁻¹ is
-    taken as zero), so every score is at least 1. Undirected graphs are treated as directed ones with both
-    directions of each edge. The iteration is a contraction with factor ≤ α and stops once the largest change is
-    below ``tol`` times the largest score.
+    Here (A D⁻¹ σ)_v = Σ_{u → v} σ_u / d_out(u). A node without out-edges passes nothing on (its column of D⁻¹ is taken
+    as zero), so every score is at least 1. The iteration is a contraction with factor ≤ α.
 
     Parameters
     ----------
@@ -183,11 +147,6 @@ def pagerank_centrality(
         The iteration stops once the largest change is below ``tol`` times the largest score.
     max_iter
         The most iterations made.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[N]`` float64 scores, each at least 1.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"PageRank damping alpha must lie in (0, 1), got {alpha}")
@@ -217,7 +176,7 @@ _MEASURES: dict[str, Callable[..., torch.Tensor]] = {
 
 
 def node_centrality(name: str, edge_index: torch.Tensor, num_nodes: int, directed: bool = False) -> torch.Tensor:
-    """Node centrality by name (``degree``, ``eigenvector`` or ``pagerank``) as float64, strictly positive.
+    """Node centrality by name as ``[N]`` float64 scores φ_c(v) > 0.
 
     Parameters
     ----------
@@ -229,11 +188,6 @@ def node_centrality(name: str, edge_index: torch.Tensor, num_nodes: int, directe
         N, the graph's nodes.
     directed
         Read the edges as directed; ``False`` takes each edge in both directions.
-
-    Returns
-    -------
-    torch.Tensor
-        ``[N]`` float64 scores φ_c(v) > 0.
     """
     try:
         measure = _MEASURES[name]

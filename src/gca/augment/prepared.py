@@ -1,14 +1,13 @@
 """What GCA computes once per graph before training: the cleaned graph, node centrality and both views' samplers.
 
 :func:`prepare` cleans the graph (:func:`gca.graph.graph.prepare_graph`, unless it is a :class:`~gca.graph.graph.Graph`
-already), computes node centrality φ_c (:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds
-the two views' removal and masking probabilities (:func:`gca.augment.augmentors.build_augmentors`). Training
+already), computes node centrality φ_c (:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds the
+two views' removal and masking probabilities (:func:`gca.augment.augmentors.build_augmentors`). Training
 (:mod:`gca.train`) and the PyTorch Geometric transforms (:mod:`gca.augment.transforms`) start from it.
 
-A graph with ``edge_weight`` or ``edge_attr`` (:mod:`gca.graph.graph`) gets a line in ``Graph.warnings`` for each of
-them that the encoder does not use (:func:`gca.nn.encoders.unused_edge_values`): e.g. "edge_attr is not used by the
-gcn encoder; use encoder=gat (edge_dim) or give edge_weight". Centrality, and so every removal probability, is
-computed on the unweighted graph whether or not it has weights.
+A graph with ``edge_weight`` or ``edge_attr`` gets a line in ``Graph.warnings`` for each of them that the encoder does
+not use (:func:`gca.nn.encoders.unused_edge_values`). Centrality, and so every removal probability, is computed on the
+unweighted graph.
 """
 
 from __future__ import annotations
@@ -39,8 +38,7 @@ from .centrality import node_centrality
 
 @dataclass
 class PreparedGraph:
-    """What GCA computes once per graph: the cleaned graph, node centrality (``None`` for uniform augmentation)
-    and the two view samplers with their per-edge and per-feature probabilities.
+    """What GCA computes once per graph: the cleaned graph, node centrality and the two view samplers.
 
     Parameters
     ----------
@@ -76,14 +74,8 @@ class Kept(Protocol):
 
 
 def one_way_note(edges: int) -> str:
-    """The warning for a graph given without ``directed`` whose every edge is listed one way only: it is trained as
-    a directed graph, which a graph exported without ``to_undirected`` is not meant to be.
-
-    Parameters
-    ----------
-    edges
-        The graph's edges (self-loops and repeats aside).
-    """
+    """The warning for a graph of ``edges`` edges given without ``directed`` whose every edge is listed one way only: it
+    is trained as a directed graph, which a graph exported without ``to_undirected`` is not meant to be."""
     return (
         f"every edge of the graph is listed one way only (none of its {edges} edges has its reverse), so it is "
         "trained as a directed graph; pass directed=False if it is undirected (each edge then gets its reverse), "
@@ -92,17 +84,9 @@ def one_way_note(edges: int) -> str:
 
 
 def preparation_steps(config: GCAConfig, clean: bool = True) -> list[str]:
-    """The steps :func:`prepare` takes, in order, as it names them to ``on_step`` (a progress bar counts them):
-    cleaning (``clean``: it is given a ``Data``, not a :class:`Graph`), centrality (adaptive augmentation), the
-    views' probabilities.
-
-    Parameters
-    ----------
-    config
-        The run's settings.
-    clean
-        Whether the graph is cleaned first.
-    """
+    """The steps :func:`prepare` takes, in order, as it names them to ``on_step`` (a progress bar counts them): cleaning
+    (``clean``: it is given a ``Data``, not a :class:`Graph`), centrality (adaptive augmentation), the views'
+    probabilities."""
     steps = ["cleaned"] if clean else []
     if _adaptive(config):
         steps.append(f"centrality {config.centrality}")
@@ -122,36 +106,28 @@ def prepare(
     store: Kept | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> PreparedGraph:
-    """Clean ``data`` (unless it is a :class:`Graph` already) and compute centrality and both views' probabilities.
-    ``encoder``: a user's encoder, else the one ``config.encoder`` names, for the warnings on unused edge values.
-
-    ``store``: where centrality, the probabilities and (for mini-batch training on an undirected graph) the
-    sampler's unit ids are read from when an earlier run kept them, and kept for later runs when not — each under
-    a name that says everything it depends on besides the graph (the centrality's kind; every augmentation
-    setting), so a run with other settings computes its own.
+    """The :class:`PreparedGraph` of ``data``: cleaned (unless it is a :class:`Graph` already), its centrality and both
+    views' samplers.
 
     Parameters
     ----------
     data
-        A PyG ``Data`` (cleaned by :func:`~gca.graph.graph.prepare_graph`) or a cleaned
-        :class:`~gca.graph.graph.Graph`.
+        A PyG ``Data`` (cleaned by :func:`~gca.graph.graph.prepare_graph`) or a cleaned :class:`~gca.graph.graph.Graph`.
     config
         The settings the probabilities depend on (centrality, p_e, p_f, p_τ, schemes, ``feature_norm``).
     directed
-        How a ``Data`` is read: ``None`` undirected exactly when every edge has its reverse, ``False`` undirected
-        (an edge listed one way gets its reverse), ``True`` directed.
+        How a ``Data`` is read: ``None`` undirected exactly when every edge has its reverse, ``False`` undirected (an
+        edge listed one way gets its reverse), ``True`` directed.
     encoder
         A user's encoder, for the warnings on edge weights or features it does not read; ``None`` for
         ``config.encoder``.
     store
-        Where the arrays are kept between runs (:class:`Kept`); ``None``: computed here.
+        Where centrality, the probabilities and (for mini-batch training on an undirected graph) the sampler's unit ids
+        are read from when an earlier run kept them, and kept when not (:class:`Kept`) — each under a name that says
+        everything it depends on besides the graph, so a run with other settings computes its own; ``None``: computed
+        here.
     on_step
         Told the name of each step (:func:`preparation_steps`) once it is done; ``None`` for nothing.
-
-    Returns
-    -------
-    PreparedGraph
-        The graph, centrality and both views' samplers.
     """
     start = time.perf_counter()
     done = on_step or (lambda name: None)

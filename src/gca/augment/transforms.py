@@ -4,49 +4,27 @@
 >>> view = AdaptiveAugmentation(p_e=0.3, p_f=0.2, centrality="degree")
 >>> v1, v2 = view(data), view(data)    # two views of a torch_geometric.data.Data  # doctest: +SKIP
 
-:class:`AdaptiveEdgeDropping` removes edges with the probability of Eq. (3)–(6) of Zhu et al. (WWW 2021) for the
-chosen centrality; :class:`AdaptiveFeatureMasking` zeroes each feature column with the probability of Eq. (7)–(10);
-:class:`AdaptiveAugmentation` does both, as one GCA view. The rules:
+:class:`AdaptiveEdgeDropping` removes edges with the probability of Eq. (3)–(6) of Zhu et al. (WWW 2021),
+:class:`AdaptiveFeatureMasking` zeroes feature columns with that of Eq. (7)–(10), :class:`AdaptiveAugmentation` does
+both, as one GCA view. Both probabilities belong to the *original* graph: give each transform the original graph, not
+the other's output. The rules:
 
-* **Input.** A homogeneous ``Data`` (a ``Batch`` of them is one graph) with ``edge_index``. Feature masking also
-  needs ``x``; edge dropping needs only the node count (``data.num_nodes``). Anything else — ``HeteroData``, a
-  ``Data`` without ``edge_index`` — is refused in one line (:class:`TransformError`), and so is a graph gca cannot
-  use (:class:`~gca.graph.graph.GraphError`: ids out of range, NaN features, …).
-* **Which edges go.** The probabilities belong to the graph as gca cleans it (:func:`~gca.graph.graph.prepare_graph`:
-  self-loops dropped, repeated edges merged, undirected when every edge has its reverse). Each *unit* of that graph —
-  an undirected edge {u, v}, or on a directed graph an edge (u, v) — is kept or dropped as one, and every input edge
-  goes with its unit: both directions of an undirected edge and all repeats of an edge are kept or dropped together.
-  Self-loops are no part of GCA's graph (its GCN adds its own): they are never dropped.
-* **What is returned.** The input's own edges — the kept ones, in the input's order, dtype and device — and every
-  per-edge attribute indexed with them, so row i stays with edge i: each key for which PyG's ``Data.is_edge_attr``
-  holds (``edge_attr``, ``edge_weight``, ``edge_type``, …; tensors, arrays and lists). Keys naming ``edge_label``
-  are left as they are: they hold the supervision pairs of a link split, not edges of the graph, and their count
-  can equal the number of edges (``RandomLinkSplit``'s training split). A ``Batch``'s per-graph edge slices follow
-  the kept edges. A ``Data`` that holds its edges a second time as a sparse adjacency (``adj``, ``adj_t``) is
-  refused by edge dropping, which could not drop them there. Everything else is shared with the input, which is
-  left as it was.
-* **What is computed once.** Centrality and the edge probabilities depend only on the edges: they are computed once
-  per ``edge_index`` tensor (and node count). The feature probabilities depend on the values of ``x`` too: they are
-  computed again only when those change. The transform holds the latest ``x`` of each graph, and a new ``x`` tensor
-  equal to it — ``Compose([NormalizeFeatures(), AdaptiveAugmentation()])`` makes one at every call — is recognised
-  by one comparison; other values are weighed afresh (what :func:`~gca.augment.prepared.prepare` computes for them).
-  A tensor changed in place is noticed, through PyTorch or through a NumPy view of it (``data.x.numpy()[:, 0] = 5``,
-  which moves no version counter), and so is an inference-mode tensor's change: each call compares the held tensors'
-  :func:`~gca.graph.csr.content_key` — a CRC-32 of their bytes, one pass over them (measured: docs/encoders.md).
-  A transform holds at most ``cache_size`` graphs (a class attribute, 4),
-  the least recently used dropped first, and forgets a graph when its ``edge_index`` is freed.
-  A pipeline that makes a new ``edge_index`` at every call (``ToUndirected`` or ``AddSelfLoops`` before the
-  transform) computes centrality at every call: give such steps to the dataset's ``pre_transform``. Copies and
-  pickles of a transform start with nothing held.
-* **What is drawn.** Each call draws one uniform number per unit, in the order of the cleaned graph's units
-  (:meth:`~gca.augment.augmentors.EdgeDropper.draw`), then, when it masks, one per feature column: given a
-  ``generator``, a transform draws exactly what gca's own view sampler (:class:`gca.augment.augmentors.ViewAugmentor`)
-  draws from it, and on an already clean graph keeps the very edges the sampler returns (in the input's order, not
-  the sampler's).
+* **Input.** A homogeneous ``Data`` (a ``Batch`` is one graph) with ``edge_index``, and ``x`` for masking; anything else
+  is refused in one line (:class:`TransformError`), as is a graph gca cannot use (:class:`~gca.graph.graph.GraphError`).
+* **Which edges go.** Each *unit* of the graph as :func:`~gca.graph.graph.prepare_graph` cleans it (an undirected edge
+  {u, v}, or a directed edge) is kept or dropped with all its input edges (both directions, repeats). Self-loops are
+  never dropped.
+* **What is returned.** The kept input edges in the input's order, dtype and device, with every per-edge attribute
+  (``Data.is_edge_attr``; not keys naming ``edge_label``) and a ``Batch``'s edge slices indexed alike; the rest is
+  shared with the unchanged input. Edge dropping refuses a ``Data`` that also holds ``adj`` or ``adj_t``.
+* **What is computed once.** Centrality and edge probabilities per ``edge_index`` tensor and node count, feature
+  probabilities per values of ``x``, for at most ``cache_size`` (4) graphs, each forgotten when its ``edge_index`` is
+  freed; a change in place is noticed (:func:`~gca.graph.csr.content_key`). Copies and pickles start with nothing held.
+* **What is drawn.** One uniform number per unit, in the cleaned graph's unit order
+  (:meth:`~gca.augment.augmentors.EdgeDropper.draw`), then (when it masks) one per feature column: with a ``generator``,
+  what :class:`~gca.augment.augmentors.ViewAugmentor` draws from it, keeping on a clean graph the very edges it keeps.
 
-Both probabilities belong to the *original* graph (centrality on its edges, feature weights on its features), so
-give each transform the original graph — not the output of the other; :class:`AdaptiveAugmentation` is the two
-together.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -163,18 +141,8 @@ class _AdaptiveTransform(BaseTransform):
         self._graphs: OrderedDict[int, _GraphPart] = OrderedDict()  # id of edge_index → its part, oldest first
 
     def view(self, data: Data) -> ViewAugmentor:
-        """The view sampler of ``data`` (computed on the first call for this graph, then cached).
-
-        Parameters
-        ----------
-        data
-            A homogeneous ``Data`` with ``edge_index`` (and ``x``).
-
-        Returns
-        -------
-        ViewAugmentor
-            The edge dropper and feature masker of ``data``'s probabilities.
-        """
+        """The view sampler of ``data`` (a homogeneous ``Data`` with ``edge_index`` and ``x``), computed on the first
+        call for this graph, then cached."""
         return self._view(data, self._graph(data))
 
     def _graph(self, data: Data) -> _GraphPart:
@@ -255,9 +223,6 @@ class _AdaptiveTransform(BaseTransform):
 class AdaptiveEdgeDropping(_AdaptiveTransform):
     """Drop edges with GCA's adaptive probabilities: p^e_uv = min((s_max − s_uv)/(s_max − μ_s) · p, p_τ).
 
-    Returns the kept input edges with every per-edge attribute (``edge_attr``, ``edge_weight``, …) indexed alike;
-    self-loops are kept (module docstring).
-
     Parameters
     ----------
     p
@@ -265,11 +230,9 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
     p_tau
         p_τ, the cut-off no probability exceeds (in (0, 1)).
     centrality
-        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
-        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+        φ_c: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or ``"uniform"`` (GRACE's: every unit ``p``).
     generator
-        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
-        it); ``None`` for PyTorch's global generator.
+        Every draw's ``torch.Generator`` (then it draws what gca's view sampler draws); ``None``: the global one.
     """
 
     def __init__(
@@ -278,17 +241,12 @@ class AdaptiveEdgeDropping(_AdaptiveTransform):
         super().__init__(p, 0.0, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
-        """One draw: ``data`` without the dropped edges.
+        """One draw: a new ``Data`` with the kept edges and their per-edge attributes; the rest shared with ``data``.
 
         Parameters
         ----------
         data
             A homogeneous ``Data`` (or ``Batch``) with ``edge_index``; it is not changed.
-
-        Returns
-        -------
-        Data
-            A new ``Data`` holding the kept edges and their per-edge attributes; everything else shared with ``data``.
         """
         graph = self._graph(data)
         self._refuse_adjacency(data)
@@ -305,11 +263,9 @@ class AdaptiveFeatureMasking(_AdaptiveTransform):
     p_tau
         p_τ, the cut-off no probability exceeds (in (0, 1)).
     centrality
-        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
-        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+        φ_c: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or ``"uniform"`` (GRACE's: every column ``p``).
     generator
-        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
-        it); ``None`` for PyTorch's global generator.
+        Every draw's ``torch.Generator`` (then it draws what gca's view sampler draws); ``None``: the global one.
     """
 
     def __init__(
@@ -318,17 +274,12 @@ class AdaptiveFeatureMasking(_AdaptiveTransform):
         super().__init__(0.0, p, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
-        """One draw: ``data`` with the masked feature columns zeroed.
+        """One draw: a new ``Data`` whose ``x`` has the masked columns zeroed; the rest shared with ``data``.
 
         Parameters
         ----------
         data
             A homogeneous ``Data`` with ``x`` and ``edge_index``; it is not changed.
-
-        Returns
-        -------
-        Data
-            A new ``Data`` whose ``x`` has the masked columns zeroed; everything else shared with ``data``.
         """
         return _masked(data, self.view(data).sample_feature_mask(self.generator))
 
@@ -345,11 +296,9 @@ class AdaptiveAugmentation(_AdaptiveTransform):
     p_tau
         p_τ, the cut-off no probability exceeds (in (0, 1)).
     centrality
-        φ_c, the node centrality the probabilities derive from: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or
-        ``"uniform"`` (every unit the same probability ``p``: GRACE's uniform augmentation).
+        φ_c: ``"degree"``, ``"eigenvector"``, ``"pagerank"``, or ``"uniform"`` (GRACE's: ``p_e``, ``p_f`` for all).
     generator
-        The ``torch.Generator`` every draw comes from (then a transform draws what gca's view sampler draws from
-        it); ``None`` for PyTorch's global generator.
+        Every draw's ``torch.Generator`` (then it draws what gca's view sampler draws); ``None``: the global one.
     """
 
     def __init__(
@@ -363,17 +312,12 @@ class AdaptiveAugmentation(_AdaptiveTransform):
         super().__init__(p_e, p_f, p_tau, centrality, generator)
 
     def forward(self, data: Data) -> Data:
-        """One draw: a GCA view of ``data`` (edges dropped, then feature columns masked).
+        """One draw: a GCA view of ``data``, its kept edges with their attributes and its masked columns zeroed.
 
         Parameters
         ----------
         data
             A homogeneous ``Data`` (or ``Batch``) with ``x`` and ``edge_index``; it is not changed.
-
-        Returns
-        -------
-        Data
-            One view: the kept edges with their attributes, and ``x`` with the masked columns zeroed.
         """
         graph = self._graph(data)
         self._refuse_adjacency(data)

@@ -15,14 +15,7 @@ import torch
 
 
 def index_dtype(num_nodes: int) -> torch.dtype:
-    """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64 — int32
-    takes half the bytes per edge.
-
-    Parameters
-    ----------
-    num_nodes
-        N.
-    """
+    """The dtype a cleaned graph's edge list is kept in: int32 while node ids fit (N < 2³¹), else int64."""
     return torch.int32 if num_nodes < 2**31 else torch.long
 
 
@@ -30,10 +23,9 @@ class EdgeList(torch.Tensor):
     """A ``[2, E]`` edge index that carries its edges' values: ``edge_weight`` ([E] float32 or ``None``) and
     ``edge_attr`` ([E, …] or ``None``), row i belonging to column i.
 
-    Made with :func:`edge_list`. Torch operations on it return plain tensors (its torch-function override is
-    disabled), so an indexed, permuted or concatenated copy never keeps values that no longer line up with its
-    columns; :meth:`to`, :meth:`cpu` and :meth:`long`, which keep the column order, carry them along. Read them
-    with :func:`edge_values`, which gives ``(None, None)`` for a plain tensor.
+    Made with :func:`edge_list`. Torch operations on it return plain tensors (its torch-function override is disabled),
+    so an indexed, permuted or concatenated copy never keeps values that no longer line up with its columns; :meth:`to`,
+    :meth:`cpu` and :meth:`long`, which keep the column order, carry them along. Read them with :func:`edge_values`.
     """
 
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -68,18 +60,8 @@ class EdgeList(torch.Tensor):
 def edge_list(
     edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None, edge_attr: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``edge_index`` carrying ``edge_weight`` and ``edge_attr`` (one row per column), as an :class:`EdgeList`;
-    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges.
-    edge_weight
-        ``[E]`` weights, or ``None``.
-    edge_attr
-        ``[E, D]`` edge features, or ``None``.
-    """
+    """``edge_index`` ([2, E]) carrying ``edge_weight`` ([E]) and ``edge_attr`` ([E, D]) as an :class:`EdgeList`;
+    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied."""
     if edge_weight is None and edge_attr is None:
         return edge_index.as_subclass(torch.Tensor) if isinstance(edge_index, EdgeList) else edge_index
     count = edge_index.shape[1]
@@ -96,30 +78,14 @@ def edge_list(
 
 
 def edge_values(edge_index: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor.
-
-    Parameters
-    ----------
-    edge_index
-        An :class:`EdgeList` or a plain tensor.
-    """
+    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor."""
     return getattr(edge_index, "edge_weight", None), getattr(edge_index, "edge_attr", None)
 
 
 def scatter_positions(cursor: np.ndarray, rows: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Positions for entries destined to ``rows`` (any order): each row's next free slots from ``cursor`` — in the
-    entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions):
-    entry ``order[i]`` goes to ``positions[i]``.
-
-    Parameters
-    ----------
-    cursor
-        Each row's next free slot (advanced here).
-    rows
-        The row of each entry.
-    stable
-        Keep the entries' order within a row.
-    """
+    entries' order within a row when ``stable`` —; ``cursor`` advances past them. Returns (order, positions): entry
+    ``order[i]`` goes to ``positions[i]``."""
     if stable:  # ties in input order: one introsort of (row, position) keys, cheaper than a stable sort of rows
         order = np.argsort(rows.astype(np.int64) * max(rows.size, 1) + np.arange(rows.size))
     else:
@@ -136,21 +102,9 @@ def scatter_positions(cursor: np.ndarray, rows: np.ndarray, stable: bool = True)
 
 
 def edge_list_csr(edge_index: torch.Tensor, num_nodes: int, data: np.ndarray) -> sp.csr_matrix:
-    """A (num_nodes × num_nodes) SciPy CSR whose row v holds the edges (v, u) of an ``edge_index`` sorted by
-    source, with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. The
-    target column is the column array itself (no copy for a compact graph); only the row pointers are new. Its
-    ``tocsc()`` (SciPy's linear-time counting sort) is the cheap transpose that symmetry checks and reverse
-    positions read.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges sorted by source.
-    num_nodes
-        N.
-    data
-        One value per edge.
-    """
+    """A (num_nodes × num_nodes) SciPy CSR whose row v holds the edges (v, u) of an ``edge_index`` sorted by source,
+    with ``data`` (one value per edge) as its entries; indices int32 below 2³¹ edges and nodes. Its column array is the
+    edge list's target row itself; only the row pointers are new."""
     kind = np.int32 if max(edge_index.shape[1], num_nodes) < 2**31 else np.int64
     source, target = edge_index.cpu().numpy()
     indptr = np.zeros(num_nodes + 1, dtype=kind)
@@ -164,23 +118,11 @@ PAIR_BLOCK = 1 << 22
 
 def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarray | None = None) -> bool:
     """Whether every edge (u, v) of a coalesced ``edge_index`` (sorted by source, then target, no repeats) has its
-    reverse (v, u) — self-loops pair with themselves —; with ``units``, also each non-loop edge's augmentation
-    unit written there: the forward edges (u < v) numbered in ``edge_index`` order, (v, u) in the unit of (u, v).
+    reverse (v, u) — self-loops pair with themselves —; with ``units`` (E entries), also each non-loop edge's
+    augmentation unit written there: the forward edges (u < v) numbered in ``edge_index`` order, (v, u) in the unit of
+    (u, v).
 
-    Read :data:`PAIR_BLOCK` edges at a time with no edge-sized temporary, only node-sized counts: row u's forward
-    edges (u, v), v > u ascending, are units F(u), F(u) + 1, … (F(u): the forward edges in the rows before u) and
-    sit at positions start(u) + L(u) + 0, 1, … of the edge list (L(u): row u's entries below or on the diagonal);
-    the backward edges (v, u), v > u, met in row order, reach u in that same ascending order of v — so the k-th
-    of them to reach u must be the reverse of unit F(u) + k, whose target, read at its position, must be v.
-
-    Parameters
-    ----------
-    edge_index
-        A coalesced ``[2, E]`` edge index.
-    num_nodes
-        N.
-    units
-        An array of E entries each non-loop edge's augmentation unit is written into; ``None``: none written.
+    Reads :data:`PAIR_BLOCK` edges at a time with only node-sized counts (the method: docs/design/core.md).
     """
     source, target = edge_index.cpu().numpy()
     count = source.size
@@ -220,20 +162,13 @@ def pair_reverse_edges(edge_index: torch.Tensor, num_nodes: int, units: np.ndarr
 
 
 def content_key(tensor: torch.Tensor) -> tuple:
-    """What a cache compares to tell whether ``tensor`` still holds the values it was computed from: its shape,
-    dtype and layout, its version counter, and a CRC-32 of its bytes.
+    """What a cache compares to tell whether ``tensor`` still holds the values it was computed from: its shape, dtype
+    and layout, its version counter, and a CRC-32 of its bytes.
 
-    The version counter moves with every in-place change PyTorch makes, but not with a write through a NumPy view
-    (``data.x.numpy()[:, 0] = 5.0``), and a tensor made under ``torch.inference_mode()`` keeps none (reading it
-    raises). The checksum catches both: it is taken of every CPU tensor — those NumPy can write to — and of an
-    inference tensor elsewhere (through a copy); other accelerator tensors are keyed by
-    their version counter. A sparse tensor is keyed by its index and value arrays. An in-place change that leaves
-    the bytes' CRC-32 as it was goes unnoticed with probability 2⁻³² — only when PyTorch's counter missed it too.
-
-    Parameters
-    ----------
-    tensor
-        The tensor (any layout, device or mode).
+    The checksum is taken of every CPU tensor (a write through a NumPy view moves no version counter) and of an
+    inference tensor elsewhere (it keeps no counter); other accelerator tensors are keyed by their version counter. A
+    sparse tensor is keyed by its index and value arrays. A change that PyTorch's counter misses and that leaves the
+    CRC-32 as it was goes unnoticed (probability 2⁻³²).
     """
     if tensor.layout == torch.sparse_coo:
         parts = (tensor._indices(), tensor._values())
@@ -279,18 +214,9 @@ def _is_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 
 def has_reverse_edge(edge_index: torch.Tensor, num_nodes: int) -> bool:
-    """Whether some edge (u, v), u ≠ v, of a coalesced ``edge_index`` (sorted by source, then target) has its
-    reverse (v, u) — ``False`` when every edge is listed one way only. The edges' keys u·N + v are sorted as the
-    edges are; the reverse of each edge with u > v is looked up among them, :data:`PAIR_BLOCK` edges at a time
-    (one int64 key per edge held at once), stopping at the first found.
-
-    Parameters
-    ----------
-    edge_index
-        A coalesced ``[2, E]`` edge index.
-    num_nodes
-        N.
-    """
+    """Whether some edge (u, v), u ≠ v, of a coalesced ``edge_index`` has its reverse (v, u) — ``False`` when every edge
+    is listed one way only. Looked up among the sorted keys u·N + v, :data:`PAIR_BLOCK` edges at a time, stopping at the
+    first found."""
     source, target = edge_index.cpu().numpy()
     keys = source.astype(np.int64) * num_nodes + target
     for start in range(0, keys.size, PAIR_BLOCK):
@@ -304,30 +230,13 @@ def has_reverse_edge(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 
 def remember_symmetric(edge_index: torch.Tensor, num_nodes: int) -> None:
-    """Record that ``edge_index`` (coalesced) holds the reverse of every edge — what :func:`_is_symmetric` would
-    answer — where it was built so (the edge-list loaders' undirected output): the answer is kept as a computed
-    one is, for this tensor while it is unchanged (:func:`content_key`).
-
-    Parameters
-    ----------
-    edge_index
-        A coalesced ``[2, E]`` edge index built with every edge's reverse.
-    num_nodes
-        N.
-    """
+    """Record that the coalesced ``edge_index`` holds the reverse of every edge, where it was built so (the edge-list
+    loaders' output): kept as a computed answer of :func:`_is_symmetric` is, while the tensor is unchanged."""
     _LAST_SYMMETRY[:] = [weakref.ref(edge_index), content_key(edge_index), num_nodes, True]
 
 
 def known_symmetric(edge_index: torch.Tensor, num_nodes: int) -> bool:
-    """Whether ``edge_index``, unchanged, is the one last found (or recorded) symmetric — a look-up, no check.
-
-    Parameters
-    ----------
-    edge_index
-        A ``[2, E]`` edge index.
-    num_nodes
-        N.
-    """
+    """Whether ``edge_index``, unchanged, is the one last found (or recorded) symmetric — a look-up, no check."""
     held, key, nodes, answer = _LAST_SYMMETRY
     return bool(
         answer and held is not None and held() is edge_index and nodes == num_nodes and key == content_key(edge_index)
@@ -352,54 +261,27 @@ def _is_coalesced(edge_index: torch.Tensor, num_nodes: int) -> bool:
 
 
 def is_sorted(values: torch.Tensor) -> bool:
-    """Whether ``values`` never decrease, read a block at a time (blocks overlapping by one).
-
-    Parameters
-    ----------
-    values
-        A 1-D tensor.
-    """
+    """Whether the 1-D ``values`` never decrease, read a block at a time (blocks overlapping by one)."""
     windows = (values[s : s + PAIR_BLOCK + 1] for s in range(0, max(values.numel() - 1, 0), PAIR_BLOCK))
     return all(bool((w[1:] >= w[:-1]).all()) for w in windows)
 
 
 def has_self_loops(edge_index: torch.Tensor) -> bool:
-    """Whether some edge (u, u) is listed, read a block at a time.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges.
-    """
+    """Whether some edge (u, u) is listed, read a block at a time."""
     return any(bool((block[0] == block[1]).any()) for block in edge_index.split(PAIR_BLOCK, dim=1))
 
 
 def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """A torch CSR tensor from arrays built here (sorted, in range), without torch's beta-feature warning.
-
-    Parameters
-    ----------
-    crow, col, values
-        The CSR arrays: row pointers, column indices (sorted within rows, in range) and values.
-    size
-        The matrix's shape.
-    """
+    """A torch CSR tensor from arrays built here (columns sorted within rows, in range), without torch's beta-feature
+    warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 
 def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
-    """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges
-    count once and self-loops are dropped (for centrality and random walks, which take the graph as given).
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges u → v.
-    num_nodes
-        N.
-    """
+    """A with A[u, v] = 1 for every edge u → v as a float64 SciPy CSR matrix with sorted columns; duplicate edges count
+    once and self-loops are dropped (for centrality and random walks, which take the graph as given)."""
     row, col = edge_index.cpu().numpy()
     keep = row != col
     adj = sp.csr_matrix((np.ones(int(keep.sum())), (row[keep], col[keep])), shape=(num_nodes, num_nodes))
@@ -409,15 +291,7 @@ def binary_adjacency(edge_index: torch.Tensor, num_nodes: int) -> sp.csr_matrix:
 
 
 def count_ids(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row.
-
-    Parameters
-    ----------
-    ids
-        Node ids.
-    num_nodes
-        N.
-    """
+    """How often each node id occurs, counted 2²² ids at a time: no 64-bit copy of an int32 edge row."""
     counts = torch.zeros(num_nodes, dtype=torch.long, device=ids.device)
     for block in ids.split(1 << 22):
         counts += torch.bincount(block, minlength=num_nodes)
@@ -427,18 +301,8 @@ def count_ids(ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
 def square_csr(
     row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int, columns: int | None = None
 ) -> torch.Tensor:
-    """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns
-    sorted within rows.
-
-    Parameters
-    ----------
-    row, col, values
-        The entries (no duplicates).
-    n
-        The rows.
-    columns
-        The columns; ``None`` for ``n``.
-    """
+    """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns sorted
+    within rows."""
     columns = n if columns is None else columns
     order = torch.argsort(row * columns + col)
     row, col, values = row[order], col[order], values[order]
@@ -448,17 +312,9 @@ def square_csr(
 
 
 def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows —
-    the arrays :func:`square_csr` gives, entry for entry. On the CPU it is SciPy's linear-time counting sort
-    (``tocsc``, cheaper than sorting 64-bit keys); elsewhere a stable sort of the columns.
-
-    Parameters
-    ----------
-    crow, col, values
-        M's CSR arrays.
-    size
-        M's shape.
-    """
+    """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows — the
+    arrays :func:`square_csr` gives, entry for entry. On the CPU SciPy's linear-time counting sort (``tocsc``);
+    elsewhere a stable sort of the columns."""
     rows, columns = size
     if (
         crow.device.type == "cpu"
@@ -490,15 +346,7 @@ def _sorted_transpose(
 
 
 def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
-    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop.
-
-    Parameters
-    ----------
-    start
-        Each range's start.
-    length
-        Each range's length.
-    """
+    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop."""
     total = int(length.sum())
     if total == 0:
         return torch.empty(0, dtype=torch.long, device=start.device)

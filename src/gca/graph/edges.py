@@ -19,22 +19,14 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:
-    """(edge_index, how many listed edges repeat an earlier one) for the edges ``source[i] → target[i]``.
+    """(edge_index, how many listed edges repeat an earlier one) for the edges ``source[i] → target[i]`` (node ids in
+    ``[0, num_nodes)``).
 
-    A repeat is the same ordered pair listed again. On an undirected graph an edge and its reverse are the same
-    edge, so a file listing both directions of every edge (the common export) has no repeats; the returned
-    edge_index holds both directions of every edge once, sorted by source then target (int32 below 2³¹ nodes:
-    :func:`undirected_edges`). A directed edge_index holds every listed pair once, sorted the same way: the
-    repeats are merged here, so they are reported once, by the reader that counted them.
-
-    Parameters
-    ----------
-    source, target
-        The listed edges' endpoints, node ids in ``[0, num_nodes)``.
-    num_nodes
-        The graph's nodes.
-    directed
-        Keep each listed direction only; ``False`` adds every edge's reverse.
+    A repeat is the same ordered pair listed again. On an undirected graph (``directed=False``) an edge and its reverse
+    are the same edge, so a file listing both directions of every edge has no repeats; the returned edge_index holds
+    both directions of every edge once, sorted by source then target (int32 below 2³¹ nodes: :func:`undirected_edges`).
+    A directed edge_index holds every listed pair once, sorted the same way: the repeats are merged here, and reported
+    once, by the reader that counted them.
     """
     if directed:
         keys = torch.from_numpy(np.asarray(source, dtype=np.int64) * num_nodes + np.asarray(target, dtype=np.int64))
@@ -56,13 +48,7 @@ EDGE_BLOCK = 1 << 22
 
 def csr_blocks(indptr: np.ndarray, indices: np.ndarray):
     """The edges of a CSR adjacency (a file's ``adj_indptr``/``adj_indices``) as (source, target) blocks of about
-    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array.
-
-    Parameters
-    ----------
-    indptr, indices
-        The CSR arrays.
-    """
+    :data:`EDGE_BLOCK` entries, for :func:`undirected_edges` — no whole row array."""
 
     def blocks():
         rows = len(indptr) - 1
@@ -86,27 +72,11 @@ class UndirectedEdges(NamedTuple):
 
 
 def undirected_edges(blocks, num_nodes: int, listed: int, keep_loops: bool = True) -> UndirectedEdges:
-    """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once — and how
-    many listed ordered pairs repeat an earlier one, from ``blocks()``: an iterable of (source, target) arrays
-    read twice, ``listed`` entries in all.
+    """Both directions of every listed edge, each once, sorted by (source, target) — a self-loop once, or left out and
+    counted when not ``keep_loops`` — and how many listed ordered pairs repeat an earlier one, from ``blocks()``: an
+    iterable of (source, target) arrays, called twice, ``listed`` entries in all.
 
-    Built a block at a time without a 64-bit array of the edges or SciPy's A + Aᵀ (memory measured:
-    docs/large-graphs.md, "Memory"): (1) each listed pair goes under its smaller endpoint (an
-    int32 upper CSR and a direction byte per entry, counting-sort placed), (2) each row is sorted by (larger
-    endpoint, direction) in blocks — equal neighbours are one edge, equal (neighbour, direction) a repeat —
-    and compacted in place, (3) the upper rows are mirrored into the int32 ``[2, E]`` result, row u holding first
-    the smaller neighbours (from the rows before it, in ascending order), then its own row.
-
-    Parameters
-    ----------
-    blocks
-        ``blocks()`` yields the listed edges as (source, target) arrays; it is called twice.
-    num_nodes
-        N.
-    listed
-        The listed entries in all.
-    keep_loops
-        Keep each self-loop once (``False``: leave them out — a GCN adds its own — and count them).
+    Built a block at a time without a 64-bit array of the edges or SciPy's A + Aᵀ (the method: docs/design/core.md).
     """
     n = num_nodes
     # a block's temporaries are some 40 bytes per entry: a small graph gets smaller blocks, so that they stay a
@@ -221,22 +191,13 @@ def repeated_edges_warning(path: str | Path, repeated: int, weighted: bool = Fal
 
 
 def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | None:
-    """A file's edge weights as float64, checked — or ``None`` when every one is 1, so that such a file is read,
-    and trains, exactly as the same edges without weights.
+    """A file's edge weights as float64, checked — or ``None`` when every one is 1, so that such a file is read, and
+    trains, exactly as the same edges without weights.
 
-    ``where(i)`` names listed edge i in a message (``line 7``, ``the adjacency entry at row 3, column 5``). Refused
-    in one line naming the first such edge: values that are not real numbers, NaN or infinite weights, negative
-    ones (a GCN's weights are non-negative; 0 is an edge that contributes nothing) and magnitudes beyond float32's
-    range (the GCN's weights are float32: they would become infinite).
-
-    Parameters
-    ----------
-    values
-        The listed edges' weights.
-    path
-        The file they came from, for the message.
-    where
-        ``where(i)`` names listed edge i in a message.
+    Refused in one line naming the file (``path``) and the first such edge (``where(i)`` names listed edge i: ``line
+    7``, ``the adjacency entry at row 3, column 5``): values that are not real numbers, NaN or infinite weights,
+    negative ones (0 is an edge that contributes nothing) and magnitudes beyond float32's range (the GCN's weights are
+    float32).
     """
     values = np.asarray(values)
     if values.dtype.kind not in "biuf":
@@ -265,32 +226,15 @@ def weighted_edge_list(
     where,
     advice: str,
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`edge_list` for edges that
-    carry the weights ``weight[i]`` (checked by :func:`edge_weights`), with the rules of ``Data.edge_weight``
+    """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`edge_list` for edges that carry
+    the weights ``weight[i]`` (checked by :func:`edge_weights`), with the rules of ``Data.edge_weight``
     (:mod:`gca.graph.graph`).
 
-    A repeated ordered pair is one edge whose weight is the **sum** of its listings'. On an undirected graph an
-    edge and its reverse are the same edge: one listed in one direction gets the other with the same weight; one
-    listed in both must carry the same weight both ways, or the file is refused naming the edge (``where(i)``) and
-    what to do (``advice``).
-    Returns both directions of every edge once, sorted by source then target, and float32 weights aligned with them.
-
-    Parameters
-    ----------
-    source, target
-        The listed edges' endpoints, node ids in ``[0, num_nodes)``.
-    weight
-        The listed edges' weights.
-    num_nodes
-        The graph's nodes.
-    directed
-        Keep each listed direction only; ``False`` adds every edge's reverse with the same weight.
-    path
-        The file the edges came from, for the messages.
-    where
-        ``where(i)`` names listed edge i in a message.
-    advice
-        What to do about unequal weights of an edge's two directions, for that message.
+    A repeated ordered pair is one edge whose weight is the **sum** of its listings'. On an undirected graph an edge and
+    its reverse are the same edge: one listed in one direction gets the other with the same weight; one listed in both
+    must carry the same weight both ways, or the file (``path``) is refused naming the edge (``where(i)``) and what to
+    do (``advice``). Returns both directions of every edge once, sorted by source then target, and float32 weights
+    aligned with them.
     """
     n = max(num_nodes, 1)
     keys = np.asarray(source, dtype=np.int64) * n + np.asarray(target, dtype=np.int64)

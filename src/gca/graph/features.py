@@ -23,16 +23,12 @@ ROW_BLOCK = 65_536
 
 
 class DenseFeatures:
-    """Dense features X held as stored and read as float32: float16 from a file that keeps them so (half the
-    memory of float32; ogbn-products' 2.4 M × 100 features take 0.49 GB instead of 0.98) is widened row block by
-    row block as it is read. Mini-batch steps read the rows they sample (:meth:`take_rows`); whole-graph training,
-    message-passing encoders and the first layer of inference build the float32 matrix once (:meth:`to_dense`)
-    and let it go when done.
+    """Dense features X held as stored and read as float32: float16 from a file that keeps them so is widened row block
+    by row block as it is read.
 
-    Parameters
-    ----------
-    raw
-        The features as stored (float32 or float16).
+    Mini-batch steps read the rows they sample (:meth:`take_rows`); whole-graph training, message-passing encoders and
+    the first layer of inference build the float32 matrix once (:meth:`to_dense`) and let it go when done. ``raw``:
+    float32 or float16.
     """
 
     def __init__(self, raw: torch.Tensor) -> None:
@@ -57,19 +53,11 @@ class DenseFeatures:
 
 
 class RowNormalizedFeatures(DenseFeatures):
-    """X̂ = X / ‖x_v‖₁ row by row (all-zero rows stay zero) for dense features X kept as stored: the encoder's
-    input under ``feature_norm = "row"``, with rows divided as they are read.
+    """X̂ = X / ‖x_v‖₁ row by row (all-zero rows stay zero) for dense features X kept as stored (float32 or float16):
+    the encoder's input under ``feature_norm = "row"``, with rows divided as they are read.
 
-    The augmentation's feature weights need X itself, so holding X̂ as well would keep two copies of the features
-    for the whole run (1 GB more at ogbn-products' size). Every value equals :func:`normalize_rows`'s, bit for bit
-    (of float16 features: of their float32 values).
-
-    Parameters
-    ----------
-    raw
-        The features as stored (float32 or float16).
-    norms
-        ``[N, 1]`` float32 row sums of ``|x|`` (1 for an all-zero row).
+    ``norms`` are the ``[N, 1]`` float32 row sums of ``|x|`` (1 for an all-zero row). Every value equals
+    :func:`normalize_rows`'s, bit for bit (of float16 features: of their float32 values).
     """
 
     def __init__(self, raw: torch.Tensor, norms: torch.Tensor) -> None:
@@ -78,13 +66,7 @@ class RowNormalizedFeatures(DenseFeatures):
 
     @classmethod
     def of(cls, raw: np.ndarray) -> RowNormalizedFeatures:
-        """``raw`` (float32 or float16, C-contiguous; shared, not copied) with its row norms, computed in blocks.
-
-        Parameters
-        ----------
-        raw
-            The dense features as stored.
-        """
+        """``raw`` (float32 or float16, C-contiguous; shared, not copied) with its row norms, computed in blocks."""
         norms = np.empty((raw.shape[0], 1), dtype=np.float32)
         for start in range(0, raw.shape[0], ROW_BLOCK):
             norms[start : start + ROW_BLOCK] = _l1_norms(raw[start : start + ROW_BLOCK].astype(np.float32, copy=False))
@@ -101,41 +83,20 @@ Features = torch.Tensor | SparseMatrix | DenseFeatures  # what a Graph holds as 
 
 
 def dense_input(features: Features) -> torch.Tensor | SparseMatrix:
-    """The encoder's input as a tensor or a :class:`SparseMatrix` (dense features held as stored: built whole).
-
-    Parameters
-    ----------
-    features
-        A graph's ``features`` (:class:`~gca.graph.graph.Graph`).
-    """
+    """The encoder's input as a tensor or a :class:`SparseMatrix` (dense features held as stored: built whole)."""
     return features.to_dense() if isinstance(features, DenseFeatures) else features
 
 
 def read_rows(features: Features, index: torch.Tensor) -> torch.Tensor | SparseMatrix:
-    """The rows ``index`` of the encoder's input, of the same kind (a sampled subgraph's features).
-
-    Parameters
-    ----------
-    features
-        A graph's ``features``.
-    index
-        The rows wanted, in order.
-    """
+    """The rows ``index`` of the encoder's input, in that order and of the same kind (a sampled subgraph's features)."""
     return features[index] if isinstance(features, torch.Tensor) else features.take_rows(index)
 
 
 def feature_forms(x: torch.Tensor, feature_norm: str = "none") -> tuple[Features, sp.csr_matrix | np.ndarray]:
-    """(encoder input, raw features). Sparse data becomes a CSR :class:`SparseMatrix`: X̃W = X(diag(m)W) then
-    needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 — normalised as it is
-    read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph` checks it).
-
-    Parameters
-    ----------
-    x
-        ``Data.x``: dense or sparse.
-    feature_norm
-        ``"row"`` or ``"none"``.
-    """
+    """(encoder input, raw features) of ``Data.x`` (dense or sparse). Sparse data becomes a CSR :class:`SparseMatrix`:
+    X̃W = X(diag(m)W) then needs no masked copy of X. Dense data is the raw array itself — float16 stays float16 —
+    normalised as it is read under "row" (``feature_norm`` is "row" or "none": :func:`gca.graph.graph.prepare_graph`
+    checks it)."""
     if feature_norm not in ("row", "none"):
         raise ValueError(f"feature_norm must be 'row' or 'none', got {feature_norm!r}")
     if x.is_sparse or x.layout == torch.sparse_csr:
@@ -157,15 +118,7 @@ def feature_forms(x: torch.Tensor, feature_norm: str = "none") -> tuple[Features
 def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -> Features:
     """The encoder's input formed from raw features as :func:`feature_forms` keeps them (a CSR matrix, or a dense
     float32/float16 array, which is used as it is, not copied) — also what a stored prepared graph
-    (:mod:`gca.run.store`) is opened with.
-
-    Parameters
-    ----------
-    raw
-        The raw features as :func:`feature_forms` keeps them.
-    feature_norm
-        ``"row"`` or ``"none"``.
-    """
+    (:mod:`gca.run.store`) is opened with."""
     if sp.issparse(raw):
         return scipy_to_sparse(normalize_rows(raw) if feature_norm == "row" else raw)
     if feature_norm == "row":
@@ -175,14 +128,7 @@ def encoder_input(raw: sp.csr_matrix | np.ndarray, feature_norm: str = "none") -
 
 
 def nonzero_columns(features: sp.csr_matrix | np.ndarray) -> np.ndarray:
-    """Which feature columns hold a non-zero value; a dense matrix is read a block of rows at a time (``abs(X)``
-    would be a second copy of it).
-
-    Parameters
-    ----------
-    features
-        The raw features.
-    """
+    """Which feature columns hold a non-zero value; a dense matrix is read a block of rows at a time."""
     if sp.issparse(features):
         return np.bincount(features.indices[features.data != 0], minlength=features.shape[1]) > 0
     seen = np.zeros(features.shape[1], dtype=bool)
@@ -195,13 +141,8 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     """Each row divided by the sum of its absolute values (all-zero rows stay zero): the usual GCN preprocessing.
 
     scikit-learn's ``normalize(norm="l1")`` — for sparse input that very call; a dense matrix is scaled
-    :data:`ROW_BLOCK` rows at a time into one new array with the same arithmetic (scikit-learn's holds
-    a whole |X| besides its copy: 1 GB more at ogbn-products' size). Dense or SciPy sparse in, the same kind out.
-
-    Parameters
-    ----------
-    x
-        A dense NumPy or SciPy sparse matrix (not changed).
+    :data:`ROW_BLOCK` rows at a time into one new array with the same arithmetic. Dense or SciPy sparse in, the same
+    kind out; ``x`` is not changed.
     """
     if sp.issparse(x):
         from sklearn.preprocessing import normalize

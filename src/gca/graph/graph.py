@@ -1,27 +1,25 @@
 """The checked graph: :func:`prepare_graph` turns a PyTorch Geometric ``Data`` object into the :class:`Graph` that
-training uses — edges coalesced, self-loops dropped, features in their form (:mod:`.features`) — once per graph.
-Nothing here is specific to one view; each view's operator is built from the graph's edges (:mod:`.sparse`).
+training uses — edges coalesced, self-loops dropped, features in their form (:mod:`.features`) — once per graph. Each
+view's operator is built from the graph's edges (:mod:`.sparse`).
 
 **Edge weights and edge features.** ``data.edge_weight`` ([E], non-negative, finite) and ``data.edge_attr`` ([E] or
-[E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` /
-``Graph.edge_attr`` and carried by ``Graph.edge_index`` (a :class:`~gca.graph.csr.EdgeList`), so each view's kept
-edges keep their own values (:mod:`gca.augment.augmentors`) and the GCN uses the weighted adjacency
-D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
+[E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` / ``Graph.edge_attr``
+and carried by ``Graph.edge_index`` (a :class:`~gca.graph.csr.EdgeList`), so each view's kept edges keep their own
+values and the GCN uses the weighted adjacency D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
 
 * a self-loop is dropped with its weight and features (the GCN adds every node's own loop with weight 1);
 * repeated edges (u, v) are merged into one whose weight — and each feature — is the **sum** of theirs, as
   ``scipy.sparse`` and PyTorch Geometric's ``coalesce`` do; the merge is reported in ``Graph.warnings``;
-* a graph declared undirected (``directed=False``) whose edges are listed one way — each once, as many files and
-  pipelines without ``to_undirected`` give them — is mirrored: each edge without its reverse gets it, carrying the
-  same weight and features (:func:`gca.graph.edges.undirected_edges`, as the file loaders build edge lists), so
-  the views and the final operator see the same undirected graph; a repeat is then the same ordered pair listed
-  again. ``directed=None`` mirrors nothing: it calls a graph undirected only when every edge has its reverse;
-* on an undirected graph both directions of an edge must carry the **same** weight and features after merging:
-  the graph's edges are the unit that augmentation keeps or removes, and its operator is symmetric. A graph whose
-  directions differ is refused with one line (make them equal, or pass ``directed=True`` to keep both);
-* negative, NaN or infinite weights, a weight beyond float32's range (one line naming the edge; only a sum of
-  merged weights that overflows is blamed on the merge), NaN or infinite features, a wrong shape or a non-numeric
-  dtype: one line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
+* a graph declared undirected (``directed=False``) whose edges are listed one way is mirrored: each edge without its
+  reverse gets it, with the same weight and features, as the file loaders build edge lists
+  (:func:`gca.graph.edges.undirected_edges`); a repeat is then the same ordered pair listed again. ``directed=None``
+  mirrors nothing: the graph is undirected only when every edge has its reverse;
+* on an undirected graph both directions of an edge must carry the **same** weight and features after merging (the edge
+  is the unit augmentation keeps or removes, and the operator is symmetric); else the graph is refused in one line (make
+  them equal, or pass ``directed=True``);
+* negative, NaN or infinite weights, a weight beyond float32's range (one line naming the edge; only a sum of merged
+  weights that overflows is blamed on the merge), NaN or infinite features, a wrong shape or a non-numeric dtype: one
+  line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
 
 A graph without either keeps a plain ``edge_index`` and is cleaned exactly as an unweighted graph.
 """
@@ -55,20 +53,19 @@ _DIGEST_CHUNK = 1 << 24
 class Graph:
     """A cleaned graph ready for GCA.
 
-    ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.csr.index_dtype` (int32 below 2³¹ nodes;
-    operators built from it index in int64). On undirected graphs it holds both directions of every edge, sorted by
-    source — the CSR of A that the sampler and inference read without a copy — and ``undirected_edges`` holds each edge
-    once as (u, v) with u < v — the unit that topology augmentation keeps or removes. ``features`` is a
-    :class:`~gca.graph.sparse.SparseMatrix` (sparse bag-of-words data), a dense tensor, or dense rows normalised as they
-    are read (:class:`~gca.graph.features.RowNormalizedFeatures`; :func:`~gca.graph.features.dense_input` and
-    :func:`~gca.graph.features.read_rows` take any of the three).
+    ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.csr.index_dtype` (int32 below 2³¹ nodes).
+    On undirected graphs it holds both directions of every edge, sorted by source — the CSR of A that the sampler and
+    inference read without a copy — and ``undirected_edges`` holds each edge once as (u, v) with u < v, the unit that
+    topology augmentation keeps or removes. ``features`` is a :class:`~gca.graph.sparse.SparseMatrix`, a dense tensor,
+    or dense rows normalised as they are read (:class:`~gca.graph.features.RowNormalizedFeatures`);
+    :func:`~gca.graph.features.dense_input` and :func:`~gca.graph.features.read_rows` take any of the three.
 
     Parameters
     ----------
     num_nodes
-        N.
+        N, the nodes.
     edge_index
-        ``[2, E]`` edges as above (coalesced, no self-loops).
+        ``[2, E]`` edges as above.
     directed
         Whether the graph is directed (else ``edge_index`` holds both directions of every edge).
     features
@@ -132,13 +129,7 @@ class Graph:
         return digest.hexdigest()
 
     def to(self, device: torch.device | str) -> Graph:
-        """The same graph with its tensors on ``device`` (``raw_features`` stay on the CPU).
-
-        Parameters
-        ----------
-        device
-            The target device.
-        """
+        """The same graph with its tensors on ``device`` (``raw_features`` stay on the CPU)."""
         return Graph(
             num_nodes=self.num_nodes,
             edge_index=self.edge_index.to(device),
@@ -155,26 +146,22 @@ class Graph:
 def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = "none") -> Graph:
     """Validate ``data`` and build a :class:`Graph`.
 
-    ``directed=None`` treats the graph as undirected exactly when every edge has its reverse; ``directed=False``
-    declares it undirected, and an edge listed in one direction only gets its reverse (with its weight and
-    features), as the file loaders read an edge list — so listing each edge once and listing both directions give
-    the same graph. Duplicate edges and
-    self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf features,
-    out-of-range edge ids and size mismatches raise :class:`GraphError`. ``feature_norm="row"`` scales each row of
-    the encoder's input to sum to 1 in absolute value (all-zero rows stay zero,
-    :func:`~gca.graph.features.normalize_rows`);
-    ``raw_features`` keeps the raw values, from which the feature weights w_i of the augmentation are computed.
+    Duplicate edges and self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf
+    features, out-of-range edge ids and size mismatches raise :class:`GraphError`. ``raw_features`` keeps the raw
+    values, from which the augmentation's feature weights w_i are computed.
 
     Parameters
     ----------
     data
-        A homogeneous PyG ``Data`` with ``x`` (a non-empty 2-D dense or sparse matrix) and ``edge_index``
-        (``[2, E]``); optionally ``edge_weight`` (``[E]``), ``edge_attr`` (``[E, D]``) and ``y``.
+        A homogeneous PyG ``Data`` with ``x`` (a non-empty 2-D dense or sparse matrix) and ``edge_index`` (``[2, E]``);
+        optionally ``edge_weight`` (``[E]``), ``edge_attr`` (``[E, D]``) and ``y``.
     directed
-        ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one way
-        gets its reverse; ``True``: directed as given.
+        ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one way gets
+        its reverse (with its weight and features), so listing each edge once and listing both directions give the same
+        graph; ``True``: directed as given.
     feature_norm
-        ``"row"``: the encoder's input rows scaled to sum 1 in absolute value; ``"none"``: as given.
+        ``"row"``: the encoder's input rows scaled to sum 1 in absolute value (all-zero rows stay zero,
+        :func:`~gca.graph.features.normalize_rows`); ``"none"``: as given.
 
     Returns
     -------
@@ -255,8 +242,8 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
 
 
 def _nodes_with_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """[N] bool: which nodes are an end of some edge — read :data:`~gca.graph.features.ROW_BLOCK` · 64 edges at
-    a time, so no 64-bit copy of the edge list is made (a ``bincount`` of it would take 16 bytes per edge)."""
+    """[N] bool: which nodes are an end of some edge, read :data:`~gca.graph.features.ROW_BLOCK` · 64 edges at a time
+    (no 64-bit copy of the edge list)."""
     seen = torch.zeros(num_nodes, dtype=torch.bool, device=edge_index.device)
     for block in edge_index.split(ROW_BLOCK * 64, dim=1):  # int32 or int64 indices as they are
         seen[block[0]] = True
@@ -417,11 +404,10 @@ def _prepare_weighted(
 def _mirrored(
     edge_index: torch.Tensor, num_nodes: int, values: list[torch.Tensor]
 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """Both directions of every edge of a coalesced, loop-free ``edge_index`` declared undirected whose edges are
-    listed one way (some or all), built as the file loaders build theirs
-    (:func:`gca.graph.edges.undirected_edges`: sorted by source, then target; int32 below 2³¹ nodes); each of
-    ``values`` ([E, …], a row per edge) follows: an edge listed keeps its own row, a reverse added takes the row of
-    the edge it mirrors. An edge listed both ways keeps both rows (their equality is checked afterwards)."""
+    """Both directions of every edge of a coalesced, loop-free ``edge_index`` declared undirected whose edges are listed
+    one way (some or all), built as the file loaders build theirs (:func:`gca.graph.edges.undirected_edges`); each of
+    ``values`` ([E, …], a row per edge) follows: a listed edge keeps its own row, an added reverse takes the row of the
+    edge it mirrors. An edge listed both ways keeps both rows (their equality is checked afterwards)."""
     pairs = edge_index.numpy()
     both = undirected_edges(lambda: [(pairs[0], pairs[1])], num_nodes, pairs.shape[1]).edge_index
     if not values:

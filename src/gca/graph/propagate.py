@@ -4,14 +4,14 @@ Simplifying GCN (SGC; Wu et al., ICML 2019) drops a GCN's weights and non-linear
 
     X⁽ᵏ⁾ = Â^k X,    Â = D̂^{-1/2} (A + I) D̂^{-1/2},
 
-the same operator GCA's encoder applies at every layer (:func:`gca.graph.sparse.normalized_adjacency`: weighted
-edges weigh as they do in training, a directed graph propagates along its edges). ``X`` is the encoder's input
-(rows scaled to sum 1 under ``feature_norm = "row"``).
+the same operator GCA's encoder applies at every layer (:func:`gca.graph.sparse.normalized_adjacency`: weighted edges
+weigh as they do in training, a directed graph propagates along its edges). ``X`` is the encoder's input (rows scaled to
+sum 1 under ``feature_norm = "row"``).
 
 Where ``X`` is wider than ``width`` (the embedding's width, so that both are judged with as many dimensions), it is
-first projected onto its ``width`` leading right singular vectors V (a randomized truncated SVD, which reads a
-sparse bag of words as it is): since Â^k (X V) = (Â^k X) V, this is the propagated features seen in X's principal
-directions, and every product is N × ``width`` — seconds on 10⁶ nodes. A narrower X is propagated as it is.
+first projected onto its ``width`` leading right singular vectors V (a randomized truncated SVD, which reads a sparse
+bag of words as it is): since Â^k (X V) = (Â^k X) V, this is the propagated features seen in X's principal directions,
+and every product is N × ``width``. A narrower X is propagated as it is.
 """
 
 from __future__ import annotations
@@ -31,18 +31,9 @@ PROPAGATION_HOPS = (1, 2, 3)
 
 
 def reduced_features(x: np.ndarray | sp.spmatrix, width: int, seed: int = 0) -> np.ndarray:
-    """X V as float32, with V the ``width`` leading right singular vectors of X (scikit-learn's randomized SVD,
-    seeded); X itself (dense float32) where it has at most ``width`` columns.
-
-    Parameters
-    ----------
-    x
-        ``[N, F]`` features, dense or SciPy sparse.
-    width
-        The columns kept (at least 1).
-    seed
-        Seeds the randomized SVD.
-    """
+    """X V as float32, with V the ``width`` (≥ 1) leading right singular vectors of the ``[N, F]`` features X
+    (scikit-learn's randomized SVD, seeded by ``seed``); X itself (dense float32) where it has at most ``width``
+    columns."""
     if width < 1:
         raise ValueError(f"width must be at least 1, got {width}")
     if x.shape[1] <= width:
@@ -62,21 +53,12 @@ def propagated_features(
     width: int | None = None,
     seed: int = 0,
 ) -> dict[int, torch.Tensor]:
-    """Â^k X for each k of ``hops`` (module docstring), each a float32 ``[N, min(F, width)]`` tensor on the CPU.
+    """Â^k X for each power k ≥ 1 of ``hops`` (any order; module docstring), each a float32 ``[N, min(F, width)]``
+    tensor on the CPU.
 
-    Parameters
-    ----------
-    graph
-        The cleaned graph (its edges, weights and raw features).
-    hops
-        The powers k ≥ 1 wanted, in any order.
-    feature_norm
-        How the encoder's input is formed from the raw features: ``"row"`` (rows scaled to sum 1) or ``"none"``.
-    width
-        Project X onto its ``width`` leading right singular vectors first where it is wider; ``None`` keeps every
-        column (a dense ``[N, F]`` matrix per hop).
-    seed
-        Seeds the randomized SVD.
+    X is the graph's raw features formed as the encoder's input under ``feature_norm`` (``"row"`` or ``"none"``),
+    projected first where it is wider than ``width`` (``None`` keeps every column: a dense ``[N, F]`` matrix per hop);
+    ``seed`` seeds the randomized SVD.
     """
     if not hops or min(hops) < 1:
         raise ValueError(f"hops must be powers k >= 1, got {tuple(hops)}")

@@ -1,21 +1,18 @@
 """Neighbourhood sampling for mini-batch GCA: the L-hop subgraph around a batch of anchor nodes.
 
-For anchors (seeds) S₀ and fan-outs k₁, …, k_L, hop ℓ takes, for every node first reached at hop ℓ − 1, at most
-k_ℓ of its in-neighbours u (edges u → v, the direction messages flow), uniformly without replacement (all of them
-when it has fewer, or when k_ℓ = −1); the nodes reached for the first time form the next frontier. The subgraph
-holds every node reached (anchors first, in the order given) and the sampled edges only — a GCN on it computes
-each anchor's L-layer embedding from a sampled computation tree, as GraphSAGE (Hamilton et al., 2017) and PyTorch
-Geometric's ``NeighborLoader`` do. Its GCN normalisation uses the subgraph's degrees.
-
-PyTorch Geometric's loader needs pyg-lib or torch-sparse, which have no wheels for the PyTorch gca uses, so the
-sampler is written here with tensor operations over the whole frontier at once: no Python loop runs per node.
-Without-replacement draws use Floyd's algorithm (Bentley & Floyd, CACM 1987) vectorised over the frontier — k
-rounds for a fan-out of k, each costing O(|frontier|·k), whatever the degrees — so hubs with 10^4 neighbours
-cost no more than leaves.
+For anchors (seeds) S₀ and fan-outs k₁, …, k_L, hop ℓ takes, for every node first reached at hop ℓ − 1, at most k_ℓ of
+its in-neighbours u (edges u → v, the direction messages flow), uniformly without replacement (all of them when it has
+fewer, or when k_ℓ = −1); the nodes reached for the first time form the next frontier. The subgraph holds every node
+reached (anchors first, in the order given) and the sampled edges only — a GCN on it computes each anchor's L-layer
+embedding from a sampled computation tree, as GraphSAGE (Hamilton et al., 2017) and PyTorch Geometric's
+``NeighborLoader`` do. Its GCN normalisation uses the subgraph's degrees. Draws are vectorised over the whole frontier
+(:func:`floyd_sample`).
 
 Every sampled edge also carries its *unit*: the index of the item that topology augmentation keeps or removes
 (:func:`gca.augment.augmentors.edge_units` — on undirected graphs the edge {u, v} with both its directions), so a view
 of the subgraph removes edges with the probabilities computed once on the full graph.
+
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -29,24 +26,8 @@ from .csr import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_rever
 
 @dataclass
 class SampledSubgraph:
-    """``nodes[i]`` is the full-graph id of local node i (anchors are nodes 0 … B − 1); ``edge_index`` holds the
-    sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph.
-
-    Parameters
-    ----------
-    nodes
-        The full-graph id of each local node.
-    edge_index
-        The sampled edges in local ids.
-    units
-        Each sampled edge's augmentation unit in the full graph.
-    num_anchors
-        B, the anchors (local nodes 0 … B − 1).
-    hop_sizes
-        The nodes within 0, 1, …, L hops of the anchors.
-    edge_ids
-        Each sampled edge's position in the full graph's ``edge_index`` (for its weight and features); ``None``
-        where the graph has none.
+    """``nodes[i]`` is the full-graph id of local node i (anchors are nodes 0 … ``num_anchors`` − 1); ``edge_index``
+    holds the sampled edges (source, target) in local ids and ``units`` each edge's augmentation unit in the full graph.
     """
 
     nodes: torch.Tensor
@@ -65,20 +46,9 @@ class SampledSubgraph:
 
 
 def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """For a coalesced edge_index that holds both directions of every edge, the position of each edge's reverse
-    (int32 below 2³¹ edges).
-
-    The edge list sorted by source is the CSR of A, and its CSC — SciPy's linear-time counting sort, with 32-bit
-    indices — lists for every edge (v, u) the position of (u, v): read straight from the edge list's own arrays,
-    on 10^8 edges about 1.5 GB for a moment, where sorting 64-bit keys takes several times that.
-
-    Parameters
-    ----------
-    edge_index
-        The coalesced ``[2, E]`` edges (both directions of each).
-    num_nodes
-        N.
-    """
+    """For a coalesced edge_index that holds both directions of every edge, the position of each edge's reverse (int32
+    below 2³¹ edges): read from the CSC of the edge list's own arrays (SciPy's linear-time counting sort, 32-bit
+    indices), no sort of 64-bit keys."""
     import numpy as np
 
     count = edge_index.shape[1]
@@ -100,19 +70,7 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
 
     With ``symmetric_units`` the units are the edges (u, v) with u < v in ``edge_index`` order (as
     :func:`gca.augment.augmentors.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every
-    directed edge is its own unit.
-
-    Computed a block at a time, with no edge-sized temporary besides the result and one int per unit
-    (:func:`gca.graph.csr.pair_reverse_edges`).
-
-    Parameters
-    ----------
-    edge_index
-        The coalesced ``[2, E]`` edges.
-    num_nodes
-        N.
-    symmetric_units
-        Whether a unit is an undirected edge (u < v).
+    directed edge is its own unit. Computed a block at a time (:func:`gca.graph.csr.pair_reverse_edges`).
     """
 
     source, target = edge_index
@@ -131,28 +89,13 @@ def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: boo
 class NeighborSampler:
     """Samples L-hop subgraphs around anchor nodes from the in-neighbour CSR of a graph (module docstring).
 
-    ``fanouts[ℓ]`` is the number of neighbours drawn per node at hop ℓ + 1 (−1: all). ``edge_index`` is coalesced
-    (:class:`gca.graph.graph.Graph`); ``undirected`` says it holds both directions of every edge — then in-neighbours
-    are out-neighbours and its own row order is the CSR, so nothing is sorted. ``symmetric_units`` says topology
-    augmentation keeps or removes both directions of an edge together (:func:`gca.augment.augmentors.edge_units`).
-    Indices are stored as int32 when they fit, which halves the sampler's memory on graphs of 10^8 edges.
-    ``units``: :func:`edge_unit_ids` of ``edge_index`` computed before (a stored prepared graph keeps them), used as
-    given.
-
-    Parameters
-    ----------
-    edge_index
-        The graph's coalesced ``[2, E]`` edges.
-    num_nodes
-        N.
-    fanouts
-        Neighbours drawn per node at each hop (−1: all; 0 or below −1 is a ``ValueError``).
-    undirected
-        Whether ``edge_index`` holds both directions of every edge.
-    symmetric_units
-        Whether augmentation units are undirected edges (needs ``undirected``).
-    units
-        The edges' augmentation units computed before; ``None``: computed here.
+    ``fanouts[ℓ]`` is the number of neighbours drawn per node at hop ℓ + 1 (−1: all; 0 or below −1 is a ``ValueError``).
+    ``edge_index`` is coalesced (:class:`gca.graph.graph.Graph`); ``undirected`` says it holds both directions of every
+    edge — then in-neighbours are out-neighbours and its own row order is the CSR, so nothing is sorted.
+    ``symmetric_units`` (needs ``undirected``) says topology augmentation keeps or removes both directions of an edge
+    together (:func:`gca.augment.augmentors.edge_units`). ``units``: :func:`edge_unit_ids` of ``edge_index`` computed
+    before (a stored prepared graph keeps them), used as given; ``None``: computed here. Indices are stored as int32
+    when they fit.
     """
 
     def __init__(
@@ -207,15 +150,8 @@ class NeighborSampler:
         self._local = torch.full((num_nodes,), -1, dtype=torch.long, device=device)
 
     def sample(self, anchors: torch.Tensor, generator: torch.Generator | None = None) -> SampledSubgraph:
-        """The subgraph around ``anchors`` (distinct full-graph node ids).
-
-        Parameters
-        ----------
-        anchors
-            The anchors' full-graph ids.
-        generator
-            The generator drawn from; ``None`` for PyTorch's global one.
-        """
+        """The subgraph around ``anchors`` (distinct full-graph node ids), drawn from ``generator`` (``None``: PyTorch's
+        global one)."""
         device = self.indptr.device
         anchors = anchors.to(device=device, dtype=torch.long)
         local = self._local
@@ -276,20 +212,12 @@ class NeighborSampler:
 
 
 def floyd_sample(population: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """For every row i, ``k`` distinct integers drawn uniformly from [0, population[i]) (population[i] ≥ k).
+    """For every row i, ``k`` distinct integers drawn uniformly from [0, population[i]) (population[i] ≥ k), from
+    ``generator`` (``None``: PyTorch's global one).
 
-    Floyd's algorithm, one round per drawn item for all rows at once: in round j, t is uniform on
-    [0, n − k + j]; t is taken unless an earlier round took it, in which case n − k + j (not yet takeable
-    before this round) is taken. Every k-subset comes out with probability 1 / C(n, k).
-
-    Parameters
-    ----------
-    population
-        Each row's population size n (at least ``k``).
-    k
-        The integers drawn per row.
-    generator
-        The generator drawn from; ``None`` for PyTorch's global one.
+    Floyd's algorithm, one round per drawn item for all rows at once: in round j, t is uniform on [0, n − k + j]; t is
+    taken unless an earlier round took it, in which case n − k + j (not yet takeable before this round) is taken. Every
+    k-subset comes out with probability 1 / C(n, k).
     """
     rows = population.numel()
     picks = torch.empty(rows, k, dtype=torch.long, device=population.device)

@@ -1,22 +1,20 @@
 """Sparse operators on a graph: the sparse matrix training multiplies by, and the GCN's normalised adjacency.
 
-:func:`normalized_adjacency` runs once per view to build D̂^{-1/2}(A + I)D̂^{-1/2} as a :class:`SparseMatrix`
-(a CSR tensor whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds
-a sampled subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's operator a block of rows
-at a time for inference on large graphs. The CSR arrays and edge-list utilities they are built from are
-:mod:`gca.graph.csr`.
+:func:`normalized_adjacency` builds D̂^{-1/2}(A + I)D̂^{-1/2} once per view as a :class:`SparseMatrix` (a CSR tensor
+whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds a sampled
+subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's a block of rows at a time. The CSR
+arrays they are built from are :mod:`gca.graph.csr`.
 
-**Weighted graphs.** An edge list may be an :class:`~gca.graph.csr.EdgeList`: the ``[2, E]`` index carrying one
-non-negative weight per edge (``edge_weight``, aligned with its columns) and optionally ``[E, D]`` edge features
-(``edge_attr``). Every operator here then uses the weighted adjacency, as PyTorch Geometric's ``GCNConv`` with
-``edge_weight`` does:
+**Weighted graphs.** An edge list may be an :class:`~gca.graph.csr.EdgeList` carrying one non-negative weight per edge
+(``edge_weight``) and optionally ``[E, D]`` edge features (``edge_attr``). Every operator here then uses the weighted
+adjacency, as PyTorch Geometric's ``GCNConv`` with ``edge_weight`` does:
 
     M = D̃^{-1/2} (A_w + I) D̃^{-1/2},   (A_w)_vu = w_uv for every edge u → v,   D̃_vv = 1 + Σ_{u → v} w_uv,
 
 so M_vu = w_uv / sqrt(D̃_uu D̃_vv) and every self-loop has weight 1. An edge of weight 0 contributes nothing. Without
-weights (a plain tensor, or an :class:`~gca.graph.csr.EdgeList` whose ``edge_weight`` is ``None``) every w_uv is 1;
-with every weight 1.0 the operators equal the unweighted ones bit for bit (degrees are sums of whole numbers, exact in
-float64, and each entry is the unweighted entry times 1.0).
+weights every w_uv is 1; with every weight 1.0 the operators equal the unweighted ones bit for bit.
+
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -32,8 +30,8 @@ from .csr import count_ids, csr_tensor, csr_transpose, edge_values, segment_rang
 
 
 def _inverse_sqrt_degree(index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None) -> torch.Tensor:
-    """D̃^{-1/2} with D̃_vv = 1 + (number of entries of ``index`` equal to v), or 1 + the sum of their weights
-    (summed in float64, so whole-number weights give exactly the unweighted degrees)."""
+    """D̃^{-1/2} with D̃_vv = 1 + (number of entries of ``index`` equal to v), or 1 + the sum of their weights (summed
+    in float64, so whole-number weights give exactly the unweighted degrees)."""
     if weight is None:
         return (torch.bincount(index, minlength=num_nodes) + 1).to(torch.float32).rsqrt()
     degree = torch.ones(num_nodes, dtype=torch.float64, device=index.device)
@@ -49,17 +47,9 @@ def _weighted(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor
 class SparseMatrix:
     """A constant sparse matrix M (CSR) with its transpose, so that ``M @ dense`` has a cheap backward pass.
 
-    Autograd flows to the dense operand only: ∂(M H)/∂H applied to G is Mᵀ G, computed with the stored
-    transpose instead of transposing a CSR matrix on every step.
-
-    Parameters
-    ----------
-    matrix
-        M, a sparse tensor (converted to CSR).
-    transpose
-        Mᵀ as CSR when already at hand; ``None``: computed (or M itself when ``symmetric``).
-    symmetric
-        Whether M = Mᵀ.
+    Autograd flows to the dense operand only: ∂(M H)/∂H applied to G is Mᵀ G, computed with the stored transpose.
+    ``matrix`` is converted to CSR; ``transpose`` is Mᵀ as CSR when at hand (``None``: computed, or M itself when
+    ``symmetric``).
     """
 
     def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor | None = None, symmetric: bool = False):
@@ -88,26 +78,14 @@ class SparseMatrix:
         return self.matrix.to_dense()
 
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
-        """Rows start…stop − 1 as a CSR tensor sharing this matrix's arrays (for products without autograd).
-
-        Parameters
-        ----------
-        start, stop
-            The rows, ``stop`` exclusive.
-        """
+        """Rows start … stop − 1 as a CSR tensor sharing this matrix's arrays (for products without autograd)."""
         crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
         low, high = int(crow[start]), int(crow[stop])
         return csr_tensor(crow[start : stop + 1] - low, col[low:high], values[low:high], (stop - start, self.shape[1]))
 
     def take_rows(self, index: torch.Tensor) -> SparseMatrix:
-        """The rows ``index`` (in that order) as a new matrix with its own transpose, for a sampled subgraph's
-        features; gathered with tensor operations, no loop over rows.
-
-        Parameters
-        ----------
-        index
-            The rows wanted, in order.
-        """
+        """The rows ``index`` (in that order) as a new matrix with its own transpose, for a sampled subgraph's features;
+        gathered with tensor operations, no loop over rows."""
         crow, col, values = self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()
         index = index.to(device=crow.device, dtype=torch.long)
         start = crow[index]
@@ -121,15 +99,9 @@ class SparseMatrix:
         return SparseMatrix(csr_tensor(out_crow, columns, entries, size), transpose)
 
     def read_columns(self, index: torch.Tensor) -> SparseMatrix:
-        """The columns ``index`` (ascending) of a matrix that has no entry in any other column, numbered 0 …
-        len(index) − 1: M H equals this matrix times the rows ``index`` of H. Entries keep their order, so each row of
-        the product sums the same terms in the same order; the transpose drops its empty rows (no sort).
-
-        Parameters
-        ----------
-        index
-            The columns that hold entries (and any empty ones wanted), ascending.
-        """
+        """The columns ``index`` (ascending) of a matrix that has no entry in any other column, numbered from 0: M H
+        equals this matrix times the rows ``index`` of H. Entries keep their order, so each row of the product sums the
+        same terms in the same order; the transpose drops its empty rows (no sort)."""
         col = self.matrix.col_indices()
         position = torch.full((self.shape[1],), -1, dtype=col.dtype, device=col.device)
         position[index] = torch.arange(index.numel(), dtype=col.dtype, device=col.device)
@@ -149,16 +121,8 @@ class SparseMatrix:
         return SparseMatrix(matrix, transpose)
 
     def keep(self, rows: torch.Tensor | None = None, columns: torch.Tensor | None = None) -> SparseMatrix:
-        """The same-shaped matrix holding only the entries in the ``rows`` and ``columns`` marked true (boolean
-        masks; None: every one), in their order, with its transpose filtered from the stored one (no sort).
-
-        Parameters
-        ----------
-        rows
-            ``[N]`` boolean mask of the rows kept; ``None`` for all.
-        columns
-            ``[M]`` boolean mask of the columns kept; ``None`` for all.
-        """
+        """The same-shaped matrix holding only the entries in the ``rows`` and ``columns`` marked true (boolean masks;
+        ``None``: every one), in their order, with its transpose filtered from the stored one (no sort)."""
         return SparseMatrix(_keep_entries(self.matrix, rows, columns), _keep_entries(self.transpose, columns, rows))
 
 
@@ -196,13 +160,7 @@ class _SparseDenseMatmul(torch.autograd.Function):
 
 
 def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
-    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`.
-
-    Parameters
-    ----------
-    matrix
-        Any SciPy sparse matrix.
-    """
+    """A SciPy sparse matrix as a float32 :class:`SparseMatrix`."""
     csr = sp.csr_matrix(matrix, dtype=np.float32)
     csr.sort_indices()
     csc = csr.tocsc()  # the CSC arrays of M are the CSR arrays of Mᵀ
@@ -224,29 +182,13 @@ def scipy_to_sparse(matrix: sp.spmatrix) -> SparseMatrix:
 def normalized_adjacency(
     edge_index: torch.Tensor, num_nodes: int, symmetric: bool, coalesced: bool = False
 ) -> SparseMatrix:
-    """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the sparse operator M with (M H)_v = Σ_{u → v} M_vu h_u.
+    """D̂^{-1/2} Â D̂^{-1/2} with Â = A + I, as the N × N operator M with (M H)_v = Σ_{u → v} M_vu h_u.
 
     D̂ counts incoming edges plus the self-loop (the degree on undirected graphs). ``edge_index`` must be free of
-    self-loops and duplicates; ``coalesced`` says it is also sorted by (source, target), as a
-    :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built without sorting. Built with
-    vectorised tensor operations only. An :class:`EdgeList` with weights gives the weighted operator (module
-    docstring); ``symmetric`` then also asserts that both directions of an edge carry the same weight.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges u → v without self-loops or duplicates (an :class:`EdgeList` for weights).
-    num_nodes
-        N.
-    symmetric
-        Whether ``edge_index`` holds both directions of every edge (an undirected graph).
-    coalesced
-        Whether it is also sorted by (source, target).
-
-    Returns
-    -------
-    SparseMatrix
-        M, N × N, with its transpose.
+    self-loops and duplicates; ``symmetric`` says it holds both directions of every edge, ``coalesced`` that it is also
+    sorted by (source, target), as a :class:`~gca.graph.graph.Graph`'s is, which lets a symmetric matrix be built
+    without sorting. An :class:`EdgeList` with weights gives the weighted operator (module docstring); ``symmetric``
+    then also asserts that both directions of an edge carry the same weight.
     """
     weight = edge_values(edge_index)[0]
     edge_index = edge_index.long()
@@ -259,19 +201,11 @@ def normalized_adjacency(
 
 
 def normalized_adjacency_entries(edge_index: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The unweighted operator of :func:`normalized_adjacency`, D̂^{-1/2}(A + I)D̂^{-1/2}, as its entries: a
-    ``[2, E + N]`` (row, column) index — row v holds v's in-neighbours u (edges u → v), then one entry per node
-    for its self-loop — and the float32 values. A self-loop listed in ``edge_index`` is dropped (each node has the
-    one of I, weight 1); a repeated edge counts as often as it is listed; edge weights are not read. The entries
-    and their order are PyTorch Geometric's ``gcn_norm(..., add_self_loops=True)``, transposed.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` edges u → v.
-    num_nodes
-        N.
-    """
+    """The unweighted operator of :func:`normalized_adjacency` as its entries: a ``[2, E + N]`` (row, column) index —
+    row v holds v's in-neighbours u (edges u → v), then one entry per node for its self-loop — and the float32 values. A
+    self-loop listed in ``edge_index`` is dropped (each node has the one of I, weight 1); a repeated edge counts as
+    often as it is listed; edge weights are not read. The entries and their order are PyTorch Geometric's
+    ``gcn_norm(..., add_self_loops=True)``, transposed."""
     edge_index = edge_index.as_subclass(torch.Tensor).long()
     edge_index = edge_index[:, edge_index[0] != edge_index[1]]
     source, target, values = _normalized_entries(edge_index, num_nodes)
@@ -302,28 +236,16 @@ def _normalized_entries(
 def layered_normalized_adjacency(
     edge_index: torch.Tensor, num_nodes: int, layer_rows: Sequence[int]
 ) -> list[SparseMatrix]:
-    """Per encoder layer, the rows of :func:`normalized_adjacency` whose output is read later, for a sampled
-    subgraph whose nodes are numbered hop by hop (anchors first).
+    """Per encoder layer, the rows of :func:`normalized_adjacency` whose output is read later, for a sampled subgraph
+    whose ``num_nodes`` nodes are numbered hop by hop (anchors first).
 
     Layer i of an L-layer encoder is needed only at the ``layer_rows[i]`` leading nodes (those within L − 1 − i hops of
-    the anchors; the last layer at the anchors alone), and it reads the previous layer's output only at its own
-    ``layer_rows[i − 1]`` leading nodes (all nodes for the first layer). Within those, a view reads fewer: a node whose
-    edges toward the anchors the view dropped is read by no later row. So, from the last layer back, each layer keeps
-    only the rows the next one reads (ascending), and the next layer's columns are renumbered to them
-    (:func:`_read_rows_only`; the fractions kept are in docs/benchmarks.md). The last layer keeps every anchor, in
-    order. The degrees are those of the whole subgraph, so every kept entry equals the full matrix's, and the anchors'
-    embeddings are unchanged up to the rounding of products over fewer rows (:func:`gca.nn.gcn._dense_rows_read`).
-    An entry outside the block means the nodes are not numbered hop by hop: a :class:`ValueError`. An
-    :class:`EdgeList` with weights gives the weighted operator's rows (module docstring).
-
-    Parameters
-    ----------
-    edge_index
-        The sampled subgraph's ``[2, E]`` edges in local ids.
-    num_nodes
-        Its nodes, numbered hop by hop (anchors first).
-    layer_rows
-        Per layer, the leading rows whose output is read later.
+    the anchors), and reads the previous layer's output only at its ``layer_rows[i − 1]`` leading nodes (all nodes for
+    the first layer). From the last layer back, each layer keeps only the rows the next one reads (ascending) — a view
+    reads fewer where it dropped edges — and the next layer's columns are renumbered to them (:func:`_read_rows_only`);
+    the last layer keeps every anchor, in order. The degrees are the whole subgraph's, so every kept entry equals the
+    full matrix's. An entry outside the block (nodes not numbered hop by hop) is a :class:`ValueError`. An
+    :class:`EdgeList` with weights gives the weighted operator's rows.
     """
     growing = any(later > earlier for earlier, later in zip(layer_rows, layer_rows[1:], strict=False))
     if growing or layer_rows[0] > num_nodes:
@@ -382,9 +304,8 @@ def _read_rows_only(blocks: list[CsrArrays]) -> tuple[list[CsrArrays], list[torc
 def _symmetric_normalized_adjacency(
     edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None
 ) -> SparseMatrix:
-    """:func:`normalized_adjacency` of a symmetric, coalesced edge_index without a sort: each row's self-loop is
-    slotted in after the row's columns below the diagonal. On 10^8 edges this saves a 64-bit sort's memory.
-    ``weight`` (symmetric: w_uv = w_vu) gives the weighted operator."""
+    """:func:`normalized_adjacency` of a symmetric, coalesced edge_index without a sort: each row's self-loop is slotted
+    in after the row's columns below the diagonal. ``weight`` (symmetric: w_uv = w_vu) gives the weighted operator."""
     device = edge_index.device
     row, col = edge_index
     counts = torch.bincount(row, minlength=num_nodes)
@@ -410,21 +331,12 @@ def _symmetric_normalized_adjacency(
 
 
 class AdjacencyRows:
-    """D̂^{-1/2} Â D̂^{-1/2} of an undirected graph, built a block of rows at a time from its coalesced
-    ``edge_index`` (both directions of every edge, sorted by source — a :class:`~gca.graph.graph.Graph`'s).
+    """D̂^{-1/2} Â D̂^{-1/2} of an undirected graph, built a block of rows at a time (:meth:`row_slice`) from its
+    coalesced ``edge_index`` (both directions of every edge, sorted by source — a :class:`~gca.graph.graph.Graph`'s).
 
-    Inference on a large graph reads the operator one block at a time (:meth:`row_slice`), so its N + E entries
-    and their 64-bit column indices are never held at once: the edge list's own target column is the CSR column
-    array, and only the row pointers and D̂^{-1/2} (N values each) are kept. Each block equals the same rows of
-    :func:`normalized_adjacency`, entry for entry — weighted when ``edge_index`` is an :class:`EdgeList` with weights
-    (symmetric ones, as a :class:`~gca.graph.graph.Graph` keeps them).
-
-    Parameters
-    ----------
-    edge_index
-        The graph's coalesced ``[2, E]`` edges (both directions of each; an :class:`EdgeList` for weights).
-    num_nodes
-        N.
+    Only the row pointers and D̂^{-1/2} (N values each) are kept besides the edge list, whose target row is the CSR
+    column array. Each block equals the same rows of :func:`normalized_adjacency`, entry for entry — weighted when
+    ``edge_index`` is an :class:`EdgeList` with (symmetric) weights.
     """
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
@@ -441,15 +353,8 @@ class AdjacencyRows:
         self.shape = (num_nodes, num_nodes)
 
     def row_slice(self, start: int, stop: int) -> torch.Tensor:
-        """Rows start … stop − 1 (self-loops included) as a CSR tensor with sorted columns, built without a sort:
-        each row's self-loop is slotted in after its columns below the diagonal, as
-        :func:`_symmetric_normalized_adjacency` does for the whole matrix.
-
-        Parameters
-        ----------
-        start, stop
-            The rows, ``stop`` exclusive.
-        """
+        """Rows start … stop − 1 (self-loops included) as a CSR tensor with sorted columns, built without a sort as
+        :func:`_symmetric_normalized_adjacency` builds the whole matrix."""
         low, high, device = int(self.indptr[start]), int(self.indptr[stop]), self.columns.device
         counts = self.indptr[start + 1 : stop + 1] - self.indptr[start:stop]
         local = torch.repeat_interleave(torch.arange(stop - start, device=device), counts)

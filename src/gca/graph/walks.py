@@ -2,13 +2,12 @@
 
 * **DeepWalk** (Perozzi et al., KDD 2014): the next node is a uniformly random neighbour of the current one.
 * **node2vec** (Grover & Leskovec, KDD 2016, §3.2): a second-order walk. Having moved t → v, the walk moves to a
-  neighbour x of v with unnormalised probability 1/p if x = t (return), 1 if x is a neighbour of t, and 1/q
-  otherwise (in-out). We sample it by rejection, as node2vec's alias tables would be O(Σ deg²) memory: propose x
-  uniformly among v's neighbours and accept with probability α(x)/max(1/p, 1, 1/q). Every step is a handful of
-  array operations over all walkers still rejecting — no Python loop over nodes or walkers.
+  neighbour x of v with unnormalised probability α(x) = 1/p if x = t (return), 1 if x is a neighbour of t, and 1/q
+  otherwise (in-out). It is sampled by rejection: propose x uniformly among v's neighbours and accept with probability
+  α(x)/max(1/p, 1, 1/q), over all walkers still rejecting at once.
 
-Membership "x is a neighbour of t" is a binary search in the sorted keys row·N + col of the CSR matrix. A walk
-that reaches a node without out-neighbours stops there; the rest of its row is −1.
+Membership "x is a neighbour of t" is a binary search in the sorted keys row·N + col of the CSR matrix. A walk that
+reaches a node without out-neighbours stops there; the rest of its row is −1.
 """
 
 from __future__ import annotations
@@ -20,10 +19,10 @@ import scipy.sparse as sp
 def random_walks(
     adjacency: sp.csr_matrix, walk_length: int, walks_per_node: int, p: float = 1.0, q: float = 1.0, seed: int = 0
 ) -> np.ndarray:
-    """``walks_per_node`` walks of ``walk_length`` nodes from every node, as an int64 array [N·walks, length].
+    """``walks_per_node`` walks of ``walk_length`` nodes from every node.
 
-    ``p = q = 1`` is DeepWalk's uniform walk (first order, no rejection); otherwise node2vec's biased walk.
-    Row k starts at node k mod N. Padding after a dead end is −1.
+    ``p = q = 1`` is DeepWalk's uniform walk (first order, no rejection); otherwise node2vec's biased walk. Row k starts
+    at node k mod N.
 
     Parameters
     ----------

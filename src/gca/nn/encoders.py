@@ -1,36 +1,29 @@
 """Encoders f from PyTorch Geometric's convolutions — GAT, GraphSAGE and GIN — and the rule for users' own.
 
-The paper's framework is encoder-agnostic ("a GNN encoder f"); its experiments, and gca's default, use the GCN of
-:mod:`gca.nn.gcn`, which keeps gca's own sparse path. The encoders here are called as PyTorch Geometric's are,
-``encoder(x, edge_index) → [N, out]``, on dense features: a view's dropped edges are absent from ``edge_index``
-and its feature mask multiplies x's columns. Widths and activation follow the config as for the GCN: k layers,
-in → factor·hidden → … → hidden, the activation after every layer.
+They are called as PyTorch Geometric's, ``encoder(x, edge_index) → [N, out]``, on dense features (a view's dropped edges
+absent from ``edge_index``, its mask multiplying x's columns); widths and activation follow the config as for gca's
+default, the GCN of :mod:`gca.nn.gcn`: k layers, in → factor·hidden → … → hidden, the activation after every layer.
 
 * ``gat`` — ``GATConv`` with :data:`GAT_HEADS` concatenated heads in the inner layers (one head in the last);
-* ``sage`` — ``SAGEConv``, each layer's output ℓ2-normalised after its activation, as GraphSAGE's Algorithm 1
-  (line 7) does (Hamilton et al., 2017), with one of the paper's aggregators (§3.3; config ``sage_aggregator``):
-  ``gcn`` (the default), h_v ← σ(W · mean({h_v} ∪ {h_u : u ∈ N(v)})), a self-loop added to every node and one
-  weight; or ``mean``, σ(W₁ h_v + W₂ · mean{h_u : u ∈ N(v)}), the neighbours' mean beside the node's own weight
-  (PyTorch Geometric's default). On Cora the first matched the GCN (83.99 against 83.81 %) and the second came
-  3.5 points below it (docs/benchmarks.md);
-* ``gin`` — ``GINConv`` around a two-layer perceptron with batch normalisation, as in the GIN paper's experiments
-  (Xu et al., 2019, §7).
+* ``sage`` — ``SAGEConv``, each layer's output ℓ2-normalised after its activation, as GraphSAGE's Algorithm 1 (line 7)
+  does (Hamilton et al., 2017), with one of the paper's aggregators (§3.3; config ``sage_aggregator``): ``gcn`` (the
+  default), h_v ← σ(W · mean({h_v} ∪ {h_u : u ∈ N(v)})), a self-loop added to every node and one weight; or ``mean``,
+  σ(W₁ h_v + W₂ · mean{h_u : u ∈ N(v)}) (PyTorch Geometric's default);
+* ``gin`` — ``GINConv`` around a two-layer perceptron with batch normalisation, as in GIN's experiments (Xu et al.,
+  2019, §7).
 
-A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call that returns one row per
-row of ``x`` — a floating-point ``[N, config.hidden]`` tensor, ``config.hidden`` being the projection head's input
-width. :func:`check_encoder` runs it once on the graph's first nodes before training, and
-:func:`check_encoder_output` checks every output it gives in training and inference (the whole graph's nodes, or a
-sampled subgraph's in mini-batch mode); anything else is an :class:`EncoderError` of one line naming the encoder's
-class, the shape it returned and the shape it must return.
+A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call that returns a
+floating-point ``[N, config.hidden]`` tensor, one row per row of ``x`` (``config.hidden`` is the projection head's input
+width). :func:`check_encoder` runs it once on the graph's first nodes before training, and :func:`check_encoder_output`
+checks every output in training and inference; anything else is an :class:`EncoderError` of one line naming the
+encoder's class, the shape it returned and the shape it must return.
 
-**Edge weights and edge features** (:mod:`gca.graph.graph`). An encoder called as PyTorch Geometric's gets a view's
-per-edge values, aligned with that view's kept edges, through the keyword arguments its ``forward`` names
-(:func:`edge_arguments`): ``edge_weight`` ([E] float32) and ``edge_attr`` ([E, D]) — when the graph has them. One
-that requires an argument (no default) on a graph without it is refused with one :class:`EncoderError` line. gca's
-``gat`` built with ``edge_dim`` (:class:`MessagePassingEncoder`) passes ``edge_attr`` to every ``GATConv``; a
-convolution whose ``forward`` takes ``edge_weight`` (``GCNConv``, ``GraphConv``, …) gets the weights. PyTorch
-Geometric's ``GATConv``, ``SAGEConv`` and ``GINConv`` take no ``edge_weight``: gca's gat, sage and gin ignore
-weights, which :func:`unused_edge_values` names so that the graph's warnings say so.
+**Edge weights and edge features** (:mod:`gca.graph.graph`). An encoder gets a view's per-edge values, aligned with its
+kept edges, through the keyword arguments its ``forward`` names (:func:`edge_arguments`): ``edge_weight`` ([E] float32)
+and ``edge_attr`` ([E, D]), when the graph has them; one that requires an argument the graph lacks is refused in one
+:class:`EncoderError` line. gca's ``gat`` built with ``edge_dim`` passes ``edge_attr`` to every ``GATConv``; a
+convolution whose ``forward`` takes ``edge_weight`` gets the weights — not ``GATConv``, ``SAGEConv`` or ``GINConv``, so
+gca's gat, sage and gin ignore weights (:func:`unused_edge_values` warns).
 """
 
 from __future__ import annotations
@@ -57,15 +50,7 @@ GAT_HEADS = 4
 
 
 def dense_features(features: Features, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features).
-
-    Parameters
-    ----------
-    features
-        X, as a graph holds it (dense, stored or sparse).
-    mask
-        m, a ``[F]`` feature mask; ``None`` for none.
-    """
+    """X̃ = X ∘ m as a dense tensor (message-passing encoders take dense features); ``mask`` ``None`` for none."""
     x = features if isinstance(features, torch.Tensor) else features.to_dense()
     return x if mask is None else x * mask
 
@@ -75,14 +60,8 @@ EDGE_ARGUMENTS = ("edge_weight", "edge_attr")
 
 
 def edge_arguments(module: nn.Module) -> dict[str, bool]:
-    """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) that ``module.forward`` names, each mapped to whether
-    it is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for.
-
-    Parameters
-    ----------
-    module
-        The encoder.
-    """
+    """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) that ``module.forward`` names, each mapped to whether it
+    is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for."""
     try:
         parameters = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):  # a forward without a signature (a C extension): pass nothing
@@ -102,20 +81,8 @@ def edge_keywords(
     taken: dict[str, bool] | None = None,
 ) -> dict[str, torch.Tensor]:
     """The keyword arguments ``encoder`` gets for a view whose edges carry ``edge_weight`` / ``edge_attr`` (either
-    ``None``): those its ``forward`` names and the graph has. A required one the graph lacks is an
-    :class:`EncoderError`.
-
-    Parameters
-    ----------
-    encoder
-        The encoder.
-    edge_weight
-        The view's ``[E]`` edge weights, or ``None``.
-    edge_attr
-        The view's ``[E, D]`` edge features, or ``None``.
-    taken
-        :func:`edge_arguments` of ``encoder`` computed before; ``None``: computed here.
-    """
+    ``None``): those its ``forward`` names and the graph has; ``taken`` is its :func:`edge_arguments` computed before
+    (``None``: computed here). A required one the graph lacks is an :class:`EncoderError`."""
     taken = edge_arguments(encoder) if taken is None else taken
     given = {"edge_weight": edge_weight, "edge_attr": edge_attr}
     out = {}
@@ -131,18 +98,8 @@ def edge_keywords(
 
 
 def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: bool) -> list[str]:
-    """Warnings naming the per-edge values a graph has that ``encoder`` (a module, or the name of gca's own:
-    gcn, gat, sage, gin) does not use. gca's gat uses ``edge_attr`` when built with ``edge_dim``.
-
-    Parameters
-    ----------
-    encoder
-        A module, or the name of gca's own encoder.
-    has_weight
-        Whether the graph has edge weights.
-    has_attr
-        Whether the graph has edge features.
-    """
+    """Warnings naming the per-edge values a graph has (``has_weight``, ``has_attr``) that ``encoder`` (a module, or the
+    name of gca's own: gcn, gat, sage, gin) does not use. gca's gat uses ``edge_attr`` when built with ``edge_dim``."""
     if isinstance(encoder, str):
         used = {"gcn": {"edge_weight"}, "gat": {"edge_attr"}}.get(encoder, set())
         name = encoder
@@ -170,8 +127,7 @@ def unused_edge_values(encoder: nn.Module | str, has_weight: bool, has_attr: boo
 
 
 class MessagePassingEncoder(nn.Module):
-    """k convolutions of one PyTorch Geometric kind, each followed by the activation. ``edge_dim`` (gat only): the
-    width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's ``edge_dim``).
+    """k convolutions of one PyTorch Geometric kind, each followed by the activation.
 
     Parameters
     ----------
@@ -190,7 +146,8 @@ class MessagePassingEncoder(nn.Module):
     sage_aggregator
         ``sage`` only: ``"gcn"`` or ``"mean"`` (module docstring).
     edge_dim
-        ``gat`` only: the width of ``edge_attr`` every ``GATConv`` reads; ``None`` for none.
+        ``gat`` only: the width of the graph's ``edge_attr``, which every ``GATConv`` then reads (PyTorch Geometric's
+        ``edge_dim``); ``None`` for none.
     """
 
     def __init__(
@@ -234,8 +191,7 @@ class MessagePassingEncoder(nn.Module):
         edge_weight: torch.Tensor | None = None,
         edge_attr: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The embeddings; ``edge_attr`` reaches each ``GATConv`` when built with ``edge_dim`` (required then), and
-        ``edge_weight`` each convolution whose ``forward`` takes it (none of gat, sage, gin: ignored there).
+        """The ``[N, hidden]`` embeddings.
 
         Parameters
         ----------
@@ -244,14 +200,10 @@ class MessagePassingEncoder(nn.Module):
         edge_index
             ``[2, E]`` edges.
         edge_weight
-            ``[E]`` edge weights, passed to the convolutions that take them.
+            ``[E]`` edge weights, passed to each convolution whose ``forward`` takes them (none of gat, sage, gin:
+            ignored there).
         edge_attr
-            ``[E, D]`` edge features (gat built with ``edge_dim``).
-
-        Returns
-        -------
-        torch.Tensor
-            ``[N, hidden]`` embeddings.
+            ``[E, D]`` edge features, passed to each ``GATConv`` when built with ``edge_dim`` (required then).
         """
         extra: dict[str, torch.Tensor] = {}
         if self.edge_dim is not None:
@@ -302,19 +254,8 @@ def _conv(
 
 
 def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int | None = None) -> torch.Tensor:
-    """``out``, what ``encoder`` returned for ``rows`` nodes, if it is a floating-point tensor of shape
-    ``(rows, hidden)`` (any width when ``hidden`` is ``None``); else an :class:`EncoderError` naming both shapes.
-
-    Parameters
-    ----------
-    encoder
-        The encoder, named in the message.
-    out
-        What it returned.
-    rows
-        The nodes it was given.
-    hidden
-        The width required; ``None`` for any.
+    """``out``, what ``encoder`` returned for ``rows`` nodes, if it is a floating-point tensor of shape ``(rows,
+    hidden)`` (any width when ``hidden`` is ``None``); else an :class:`EncoderError` naming the encoder and both shapes.
     """
     name = type(encoder).__name__
     wanted = f"({rows}, {'hidden' if hidden is None else hidden})"
@@ -351,23 +292,12 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
 
 
 def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: torch.Tensor | None = None) -> None:
-    """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one
-    forward pass (in eval mode, without autograd) on the first few nodes and no edges.
+    """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one forward
+    pass (in eval mode, without autograd) on the first few nodes and no edges.
 
     ``edges`` (the graph's ``edge_index``, which carries its edge values) lets an encoder whose ``forward`` takes
-    ``edge_weight`` / ``edge_attr`` get empty ones of the right width, and refuses one that requires a value the
-    graph lacks. Without it, an encoder that requires one is checked at its first training step instead.
-
-    Parameters
-    ----------
-    encoder
-        A user's encoder module.
-    features
-        The graph's features (a few rows are read).
-    hidden
-        The width required (the projection head's input).
-    edges
-        The graph's ``edge_index`` (carrying its edge values); ``None`` for none.
+    ``edge_weight`` / ``edge_attr`` get empty ones of the right width, and refuses one that requires a value the graph
+    lacks. Without it (``None``), an encoder that requires one is checked at its first training step instead.
     """
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))

@@ -23,15 +23,8 @@ from ..graph.sparse import SparseMatrix
 
 
 def make_activation(name: str, channels: int) -> nn.Module:
-    """ReLU, PReLU (one slope per channel), RReLU or ELU as a module.
-
-    Parameters
-    ----------
-    name
-        ``"relu"``, ``"prelu"``, ``"rrelu"`` or ``"elu"`` (any case; another is a ``ValueError``).
-    channels
-        The width of the layer it follows (PReLU's number of slopes).
-    """
+    """ReLU, PReLU (one slope per channel of the ``channels``-wide layer it follows), RReLU or ELU as a module, by
+    ``name`` (any case; another is a ``ValueError``)."""
     name = name.lower()
     if name == "relu":
         return nn.ReLU()
@@ -45,17 +38,8 @@ def make_activation(name: str, channels: int) -> nn.Module:
 
 
 class GCNLayer(nn.Module):
-    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator.
-
-    Parameters
-    ----------
-    in_channels
-        The input width.
-    out_channels
-        The output width.
-    activation
-        σ, by name (:func:`make_activation`).
-    """
+    """One graph convolution σ(M H W + b) with M = D̂^{-1/2} Â D̂^{-1/2} given as a sparse operator; σ by name
+    (:func:`make_activation`)."""
 
     def __init__(self, in_channels: int, out_channels: int, activation: str) -> None:
         super().__init__()
@@ -88,21 +72,9 @@ class GCNLayer(nn.Module):
         weight: torch.Tensor | None = None,
     ) -> tuple[SparseMatrix, torch.Tensor]:
         """(M′, H W) with M′ (H W) = M (H (diag(m) W)), as :meth:`forward` computes it, multiplying only what M reads
-        (``weight``: diag(m) W when already formed). A sparse H skips the entries whose terms are exact zeros or
-        never read (:func:`_entries_read`; M′ = M); a dense H is multiplied at the rows M reads only, and M′ is M at
-        those columns (:func:`_dense_rows_read`).
-
-        Parameters
-        ----------
-        h
-            The layer's input H.
-        adjacency
-            M.
-        feature_mask
-            m, a ``[F]`` feature mask; ``None`` for none.
-        weight
-            diag(m) W when already formed; ``None``: formed here.
-        """
+        (``weight``: diag(m) W when already formed; ``feature_mask`` m: ``None`` for none). A sparse H skips the entries
+        whose terms are exact zeros or never read (:func:`_entries_read`; M′ = M); a dense H is multiplied at the rows M
+        reads only, and M′ is M at those columns (:func:`_dense_rows_read`)."""
         if weight is None:
             weight = self.weight if feature_mask is None else self.weight * feature_mask.unsqueeze(1)
         if isinstance(h, SparseMatrix):
@@ -111,13 +83,7 @@ class GCNLayer(nn.Module):
         return adjacency, h @ weight
 
     def transforms_first(self, h: torch.Tensor | SparseMatrix) -> bool:
-        """Whether this layer computes M (H W) for the input ``h`` (else (M H) W).
-
-        Parameters
-        ----------
-        h
-            The layer's input.
-        """
+        """Whether this layer computes M (H W) for the input ``h`` (else (M H) W)."""
         return not _aggregate_first(h, self.weight)
 
     @torch.no_grad()
@@ -129,19 +95,8 @@ class GCNLayer(nn.Module):
         start: int,
         stop: int,
     ) -> torch.Tensor:
-        """Rows start … stop − 1 of σ(M H W + b): from H (aggregating first) or, when ``hw`` is given, from H W.
-
-        Parameters
-        ----------
-        h
-            The layer's input H (when aggregating first).
-        hw
-            H W, when already computed; ``None``: from ``h``.
-        adjacency
-            M, read a block of rows at a time.
-        start, stop
-            The rows, ``stop`` exclusive.
-        """
+        """Rows start … stop − 1 of σ(M H W + b), M read a block of rows at a time: from H (aggregating first) or, when
+        ``hw`` is given, from H W."""
         rows = adjacency.row_slice(start, stop)
         if hw is None:
             return self.activation((rows @ h) @ self.weight + self.bias)
@@ -156,23 +111,9 @@ class GCNLayer(nn.Module):
         written: Callable[[torch.Tensor, int, int], None] | None = None,
         share: RowShare | None = None,
     ) -> torch.Tensor:
-        """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a
-        block at a time), into ``empty((N, width), dtype)`` (default: ``torch.empty`` on the weight's device);
-        ``written(HW, start, stop)`` after each block. ``share``: this process's rows, then the others'.
-
-        Parameters
-        ----------
-        h
-            The layer's input H.
-        rows
-            Rows per block.
-        empty
-            ``empty((N, width), dtype)`` allocates the result; ``None`` for ``torch.empty`` on the weight's device.
-        written
-            ``written(HW, start, stop)`` after each block; ``None`` for nothing.
-        share
-            This process's share of the rows under torchrun; ``None`` for all of them.
-        """
+        """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a block
+        at a time), into ``empty((N, width), dtype)`` (``None``: ``torch.empty`` on the weight's device); ``written(HW,
+        start, stop)`` after each block. ``share``: this process's rows under torchrun, then the others'."""
         n, shape, dtype = h.shape[0], (h.shape[0], self.weight.shape[1]), self.weight.dtype
         hw = empty(shape, dtype) if empty is not None else torch.empty(shape, dtype=dtype, device=self.weight.device)
         written = written or _nothing
@@ -195,10 +136,9 @@ class RowSlices(Protocol):
 
 
 def _aggregate_first(h: torch.Tensor | SparseMatrix, weight: torch.Tensor) -> bool:
-    """Whether to compute (M H) W rather than M (H W): for a dense H narrower than its output, so the sparse
-    product — the layer's costly, memory-bound part — moves fewer columns (100 instead of 256 at ogbn-products),
-    and on a sampled subgraph the dense product runs only on the rows kept. A sparse H (bag-of-words features)
-    keeps M (H W), which also avoids a sparse × sparse product."""
+    """Whether to compute (M H) W rather than M (H W): for a dense H narrower than its output, so the sparse product —
+    the layer's costly, memory-bound part — moves fewer columns, and on a sampled subgraph the dense product runs only
+    on the rows kept. A sparse H (bag-of-words features) keeps M (H W), which also avoids a sparse × sparse product."""
     return isinstance(h, torch.Tensor) and not h.is_sparse and h.shape[1] < weight.shape[1]
 
 
@@ -220,10 +160,9 @@ def _rows_read_mask(h: torch.Tensor | SparseMatrix, adjacency: SparseMatrix) -> 
 
 def _dense_rows_read(h: torch.Tensor, adjacency: SparseMatrix) -> tuple[SparseMatrix, torch.Tensor]:
     """(M′, H′): the dense ``h`` at the rows M reads, and M at those columns (:meth:`SparseMatrix.read_columns`), so
-    that M′ (H′ W) = M (H W) while the product and its weight gradient H′ᵀ G skip the unread rows — 20 % of them
-    on Amazon-Photo's mini-batches, 40 % on Amazon-Computers' (docs/benchmarks.md). Each kept row is multiplied by
-    the same weight — equal to the full product's up to its kernel's rounding, which may differ with the row count
-    (docs/benchmarks.md) — and the aggregation sums the same terms in the same order."""
+    that M′ (H′ W) = M (H W) while the product and its weight gradient H′ᵀ G skip the unread rows. Each kept row is
+    multiplied by the same weight — equal to the full product's up to its kernel's rounding, which may differ with the
+    row count — and the aggregation sums the same terms in the same order."""
     read = _rows_read_mask(h, adjacency) if h.layout == torch.strided else None
     if read is None:
         return adjacency, h
@@ -232,12 +171,10 @@ def _dense_rows_read(h: torch.Tensor, adjacency: SparseMatrix) -> tuple[SparseMa
 
 
 def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.Tensor | None) -> SparseMatrix:
-    """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: those in a
-    feature column the mask zeroes, and those in a node row that no entry of M reads (:func:`_rows_read_mask`). The
-    gradient of W reads Hᵀ G, and G is zero on those rows, so it loses only zero terms too: with finite weights the
-    output and every gradient are unchanged, bit for bit, while the layer's two sparse products (H W forward, Hᵀ G
-    backward) skip those entries — a quarter of them on Coauthor-CS's mini-batches (docs/benchmarks.md). The
-    filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
+    """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: those in a feature
+    column the mask zeroes, and those in a node row that no entry of M reads (:func:`_rows_read_mask`). The gradient of
+    W reads Hᵀ G, and G is zero on those rows, so with finite weights the output and every gradient are unchanged, bit
+    for bit. The filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
     columns = None if feature_mask is None else feature_mask != 0
     if columns is not None and bool(columns.all()):
         columns = None
@@ -287,22 +224,18 @@ class GCNEncoder(nn.Module):
         adjacency: SparseMatrix | Sequence[SparseMatrix],
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """f(X̃, Ã). ``adjacency`` is one operator for every layer, or one per layer — each restricted to the rows
-        whose output is read later, as on a sampled subgraph (:func:`gca.graph.sparse.layered_normalized_adjacency`).
+        """f(X̃, Ã): the ``[N, out_channels]`` embeddings.
 
         Parameters
         ----------
         features
             X, one row per node (dense, or a sparse :class:`~gca.graph.sparse.SparseMatrix`).
         adjacency
-            The normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2}, or one operator per layer.
+            The normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2}, or one operator per layer, each restricted to the rows
+            whose output is read later, as on a sampled subgraph
+            (:func:`gca.graph.sparse.layered_normalized_adjacency`).
         feature_mask
             m, the view's ``[F]`` feature mask (X̃ = X diag(m)); ``None`` for none.
-
-        Returns
-        -------
-        torch.Tensor
-            ``[N, out_channels]`` embeddings.
         """
         per_layer = adjacency if isinstance(adjacency, Sequence) else [adjacency] * len(self.layers)
         if len(per_layer) != len(self.layers):
@@ -322,53 +255,26 @@ class GCNEncoder(nn.Module):
         share: RowShare | None = None,
         on_rows: Callable[[int], None] | None = None,
     ) -> torch.Tensor | None:
-        """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward`.
+        """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward` up to
+        float32 rounding; M (``adjacency``) is read a block of rows at a time. Returns the ``[N, out_channels]``
+        embeddings, or ``None`` on a process other than the first under ``share``.
 
-        A layer whose successor computes M (H W) hands over H W directly: each block of its output rows is
-        multiplied by the next weight as soon as it is computed, so the wider inner activation H (N × 2·hidden)
-        is never held for all nodes. Besides the input, memory is about two N × width matrices of the narrower
-        side — on ogbn-products' size with hidden = 128, 2.5 GB instead of 5 GB. Dense features stored as they
-        came (:class:`~gca.graph.features.DenseFeatures`) are read a block of rows at a time; a first layer that
-        aggregates first reads them as one float32 matrix X̂, filled block by block.
+        A layer whose successor computes M (H W) hands over H W directly, so the wider inner activation H is never held
+        for all nodes. Dense features stored as they came (:class:`~gca.graph.features.DenseFeatures`) are read a block
+        of rows at a time; a first layer that aggregates first reads them as one float32 matrix X̂, filled block by
+        block.
 
-        ``allocate(shape, dtype, final)`` gives each of those N-row matrices (``final``: the embeddings
-        returned); by default ``torch.empty`` on the weights' device. Out-of-core inference passes one that maps
-        files (:class:`gca.disk.DiskArrays`), so the matrices are file-backed pages, not anonymous memory; each is
-        written once, in blocks of rows, and read by the next layer. Its ``written(matrix, start, stop)``, where
-        it has one, is told of every block of rows written (it lets them leave the resident set), and its
+        ``allocate(shape, dtype, final)`` gives each N-row matrix (``final``: the embeddings returned; ``None``:
+        ``torch.empty`` on the weights' device); each is written once, in blocks of rows, and read by the next layer.
+        Its ``written(matrix, start, stop)``, where it has one, is told of every block of rows written, and its
         ``release(tensor)`` of stored dense features once they are read into X̂ or X W.
 
         ``share`` (:class:`RowShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process computes
         its own range of rows of every matrix, and the share completes it — every process then holds all rows of an
-        inner matrix (the next layer reads any row), the first process all rows of the embeddings. Each row is
-        computed by the same operations whichever process computes it, in blocks that may hold other row counts
-        than one process's; the dense products' kernels sum in an order that depends on the row count (one row: a
-        matrix-vector product), so the rows equal one process's — and inference by blocks equals :meth:`forward`
-        on the whole graph — to float32 rounding, bit for bit only where the blocks coincide. Processes other
-        than the first return ``None``.
+        inner matrix, the first process all rows of the embeddings. ``on_rows(count)`` is told of every block of output
+        rows computed, layer after layer (``len(layers)`` times this process's rows in all).
 
-        ``on_rows(count)`` is told of every block of output rows computed, layer after layer (the progress of
-        inference: ``len(layers)`` times this process's rows in all).
-
-        Parameters
-        ----------
-        features
-            X, as the graph holds it.
-        adjacency
-            M, read a block of rows at a time.
-        rows
-            Rows per block.
-        allocate
-            ``allocate(shape, dtype, final)`` gives each N-row matrix; ``None`` for ``torch.empty``.
-        share
-            This process's share of the rows under torchrun; ``None`` for all of them.
-        on_rows
-            Told the rows of every block computed; ``None`` for nothing.
-
-        Returns
-        -------
-        torch.Tensor | None
-            ``[N, out_channels]`` embeddings; ``None`` on a process other than the first under ``share``.
+        Design notes: docs/design/core.md.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device

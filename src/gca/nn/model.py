@@ -2,14 +2,13 @@
 
 An encoder called as PyTorch Geometric's (``encoder(x, edge_index)``: gca's GAT, GraphSAGE and GIN, or a user's) has
 every output checked — a floating-point tensor with one row per row of ``x``, as wide as the projection head's input
-(:func:`gca.nn.encoders.check_encoder_output`) — so a wrong shape is one line, never a silently wrong result. The
-cache of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle``
-leave it out.
+(:func:`gca.nn.encoders.check_encoder_output`) — so a wrong shape is one line, never a silently wrong result. The cache
+of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle`` leave it out.
 
-A view's edges may carry per-edge values (an :class:`~gca.graph.csr.EdgeList`, :mod:`gca.graph.graph`): the GCN
-then uses the weighted normalised adjacency (:mod:`gca.graph.sparse`), and an encoder called as PyTorch Geometric's
-gets ``edge_weight`` / ``edge_attr`` as keywords when its ``forward`` names them
-(:func:`gca.nn.encoders.edge_keywords`), row i of each belonging to column i of that view's ``edge_index``.
+A view's edges may carry per-edge values (an :class:`~gca.graph.csr.EdgeList`): the GCN then uses the weighted
+normalised adjacency (:mod:`gca.graph.sparse`), and an encoder called as PyTorch Geometric's gets ``edge_weight`` /
+``edge_attr`` as keywords when its ``forward`` names them (:func:`gca.nn.encoders.edge_keywords`), row i of each
+belonging to column i of that view's ``edge_index``.
 """
 
 from __future__ import annotations
@@ -73,10 +72,8 @@ class GCAModel(nn.Module):
         encoder: nn.Module | None = None,
         edge_dim: int | None = None,
     ) -> GCAModel:
-        """The encoder ``config`` names (or the one given, called as ``encoder(x, edge_index)``) and the projection
-        head sized by it; the paper's objective unless one is given (this process's ``share`` of it under
-        torch.distributed, :mod:`gca.train.distributed`). ``edge_dim`` (the graph's ``Graph.edge_dim``) builds
-        the gat encoder's convolutions to read ``edge_attr``; the other encoders of ``config`` ignore it.
+        """The encoder ``config`` names (or the one given) and the projection head sized by it; the paper's objective
+        unless one is given.
 
         Parameters
         ----------
@@ -89,11 +86,13 @@ class GCAModel(nn.Module):
         objective
             A module ``objective(u, v) → loss`` to use instead of the paper's.
         share
-            This process's share of the objective's rows under torch.distributed; ``None`` for all of them.
+            This process's share of the objective's rows under torch.distributed (:mod:`gca.train.distributed`);
+            ``None`` for all of them.
         encoder
-            A user's encoder module to use instead of the one ``config`` names.
+            A user's encoder module, called as ``encoder(x, edge_index)``, to use instead of the one ``config`` names.
         edge_dim
-            The width of the graph's ``edge_attr`` (for the gat encoder); ``None`` without edge features.
+            The width of the graph's ``edge_attr`` (``Graph.edge_dim``), which the gat encoder's convolutions then read;
+            the other encoders of ``config`` ignore it. ``None`` without edge features.
         """
         factor = config.first_layer_factor
         if encoder is None and config.encoder == "gcn":
@@ -119,21 +118,11 @@ class GCAModel(nn.Module):
     def from_weights(
         cls, weights: Any, in_channels: int, config: GCAConfig, encoder: nn.Module | None = None
     ) -> GCAModel:
-        """The model ``config`` describes holding ``weights`` (a checkpoint's). Names and shapes are compared on
-        PyTorch's meta device first, so a file whose config claims a huge width is refused before anything of that
-        size is built; a mismatch raises ``ValueError`` or ``TypeError``.
-
-        Parameters
-        ----------
-        weights
-            A state dict (a checkpoint's ``model`` entry).
-        in_channels
-            The node features' width the model was trained on.
-        config
-            The configuration the model was trained with.
-        encoder
-            For a model trained with a user's encoder: a module of the same class and shape to load into.
-        """
+        """The model ``config`` describes (for ``in_channels`` input features) holding ``weights``, a checkpoint's
+        ``model`` state dict; ``encoder``: for a model trained with a user's encoder, a module of the same class and
+        shape to load into. Names and shapes are compared on PyTorch's meta device first, so a file whose config claims
+        a huge width is refused before anything of that size is built; a mismatch raises ``ValueError`` or
+        ``TypeError``."""
         if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
             raise TypeError("its 'model' entry is not a table of tensors")
         if in_channels < 1:
@@ -178,26 +167,13 @@ class GCAModel(nn.Module):
         layer_rows: Sequence[int] | None = None,
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """H = f(X̃, Ã) of one view given by its kept edges: the GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (one operator
-        per layer on a sampled subgraph, ``layer_rows``), a message-passing encoder the edges and masked features —
-        and the values ``edge_index`` carries (an :class:`~gca.graph.csr.EdgeList`): the GCN's operator is
-        weighted, another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
+        """H = f(X̃, Ã) of one view given by its kept edges (``feature_mask`` m: ``None`` for none).
 
-        Parameters
-        ----------
-        features
-            X, one row per node of the (sub)graph.
-        edge_index
-            The view's kept ``[2, E]`` edges (an :class:`~gca.graph.csr.EdgeList` when they carry values).
-        num_nodes
-            The (sub)graph's nodes.
-        symmetric
-            Whether ``edge_index`` holds both directions of every edge (the GCN's operator is then built for an
-            undirected graph).
-        layer_rows
-            On a sampled subgraph: the rows each layer's output is read at; ``None`` for the whole graph.
-        feature_mask
-            m, the view's ``[F]`` feature mask; ``None`` for none.
+        The GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2}, built for an undirected graph when ``symmetric`` (``edge_index`` holds
+        both directions of every edge), one operator per layer on a sampled subgraph (``layer_rows``: the rows each
+        layer's output is read at; ``None`` for the whole graph). A message-passing encoder gets the edges and masked
+        features. Values that ``edge_index`` carries (an :class:`~gca.graph.csr.EdgeList`) weight the GCN's operator;
+        another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
         """
         if self.takes_edge_index:
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix
@@ -234,31 +210,17 @@ class GCAModel(nn.Module):
         adjacency: SparseMatrix | Sequence[SparseMatrix],
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator
-        per layer (:meth:`gca.nn.gcn.GCNEncoder.forward`).
-
-        Parameters
-        ----------
-        features
-            X, one row per node.
-        adjacency
-            The normalised adjacency, or one operator per layer.
-        feature_mask
-            m, a ``[F]`` feature mask; ``None`` for none.
-        """
+        """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator per
+        layer (:meth:`gca.nn.gcn.GCNEncoder.forward`), ``feature_mask`` ``None`` for none."""
         return self.encoder(features, adjacency, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
-        """The objective on the projections g(h1), g(h2) of two views' embeddings.
+        """The objective on the projections g(h1), g(h2) of two views' embeddings: the scalar loss to minimise (−J of
+        Eq. 2 with the paper's objective).
 
         Parameters
         ----------
         h1, h2
             The two views' embeddings of the same nodes, row i of each node i.
-
-        Returns
-        -------
-        torch.Tensor
-            The scalar loss to minimise (−J of Eq. 2 with the paper's objective).
         """
         return self.objective(self.projector(h1), self.projector(h2))

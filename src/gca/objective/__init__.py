@@ -5,17 +5,14 @@ For projected embeddings u_i = g(f(G̃₁))_i and v_i = g(f(G̃₂))_i and θ(a,
     ℓ(u_i, v_i) = log  e^{θ(u_i,v_i)/τ} / ( e^{θ(u_i,v_i)/τ} + Σ_{k≠i} e^{θ(u_i,v_k)/τ} + Σ_{k≠i} e^{θ(u_i,u_k)/τ} )
     J           = 1/(2N) Σ_i [ ℓ(u_i, v_i) + ℓ(v_i, u_i) ].
 
-Training *minimises* the loss −J. Three implementations compute the same number, one module each:
+Training *minimises* the loss −J. Three implementations compute the same number: :func:`reference_loss`
+(:mod:`~gca.objective.reference`), the equations as they read, O(N²) memory, the ground truth tests compare against;
+:func:`contrastive_loss` (:mod:`~gca.objective.blocked`), row blocks of the 2N×2N similarity matrix of the stacked
+views, memory O(N·(d + block)); :func:`attention_loss` (:mod:`~gca.objective.attention`), PyTorch's fused attention
+kernels, memory O(N·d), in fp32 or bf16.
 
-* :mod:`~gca.objective.reference` — :func:`reference_loss`, written as the equations read: four N×N similarity
-  matrices under autograd, O(N²) memory; the ground truth that tests compare against.
-* :mod:`~gca.objective.blocked` — :func:`contrastive_loss`, row blocks of the 2N×2N similarity matrix of the
-  stacked views, memory O(N·(d + block)).
-* :mod:`~gca.objective.attention` — :func:`attention_loss`, PyTorch's fused attention kernels, memory O(N·d), in
-  fp32 or bf16.
-
-:class:`ContrastiveObjective` is the one factory the model uses: it picks the backend and precision its settings
-name, ``auto`` resolved per device by :mod:`~gca.objective.selection`, and splits rows over processes with a
+:class:`ContrastiveObjective` is the one factory the model uses: it picks the backend and precision its settings name,
+``auto`` resolved per device by :mod:`~gca.objective.selection`, and splits rows over processes with a
 :class:`~gca.objective.share.RowShare`.
 """
 
@@ -50,10 +47,8 @@ __all__ = [
 
 
 class ContrastiveObjective(nn.Module):
-    """−J of Eq. 2 as a module: ``objective(u, v)`` for the projections of the two views' anchors.
-
-    The part of :class:`gca.nn.model.GCAModel` that scores a pair of views; other objectives with the same call (e.g.
-    one process's share of the rows) can take its place. No parameters.
+    """−J of Eq. 2 as a module without parameters: ``objective(u, v)`` for the projections of the two views' anchors,
+    the part of :class:`gca.nn.model.GCAModel` that scores a pair of views.
 
     Parameters
     ----------
@@ -62,8 +57,8 @@ class ContrastiveObjective(nn.Module):
     block_size
         Rows per block of the blocked backend; ``0`` chooses by memory (:func:`auto_block_size`).
     share
-        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
-        ``None``: one process computes all of them.
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`); ``None``: one
+        process computes all of them.
     backend
         ``"blocked"``, ``"attention"`` or ``"auto"`` (resolved per device by :func:`resolve_objective`).
     precision
@@ -88,13 +83,7 @@ class ContrastiveObjective(nn.Module):
         self.precision = precision
 
     def resolved(self, device: torch.device | str) -> tuple[str, str]:
-        """(backend, precision) this objective computes with on ``device``.
-
-        Parameters
-        ----------
-        device
-            The device the views lie on.
-        """
+        """(backend, precision) this objective computes with on ``device``."""
         return resolve_objective(self.backend, self.precision, device)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -109,14 +98,8 @@ class ContrastiveObjective(nn.Module):
                 return contrastive_loss(u, v, self.tau, self.block_size, self.share)
 
     def uniform_loss(self, anchors: int) -> float:
-        """The loss when every similarity is equal — log(2N − 1) for N anchors — which a collapsed run sits at
-        (:mod:`gca.objective.collapse`).
-
-        Parameters
-        ----------
-        anchors
-            N, the anchors per view.
-        """
+        """The loss when every similarity is equal — log(2N − 1) for N ``anchors`` per view — which a collapsed run sits
+        at (:mod:`gca.objective.collapse`)."""
         return uniform_loss(anchors)
 
     def extra_repr(self) -> str:

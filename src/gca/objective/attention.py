@@ -13,19 +13,18 @@ from .share import RowShare
 class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
     """Σ_a lse′_a, lse′_a = log Σ_{b≠a} exp(z_a·z_b/τ), from PyTorch's fused attention kernels, memory O(N·d).
 
-    One attention call with Q = K = V = Z and scale 1/τ returns O = P Z (P the full row-softmax of S = ZZᵀ/τ) and
-    the full row log-sum-exp lse. Rows are unit vectors, so the diagonal term is e^{1/τ} and is removed exactly:
+    One attention call with Q = K = V = Z and scale 1/τ returns O = P Z (P the full row-softmax of S = ZZᵀ/τ) and the
+    full row log-sum-exp lse. Rows are unit vectors, so the diagonal term is e^{1/τ} and is removed exactly:
     lse′ = lse + log(1 − e^{1/τ − lse}). The gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
 
         (P′Z)_a  = O_a e^{lse_a − lse′_a} − e^{1/τ − lse′_a} z_a,
         (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{1/τ − lse′_b} z_b,
 
-    the second from one more attention call (S is symmetric); c = min lse′ keeps the scaled values ≤ 1.
-    With ``share`` (several processes) a process computes the rows ``share.row_range`` gives it — whole rows, so
-    equal row counts are equal work — against all of Z; two all-reduces (the 2N values lse′, the 2N×d gradient)
-    give every process the full value and gradient, as for the blocked objective.
-    ``dtype`` is what the kernels compute in (float32, or bfloat16 for ``precision=bf16``); the corrections are
-    applied in float32. ``kernel`` picks PyTorch's kernel (:func:`_fused_attention`).
+    the second from one more attention call (S is symmetric); c = min lse′ keeps the scaled values ≤ 1. With ``share`` a
+    process computes the whole rows ``share.row_range`` gives it against all of Z, and two all-reduces (the 2N values
+    lse′, the 2N×d gradient) give every process the full value and gradient. ``dtype`` is what the kernels compute in
+    (float32, or bfloat16 for ``precision=bf16``), the corrections are applied in float32; ``kernel`` picks PyTorch's
+    kernel (:func:`_fused_attention`).
     """
 
     @staticmethod
@@ -105,15 +104,14 @@ def attention_loss(
     kernel: str = "auto",
     share: RowShare | None = None,
 ) -> torch.Tensor:
-    """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`); the same value and
-    gradients as :func:`contrastive_loss` in fp32, within bf16's precision with ``precision="bf16"``. With
-    ``share``, this process computes its rows only and the value and gradient are the full ones everywhere.
+    """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`): the scalar −J,
+    differentiable with respect to ``u`` and ``v``, with the same value and gradients as :func:`contrastive_loss` in
+    fp32, within bf16's precision with ``precision="bf16"``.
 
     Parameters
     ----------
     u, v
-        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
-        ``ValueError``).
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a ``ValueError``).
     tau
         τ, the temperature (config ``tau``).
     precision
@@ -121,13 +119,9 @@ def attention_loss(
     kernel
         PyTorch's kernel on CUDA: ``"flash"`` (bf16), ``"efficient"`` or ``"auto"``.
     share
-        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
-        ``None``: one process computes all of them.
-
-    Returns
-    -------
-    torch.Tensor
-        The scalar −J, differentiable with respect to ``u`` and ``v``.
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`): it computes
+        its rows only, and the value and gradient are the full ones everywhere; ``None``: one process computes all of
+        them.
     """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")

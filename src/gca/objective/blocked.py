@@ -28,35 +28,13 @@ CUDA_KEEP_BYTES = 0
 
 
 def keep_budget(device: torch.device | str) -> int:
-    """Bytes of E's blocks kept between the forward and the backward pass on ``device``.
-
-    Parameters
-    ----------
-    device
-        The device the blocks are computed on.
-    """
+    """Bytes of E's blocks kept between the forward and the backward pass on ``device``."""
     return CUDA_KEEP_BYTES if torch.device(device).type == "cuda" else CPU_KEEP_BYTES
 
 
 def auto_block_size(num_rows: int, budget_elements: int | None = None, device: torch.device | str = "cpu") -> int:
-    """Rows per block: about ``budget_elements`` similarities per block, at least 64 rows (on CPUs at most 256).
-
-    The default budget depends on the device. CPU: 2^22 (16 MiB in fp32), 64–256 rows. Each row block adds its
-    transposed share M_r·ᵀ Z_r to the gradient of every later row — a product with only ``block`` terms that reads
-    and writes the later rows' N × d gradient — so with the forward pass's blocks kept, taller blocks pay, up to
-    about 256 rows (measured: docs/benchmarks.md, "Epoch speed and bf16 on the CPU", rows per block). From
-    2N ≈ 65,000 on the rule gives the 64-row minimum. CUDA: 2^26 (256 MiB) — a GPU needs large products to fill its
-    cores, and each block costs a few kernel launches.
-
-    Parameters
-    ----------
-    num_rows
-        2N, the rows of the similarity matrix.
-    budget_elements
-        Similarities per block; ``None`` for the device's default.
-    device
-        The device the blocks are computed on.
-    """
+    """Rows per block of the ``num_rows`` (2N) rows: about ``budget_elements`` similarities per block (``None``: the
+    device's default, on CPUs 2^22, on CUDA 2^26), at least 64 rows, on CPUs at most 256."""
     cuda = torch.device(device).type == "cuda"
     if budget_elements is None:
         budget_elements = CUDA_BLOCK_ELEMENTS if cuda else CPU_BLOCK_ELEMENTS
@@ -67,17 +45,14 @@ def auto_block_size(num_rows: int, budget_elements: int | None = None, device: t
 class _OffDiagonalLogSumExp(torch.autograd.Function):
     """Σ_a log Σ_{b≠a} exp(z_a·z_b / τ) for the rows of Z, in blocks of rows, with a recomputing backward.
 
-    With E_ab = exp((z_a·z_b − 1)/τ) for b ≠ a (shifted by the largest possible value 1/τ, so E ≤ 1 for unit
-    rows) and D_a = Σ_b E_ab, the gradient is ∂/∂z_a = (1/τ) Σ_b E_ab (1/D_a + 1/D_b) z_b = (1/τ) (M Z)_a with
-    the symmetric M = D⁻¹E + ED⁻¹.
+    With E_ab = exp((z_a·z_b − 1)/τ) for b ≠ a (shifted by the largest possible value 1/τ, so E ≤ 1 for unit rows) and
+    D_a = Σ_b E_ab, the gradient is ∂/∂z_a = (1/τ) Σ_b E_ab (1/D_a + 1/D_b) z_b = (1/τ) (M Z)_a with the symmetric M =
+    D⁻¹E + ED⁻¹.
 
-    E and M are symmetric, so only their upper block-triangle is ever computed: row block r against columns
-    r0…2N. Its row sums feed D_r and its column sums the D of later rows; in the backward pass the same block of M
-    serves rows r (M_r· Z) and, transposed, the later rows (M_r·ᵀ Z_r). In units of one full (2N)²·d product:
-    forward ½, backward ½ (recompute) + ½ + ½ (the two gradient products) — 2 in all, against 4 for a full
-    sweep that recomputes (and 3 for four N×N matrices kept under autograd). Blocks kept within ``keep_bytes``
-    skip the recompute (1.5 in all where E fits); a kept block is the very tensor a recompute would give, so the
-    gradient is the same to the bit.
+    Only the upper block-triangle of E and M is computed: row block r against columns r0…2N. Its row sums feed D_r and
+    its column sums the D of later rows; in the backward pass the same block of M serves rows r (M_r· Z) and,
+    transposed, the later rows (M_r·ᵀ Z_r). Blocks kept within ``keep_bytes`` skip the recompute; a kept block is the
+    very tensor a recompute would give, so the gradient is the same to the bit.
     """
 
     @staticmethod
@@ -143,32 +118,24 @@ def contrastive_loss(
     share: RowShare | None = None,
     keep_bytes: int | None = None,
 ) -> torch.Tensor:
-    """−J of Eq. 2, blocked and memory-bounded; same value and gradients as :func:`reference_loss`.
-
-    With ``share`` (several processes, :mod:`gca.train.distributed`), this process computes only its share of the
-    blocks; two all-reduces (the 2N denominators, the 2N×d gradient) make the value and the gradient with respect
-    to u and v the full ones on every process. ``keep_bytes`` (default :func:`keep_budget` of the device) is the
-    memory the forward pass may spend on blocks of E it keeps for the backward pass.
+    """−J of Eq. 2, blocked and memory-bounded: the scalar −J, differentiable with respect to ``u`` and ``v``, with the
+    same value and gradients as :func:`reference_loss`.
 
     Parameters
     ----------
     u, v
-        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
-        ``ValueError``).
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a ``ValueError``).
     tau
         τ, the temperature (config ``tau``).
     block_size
         Rows of the 2N × 2N similarity matrix per block; ``0`` chooses by memory (:func:`auto_block_size`).
     share
-        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`);
-        ``None``: one process computes all of them.
+        This process's share of the blocks under torch.distributed (:class:`~gca.objective.share.RowShare`,
+        :mod:`gca.train.distributed`); two all-reduces (the 2N denominators, the 2N×d gradient) make the value and
+        gradient the full ones on every process. ``None``: one process computes all of them.
     keep_bytes
-        The memory the forward pass may keep for the backward pass; ``None`` for :func:`keep_budget` of the device.
-
-    Returns
-    -------
-    torch.Tensor
-        The scalar −J, differentiable with respect to ``u`` and ``v``.
+        The memory the forward pass may spend on blocks of E it keeps for the backward pass; ``None`` for
+        :func:`keep_budget` of the device.
     """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")

@@ -1,32 +1,24 @@
 """Collapse: training that reaches the objective's value at uniform similarities and stays there.
 
-When every pair of projections has the same cosine similarity c — in practice all projections pointing the same
-way, c = 1 — each term of Eq. 1 is
+When every pair of projections has the same cosine similarity c (in practice all pointing the same way, c = 1), each
+term of Eq. 1 is
 
     ℓ(u_i, v_i) = log e^{c/τ} / ((2N − 1) e^{c/τ}) = −log(2N − 1),
 
-so the loss −J of Eq. 2 equals log(2N − 1) for N anchors, whatever τ. Training that sits there has learned
-nothing the views can tell apart, and its gradients are too weak to leave (the projection head's units are
-saturated or dead). It is no slower than a healthy run, so without a check it trains to the end and its
-embeddings are judged as if they meant something.
+so the loss −J of Eq. 2 equals log(2N − 1) for N anchors, whatever τ. :class:`CollapseWatch` spots a run that sits
+there:
 
-:class:`CollapseWatch` spots such a run. The rules:
-
-* An update is *flat* when its loss is within :data:`COLLAPSE_TOLERANCE` of log(2N − 1), N that update's own
-  number of anchors (mini-batches differ). Updates are optimiser steps, not epochs: a mini-batch epoch makes many,
-  a full-graph epoch one.
+* An update is *flat* when its loss is within :data:`COLLAPSE_TOLERANCE` of log(2N − 1), N that update's own number of
+  anchors (mini-batches differ). Updates are optimiser steps, not epochs.
 * During training, :data:`COLLAPSE_UPDATES` flat updates in a row are collapse.
-* At the end of training, a run whose last :data:`COLLAPSE_END_UPDATES` updates were flat — or every one of its
-  updates, when it made fewer — ended collapsed, however short the flat stretch was.
+* At the end of training, a run whose last :data:`COLLAPSE_END_UPDATES` updates were flat — or every one of its updates,
+  when it made fewer — ended collapsed, however short the flat stretch was.
 
-Either way :func:`gca.train.loop.train` stops with a one-line :class:`gca.train.loop.CollapseError`, so nothing
-from the run is saved. Its message names the likely cause (:func:`likely_cause`): node features that are all zero
-(no setting can help: every node looks the same to the encoder), a learning rate above :data:`HIGH_LR`, a weight
-decay of at least :data:`HIGH_WEIGHT_DECAY` — else the generic advice.
+Either way :func:`gca.train.loop.train` stops with a one-line :class:`gca.train.loop.CollapseError`, so nothing from the
+run is saved. Its message names the likely cause (:func:`likely_cause`): node features that are all zero or identical, a
+learning rate above :data:`HIGH_LR`, a weight decay of at least :data:`HIGH_WEIGHT_DECAY` — else the generic advice.
 
-A healthy run passes that value at most briefly: at initialisation the loss is already away from it (random
-weights give unequal similarities) and training moves it further; a single update close to it happens, a run of
-them does not.
+Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -49,13 +41,7 @@ HIGH_WEIGHT_DECAY = 1e-3
 
 
 def uniform_loss(anchors: int) -> float:
-    """log(2N − 1): the loss −J when all 2N − 1 similarities of every anchor are equal.
-
-    Parameters
-    ----------
-    anchors
-        N, the anchors per view.
-    """
+    """log(2N − 1): the loss −J when all 2N − 1 similarities of each of the N ``anchors`` per view are equal."""
     if anchors < 1:
         raise ValueError(f"the objective needs at least one anchor, got {anchors}")
     return math.log(2 * anchors - 1)
@@ -68,23 +54,9 @@ def likely_cause(
     advice: str = "",
     identical_features: bool = False,
 ) -> str:
-    """The part of a collapse message that says what to change, from the run's settings: all-zero or identical
-    features first (nothing else can help), then a high learning rate and/or weight decay, else ``advice`` (the
-    generic one).
-
-    Parameters
-    ----------
-    lr
-        The learning rate the optimiser was made with (``None``: unknown).
-    weight_decay
-        Its largest weight decay (``None``: unknown).
-    zero_features
-        Whether every feature value is zero.
-    advice
-        The generic advice.
-    identical_features
-        Whether every node's features are the same.
-    """
+    """The part of a collapse message that says what to change, from the run's settings (``lr``, the largest
+    ``weight_decay``; ``None``: unknown): all-zero or identical features first (nothing else can help), then a high
+    learning rate and/or weight decay, else ``advice`` (the generic one)."""
     if zero_features:
         return (
             "likely cause: every node's features are zero, so all nodes look the same to the encoder; "
@@ -110,20 +82,9 @@ def likely_cause(
 
 class CollapseWatch:
     """Counts consecutive flat updates (module docstring): :meth:`update` after each optimiser step says whether
-    training has collapsed, :meth:`ended_collapsed` after the last whether the run ended so, and :meth:`message`
-    says it in one line. ``advice`` is the generic advice (:func:`likely_cause`).
-
-    Parameters
-    ----------
-    patience
-        Flat updates in a row that make a collapse.
-    tolerance
-        How close to log(2N − 1) a flat update's loss is.
-    advice
-        The generic advice of the message.
-    end_updates
-        The last updates :meth:`ended_collapsed` looks at.
-    """
+    training has collapsed (``patience`` flat updates in a row, each within ``tolerance`` of log(2N − 1)),
+    :meth:`ended_collapsed` after the last whether the run ended so (its last ``end_updates``), and :meth:`message` says
+    it in one line, with ``advice`` as the generic advice (:func:`likely_cause`)."""
 
     def __init__(
         self,
@@ -143,18 +104,8 @@ class CollapseWatch:
         self.value = 0.0  # the largest log(2N − 1) in the current run (a full batch's)
 
     def update(self, epoch: int, gap: float, value: float) -> bool:
-        """After one update in epoch ``epoch`` (from 1): ``gap`` is its loss minus ``value``, its log(2N − 1).
-        True once :attr:`patience` updates in a row have been flat.
-
-        Parameters
-        ----------
-        epoch
-            The update's epoch, from 1.
-        gap
-            Its loss minus ``value``.
-        value
-            log(2N − 1) for its anchors.
-        """
+        """After one update in epoch ``epoch`` (from 1): ``gap`` is its loss minus ``value``, its anchors' log(2N − 1).
+        True once :attr:`patience` updates in a row have been flat."""
         self.updates += 1
         self.epoch = epoch
         if not abs(gap) < self.tolerance:  # a NaN gap is not flat
@@ -171,15 +122,8 @@ class CollapseWatch:
         return self.updates > 0 and self.flat >= min(self.end_updates, self.updates)
 
     def message(self, cause: str = "", ended: bool = False) -> str:
-        """The one-line report of the current flat run; ``cause`` (:func:`likely_cause`) replaces the advice.
-
-        Parameters
-        ----------
-        cause
-            What to change (:func:`likely_cause`); ``""`` for the generic advice.
-        ended
-            Whether the run ended collapsed (rather than stopped during training).
-        """
+        """The one-line report of the current flat run; ``cause`` (:func:`likely_cause`; ``""``: the generic advice)
+        replaces the advice, ``ended``: the run ended collapsed (rather than stopped during training)."""
         span = f"from epoch {self.since} to " + (f"the end (epoch {self.epoch}; " if ended else f"{self.epoch} (")
         return (
             f"training collapsed: {span}{self.flat} update{'s' if self.flat != 1 else ''}) the loss stayed at "

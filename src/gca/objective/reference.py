@@ -7,20 +7,14 @@ from torch.nn import functional as F
 
 
 def reference_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
-    """−J written term by term (Eq. 1–2); the plain version every faster one is tested against.
+    """−J written term by term (Eq. 1–2), in O(N²) memory: the plain version every faster one is tested against.
 
     Parameters
     ----------
     u, v
-        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a
-        ``ValueError``).
+        ``[N, d]`` projections of the two views' anchors, row i of each node i (equal shapes, else a ``ValueError``).
     tau
         τ, the temperature (config ``tau``).
-
-    Returns
-    -------
-    torch.Tensor
-        The scalar −J (O(N²) memory).
     """
 
     def pairwise(anchor: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
