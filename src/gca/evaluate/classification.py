@@ -2,9 +2,8 @@
 
 An ℓ2-regularised logistic regression is trained on the embeddings of the training nodes; its regularisation
 strength is chosen on the validation nodes; accuracy is measured on the test nodes. This repeats over 20 random
-10 % / 10 % / 80 % splits (or a dataset's public splits, e.g. Wiki-CS's 20, OGB's one) and reports mean ±
-standard deviation. On very large graphs the classifier is fitted on at most :data:`MAX_TRAIN_NODES` training
-nodes per split, so that evaluation stays bounded in time.
+10 % / 10 % / 80 % splits (or a dataset's public splits) and reports mean ± standard deviation; on very large
+graphs the classifier is fitted on at most :data:`MAX_TRAIN_NODES` training nodes per split.
 
 Two protocols judge the same splits (:data:`PROTOCOLS`, :func:`evaluate_embeddings`):
 
@@ -12,8 +11,8 @@ Two protocols judge the same splits (:data:`PROTOCOLS`, :func:`evaluate_embeddin
 * ``authors`` — what the GCA authors' public script does (:mod:`gca.evaluate.probe`): a linear layer trained with
   Adam on the unnormalised embeddings, test accuracy at the best of the validation checks made every 20 epochs.
 
-The two give different numbers for the same embeddings (raw features of Amazon-Photo: 87.6 under ``sklearn``, the
-paper's 78.5 under its own); a comparison with published figures names the protocol behind each.
+The two give different numbers for the same embeddings: name the protocol behind each figure compared
+(docs/design/training.md).
 """
 
 from __future__ import annotations
@@ -53,36 +52,26 @@ MAX_TRAIN_NODES = 50_000
 
 @dataclass
 class EvaluationResult:
-    """Test accuracy (in %) per split, what was chosen on each split's validation nodes (C under ``sklearn``, the
-    reported epoch under ``authors``) and its validation accuracy.
+    """Test accuracy per split under one ``protocol``, and what each split's validation nodes chose.
 
     Parameters
     ----------
-    accuracies
-        Test accuracy (in %) of each split.
-    chosen_c
-        ``sklearn``: the C chosen on each split's validation nodes.
-    val_accuracies
-        The validation accuracy (in %) of what was chosen, per split.
+    accuracies, val_accuracies
+        Test accuracy, and the validation accuracy of what was chosen (in %), per split.
+    chosen_c, chosen_epochs
+        What each split's validation chose: the C (``sklearn``), or the check reported (``authors``).
     fitted_on
-        The training nodes each split's classifier was fitted on.
-    protocol
-        ``"sklearn"`` or ``"authors"``.
-    chosen_epochs
-        ``authors``: the check each split reports.
+        How many training nodes each split's classifier was fitted on.
     last_check
-        ``authors``: the probe's last check (epoch 3,000 for the authors' 3,000 epochs checked every 20). A split
-        whose best check is the last one had not stopped improving: its probe had not converged.
-    micro_f1
-        Micro-F1 (in %) per split; equal to accuracy for one label per node.
-    macro_f1
-        Macro-F1 (in %) per split: the unweighted mean of the classes' F1.
+        ``authors``: the probe's last check; a split whose best check is the last had not converged.
+    micro_f1, macro_f1
+        Micro-F1 (equal to accuracy for one label per node) and macro-F1 (the unweighted mean of the classes' F1),
+        in %, per split.
     c_extended
-        ``sklearn``: per split, whether the best C of the grid was one of its ends and the search went on past it
+        ``sklearn``: per split, whether the best C of the grid was one of its ends and the search went past it
         (:data:`C_GRID_EXTENSIONS`).
     c_at_edge
-        ``sklearn``: per split, whether the chosen C is an end of every value searched (the optimum may lie
-        further out still).
+        ``sklearn``: per split, whether the chosen C is an end of every value searched (the optimum may lie further).
     """
 
     accuracies: list[float]
@@ -167,13 +156,7 @@ def _summary(values: list[float]) -> dict:
 
 
 def check_protocol(protocol: str) -> str:
-    """``protocol`` if it is one of :data:`PROTOCOLS`, else an :class:`EvaluationError` naming them.
-
-    Parameters
-    ----------
-    protocol
-        ``"sklearn"`` or ``"authors"``.
-    """
+    """``protocol`` if it is one of :data:`PROTOCOLS`, else an :class:`EvaluationError` naming them."""
     if protocol not in PROTOCOLS:
         raise EvaluationError(f"unknown evaluation protocol {protocol!r}; choose {' or '.join(PROTOCOLS)}")
     return protocol
@@ -188,11 +171,8 @@ def evaluate_embeddings(
     progress: bool = False,
     desc: str = "evaluate",
 ) -> EvaluationResult:
-    """Test accuracy of ``features`` on ``splits`` under ``protocol`` (``sklearn`` or ``authors``).
-
-    ``device`` is where the authors' probe trains (default: where ``features`` lie); scikit-learn runs on the CPU.
-    ``progress``: the splits' progress (``sklearn``) or the probe's epochs (``authors``) on stderr, once the
-    evaluation has run a few seconds (:func:`gca.progress.phase`), as ``desc``.
+    """Test accuracy of ``features`` on ``splits`` under ``protocol``: an :class:`EvaluationResult` of the
+    accuracy (in %) per split, with micro- and macro-F1 and what each split's validation chose.
 
     Parameters
     ----------
@@ -203,24 +183,17 @@ def evaluate_embeddings(
         One class number per node (integers, or floats with integral values; −1 for a node without a label), any
         values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
     splits
-        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
-        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
-        nodes may be in them, and every training part needs two classes.
+        ``(train, val, test)`` node indices or boolean masks (:func:`~gca.evaluate.splits.index_splits`), one triple
+        per split (:meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`): labelled nodes only, and two
+        classes in every training part.
     protocol
         ``"sklearn"``: :func:`linear_evaluation`; ``"authors"``: the authors' Adam-trained linear probe
         (:mod:`gca.evaluate.probe`). Another name is an :class:`EvaluationError`.
     device
-        Where the authors' probe trains; ``None`` for where ``features`` lie. Not read under ``sklearn``.
-    progress
-        Show the evaluation's progress on stderr where it runs a few seconds or more.
-    desc
-        What the progress says is done.
-
-    Returns
-    -------
-    EvaluationResult
-        Test accuracy (in %) per split, with micro- and macro-F1 and what each split's validation chose.
+        Where the authors' probe trains; ``None`` for where ``features`` lie. scikit-learn runs on the CPU.
+    progress, desc
+        Show the splits (``sklearn``) or the probe's epochs (``authors``) on stderr once the evaluation has run a few
+        seconds (:func:`gca.progress.phase`), as ``desc``.
     """
     splits = index_splits(splits, features.shape[0])
     if check_protocol(protocol) == "sklearn":
@@ -251,15 +224,7 @@ def evaluate_embeddings(
 def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarray | sp.spmatrix:
     """The raw features as each protocol judges them: as stored under ``sklearn`` (which ℓ2-normalises rows
     itself); under ``authors`` scaled to row sum 1, as the authors' pipeline holds them (PyTorch Geometric's
-    ``NormalizeFeatures`` on every dataset).
-
-    Parameters
-    ----------
-    raw
-        The graph's raw features (dense or SciPy sparse), as stored.
-    protocol
-        ``"sklearn"`` or ``"authors"``.
-    """
+    ``NormalizeFeatures`` on every dataset)."""
     if check_protocol(protocol) == "sklearn":
         return raw
     from ..graph.features import normalize_rows
@@ -299,15 +264,8 @@ def _checked_labels(features, labels, splits: list[Split] | None = None, parts: 
 class NormalizedRows:
     """The rows of ``features`` ℓ2-normalised in float64 — so that one C grid suits embeddings and raw features of any
     scale — read only where indexed (``rows[index]``): evaluation reads the labelled rows of its splits, a block at
-    a time, never an N × d float64 copy of all nodes (10 GB at 10⁷ nodes and d = 128; embeddings mapped from a
-    file stay file-backed). Each row is normalised on its own, so the values equal those of normalising the whole
-    matrix.
-
-    Parameters
-    ----------
-    features
-        One row per node (a tensor, a NumPy array or a SciPy sparse matrix).
-    """
+    a time, never an N × d float64 copy of all nodes (embeddings mapped from a file stay file-backed). Each row is
+    normalised on its own, so the values equal those of normalising the whole matrix."""
 
     def __init__(self, features: torch.Tensor | np.ndarray | sp.spmatrix) -> None:
         if isinstance(features, torch.Tensor):
@@ -353,25 +311,15 @@ def linear_evaluation(
     progress: bool = False,
     desc: str = "evaluate",
 ) -> EvaluationResult:
-    """Mean test accuracy of ℓ2 logistic regression on ``features``, C chosen per split on validation.
-
-    A split with more than ``max_train`` training nodes fits on a random ``max_train`` of them (seeded by the
-    split's number), walking the C grid from strong to weak regularisation with warm starts.
+    """Test accuracy of ℓ2 logistic regression on ``features`` (rows ℓ2-normalised in float64), C chosen per
+    split on validation: an :class:`EvaluationResult` of the accuracy (in %) per split, micro- and macro-F1, the C
+    chosen and its validation accuracy, and the training nodes each classifier was fitted on.
 
     Parameters
     ----------
-    features
-        One row per node: the embeddings (a tensor, a NumPy array or a mapped ``.npy``) or raw features (dense or
-        SciPy sparse).
-        Rows are ℓ2-normalised (in float64) before the classifier sees them.
-    labels
-        One class number per node (integers, or floats with integral values; −1 for a node without a label), any
-        values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
-    splits
-        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
-        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
-        nodes may be in them, and every training part needs two classes.
+    features, labels, splits
+        As :func:`evaluate_embeddings` takes them: one row and one class number (−1: none) per node, and
+        ``(train, val, test)`` node indices or masks per split.
     c_grid
         The inverse regularisation strengths C = 1/λ tried; the one of best validation accuracy is used on the test
         nodes (of equal ones, the first tried: in the grid's order, or ascending for a large split). Where it is
@@ -380,17 +328,10 @@ def linear_evaluation(
         The iterations each logistic regression may take.
     max_train
         A split with more training nodes than this fits on a random sample of this many (seeded by the split's
-        number); test accuracy still counts every test node.
-    progress
-        Show the splits' progress on stderr once the evaluation has run a few seconds (:func:`gca.progress.phase`).
-    desc
-        What the progress says is done.
-
-    Returns
-    -------
-    EvaluationResult
-        Test accuracy (in %) per split (``mean``, ``std``), micro- and macro-F1, the C chosen and its validation
-        accuracy, and how many training nodes each classifier was fitted on.
+        number), walking the C grid from strong to weak regularisation with warm starts; test accuracy still counts
+        every test node.
+    progress, desc
+        Show the splits on stderr once the evaluation has run a few seconds (:func:`gca.progress.phase`), as ``desc``.
     """
     splits = index_splits(splits, features.shape[0])
     x, y = _inputs(features, labels, splits)
@@ -422,29 +363,16 @@ def validation_accuracy(
     max_train: int = MAX_TRAIN_NODES,
     protocol: str = "sklearn",
 ) -> float:
-    """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — the protocol of
-    :func:`linear_evaluation` without its test part: only the training and validation nodes' labels are read.
-    Under the ``authors`` protocol: the best validation accuracy of the probe's checks (test nodes are not read).
+    """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — :func:`linear_evaluation`
+    without its test part: only the training and validation nodes' labels are read. Under the ``authors`` protocol:
+    the best validation accuracy of the probe's checks.
 
     Parameters
     ----------
-    features
-        One row per node: the embeddings (a tensor, a NumPy array or a mapped ``.npy``) or raw features (dense or
-        SciPy sparse).
-    labels
-        One class number per node (integers, or floats with integral values; −1 for a node without a label), any
-        values: they are renumbered 0 … C−1. Another shape or a fraction is an :class:`EvaluationError`.
-    splits
-        ``(train, val, test)`` node indices, one triple per split (:func:`~gca.evaluate.splits.random_splits`,
-        :meth:`SplitSetting.draw <gca.evaluate.splits.SplitSetting.draw>`), each part an index array or a boolean
-        mask of one entry per node (``data.train_mask``; :func:`~gca.evaluate.splits.index_splits`); only labelled
-        nodes may be in them, and every training part needs two classes.
-    c_grid
-        The C values tried, as :func:`linear_evaluation` takes them.
-    max_iter
-        The iterations each logistic regression may take.
-    max_train
-        The training nodes a split's classifier is fitted on at most.
+    features, labels, splits
+        As :func:`evaluate_embeddings` takes them (the test parts' labels are not read).
+    c_grid, max_iter, max_train
+        As :func:`linear_evaluation` takes them (``sklearn`` only).
     protocol
         ``"sklearn"`` or ``"authors"``.
     """

@@ -20,17 +20,7 @@ from .splits import EvaluationError
 
 @dataclass
 class ClusterResult:
-    """NMI and ARI (in %) per k-means seed.
-
-    Parameters
-    ----------
-    nmi
-        NMI (in %) per k-means seed.
-    ari
-        ARI (in %) per k-means seed.
-    clusters
-        k, the number of clusters (the classes among the labelled nodes).
-    """
+    """NMI and ARI (in %) per k-means seed, of ``clusters`` = k clusters (the classes among the labelled nodes)."""
 
     nmi: list[float] = field(default_factory=list)
     ari: list[float] = field(default_factory=list)
@@ -59,8 +49,8 @@ def cluster_embeddings(
     seeds: int = TASK_COUNTS["cluster"],
     first_seed: int = 0,
 ) -> ClusterResult:
-    """k-means with k = the number of classes among the labelled nodes (label ≥ 0), ``seeds`` times: the
-    initialisations are seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``, so any accepted seed works.
+    """NMI and ARI (in %) of k-means with k = the number of classes among the labelled nodes (label ≥ 0), run
+    ``seeds`` times with initialisations seeded :func:`gca.seeds.run_seeds` ``(first_seed, seeds)``.
 
     Parameters
     ----------
@@ -72,11 +62,6 @@ def cluster_embeddings(
         How many k-means runs (each seeded differently).
     first_seed
         The first run's seed.
-
-    Returns
-    -------
-    ClusterResult
-        NMI and ARI (in %) per run.
     """
     z = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)

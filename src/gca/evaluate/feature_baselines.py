@@ -1,11 +1,10 @@
-"""The simple baselines an embedding is judged beside: the raw features and the propagated features Â^k X.
+"""The simple baselines an embedding is judged beside: the raw features and the propagated features Â^k X (SGC;
+:mod:`gca.graph.propagate`).
 
-A learned embedding earns its training only where it does better than what costs nothing to compute. The two
-every graph-ML practitioner tries first are the features themselves and the features averaged over k hops of
-neighbours (SGC; :mod:`gca.graph.propagate`). :func:`judge_feature_baselines` judges both with the embedding's own
-protocol on the embedding's own splits, and :func:`versus_baselines` says whether the embedding beats the best of
-them: the paired difference over the splits (each split's embedding accuracy minus the baseline's on the same test
-nodes), its mean and standard deviation.
+:func:`judge_feature_baselines` judges both with the embedding's own protocol on the embedding's own splits, and
+:func:`versus_baselines` says whether the embedding beats the best of them: the paired difference over the splits
+(each split's embedding accuracy minus the baseline's on the same test nodes), its mean and standard deviation.
+Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -26,30 +25,19 @@ _SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def propagated_label(k: int) -> str:
-    """The row name of Â^k X: ``Â²X`` for k = 2.
-
-    Parameters
-    ----------
-    k
-        The power of Â.
-    """
+    """The row name of Â^k X: ``Â²X`` for k = 2."""
     return f"Â{str(k).translate(_SUPERSCRIPTS)}X"
 
 
 @dataclass
 class FeatureBaselines:
-    """The raw features' evaluation and each propagated row's, with what they were computed from.
+    """The raw features' evaluation (``raw``) and each propagated row's (``propagated``: per power k, the
+    evaluation of Â^k X), with what they were computed from.
 
     Parameters
     ----------
-    raw
-        The raw features' evaluation.
-    propagated
-        Per power k, the evaluation of Â^k X.
     width
         The columns X was projected onto before propagating (its leading right singular vectors); ``None``: all.
-    input_width
-        X's columns.
     feature_norm
         How X was formed from the raw features (``"row"``: rows scaled to sum 1; ``"none"``).
     seconds
@@ -95,30 +83,19 @@ def judge_feature_baselines(
     device: str | torch.device | None = None,
     progress: bool = False,
 ) -> FeatureBaselines:
-    """The raw features and Â^k X for each of ``hops``, each judged on ``splits`` under ``protocol``.
+    """The raw features and Â^k X for each of ``hops``, each judged on ``splits`` (those the embedding was
+    judged on) under ``protocol``, with ``labels`` one class number per node (−1: none).
 
     Parameters
     ----------
-    graph
-        The cleaned graph.
-    labels
-        One class number per node (−1: none).
-    splits
-        The splits the embedding was judged on.
-    protocol
-        ``"sklearn"`` or ``"authors"``.
     feature_norm
         How the encoder's input is formed from the raw features (``"row"`` or ``"none"``); the propagated rows
         start from it.
     width
         Project X onto this many leading right singular vectors before propagating where it is wider (the
         embedding's width); ``None`` keeps every column.
-    hops
-        The powers k of Â judged.
     device
         Where the authors' probe trains.
-    progress
-        Show each evaluation's progress on stderr where it runs a few seconds or more.
     """
     raw = evaluate_embeddings(
         raw_feature_input(graph.raw_features, protocol),
@@ -142,16 +119,8 @@ def judge_feature_baselines(
 
 
 def versus_baselines(evaluation: EvaluationResult, baselines: FeatureBaselines) -> dict:
-    """Whether ``evaluation`` beats the best of ``baselines`` (the row of highest mean accuracy): the paired
-    differences over the splits, in points.
-
-    Parameters
-    ----------
-    evaluation
-        The embedding's evaluation.
-    baselines
-        The baselines judged on the same splits.
-    """
+    """Whether ``evaluation`` beats the best of ``baselines`` (the row of highest mean accuracy, judged on the
+    same splits): the paired differences over the splits, in points."""
     name, best = max(baselines.rows().items(), key=lambda item: item[1].mean)
     if len(best.accuracies) != len(evaluation.accuracies):
         raise ValueError(
@@ -172,15 +141,8 @@ def versus_baselines(evaluation: EvaluationResult, baselines: FeatureBaselines) 
 
 
 def verdict(comparison: dict, what: str = "GCA") -> str:
-    """One line saying whether ``what`` beats the best baseline, from :func:`versus_baselines`'s ``comparison``.
-
-    Parameters
-    ----------
-    comparison
-        :func:`versus_baselines`'s result.
-    what
-        The embedding's name.
-    """
+    """One line saying whether ``what`` (the embedding's name) beats the best baseline, from
+    :func:`versus_baselines`'s ``comparison``."""
     paired = comparison["paired_difference"]
     gap = f"{paired['mean']:+.2f} ± {paired['std']:.2f} points, paired over {paired['splits']} splits"
     best = f"{comparison['best_baseline']} ({comparison['best_baseline_mean']:.2f} %)"

@@ -2,22 +2,15 @@
 
 Held out *before* pre-training (:func:`hold_out_edges`, PyTorch Geometric's ``RandomLinkSplit``): a ``val`` share
 (default 5 %) and a ``test`` share (10 %) of the edges — an undirected edge counts once and leaves with both its
-directions — together with as many sampled node pairs that are not edges of the graph (negatives,
-:func:`sample_non_edges`: distinct pairs, an undirected pair counted once whichever its direction, so no pair is
-in both validation and testing). The encoder trains on the edges that are left; every node is then embedded on
-that training graph, so no held-out edge reaches an embedding through message passing either. A graph with too
-few non-edges (a complete graph has none) is refused with one line.
+directions — with as many sampled non-edges (negatives, :func:`sample_non_edges`: distinct pairs, an undirected
+pair counted once, none in both validation and testing). The encoder trains on the edges that are left, and every
+node is embedded on that training graph, so no held-out edge reaches an embedding through message passing either.
+A graph with too few non-edges (a complete graph has none) is refused with one line.
 
-Held-out pairs are scored two ways (:func:`score_links`):
-
-* ``cosine`` — the cosine similarity of the two embeddings (no parameters);
-* ``hadamard`` — a logistic regression on the element-wise product z_u ⊙ z_v, trained on training edges and as
-  many pairs that are neither edges nor held out (at most :data:`MAX_CLASSIFIER_PAIRS` of each: no held-out
-  pair, positive or negative, is among the classifier's training pairs), its C chosen on the validation pairs'
-  ROC-AUC.
-
-Metrics are scikit-learn's ROC-AUC and average precision on the test pairs; over several hold-outs (one per seed,
-each with its own training) they are reported as mean ± std.
+Held-out pairs are scored two ways (:func:`score_links`): ``cosine``, the cosine similarity of the two embeddings;
+``hadamard``, a logistic regression on z_u ⊙ z_v trained on training edges and as many pairs that are neither edges
+nor held out (at most :data:`MAX_CLASSIFIER_PAIRS` of each), its C chosen on the validation pairs' ROC-AUC. Metrics
+are ROC-AUC and average precision on the test pairs, mean ± std over hold-outs (one per seed, each trained anew).
 """
 
 from __future__ import annotations
@@ -46,19 +39,8 @@ SCORERS = ("cosine", "hadamard")
 
 @dataclass
 class HeldOutEdges:
-    """One hold-out: the graph to pre-train on and the labelled pairs to judge, each ``[2, k]`` node pairs.
-
-    Parameters
-    ----------
-    train_edge_index
-        The edges the encoder sees (both directions of undirected edges).
-    val_pos, val_neg
-        ``[2, k]`` validation pairs: held-out edges and non-edges.
-    test_pos, test_neg
-        ``[2, k]`` test pairs: held-out edges and non-edges.
-    directed
-        Whether the graph is directed.
-    """
+    """One hold-out: the edges the encoder sees (``train_edge_index``, both directions of undirected edges) and the
+    labelled pairs to judge (held-out edges ``*_pos``, non-edges ``*_neg``), each ``[2, k]`` node pairs."""
 
     train_edge_index: torch.Tensor  # what the encoder sees (both directions of undirected edges)
     val_pos: torch.Tensor
@@ -68,13 +50,7 @@ class HeldOutEdges:
     directed: bool = False
 
     def training_data(self, data: Data) -> Data:
-        """``data`` with its edges replaced by the training edges (features and labels kept).
-
-        Parameters
-        ----------
-        data
-            The whole graph.
-        """
+        """``data`` with its edges replaced by the training edges (features and labels kept)."""
         return Data(x=data.x, edge_index=self.train_edge_index, y=getattr(data, "y", None), num_nodes=data.num_nodes)
 
 
@@ -87,9 +63,7 @@ def hold_out_edges(
     directed: bool = False,
 ) -> HeldOutEdges:
     """Split the edges of a cleaned graph (no self-loops, no repeats; both directions of every undirected edge) as
-    PyG's ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, drawn from ``seed``;
-    the negatives are drawn by :func:`sample_non_edges`: distinct pairs of the graph's complement (an undirected
-    pair once, whichever its direction), none in both validation and testing.
+    ``RandomLinkSplit(num_val=val, num_test=test, is_undirected=not directed)`` does, with as many non-edges.
 
     Parameters
     ----------
@@ -104,11 +78,6 @@ def hold_out_edges(
         Seeds the split and the negatives.
     directed
         Whether the graph is directed (an undirected edge is held out in both directions).
-
-    Returns
-    -------
-    HeldOutEdges
-        The training edges and the positive and negative pairs of validation and testing.
     """
     from torch_geometric.transforms import RandomLinkSplit
 
@@ -172,25 +141,7 @@ def sample_non_edges(
     and any pair already used) and not self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is
     unordered: (u, v) and (v, u) are one pair, returned once (smaller node first), and ``taken`` holds it in either
     direction. Fewer pairs than ``count`` exist: with ``at_most`` all of them, else an :class:`EvaluationError`
-    (a complete graph has none).
-
-    Parameters
-    ----------
-    taken
-        ``[2, k]`` pairs that may not be drawn (the graph's edges and pairs already used).
-    num_nodes
-        The graph's nodes.
-    count
-        How many pairs to draw.
-    seed
-        Seeds NumPy's generator.
-    directed
-        Whether a pair is ordered.
-    at_most
-        When fewer than ``count`` pairs are free: return them all instead of raising.
-    purpose
-        What the pairs are for, for the message.
-    """
+    naming the ``purpose`` of the pairs (a complete graph has none)."""
     rng = np.random.default_rng(seed)
     taken_keys = np.unique(_pair_keys(taken.cpu().numpy(), num_nodes, directed))
     total = num_nodes * (num_nodes - 1) // (1 if directed else 2)
@@ -254,8 +205,9 @@ def _metrics(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 
 
 def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> dict[str, dict[str, float]]:
-    """ROC-AUC and average precision (in %) of each scorer on the test pairs: ``{scorer: {"auc", "ap"}}``; the
-    Hadamard classifier also records the C chosen and its validation AUC.
+    """ROC-AUC and average precision (in %) of each scorer on the test pairs,
+    ``{"cosine": {"auc", "ap"}, "hadamard": {"auc", "ap", "chosen_C", "val_auc"}}``: the Hadamard classifier's with the
+    C chosen and its validation AUC.
 
     Parameters
     ----------
@@ -265,11 +217,6 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
         The hold-out whose test pairs are scored.
     seed
         Seeds the sample of training pairs the Hadamard classifier is fitted on.
-
-    Returns
-    -------
-    dict[str, dict[str, float]]
-        ``{"cosine": {"auc", "ap"}, "hadamard": {"auc", "ap", "chosen_C", "val_auc"}}``, in %.
     """
     z = torch.nn.functional.normalize(embeddings.detach().float().cpu(), dim=1).numpy()
     val_pairs, val_y = _pairs_and_labels(held.val_pos, held.val_neg)

@@ -10,18 +10,9 @@ embeddings Z, and what :func:`adam_probe` does on every split at once:
 * every 20 epochs, validation and test accuracy are measured; the reported accuracy is the test accuracy at the
   *first* check with the highest validation accuracy (a later check must be strictly better to replace it).
 
-The splits' classifiers are independent (Adam is elementwise, each split's loss reads only its own weights), so
-they train as one batched tensor program: weights ``[S, d, C]``, one optimiser; sparse features (raw bag-of-words,
-also when stored dense with at most :data:`SPARSE_BELOW` non-zero) stay sparse, every split's training rows one
-block-diagonal matrix multiplied by the stacked weights (:class:`_StackedSparseRows`). Split s draws its initial weights
-from its own generator, seeded ``run_seeds(seed, S)[s]`` (:func:`gca.seeds.run_seeds`; split 0 from ``seed``
-itself), so the result equals training each split on its own — ``adam_probe(Z, y, [split_s],
-seed=run_seeds(seed, S)[s])`` — one after another (``python benchmarks/probe.py`` times both).
-
-Unlike gca's default protocol (:func:`gca.evaluate.classification.linear_evaluation`), which ℓ2-normalises its
-inputs and picks an ℓ2 penalty on validation, this protocol reports the test accuracy at a validation-selected
-*epoch*, which makes it sensitive to the scale of the embeddings. The two are not on the same scale: report which
-one a number used.
+The splits train as one batched program (weights ``[S, d, C]``; sparse features stay sparse), split s from its own
+generator seeded ``run_seeds(seed, S)[s]``, so the result equals training each split on its own. Design notes:
+docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -62,19 +53,12 @@ SMALL_WORK = 10**5
 
 
 def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
-    """Index of the check each split reports: the first one with the highest validation accuracy.
+    """Index of the check each split reports: the first one with the highest validation accuracy, of
+    ``val_accuracies`` ``[checks, splits]`` in check order (a ``ValueError`` for another shape or no checks).
 
-    ``val_accuracies`` is ``[checks, splits]``. The authors' loop keeps a check only when its validation
-    accuracy is strictly above the best so far, starting from 0 — so ties go to the earliest check, and a split
-    whose validation accuracy is 0 at every check reports its first check (its test accuracy is then taken there;
-    the authors' script would report 0, which only happens when nothing is learned at all).
-
-    Parameters
-    ----------
-    val_accuracies
-        ``[checks, splits]``: the validation accuracy of each split's classifier at each check, in check order (a
-        ``ValueError`` for another shape or no checks).
-    """
+    The authors' loop keeps a check only when its validation accuracy is strictly above the best so far, starting from
+    0 — so ties go to the earliest check, and a split whose validation accuracy is 0 at every check reports its first
+    check (the authors' script would report 0, which only happens when nothing is learned at all)."""
     val_accuracies = np.asarray(val_accuracies)
     if val_accuracies.ndim != 2 or val_accuracies.shape[0] == 0:
         raise ValueError(f"expected [checks, splits] accuracies, got shape {val_accuracies.shape}")
@@ -141,7 +125,8 @@ def initial_weights(num_splits: int, dim: int, num_classes: int, seed: int = 0) 
     num_classes
         C, the number of outputs.
     seed
-        The seed split 0 draws from; the others' follow from it (:func:`gca.seeds.run_seeds`)."""
+        The seed split 0 draws from; the others' follow from it (:func:`gca.seeds.run_seeds`).
+    """
     bound = math.sqrt(6.0 / (dim + num_classes))
     weights = [
         (torch.rand(num_classes, dim, generator=torch.Generator().manual_seed(s)) * 2 - 1) * bound
@@ -163,43 +148,30 @@ def adam_probe(
     desc: str = "probe",
 ) -> ProbeResult:
     """Train one linear classifier per split as the authors do; return ``(test, val, epochs, macro_f1)``
-    (:class:`ProbeResult`) at the check each split reports — accuracies as fractions, epochs numbered from 1.
-
-    The classifiers train on ``device`` (default: where ``features`` lie if they are a dense tensor, else the
-    CPU); their initial weights are drawn on the CPU from ``seed`` (:func:`initial_weights`), so every device starts
-    from the same ones, and split s starts where it would alone with ``seed=run_seeds(seed, len(splits))[s]``.
+    (:class:`ProbeResult`) at the first check with the best validation accuracy — accuracies and macro-F1 as fractions,
+    epochs numbered from 1.
 
     Parameters
     ----------
     features
-        The frozen embeddings (or raw features), one row per node: a dense tensor or array, or a SciPy sparse
-        matrix (its rows are sliced, never densified whole; dense features at most :data:`SPARSE_BELOW` non-zero are
-        judged as one). Not normalised: the protocol judges them as they are.
+        The frozen embeddings (or raw features), one row per node, judged as they are (not normalised): a dense
+        tensor or array, or a SciPy sparse matrix (never densified whole; dense features at most
+        :data:`SPARSE_BELOW` non-zero are judged as one).
     labels
         One class value per node; −1 marks a node without a label (it must be in no split).
     splits
         ``(train, val, test)`` node indices per split, each part an index array or a boolean mask of one entry
         per node (:func:`~gca.evaluate.splits.index_splits`); every split gets its own classifier.
-    epochs
-        Adam epochs per classifier (the authors': 3,000); at least ``check_every``.
-    lr
-        Adam's learning rate (the authors': 0.01; no weight decay).
-    check_every
-        Epochs between the validation and test checks (the authors': 20).
+    epochs, lr, check_every
+        Adam's epochs per classifier (at least ``check_every``), its learning rate (no weight decay) and the epochs
+        between the validation and test checks: the authors' 3,000, 0.01 and 20.
     seed
-        Seed of the initial weights (:func:`initial_weights`).
+        Seed of the initial weights, drawn on the CPU (:func:`initial_weights`): every device starts from the same.
     device
         Where the classifiers train; ``None``: where dense tensor features lie, else the CPU.
-    progress
-        Show the epochs' progress on stderr once the probe has run a few seconds (:func:`gca.progress.phase`).
-    desc
-        What the progress says is done.
-
-    Returns
-    -------
-    ProbeResult
-        Per split: test accuracy, validation accuracy (fractions), the reported epoch and the test macro-F1 at the
-        first check with the best validation accuracy."""
+    progress, desc
+        Show the epochs on stderr once the probe has run a few seconds (:func:`gca.progress.phase`), as ``desc``.
+    """
     if epochs < check_every:
         raise ValueError(f"the probe checks every {check_every} epochs; give at least that many epochs, got {epochs}")
     if device is None:
@@ -320,21 +292,10 @@ class ProbeResult(NamedTuple):
 
 
 def macro_f1s(predicted: torch.Tensor, y: torch.Tensor, parts: list[torch.Tensor], num_classes: int) -> list[float]:
-    """Each split's macro-F1 on its nodes ``parts[s]``, as scikit-learn's ``f1_score(average="macro")``: the mean
-    over the classes that occur among the true or the predicted labels of 2·TP / (predicted + true), which is 0
-    for a class never predicted or never present.
-
-    Parameters
-    ----------
-    predicted
-        ``[S, N]``: the class each split's classifier predicts for every node.
-    y
-        ``[N]``: the true classes, integers in 0 … ``num_classes`` − 1.
-    parts
-        One index tensor per split: the nodes it is scored on (its test or validation nodes).
-    num_classes
-        The number of classes C (the length of the per-class counts).
-    """
+    """Each split's macro-F1 on its nodes ``parts[s]`` (its test or validation nodes), from ``predicted`` ``[S, N]``
+    (each split's classifier's class for every node) and the true classes ``y`` ``[N]``, as scikit-learn's
+    ``f1_score(average="macro")``: the mean over the classes that occur among the true or the predicted labels of
+    2·TP / (predicted + true), which is 0 for a class never predicted or never present."""
     scores = []
     for s, part in enumerate(parts):
         guess, truth = predicted[s, part], y[part]

@@ -3,24 +3,20 @@
 A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and draws ``count`` splits from a seed:
 
 * ``random`` — each split a random permutation of the labelled nodes cut into fractions ``train`` / ``val`` /
-  ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA). A draw whose training part misses a
-  class is drawn again, which only matters on tiny graphs. Part sizes are ``round(fraction · n)`` (``sizes =
-  "round"``), or ``int(fraction · n)`` as the GCA authors' script cuts them (``sizes = "floor"``; Cora's 2,708
-  nodes: 270 training nodes, not 271) — what the ``authors`` protocol draws (:meth:`SplitSetting.for_protocol`).
-* ``public`` — the dataset's own split, read by PyTorch Geometric from the raw files: Planetoid's 20 nodes per class
-  for training, 500 for validation and 1,000 for testing; Wiki-CS's 20 splits; OGB's official one. A dataset with
-  one public split gives one split, whatever ``count`` asks.
+  ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA); a draw whose training part misses a class
+  is drawn again. Part sizes are ``round(fraction · n)``, or ``int(fraction · n)`` as the GCA authors' script cuts
+  them (``sizes = "floor"``, what the ``authors`` protocol draws: :meth:`SplitSetting.for_protocol`).
+* ``public`` — the dataset's own split (Planetoid's 20 nodes per class for training, 500 for validation, 1,000 for
+  testing; Wiki-CS's 20 splits; OGB's official one); one public split gives one split, whatever ``count`` asks.
 * ``fewshot`` — ``shots`` = k labelled nodes of every class for training (drawn per split), validation a ``val``
-  fraction of the labelled nodes drawn from the rest, testing the rest (or a ``test`` fraction of all). ``k``
+  fraction of the labelled nodes drawn from the rest, testing the rest (or a ``test`` fraction of all); ``k``
   above the smallest class's size is refused.
 * ``auto`` (the default) — the dataset's own splits where its benchmark prescribes them (Wiki-CS, OGB), else
   ``random``.
 
-Nodes labelled −1 (unlabelled; a NaN in a file's labels) are never in a split, whatever the scheme: random and
-few-label splits are drawn among the labelled nodes, and a dataset's own split (public, Wiki-CS's, OGB's official
-one) has its unlabelled nodes removed from each part by :func:`drop_unlabelled` — the splits :meth:`SplitSetting.draw`
-returns say how many were removed from each part (:attr:`DrawnSplits.removed`, recorded in ``results.json``). A
-part left empty is an error. A split is a tuple ``(train, val, test)`` of node indices.
+Nodes labelled −1 (unlabelled; a NaN in a file's labels) are never in a split: a dataset's own split has them
+removed from each part (:func:`drop_unlabelled`; counted in :attr:`DrawnSplits.removed`). A part left empty is an
+error. A split is a tuple ``(train, val, test)`` of node indices. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -42,18 +38,8 @@ SIZES = ("round", "floor")
 
 class DrawnSplits(list):
     """The splits drawn (a list of :data:`Split`), and :attr:`removed`: how many unlabelled nodes were removed from
-    each part of the dataset's own split, summed over its splits (``{"train": 0, "val": 0, "test": 0}`` for
-    splits drawn among the labelled nodes).
-
-    Parameters
-    ----------
-    splits
-        The splits, ``(train, val, test)`` node indices each.
-    removed
-        Unlabelled nodes removed from each part; ``None`` for none.
-    own
-        Whether they are the dataset's own splits.
-    """
+    each part of the dataset's own split, summed over its splits (``None``: ``{"train": 0, "val": 0, "test": 0}``, for
+    splits drawn among the labelled nodes); ``own``: whether they are the dataset's own splits."""
 
     def __init__(self, splits, removed: dict[str, int] | None = None, own: bool = False):
         super().__init__(splits)
@@ -72,36 +58,23 @@ def _as_numpy(labels) -> np.ndarray:
 
 
 def index_splits(splits, num_nodes: int, disjoint: bool = True) -> list[Split]:
-    """``splits`` with every part as an int64 array of node indices, the one form evaluation reads.
+    """``splits`` (``(train, val, test)`` triples, one per split) with every part as an int64 array of node indices,
+    the one form evaluation reads; splits already so are returned as they are (the same object), a
+    :class:`DrawnSplits` keeps what it recorded.
 
-    A part is given either as **node indices** (integers in ``[0, num_nodes)``: a NumPy array, a tensor or a list,
-    in any order) or as a **boolean mask** of one entry per node (NumPy or PyTorch, PyTorch Geometric's
-    ``data.train_mask``): a mask becomes the indices of its ``True`` entries, in ascending order, so
-    ``[(data.train_mask, data.val_mask, data.test_mask)]`` and ``[(train_idx, val_idx, test_idx)]`` are judged alike.
-    Anything else is one line (:class:`EvaluationError`, a ``ValueError``): a mask of another length, a part of
-    another dtype (floats), of more than one dimension (a ``[N, S]`` mask holds S splits: give one triple per
-    column, as :func:`gca.datasets.base.mask_splits` builds them), ids outside ``[0, num_nodes)`` (a negative id
-    would count from the end), an integer part of exactly ``num_nodes`` zeros and ones (a mask stored as integers:
-    give ``mask.bool()``), a part that holds no node (an all-``False`` mask), two parts of one split that share a
-    node (a test accuracy on training nodes would read as a sound one), a split of other than three parts, or one
-    ``(train, val, test)`` triple not wrapped in a list. Splits that are already int64 index arrays are returned
-    as they are (the same object).
+    A part is **node indices** (integers in ``[0, num_nodes)``, any order: an array, a tensor or a list) or a **boolean
+    mask** of one entry per node (``data.train_mask``), which becomes the indices of its ``True`` entries. Anything
+    else is one line (:class:`EvaluationError`): a mask of another length, floats, more than one dimension (a
+    ``[N, S]`` mask holds S splits: one triple per column, :func:`gca.datasets.base.mask_splits`), ids outside
+    ``[0, num_nodes)``, an integer part of exactly ``num_nodes`` zeros and ones (give ``mask.bool()``), an empty part,
+    two parts of one split that share a node, a split of other than three parts, or one triple not wrapped in a list.
 
     Parameters
     ----------
-    splits
-        ``(train, val, test)`` triples, one per split.
-    num_nodes
-        N, the rows of the features judged.
     disjoint
         Refuse two parts of a split that share a node (the default); ``False`` only where a caller builds such a
         split on purpose (:func:`~gca.evaluate.classification.validation_accuracy` hands the probe a validation
         node as its unread test part).
-
-    Returns
-    -------
-    list[Split]
-        The splits as ``(train, val, test)`` int64 index arrays (a :class:`DrawnSplits` keeps what it recorded).
     """
     splits = splits if hasattr(splits, "__len__") else list(splits)
     if len(splits) == 3 and all(getattr(part, "ndim", 0) == 1 for part in splits):  # arrays, not triples
@@ -197,9 +170,8 @@ def random_splits(
     test: float | None = None,
     sizes: str = "round",
 ) -> list[Split]:
-    """``num_splits`` random (train, val, test) index splits of ``range(num_nodes)``; each node in one part at most
-    (in exactly one when ``test`` is ``None``). With ``labels``, a draw whose training part misses a class is drawn
-    again (at most 1,000 times).
+    """``num_splits`` random (train, val, test) index splits of ``range(num_nodes)``, disjoint within a split; with
+    ``labels``, a draw whose training part misses a class is drawn again (at most 1,000 times).
 
     Parameters
     ----------
@@ -217,11 +189,6 @@ def random_splits(
         The fraction in the test part; ``None``: every node not in training or validation.
     sizes
         ``"round"``: parts of ``round(fraction · n)`` nodes; ``"floor"``: ``int(fraction · n)``.
-
-    Returns
-    -------
-    list[Split]
-        ``(train, val, test)`` arrays of node indices, disjoint within a split.
     """
     if num_nodes < 3:
         raise EvaluationError(f"linear evaluation needs at least 3 labelled nodes, got {num_nodes}")
@@ -253,13 +220,7 @@ def random_splits(
 
 def renumber_classes(labels) -> np.ndarray:
     """Class numbers 0 … C−1 in the order of the class values; −1 (no label) stays −1. Every protocol judges
-    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs.
-
-    Parameters
-    ----------
-    labels
-        One class value per node (−1: no label).
-    """
+    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs."""
     y = _as_numpy(labels).astype(np.int64)
     labelled = y >= 0
     renumbered = np.full(y.shape, -1, dtype=np.int64)
@@ -268,18 +229,8 @@ def renumber_classes(labels) -> np.ndarray:
 
 
 def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> DrawnSplits:
-    """``splits`` with every node labelled −1 removed from each part, and how many were removed from each part.
-    A part that holds no labelled node is an :class:`EvaluationError`.
-
-    Parameters
-    ----------
-    splits
-        The dataset's own splits, ``(train, val, test)`` node indices each.
-    labels
-        One label per node (−1: no label).
-    dataset
-        The dataset's name, for the message.
-    """
+    """``splits`` (a dataset's own) with every node labelled −1 removed from each part, and how many were removed
+    from each part. A part that holds no labelled node is an :class:`EvaluationError` naming ``dataset``."""
     y = _as_numpy(labels)
     splits = index_splits(splits, y.shape[0])
     removed = dict.fromkeys(PARTS, 0)
@@ -301,18 +252,8 @@ def drop_unlabelled(splits: list[Split], labels, dataset: str = "the graph") -> 
 
 
 def unlabelled_in(splits: list[Split], labels, parts: tuple[str, ...] = PARTS) -> tuple[int, str, int] | None:
-    """(split number, part, count) of the first of ``parts`` of ``splits`` that holds nodes labelled −1, else
-    ``None``.
-
-    Parameters
-    ----------
-    splits
-        ``(train, val, test)`` node indices, one triple per split.
-    labels
-        One label per node (−1: no label).
-    parts
-        Which parts to look in (``"train"``, ``"val"``, ``"test"``).
-    """
+    """(split number, part, count) of the first of ``parts`` (``"train"``, ``"val"``, ``"test"``) of ``splits``
+    that holds nodes labelled −1, else ``None``."""
     y = _as_numpy(labels)
     for number, split in enumerate(index_splits(splits, y.shape[0]), start=1):
         for name, part in zip(PARTS, split, strict=True):
@@ -391,12 +332,12 @@ def few_label_splits(
 
 @dataclass(frozen=True)
 class SplitSetting:
-    """How evaluation splits are drawn (module docstring).
+    """How evaluation splits are drawn (the schemes: module docstring).
 
     Parameters
     ----------
     scheme
-        ``"auto"``, ``"random"``, ``"public"`` or ``"fewshot"`` (module docstring).
+        ``"auto"``, ``"random"``, ``"public"`` or ``"fewshot"``.
     count
         How many splits to draw (1 to 1,000); a dataset with one public split gives one.
     train, val
@@ -406,7 +347,7 @@ class SplitSetting:
     shots
         ``fewshot``: the training nodes of every class (and only there).
     sizes
-        ``random``: parts of ``round(fraction · n)`` nodes, or ``"floor"``: ``int(fraction · n)`` as the authors cut.
+        ``random``: ``"round"`` or ``"floor"`` (module docstring).
     """
 
     scheme: str = "auto"
@@ -419,13 +360,7 @@ class SplitSetting:
 
     def for_protocol(self, protocol: str) -> SplitSetting:
         """The setting as ``protocol`` draws it: under ``authors`` random parts are cut with ``int()`` as the
-        authors' script does (``sizes = "floor"``); under ``sklearn`` as given.
-
-        Parameters
-        ----------
-        protocol
-            ``"sklearn"`` or ``"authors"``.
-        """
+        authors' script does (``sizes = "floor"``); under ``sklearn`` as given."""
         return replace(self, sizes="floor") if protocol == "authors" else self
 
     def check(self) -> SplitSetting:
@@ -462,10 +397,9 @@ class SplitSetting:
         dataset: str = "the graph",
         class_names: list[str] | None = None,
     ) -> DrawnSplits:
-        """The splits of the labelled nodes (label ≥ 0); a dataset's own split has its unlabelled nodes removed
-        (:func:`drop_unlabelled`). ``labels`` may also be what :func:`gca.datasets.load_dataset` returned: its
-        labels, prescribed and public splits, name and class names are then read from it —
-        ``SplitSetting("public").draw(loaded)``.
+        """The splits of the labelled nodes (label ≥ 0), and how many unlabelled nodes were removed from each part
+        of a dataset's own split. ``labels`` may be what :func:`gca.datasets.load_dataset` returned: its labels, splits,
+        name and class names are then read from it — ``SplitSetting("public").draw(loaded)``.
 
         Parameters
         ----------
@@ -477,16 +411,8 @@ class SplitSetting:
             The splits the dataset's benchmark evaluates on (taken by ``auto``).
         public
             The dataset's public split (taken by ``public``).
-        dataset
-            The dataset's name, for the messages.
-        class_names
-            How the user's files name class number c, for the messages.
-
-        Returns
-        -------
-        DrawnSplits
-            The splits, each ``(train, val, test)`` node indices of labelled nodes, and how many unlabelled nodes
-            were removed from each part.
+        dataset, class_names
+            The dataset's name and how its files name class number c, for the messages.
         """
         self.check()
         if hasattr(labels, "data") and hasattr(labels, "public"):  # a LoadedDataset: everything it knows
@@ -530,18 +456,8 @@ class SplitSetting:
         return DrawnSplits([tuple(labelled[part] for part in split) for split in inner])
 
     def record(self, splits: list[Split] | None = None) -> dict:
-        """What ``results.json`` says of the splits: the scheme, its fractions and the sizes drawn.
-
-        Two entries, never one in place of the other: ``cut`` — how random parts are cut from their fractions,
-        ``"floor"`` (``int(fraction · n)``, the authors' protocol), recorded only when it is not the default
-        ``round`` — and ``sizes``, the node counts of the first split's training, validation and test parts as drawn
-        (with ``splits``).
-
-        Parameters
-        ----------
-        splits
-            The splits drawn with this setting, whose count and part sizes are recorded.
-        """
+        """What ``results.json`` says of the splits: the scheme, its fractions, ``cut`` where it is not ``round``,
+        and, given the ``splits`` drawn, their count and the node counts of the first split's parts (``sizes``)."""
         entry: dict = {"scheme": self.scheme}
         if getattr(splits, "own", False):  # the dataset's own split: no fraction of gca's played a part
             entry["used"] = "the dataset's own split"
@@ -558,16 +474,6 @@ class SplitSetting:
 
 
 def label_splits(labels, count: int, seed: int) -> list[Split]:
-    """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), checked
-    first: evaluation needs two classes among the labelled nodes.
-
-    Parameters
-    ----------
-    labels
-        One label per node (−1: no label).
-    count
-        How many splits to draw.
-    seed
-        Seeds the draw.
-    """
+    """``count`` random 10/10/80 splits over the labelled nodes (label −1 marks a node without one), drawn from
+    ``seed``, checked first: evaluation needs two classes among the labelled nodes."""
     return SplitSetting("random", count).draw(labels, seed)

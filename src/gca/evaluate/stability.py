@@ -1,23 +1,13 @@
 """How far a retrained embedding moved from the previous one, and the rotation that brings it back.
 
-A contrastive objective such as GCA's scores embeddings by their cosine similarities, which no rotation of the
-embedding space changes: two trainings on a graph that changed a little — even from the same seed — can give
-embeddings that are equally good and yet far apart node by node, and a model downstream that was fitted on the
-first must be fitted again. A nightly retrain therefore
+A warm-started retrain (:meth:`gca.GCA.fit`'s ``init_from``) rotates the new embeddings Z onto the previous ones P
+with the orthogonal matrix
 
-1. starts from the previous model (a warm start: :meth:`gca.GCA.fit`'s ``init_from``, with fewer epochs), and
-2. rotates the new embeddings Z onto the previous ones P with the orthogonal matrix
+    R = argmin_{RᵀR = I} ‖Z_S R − P_S‖_F = U Vᵀ,   where Z_Sᵀ P_S = U Σ Vᵀ,
 
-       R = argmin_{RᵀR = I} ‖Z_S R − P_S‖_F = U Vᵀ,   where Z_Sᵀ P_S = U Σ Vᵀ,
-
-   over the nodes S both runs embedded (orthogonal Procrustes, Schönemann 1966; SciPy's
-   ``orthogonal_procrustes``), and applies R to every node of Z.
-
-A rotation keeps every distance and inner product among the new embeddings, so what they are worth is unchanged (the
-``sklearn`` probe, ℓ2 logistic regression on ℓ2-normalised rows, gives the same accuracy up to rounding); what
-changes is their per-node cosine to the previous embeddings, the stability a model downstream sees. A node whose
-embedding is all zeros in either run (a ReLU encoder can give one) has no cosine: it is counted apart, never as 0 or
-1.
+over the nodes S both runs embedded (orthogonal Procrustes, Schönemann 1966; SciPy's ``orthogonal_procrustes``),
+applied to every node of Z (design notes: docs/design/training.md). A node whose embedding is all zeros in either
+run has no cosine: it is counted apart, never as 0 or 1.
 """
 
 from __future__ import annotations
@@ -40,17 +30,14 @@ class AlignmentError(UserError, ValueError):
 
 @dataclass
 class Alignment:
-    """What aligning new embeddings to previous ones did.
+    """What aligning new embeddings to previous ones did: ``shared`` nodes (both embeddings hold them; the rotation
+    was fitted on them), of which ``without_cosine`` have an all-zero embedding in either run, and the rotation R.
 
     Parameters
     ----------
-    shared
-        The nodes both embeddings hold, which the rotation was fitted on.
     cosine_before, cosine_after
         The mean per-node cosine between the new and previous embeddings of the shared nodes, before and after the
         rotation (nodes without a cosine left out).
-    without_cosine
-        Shared nodes with an all-zero embedding in either run (no cosine).
     rotation
         R, ``[d, d]`` orthogonal.
     """
@@ -73,13 +60,8 @@ class Alignment:
 
 
 def node_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The cosine between row i of ``a`` and row i of ``b``, for every i; NaN where either row is all zeros.
-
-    Parameters
-    ----------
-    a, b
-        ``[n, d]`` matrices of the same shape.
-    """
+    """The cosine between row i of ``a`` and row i of ``b`` (``[n, d]`` each), for every i; NaN where either row is
+    all zeros."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -87,14 +69,9 @@ def node_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def shared_rows(new_ids: Sequence | np.ndarray, previous_ids: Sequence | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rows of the new run, rows of the previous run) of the node ids both hold, in the previous run's order. Ids
-    are compared as text, so an id read as the integer 7 in one file and the text "7" in another is one node.
-
-    Parameters
-    ----------
-    new_ids, previous_ids
-        Each run's node id per row.
-    """
+    """(rows of the new run, rows of the previous run) of the node ids both hold (``new_ids``, ``previous_ids``:
+    each run's node id per row), in the previous run's order. Ids are compared as text, so an id read as the integer 7
+    in one file and the text "7" in another is one node."""
     position = {str(node): row for row, node in enumerate(new_ids)}
     if len(position) != len(new_ids):
         raise AlignmentError("the new run's node ids repeat; each node needs one id")
@@ -112,15 +89,11 @@ def align_embeddings(
     previous_rows: np.ndarray | None = None,
     out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Alignment]:
-    """``new`` rotated onto ``previous`` (module docstring), float32, every row of ``new`` (rotated
-    :data:`ROTATE_ROWS` rows at a time); and what it did.
+    """``new`` (``[N, d]``) rotated onto ``previous`` (``[M, d]``) (module docstring), float32, every row of ``new``
+    (rotated :data:`ROTATE_ROWS` rows at a time); and what it did.
 
     Parameters
     ----------
-    new
-        ``[N, d]`` embeddings of the new run.
-    previous
-        ``[M, d]`` embeddings of the previous run.
     new_rows, previous_rows
         The shared nodes' rows in each (:func:`shared_rows`); ``None`` for both: the same nodes in the same order
         (N = M).

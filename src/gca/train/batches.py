@@ -1,8 +1,7 @@
 """Sources of training batches: what each optimisation step of Algorithm 1 trains on.
 
-A :class:`BatchSource` yields, for each epoch, the :class:`Batch` es of that epoch. A batch is a graph's node
-features, the two view samplers whose probabilities belong to it, and the rows whose embeddings enter the
-objective. Two sources ship:
+A :class:`BatchSource` yields, for each epoch, the :class:`Batch` es of that epoch: a graph's node features, the two
+view samplers whose probabilities belong to it, and the rows whose embeddings enter the objective. Two sources ship:
 
 * :class:`FullGraphBatches` — the whole graph once per epoch, every node an anchor: Algorithm 1 as the paper
   states it (exact; the objective is O(N²·d));
@@ -11,14 +10,9 @@ objective. Two sources ship:
   the removal and masking probabilities computed once on the full graph, and the objective over the 2B anchor
   embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
 
-On a graph with ``edge_weight`` / ``edge_attr`` (:mod:`gca.graph.graph`) both sources draw views whose edge lists
-carry each kept edge's own values (:class:`~gca.graph.csr.EdgeList`): a sampled subgraph's edges take theirs from
-the full graph's edge they stand for (:attr:`~gca.graph.sampling.SampledSubgraph.edge_ids`), so the GCN's operator
-on a subgraph is weighted as on the whole graph (degrees, as unweighted, are the subgraph's).
-
-The training loop (:func:`gca.train.loop.train`) is the same for both. A source that keeps state across epochs
-exposes it through ``state_dict`` / ``load_state_dict``; training checkpoints carry it, so a resumed run
-continues exactly.
+A sampled subgraph's edges carry the weights and features (``edge_weight`` / ``edge_attr``) of the full graph's
+edges they stand for, so its GCN operator is weighted as the whole graph's (degrees, as unweighted, are the
+subgraph's). A source's state across epochs (``state_dict`` / ``load_state_dict``) is kept in training checkpoints.
 """
 
 from __future__ import annotations
@@ -52,8 +46,8 @@ class ViewSampler(Protocol):
 
 @dataclass
 class Batch:
-    """One step's input: the encoder reads ``features`` (one row per node of the batch's graph), ``views`` draw
-    the two views' edges among those ``num_nodes`` nodes, and the objective runs over the rows ``anchors``.
+    """One step's input: the encoder reads ``features``, ``views`` draw the two views' edges among the batch
+    graph's ``num_nodes`` nodes, and the objective runs over the rows ``anchors``.
 
     Parameters
     ----------
@@ -82,16 +76,7 @@ class Batch:
         cls, graph: Graph, views: tuple[ViewSampler, ViewSampler], anchors: torch.Tensor | None = None
     ) -> Batch:
         """The whole graph's batch; row-normalised features are built whole at each call (keep the batch).
-
-        Parameters
-        ----------
-        graph
-            The cleaned graph.
-        views
-            The two view samplers.
-        anchors
-            The rows the objective runs over; ``None`` for every node.
-        """
+        ``anchors``: the rows the objective runs over; ``None`` for every node."""
         return cls(dense_input(graph.features), graph.num_nodes, views, anchors)
 
 
@@ -100,15 +85,7 @@ class BatchSource(ABC):
 
     @abstractmethod
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
-        """The batches of ``epoch`` (0-based); random choices draw from ``generator``.
-
-        Parameters
-        ----------
-        epoch
-            The epoch, from 0.
-        generator
-            The generator random choices draw from.
-        """
+        """The batches of ``epoch`` (from 0); random choices draw from ``generator``."""
 
     @property
     def steps(self) -> int | None:
@@ -124,15 +101,7 @@ class BatchSource(ABC):
 
 
 class FullGraphBatches(BatchSource):
-    """The whole graph, one step per epoch, every node an anchor (Algorithm 1 as the paper states it).
-
-    Parameters
-    ----------
-    graph
-        The cleaned graph, on the training device.
-    views
-        The two view samplers.
-    """
+    """The whole graph (on the training device), one step per epoch, every node an anchor (Algorithm 1)."""
 
     def __init__(self, graph: Graph, views: tuple[ViewAugmentor, ViewAugmentor]) -> None:
         self.batch = Batch.of_graph(graph, views)  # X̂ built once for every epoch
@@ -174,13 +143,7 @@ class SubgraphView:
     symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
 
     def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them.
-
-        Parameters
-        ----------
-        generator
-            The generator drawn from.
-        """
+        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
         keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
         kept = keep[self.unit]
         return edge_list(
@@ -206,9 +169,8 @@ class NeighborBatches(BatchSource):
     cuts it into ``steps`` batches of at most ``batch_size`` anchors; with ``steps_per_epoch = 0`` the epoch is
     one pass over all nodes in ⌈N / B⌉ near-equal batches, else ``steps_per_epoch`` batches of exactly B anchors
     (a fresh permutation follows when they need more nodes than one holds; a batch never holds a node twice).
-    Under ``world_size`` processes, process r
-    takes batches r, r + K, … of ``steps × K`` batches, so each optimiser step — gradients averaged over the
-    processes — sees K·B anchors and an epoch still passes over every node once.
+    Under ``world_size`` processes, process r takes batches r, r + K, … of ``steps × K`` batches, so each optimiser
+    step — gradients averaged over the processes — sees K·B anchors and an epoch still passes over every node once.
 
     At each epoch's start the training generator is re-seeded from (seed, epoch, rank), so an epoch's
     neighbourhoods and views are a function of those three numbers: a run resumed from a checkpoint at an epoch
@@ -221,15 +183,13 @@ class NeighborBatches(BatchSource):
     views
         The two view samplers of the whole graph.
     batch_size
-        B, anchors per batch.
+        B, anchors per batch (at least 2).
     fanouts
         Neighbours sampled per node at each hop (−1: all).
     steps_per_epoch
         Updates per epoch; ``0`` for one pass over the nodes.
     seed
         Seeds the permutations and each epoch's generator.
-    rank
-        This process's rank.
     world_size
         K, the processes training together.
     unit_ids
@@ -274,13 +234,7 @@ class NeighborBatches(BatchSource):
         return max(1, math.ceil(self.graph.num_nodes / (self.batch_size * self.world_size)))
 
     def anchor_batches(self, epoch: int) -> list[torch.Tensor]:
-        """This process's anchors for each step of ``epoch``.
-
-        Parameters
-        ----------
-        epoch
-            The epoch, from 0.
-        """
+        """This process's anchors for each step of ``epoch``."""
         n, device = self.graph.num_nodes, self.sampler.indptr.device
         order_generator = torch.Generator(device=device).manual_seed(_epoch_seed(self.seed, epoch, -1))
         total = self.steps * self.world_size
@@ -302,13 +256,7 @@ class NeighborBatches(BatchSource):
             yield self.batch(self.sampler.sample(anchors, generator))
 
     def batch(self, sub: SampledSubgraph) -> Batch:
-        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors.
-
-        Parameters
-        ----------
-        sub
-            A sampled subgraph.
-        """
+        """The training batch of one sampled subgraph: its features, its two view samplers and its anchors."""
         present, unit = torch.unique(sub.units, return_inverse=True)
         weight, attr = self.graph.edge_weight, self.graph.edge_attr
         if (weight is not None or attr is not None) and sub.edge_ids is None:
@@ -352,9 +300,8 @@ def batch_source(
     world_size: int = 1,
     unit_ids: torch.Tensor | None = None,
 ) -> BatchSource:
-    """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size`` (process
-    ``rank``'s share of them among ``world_size``), else the whole graph every epoch. ``unit_ids``: the sampler's
-    unit of every edge, where a stored prepared graph kept it (:class:`gca.augment.prepared.PreparedGraph`).
+    """The source ``config`` asks for, on ``device``: sampled subgraphs when it sets a ``batch_size``, else the
+    whole graph every epoch.
 
     Parameters
     ----------
@@ -367,11 +314,12 @@ def batch_source(
     device
         Where training runs (the graph and views are moved there).
     rank
-        This process's rank among ``world_size``.
+        This process's rank among ``world_size``: its share of the sampled subgraphs.
     world_size
         The processes training together.
     unit_ids
-        The sampler's augmentation unit of every edge, where stored; ``None``: computed.
+        The sampler's augmentation unit of every edge, where a stored prepared graph kept it
+        (:class:`gca.augment.prepared.PreparedGraph`); ``None``: computed.
     """
     views = (views[0].to(device), views[1].to(device))
     if config.batch_size:

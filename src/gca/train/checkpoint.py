@@ -34,19 +34,8 @@ from .checkpoint_file import training_state as training_state
 
 def check_resumable(state: dict[str, Any], config: dict[str, Any], in_channels: int, graph_fingerprint: str) -> None:
     """Raise :class:`CheckpointError` unless ``state`` (checked by :func:`check_checkpoint`) continues this very
-    run: same settings (the number of epochs may grow), same input width, same graph.
-
-    Parameters
-    ----------
-    state
-        A checked training checkpoint.
-    config
-        This run's configuration (``GCAConfig.to_dict()``).
-    in_channels
-        This graph's feature width.
-    graph_fingerprint
-        This graph's fingerprint.
-    """
+    run: same settings as ``config`` (``GCAConfig.to_dict()``; the number of epochs may grow, a setting the checkpoint
+    lacks takes this run's value), same input width, same graph."""
     if state.get("format") != TRAINING_FORMAT:
         raise CheckpointError("the checkpoint holds a trained model, not a training state; it cannot be resumed")
     saved = state["config"]
@@ -82,21 +71,8 @@ def check_fits(
 ) -> None:
     """Raise :class:`CheckpointError` unless the training state ``state`` loads into these parts (they may live on
     PyTorch's meta device: only names and shapes are compared): the same weights, Adam's moments shaped as their
-    parameters, the same optimiser settings, a training-generator state for ``generator``'s device.
-
-    Parameters
-    ----------
-    state
-        A checked training checkpoint.
-    path
-        Its file, for the message.
-    model
-        The model trained.
-    optimizer
-        Its optimiser.
-    generator
-        The training generator.
-    """
+    parameters, the same optimiser settings, a training-generator state for ``generator``'s device. ``path`` names the
+    file in the message."""
     mismatch = _weight_mismatch(model, state["model"])
     if mismatch is not None:
         name, expected, found = mismatch
@@ -144,17 +120,8 @@ def check_fits(
 def load_initial_weights(path: str | Path, model: torch.nn.Module, in_channels: int) -> dict[str, Any]:
     """Start ``model`` from the weights of an earlier model (``model.pt`` or a training checkpoint): a warm start,
     for retraining on a graph that changed a little. Only the weights are taken; the optimiser, the generators and
-    the epochs start afresh. Returns the file's checked state.
-
-    Parameters
-    ----------
-    path
-        The earlier model's file; a damaged or foreign one is a :class:`CheckpointError`.
-    model
-        The model about to be trained (its weights are replaced).
-    in_channels
-        The graph's feature width: the file's must equal it.
-    """
+    the epochs start afresh. The file's feature width must be ``in_channels``, its weights shaped as ``model``'s; a
+    damaged or foreign file is a :class:`CheckpointError`. Returns the file's checked state."""
     state = load_checkpoint(path)
     if int(state["in_channels"]) != in_channels:
         raise CheckpointError(
@@ -200,25 +167,7 @@ def check_resume(
     """The training state in ``path`` when this run (``config`` on a graph of ``in_channels`` features and this
     ``fingerprint``, with these parts) can continue it; otherwise one :class:`CheckpointError`: the file cannot
     be read or is damaged (:func:`load_checkpoint`), differs in settings or graph (:func:`check_resumable`) or
-    does not load into the parts (:func:`check_fits`).
-
-    Parameters
-    ----------
-    path
-        The checkpoint file.
-    config
-        This run's configuration (``GCAConfig.to_dict()``).
-    in_channels
-        This graph's feature width.
-    fingerprint
-        This graph's fingerprint.
-    model
-        The model trained.
-    optimizer
-        Its optimiser.
-    generator
-        The training generator.
-    """
+    does not load into the parts (:func:`check_fits`)."""
     state = load_checkpoint(path)
     try:
         check_resumable(state, config, in_channels, fingerprint)
@@ -229,18 +178,10 @@ def check_resume(
 
 
 def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
-    """What ``estimator.fit(prepared, resume=True)`` (a :class:`~gca.train.estimator.GCA` and its prepared graph)
-    would refuse in a checkpoint, as a function of the checkpoint's path that raises :class:`CheckpointError` —
-    for a command to call before it copies or adopts the file, so a refused resume writes nothing. The run's model
-    and optimiser are built on PyTorch's meta device: shapes only, no memory.
-
-    Parameters
-    ----------
-    estimator
-        The estimator that will fit.
-    prepared
-        The prepared graph it will fit on.
-    """
+    """What ``estimator.fit(prepared, resume=True)`` would refuse in a checkpoint, as a function of the
+    checkpoint's path that raises :class:`CheckpointError` — for a command to call before it copies or adopts the
+    file, so a refused resume writes nothing. The run's model and optimiser are built on PyTorch's meta device: shapes
+    only, no memory."""
 
     def check(path: Path) -> None:
         from ..nn.model import GCAModel
@@ -275,13 +216,7 @@ def resume_point(path: str | Path | None) -> tuple[int, str] | None:
     checkpoint holds and the SHA-256 of its bytes —, or ``None`` when there is no such file (the run starts
     afresh). It never raises over what the file holds, since every process must reach the comparison: a file whose
     epoch cannot be read gives epoch −1 (resuming refuses it later, with its own message), one that cannot be read
-    at all the digest ``"unreadable"``. Only the epoch is unpickled (tensors are mapped, not read).
-
-    Parameters
-    ----------
-    path
-        The training checkpoint the run would resume from; ``None`` for none.
-    """
+    at all the digest ``"unreadable"``. Only the epoch is unpickled (tensors are mapped, not read)."""
     if path is None or not Path(path).is_file():
         return None
     try:
@@ -298,19 +233,7 @@ def resume_point(path: str | Path | None) -> tuple[int, str] | None:
 def restore_training_state(
     state: dict[str, Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator
 ) -> None:
-    """Load weights, optimiser moments and every generator's state from a checked training checkpoint.
-
-    Parameters
-    ----------
-    state
-        A checked training checkpoint.
-    model
-        The model trained.
-    optimizer
-        Its optimiser.
-    generator
-        The training generator.
-    """
+    """Load weights, optimiser moments and every generator's state from a checked training checkpoint."""
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     generator.set_state(state["rng"]["generator"])
@@ -321,8 +244,7 @@ class TrainingCheckpoints:
     """The part of a training run that writes a training checkpoint to ``path`` every ``every`` epochs and, with
     ``resume``, continues from the one there — so the run ends exactly where an uninterrupted run with the same seed
     ends. A damaged checkpoint, or one made with other settings or on another graph, is refused (:func:`check_resume`).
-
-    The run hands it what a checkpoint holds; it keeps the clock, so ``seconds`` counts training time across resumes.
+    It keeps the clock, so ``seconds`` counts training time across resumes.
 
     Parameters
     ----------
@@ -362,26 +284,8 @@ class TrainingCheckpoints:
         generator: torch.Generator,
         source: Any,
     ) -> list[float]:
-        """Load the checkpoint into the run's parts when resuming from one; the losses of the epochs it holds
-        (empty for a fresh run). The clock starts here.
-
-        Parameters
-        ----------
-        config
-            This run's configuration (``GCAConfig.to_dict()``).
-        in_channels
-            This graph's feature width.
-        fingerprint
-            This graph's fingerprint.
-        model
-            The model trained.
-        optimizer
-            Its optimiser.
-        generator
-            The training generator.
-        source
-            The batch source (its state is restored).
-        """
+        """When resuming, load the checkpoint into the run's parts and the batch ``source``'s state; the losses of
+        the epochs it holds (empty for a fresh run). The clock starts here."""
         losses: list[float] = []
         if self.resume and self.path is not None and self.path.is_file():
             state = check_resume(self.path, config, in_channels, fingerprint, model, optimizer, generator)
@@ -406,24 +310,9 @@ class TrainingCheckpoints:
         fingerprint: str,
         source: Any,
     ) -> None:
-        """Write the training state after ``epoch`` finished epochs when one is due; ``model_checkpoint()`` gives
-        the model checkpoint it extends (called only then).
-
-        Parameters
-        ----------
-        epoch
-            The epochs finished.
-        model_checkpoint
-            ``model_checkpoint()`` gives the model checkpoint.
-        optimizer
-            The run's optimiser.
-        generator
-            The training generator.
-        fingerprint
-            The graph's fingerprint.
-        source
-            The batch source (its state is saved).
-        """
+        """Write the training state after ``epoch`` finished epochs when one is due, with the optimiser's,
+        the generators' and the batch ``source``'s state; ``model_checkpoint()`` gives the model checkpoint it extends
+        (called only then)."""
         if self.path is None or not self.every or epoch % self.every:
             return
         state = training_state(

@@ -3,17 +3,14 @@
 Two kinds of file, both plain dicts of tensors and Python values (so ``torch.load(weights_only=True)`` reads
 them and a crafted file cannot run code):
 
-* a **model** checkpoint (``model.pt``): the configuration, the input width, the weights, the losses per epoch and
-  where the model came from (``provenance``: versions, device, times; :mod:`gca.provenance` — optional: a file
-  without it loads);
+* a **model** checkpoint (``model.pt``): the configuration, the input width, the weights, the losses per epoch and,
+  optionally, where the model came from (``provenance``: :mod:`gca.provenance`);
 * a **training** checkpoint (``checkpoint.pt``): a model checkpoint plus everything needed to continue exactly —
   the epoch, the training time, Adam's moments, every random-number generator's state, the batch source's
   position and a fingerprint of the graph trained on.
 
-Every file is read by :func:`load_checkpoint`, which checks every entry that is ever read from it
-(:func:`check_checkpoint`) before returning it: present, of its type, numbers finite and in range, the losses one
-per finished epoch, the weights and Adam's moments finite tensors, each generator state one that the generator
-accepts. A file that fails is a :class:`CheckpointError` of one line naming the file and the entry — never a
+:func:`load_checkpoint` checks every entry that is ever read from a file (:func:`check_checkpoint`) before returning
+it; a file that fails is a :class:`CheckpointError` of one line naming the file and the entry — never a
 ``KeyError`` or ``ValueError`` later on.
 """
 
@@ -52,19 +49,15 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a gca checkpoint with ``torch.load(weights_only=True)``: only tensors and plain Python values are
-    unpickled, so a crafted file cannot run code; truncated, foreign, crafted or damaged files (any entry missing,
-    of the wrong type or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`.
+    """Read a gca checkpoint with ``torch.load(weights_only=True)`` — only tensors and plain Python values are
+    unpickled, so a crafted file cannot run code — and return it checked, its tensors on the CPU; truncated, foreign,
+    crafted or damaged files (any entry missing, of the wrong type or not finite: :func:`check_checkpoint`) raise
+    :class:`CheckpointError`.
 
     Parameters
     ----------
     path
         A file written by :func:`save_checkpoint`.
-
-    Returns
-    -------
-    dict[str, Any]
-        The checked checkpoint, its tensors on the CPU.
     """
     path = Path(path)
     if not path.is_file():
@@ -173,20 +166,11 @@ def check_checkpoint(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     :class:`CheckpointError` of one line naming ``path`` and the entry. Both kinds: ``config`` (a configuration
     :class:`~gca.config.GCAConfig` accepts), ``in_channels`` (≥ 1), ``model`` (a non-empty table of finite
     tensors), ``losses`` (finite numbers), and where present ``user_encoder`` (text), ``feature_names`` (a list of
-    text) and ``provenance`` (a table of
-    JSON's plain values). A training checkpoint also: ``epoch`` (0 … its config's epochs, one loss
-    each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table), ``optimizer`` (Adam's
-    state: parameter groups of finite settings, per-parameter moments that are finite tensors and a step count)
-    and ``rng`` (generator states that the generators accept). Shapes that depend on the run resuming it are
-    :func:`check_resume`'s.
-
-    Parameters
-    ----------
-    state
-        A checkpoint as read.
-    path
-        Its file, for the message.
-    """
+    text) and ``provenance`` (a table of JSON's plain values). A training checkpoint also: ``epoch`` (0 … its
+    config's epochs, one loss each), ``train_seconds`` (finite, ≥ 0), ``graph`` (text), ``batches`` (a table),
+    ``optimizer`` (Adam's state: parameter groups of finite settings, per-parameter moments that are finite tensors
+    and a step count) and ``rng`` (generator states that the generators accept). Shapes that depend on the run
+    resuming it are :func:`check_resume`'s."""
     from dataclasses import fields
 
     from ..config import GCAConfig  # here: the configuration module is not needed to read a format marker
@@ -331,25 +315,10 @@ def model_state(
     user_encoder: str | None = None,
     provenance: dict[str, Any] | None = None,
 ) -> dict:
-    """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs. ``user_encoder``: the
-    module and class name of a user's encoder the model was trained with (its weights need an instance of it).
-    ``provenance``: where the model came from (:mod:`gca.provenance`), plain JSON values.
-
-    Parameters
-    ----------
-    config
-        The configuration the model was trained with (``GCAConfig.to_dict()``).
-    in_channels
-        The node features' width.
-    model
-        The trained model (its ``state_dict`` is saved).
-    losses
-        Each epoch's loss.
-    user_encoder
-        ``module.Class`` of a user's encoder; ``None`` for gca's own.
-    provenance
-        The record of versions, device, times (and a command's line and inputs); ``None`` for none.
-    """
+    """A model checkpoint: what :meth:`gca.train.estimator.GCA.load` needs to embed graphs — ``config``
+    (``GCAConfig.to_dict()``), the input width, the weights and each epoch's loss. ``user_encoder``: ``module.Class`` of
+    a user's encoder the model was trained with (its weights need an instance of it; ``None`` for gca's own).
+    ``provenance``: where the model came from (:mod:`gca.provenance`), plain JSON values; ``None`` for none."""
     return {
         "format": MODEL_FORMAT,
         "config": dict(config),
@@ -370,25 +339,9 @@ def training_state(
     graph_fingerprint: str,
     source_state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A training checkpoint after ``epoch`` finished epochs.
-
-    Parameters
-    ----------
-    model_checkpoint
-        The model checkpoint it extends (:func:`model_state`).
-    optimizer
-        The run's optimiser (its state is saved).
-    generator
-        The training generator (its state is saved, with the global generators').
-    epoch
-        The epochs finished.
-    seconds
-        The training time so far.
-    graph_fingerprint
-        The graph's :meth:`~gca.graph.graph.Graph.fingerprint`.
-    source_state
-        The batch source's state (mini-batch layout); ``None`` for none.
-    """
+    """A training checkpoint after ``epoch`` finished epochs: ``model_checkpoint`` (:func:`model_state`) with the
+    optimiser's state, the training generator's and the global generators' states, the training seconds so far, the
+    graph's :meth:`~gca.graph.graph.Graph.fingerprint` and ``source_state``, the batch source's (``None`` for none)."""
     return {
         **model_checkpoint,
         "format": TRAINING_FORMAT,

@@ -1,11 +1,6 @@
 """``compile=on``: the encoder and the projection head run through ``torch.compile`` (Inductor, dynamic shapes for
-sampled subgraphs); if compiling fails, both run eagerly for the rest of the run, said in one line.
-
-Off by default: on CPUs compiling costs seconds and gains little — the products the time goes to are library
-kernels either way (Dynamo breaks its graph around the sparse operators, which run eagerly); measured:
-docs/benchmarks.md, "The update against the machine's limit". The memory-bound rest of an update is cut by hand
-(:func:`gca.graph.sparse.layered_normalized_adjacency`: one sort per view on the CPU, and each layer at the rows the
-next one reads).
+sampled subgraphs); if compiling fails, both run eagerly for the rest of the run, said in one line. Off by default
+(design notes and measurements: docs/design/training.md).
 
 The parts are compiled with :meth:`torch.nn.Module.compile`, so their state dict, ``copy.deepcopy`` and pickles
 see the eager modules. A failed compile raises during an update's forward or backward pass, before the
@@ -48,13 +43,8 @@ def _set_random_states(generator: torch.Generator, states: tuple) -> None:
 
 
 class CompiledParts:
-    """The encoder and the projection head of ``model`` compiled in place, until :meth:`restore` or a failure.
-
-    Parameters
-    ----------
-    model
-        A :class:`gca.nn.model.GCAModel` (any module with ``encoder`` and ``projector``).
-    """
+    """The encoder and the projection head of ``model`` (a :class:`gca.nn.model.GCAModel`, or any module with
+    ``encoder`` and ``projector``) compiled in place, until :meth:`restore` or a failure."""
 
     def __init__(self, model: nn.Module) -> None:
         self.parts = [model.encoder, model.projector]
@@ -80,17 +70,9 @@ class CompiledParts:
                     part._compiled_call_impl = compiled
 
     def step(self, update: Callable[[], float], generator: torch.Generator) -> float:
-        """``update()`` (one training step) with the parts compiled; if compiling fails, the parts run eagerly
-        from then on — one warning line says so — and the step runs again from the random state it started from.
-
-        Parameters
-        ----------
-        update
-            One training step; returns its loss.
-        generator
-            The generator the step draws from (its state, and the default generators', are put back before the
-            eager step).
-        """
+        """``update()`` (one training step, returning its loss) with the parts compiled; if compiling fails, the
+        parts run eagerly from then on — one warning line says so — and the step runs again from the random state it
+        started from (``generator``'s and the default generators')."""
         if self.failed is not None:
             return update()
         states = _random_states(generator)

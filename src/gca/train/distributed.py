@@ -1,32 +1,23 @@
 """Exact GCA over several processes with torch.distributed (gloo on CPUs, NCCL on GPUs) — no transport of our own.
 
 Under ``torchrun`` every process (rank) holds the whole graph, samples the same two views from the same seed,
-runs the encoder and the projection head on them — identical work and identical values everywhere — and computes
-only its share of the objective's 2N×2N similarity matrix (:class:`BlockShare`): row blocks of the upper
-block-triangle with the blocked objective, a range of whole rows with the attention objective. Two all-reduces per
-step join the shares: the 2N row denominators (or log-denominators) in the forward pass and the 2N×d gradient with
-respect to the projections in the backward pass. From there every rank holds the same full gradient, so every
-rank's optimiser takes the same step and the model stays identical without a further all-reduce of the weights'
-gradients. The result equals one process's up to the order of floating-point sums.
-
-The blocked objective computes the upper block-triangle only: row block r costs (2N − r₀)·block products, so equal
-row counts would give the first rank most of the work. Blocks are split into contiguous runs of equal work. The
-attention objective computes whole rows, so there equal row counts are equal work.
+runs the encoder and the projection head on them — identical values everywhere — and computes only its share of
+the objective's 2N×2N similarity matrix (:class:`BlockShare`): with the blocked objective, row blocks of the upper
+block-triangle split into contiguous runs of equal work (row block r costs (2N − r₀)·block products); with the
+attention objective, a range of whole rows. Two all-reduces per step join the shares: the 2N row denominators (or
+log-denominators) in the forward pass and the 2N×d gradient with respect to the projections in the backward pass.
+Every rank then holds the same full gradient and takes the same step, with no all-reduce of the weights' gradients.
+The result equals one process's up to the order of floating-point sums.
 
 Mini-batch training (``batch_size > 0``, :class:`gca.train.batches.NeighborBatches`) is data-parallel instead: each
-rank trains on its own anchors and its own sampled subgraphs, and the weights' gradients are averaged over the
-ranks before every optimiser step (:func:`average_gradients`).
+rank trains on its own anchors and sampled subgraphs, and the weights' gradients are averaged over the ranks before
+every optimiser step (:func:`average_gradients`).
 
-Every process must train the same model from the same graph: at start the processes compare a digest of their
-resolved settings, of their graph and of the training state they start from (:meth:`Placement.check_same_start`),
-and a difference — one rank started with another setting, reading another copy of a file of the same shape, or
-resuming from another checkpoint, or none, than rank 0 — stops every one of them with one line before the first
-step.
-
-Inference over blocks of rows is shared too (:class:`RowRanges`): each rank computes its range of rows of every
-layer, the ranks exchange them, and rank 0 receives the embeddings' rows. Rank 0 alone evaluates and writes
-results, checkpoints and exports. One process alone is a :class:`Placement` too:
-its device (:func:`resolve_device`), rank 0 of 1.
+At start the processes compare a digest of their resolved settings, of their graph and of the training state they
+start from (:meth:`Placement.check_same_start`); a difference stops every one of them with one line before the first
+step. Inference over blocks of rows is shared too (:class:`RowRanges`). Rank 0 alone evaluates and writes results,
+checkpoints and exports. One process alone is a :class:`Placement` too: its device (:func:`resolve_device`), rank 0
+of 1. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -134,31 +125,13 @@ DEFAULT_TIMEOUT_S = 300
 
 
 def row_range(num_rows: int, rank: int, world_size: int) -> tuple[int, int]:
-    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order.
-
-    Parameters
-    ----------
-    num_rows
-        The rows shared.
-    rank
-        This process's rank.
-    world_size
-        The processes sharing them.
-    """
+    """Rank ``rank``'s contiguous share of ``num_rows`` rows among ``world_size``: near-equal counts, in rank order."""
     return num_rows * rank // world_size, num_rows * (rank + 1) // world_size
 
 
 @dataclass(frozen=True)
 class BlockShare:
-    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work.
-
-    Parameters
-    ----------
-    rank
-        This process's rank.
-    world_size
-        The processes sharing the objective.
-    """
+    """Rank ``rank`` of ``world_size``: its blocks of the upper block-triangle, balanced by work."""
 
     rank: int
     world_size: int
@@ -171,13 +144,7 @@ class BlockShare:
         return [s for s, o in zip(starts, owner.tolist(), strict=True) if o == self.rank]
 
     def row_range(self, num_rows: int) -> tuple[int, int]:
-        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts.
-
-        Parameters
-        ----------
-        num_rows
-            The rows shared.
-        """
+        """Contiguous whole rows for the attention objective (every row costs the same): near-equal counts."""
         return row_range(num_rows, self.rank, self.world_size)
 
     def all_reduce(self, tensor: torch.Tensor) -> None:
@@ -190,15 +157,7 @@ class RowRanges:
     the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
     the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
     in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to
-    rank 0 alone, which :attr:`holds_result`.
-
-    Parameters
-    ----------
-    rank
-        This process's rank.
-    world_size
-        The processes sharing inference.
-    """
+    rank 0 alone, which :attr:`holds_result`."""
 
     rank: int
     world_size: int
@@ -241,17 +200,8 @@ def place() -> tuple[int, int]:
 
 
 def average_gradients(optimizer: torch.optim.Optimizer, world_size: int) -> None:
-    """Before every step of ``optimizer``, replace each gradient by its mean over the processes (one all-reduce
-    of all gradients flattened together) — data parallelism for mini-batch training, where each process trains
-    on its own anchors.
-
-    Parameters
-    ----------
-    optimizer
-        The optimiser whose parameters' gradients are averaged.
-    world_size
-        The processes training together.
-    """
+    """Before every step of ``optimizer``, replace each gradient by its mean over the ``world_size`` processes
+    (one all-reduce of all gradients flattened together): data parallelism for mini-batch training."""
 
     def hook(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         params = [p for group in opt.param_groups for p in group["params"]]
@@ -278,10 +228,9 @@ def launched() -> bool:
 class Placement:
     """Where this process trains: its device and, under torchrun, its rank among ``world_size`` processes.
 
-    Made once per process — :meth:`from_environment` in the command line, :meth:`joined` by the estimator when it
-    is not given one — and consulted for everything distribution changes: the objective's share of the similarity
-    matrix (:attr:`objective_share`), the mini-batch sampler's rank, the gradient hook (:meth:`attach`) and which
-    process writes (:attr:`writes`). A single process is ``Placement(device)``.
+    Made once per process (:meth:`from_environment` in the command line, :meth:`joined` by the estimator) and consulted
+    for everything distribution changes: the objective's share (:attr:`objective_share`), the sampler's rank, the
+    gradient hook (:meth:`attach`) and which process writes (:attr:`writes`).
 
     Parameters
     ----------
@@ -300,14 +249,8 @@ class Placement:
     @classmethod
     def from_environment(cls, device: str | torch.device = "auto") -> Placement:
         """This process's placement as torchrun describes it: outside torchrun, ``device`` alone (checked by
-        :func:`resolve_device`); under it, the process group joined (NCCL for CUDA, gloo otherwise) and a bare
-        ``cuda`` made ``cuda:LOCAL_RANK``.
-
-        Parameters
-        ----------
-        device
-            The device asked for, as :func:`resolve_device` takes it.
-        """
+        :func:`resolve_device`); under it, the process group joined (NCCL for CUDA, gloo otherwise, waiting
+        :data:`DEFAULT_TIMEOUT_S` or ``GCA_DIST_TIMEOUT`` seconds) and a bare ``cuda`` made ``cuda:LOCAL_RANK``."""
         device = resolve_device(device)
         if not launched():
             return cls(device)
@@ -322,13 +265,7 @@ class Placement:
 
     @classmethod
     def joined(cls, device: torch.device) -> Placement:
-        """``device`` in the process group this process already joined (a single process outside one).
-
-        Parameters
-        ----------
-        device
-            The device this process trains on.
-        """
+        """``device`` in the process group this process already joined (a single process outside one)."""
         return cls(device, *place())
 
     @property
@@ -347,8 +284,7 @@ class Placement:
     def settle_precision(self) -> None:
         """Make ``precision=auto`` the same in every process: each asks :func:`gca.precision.precision_choice`
         (processes on machines of different kinds may answer differently), and all take the first process's choice
-        (:func:`gca.precision.settle`) — processes that computed in different precisions, or with different
-        objectives, would exchange mismatched sums. Nothing to do in a single process."""
+        (:func:`gca.precision.settle`). Nothing to do in a single process."""
         if not self.distributed:
             return
         chosen, why = precision_choice("auto", self.device)
@@ -358,14 +294,8 @@ class Placement:
         settle(self.device, first, why if self.rank == 0 else f"the first process's choice (here: {chosen}, {why})")
 
     def objective_share(self, batch_size: int) -> BlockShare | None:
-        """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches (each
-        process then computes its own batches' objective whole).
-
-        Parameters
-        ----------
-        batch_size
-            The config's ``batch_size`` (0: the whole graph).
-        """
+        """This process's share of the exact full-graph objective; ``None`` for one process or mini-batches
+        (``batch_size`` > 0: each process then computes its own batches' objective whole)."""
         return BlockShare(self.rank, self.world_size) if self.distributed and not batch_size else None
 
     def row_share(self) -> RowRanges | None:
@@ -373,16 +303,9 @@ class Placement:
         return RowRanges(self.rank, self.world_size) if self.distributed else None
 
     def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
-        """Data-parallel mini-batch training averages the gradients over the processes before every step; the
-        exact full-graph objective needs no hook (its backward pass already all-reduces).
-
-        Parameters
-        ----------
-        optimizer
-            The run's optimiser.
-        batch_size
-            The config's ``batch_size`` (0: the whole graph).
-        """
+        """Data-parallel mini-batch training (``batch_size`` > 0) averages the gradients over the processes
+        before every step of ``optimizer``; the exact full-graph objective needs no hook (its backward pass
+        all-reduces already)."""
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
@@ -390,22 +313,15 @@ class Placement:
         self, config: dict[str, object], graph_fingerprint: str, resume: tuple[int, str] | None = None
     ) -> None:
         """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
-        digest of its resolved settings (``config``), of its graph (:meth:`gca.graph.graph.Graph.fingerprint`:
-        edges, features and edge values, every byte) and of the state it starts from (``resume``: afresh, or the
-        epoch and digest of the checkpoint it resumes from) — 56 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0, the same line on every rank — and
-        only once every rank has found it, so a launcher that stops the others when one exits (torchrun) stops none
-        before it has said so.
-        Settings are compared first, then the graph, then the starting point: one rank resuming while another
-        starts afresh, or two resuming from different checkpoints, would otherwise wait for each other's
-        collectives (their epochs differ) or train two models. Nothing for one process.
+        digest of its resolved settings, of its graph (:meth:`gca.graph.graph.Graph.fingerprint`: edges, features and
+        edge values, every byte) and of the state it starts from — 56 bytes a rank, one all-gather — and raises
+        :class:`TrainingError` naming the first rank that differs from rank 0 (settings first, then the graph, then the
+        starting point), the same line on every rank and only once every rank has found it. Nothing for one process.
 
         Parameters
         ----------
         config
             This process's resolved configuration (``GCAConfig.to_dict()``).
-        graph_fingerprint
-            This process's graph's fingerprint.
         resume
             ``(epoch, digest)`` of the training checkpoint this process resumes from
             (:func:`gca.train.checkpoint.resume_point`: epoch −1 for a file whose epoch cannot be read); ``None``

@@ -3,24 +3,17 @@
 ``fit`` prepares the graph once (:mod:`gca.augment.prepared`), builds the model (:mod:`gca.nn`), the optimiser and
 the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
 checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
-and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`); that training of a prepared graph and the
-checks around it are :mod:`gca.train.fitting`, the nodes of a graph as scikit-learn splits them
-:class:`~gca.train.nodes.GraphNodes` (importable from here too).
+and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`); the training and its checks are
+:mod:`gca.train.fitting`. :class:`~gca.train.nodes.GraphNodes` is importable from here too. Rules for the parts a
+user passes in (``encoder=``, ``objective=``):
 
-Rules for the parts a user passes in (``encoder=``, ``objective=``), as scikit-learn's estimators treat their
-parameters:
-
-* the module passed in is never changed — not trained, not moved to another device. ``fit`` trains a copy of it,
-  ``model.encoder`` (``model.objective``);
-* every ``fit`` starts from the weights the module had when the estimator was made: the estimator keeps a deep copy
-  of it (on the CPU) taken then, so fitting twice equals fitting once, and a later change to the module passed in
-  does not reach the estimator. The weights are kept, not re-drawn with ``reset_parameters``, which would replace
-  the weights the user gave. gca's own parts are built afresh by every ``fit`` after seeding with ``config.seed``,
-  so the same seed gives the same initial weights;
-* :func:`clone` gives an untrained estimator whose parts are copies of those initial modules, never of trained ones
-  — so every hold-out of :func:`gca.run.tasks.link_prediction` trains from the same initial state.
+* the module passed in is never changed — not trained, not moved; ``fit`` trains a copy (``model.encoder``);
+* every ``fit`` starts from a deep copy of it taken (on the CPU) when the estimator was made, so fitting twice equals
+  fitting once; gca's own parts are built afresh by every ``fit`` after seeding with ``config.seed``;
+* :func:`clone` copies those initial modules, never trained ones.
 
 ``copy.deepcopy`` and ``pickle`` of an estimator, fitted or not, both give one that embeds exactly as it does.
+Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -58,13 +51,10 @@ class GCA:
     """Self-supervised node embeddings with GCA (Zhu et al., WWW 2021; the method: docs/method.md).
 
     scikit-learn's estimator conventions, on a graph: ``fit(X, y=None, *, directed=None)`` trains ``config.epochs``
-    epochs (``y`` ignored) and returns the estimator; ``fit_transform`` returns every node's embedding
-    (``embedding_``: float32, on the CPU); ``transform(data)`` embeds a graph with the trained encoder (default: the
-    training graph). ``get_params`` / ``set_params`` read and change the constructor's arguments and, by their own
-    names, the fields of ``config`` (``config__encoder`` for the built-in encoder's name). ``sklearn.base.clone``,
-    ``check_is_fitted``, a ``Pipeline`` of GCA and a classifier, and ``cross_val_score`` / ``GridSearchCV`` of that
-    pipeline over one graph's nodes (:class:`GraphNodes`) work — GCA fits on the whole graph without labels, the
-    classifier on each fold's training labels (docs/api.md). A bare GCA has no ``score``; ``check_estimator`` skips
+    epochs and returns the estimator; ``fit_transform`` and ``transform`` give embeddings (float32, on the CPU);
+    ``get_params`` / ``set_params`` read and change the constructor's arguments and, by their own names, the fields of
+    ``config``. ``sklearn.base.clone``, ``check_is_fitted`` and searches of a ``Pipeline`` of GCA and a classifier over
+    one graph's nodes (:class:`GraphNodes`) work (docs/api.md). A bare GCA has no ``score``; ``check_estimator`` skips
     it (its input is no 2-D array).
 
     Learned state: ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``from_memory_``,
@@ -77,17 +67,13 @@ class GCA:
     Parameters
     ----------
     config
-        The run's settings (:class:`~gca.config.GCAConfig`, validated here); ``None`` for the defaults. Its fields
-        are also this estimator's parameters by name (``get_params`` / ``set_params``).
+        The run's settings (:class:`~gca.config.GCAConfig`, validated here); ``None`` for the defaults.
     device
-        Where to train: ``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
-        ``"mps"``, or a ``torch.device``; one this machine lacks is a ``ConfigError``. Ignored when ``placement``
-        is given (its device is used).
+        ``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a
+        ``torch.device``; one this machine lacks is a ``ConfigError``. Ignored when ``placement`` is given.
     progress
-        Show the progress of every phase on stderr (:mod:`gca.progress`: a bar on a terminal, else a plain line
-        about every tenth of the work): training's epochs (its updates, for mini-batches), and — where one runs a
-        few seconds or more — preparing the graph, embedding it in blocks, and :func:`gca.run.run_gca`'s
-        evaluation.
+        Show every phase's progress on stderr (:mod:`gca.progress`): training's epochs (updates, for mini-batches)
+        and, where one runs a few seconds or more, preparing, embedding in blocks and evaluation.
     objective
         A module ``objective(u, v) → loss`` (a scalar to minimise) used in place of Eq. 2's contrastive loss;
         ``None`` for GCA's own. Copied now; each ``fit`` trains a fresh copy of it.
@@ -100,20 +86,14 @@ class GCA:
     encoder
         Your own encoder module, called as PyTorch Geometric's: ``encoder(x, edge_index)`` → an
         ``[N, config.hidden]`` float tensor (checked on a few nodes before training; :mod:`gca.nn.encoders`);
-        ``None`` for the one ``config.encoder`` names. Copied now and never trained itself: each ``fit`` trains a
-        fresh copy of these initial weights.
+        ``None`` for the one ``config.encoder`` names. Copied now; each ``fit`` trains a fresh copy of it.
     loggers
-        Metric loggers (:mod:`gca.loggers`), each an object with ``log(metrics, step)``; they get each epoch's
-        ``loss`` and ``lr`` and are closed when ``fit`` ends. ``None`` for none.
+        Metric loggers (:mod:`gca.loggers`), each with ``log(metrics, step)``: they get each epoch's ``loss`` and
+        ``lr`` and are closed when ``fit`` ends, however it ends. ``None`` for none.
     memory
-        Where fitted models are kept, so that a fit of the same settings on the same graph reads the model instead
-        of training it (:mod:`gca.train.fit_cache`): a folder (``str`` or ``Path``) or a ``joblib.Memory`` (its
-        folder), as scikit-learn's ``Pipeline(memory=...)`` takes it; ``None`` (the default) keeps nothing and
-        every fit trains. A kept model is served only after it is checked against the fit's key and graph (a
-        file that fails is trained again, with a warning line saying why); nothing there is ever run. A search
-        over a pipeline's other steps then trains GCA once per distinct GCA setting. The key is every config
-        field, the device (with the precision ``auto`` becomes there), the versions and the cleaned graph's
-        contents — never which nodes or labels the fit is given, which training does not read.
+        A folder (``str`` or ``Path``) or a ``joblib.Memory`` where fitted models are kept, so that a fit of the same
+        settings on the same graph reads its model instead of training it (:mod:`gca.train.fit_cache`; the nodes
+        and labels given are no part of the key). ``None`` (the default) keeps nothing and every fit trains.
     """
 
     def __init__(
@@ -167,20 +147,15 @@ class GCA:
         self.feature_names_in_: list[str] | None = None  # the feature columns' names, where the graph named them
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's arguments as given; with ``deep``, also every field of ``config`` by its own name — but
-        a field named as a constructor argument is ``config__<name>`` (scikit-learn's name for a part's
+        """The constructor's arguments as given, in a new dict; with ``deep``, also every field of ``config`` by its
+        own name — but a field named as a constructor argument is ``config__<name>`` (scikit-learn's name for a part's
         parameter): ``config__encoder`` is the built-in encoder's name, ``encoder`` the module passed in.
 
         Parameters
         ----------
         deep
-            Include every field of ``config`` by name (scikit-learn's nested parameters); ``False`` gives the
-            constructor's arguments only.
-
-        Returns
-        -------
-        dict[str, Any]
-            Parameter name → value, a new dict (changing it changes nothing here).
+            Include every field of ``config`` (scikit-learn's nested parameters); ``False``: the constructor's
+            arguments only.
         """
         params = dict(self._params)
         if not deep:
@@ -189,23 +164,16 @@ class GCA:
         return {**params, **fields}
 
     def set_params(self, **params: Any) -> GCA:
-        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``, or ``config__<field>``,
-        which ``config__encoder="gat"`` needs; NumPy scalars such as ``np.int64(2)`` are read as Python numbers);
-        the estimator is then untrained. An unknown name or a refused value is an error with a suggestion, and
-        leaves the estimator exactly as it was: every value is checked by building the changed estimator first,
-        which then replaces this one's state.
+        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``, or
+        ``config__<field>``, which ``config__encoder="gat"`` needs; NumPy scalars are read as Python numbers); the
+        estimator is then untrained (and returned, so that calls chain). An unknown name or a refused value is a
+        ``ConfigError`` with a suggestion and leaves the estimator exactly as it was: the changed estimator is built
+        first, then replaces this one's state.
 
         Parameters
         ----------
         **params
-            Constructor arguments (``device="cpu"``, ``loggers=[...]``) and config fields (``tau=0.5``,
-            ``config__encoder="gat"``) with their new values; an unknown name or a value ``GCAConfig.validate``
-            refuses is a ``ConfigError``.
-
-        Returns
-        -------
-        GCA
-            This estimator (changed and untrained), so that calls chain.
+            Constructor arguments (``device="cpu"``) and config fields (``tau=0.5``) with their new values.
         """
         fields = {k.removeprefix("config__"): v for k, v in params.items() if k not in self._params}
         given = {k: v for k, v in params.items() if k in self._params}
@@ -274,9 +242,9 @@ class GCA:
         store: Kept | None = None,
         on_step: Callable[[str], None] | None = None,
     ) -> PreparedGraph:
-        """Clean the graph and compute centrality and both views' probabilities (once per graph); ``store``: where
-        they are kept between runs (:func:`gca.augment.prepared.prepare`). With ``progress`` on, the steps show
-        on stderr where they take a few seconds or more (unless ``on_step`` is given: it is then told each step).
+        """Clean the graph and compute centrality and both views' probabilities (once per graph), for
+        :meth:`fit` to train on (once for several fits). With ``progress`` on, the steps show on stderr where they take
+        a few seconds or more.
 
         Parameters
         ----------
@@ -284,19 +252,13 @@ class GCA:
             A PyG ``Data`` (cleaned by :func:`~gca.graph.graph.prepare_graph` with ``config.feature_norm``), or an
             already cleaned :class:`~gca.graph.graph.Graph`.
         directed
-            ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one
-            way gets its reverse; ``True``: directed as given.
+            How a ``Data`` is cleaned, as :meth:`fit` reads it.
         store
             Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
-            kept them, and kept when not (such as :class:`gca.run.store.PreparedStore`); ``None``: computed here.
+            kept them, and kept when not (:class:`gca.run.store.PreparedStore`); ``None``: computed here.
         on_step
-            Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`); ``None``: the
-            estimator's progress shows them.
-
-        Returns
-        -------
-        PreparedGraph
-            The graph with its centrality and augmentors, to pass to :meth:`fit` (once for several fits).
+            Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`), in place of the
+            progress display; ``None``: the estimator's ``progress`` shows them.
         """
         if on_step is not None:
             return prepare(data, self.config, directed, encoder=self.encoder, store=store, on_step=on_step)
@@ -312,16 +274,8 @@ class GCA:
             )
 
     def batch_source(self, prepared: PreparedGraph, placement: Placement | None = None) -> BatchSource:
-        """``batches`` if given, else :func:`gca.train.batches.batch_source` for this process's placement.
-
-        Parameters
-        ----------
-        prepared
-            The prepared graph to train on (:meth:`prepare`).
-        placement
-            The process's place among several; ``None`` for the estimator's ``placement`` (or a single process on
-            its device). Not used when the estimator was given ``batches``.
-        """
+        """``batches`` if given, else :func:`gca.train.batches.batch_source` for ``placement`` (``None``: the
+        estimator's, or a single process on its device)."""
         if self.batches is not None:
             return self.batches(prepared, self.device)
         place = placement or self.placement or Placement.joined(self.device)
@@ -344,77 +298,49 @@ class GCA:
         on_update: Callable[[int, int | None], None] | None = None,
         init_from: str | Path | None = None,
     ) -> GCA:
-        """Train on the graph ``X``; its nodes' embeddings are then :attr:`embedding_`. Returns the estimator.
+        """Train on the graph ``X``, setting :attr:`embedding_`, ``model`` and ``losses``; returns the estimator.
 
-        scikit-learn's signature: ``y`` is accepted and ignored (the training is self-supervised: no label is
-        read), so ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())]).fit(data, y)`` works. ``X`` is a
-        PyG ``Data``, a cleaned :class:`~gca.graph.graph.Graph`, a :class:`~gca.augment.prepared.PreparedGraph`,
-        or :class:`GraphNodes` — some nodes of a graph, as scikit-learn's cross-validation splits them: training
-        then uses the whole graph, every node's features and edges (the transductive setting of the paper), and
-        :attr:`embedding_` holds every node's embedding. ``directed`` (keyword only): ``None`` calls the graph
-        undirected exactly when every edge has its reverse; ``False`` declares it undirected — an edge listed one
-        way gets its reverse (:func:`~gca.graph.graph.prepare_graph`) — and :meth:`transform` then reads a
-        ``Data`` it is given the same way.
-
-        ``embeddings_file`` (a new ``.npy`` path): embed out of core where the graph is embedded in blocks on the
-        CPU (:func:`gca.train.loop.encode_graph`) — the embeddings are written to that file as they are computed
-        and :attr:`embedding_` is its mapping; :attr:`embedding_file_` is then that path (else ``None``, and nothing
-        is written there).
-
-        Under torchrun (:class:`~gca.train.distributed.Placement`) a graph embedded in blocks of rows is embedded
-        by every process together, each its range of rows of every layer (:func:`gca.train.loop.encode_graph`):
-        rank 0's :attr:`embedding_` holds every node's, the other ranks' is ``None``. ``scratch``: the folder where
-        a rank without ``embeddings_file`` maps its matrices on the CPU (its files are unlinked at once).
-
-        ``on_epoch(epoch, embed)`` runs after every epoch (from 1) with a function returning the current embeddings
-        of every node (``gca tune`` stops unpromising trials with it). A hook with a parameter named ``loss`` (or
-        ``**kwargs``), ``on_epoch(epoch, embed, loss=None)``, also gets the epoch's mean loss by that keyword
-        (``losses[epoch - 1]``); a hook of two arguments is called with two. The estimator's ``loggers`` get every
-        epoch's metrics and are closed when ``fit`` ends, however it ends. ``checkpoint``, ``checkpoint_every`` and
-        ``resume``: periodic training checkpoints and continuing exactly from one (:class:`TrainingCheckpoints`).
-        ``on_update(update, updates)`` runs after every update with the updates made so far (counted from 1, on
-        from a resumed checkpoint's) and those the run plans (:class:`gca.train.fast.LongRunHint` projects the run's
-        time from the first ones).
+        Given :class:`GraphNodes`, training uses the whole graph (the transductive setting of the paper) and
+        :attr:`embedding_` holds every node's embedding. Under torchrun (:class:`~gca.train.distributed.Placement`) a
+        graph embedded in blocks of rows is embedded by all processes together: rank 0's :attr:`embedding_` holds every
+        node's, the others' is ``None``.
 
         Parameters
         ----------
         X
-            The graph: a PyG ``Data`` (``x``, ``edge_index``, optionally ``edge_weight`` / ``edge_attr``), a cleaned
+            A PyG ``Data`` (``x``, ``edge_index``, optionally ``edge_weight`` / ``edge_attr``), a cleaned
             :class:`~gca.graph.graph.Graph`, a :class:`~gca.augment.prepared.PreparedGraph` from :meth:`prepare`
-            (used as it is: ``directed`` is then not read), or :class:`GraphNodes`.
+            (used as it is: ``directed`` is not read), or :class:`GraphNodes`.
         y
-            Ignored (accepted for scikit-learn's pipelines and searches); no label is read.
+            Ignored (accepted for scikit-learn's pipelines and searches): no label is read.
         directed
             ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one
-            way gets its reverse (with its weight and edge features); ``True``: directed as given.
+            way gets its reverse (with its weight and edge features), here and in :meth:`transform`; ``True``: as given.
         checkpoint
-            The training checkpoint file written every ``checkpoint_every`` epochs and, with ``resume``, read;
-            ``None`` for none.
+            The training checkpoint file written every ``checkpoint_every`` epochs and, with ``resume``, read
+            (:class:`TrainingCheckpoints`); ``None`` for none.
         checkpoint_every
             Write ``checkpoint`` after every this many epochs; ``0`` never (a negative number is an error).
         resume
-            Continue from ``checkpoint`` when that file exists (a checkpoint of other settings or another graph is
+            Continue exactly from ``checkpoint`` when that file exists (one of other settings or another graph is
             refused); start afresh when it does not.
         on_epoch
-            A hook ``on_epoch(epoch, embed)`` (or ``on_epoch(epoch, embed, loss=None)``) called after every epoch.
+            ``on_epoch(epoch, embed)`` after every epoch (from 1), ``embed()`` giving every node's current embeddings;
+            a hook with a parameter ``loss`` (or ``**kwargs``) also gets the epoch's mean loss by that keyword.
         embeddings_file
-            A new ``.npy`` path to write the final embeddings to as they are computed, when the graph is embedded
-            in blocks on the CPU; an existing file is a ``ValueError``.
+            A new ``.npy`` path (else a ``ValueError``): where the graph is embedded in blocks on the CPU, the
+            embeddings are written there as computed; :attr:`embedding_` is then its mapping and :attr:`embedding_file_`
+            its path (else ``None``).
         scratch
-            The folder where a torchrun rank without ``embeddings_file`` maps its matrices (a folder that cannot be
-            made keeps them in memory); ``None``: in memory.
+            The folder where a torchrun rank without ``embeddings_file`` maps its matrices on the CPU (files unlinked at
+            once; a folder that cannot be made keeps them in memory); ``None``: in memory.
         on_update
-            A hook ``on_update(update, updates)`` called after every update; ``None`` for none.
+            ``on_update(update, updates)`` after every update: the updates so far (from 1, on from a resumed
+            checkpoint's) and those planned (:class:`gca.train.fast.LongRunHint`); ``None`` for none.
         init_from
-            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) whose weights training starts from
-            instead of fresh ones — a warm start for retraining on a graph that changed a little, with fewer epochs
-            (its settings' widths and layers, and the graph's feature width, must be the earlier model's; the
-            optimiser and the schedule start afresh). A checkpoint that ``resume`` continues from wins over it.
-
-        Returns
-        -------
-        GCA
-            This estimator, trained: :attr:`embedding_`, ``model`` and ``losses`` are set.
+            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) whose weights training starts from: a
+            warm start for a graph that changed a little (same widths, layers and feature width; the optimiser and
+            schedule start afresh). A checkpoint that ``resume`` continues from wins over it.
         """
         saves = TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         started = utc_now()
@@ -476,8 +402,9 @@ class GCA:
         self.from_memory_ = True
 
     def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, **kwargs: Any) -> torch.Tensor:
-        """:meth:`fit` (``y`` ignored; ``directed`` and the other options by keyword), then the embeddings of
-        ``X``'s nodes: :attr:`embedding_`, or for :class:`GraphNodes` its rows of those nodes, in their order.
+        """:meth:`fit`, then the embeddings of ``X``'s nodes (float32, on the CPU): :attr:`embedding_`, or for
+        :class:`GraphNodes` its rows of those nodes, in their order (``None`` on a torchrun rank other than 0 when the
+        ranks embedded the graph together).
 
         Parameters
         ----------
@@ -487,32 +414,21 @@ class GCA:
             Ignored (no label is read).
         **kwargs
             :meth:`fit`'s keyword options (``directed``, ``checkpoint``, ``on_epoch``, …).
-
-        Returns
-        -------
-        torch.Tensor
-            A float32 tensor on the CPU, one row per node of ``X`` (``None`` on a torchrun rank other than 0 when
-            the graph was embedded by all ranks together).
         """
         embedding = self.fit(X, y, **kwargs).embedding_
         return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
     def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None) -> torch.Tensor:
-        """scikit-learn's name for :meth:`embed`: ``X``'s embeddings with the trained encoder — for
-        :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings.
+        """scikit-learn's name for :meth:`embed`: ``X``'s embeddings (float32, on the CPU) with the trained
+        encoder — for :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings.
 
         Parameters
         ----------
         X
-            The graph to embed (a PyG ``Data``, a :class:`~gca.graph.graph.Graph` or :class:`GraphNodes`) with the
-            training graph's number of features; ``None`` for the training graph.
+            A PyG ``Data``, a :class:`~gca.graph.graph.Graph` or :class:`GraphNodes` with the training graph's number
+            of features; ``None`` for the training graph.
         directed
             How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
-
-        Returns
-        -------
-        torch.Tensor
-            A float32 tensor on the CPU, one row per node of ``X``.
         """
         if isinstance(X, GraphNodes):
             return self.embed(X.data, directed=directed)[X.index]
@@ -521,28 +437,19 @@ class GCA:
     def embed(
         self, data: Data | Graph | None = None, out: str | Path | None = None, *, directed: bool | None = None
     ) -> torch.Tensor:
-        """Embeddings of ``data`` (default: the training graph) with the trained encoder; with ``out`` (a new
-        ``.npy`` path), out of core where the graph is embedded in blocks on the CPU
-        (:func:`gca.train.loop.encode_graph`: the embeddings returned are then that file's mapping). A ``Data`` is
-        cleaned as :meth:`fit` cleaned its graph: ``directed=None`` keeps the ``directed`` that ``fit`` was given
-        (with ``directed=False``, an edge listed one way gets its reverse there and here alike, so embedding the
-        training data again gives :attr:`embedding_`).
+        """Embeddings of ``data`` with the trained encoder: float32, on the CPU, one row per node. A ``Data`` is
+        cleaned as :meth:`fit` cleaned its graph, so embedding the training data again gives :attr:`embedding_`.
 
         Parameters
         ----------
         data
-            The graph to embed (a PyG ``Data`` or a :class:`~gca.graph.graph.Graph`) with the training graph's
-            number of features (else a ``TrainingError``); ``None`` for the training graph.
+            A PyG ``Data`` or a :class:`~gca.graph.graph.Graph` with the training graph's number of features (else a
+            ``TrainingError``); ``None`` for the training graph.
         out
-            A new ``.npy`` path the embeddings are written to as they are computed, when the graph is embedded in
-            blocks on the CPU; ``None`` keeps them in memory.
+            A new ``.npy`` path: where the graph is embedded in blocks on the CPU (:func:`gca.train.loop.encode_graph`),
+            the embeddings are written there as computed and the tensor returned is its mapping; ``None``: in memory.
         directed
             How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
-
-        Returns
-        -------
-        torch.Tensor
-            A float32 tensor on the CPU, one row per node (the mapping of ``out`` when it was written).
         """
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
@@ -581,8 +488,9 @@ class GCA:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
-        """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`); a model
-        trained with a user's ``encoder`` loads into a copy of a fresh instance of it (which stays as it is).
+        """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`): ``embed(data)``
+        works at once, ``embedding_`` is ``None`` until :meth:`fit`, ``feature_names_in_`` holds the names the file
+        records (else ``None``).
 
         Parameters
         ----------
@@ -593,22 +501,17 @@ class GCA:
             Where the model is placed, as the constructor's ``device``.
         encoder
             For a model trained with your own encoder: a new module of the same class and shape, which the weights
-            load into a copy of; ``None`` for a model of gca's encoders (one trained with yours then says so).
-
-        Returns
-        -------
-        GCA
-            A trained estimator: ``embed(data)`` works at once; its ``embedding_`` is ``None`` until :meth:`fit`;
-            ``feature_names_in_`` holds the feature columns' names the file records (``None`` where it has none).
+            load into a copy of (it stays as it is); ``None`` for a model of gca's encoders (one trained with yours is
+            then a ``CheckpointError`` that says so).
         """
         return _loaded(cls, path, device, encoder)
 
 
 def clone(estimator: GCA, **changes: Any) -> GCA:
-    """A fresh, untrained estimator with ``estimator``'s device, placement and parts, and its configuration with
-    ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
-    objective is a copy of the one ``estimator`` was made with, at its initial weights — never trained ones, whether
-    ``estimator`` was fitted or not. Its ``loggers`` are the same objects: a logger names where metrics go.
+    """A fresh, untrained estimator with ``estimator``'s device, placement, parts and memory, and its configuration
+    with ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
+    objective is a copy of the one ``estimator`` was made with, at its initial weights; its ``loggers`` are the same
+    objects (a logger names where metrics go).
 
     Parameters
     ----------
@@ -616,11 +519,6 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
         The estimator to copy (fitted or not; it is not changed).
     **changes
         Config fields to change in the copy (``seed=1``, ``tau=0.5``), checked as ``GCAConfig.replace`` checks them.
-
-    Returns
-    -------
-    GCA
-        A new, untrained estimator.
     """
     # the device as given ("cpu", not torch.device("cpu")), so get_params of the copy equals the original's
     return GCA(

@@ -2,29 +2,15 @@
 device — :func:`fast_choice`, and a job's ``training="fast"`` (:class:`gca.run.job.Job`; the command line's
 ``--fast``).
 
-Exact GCA (the paper's Algorithm 1) computes the objective over all N nodes at every update: O(N²·d) time. Mini-batch
-GCA (:class:`gca.train.batches.NeighborBatches`) makes the same number of updates, each over B anchor nodes and their
-sampled neighbourhood: O(B²·d), whatever N is. Both reach the same accuracy on the paper's graphs; which one is
-faster depends on N and on the device:
+* **CPU** (and every device but CUDA): graphs of :data:`CPU_MIN_NODES` nodes (4·B) or more train in mini-batches
+  (B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`); smaller ones train exactly.
+* **CUDA**: graphs of up to :data:`CUDA_MAX_EXACT_NODES` nodes train exactly, larger ones in mini-batches.
 
-* **CPU.** Graphs of :data:`CPU_MIN_NODES` nodes (4·B) or more train in mini-batches; below that an anchor set is a
-  third of the graph or more, an exact update costs about what a mini-batch one does, and the paper's training is
-  kept.
-* **CUDA.** Graphs of up to :data:`CUDA_MAX_EXACT_NODES` nodes train exactly: the exact objective grows as N² and
-  meets a mini-batch update's cost (whose subgraph is sampled on the CPU) near N ≈ 44,000.
-
-The rule reads the node count and the device only — never a test set; B, the fan-out and the thresholds are
-constants (measured: docs/large-graphs.md, "The fast path"). A mini-batch run keeps the full-graph setting's updates
-(:func:`gca.config.mini_batch_epochs`). Keys the user sets (``batch_size``, ``fanout``: in their overrides or their
-own config file) are theirs: the fast path fills in only what they left unset, and says which it kept.
-
-A job's ``training="auto"`` (``gca train`` without ``--fast`` or ``--exact``) makes the same mini-batch choice on a
-CPU where the paper's exact
-schedule would be long — estimated, not timed: :func:`default_choice` multiplies a cost model of one exact update
-(:func:`exact_update_terms`, :func:`exact_update_seconds`; its constants fitted by ``benchmarks/exact_cost.py``:
-docs/large-graphs.md, "The default on a CPU") by the setting's updates, and chooses mini-batches over
-:data:`EXACT_BOUND_SECONDS`. Once a run has started, :class:`LongRunHint` projects its time from the first updates
-and, past :data:`LONG_RUN_SECONDS`, says once which of these settings shortens it.
+The rule reads the node count and the device only — never a test set. A mini-batch run keeps the full-graph
+setting's updates (:func:`gca.config.mini_batch_epochs`). Keys the user set (``batch_size``, ``fanout``) are kept,
+and said so. A job's ``training="auto"`` makes the same mini-batch choice on a CPU where the paper's exact schedule
+is estimated to take longer than :data:`EXACT_BOUND_SECONDS` (:func:`default_choice`). :class:`LongRunHint` warns
+once when a started run projects past :data:`LONG_RUN_SECONDS`. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -66,10 +52,6 @@ class FastChoice:
     ----------
     batch_size
         The anchors per batch chosen; 0: the whole graph at every update.
-    fanout
-        The fan-out per hop chosen.
-    reason
-        Why, in words.
     kept
         The keys the user set, which the choice leaves as they are.
     by
@@ -97,13 +79,8 @@ class FastChoice:
         return {key: value for key, value in values.items() if key not in self.kept}
 
     def keeping(self, given: Iterable[str]) -> FastChoice:
-        """The same choice, leaving the keys among ``given`` that it would set to the user.
-
-        Parameters
-        ----------
-        given
-            The config keys the user set (their file's and their overrides').
-        """
+        """The same choice, leaving to the user the keys among ``given`` (the config keys their file and
+        overrides set) that it would set."""
         kept = tuple(key for key in KEYS if key in set(given))
         return dataclasses.replace(self, kept=kept)
 
@@ -113,15 +90,6 @@ class FastChoice:
 
             choice = fast_choice(data.num_nodes, "cpu")
             model = GCA(choice.apply(build_config("Amazon-Photo"), data.num_nodes)).fit(data)
-
-        Parameters
-        ----------
-        config
-            The configuration to change.
-        num_nodes
-            The graph's nodes.
-        world_size
-            The processes training together.
         """
         config = config.replace(**self.layer())
         if config.batch_size and config.epochs:
@@ -147,13 +115,7 @@ class FastChoice:
         """For ``results.json`` (``fast_path``): what trained — ``config``'s batch size and fan-out, which may be
         the user's where they were kept — and, under ``chosen``, what the fast path chose and why, its fan-out one
         value per layer of ``config``'s encoder; ``chosen_by`` (``--fast`` or ``default``) and, where estimated,
-        ``exact_estimate_seconds``.
-
-        Parameters
-        ----------
-        config
-            The configuration that trained.
-        """
+        ``exact_estimate_seconds``."""
         fanout = list(self.fanout)
         if config is not None and self.mini_batch and len(fanout) == 1:  # one value serves every layer: say each
             fanout = fanout * config.layers
@@ -183,16 +145,7 @@ class FastChoice:
 
 
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
-    """The fast path's training for a graph of ``num_nodes`` nodes on ``device`` (module docstring: the rule and
-    the measurements behind it).
-
-    Parameters
-    ----------
-    num_nodes
-        The graph's nodes.
-    device
-        The device training runs on.
-    """
+    """The fast path's training for a graph of ``num_nodes`` nodes on ``device`` (the rule: module docstring)."""
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
     kind = torch.device(device).type
@@ -245,8 +198,9 @@ EXACT_BOUND_SECONDS = 3600.0
 def exact_update_terms(
     num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None, config: GCAConfig
 ) -> tuple[float, float, float]:
-    """What one exact update of ``config``'s GCN encoder and the blocked objective costs on a CPU, in three counts
-    that each take their own time per unit (:data:`CPU_EXACT_COSTS`):
+    """What one exact update of ``config``'s GCN encoder and the blocked objective costs on a CPU, for N =
+    ``num_nodes`` nodes, E = ``num_edges`` directed edges (both directions of an undirected edge) and F =
+    ``num_features``, in three counts that each take their own time per unit (:data:`CPU_EXACT_COSTS`):
 
     * **dense multiply-adds**: the objective's products over the 2N×2N similarities of the stacked views,
       (2N)²·d·(2 − ½·k) with k the share of them the forward pass keeps for the backward pass
@@ -258,14 +212,8 @@ def exact_update_terms(
 
     Parameters
     ----------
-    num_nodes
-        N.
-    num_edges
-        The directed edges E (both directions of an undirected edge).
-    num_features
-        The features' width F.
     nonzeros
-        Their non-zeros (sparse features: the product reads only those); ``None`` for N·F (dense).
+        The features' non-zeros (sparse features: the product reads only those); ``None`` for N·F (dense).
     config
         The run's settings (``hidden``, ``proj_hidden``, ``layers``, ``first_layer_factor``).
     """
@@ -292,37 +240,20 @@ def exact_update_seconds(
 ) -> float:
     """One exact update's estimated seconds on two cores of a CPU like the one measured: the terms of
     :func:`exact_update_terms`, each times its one-core cost (:data:`CPU_EXACT_COSTS`), plus
-    :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`.
-
-    Parameters
-    ----------
-    num_nodes, num_edges, num_features, nonzeros, config
-        As :func:`exact_update_terms` takes them.
-    """
+    :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`."""
     return exact_update_seconds_of(exact_update_terms(num_nodes, num_edges, num_features, nonzeros, config))
 
 
 def exact_update_seconds_of(terms: tuple[float, float, float]) -> float:
-    """:func:`exact_update_seconds` of the terms :func:`exact_update_terms` gave: one core's seconds
-    (:data:`CPU_EXACT_COSTS`, :data:`CPU_EXACT_FIXED`) over two cores' speed-up (:data:`CPU_TWO_CORE_SPEEDUP`).
-
-    Parameters
-    ----------
-    terms
-        Dense multiply-adds, similarity pairs, sparse multiply-adds.
-    """
+    """:func:`exact_update_seconds` of the terms (dense multiply-adds, similarity pairs, sparse multiply-adds)
+    :func:`exact_update_terms` gave."""
     one_core = CPU_EXACT_FIXED + sum(cost * term for cost, term in zip(CPU_EXACT_COSTS, terms, strict=True))
     return one_core / CPU_TWO_CORE_SPEEDUP
 
 
 def feature_nonzeros(x: torch.Tensor | None) -> int:
-    """The non-zeros of a graph's features ``x`` (a dense tensor is counted in blocks of rows; none: 0).
-
-    Parameters
-    ----------
-    x
-        ``Data.x``: dense or sparse (COO or CSR).
-    """
+    """The non-zeros of a graph's features ``x`` (``Data.x``: dense, counted in blocks of rows, or sparse COO or
+    CSR; none: 0)."""
     if x is None:
         return 0
     if x.layout == torch.sparse_coo:
@@ -349,18 +280,12 @@ def default_choice(
 
     Parameters
     ----------
-    num_nodes
-        N.
     num_edges
-        The directed edges.
+        The directed edges (both directions of an undirected edge).
     features
         ``Data.x`` (its width and, where the estimate needs them, its non-zeros); ``None`` for none.
     config
         The run's settings (``epochs``, the encoder's widths).
-    device
-        The device training runs on.
-    world_size
-        The processes that share each update.
     """
     if torch.device(device).type != "cpu":
         return None
@@ -405,10 +330,9 @@ LONG_RUN_SECONDS = 3600.0
 
 class LongRunHint:
     """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
-    or fewer where they took :attr:`FIRST_SECONDS` already (one update of exact training on a large graph) — if
-    the rest of the run would take over ``limit`` seconds, one warning line saying how long and what shortens it:
-    the fast path (mini-batches) for exact training on a graph that large, fewer updates for a mini-batch run. A user
-    sees it within seconds instead of after an epoch or hours; training goes on unchanged.
+    or fewer where they took :attr:`FIRST_SECONDS` already — if the rest of the run would take over ``limit`` seconds,
+    one warning line saying how long and what shortens it: the fast path for exact training on a graph that large,
+    fewer updates for a mini-batch run. Training goes on unchanged.
 
     Parameters
     ----------
@@ -423,11 +347,10 @@ class LongRunHint:
     emit
         Where the warning line goes; ``None`` for stderr, above a progress bar.
     device
-        The device training runs on: exact training is told of the fast path where it would choose
-        mini-batches there (:func:`fast_choice`).
+        The device training runs on: exact training is told of the fast path where :func:`fast_choice` would
+        choose mini-batches there.
     exact_asked
-        The run trains exactly because ``training="exact"`` asked for it (the warning then says what dropping it
-        does).
+        Whether ``training="exact"`` asked for exact training (the warning then says what dropping it does).
     """
 
     #: Updates timed before the projection, at most.

@@ -1,50 +1,23 @@
 """Fitted models kept between fits: ``GCA(config, memory="cache")`` trains once per setting and graph.
 
-GCA learns without labels and on the whole graph (the transductive setting of the paper): which nodes a fit is given
-(:class:`~gca.train.estimator.GraphNodes`) and their labels are never read. So every fold and every classifier
-setting of a scikit-learn search that leaves GCA's settings alone would train the same model again —
-``GridSearchCV(Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())]), {"clf__C": [0.1, 1, 10]}, cv=2)``
-trains it 7 times (2 folds × 3 candidates, and the refit). Given a ``memory`` — a folder, or a ``joblib.Memory``
-(its folder), scikit-learn's convention (``Pipeline(memory=...)``, ``AgglomerativeClustering(memory=...)``) — a fit
-looks its model up by :func:`fit_key` and trains only when it is not there: once per distinct setting.
+A fit given a ``memory`` — a folder, or a ``joblib.Memory`` (its folder) — looks its model up by :func:`fit_key` and
+trains only when it is not there. The key is exactly what training reads: every configuration field (the seed
+included), the device and the loss backend and precision ``auto`` resolves to there, the versions of gca, PyTorch
+and PyTorch Geometric, a digest of gca's source (:func:`source_digest`) and the cleaned graph's
+:meth:`~gca.graph.graph.Graph.fingerprint`, taken at every fit, with the raw features' form — never the nodes or
+labels a fit is given, nor an object's identity. Memory is not used (the fit trains, a ``UserWarning`` says why)
+with a user's ``encoder``, ``objective``, ``batches`` or ``placement``, with ``loggers``, with a fit option that
+watches or writes the training (``checkpoint``, ``resume``, ``on_epoch``, ``on_update``, ``embeddings_file``,
+``scratch``), or on a :class:`~gca.graph.graph.Graph` or :class:`~gca.augment.prepared.PreparedGraph`.
 
-**What the key holds** — exactly what training reads: every field of the configuration (the seed included), the
-device and the loss backend and precision ``auto`` resolves to there (a GPU without bf16 tensor cores trains in
-fp32 what another trains in bf16, under the same device name), the versions of gca, PyTorch and PyTorch
-Geometric, a digest of gca's own source files (a development checkout whose training code changed without a new
-version number does not read a model the old code trained), and the cleaned graph's
-:meth:`~gca.graph.graph.Graph.fingerprint` (node count, direction, edges, raw feature values, edge weights and edge
-features) with the raw features' form. The fingerprint is taken of the graph's contents at every fit, so a graph
-changed in place — through PyTorch or a NumPy view — is another key, never a stale hit; two graphs that clean to
-the same one (each edge listed once with ``directed=False``, or both ways) share one. Nothing of the object's
-identity enters it.
-
-**When it is not used** (the fit trains, and a ``UserWarning`` says why): a user's ``encoder``, ``objective``,
-``batches`` or ``placement`` (their code cannot be keyed: an edited ``forward`` would read as the same part), metric
-``loggers`` or a fit option that watches or writes the training (``checkpoint``, ``resume``, ``on_epoch``,
-``on_update``, ``embeddings_file``, ``scratch``), and a :class:`~gca.graph.graph.Graph` or
-:class:`~gca.augment.prepared.PreparedGraph` given instead of a ``Data`` (their features and views may come from
-other settings than the estimator's).
-
-**What is kept**: the model's weights, ``in_channels``, the losses, the provenance, the embeddings and the timings of
-the training that made them — a fit read from memory has the very ``embedding_`` and ``model`` of that training
-(``from_memory_`` says it was read), and ``train_seconds`` is that training's. Each model is one file,
-``FOLDER/joblib/gca-fits/KEY.pt`` (under joblib's own subfolder, so ``joblib.Memory(FOLDER).clear()`` forgets it):
-tensors and plain values only, with its key and the graph it was trained on (fingerprint, nodes, features).
-
-**The folder is input like any other**: anyone who can write it could plant a file there. An entry is read with
-``torch.load(weights_only=True)`` — only tensors and plain values are unpickled, so a crafted file runs no code — and
-served only when it is gca's format, holds this fit's key, claims this very graph (fingerprint, node and feature
-counts), passes :func:`~gca.train.checkpoint.check_checkpoint`, has one finite embedding row per node and its weights
-load; a file that fails any check is not served: the fit trains again, a ``UserWarning`` line says why, and the new
-model replaces it. Nothing is ever written through a symbolic link: an entry is written to a new file in the folder
-and renamed over its name (a link there is replaced, its target untouched), the lock is opened without following
-one, and a lock file or subfolder that is a link leaves the memory unused for the fit (a warning line says so). A
-folder that cannot be written (read-only, full, no permission) serves what it holds; a model it cannot keep is
-used all the same, and a warning line says why it was not kept — never an ``OSError``.
-
-Processes share the folder: two fits of one key at once (``GridSearchCV(n_jobs=2)``) take turns under a lock
-(``filelock`` on ``FOLDER/.gca-fit-KEY.lock``), so the second reads what the first trained.
+Each model is one file, ``FOLDER/joblib/gca-fits/KEY.pt``, of tensors and plain values: the weights, ``in_channels``,
+the losses, the provenance, the embeddings and the timings, with its key and :func:`graph_claim`. A fit read from it
+has that training's ``embedding_``, ``model`` and ``train_seconds``, and ``from_memory_`` is ``True``. A file is
+served only when :func:`read_entry` accepts it and its weights load; otherwise the fit trains, a ``UserWarning`` line
+says why, and the new model replaces it. Nothing is written through a symbolic link (a lock file or subfolder that
+is one leaves the memory unused for the fit); a folder that cannot be written serves what it holds and never raises
+an ``OSError``. Two fits of one key, in any processes, take turns under ``FOLDER/.gca-fit-KEY.lock``.
+Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -80,13 +53,7 @@ ENTRIES = ("joblib", "gca-fits")
 
 def check_memory(memory: Any) -> None:
     """Refuse a ``memory`` that is neither ``None``, a folder (``str`` or a path) nor an object with
-    joblib.Memory's ``location`` (a folder or ``None``) — one line, a :class:`~gca.config.ConfigError`.
-
-    Parameters
-    ----------
-    memory
-        What ``GCA(memory=…)`` was given.
-    """
+    joblib.Memory's ``location`` (a folder or ``None``) — one line, a :class:`~gca.config.ConfigError`."""
     if isinstance(memory, (str, os.PathLike)):
         if str(memory).strip() == "":
             raise ConfigError("memory is an empty folder name; give a folder (memory='cache') or None")
@@ -98,13 +65,7 @@ def check_memory(memory: Any) -> None:
 
 def memory_folder(memory: Any) -> Path | None:
     """The folder ``memory`` keeps fitted models in (a ``joblib.Memory``'s location); ``None`` where nothing is
-    kept (``None``, or a ``joblib.Memory`` without a location). A path that names a file is a ``ConfigError``.
-
-    Parameters
-    ----------
-    memory
-        ``None``, a folder, or a ``joblib.Memory``.
-    """
+    kept (``None``, or a ``joblib.Memory`` without a location). A path that names a file is a ``ConfigError``."""
     location = memory if memory is None or isinstance(memory, (str, os.PathLike)) else memory.location
     if location is None:
         return None
@@ -133,10 +94,6 @@ def fit_key(config: dict, device: torch.device, graph: Graph, fingerprint: str |
     ----------
     config
         ``GCAConfig.to_dict()`` of the estimator.
-    device
-        Where it trains.
-    graph
-        The cleaned graph it trains on.
     fingerprint
         ``graph.fingerprint()`` where the caller has it already; ``None``: taken here.
     """
@@ -162,15 +119,7 @@ def fit_key(config: dict, device: torch.device, graph: Graph, fingerprint: str |
 
 
 def graph_claim(graph: Graph, fingerprint: str) -> dict[str, Any]:
-    """What a kept model says of the graph it was trained on, and is checked against before it is served.
-
-    Parameters
-    ----------
-    graph
-        The cleaned graph.
-    fingerprint
-        Its :meth:`~gca.graph.graph.Graph.fingerprint`.
-    """
+    """What a kept model says of the graph it was trained on, and is checked against before it is served."""
     return {"fingerprint": fingerprint, "num_nodes": int(graph.num_nodes), "num_features": int(graph.num_features)}
 
 
@@ -216,19 +165,12 @@ def _number(value: Any) -> bool:
 
 
 def read_entry(path: Path, key: str, claim: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """``(entry, "")`` where ``path`` holds the model kept for ``key`` on the graph ``claim`` describes, else
-    ``(None, why)`` — ``why`` empty where there is no file. Read with ``torch.load(weights_only=True)`` from a
-    regular file opened without following a link: nothing in the file is run, whatever it holds.
-
-    Parameters
-    ----------
-    path
-        The entry's file.
-    key
-        :func:`fit_key` of the fit.
-    claim
-        :func:`graph_claim` of the graph it trains on.
-    """
+    """``(entry, "")`` where ``path`` holds the model kept for ``key`` (:func:`fit_key`) on the graph ``claim``
+    (:func:`graph_claim`) describes, else ``(None, why)`` — ``why`` empty where there is no file. Read with
+    ``torch.load(weights_only=True)`` from a regular file opened without following a link: nothing in the file is run.
+    An entry is accepted when it is gca's format, holds this key, claims this graph, passes
+    :func:`~gca.train.checkpoint.check_checkpoint`, reads the graph's feature width, has one finite float32 embedding
+    row per node, and finite, non-negative timings."""
     from .checkpoint import MODEL_FORMAT, CheckpointError, check_checkpoint
 
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -298,17 +240,11 @@ def remembered(
 
     Parameters
     ----------
-    memory
-        The folder (:func:`memory_folder`).
-    key
-        :func:`fit_key` of the fit.
-    claim
-        :func:`graph_claim` of the graph it trains on.
     train
         Trains and returns what is kept: ``state`` (a model checkpoint), ``embedding``, ``train_seconds`` and
         ``embed_seconds``.
     restore
-        Makes the estimator the fit an entry kept.
+        Makes the estimator the fit an entry kept; raises where its weights do not fit.
     """
     from ..outputs.folder import release_folder
 

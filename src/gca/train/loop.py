@@ -10,12 +10,10 @@ Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch
 4. compute the objective (−J of Eq. 2) on the projections g(·) of the batch's anchors (:mod:`gca.objective`);
 5. take one optimiser step.
 
-The loop takes its pieces as parts — the batch source, a :class:`~gca.nn.model.GCAModel` (encoder, projection head
-and objective passed in) and an optimiser — and hooks: ``after_epoch`` (checkpoints,
-:class:`gca.train.checkpoint.TrainingCheckpoints`), the learning rate's warm-up, the collapse watch and metric
-loggers (:mod:`gca.loggers`). It reports through the ``logging`` logger ``"gca.train.loop"``: each epoch at DEBUG,
-the end of training at INFO, a collapse or a diverged loss at WARNING.
-:func:`encode_graph` gives the frozen embeddings once training ends.
+The loop's hooks are ``after_epoch`` (checkpoints, :class:`gca.train.checkpoint.TrainingCheckpoints`), the learning
+rate's warm-up, the collapse watch and metric loggers (:mod:`gca.loggers`). It reports through the ``logging``
+logger ``"gca.train.loop"``: each epoch at DEBUG, the end of training at INFO, a collapse or a diverged loss at
+WARNING. :func:`encode_graph` gives the frozen embeddings once training ends.
 """
 
 from __future__ import annotations
@@ -58,11 +56,9 @@ class CollapseError(TrainingError):
 def train_step(
     model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator, precision: str = "fp32"
 ) -> float:
-    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
-
-    The forward pass computes in ``precision`` (:func:`gca.precision.update_precision`: under bf16 the dense
-    products in bf16, the sparse ones, the loss and the weights in fp32); the backward pass and the optimiser's
-    step follow.
+    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update. The
+    forward pass computes in ``precision`` (:func:`gca.precision.update_precision`: under bf16 the dense products in
+    bf16, the sparse ones, the loss and the weights in fp32).
 
     Parameters
     ----------
@@ -76,11 +72,6 @@ def train_step(
         The generator every random choice draws from (views, batches).
     precision
         ``"fp32"``, ``"tf32"`` or ``"bf16"`` (resolved: :func:`gca.objective.resolve_objective`).
-
-    Returns
-    -------
-    float
-        The loss before the update.
     """
     model.train()
     embeddings = []
@@ -121,15 +112,10 @@ def train(
 ) -> list[float]:
     """Epochs ``first_epoch … epochs − 1`` of Algorithm 1; returns each epoch's mean loss over its batches.
 
-    A loss that is not finite stops training with a :class:`TrainingError`, and one that sits at its value for
-    uniform similarities — collapse, watched update by update by ``collapse`` when the objective knows that value —
-    with a :class:`CollapseError`: during training after a run of flat updates, and after the last update (before
-    the last ``after_epoch``) when the run ended collapsed; its message names the likely cause
-    (:func:`collapse_cause`). ``loggers`` get ``log({"loss", "lr"}, step=epoch)`` after every epoch (before
-    ``after_epoch``; an epoch that stops training is not logged), and those with a true ``per_update``
-    ``log({"loss/update"}, step=update)`` after every update (counted from 1 over the run, on from the optimiser's
-    own count when resumed). The progress bar counts epochs where an epoch is one update (the whole graph), else
-    updates, with the epoch and its mean loss so far beside the count.
+    A loss that is not finite stops training with a :class:`TrainingError`; one that sits at its value for uniform
+    similarities (collapse, watched update by update when the objective knows that value) with a
+    :class:`CollapseError` naming the likely cause (:func:`collapse_cause`) — after a run of flat updates, or after the
+    last update when the run ended collapsed.
 
     Parameters
     ----------
@@ -138,7 +124,7 @@ def train(
     optimizer
         Its optimiser.
     source
-        Where each epoch's batches come from (:class:`~gca.train.batches.BatchSource`).
+        Where each epoch's batches come from.
     epochs
         The run's total epochs: epochs ``first_epoch`` … ``epochs − 1`` (from 0) are trained here.
     generator
@@ -148,29 +134,22 @@ def train(
     after_epoch
         ``after_epoch(finished_epochs, losses)`` after every epoch (checkpoints); ``None`` for nothing.
     progress
-        Show the training's progress on stderr (:class:`gca.progress.Progress`).
+        Show the epochs (the updates, where an epoch makes several) on stderr (:class:`gca.progress.Progress`).
     learning_rate
-        ``learning_rate(t)``: the rate set before update t (:func:`warmup_schedule`; t is the optimiser's own count,
-        so a resumed run follows the same schedule); ``None`` keeps the optimiser's.
+        ``learning_rate(t)``: the rate set before update t, the optimiser's own count, so a resumed run follows the
+        same schedule (:func:`warmup_schedule`); ``None`` keeps the optimiser's.
     collapse
-        The collapse watch; ``None`` for the default :class:`~gca.objective.collapse.CollapseWatch` (when the
-        objective knows its uniform loss).
+        The collapse watch; ``None`` for the default :class:`~gca.objective.collapse.CollapseWatch`.
     loggers
-        Metric loggers (:mod:`gca.loggers`).
+        Metric loggers: ``log({"loss", "lr"}, step=epoch)`` after every epoch that does not stop training (before
+        ``after_epoch``); those with a true ``per_update`` also ``log({"loss/update"}, step=update)`` per update.
     on_update
-        ``on_update(update, updates)`` after every update, with that count and the run's planned updates (``None``
-        where the source does not say how many batches an epoch has), as :class:`gca.train.fast.LongRunHint` takes
-        them; ``None`` for nothing.
+        ``on_update(update, updates)`` after every update (counted from 1, on from the optimiser's count when
+        resumed), with the run's planned updates (``None`` where the source does not say); ``None`` for nothing.
     precision
         What each update's forward pass computes in (:func:`train_step`).
     compiled
-        The model's parts compiled (:class:`gca.train.compiled.CompiledParts`: a failed compile trains on
-        eagerly); ``None``: eager.
-
-    Returns
-    -------
-    list[float]
-        Each epoch's mean loss, from ``first_epoch`` on.
+        The model's parts compiled (:class:`gca.train.compiled.CompiledParts`); ``None``: eager.
     """
     losses: list[float] = []
     per_update = [logger for logger in loggers if getattr(logger, "per_update", False)]
@@ -252,19 +231,7 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
     """What a collapse message advises (:func:`gca.objective.collapse.likely_cause`), from the optimiser's own
     settings — the learning rate it was made with (a warm-up lowers the current one), its largest weight decay —
     and whether the graph's features (the source's ``features`` if it has them, else the last batch's) are all
-    zero.
-
-    Parameters
-    ----------
-    optimizer
-        The run's optimiser.
-    source
-        The batch source.
-    batch
-        The last batch, if any.
-    advice
-        What to add about the run's own settings.
-    """
+    zero or all rows alike. ``advice``: what to add about the run's own settings."""
     lr = optimizer.defaults.get("lr")
     decays = [float(group.get("weight_decay", 0.0) or 0.0) for group in optimizer.param_groups]
     features = getattr(source, "features", None)
@@ -279,13 +246,7 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
 
 def identical_rows(features: Features | SparseMatrix) -> bool:
     """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
-    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values).
-
-    Parameters
-    ----------
-    features
-        The encoder's input.
-    """
+    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
     if isinstance(features, SparseMatrix):
         matrix = features.matrix
         if matrix.layout != torch.sparse_csr:
@@ -308,13 +269,7 @@ def identical_rows(features: Features | SparseMatrix) -> bool:
 
 
 def all_zero(features: Features | SparseMatrix) -> bool:
-    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time).
-
-    Parameters
-    ----------
-    features
-        The encoder's input.
-    """
+    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
     if isinstance(features, SparseMatrix):
         return not bool(features.matrix.values().any())
     raw = features.raw if isinstance(features, DenseFeatures) else features
@@ -327,15 +282,7 @@ def all_zero(features: Features | SparseMatrix) -> bool:
 
 def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
     """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
-    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1.
-
-    Parameters
-    ----------
-    lr
-        The learning rate reached.
-    warmup_steps
-        The updates of the warm-up (config's ``warmup_updates``).
-    """
+    then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
     if warmup_steps <= 1:
         return None
     return lambda step: lr * min(1.0, (step + 1) / warmup_steps)
@@ -343,13 +290,7 @@ def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | No
 
 def updates_taken(optimizer: torch.optim.Optimizer) -> int:
     """How many updates ``optimizer`` has made — Adam's own step count, which checkpoints carry, so a resumed run
-    continues a schedule keyed on it exactly.
-
-    Parameters
-    ----------
-    optimizer
-        The optimiser (Adam's state carries ``step``).
-    """
+    continues a schedule keyed on it exactly."""
     for state in optimizer.state.values():
         if "step" in state:
             return int(state["step"])
@@ -367,18 +308,8 @@ def inference_rows() -> int:
 
 
 def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
-    """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of rows (and so, under
-    torchrun, shares the rows among the processes).
-
-    Parameters
-    ----------
-    model
-        The trained model.
-    num_nodes
-        The graph's nodes.
-    chunk_rows
-        The rows of a block; ``None`` for :func:`inference_rows`.
-    """
+    """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of ``chunk_rows`` rows
+    (``None``: :func:`inference_rows`), and so, under torchrun, shares the rows among the processes."""
     rows = inference_rows() if chunk_rows is None else chunk_rows
     return not model.takes_edge_index and rows > 0 and num_nodes > rows and hasattr(model.encoder, "forward_in_chunks")
 
@@ -395,23 +326,11 @@ def encode_graph(
 ) -> torch.Tensor | None:
     """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
 
-    Graphs with more than ``chunk_rows`` nodes (default :data:`INFERENCE_CHUNK_ROWS`) are embedded over blocks of rows
-    (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`), an undirected graph's operator built block by block
-    (:class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph.
-    With ``out`` (a ``.npy`` path) on the CPU those matrices are files mapped into memory
-    (:class:`gca.disk.DiskArrays`): each layer's output a scratch file, the embeddings the file ``out`` itself,
-    written block by block and flushed to disk — out-of-core inference, whose resident memory is the graph and
-    the pages the kernel keeps. The embeddings returned are then that file's mapping. Elsewhere (a small graph,
-    an encoder without blocks, a GPU) ``out`` is not written: the caller saves what is returned.
-
-    ``share`` (under torchrun, :meth:`gca.train.distributed.Placement.row_share`): the processes embed by blocks of
-    rows together, each its own range of every layer (:meth:`~gca.nn.gcn.GCNEncoder.forward_in_chunks`); the first
-    process gets the embeddings, the others ``None``. A process without ``out`` maps its matrices in ``scratch``
-    (on the CPU; made if needed, and where it cannot be made they stay in memory), reserving only its own rows of
-    the embeddings. A graph embedded whole is embedded by every process.
-
-    ``progress``: a graph embedded in blocks shows the rows embedded, layer after layer, once inference has run a
-    few seconds (:func:`gca.progress.phase`).
+    A graph of more than ``chunk_rows`` nodes is embedded over blocks of rows
+    (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`; an undirected graph's operator built block by block,
+    :class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph; a small
+    graph, or one of an encoder without blocks, is embedded whole, by every process. ``out`` is written only in blocks
+    on the CPU; elsewhere the caller saves what is returned.
 
     Parameters
     ----------
@@ -422,20 +341,22 @@ def encode_graph(
     chunk_rows
         Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
     out
-        A new ``.npy`` path the embeddings are written to (out-of-core inference on the CPU); ``None`` keeps them
-        in memory.
+        A new ``.npy`` path for out-of-core inference on the CPU (:class:`gca.disk.DiskArrays`): each layer's output
+        a scratch file, the embeddings this file, written block by block and flushed; ``None``: in memory.
     share
-        Under torchrun, this process's share of the rows of inference; ``None`` for one process.
+        Under torchrun, this process's rows of every layer, embedded by blocks together with the other processes
+        (:meth:`gca.train.distributed.Placement.row_share`); ``None`` for one process.
     scratch
-        The folder a process without ``out`` maps its matrices in; ``None``: in memory.
+        The folder a process without ``out`` maps its matrices in on the CPU, reserving only its own rows of the
+        embeddings (made if needed; where it cannot be, they stay in memory); ``None``: in memory.
     progress
-        Show the progress of inference by blocks on stderr.
+        Show the rows embedded, layer after layer, on stderr once inference by blocks has run a few seconds.
 
     Returns
     -------
     torch.Tensor | None
-        ``[N, hidden]`` embeddings (the mapping of ``out`` when given); ``None`` on a torchrun process other than
-        rank 0 when the processes embedded together.
+        ``[N, hidden]`` embeddings (the mapping of ``out`` when it was written); ``None`` on a torchrun process
+        other than rank 0 when the processes embedded together.
     """
     model.eval()
     if model.takes_edge_index:
@@ -478,11 +399,5 @@ def _made(folder: str | Path) -> bool:
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
-    """Where ``model``'s parameters lie (the CPU for a model without any).
-
-    Parameters
-    ----------
-    model
-        Any module.
-    """
+    """Where ``model``'s parameters lie (the CPU for a model without any)."""
     return next((p.device for p in model.parameters()), torch.device("cpu"))

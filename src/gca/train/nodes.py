@@ -62,17 +62,12 @@ def _stable_data(data: Any) -> Any:
 class GraphNodes:
     """Some nodes of one graph, as scikit-learn's model selection splits samples: ``GraphNodes(data)`` stands for
     every node of ``data`` (a PyG ``Data``, node i its row i) and ``nodes[idx]`` (an integer or boolean array, a
-    slice, a list) for those of them, in that order — the same graph, fewer nodes. It has a ``shape`` of
-    ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and ``train_test_split`` split it like an array,
-    with ``y`` holding the labels of ``data``'s nodes in the same order.
-
-    :class:`GCA` fits on the whole graph whatever nodes are given (every node's features and edges, never a
-    label: the transductive setting of the paper) and ``transform`` gives the rows of the nodes given, so in
-    ``Pipeline([("gca", GCA(...)), ("clf", LogisticRegression())])`` the classifier is trained on the labels of a
-    fold's training nodes and scored on its held-out nodes — the linear evaluation of the paper, with
-    scikit-learn's folds and scorer. Since no fold changes what GCA learns, ``GCA(memory=...)`` trains it once per
-    setting for all folds (:mod:`gca.train.fit_cache`). Pickled (and so hashed by joblib) by its values: equal graphs
-    and nodes hash alike whatever tensors hold them, so ``Pipeline(memory=...)`` finds a fold it fitted before.
+    slice, a list) for those of them, in that order — the same graph, fewer nodes. Its ``shape`` is
+    ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and ``train_test_split`` split it like an array, with
+    ``y`` holding the labels of ``data``'s nodes in the same order. :class:`GCA` fits on the whole graph whatever nodes
+    are given (it reads no label) and ``transform`` gives the given nodes' rows, so a ``Pipeline`` of GCA and a
+    classifier is the paper's linear evaluation with scikit-learn's folds and scorer. Pickled (and so hashed by joblib)
+    by its values, so ``Pipeline(memory=...)`` finds a fold it fitted before.
 
     Parameters
     ----------
@@ -120,9 +115,7 @@ class GraphNodes:
 
     def __reduce__(self) -> tuple:
         """Pickled with every plain dense CPU tensor — of its graph and its node ids — as the NumPy array of its
-        bytes with its dtype and shape (:class:`_TensorBytes`), so the pickle, and joblib's hash, which pickles,
-        depend on the values alone: scikit-learn's ``Pipeline(memory=...)`` finds a fold it fitted before, in this
-        process or another (PyTorch's own pickle of a tensor names its storage's address, which differs between
-        equal graphs). Unpickled, it is the same graph and nodes."""
+        bytes with its dtype and shape (:class:`_TensorBytes`), so the pickle, and joblib's hash, depend on the values
+        alone (design notes: docs/design/training.md). Unpickled, it is the same graph and nodes."""
         index = _TensorBytes(self.index) if _plain(self.index) else self.index  # ids on a GPU: PyTorch's pickle
         return (GraphNodes, (_stable_data(self.data), index))
