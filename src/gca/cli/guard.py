@@ -28,20 +28,17 @@ class Parser(argparse.ArgumentParser):
 
 
 class Stop:
-    """Ctrl-C and SIGTERM while a command runs: they end it with ``KeyboardInterrupt`` — except at two moments
-    where raising it would lose something; there the signal is sent again a moment later:
+    """Ctrl-C and SIGTERM while a command runs: they end it with ``KeyboardInterrupt`` — except at two moments,
+    where the signal is sent again a moment later:
 
-    * inside an object's finalizer (``__del__``, e.g. a progress bar's), where Python would print the exception
-      and swallow it — the run would go on;
-    * while an error is being handled (an ``except`` or ``finally`` block, a context manager's exit on the way
-      out): the command is already ending. An interrupt there would cut its cleanup short (an output folder it made
-      left behind) and put "interrupted" in place of the error's own line — as when torchrun stops the other
-      processes of a run the moment one has failed. The signal waits until the handling is over, for at most
-      :attr:`patience_s` seconds (an ``except`` block that goes on working is then interrupted after all).
+    * inside an object's finalizer (``__del__``), where Python would print the exception and swallow it;
+    * while an error is being handled (an ``except`` or ``finally`` block, a context manager's exit), where an
+      interrupt would cut the cleanup short and replace the error's own line — for at most :attr:`patience_s`
+      seconds, after which the block is interrupted after all.
 
     Once the command has returned (``ended``, then :meth:`cancel`), a signal changes nothing: its exit status
-    stands. ``ended`` is set by a plain assignment, not a call: Python runs signal handlers at calls, so a signal
-    that arrives as the command returns cannot interrupt the marking of its end."""
+    stands. ``ended`` is set by a plain assignment, not a call (Python runs signal handlers at calls). Design
+    notes: docs/design/data-and-runs.md."""
 
     again_s = 0.05
     patience_s = 2.0
@@ -155,13 +152,7 @@ def _error(line: str) -> int:
 
 def interrupted(line: str) -> None:
     """Say ``gca: interrupted; line`` — unless torchrun stopped this process because another one failed with its
-    own error line (:func:`.peers.a_peer_failed`), which is the reason the user needs.
-
-    Parameters
-    ----------
-    line
-        What the interruption left (after "gca: interrupted; ").
-    """
+    own error line (:func:`.peers.a_peer_failed`), which is the reason the user needs."""
     if not peers.a_peer_failed():
         say(f"gca: interrupted; {line}")
 

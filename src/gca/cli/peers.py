@@ -4,8 +4,7 @@ not print its own "interrupted" over that one's reason.
 
 torchrun's agent keeps a key-value store that its processes can reach before they join a process group
 (``TORCHELASTIC_USE_AGENT_STORE=True``, at ``MASTER_ADDR:MASTER_PORT``); the keys live under the run's id and restart
-count. Outside torchrun, or where that store cannot be reached, every line is printed: a line twice is better than
-none.
+count. Outside torchrun, or where that store cannot be reached, every line is printed.
 """
 
 from __future__ import annotations
@@ -53,13 +52,7 @@ def _run_store() -> Any:
 
 def first_to_say(line: str) -> bool:
     """Whether this process prints the error ``line``: not when another process of its torchrun run printed the
-    same line already. Either way the run is marked as failed for :func:`a_peer_failed`.
-
-    Parameters
-    ----------
-    line
-        The error line, as it would be printed.
-    """
+    same line already. Either way the run is marked as failed for :func:`a_peer_failed`."""
     store = _run_store()
     if store is None:
         return True

@@ -1,9 +1,8 @@
 """Ctrl-C and SIGTERM held back while modules load, and left alone where the process was started ignoring them.
 
-A signal the process was started with ignored stays ignored throughout, as Python itself leaves it: a shell
-without job control starts ``gca … &`` with SIGINT ignored, so that a Ctrl-C meant for the foreground does not end
-the background run — not even while it loads. This module imports nothing of gca's: the command's first module
-uses it before anything else is loaded.
+A signal the process was started with ignored stays ignored throughout, as Python itself leaves it (a shell without
+job control starts ``gca … &`` with SIGINT ignored). This module imports nothing of gca's: the command's first
+module uses it before anything else is loaded.
 """
 
 import contextlib

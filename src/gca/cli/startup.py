@@ -1,10 +1,8 @@
 """The ``gca`` command's first module: Ctrl-C and SIGTERM are held back before anything else is imported.
 
-An interrupt that lands while the standard library's or gca's modules load would otherwise print a traceback
-(``KeyboardInterrupt`` raised inside an ``import``). Held, it ends the command with one line and exit status 130
-once the command line's own module is loaded; from there :mod:`gca.cli` handles interrupts itself (and holds them
-again while PyTorch loads). Only what Python imports at start-up runs before this module. A signal
-the process was started with ignored stays ignored (:mod:`gca.cli.signals`).
+A held interrupt ends the command with one line and exit status 130 once the command line's own module is loaded
+(instead of a traceback from inside an ``import``); from there :mod:`gca.cli` handles interrupts itself (and holds
+them again while PyTorch loads). A signal the process was started with ignored stays ignored (:mod:`gca.cli.signals`).
 """
 
 import os

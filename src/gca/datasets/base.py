@@ -19,11 +19,7 @@ from ..io import check_regular_file as check_regular_file
 
 @dataclass
 class LoadedDataset:
-    """A graph plus what evaluation needs: ``splits`` are the splits its benchmark evaluates on (Wiki-CS's, OGB's)
-    or ``None`` (random ones); ``public`` its public split where it has one (:mod:`gca.evaluate.splits`).
-
-    ``named`` is true for the built-in and named datasets, whose shipped hyperparameters apply; a graph file
-    read by path gets the defaults whatever its file is called.
+    """A graph plus what evaluation needs (splits: :mod:`gca.evaluate.splits`).
 
     Parameters
     ----------
@@ -32,12 +28,13 @@ class LoadedDataset:
     data
         The graph: a PyG ``Data`` with ``x``, ``edge_index`` and, where labelled, ``y`` (−1 for an unlabelled node).
     splits
-        The splits its benchmark evaluates on, each ``(train, val, test)`` arrays of node ids; ``None`` for random
-        ones.
+        The splits its benchmark evaluates on (Wiki-CS's, OGB's), each ``(train, val, test)`` arrays of node ids;
+        ``None`` for random ones.
     public
         The dataset's public split (Planetoid's, Wiki-CS's, OGB's), if any.
     named
-        Whether it is a built-in or named dataset (its shipped hyperparameters apply).
+        A built-in or named dataset, whose shipped hyperparameters apply; a graph file read by path gets the
+        defaults whatever its file is called.
     node_ids
         The files' node id of row i (user files); ``None`` when ids are ``0..N-1``.
     directed
@@ -70,15 +67,8 @@ class LoadedDataset:
 
 def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     """``values`` as float32, refusing what the cast would silently change: complex numbers (their imaginary part
-    would be dropped) and magnitudes beyond float32's range (they would become infinite).
-
-    Parameters
-    ----------
-    values
-        The features as read.
-    path
-        The file they came from, for the message.
-    """
+    would be dropped) and magnitudes beyond float32's range (they would become infinite); ``path`` names the file
+    in the message."""
     if values.dtype == np.float32:
         return values
     if np.iscomplexobj(values):
@@ -95,15 +85,7 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
 def stored_features(values: np.ndarray, path: str | Path) -> np.ndarray:
     """A dense feature array as gca holds it: float16 stays float16 — half float32's memory, widened to float32 a
     block of rows at a time as it is read (:class:`gca.graph.features.DenseFeatures`) — and anything else becomes
-    float32 (:func:`float32_features`).
-
-    Parameters
-    ----------
-    values
-        The features as read.
-    path
-        The file they came from, for the message.
-    """
+    float32 (:func:`float32_features`)."""
     return values if values.dtype == np.float16 else float32_features(values, path)
 
 
@@ -114,15 +96,6 @@ def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[
     a node without a label (OGB's files do): it becomes −1, is left out of evaluation, and a warning says how many.
     Anything else — a negative number, a fraction, an infinity, one label too many or too few — is an error naming
     the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes).
-
-    Parameters
-    ----------
-    values
-        The label column: one value per node.
-    path
-        The file it came from, for the message.
-    num_nodes
-        The graph's nodes (the number of labels required).
     """
     values = np.asarray(values)
     if values.ndim != 1 or values.shape[0] != num_nodes:
@@ -164,18 +137,8 @@ def default_cache_dir() -> Path:
 
 
 def mask_splits(train_mask: torch.Tensor, val_mask: torch.Tensor, test_mask: torch.Tensor) -> list[Split]:
-    """Public splits given as boolean masks of shape [N] or [N, S] (one column per split, as in Wiki-CS).
-
-    Parameters
-    ----------
-    train_mask, val_mask, test_mask
-        Boolean masks of shape ``[N]`` (one split) or ``[N, S]`` (S splits); a 1-D mask is shared by every split.
-
-    Returns
-    -------
-    list[Split]
-        ``(train, val, test)`` arrays of node ids, one triple per split.
-    """
+    """Public splits, one ``(train, val, test)`` triple of node-id arrays per split, from boolean masks of shape
+    ``[N]`` or ``[N, S]`` (one column per split, as in Wiki-CS); a 1-D mask is shared by every split."""
 
     def columns(mask: torch.Tensor, count: int) -> list[np.ndarray]:
         mask = mask.cpu().numpy().astype(bool)

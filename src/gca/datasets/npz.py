@@ -35,15 +35,7 @@ NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.form
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
     """The ``name`` array of an .npz file as a copy-on-write memory map, or ``None`` where it cannot be mapped: no
-    such member, a compressed one, or a header other than .npy format 1.0/2.0.
-
-    Parameters
-    ----------
-    path
-        The ``.npz`` file.
-    name
-        The member's name without ``.npy``.
-    """
+    such member, a compressed one, or a header other than .npy format 1.0/2.0 (``name``: without ``.npy``)."""
     try:
         with zipfile.ZipFile(path) as archive:
             info = archive.getinfo(f"{name}.npy")
@@ -74,20 +66,18 @@ def mapped_member(path: Path, name: str) -> np.ndarray | None:
 def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     """A graph in the gnn-benchmark npz layout (``adj_*``, ``attr_*`` CSR arrays, optional ``labels``).
 
-    Features stay sparse and keep their values. Unless ``directed``, edges are made undirected (as the
-    Amazon/Coauthor files are used in the paper): an edge listed in both directions is one edge.
-
-    The adjacency's values (``adj_data``) are the edges' weights (``Data.edge_weight``), checked and merged as an
-    edge file's weight column is (:func:`~gca.graph.edges.weighted_edge_list`): non-negative, finite, within
-    float32, equal in both directions of an undirected edge. An adjacency whose values are all 1 — the
-    Amazon/Coauthor files' — is unweighted.
+    Features stay sparse and keep their values. The adjacency's values (``adj_data``) are the edges' weights
+    (``Data.edge_weight``), checked and merged as an edge file's weight column is
+    (:func:`~gca.graph.edges.weighted_edge_list`): non-negative, finite, within float32, equal in both directions of
+    an undirected edge. An adjacency whose values are all 1 — the Amazon/Coauthor files' — is unweighted.
 
     Parameters
     ----------
     path
         An ``.npz`` file in that layout; a missing or malformed file is a :class:`~gca.datasets.base.DatasetError`.
     directed
-        Keep the edges as listed; ``False`` reads the graph as undirected.
+        Keep the edges as listed; ``False`` reads the graph as undirected (as the paper uses the Amazon/Coauthor
+        files): an edge listed in both directions is one edge.
 
     Returns
     -------

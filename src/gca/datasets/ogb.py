@@ -7,10 +7,9 @@ OGB's archives unpack into a folder such as ``ogbn_arxiv/`` holding::
     raw/node-label.csv.gz   one label per node (optional)
     split/<type>/{train,valid,test}.csv.gz   node indices, one per line (e.g. split/time/ for arxiv)
 
-The ``ogb`` package's own loader asks questions on standard input and unpickles its processed files; this reader
-does neither: it parses the CSV files with NumPy. Edges are made undirected (as OGB's baselines use arxiv, and as
-products is). The official split becomes the dataset's one public split: C is chosen on ``valid``, accuracy
-measured on ``test``.
+The CSV files are parsed with NumPy. Edges are made undirected (as OGB's baselines use arxiv, and as products is).
+The official split becomes the dataset's one public split: C is chosen on ``valid``, accuracy measured on ``test``.
+Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -41,15 +40,8 @@ def is_ogb_folder(folder: Path) -> bool:
 
 
 def load_named(key: str, data_dir: Path) -> LoadedDataset:
-    """A named OGB dataset from ``data_dir``, downloaded and unpacked there when missing and online.
-
-    Parameters
-    ----------
-    key
-        The dataset's key (``"ogbnarxiv"``, …).
-    data_dir
-        The folder datasets are read from.
-    """
+    """A named OGB dataset (``key``: ``"ogbnarxiv"``, …) from ``data_dir``, downloaded and unpacked there when
+    missing and online."""
     name, folder_name, url = OGB_DATASETS[key]
     folder = data_dir / folder_name
     if not is_ogb_folder(folder):
@@ -89,15 +81,8 @@ def _table(path: Path, dtype: type) -> np.ndarray:
 
 
 def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDataset:
-    """A folder in OGB's node-property layout as a :class:`LoadedDataset` with its official split.
-
-    Parameters
-    ----------
-    folder
-        The dataset's folder (``raw/`` and ``split/``).
-    name
-        The dataset's name; ``None`` for the folder's.
-    """
+    """A folder in OGB's node-property layout as a :class:`LoadedDataset` with its official split (``name``:
+    ``None`` for the folder's)."""
     folder = Path(folder)
     if not is_ogb_folder(folder):
         raise DatasetError(f"{folder} is not in OGB's layout: expected {', '.join(REQUIRED)}")

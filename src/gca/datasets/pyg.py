@@ -104,17 +104,8 @@ DATASETS: dict[str, _Spec] = {
 
 
 def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The dataset ``spec`` from ``folder`` (which holds ``raw/``), processed there or in the cache.
-
-    Parameters
-    ----------
-    spec
-        The dataset's declaration (an entry of :data:`DATASETS`).
-    folder
-        Its folder (holding ``raw/``).
-    cache_dir
-        Where processed files go when the folder cannot hold them.
-    """
+    """The dataset ``spec`` (an entry of :data:`DATASETS`) from ``folder`` (which holds ``raw/``), processed there or
+    in ``cache_dir`` when the folder cannot hold processed files."""
     created = _first_missing(folder)
     try:
         return _loaded(spec, _open(spec, folder, cache_dir))
@@ -146,26 +137,13 @@ def _remove_empty(top: Path) -> None:
 
 
 def is_dataset_folder(folder: Path) -> bool:
-    """Does ``folder/raw`` hold one named dataset's raw files?
-
-    Parameters
-    ----------
-    folder
-        The folder.
-    """
+    """Does ``folder/raw`` hold one named dataset's raw files?"""
     return _spec_of(folder) is not None
 
 
 def load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path).
-
-    Parameters
-    ----------
-    folder
-        The dataset's folder (holding ``raw/``).
-    cache_dir
-        Where processed files go when the folder cannot hold them.
-    """
+    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path); processed files go to
+    ``cache_dir`` when the folder cannot hold them."""
     spec = _spec_of(folder)
     if spec is None:
         raise DatasetError(f"{folder}/raw holds none of the named datasets' raw files")
@@ -199,9 +177,8 @@ def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
     PyG reads ``ROOT/<spec.folder>/raw`` and writes ``ROOT/<spec.folder>/processed``. Where the folder is read-only
     or named otherwise, processing happens in the cache, whose ``raw`` links back to the folder's; the cache entry
     is keyed by the raw folder's real path and its files' identity (:func:`_raw_stamp`), so two folders never share
-    processed files, and raw files changed since they were processed are processed again — PyG itself never looks
-    at them once ``processed/`` exists. A folder's own ``processed/`` is used only where gca processed it from the
-    raw files as they are now (its stamp file says so); otherwise processing happens in the cache.
+    processed files and changed raw files are processed again. A folder's own ``processed/`` is used only where its
+    stamp file says gca processed it from the raw files as they are now.
     """
     raw_dir = folder / "raw"
     missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]

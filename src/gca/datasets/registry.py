@@ -49,45 +49,30 @@ DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 def named_key(name: str) -> str:
     """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
-    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`).
-
-    Parameters
-    ----------
-    name
-        A dataset name in any spelling.
-    """
+    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
     key = canonical_name(name)
     return ALIASES.get(key, key)
 
 
 def dataset_display_name(name: str) -> str:
     """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text is returned
-    as is.
-
-    Parameters
-    ----------
-    name
-        A dataset name in any spelling, or other text.
-    """
+    as is."""
     entry = NAMED.get(named_key(name))
     return entry[0] if entry else name
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> LoadedDataset:
-    """Load a graph by path or by name.
-
-    What exists on disk decides: an existing file is read as an ``.npz`` graph file, an existing folder as one
-    dataset's folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``,
-    e.g. ``data/Cora``); anything else is a name — one of :data:`DATASET_NAMES` (case, spaces and dashes do not
-    matter, nor PyG's spelling: :func:`named_key`), read from ``data_dir``. A bare name that is also a folder here
-    without a dataset's files in it (say, an output folder called ``Cora``) is the name.
+    """Load a graph by path or by name: an existing file is an ``.npz`` graph file, an existing folder one dataset's
+    folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``), anything
+    else one of :data:`DATASET_NAMES` (spelt as :func:`named_key` allows), read from ``data_dir``. A bare name that
+    is also a folder here without a dataset's files in it (say, an output folder called ``Cora``) is the name.
 
     Parameters
     ----------
     name
         A dataset name (``"Cora"``, ``"amazon-photo"`` or PyG's ``"Photo"``, ``"ogbn-arxiv"``, ``"karate"``), the
-        path of an ``.npz`` graph file, or the path of a dataset folder. An unknown name that is no file or folder
-        either is a :class:`~gca.datasets.base.DatasetError` listing the names.
+        path of an ``.npz`` graph file, or of a dataset folder. An unknown name that is no file or folder either is
+        a :class:`~gca.datasets.base.DatasetError` listing the names.
     data_dir
         The folder named datasets are read from (``data_dir/Cora/raw/…``), and downloaded into when missing and
         online; ``None`` for ``$GCA_DATA_DIR``, else ``~/.cache/gca/data``. Not read for a path.
@@ -98,8 +83,7 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
     Returns
     -------
     LoadedDataset
-        The graph (``data``: ``x``, ``edge_index``, ``y`` where labelled), its benchmark's splits where it has
-        them, and the warnings about the files read.
+        The graph, its benchmark's splits where it has them, and the warnings about the files read.
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = Path(name).expanduser()
@@ -127,14 +111,8 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
 
 
 def unknown_dataset(name: str) -> DatasetError:
-    """The error for a name that is no named dataset, file or folder: it names the closest dataset name, if any.
-
-    Parameters
-    ----------
-    name
-        The name as the user gave it; the hint is the dataset name closest to its canonical spelling (difflib, at
-        least 0.6 similar), or none.
-    """
+    """The error for a name that is no named dataset, file or folder: it names the dataset name closest to its
+    canonical spelling (difflib, at least 0.6 similar), if any."""
     keys = {**{key: entry[0] for key, entry in NAMED.items()}, **{a: NAMED[k][0] for a, k in ALIASES.items()}}
     close = difflib.get_close_matches(canonical_name(name), list(keys), n=1, cutoff=0.6)
     hint = f"did you mean {keys[close[0]]}? " if close else ""
@@ -146,13 +124,7 @@ def unknown_dataset(name: str) -> DatasetError:
 
 def check_dataset_name(name: str) -> str:
     """``name``'s display name (:func:`dataset_display_name`) if it is a named dataset or an existing file or folder;
-    otherwise the :func:`unknown_dataset` error, before anything is read or written.
-
-    Parameters
-    ----------
-    name
-        A dataset name in any spelling, or a path.
-    """
+    otherwise the :func:`unknown_dataset` error, before anything is read or written."""
     if Path(name).expanduser().exists() or ("/" not in name and os.sep not in name and named_key(name) in NAMED):
         return dataset_display_name(name)
     raise unknown_dataset(name)
@@ -162,15 +134,7 @@ def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[
     """The files and folders :func:`load_dataset` reads ``name`` from, and which reader: ``(paths, how)`` — an
     npz file; a dataset folder's ``raw/`` (and OGB's ``split/``) sub-folders, not what else the folder holds
     (processed files, a user's runs); ``None`` for the built-in Karate club and a named dataset whose files are not
-    there yet (the load downloads or refuses).
-
-    Parameters
-    ----------
-    name
-        What :func:`load_dataset` is given.
-    data_dir
-        The folder named datasets are read from, as :func:`load_dataset` takes it.
-    """
+    there yet (the load downloads or refuses). ``name`` and ``data_dir`` are as :func:`load_dataset` takes them."""
     path = Path(name).expanduser()
     if path.is_file():
         return [path], "npz"

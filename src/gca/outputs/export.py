@@ -27,8 +27,7 @@ def export_embeddings(
     """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
     their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
     type: integer ids are written as integers (an int64 column in Parquet), text ids as text. The values are
-    written as given: a ReLU encoder's (the default) hold many exact zeros, the last layer's activation (the
-    documentation's "What the embeddings hold").
+    written as given.
 
     Parameters
     ----------
@@ -41,7 +40,7 @@ def export_embeddings(
         One id per row (the input files' ids): integers or strings.
     progress
         Say on stderr what is written once it takes a few seconds: the rows written (CSV, TSV), or a line at the
-        start and at the end (Parquet, written at once).
+        start and at the end (Parquet).
     shown
         The file named in that progress (the export's own name, where ``path`` is a staged file); ``None`` for
         ``path``.
@@ -100,14 +99,8 @@ EXPORT_ROWS = 1 << 16
 
 def read_embeddings(path: str | Path) -> tuple[list | None, np.ndarray]:
     """(node ids, embeddings) of a file :func:`export_embeddings` wrote (``node_id, e0, e1, …``; CSV, TSV or Parquet)
-    or of a run's ``embeddings.npy`` (rows in the graph's node order: ids ``None``).
-
-    Parameters
-    ----------
-    path
-        The file; one that is missing, of another suffix or without ``node_id`` and ``e0 …`` columns is an
-        :class:`ExportError`.
-    """
+    or of a run's ``embeddings.npy`` (rows in the graph's node order: ids ``None``); a file that is missing, of
+    another suffix or without ``node_id`` and ``e0 …`` columns is an :class:`ExportError`."""
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_file():

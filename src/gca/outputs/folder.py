@@ -3,33 +3,28 @@
 A run of ``gca train`` or ``gca embed`` owns a fixed set of names in its output folder (:data:`RUN_FILES`) and,
 optionally, an export file elsewhere. :class:`RunOutputs` checks all of them before any work starts (the folder can
 be created and written, the export's suffix and folder, no output overwrites an input file), stages each file in a
-hidden folder next to its target while the run writes, and on :meth:`~RunOutputs.commit` moves them into place:
-first the old ``results.json`` is removed, then every file of the earlier run that this run does not write — an
-export it wrote inside the folder included (:data:`EXPORT_MARKER`) —, then the new files, ``results.json`` last. So
-a folder with ``results.json`` holds exactly one run's files; after an interruption it holds the previous run, or no
-``results.json`` at all — never a mixture (:meth:`~RunOutputs.after_stop` says which to the user). On failure
-nothing is moved and the staged files are removed. Messages name the user's paths, never a temporary file.
+hidden folder next to its target, and on :meth:`~RunOutputs.commit` removes the old ``results.json``, then every
+file of the earlier run that this run does not write (an export it wrote inside the folder included:
+:data:`EXPORT_MARKER`), then moves the new files in, ``results.json`` last. A folder with ``results.json`` holds
+exactly one run's files; after an interruption it holds the previous run or no ``results.json`` — never a mixture
+(:meth:`~RunOutputs.after_stop`). On failure nothing is moved and the staged files are removed. Messages name the
+user's paths, never a temporary file.
 
-Training checkpoints of a run in progress go to ``checkpoint.in-progress.pt`` (:data:`IN_PROGRESS`), beside the
-previous complete run, which stays untouched until this run commits. A resumed run continues from the in-progress
-file, or else from the ``checkpoint.pt`` of the run in the folder (copied, so that run stays whole until the new
-one commits). Rules for the in-progress file:
+Training checkpoints of a run in progress go to :data:`IN_PROGRESS`, beside the previous complete run. A resumed run
+continues from that file, or else from a copy of the folder's ``checkpoint.pt``. Rules for the in-progress file:
 
-* a resume that will be refused (the file is damaged, or was made with other settings or on another graph) is
-  refused before anything is copied or written: :meth:`~RunOutputs.training_checkpoint` runs the training's own
-  check on the file first;
-* a run owns the in-progress file only when it resumes from it (or from the copy it made) or writes its own
-  checkpoints; one that writes checkpoints without resuming removes an earlier one when it starts;
-* on commit, the in-progress file becomes ``checkpoint.pt`` when the run owns it; otherwise it is removed, and so
-  is the ``checkpoint.pt`` of the earlier run (a run without checkpoints leaves none): after a commit the folder
-  holds no checkpoint of any other run;
-* a run that fails after it copied ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy
-  (it holds nothing ``checkpoint.pt`` does not); an in-progress file with the progress of a failed or killed run
-  stays, for a resume.
+* a resume that will be refused (a damaged file, other settings, another graph) is refused before anything is
+  copied or written (:meth:`~RunOutputs.training_checkpoint` runs the training's own check first);
+* a run owns it only when it resumes from it (or from its copy) or writes its own checkpoints; one that writes
+  checkpoints without resuming removes an earlier one when it starts;
+* on commit it becomes ``checkpoint.pt`` when the run owns it; otherwise it is removed, and so is the earlier run's
+  ``checkpoint.pt``: after a commit the folder holds no checkpoint of any other run;
+* a run that fails after copying ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy; the
+  in-progress file of a failed or killed run stays, for a resume.
 
-One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (``filelock``'s ``flock`` on Unix,
-released by the operating system when the process ends, however it ends) from the moment it is made; a second run
-on the same folder is refused with one line, and only the holder removes staging folders left by a killed run.
+One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (:func:`hold_folder`) from the moment it
+is made; a second run on the same folder is refused with one line, and only the holder removes staging folders
+left by a killed run. Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -95,7 +90,7 @@ class RunOutputs:
         inputs
             The run's input files, which no output may overwrite.
         lock
-            Whether this process writes the run.
+            Whether this process writes the run (above).
         progress
             Show the export's progress once it takes a few seconds (:func:`gca.outputs.export.export_embeddings`).
         """
@@ -162,14 +157,8 @@ class RunOutputs:
     def resume_from(self, check: Callable[[Path], Any] | None = None) -> Path | None:
         """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
         the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none.
-        ``check(path)`` raises when the run would refuse that file: it is called first, so a refused resume
-        copies and writes nothing.
-
-        Parameters
-        ----------
-        check
-            ``check(path)`` raises when the run would refuse that file; ``None`` for no check.
-        """
+        ``check(path)`` (``None``: none) raises when the run would refuse that file: it is called first, so a
+        refused resume copies and writes nothing."""
         finished = self.out / "checkpoint.pt"
         source = self.resume_source()
         if source is None:
@@ -193,19 +182,8 @@ class RunOutputs:
         """The checkpoint path a training run hands to :meth:`gca.GCA.fit`, and a line for the user. Resuming, the
         writing process checks the file it would continue from with ``check`` (the training's own refusals, so
         they come before anything is written) and prepares it (:meth:`resume_from`); another process of the run
-        only reads what it resumes from. A fresh run that writes checkpoints drops an interrupted run's; one that
-        writes none leaves it until it commits, which removes it (see the module docstring).
-
-        Parameters
-        ----------
-        resume
-            Whether the run resumes.
-        every
-            The run's ``checkpoint_every`` (0: it writes no checkpoints).
-        writes
-            Whether this process writes the run (rank 0 under torchrun).
-        check
-            ``check(path)`` raises when the run would refuse that file; ``None`` for no check.
+        only reads what it resumes from. ``every``: the run's ``checkpoint_every`` (0: none); ``writes``: this
+        process writes the run (rank 0 under torchrun). The in-progress file's rules: the module docstring.
         """
         if resume and writes:
             source = self.resume_from(check)
@@ -223,15 +201,8 @@ class RunOutputs:
         self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
 
     def write(self, name: str, write: Callable[[IO[bytes]], Any]) -> None:
-        """Stage the run file ``name`` (one of :data:`RUN_FILES`).
-
-        Parameters
-        ----------
-        name
-            The run file's name (one of :data:`RUN_FILES`; another is a ``ValueError``).
-        write
-            ``write(f)`` writes the contents to the open binary file ``f``.
-        """
+        """Stage the run file ``name`` (one of :data:`RUN_FILES`; another is a ``ValueError``): ``write(f)`` writes
+        its contents to the open binary file ``f``."""
         if name not in RUN_FILES:
             raise ValueError(f"{name} is not one of the run's files")
         self._staging.mkdir(exist_ok=True)
@@ -240,13 +211,7 @@ class RunOutputs:
         self._staged[name] = path
 
     def stage_path(self, name: str) -> Path:
-        """A staged path for a file that a library writes itself (a plot); :meth:`wrote` records it.
-
-        Parameters
-        ----------
-        name
-            The run file's name.
-        """
+        """A staged path for a file that a library writes itself (a plot); :meth:`wrote` records it."""
         self._staging.mkdir(exist_ok=True)
         return self._staging / name
 
@@ -257,15 +222,7 @@ class RunOutputs:
         """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
         (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`). Embeddings written
         at :meth:`stage_path` by the library itself (out-of-core inference) and recorded with :meth:`wrote` are
-        not written again.
-
-        Parameters
-        ----------
-        embeddings
-            ``[N, d]`` embeddings.
-        node_ids
-            The export's id of each row (integers stay integers); ``None`` for 0..N−1.
-        """
+        not written again. Integer node ids stay integers in the export."""
         if "embeddings.npy" not in self._staged:
             self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
@@ -287,21 +244,8 @@ class RunOutputs:
     ) -> list[Path]:
         """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
         :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
-        ``plots`` drawn at :meth:`stage_path`. Returns the paths written.
-
-        Parameters
-        ----------
-        embeddings
-            ``[N, d]`` embeddings.
-        model_state
-            The model checkpoint (:meth:`gca.train.estimator.GCA.state`).
-        record
-            The run's record, written as ``results.json``.
-        node_ids
-            The export's id of each row (integers stay integers); ``None`` for 0..N−1.
-        plots
-            The plots already drawn at :meth:`stage_path`.
-        """
+        ``plots`` drawn at :meth:`stage_path`. Returns the paths written. ``node_ids``: as
+        :meth:`write_embeddings` takes them."""
         import torch  # here, not above: the folder is checked before the command line loads PyTorch
 
         for plot in plots:
@@ -313,15 +257,7 @@ class RunOutputs:
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
         """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run (or the
-        in-progress checkpoint of one).
-
-        Parameters
-        ----------
-        owned
-            The names the command writes.
-        command
-            The command, for the message.
-        """
+        in-progress checkpoint of one)."""
         others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
             raise OutputError(
@@ -331,15 +267,7 @@ class RunOutputs:
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
         ``owned``, except those named in ``keep``. With ``checkpoint.pt`` in ``owned``, the in-progress checkpoint
-        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written.
-
-        Parameters
-        ----------
-        keep
-            Names of the earlier run's files to leave.
-        owned
-            The names this kind of run owns (default: :data:`RUN_FILES`).
-        """
+        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written."""
         written = []
         keep, owned = set(keep), tuple(owned)
         if "checkpoint.pt" in owned and self._owns_checkpoint and self.checkpoint.is_file():
@@ -469,16 +397,8 @@ def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
     the process — or, with ``wait``, wait for it (a short critical section, such as creating a shared database).
 
     The holder writes its process id into the file and removes the file when it is done; a lock file that is a
-    symbolic link is refused, never written through.
-
-    Parameters
-    ----------
-    folder
-        The folder locked.
-    name
-        The lock file's name in it.
-    wait
-        Wait for another holder instead of refusing.
+    symbolic link is refused, never written through. The operating system releases the lock when the process ends,
+    however it ends.
     """
     from filelock import FileLock, Timeout
 
@@ -516,13 +436,7 @@ def _no_follow(path: str, flags: int) -> int:
 
 def release_folder(lock: FileLock | None) -> None:
     """Remove the lock file while still holding it, then let go (see :func:`hold_folder`); a process waiting on the
-    removed file takes the lock of a new one.
-
-    Parameters
-    ----------
-    lock
-        What :func:`hold_folder` returned (``None``: nothing to release).
-    """
+    removed file takes the lock of a new one (``lock``: ``None`` releases nothing)."""
     if lock is None:
         return
     with contextlib.suppress(OSError):
@@ -532,16 +446,8 @@ def release_folder(lock: FileLock | None) -> None:
 
 def check_folder(folder: str | Path, parameter: str) -> Path:
     """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would
-    mean the current folder by accident).
-
-    Parameters
-    ----------
-    folder
-        The output folder.
-    parameter
-        The parameter that named it (``"out"``; a flag, ``"--out"``, is read as its parameter), for the message
-        (:func:`gca.errors.option`).
-    """
+    mean the current folder by accident). ``parameter`` named it, for the message (``"out"``; a flag, ``"--out"``,
+    is read as its parameter: :func:`gca.errors.option`)."""
     parameter = parameter.removeprefix("--").replace("-", "_")
     if str(folder).strip() == "":
         raise OutputError(

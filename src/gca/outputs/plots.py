@@ -31,17 +31,8 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> None:
-    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG.
-
-    Parameters
-    ----------
-    fig
-        The figure (closed here).
-    path
-        The PNG file to write.
-    dpi
-        The resolution.
-    """
+    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG. ``fig`` is closed
+    here."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     pyplot().close(fig)
@@ -49,17 +40,7 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> None:
 
 
 def loss_curve(losses: Sequence[float], path: str | Path, title: str = "GCA training loss") -> None:
-    """Plot the loss of every epoch to a PNG.
-
-    Parameters
-    ----------
-    losses
-        Each epoch's loss (``GCA.losses``).
-    path
-        The PNG file to write.
-    title
-        The plot's title.
-    """
+    """Plot the loss of every epoch (``GCA.losses``) to a PNG."""
     fig, ax = pyplot().subplots(figsize=(5, 3.2))
     ax.plot(np.arange(1, len(losses) + 1), losses, lw=1.2)
     ax.set_xlabel("epoch")
@@ -76,20 +57,12 @@ def tsne_map(
     title: str = "t-SNE of GCA embeddings",
     seed: int = 0,
 ) -> None:
-    """2-D t-SNE (scikit-learn) of the embeddings, one colour per class.
+    """2-D t-SNE (scikit-learn, random state ``seed``) of the ``[N, d]`` embeddings, one colour per class.
 
     Parameters
     ----------
-    embeddings
-        ``[N, d]`` embeddings.
     labels
         One class per node (−1: none, drawn in grey); ``None`` for one colour.
-    path
-        The PNG file to write.
-    title
-        The plot's title.
-    seed
-        t-SNE's random state.
     """
     from sklearn.manifold import TSNE
 

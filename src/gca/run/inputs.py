@@ -209,10 +209,6 @@ def command_provenance(
 
     Parameters
     ----------
-    request
-        The graph the command read.
-    device
-        The device the command ran on.
     read
         The graph as read (its prepared folder and digests); ``None``: no digests were taken.
     inputs
@@ -221,8 +217,6 @@ def command_provenance(
         The command line (``None``: this process's).
     started
         When the command started (``None``: now).
-    **more
-        Further entries of the record.
     """
     source = graph_source(request)  # after loading: a named dataset that was downloaded is on disk now
     if source is not None:

@@ -5,10 +5,10 @@ made from (:class:`GraphSource`, whose key names the folder, and :func:`input_di
 
 A folder is trusted only when its format and gca version are this one's, it was made for the same input read the
 same way, its meta.json is the one gca wrote and agrees with itself, and each array has the shape, dtype and size
-meta.json records and the same 16 sampled blocks of 64 KiB: an array replaced by another of the same shape is told
-apart without reading every byte. When an input file's identity (size, modification and change times, inode)
-differs from the recorded one, its contents are hashed again and must give the stored digest. Not covered: an array
-changed by hand between the sampled blocks, or a meta.json and its seal both recomputed by hand.
+meta.json records and the same 16 sampled blocks of 64 KiB (:func:`sampled_digest`). When an input file's identity
+(size, modification and change times, inode) differs from the recorded one, its contents are hashed again and must
+give the stored digest. Not covered: an array changed by hand between the sampled blocks, or a meta.json and its
+seal both recomputed by hand. Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -30,16 +30,7 @@ FORMAT = 3
 class GraphSource:
     """What a run reads: the input's files or folders (resolved paths) and ``how`` they are read (the reader and
     its options, e.g. ``"files directed=False"``). Two runs with equal sources read the same graph whenever the
-    files' contents are the same.
-
-    Parameters
-    ----------
-    name
-        The graph's name (the folder's name begins with it).
-    paths
-        The resolved paths read.
-    how
-        The reader and its options.
+    files' contents are the same; the folder's name begins with ``name``.
     """
 
     name: str
@@ -87,13 +78,7 @@ class GraphSource:
 def input_digests(files: list[Path]) -> tuple[str, list[str]]:
     """(a BLAKE2b digest of the files' names, sizes and contents, in order; each file's SHA-256), from one read of
     the files (:func:`gca.io.hash_files`): the first tells a prepared graph's input apart, the second is what a
-    run's record says of each input file (:mod:`gca.provenance`).
-
-    Parameters
-    ----------
-    files
-        The files, in order.
-    """
+    run's record says of each input file (:mod:`gca.provenance`)."""
     combined = hashlib.blake2b(digest_size=20)
     each = hash_files(files, combined)
     return combined.hexdigest(), each
@@ -105,14 +90,7 @@ _SAMPLES, _SAMPLE_BYTES = 16, 1 << 16
 
 def sampled_digest(path: Path) -> str:
     """A BLAKE2b digest of a file's size and of 16 evenly spaced blocks of 64 KiB (the whole file when smaller than
-    1 MiB): what opening a prepared graph reads to tell its arrays from others of the same shape — cheap at any
-    size, where hashing every byte on each run would cost what the folder saves.
-
-    Parameters
-    ----------
-    path
-        The file.
-    """
+    1 MiB): what opening a prepared graph reads to tell its arrays from others of the same shape."""
     size = path.stat().st_size
     digest = hashlib.blake2b(f"{size};".encode(), digest_size=16)
     with path.open("rb") as f:

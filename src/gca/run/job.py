@@ -1,15 +1,11 @@
 """A job: one graph loaded with the run's configuration — what ``gca train``, ``gca embed`` and ``gca tune`` (and a
 script of a user's) run on.
 
-:meth:`Job.open` takes a loaded dataset (:func:`gca.datasets.load_dataset`, :func:`gca.datasets.load_files`) and
-builds the configuration in layers: the dataset's shipped setting (the paper's datasets only), then a config file
-(or a named setting such as ``authors``), then single overrides. :meth:`Job.prepare` cleans the graph and computes
-what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder, or link
-prediction, whose hold-outs each prepare their own training graph). Then the job answers what every command asks
-of it: the warnings to print (about the files read and the graph cleaned), the
-evaluation splits (the dataset's own, else random ones from the config's seed), a one-line summary and the node ids
-of an export. Nothing here prints; the one thing it writes is the prepared graph, into a :class:`.store.PreparedStore`
-when the job has one (:attr:`Job.store`).
+:meth:`Job.open` builds the configuration in layers: the dataset's shipped setting (the paper's datasets only), then a
+config file (or a named setting such as ``authors``), then single overrides. :meth:`Job.prepare` cleans the graph and
+computes what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder, or link
+prediction, whose hold-outs each prepare their own training graph). Nothing here prints; the one thing it writes is
+the prepared graph, into a :class:`.store.PreparedStore` when the job has one (:attr:`Job.store`).
 """
 
 from __future__ import annotations
@@ -55,32 +51,24 @@ class Job:
 
     Parameters
     ----------
-    loaded
-        The dataset as loaded.
-    config
-        The run's resolved configuration.
-    prepared
-        The prepared graph, once :meth:`prepare` ran.
-    graph
-        The cleaned graph, once prepared or cleaned.
-    split_record
-        What :meth:`splits` drew.
-    schedule
-        The mini-batch epochs chosen to keep the full-graph setting's updates, if they were.
+    loaded, config
+        The dataset as loaded, and the run's resolved configuration.
+    prepared, graph
+        The prepared graph (once :meth:`prepare` ran) and the cleaned graph (once prepared or cleaned).
+    split_record, schedule
+        What :meth:`splits` drew, and the mini-batch epochs chosen to keep the full-graph setting's updates.
     fast
         The fast path's choice (``--fast``), or ``gca train``'s default choice on a CPU, if one was made.
-    store
-        The prepared graph's folder it is read from or written to.
+    store, store_record
+        The prepared graph's folder it is read from or written to, and the record of it (whether it was opened).
     store_graph
-        Whether a graph cleaned here is written to ``store``: ``None`` from :data:`.store.CACHE_MIN_EDGES` directed
-        edges up, ``True`` always, ``False`` never.
-    store_record
-        The prepared graph's folder, and whether it was opened.
+        Write a graph cleaned here to ``store``: ``None`` from :data:`.store.CACHE_MIN_EDGES` directed edges up,
+        ``True`` always, ``False`` never.
     world_size
         The processes that share each update.
     exact_seconds
         Where ``gca train``'s default chose exact training on a CPU: the run's own epochs of it, estimated in
-        seconds (:func:`gca.train.fast.exact_update_seconds`); else ``None``.
+        seconds (:func:`gca.train.fast.exact_update_seconds`).
     """
 
     loaded: LoadedDataset
@@ -120,30 +108,23 @@ class Job:
         * ``"config"`` (the default): the configuration, as it is (exact unless it sets ``batch_size``);
         * ``"fast"`` (``--fast``; ``fast=True`` says the same): the fast path, from the graph's node count and
           ``device`` (:func:`gca.train.fast.fast_choice`);
-        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the paper's
-          exact schedule is estimated to take over :data:`gca.train.fast.EXACT_BOUND_SECONDS`
-          (:func:`gca.train.fast.default_choice`), else exact training. The schedule estimated is the setting's
-          epochs, not epochs the user gave: ``--epochs N`` keeps the training the graph's setting chooses (a
-          graph trained in mini-batches by default trains N mini-batch epochs, not N exact updates), so giving
-          the epochs never changes the training. :attr:`exact_seconds` then says what exact training of the
-          run's own epochs is estimated to take;
+        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the setting's
+          exact schedule (its own epochs, whatever ``--epochs`` says) is estimated to take over
+          :data:`gca.train.fast.EXACT_BOUND_SECONDS` (:func:`gca.train.fast.default_choice`), else exact training;
+          :attr:`exact_seconds` then estimates exact training of the run's own epochs;
         * ``"exact"`` (``--exact``): exact training; a ``batch_size`` of the user's is refused.
 
         A choice is a layer between the dataset's setting and the user's: a ``batch_size`` or ``fanout`` in
         ``config_file`` or ``overrides`` is kept (under ``"auto"`` the user's ``batch_size`` makes no choice at
-        all); :attr:`fast` says what was chosen and why.
-
-        A mini-batch run (``batch_size`` > 0) whose epochs the user did not give keeps the full-graph setting's
-        number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size`` processes); :attr:`schedule`
-        then says so. Epochs given with ``--epochs``, ``--set`` or the user's own file are obeyed.
-
-        ``store``, ``store_graph``: the prepared graph's folder (:class:`gca.run.store.PreparedStore`; ``loaded`` is
-        then its :meth:`~gca.run.store.PreparedStore.loaded` where it is usable) and whether to write it.
+        all); :attr:`fast` says what was chosen and why. A mini-batch run whose epochs the user did not give keeps
+        the full-graph setting's number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size``
+        processes), and :attr:`schedule` says so.
 
         Parameters
         ----------
         loaded
-            The dataset (:func:`gca.datasets.load_dataset` or :func:`~gca.datasets.files.load_files`).
+            The dataset (:func:`gca.datasets.load_dataset` or :func:`~gca.datasets.files.load_files`); with a usable
+            ``store``, its :meth:`~gca.run.store.PreparedStore.loaded`.
         config_file
             A TOML or JSON file of config keys, or a shipped alternative's name (``"authors"``); ``None`` for none.
         overrides
@@ -151,20 +132,15 @@ class Job:
         world_size
             The processes that will train together.
         fast
-            Let the fast path choose exact or mini-batch training (``--fast``): ``training="fast"``.
+            The same as ``training="fast"`` (``--fast``).
         device
             The device training will run on (read by the fast path and the default).
         training
             ``"config"``, ``"fast"``, ``"auto"`` or ``"exact"`` (above).
         store
-            The prepared graph's folder; ``None`` for none.
+            The prepared graph's folder (:class:`gca.run.store.PreparedStore`); ``None`` for none.
         store_graph
             Whether to write the cleaned graph to ``store`` (``None``: for large graphs only).
-
-        Returns
-        -------
-        Job
-            The job, its configuration resolved and checked.
         """
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(
@@ -225,15 +201,8 @@ class Job:
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
         """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``;
-        where the estimator's ``progress`` is on, the steps show on stderr once they take a few seconds.
-
-        Parameters
-        ----------
-        estimator
-            The estimator whose configuration (and encoder) the probabilities are computed for.
-        require_edges
-            Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
-        """
+        where the estimator's ``progress`` is on, the steps show on stderr once they take a few seconds. A graph
+        without edges is refused where ``require_edges`` (a :class:`~gca.graph.graph.GraphError`)."""
         start = time.perf_counter()
         steps = preparation_steps(estimator.config, clean=True)  # cleaned here, the rest by the estimator
         with contextlib.closing(phase(len(steps), "prepare", "step", enabled=estimator.progress)) as bar:
@@ -250,15 +219,8 @@ class Job:
     def clean(self, feature_norm: str, require_edges: bool = False) -> Graph:
         """The cleaned graph alone, features normalised as ``feature_norm`` says (``gca embed``: as the trained
         encoder expects). A training run on a graph without edges is refused (``require_edges``): the library
-        embeds one, but for a user's run an empty edge list is almost always a broken input.
-
-        Parameters
-        ----------
-        feature_norm
-            ``"row"`` or ``"none"``.
-        require_edges
-            Refuse a graph without edges (a :class:`~gca.graph.graph.GraphError`).
-        """
+        embeds one, but for a user's run an empty edge list is almost always a broken input. ``feature_norm``:
+        ``"row"`` or ``"none"``."""
         if self.store is not None and self.store.meta is not None:  # opened: cleaned when it was written
             self.graph = self.store.graph(feature_norm)
             self.store_record = {"folder": str(self.store.folder), "opened": True}
@@ -291,8 +253,7 @@ class Job:
 
     def _release_raw_edges(self) -> None:
         """A job keeps one copy of the edges: once the graph is cleaned, ``loaded.data.edge_index`` (the file's
-        edges, int64) is set to ``None`` and the cleaned edges are :attr:`graph`'s (int32 below 2³¹ nodes) — on
-        ogbn-products' size the difference between 3 GB and 1 GB."""
+        edges, int64) is set to ``None`` and the cleaned edges are :attr:`graph`'s (int32 below 2³¹ nodes)."""
         data = self.loaded.data
         if data.edge_index is not None and data.edge_index.data_ptr() != self.graph.edge_index.data_ptr():
             data.edge_index = None
@@ -323,13 +284,7 @@ class Job:
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
         """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
         scheme's: the dataset's own splits where its benchmark prescribes them, else random 10/10/80); ``None`` for a
-        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``.
-
-        Parameters
-        ----------
-        setting
-            How to draw (:class:`~gca.evaluate.splits.SplitSetting`), or a number of splits of the default scheme.
-        """
+        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``."""
         if self.labels is None:
             return None
         setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
@@ -340,13 +295,7 @@ class Job:
         return splits
 
     def summary(self, estimator: GCA) -> str:
-        """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches).
-
-        Parameters
-        ----------
-        estimator
-            The run's estimator (its device and placement are named).
-        """
+        """One line: the graph, and what the run does with it (centrality, epochs, device, objective, batches)."""
         from ..objective import objective_reason, resolve_objective
 
         graph, cfg, place = self.graph, self.config, estimator.placement

@@ -1,24 +1,20 @@
 """How ``gca train`` logs what is more than one plain run: the pretrainings of ``--seeds K``, and a run resumed from
 its checkpoint.
 
-**Several pretrainings** (:class:`PretrainingLogs`). A logger that keeps runs apart — a TensorBoard version, a
-Weights & Biases run, any logger but a CSV file — logs each pretraining as a run of its own (its ``seed`` among its
-hyperparameters, its evaluation at its last epoch), then their summary as one more run; a CSV log, one file the user
-named, holds them all as one run: the hyperparameters once (with ``seeds``, the list), a ``seed`` column naming the
-pretraining of each row (its epochs and its evaluation), and the summary as the last row, its ``seed`` empty. The
-summary is every number of ``results.json``'s ``pretrainings`` by its path — ``pretrainings/mean``,
-``pretrainings/std``, ``pretrainings/count``, ``pretrainings/splits_each`` — at step = the last epoch.
+**Several pretrainings** (:class:`PretrainingLogs`). Any logger but a CSV file logs each pretraining as a run of its
+own (its ``seed`` among its hyperparameters, its evaluation at its last epoch), then their summary as one more run; a
+CSV log holds them all as one run: the hyperparameters once (with ``seeds``), a ``seed`` column naming each row's
+pretraining, and the summary as the last row, its ``seed`` empty. The summary is every number of ``results.json``'s
+``pretrainings`` by its path (``pretrainings/mean``, ``pretrainings/std``, …) at step = the last epoch.
 
 **A resumed run** (:class:`CheckpointLink`). A TensorBoard run that writes or resumes training checkpoints records in
-its version folder (:data:`MARKER`) the output folder and the latest checkpoint it wrote: its SHA-256, its epoch and
-update count and a digest of its losses, as the file holds them — after every checkpoint, and once more when the run
-ends however it ends, so a stop that lands between writing a checkpoint and recording it leaves the version naming
-the checkpoint the run reached. ``--resume`` continues the version whose record names the same output folder and the
-checkpoint it resumes from, or an earlier checkpoint of the same run (one whose losses the resumed checkpoint's begin
-with: a run killed before it could record its last checkpoint) — the latest such version, should two match —,
-hiding what that version logged after the checkpoint (:meth:`gca.loggers.TensorBoardLogger.continue_version`), so
-one run is one version wherever it was stopped: each epoch once, the resumed run's evaluation at its last epoch, and
-one HPARAMS row. Where no version matches (the run was not logged there) a new version starts.
+its version folder (:data:`MARKER`) the output folder and the latest checkpoint it wrote (its SHA-256, epoch, update
+count and a digest of its losses) after every checkpoint and once more when the run ends, however it ends.
+``--resume`` continues the latest version whose record names the same output folder and the checkpoint it resumes
+from, or an earlier checkpoint of the same run (one whose losses the resumed checkpoint's begin with), hiding what
+that version logged after the checkpoint (:meth:`gca.loggers.TensorBoardLogger.continue_version`): one run is one
+version wherever it was stopped — each epoch once, the resumed run's evaluation at its last epoch, one HPARAMS row.
+Where no version matches, a new version starts.
 """
 
 from __future__ import annotations
@@ -75,24 +71,13 @@ class PretrainingLogs:
             yield self
 
     def pretraining(self, index: int) -> None:
-        """Tag the CSV rows from here on with the seed of pretraining ``index`` (from 0).
-
-        Parameters
-        ----------
-        index
-            The pretraining, 0 for the first.
-        """
+        """Tag the CSV rows from here on with the seed of pretraining ``index`` (from 0)."""
         for tagged in self.tagged:
             tagged.value = self.seeds[index]
 
     def ran(self, places: Sequence[str]) -> None:
-        """Note where a pretraining was logged (its record's ``logged_to``).
-
-        Parameters
-        ----------
-        places
-            The places, as :func:`gca.loggers.where_logged` gives them.
-        """
+        """Note where a pretraining was logged (its record's ``logged_to``, as :func:`gca.loggers.where_logged` gives
+        it)."""
         self.logged_to += [place for place in places if place not in self.logged_to]
 
     def summary(self, record: dict[str, Any], params: dict[str, Any], step: int) -> None:
@@ -123,7 +108,7 @@ class CheckpointLink:
     """The TensorBoard runs of a ``gca train`` run that writes or resumes training checkpoints, tied to them (the
     module docstring): :meth:`resume` before training, :meth:`after_epoch` as the ``on_epoch`` hook of
     :func:`gca.run.pipeline.run_gca`, and the run inside ``with link:``, whose end records the last checkpoint
-    written however the run ends — a stop that lands between writing a checkpoint and recording it included.
+    written however the run ends.
 
     Parameters
     ----------
@@ -143,10 +128,8 @@ class CheckpointLink:
 
     def resume(self, sha256: str | None) -> None:
         """Continue, in each TensorBoard folder, the version of this output folder's run that the checkpoint (whose
-        contents have ``sha256``) continues, from the update after it; none found: a new version. A version is
-        that run's when its record names the checkpoint itself, or names an earlier checkpoint of the same run —
-        one whose losses the checkpoint's begin with (a run stopped after writing a checkpoint, before recording
-        it). The version's record then names the checkpoint resumed from.
+        contents have ``sha256``) continues, from the update after it (the module docstring); none found: a new
+        version. The version's record then names the checkpoint resumed from.
 
         Parameters
         ----------

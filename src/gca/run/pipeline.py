@@ -4,8 +4,7 @@ The caller loads the graph, builds the estimator and prepares the graph (so it c
 :func:`run_gca` trains, judges the frozen embeddings — by linear evaluation on the given splits, and by k-means
 clustering if asked — draws the loss curve and t-SNE map if asked, and returns a :class:`RunResult` whose
 :attr:`~RunResult.record` is the JSON-ready summary (``results.json`` of ``gca train``, one run file of
-``gca reproduce``), including where the run trained among several processes. Nothing here prints or writes results
-other than the plots asked for.
+``gca reproduce``). Nothing here prints or writes results other than the plots asked for.
 """
 
 from __future__ import annotations
@@ -32,25 +31,8 @@ from ..train.estimator import GCA
 
 @dataclass
 class RunResult:
-    """What :func:`run_gca` returns.
-
-    Parameters
-    ----------
-    embeddings
-        ``[N, hidden]`` embeddings (float32, on the CPU).
-    evaluation
-        The linear evaluation of the embeddings; ``None`` when skipped.
-    raw_evaluation
-        The raw features' evaluation on the same splits; ``None`` unless asked for.
-    record
-        The JSON-ready record (``results.json``).
-    plots
-        The plots drawn.
-    clusters
-        The clustering of the embeddings; ``None`` when skipped.
-    baselines
-        The raw and propagated features' evaluations on the same splits; ``None`` unless asked for.
-    """
+    """What :func:`run_gca` returns: ``[N, hidden]`` float32 ``embeddings`` on the CPU, the evaluations (``None``
+    where skipped or not asked for), the JSON-ready ``record`` (``results.json``) and the plots drawn."""
 
     embeddings: torch.Tensor
     evaluation: EvaluationResult | None
@@ -68,8 +50,6 @@ class AlignTarget:
 
     Parameters
     ----------
-    embeddings
-        The earlier run's embeddings.
     new_rows, previous_rows
         The shared nodes' rows in this graph and in ``embeddings``; ``None`` for both: the same nodes in the same
         order.
@@ -86,17 +66,7 @@ class AlignTarget:
 def align_target(path: str | Path, node_ids: list | None, num_nodes: int) -> AlignTarget:
     """The embeddings of ``path`` — an ``--export`` file of an earlier run (matched by node id) or its
     ``embeddings.npy`` (rows in this graph's order) — as an :class:`AlignTarget` for a graph whose row i has id
-    ``node_ids[i]`` (``None``: i).
-
-    Parameters
-    ----------
-    path
-        The earlier run's embeddings file.
-    node_ids
-        This graph's node id per row; ``None`` for 0 … N−1.
-    num_nodes
-        N.
-    """
+    ``node_ids[i]`` (``None``: i)."""
     from ..outputs.export import read_embeddings
 
     ids, values = read_embeddings(path)
@@ -188,22 +158,12 @@ def run_gca(
     init_from: str | Path | None = None,
     align_to: AlignTarget | None = None,
 ) -> RunResult:
-    """Train ``estimator`` on ``prepared``, evaluate on ``splits`` (skipped when ``None``) under ``protocol``
-    (:data:`gca.names.PROTOCOLS`), cluster with ``clusters`` k-means seeds (skipped when 0), plot to
-    ``plots = (loss.png, tsne.png)`` if given, and return the embeddings, evaluations and record. ``on_epoch`` is
-    passed to :meth:`GCA.fit` (validation during training); so is ``embeddings_file``, where a graph embedded in
-    blocks on the CPU has its embeddings written out of core (``record["embeddings_out_of_core"]`` says so), and
-    ``scratch`` (a torchrun process other than the first: where its share of inference maps its matrices;
-    ``record["inference_processes"]`` says how many processes embedded the graph). ``on_update`` is passed to
-    :meth:`GCA.fit` too (:class:`gca.train.fast.LongRunHint`). The evaluations show their progress where the
-    estimator's ``progress`` is on and they run a few seconds or more; ``record["eval_seconds"]`` and
-    ``record["raw_eval_seconds"]`` (the baselines') say how long each took.
+    """Train ``estimator`` on ``prepared``, evaluate, cluster and plot as asked, and return the embeddings,
+    evaluations and record (``eval_seconds``, ``raw_eval_seconds``: how long the evaluations took).
 
-    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): its hyperparameters
-    (:func:`logged_params`: the config's fields as the run uses them, and ``dataset``) are logged first, the
-    evaluation's numbers (:func:`gca.loggers.final_metrics` of the record's ``accuracy``, ``raw_features_accuracy``
-    and ``clustering``) at step ``config.epochs`` after it, and ``record["logged_to"]`` lists where they went
-    (:func:`gca.loggers.where_logged`).
+    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): :func:`logged_params` first,
+    the record's ``accuracy``, ``raw_features_accuracy`` and ``clustering`` (:func:`gca.loggers.final_metrics`) at
+    step ``config.epochs``; ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`).
 
     Parameters
     ----------
@@ -219,39 +179,29 @@ def run_gca(
     splits
         The evaluation splits; ``None`` skips evaluation.
     eval_raw
-        Also judge the simple baselines on the same splits
-        (:func:`gca.evaluate.feature_baselines.judge_feature_baselines`): the raw features
-        (``raw_features_accuracy``) and the propagated features Â^k X, k = 1, 2, 3, projected to the embedding's
-        width (``propagated_features_accuracy``, keyed by k; ``propagation`` says how they were made), and whether
-        the embeddings beat the best of them (``versus_feature_baselines``).
+        Also judge the raw features (``raw_features_accuracy``) and the propagated features Â^k X, k = 1, 2, 3
+        (``propagated_features_accuracy``, ``propagation``) on the same splits, and whether the embeddings beat the
+        best of them (``versus_feature_baselines``; :func:`gca.evaluate.feature_baselines.judge_feature_baselines`).
     protocol
-        ``"sklearn"`` or ``"authors"``.
+        ``"sklearn"`` or ``"authors"`` (:data:`gca.names.PROTOCOLS`).
     clusters
         k-means runs on the embeddings; ``0`` skips clustering.
     checkpoint, checkpoint_every, resume
         Training checkpoints, as :meth:`GCA.fit <gca.train.estimator.GCA.fit>` takes them.
-    plots
-        ``(loss.png, tsne.png)`` paths to draw the loss curve and the t-SNE map to; ``None`` for no plots.
-    plot_title
-        The plots' title.
-    on_epoch
-        A hook after every epoch, as ``GCA.fit`` takes it.
-    embeddings_file
-        A new ``.npy`` path for out-of-core embeddings, as ``GCA.fit`` takes it.
-    scratch
-        Where a torchrun process other than the first maps its matrices, as ``GCA.fit`` takes it.
-    on_update
-        A hook after every update, as ``GCA.fit`` takes it.
+    plots, plot_title
+        ``(loss.png, tsne.png)`` paths to draw the loss curve and the t-SNE map to (``None``: no plots), and their
+        title.
+    on_epoch, on_update
+        Hooks after every epoch (validation during training) and every update (:class:`gca.train.fast.LongRunHint`),
+        as ``GCA.fit`` takes them.
+    embeddings_file, scratch
+        A new ``.npy`` path for out-of-core embeddings, and where a torchrun process other than the first maps its
+        matrices, as ``GCA.fit`` takes them (``record["embeddings_out_of_core"]``, ``["inference_processes"]``).
     init_from
         An earlier model's file to start training from (a warm start), as ``GCA.fit`` takes it.
     align_to
         Earlier embeddings (:func:`align_target`) to rotate this run's onto before they are judged and returned
         (:func:`gca.evaluate.stability.align_embeddings`); ``record["alignment"]`` says how far they moved.
-
-    Returns
-    -------
-    RunResult
-        The embeddings, the evaluations and the JSON-ready record.
     """
     with logged_run(estimator.loggers, logged_params(estimator, dataset)):
         result = _run(

@@ -1,40 +1,29 @@
 """The prepared graph on disk: a graph's checked, cleaned form written once and opened by later runs without reading
-or cleaning the input again.
+or cleaning the input again (docs/large-graphs.md, "The prepared graph on disk").
 
 A :class:`PreparedStore` is one folder, ``CACHE_DIR/prepared/NAME-KEY/`` (``CACHE_DIR``: ``$GCA_CACHE_DIR``, else
-``~/.cache/gca``), where ``KEY`` is a digest of the input's paths and how they are read
-(:class:`~gca.run.integrity.GraphSource`).
-It holds ``.npy`` files that are memory-mapped when opened (copy-on-write: a run never changes them):
+``~/.cache/gca``; ``KEY`` a digest of the input's paths and how they are read: :class:`~gca.run.integrity.GraphSource`),
+of ``.npy`` files memory-mapped copy-on-write when opened (a run never changes them):
 
 * the cleaned graph — ``edge_index`` [2, E] (int32 below 2³¹ nodes; sorted by source, so its second row is the CSR's
-  column indices) and ``indptr`` [N + 1] (the CSR's row pointer), ``edge_weight``/``edge_attr`` where the graph has
-  them, labels, and the raw features in the form cleaning kept them (a dense array in the file's dtype, float16
-  included, or a CSR matrix's three arrays);
-* what the reading knew besides: splits (``splits_ids``/``splits_offsets``, ``public_…``), node ids
-  (``node_ids.npy`` for integer ids, ``node_ids.json`` for text ones), and in ``meta.json`` the name, class names
-  and the warnings about the files read and the graph cleaned (printed again by every run that opens it);
-* what training derives from the graph, each added the first time a run computes it (:meth:`PreparedStore.kept`):
-  node centrality per kind, the two views' removal and masking probabilities per augmentation setting, the neighbour
-  sampler's augmentation unit of every edge.
+  column indices), ``indptr`` [N + 1], ``edge_weight``/``edge_attr`` where the graph has them, labels, and the raw
+  features as cleaning kept them (dense in the file's dtype, float16 included, or a CSR matrix's three arrays);
+* splits (``splits_ids``/``splits_offsets``, ``public_…``), node ids (``node_ids.npy`` for integer ids,
+  ``node_ids.json`` for text ones), and in ``meta.json`` the name, class names and the warnings about the files read
+  and the graph cleaned (printed again by every run that opens it);
+* what training derives, each added the first time a run computes it (:meth:`PreparedStore.kept`): centrality per
+  kind, the views' removal and masking probabilities per augmentation setting, the sampler's unit of every edge.
 
 ``meta.json`` is written last and names every array with its shape and dtype (and ``node_ids.json`` with its size),
-the gca version and format that wrote it, the input's paths and how they are read, each input file's identity (size,
-modification and change times, inode), a digest of their contents and each file's SHA-256 (both from one read; a
-run's record takes the SHA-256 from here while a file's identity is unchanged, without reading the input again).
+the gca version and format, the input's paths and how they are read, each input file's identity (size, modification
+and change times, inode), a digest of their contents and each file's SHA-256 (both from one read). A folder that
+fails the checks of :mod:`gca.run.integrity` is said in one line and removed, and the run reads the input. Arrays
+added later are recorded in ``derived`` (under a lock on ``.meta-lock``) and checked the same way when used.
 
-**When it is not used.** A folder that fails the checks of :mod:`gca.run.integrity` — another format or gca
-version, another input, changed input contents, an edited, truncated or replaced file — is said in one line and
-removed; the run reads the input, and writes the folder again where it writes one. Arrays added later are recorded
-in meta.json (``derived``: shape, dtype, sampled blocks, the seal renewed; under a lock on ``.meta-lock``, so that
-two processes adding arrays at once keep both) and pass the same check when a run uses them, with the shape their
-graph gives them; one that does not is said in one line, computed again and stored again (a file that was never
-recorded is replaced without a word).
-
-**Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed to disk, and
-renamed into place once ``meta.json`` is written, so a process killed while writing (even by SIGKILL) leaves no folder
-under the final name; the next run removes its leftover when that process no longer runs and writes the folder
-again. Arrays added later are written under a temporary name and renamed the same way. Two processes writing the
-same folder at once (torchrun's ranks) each write their own copy; the first rename wins and the other is removed.
+**Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed, and renamed
+into place once ``meta.json`` is written: a killed writer leaves no folder under the final name, and the next run
+removes its leftover once that process no longer runs. Arrays added later are written and renamed the same way. Of
+two processes writing the same folder at once (torchrun's ranks), the first rename wins and the other copy is removed.
 """
 
 from __future__ import annotations
@@ -122,8 +111,6 @@ class PreparedStore:
 
     Parameters
     ----------
-    source
-        What the run reads (its key names the folder).
     root
         The cache folder the ``prepared/`` folders live in; ``None`` for ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
     progress
@@ -263,13 +250,8 @@ class PreparedStore:
         )
 
     def graph(self, feature_norm: str) -> Graph:
-        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``.
-
-        Parameters
-        ----------
-        feature_norm
-            ``"row"`` or ``"none"``.
-        """
+        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm`` (``"row"`` or
+        ``"none"``)."""
         meta = self._opened()
         arrays = meta["arrays"]
         edge_index = _mapped(self.folder / "edge_index.npy")
@@ -312,15 +294,7 @@ class PreparedStore:
 
     def write(self, loaded: LoadedDataset, graph: Graph) -> bool:
         """Write ``graph`` (cleaned from ``loaded``) as this folder, replacing a stale one; returns whether it was
-        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error.
-
-        Parameters
-        ----------
-        loaded
-            The dataset as read.
-        graph
-            The graph cleaned from it.
-        """
+        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error."""
         with step(f"storing the prepared graph in {self.folder}", self.progress):
             return self._write(loaded, graph)
 
@@ -453,21 +427,12 @@ class PreparedStore:
         """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
         when the folder is in use, and recorded in meta.json (``derived``) as the graph's arrays are. A stored array
         is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
-        ``shape``, has that shape; else it is computed and stored again — said in a note when it was recorded (a
-        file present but not recorded was not written whole by gca: it is replaced without a word).
+        ``shape`` (``None``: any), has that shape; else it is computed and stored again — said in a note when it was
+        recorded (a file present but not recorded is replaced without a word).
 
-        An array that cannot be stored (a folder prepared once and mounted read-only, one without write permission,
-        a full disk) is used from memory for this run and not kept: the first failure ends the run's attempts to
-        write into the folder, and one note says which arrays were not stored and why, however many there are.
-
-        Parameters
-        ----------
-        name
-            The array's name in the folder.
-        compute
-            Computes the array when the folder lacks a trusted one.
-        shape
-            The shape the stored array must have; ``None`` for any.
+        An array that cannot be stored (a read-only folder, no write permission, a full disk) is used from memory
+        for this run: the first failure ends the run's attempts to write into the folder, and one note says which
+        arrays were not stored and why, however many there are.
         """
         path = self.folder / f"{name}.npy"
         spec = self.meta.get("derived", {}).get(name) if self.meta is not None else None

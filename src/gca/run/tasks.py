@@ -3,11 +3,9 @@
 clustering (:mod:`gca.evaluate.clustering`).
 
 Classification and clustering judge the embeddings of one training on the whole graph; :func:`more_pretrainings`
-repeats that training with other seeds (``--seeds K``: seed i is ``config.seed + i``, :func:`gca.seeds.training_seeds`)
-and judges each on the same splits — what varies on a public split, whose nodes are fixed, is the pretraining. Link
-prediction must hold edges out *before* training, so it trains once per hold-out: :func:`link_prediction` draws
-hold-out i from seed ``run_seeds(config.seed, runs)[i]`` (:mod:`gca.seeds`: the seed itself first), trains GCA with
-that seed on the edges left, embeds every node on that training graph and scores the held-out pairs.
+repeats that training with other seeds (``--seeds K``: seed i is ``config.seed + i``) and judges each on the same
+splits. Link prediction holds edges out *before* training, so :func:`link_prediction` trains once per hold-out, with
+the hold-out's seed (``run_seeds(config.seed, runs)[i]``, the seed itself first), on the edges left.
 """
 
 from __future__ import annotations
@@ -31,17 +29,14 @@ if TYPE_CHECKING:
 def link_prediction(
     job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05, test: float = 0.1
 ) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:
-    """``runs`` hold-outs of ``job``'s cleaned graph (:meth:`Job.prepare` or :meth:`Job.clean` first), each
-    trained by a fresh copy of ``estimator`` (:func:`gca.train.estimator.clone`: its parts at their initial
-    weights, even if ``estimator`` was fitted, its device, the hold-out's seed from :func:`gca.seeds.run_seeds`);
-    returns the scores, the first run's estimator and embeddings (of its training graph) and the run's record
-    (``results.json``: what was held out, the scores, the first training's time, device and configuration).
-    ``estimator`` itself is not trained.
+    """``runs`` hold-outs of ``job``'s cleaned graph, each trained by a fresh copy of ``estimator``
+    (:func:`gca.train.estimator.clone`: its parts at their initial weights, even if ``estimator`` was fitted, its
+    device, the hold-out's seed from :func:`gca.seeds.run_seeds`).
 
     Parameters
     ----------
     job
-        The job whose graph is held out (cleaned first).
+        The job whose graph is held out (:meth:`Job.prepare` or :meth:`Job.clean` first).
     estimator
         The estimator cloned for each hold-out (not trained itself).
     runs
@@ -52,7 +47,8 @@ def link_prediction(
     Returns
     -------
     tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]
-        The scores, the first run's estimator and embeddings, and the run's record.
+        The scores, the first run's estimator and embeddings (of its training graph), and the run's record
+        (``results.json``: what was held out, the scores, the first training's time, device and configuration).
     """
     graph = job.graph
     assert graph is not None, "prepare or clean the job's graph first"
@@ -95,14 +91,10 @@ def more_pretrainings(
     protocol: str,
     logs: PretrainingLogs | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``, judged on
-    ``splits`` as ``first``): the others train fresh copies (:func:`gca.train.estimator.clone`) with the next seeds
-    of :func:`gca.seeds.training_seeds` on ``job``'s prepared graph, each a run of :func:`gca.run.pipeline.run_gca`
-    judged on the same ``splits`` under ``protocol``. Returns one line to print and the record (``results.json``'s
-    ``pretrainings``): the seeds, each pretraining's mean accuracy over the splits, and their mean ± std over the
-    pretrainings. With ``logs`` (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has), each
-    pretraining is logged as its own run (a CSV log's rows tagged with its seed), then the summary; without, each
-    is a plain run of ``estimator``'s loggers (a CSV log written afresh by each).
+    """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``): the others train
+    fresh copies (:func:`gca.train.estimator.clone`) with the next seeds of :func:`gca.seeds.training_seeds`, each a
+    run of :func:`gca.run.pipeline.run_gca`. Returns one line to print and the record (``results.json``'s
+    ``pretrainings``): the seeds, each pretraining's mean accuracy over the splits, and their mean ± std.
 
     Parameters
     ----------
@@ -119,7 +111,9 @@ def more_pretrainings(
     protocol
         ``"sklearn"`` or ``"authors"``.
     logs
-        The series' loggers, or ``None`` when nothing is logged.
+        The series' loggers (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has): each
+        pretraining is logged as its own run, then the summary; ``None``: each is a plain run of ``estimator``'s
+        loggers (a CSV log written afresh by each).
     """
     from .pipeline import logged_params, run_gca
 

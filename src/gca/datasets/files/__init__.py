@@ -1,60 +1,38 @@
 """Users' own graphs: an edge list, node features and optionally labels — from files or, in Python, from tables.
 
-Every table is read by PyArrow a block at a time (:mod:`.tables`): CSV, TSV, semicolon- or whitespace-separated
-text (header or none, ``#`` comment lines, blank lines, a byte-order mark and CRLF line ends allowed), Parquet, or
-a pandas ``DataFrame`` or PyArrow ``Table`` given in Python. Node ids are mapped to rows with PyArrow's hash
-kernels, never one at a time in Python.
+Tables are read by PyArrow a block at a time (:mod:`.tables`), ids mapped to rows by its hash kernels. The rules,
+with examples, are in docs/data.md (design notes: docs/design/data-and-runs.md); in short:
 
-**Node ids.** Ids are integers (up to 64 bits) or any strings. The **features** decide the nodes and their order:
+* **Node ids** are integers (up to 64 bits) or strings, and the **features decide the nodes** and their order: a
+  feature table with an id column (``id``/``node``/``node_id``/``name``, ``id_column``, or values that are not
+  numbers), a long table, a JSON object or a matrix with ids names each row's node; a matrix without ids (``.npy``,
+  ``.npz``, a CSV of numbers only) makes row i node i, and the other files' ids must be integers in ``[0, rows)``.
+  Ids are integers when every feature-table id is an integer as Python writes it (spaces around it aside), else
+  text matched exactly (``007``, ``+5``, ``-0`` keep every id as written); the export
+  (:mod:`gca.outputs.export`) keeps their type. An id holding a line break is refused.
+* **edges**: source and target in the first two columns. Weights come only from a column named ``weight`` (any
+  case) or the one ``edge_weight`` names (a name, or a number from 1 without a header): repeats are summed, both
+  directions of an undirected edge must be equal (:func:`~gca.graph.edges.weighted_edge_list`), all weights 1 read
+  as none. Any other column is not read, and one line says so. A text file's first line is a header when it names
+  its columns (``source,target``, ``src,dst``, ``u,v``, ``from,to``, …) or is its only non-numeric line.
+* **features**: *wide* — ``.npy`` (:func:`read_npy`), SciPy sparse ``.npz``, or a table of an optional id column
+  and numeric columns, every node needing its row; *long* — ``id, feature[, value]`` rows (the second column headed
+  ``feature``, ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``; a
+  missing value is 1, repeated rows are summed); *JSON* — node id → list of active feature ids, or object of feature
+  id → value, or a list of such lists, row i being node i (one form for every node; a node listed twice is
+  refused); or a matrix with ``feature_ids`` (in Python a ``(matrix, ids)`` pair). Long and JSON feature ids are
+  column numbers when all are integers ≥ 0, else the sorted distinct names
+  (:attr:`~gca.datasets.base.LoadedDataset.feature_names`), as are integer ids beyond :data:`SPARSE_IDS_WIDTH`
+  that would leave over three quarters of the columns empty (one line says so). A node of the edges that these
+  sparse forms do not name gets all-zero features, and one line counts them. A ``DataFrame`` whose index is named,
+  without an id column of another name, is indexed by node id; an unnamed index is never read
+  (:func:`.tables._index_as_column`).
+* **labels**: a ``node, label`` table (``nan``, ``NA``, ``null``, … or an empty cell: no label); with more columns,
+  ``label_column`` names the label column (``id_column`` the id column; default the first). Labels of nodes not in
+  the graph are skipped, and one line counts them.
 
-* a feature table with an id column (named ``id``/``node``/``node_id``/``name``, named by ``id_column``, or of
-  values that are not numbers), a long table, a JSON object, or a matrix with an id list beside it: row i is
-  the node its id names;
-* a matrix without ids (``.npy``, a SciPy sparse ``.npz``, a CSV of numbers only): row i is node i, and the
-  other files' ids must be integers in ``[0, rows)``.
-
-Ids are integers when every id of the feature table is an integer written as Python writes it (spaces around it
-aside); otherwise they are matched as text, exactly — ``007``, ``+5`` or ``-0`` keep every id as written, since as
-integers they would come back changed. The exported embeddings (:mod:`gca.outputs.export`) are keyed by the ids in
-their own type: integers stay integers, and text ids are written as they were. An id holding a line break is refused.
-
-**edges** — one edge per row: the first column is the source, the second the target. Edge weights are read only
-from a column named ``weight`` (any case) or the column ``edge_weight`` names (a header's name, or its number
-counted from 1 in a file without a header): repeats are summed and both directions of an undirected edge must be
-equal (:func:`~gca.graph.edges.weighted_edge_list`); all weights 1 is an unweighted graph, read exactly as
-without the column. Any other column is not read, and one line says so — a column of timestamps is never trained
-as weights. A first line of a text file is a header when it names its columns (``source,target``, ``src,dst``,
-``u,v``, ``from,to``, …) or when it is the only line that is not numeric.
-
-**features**, in any of these forms:
-
-* *wide*: ``.npy`` (a 2-D numeric array, checked from its header: :func:`read_npy`), a SciPy sparse ``.npz``
-  (``scipy.sparse.save_npz``), or a table with one row per node: an optional id column and numeric columns;
-* *long*, kept sparse: a table of ``id, feature[, value]`` rows (a header naming its second column ``feature``,
-  ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``); a missing value
-  is 1, and repeated (id, feature) rows are summed;
-* *JSON*, kept sparse: an object mapping each node id to its list of active feature ids (value 1) or to an object
-  of feature id → value; or a list of such lists, row i being node i (the same form for every node; a node listed
-  twice is refused);
-* a matrix with an id list beside it: ``feature_ids`` (a file of one id per line, or a 1-D ``.npy``), or in
-  Python a ``(matrix, ids)`` pair.
-
-Feature ids of the long and JSON forms are column numbers when they are all integers ≥ 0 (so the same vocabulary
-gives the same columns in another graph); otherwise the sorted distinct names are the columns
-(:attr:`~gca.datasets.base.LoadedDataset.feature_names`); integer ids that would leave most columns empty (beyond
-:data:`SPARSE_IDS_WIDTH`, under a quarter of them used) are names too, and one line says so. In these sparse forms
-a node that has no active feature has no row: a node of the edge list that the features do not name is added with
-all-zero features, and one line counts them. In the wide forms every node needs its row. A pandas ``DataFrame``
-whose index is named, without an id column of another name, is indexed by node id: the index is its id column,
-never a feature. An unnamed index is never read (see :func:`.tables._index_as_column`).
-
-**labels** — a table of ``node, label`` (labels may be strings; ``nan``, ``NA``, ``null``, … or an empty cell
-mark a node without one). With more than two columns, ``label_column`` names the label column (and ``id_column``
-the id column; default the first). Labels of nodes that are not in the graph — label tables of real systems hold
-removed nodes — are skipped, and one line counts them, whatever the form of the features.
-
-Everything that is wrong with a file raises :class:`~gca.datasets.DatasetError` with one line naming the file,
-the line (text files) or row, and what to do.
+Everything wrong with a file is a :class:`~gca.datasets.DatasetError`: one line naming the file, the line (text
+files) or row, and what to do.
 """
 
 from __future__ import annotations
@@ -135,13 +113,7 @@ def _reporter(path: Any, what: str, enabled: bool) -> Callable[[int, int], None]
 
 
 def read_features(path: str | Path) -> tuple[np.ndarray | sp.csr_matrix, list | None]:
-    """(matrix, node ids or ``None`` when row i is node i) of a feature file in any form the module describes.
-
-    Parameters
-    ----------
-    path
-        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet feature file.
-    """
+    """(matrix, node ids or ``None`` when row i is node i) of a feature file in any form the module describes."""
     read = feature_input(path)
     return read.matrix, (read.ids.to_pylist() if read.ids is not None and not read.positional else None)
 
@@ -159,25 +131,18 @@ def feature_input(
     Parameters
     ----------
     path
-        An ``.npy``, ``.npz`` (SciPy sparse), ``.json``, CSV/TSV or Parquet file; in Python also a NumPy array,
-        SciPy sparse matrix, tensor, pandas ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
+        A file in any form the module describes; in Python also a NumPy array, SciPy sparse matrix, tensor, pandas
+        ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
     ids
         The node id of each row of a matrix given without them (a file of one id per line, a 1-D ``.npy``, or a
-        sequence); ``None`` for none.
+        sequence).
     layout
         ``"auto"``, ``"wide"`` (a row per node) or ``"long"`` (``id, feature[, value]`` rows) for a table.
     id_column
-        The name of a table's id column; ``None`` to recognise it.
-    progress
-        Say how far the reading of a large file has come.
+        ``None``: recognise a table's id column.
     like
         The columns of a model trained before, for the sparse forms: its feature names, or its number of
         columns (``gca embed``); ``None``: the columns the file's own feature ids give.
-
-    Returns
-    -------
-    Features
-        The matrix, its rows' ids and what was noticed.
     """
     import pyarrow as pa
 
@@ -255,15 +220,14 @@ def load_files(
     Parameters
     ----------
     edges
-        The edge list: a CSV/TSV/whitespace text or Parquet file, a pandas ``DataFrame`` or a PyArrow ``Table``;
-        source and target in the first two columns, as the module describes.
+        The edge list: a CSV/TSV/whitespace text or Parquet file, a pandas ``DataFrame`` or a PyArrow ``Table``.
     features
         The node features in any form the module describes (wide, long, JSON, a matrix with ids).
     labels
         A table of ``node, label`` rows (any node may lack one); ``None`` for an unlabelled graph.
     directed
-        Keep the edges as listed; ``False`` (the default) reads the graph as undirected: an edge listed one way
-        gets its reverse, with its weight.
+        Keep the edges as listed; ``False`` reads the graph as undirected: an edge listed one way gets its reverse,
+        with its weight.
     edge_weight
         The edge table's weight column (its name, or its number counted from 1); ``None``: a column named
         ``weight``, if any.
@@ -280,17 +244,15 @@ def load_files(
         Say how far the reading of large files has come (on standard error).
     feature_names
         The columns of the model the graph is for (``gca embed``): the feature names it was trained on, or its
-        number of columns. Long and JSON features are then mapped to those columns — features it does not have are
-        left out, with one warning line — so that a vocabulary in another order or with other words gives the
-        same columns as in training. ``None``: the columns the features' own ids give.
+        number of columns. Long and JSON features are mapped to those columns, features it does not have left out
+        with one warning line; ``None``: the columns the features' own ids give.
 
     Returns
     -------
     LoadedDataset
         The graph; ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise,
-        ``None`` when row i is node i), ``warnings`` what was noticed while reading (repeated edges, unread
-        columns, unlabelled nodes), ``class_names`` the labels' names, ``feature_names`` the features' names
-        where they were not numbers. Anything wrong with a file is a :class:`~gca.datasets.base.DatasetError`.
+        ``None`` when row i is node i), ``warnings`` what was noticed while reading, ``class_names`` the labels'
+        names, ``feature_names`` the features' names where they were not numbers.
     """
     table = _edge_table(edges)  # first: a missing or empty edge file is said before the features are read
     read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)

@@ -56,18 +56,8 @@ def _looks_like_header(rows: list[list[str]], columns: int) -> bool:
 
 
 def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
-    """(sources, targets, integer_ids): an edge file's first two columns as the text in the file.
-
-    Parameters
-    ----------
-    path
-        The edge file (any form :func:`load_files` reads).
-
-    Returns
-    -------
-    tuple[list[str], list[str], bool]
-        Each edge's source and target id as written, and whether every id is an integer.
-    """
+    """(sources, targets, integer_ids): an edge file's (any form :func:`load_files` reads) first two columns as
+    written, and whether every id is an integer."""
     import pyarrow as pa
 
     table = _edge_table(path)

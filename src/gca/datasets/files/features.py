@@ -48,23 +48,11 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 def read_npy(path: Path) -> np.ndarray:
     """The 2-D numeric array of an .npy feature file, checked from its header before any of it is read.
 
-    The header is parsed by NumPy's header readers (a size-limited literal, never unpickled). Refused, with one
-    line naming the file: no NumPy magic; a format version other than 1.0/2.0; a header NumPy cannot parse (cut
-    short, not a dictionary, a bad shape or dtype); Python objects (a pickle: loading it can run code); a shape with
-    a negative dimension or other than 2-D; a non-numeric dtype; and data that is not exactly the header's
-    rows × columns × itemsize bytes — a truncated file says how many bytes the header promises and how many the
-    file holds, so a 190-byte file claiming 10¹² rows is caught before anything is mapped or allocated.
-
-    A checked array is loaded by ``numpy.load`` as a copy-on-write memory map: its pages are read as training
-    touches them and stay reclaimable page cache, never a private copy (float32 arrays are used as they are).
-    Fortran-ordered arrays are mapped in their order and read correctly. Where the file cannot be mapped it is read
-    whole. The header is read and checked first: ``numpy.load`` would say of a truncated file only that it cannot
-    be mapped, and reading it whole would allocate what the header claims.
-
-    Parameters
-    ----------
-    path
-        The ``.npy`` file.
+    The header is parsed by NumPy's header readers (never unpickled). Refused, with one line naming the file: no
+    NumPy magic; a format version other than 1.0/2.0; a header NumPy cannot parse; Python objects; a shape with a
+    negative dimension or other than 2-D; a non-numeric dtype; data that is not exactly the header's rows × columns
+    × itemsize bytes (the message gives both sizes). A checked array is loaded as a copy-on-write memory map
+    (Fortran order kept), or read whole where the file cannot be mapped.
     """
     with path.open("rb") as f:
         if f.read(6) != b"\x93NUMPY":

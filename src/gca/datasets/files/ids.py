@@ -33,8 +33,6 @@ class NodeIds:
         The ids of rows 0, 1, …; ``None`` when row i is node i.
     count
         The number of rows when ``keys`` is ``None``.
-    grow
-        Add unknown ids as new nodes.
     """
 
     def __init__(self, keys: Any | None, count: int, grow: bool = False) -> None:
@@ -61,13 +59,7 @@ class NodeIds:
 
     def rows(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
         """(row of each value, −1 where unknown) and the mask of unknown values, for a PyArrow column of ids of
-        :meth:`id_type`.
-
-        Parameters
-        ----------
-        values
-            A column of ids.
-        """
+        :meth:`id_type`."""
         import pyarrow as pa
         import pyarrow.compute as pc
 

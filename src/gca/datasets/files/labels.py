@@ -22,13 +22,7 @@ MISSING_LABELS = {"nan", "na", "n/a", "none", "null", ""}
 
 
 def read_labels(path: str | Path) -> list[tuple[int, str, str]]:
-    """(line number, node id, label) rows of a two-column label file, as written.
-
-    Parameters
-    ----------
-    path
-        A CSV/TSV of ``node, label`` lines (a header line is skipped).
-    """
+    """(line number, node id, label) rows of a two-column CSV/TSV label file as written (a header is skipped)."""
     table = _label_table(path, None, None, None)
     id_index, label_index = _label_columns(table, None, None)
     return [(line, fields[id_index], fields[label_index]) for line, fields in table.lines()]

@@ -1,31 +1,24 @@
 """Tables from users' inputs, read by PyArrow a block at a time — never a cell at a time in Python.
 
 A table is a delimited text file (CSV, TSV, semicolon- or whitespace-separated), a Parquet file, or — from Python —
-a pandas ``DataFrame`` or a PyArrow ``Table``. :class:`TableInput` opens one and answers the same questions for all
-of them: its column names (a text file's header, when it has one, else ``column 1``, ``column 2``, …) and its rows
-as a stream of PyArrow tables of the columns asked for, converted to the types asked for.
+a pandas ``DataFrame`` or a PyArrow ``Table``. :class:`TableInput` gives its column names (a text file's header,
+else ``column 1``, ``column 2``, …) and its rows as a stream of PyArrow tables of the columns and types asked for.
 
-**Text files.** The rules of the file readers (:mod:`gca.datasets.files`):
+**Text files** (the rules of :mod:`gca.datasets.files`):
 
 * The delimiter is the first of tab, semicolon and comma that the first line holds; without any, fields are
   separated by runs of spaces or tabs (leading and trailing ones ignored).
-* Blank lines, lines that hold only spaces, and lines starting with ``#`` are skipped, however many of them open the
-  file; a UTF-8 byte-order mark and Windows line ends (CRLF) are read as if absent; fields may be quoted with
-  ``"``, but a quoted field may not hold a line break (one line, one row): such a field, or a quote never closed,
-  is one error naming its line. Spaces around a text field are
-  not part of it: every text column is trimmed, on every line.
-* Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines parsed
-  with Python's ``csv`` module (:attr:`TableInput.sample`).
+* Blank lines, lines of only spaces and lines starting with ``#`` are skipped, however many open the file; a UTF-8
+  byte-order mark and CRLF line ends are read as if absent. Fields may be quoted with ``"``, but a quoted field may
+  not hold a line break: such a field, or a quote never closed, is one error naming its line. Every text field is
+  trimmed of the spaces around it, on every line.
+* Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines
+  (:attr:`TableInput.sample`).
 
-The file is read in blocks of :data:`BLOCK_BYTES` ending at a line end; comment lines, whitespace-only lines and
-runs of spaces are removed or rewritten in a block by one regular-expression pass (in C) only where the block holds
-them, and PyArrow's multi-threaded CSV parser converts the block. Memory is a block plus what the caller keeps of
-it. The file's line number of a row — for a message only — is found by scanning the file again
-(:meth:`TableInput.where`).
-
-**Errors** are :class:`~gca.datasets.base.DatasetError` with one line naming the file: not UTF-8, a line with
+The file is read in blocks of :data:`BLOCK_BYTES`, each ending at a line end: memory is a block plus what the caller
+keeps. **Errors** are :class:`~gca.datasets.base.DatasetError` with one line naming the file: not UTF-8, a line with
 another number of fields than the first (its line number and text), a quoted field that runs past its line's end
-(its line number), a value that is not of its column's type.
+(its line number), a value that is not of its column's type. Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -61,13 +54,7 @@ ID_COLUMN_NAMES = {"id", "node", "node_id", "name", "nodeid"}
 
 
 def is_table_object(value: Any) -> bool:
-    """Whether ``value`` is an in-memory table gca reads: a pandas ``DataFrame`` or a PyArrow ``Table``.
-
-    Parameters
-    ----------
-    value
-        Anything given where a file is expected.
-    """
+    """Whether ``value`` is an in-memory table gca reads: a pandas ``DataFrame`` or a PyArrow ``Table``."""
     kind = type(value)
     return (kind.__module__.startswith("pandas") and kind.__name__ == "DataFrame") or (
         kind.__module__.startswith("pyarrow") and kind.__name__ in ("Table", "RecordBatch")
@@ -78,12 +65,10 @@ def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -
     """``frame`` with its index of node ids as its first column, and whether it has one.
 
     Only a *named* index holds node ids (``set_index("user")``, or the index ``id_column`` names), and only where
-    the frame has no id column (``names``) of another name: an unnamed index — the default 0, 1, … or one left by
-    filtering or reordering rows — is never read, so the ids come from the id column as in a file. A named index
-    that is also a column (``set_index("user", drop=False)``) is that column, moved first; where the two differ,
-    one line says so. A feature frame with an unnamed index that is not 0…N−1, no id column and a numeric first
-    column is refused: its rows are numbered by position, which the index says they are not. A MultiIndex is
-    refused (which level is the id?)."""
+    the frame has no id column (``names``) of another name: an unnamed index is never read. A named index that is
+    also a column (``set_index("user", drop=False)``) is that column, moved first; where the two differ, one line
+    says so. A feature frame with an unnamed index that is not 0…N−1, no id column and a numeric first column is
+    refused (its rows would be numbered by position), and so is a MultiIndex."""
     if not names:
         return frame, False
     has_id = any(str(c).lower() in names for c in frame.columns)
@@ -134,13 +119,7 @@ def _check_unnamed_index(frame: Any, has_id: bool, what: str) -> None:
 
 
 def is_parquet(path: Path) -> bool:
-    """A ``.parquet``/``.pq`` file, or any file that starts with Parquet's magic bytes.
-
-    Parameters
-    ----------
-    path
-        The file.
-    """
+    """A ``.parquet``/``.pq`` file, or any file that starts with Parquet's magic bytes."""
     if path.suffix.lower() in (".parquet", ".pq"):
         return True
     try:
@@ -155,17 +134,13 @@ class TableInput:
 
     Parameters
     ----------
-    source
-        A path (text or Parquet file), a pandas ``DataFrame`` or a PyArrow ``Table``.
     what
         What it holds, for messages (``"edge"``, ``"feature"``, ``"label"``).
     progress
-        ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``None`` for none.
+        ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read.
     index_names
-        For a pandas ``DataFrame`` of features or labels: the id columns' names. A frame with none of them (or
-        whose index is one of them) whose index is named has its index as its first column, its id column
-        (:attr:`index_ids`): a frame indexed by node id (``set_index("node")``, ``set_index("user")``) keeps its
-        ids. An unnamed index is never read, neither as ids nor as a feature (see :func:`_index_as_column`).
+        For a pandas ``DataFrame``: the id columns' names; a named index is the id column (:attr:`index_ids`) under
+        the rules of :func:`_index_as_column`.
     """
 
     def __init__(
@@ -265,13 +240,7 @@ class TableInput:
         self.sample = [[field.strip() for field in row] for row in raw_rows]
 
     def set_header(self, headed: bool) -> None:
-        """Read the first line as the column names (a text file; others always have names).
-
-        Parameters
-        ----------
-        headed
-            Whether the first line is a header.
-        """
+        """Read the first line as the column names (a text file; others always have names)."""
         if self.path is None or self.parquet is not None or not self.sample:
             return
         self.headed = headed
@@ -285,15 +254,7 @@ class TableInput:
 
     def batches(self, columns: list[int], types: dict[int, Any]) -> Iterator[Any]:
         """The rows as PyArrow tables holding ``columns`` (indices into :attr:`columns`), in that order, each of
-        the type ``types`` gives (PyArrow's choice where none is given).
-
-        Parameters
-        ----------
-        columns
-            The columns to read.
-        types
-            Column index → PyArrow type.
-        """
+        the type ``types`` (column index → PyArrow type) gives; PyArrow's choice where none is given."""
         import pyarrow as pa
 
         names = [self.columns[i] for i in columns]
@@ -447,13 +408,7 @@ class TableInput:
         return None if opened is None else DatasetError(_quote_message(self.what, self.path, opened, False))
 
     def lines(self) -> Iterator[tuple[int, list[str]]]:
-        """(line number, fields) of every data line of a text file, parsed in Python — for messages only.
-
-        Returns
-        -------
-        Iterator[tuple[int, list[str]]]
-            The lines after the header, as the fast reader reads them.
-        """
+        """(line number, fields) of every data line after the header, parsed in Python — for messages only."""
         assert self.path is not None
         with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
             headed = self.headed
@@ -475,13 +430,7 @@ class TableInput:
 
     def where(self, row: int) -> str:
         """``line N`` (text files: the file's line of data row ``row``, counted from 0) or ``row N`` (others,
-        counted from 1).
-
-        Parameters
-        ----------
-        row
-            The data row, counted from 0.
-        """
+        counted from 1)."""
         if self.path is not None and self.parquet is None:
             for i, (line, _) in enumerate(self.lines()):
                 if i == row:
@@ -489,16 +438,8 @@ class TableInput:
         return f"row {row + 1}"
 
     def find_value(self, column: int, value: str) -> str:
-        """Where ``value`` first stands in ``column``, for a message (``line N`` or ``row N``); the table's name
-        where it is not found.
-
-        Parameters
-        ----------
-        column
-            The column's index.
-        value
-            The value as text.
-        """
+        """Where ``value`` (as text) first stands in ``column``, for a message (``line N`` or ``row N``); the
+        table's name where it is not found."""
         if self.path is not None and self.parquet is None:
             for line, fields in self.lines():
                 if column < len(fields) and fields[column] == value:
@@ -513,10 +454,8 @@ class ConversionFailed(DatasetError):
     ----------
     column
         The column's number, from 0.
-    value
-        The value that does not convert, as text.
     row
-        The first row (from 0) of the block of rows that holds it, where known; ``None`` otherwise.
+        The first row (from 0) of the block of rows that holds the value, where known.
     """
 
     def __init__(self, column: int, value: str, row: int | None) -> None:
@@ -546,9 +485,8 @@ def _first_uncastable(array: Any, wanted: Any) -> str:
 def _head(path: Path) -> tuple[bytes, bool, int]:
     """(up to :data:`_SAMPLE_BYTES` of the file from its first line that is neither a comment nor blank, whether
     that is all the rest of the file, the number of lines before it). Comment and blank lines before it are skipped
-    however many there are and however long — a file may open with a long commented preamble — and never held: the
-    file is read :data:`_SAMPLE_BYTES` at a time. Spaces that open the first line are dropped with it. A byte-order
-    mark is dropped."""
+    however many and however long, and never held; spaces opening the first line and a byte-order mark are
+    dropped."""
     skipped, head, first = 0, b"", True
     skipping = b""  # b"#": inside a comment line not ended yet; b" ": inside a line of nothing but spaces so far
     with path.open("rb") as f:
@@ -586,8 +524,8 @@ def _head(path: Path) -> tuple[bytes, bool, int]:
 
 
 def _quote_message(what: str, path: Path | None, line: int, closed: bool) -> str:
-    """The one line for a quote that runs past its line's end: a quoted value holding a line break (the quote
-    closes on a later line), which no reader of gca's takes, or a quote that is never closed."""
+    """The one line for a quote that runs past its line's end: closed on a later line (a value holding a line
+    break) or never closed."""
     if closed:
         return (
             f"{what} file {path}, line {line}: a quoted value holds a line break, which gca does not read "
@@ -628,8 +566,7 @@ def _clean(block: bytes, first: bool, whitespace: bool) -> bytes:
 
 
 def release_memory() -> None:
-    """Freed memory back to the system: the C heap's (:func:`gca.disk.trim_heap`) and PyArrow's default pool's,
-    which otherwise keep what a block's arrays held for the rest of the run."""
+    """Freed memory back to the system: the C heap's (:func:`gca.disk.trim_heap`) and PyArrow's default pool's."""
     import pyarrow as pa
 
     trim_heap()
@@ -648,15 +585,7 @@ def _first_line(exc: Any) -> str:
 
 def read_text_column(path: Path, what: str) -> Any:
     """One column of a text file (one value per line, blank and ``#`` lines skipped; a first line ``id``/``node``
-    is a header) or of an ``.npy`` file, as a PyArrow array — the node ids of a feature matrix's rows.
-
-    Parameters
-    ----------
-    path
-        The file.
-    what
-        What it holds, for messages.
-    """
+    is a header) or of an ``.npy`` file, as a PyArrow array — the node ids of a feature matrix's rows."""
     import pyarrow as pa
 
     path = Path(path)
