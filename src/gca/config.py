@@ -137,8 +137,7 @@ class GCAConfig:
         """Updates of the learning-rate warm-up. Automatic (``warmup_steps = -1``): ⌈lr / 0.001⌉, so the first
         update moves each weight by at most 0.001 (Adam's first step is ±lr per weight, whatever the gradient's
         size) and the rate then rises linearly to lr. At lr ≤ 0.001 that is one update: no warm-up at all, as
-        Algorithm 1. At Amazon-Photo's lr = 0.1 it is 100 updates — without them that setting collapses at the
-        first update (docs/method.md, "Collapse and the warm-up")."""
+        Algorithm 1 (docs/method.md, "Collapse and the warm-up")."""
         if self.warmup_steps >= 0:
             return self.warmup_steps
         return max(1, math.ceil(self.lr / WARMUP_FIRST_RATE - 1e-9))
@@ -172,18 +171,7 @@ class GCAConfig:
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> GCAConfig:
         """The configuration a checkpoint recorded (:meth:`to_dict`), read as it was meant when written: a GraphSAGE
-        model whose record has no ``sage_aggregator`` uses PyTorch Geometric's mean aggregator.
-
-        Parameters
-        ----------
-        saved
-            A checkpoint's ``config`` entry: field name → value.
-
-        Returns
-        -------
-        GCAConfig
-            The configuration, validated.
-        """
+        model whose record has no ``sage_aggregator`` uses PyTorch Geometric's mean aggregator."""
         saved = dict(saved)
         if saved.get("encoder") == "sage":
             saved.setdefault("sage_aggregator", "mean")
@@ -379,16 +367,8 @@ NAMED_CONFIGS = ("authors",)
 
 
 def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
-    """The hyperparameters shipped for a named dataset (``variant``: one of :data:`NAMED_CONFIGS`), or ``{}``
-    when none are shipped.
-
-    Parameters
-    ----------
-    dataset
-        A dataset name in any of the spellings the command line accepts (``Cora``, ``amazon-photo``).
-    variant
-        ``""`` for the paper's setting, or one of :data:`NAMED_CONFIGS` (``authors``).
-    """
+    """The hyperparameters shipped for ``dataset`` in any spelling (``variant``: ``""`` for the paper's setting, or
+    one of :data:`NAMED_CONFIGS`), or ``{}`` when none are shipped."""
     resource = resources.files("gca") / "configs"
     if variant:
         resource = resource / variant
@@ -399,13 +379,7 @@ def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
 
 
 def is_named_config(config_file: str | Path | None) -> bool:
-    """Whether ``config_file`` names a shipped alternative rather than a file (a file of that name wins).
-
-    Parameters
-    ----------
-    config_file
-        A config file's path or a shipped alternative's name (``None`` when nothing was given).
-    """
+    """Whether ``config_file`` names a shipped alternative rather than a file (a file of that name wins)."""
     return config_file is not None and str(config_file) in NAMED_CONFIGS and not Path(config_file).exists()
 
 
@@ -432,15 +406,7 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
 
 def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
     """Whether the user set ``epochs`` (in ``overrides`` or their own config file) rather than
-    taking a shipped setting's.
-
-    Parameters
-    ----------
-    config_file
-        A config file, a shipped alternative's name, or ``None``.
-    overrides
-        The overriding values by key.
-    """
+    taking a shipped setting's."""
     if "epochs" in (overrides or {}):
         return True
     return config_file is not None and not is_named_config(config_file) and "epochs" in read_config_file(config_file)
@@ -449,65 +415,24 @@ def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | Non
 def mini_batch_epochs(
     epochs: int, num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1
 ) -> tuple[int, int]:
-    """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: a
-    mini-batch epoch makes ``steps_per_epoch`` updates, or ⌈N / (B·K)⌉ over K processes (one pass), so about
-    ``epochs`` / that many epochs make as many updates as the full-graph setting — its schedule, which a longer run
-    would overshoot (measured on Cora: docs/large-graphs.md).
-
-    Parameters
-    ----------
-    epochs
-        The full-graph setting's epochs (one update each); ``0`` stays ``0``.
-    num_nodes
-        N, the graph's nodes.
-    batch_size
-        B, anchor nodes per mini-batch (``0``: full graph, one update per epoch).
-    steps_per_epoch
-        Updates per mini-batch epoch; ``0`` for one pass over the nodes.
-    world_size
-        K, the processes training together.
-
-    Returns
-    -------
-    tuple[int, int]
-        The epochs (at least 1 unless ``epochs`` is 0) and the updates each makes.
-    """
+    """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: an
+    epoch makes :func:`batches_per_epoch` updates, so ⌈``epochs`` / that⌉ epochs (at least 1; 0 stays 0) make as many
+    updates as the full-graph setting — its schedule, which a longer run would overshoot (docs/large-graphs.md)."""
     steps = batches_per_epoch(num_nodes, batch_size, steps_per_epoch, world_size)
     return max(1, math.ceil(epochs / steps)) if epochs else 0, steps
 
 
 def batches_per_epoch(num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1) -> int:
     """Updates one epoch makes: 1 on the whole graph (``batch_size`` 0); else ``steps_per_epoch``, or one pass over
-    the N nodes in ⌈N / (B·K)⌉ batches over K processes (:class:`gca.train.batches.NeighborBatches`).
-
-    Parameters
-    ----------
-    num_nodes
-        N, the graph's nodes.
-    batch_size
-        B, anchor nodes per mini-batch; ``0`` for full-graph training.
-    steps_per_epoch
-        A fixed number of updates per epoch; ``0`` for one pass over the nodes.
-    world_size
-        K, the processes training together.
-    """
+    the N nodes in ⌈N / (B·K)⌉ batches of B = ``batch_size`` over K = ``world_size`` processes
+    (:class:`gca.train.batches.NeighborBatches`)."""
     if not batch_size:
         return 1
     return steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
 
 
 def planned_updates(config: GCAConfig, num_nodes: int, world_size: int = 1) -> int:
-    """The updates a run of ``config`` makes on a graph of ``num_nodes`` nodes: epochs × :func:`batches_per_epoch`.
-
-    Parameters
-    ----------
-    config
-        The run's configuration (its ``epochs``, ``batch_size`` and ``steps_per_epoch``).
-    num_nodes
-        The graph's nodes.
-    world_size
-        The processes training together.
-    """
+    """The updates a run of ``config`` makes on a graph of ``num_nodes`` nodes: epochs × :func:`batches_per_epoch`."""
     return config.epochs * batches_per_epoch(num_nodes, config.batch_size, config.steps_per_epoch, world_size)
 
 

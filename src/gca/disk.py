@@ -26,22 +26,8 @@ import torch
 
 
 class Mapped:
-    """An ``.npy`` file mapped for writing: :attr:`array` (its data, C order) over :attr:`mapping` (the whole
-    file). :meth:`drop` lets rows already written leave this process's resident memory.
-
-    Parameters
-    ----------
-    path
-        The ``.npy`` file.
-    mapping
-        Its shared mapping.
-    offset
-        Where the array's data begins in it (bytes).
-    shape
-        The array's shape.
-    dtype
-        Its dtype.
-    """
+    """An ``.npy`` file mapped for writing: :attr:`array` (its data, C order, from byte ``offset``) over
+    :attr:`mapping` (the whole file). :meth:`drop` lets rows already written leave this process's resident memory."""
 
     def __init__(self, path: Path, mapping: mmap.mmap, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self.path, self.mapping, self.offset = path, mapping, offset
@@ -50,13 +36,7 @@ class Mapped:
         self.row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
 
     def drop(self, start: int, stop: int) -> None:
-        """Rows ``start`` … ``stop`` − 1 out of the resident set (:func:`drop_rows`).
-
-        Parameters
-        ----------
-        start, stop
-            The rows, ``stop`` exclusive.
-        """
+        """Rows ``start`` … ``stop`` − 1 out of the resident set (:func:`drop_rows`)."""
         drop_rows(self.mapping, self.offset, self.row_bytes, start, stop)
 
     def flush(self) -> None:
@@ -70,22 +50,10 @@ class Mapped:
 
 
 def drop_rows(mapping: mmap.mmap, offset: int, row_bytes: int, start: int, stop: int) -> None:
-    """``MADV_DONTNEED`` on the pages of rows ``start`` … ``stop`` − 1 of a shared file mapping: they leave the
-    process's resident set, stay in the page cache, are written back to the file and come back on the next read
-    (pages the range shares with other rows go too, and come back the same way). Where the platform has no
-    ``madvise``, nothing happens.
-
-    Parameters
-    ----------
-    mapping
-        The shared file mapping.
-    offset
-        Where the array's data begins in it (bytes).
-    row_bytes
-        The bytes of one row.
-    start, stop
-        The rows, ``stop`` exclusive.
-    """
+    """``MADV_DONTNEED`` on the pages of rows ``start`` … ``stop`` − 1 (of ``row_bytes`` each, from byte ``offset``)
+    of a shared file mapping: they leave the process's resident set, stay in the page cache, are written back to the
+    file and come back on the next read (pages the range shares with other rows go too, and come back the same way).
+    Where the platform has no ``madvise``, nothing happens."""
     if not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
         return
     page = mmap.PAGESIZE
@@ -101,19 +69,7 @@ def npy_map(
     """A new ``.npy`` file at ``path`` holding an uninitialised array of ``shape`` and ``dtype`` (C order; no zero
     in ``shape``), its whole size reserved on disk, mapped for writing. ``np.load(path)`` reads it once written.
     ``rows=(start, stop)``: only those rows are reserved (and may be written); the rest of the file is a hole that
-    takes no space.
-
-    Parameters
-    ----------
-    path
-        The new file.
-    shape
-        The array's shape.
-    dtype
-        Its dtype.
-    rows
-        ``(start, stop)``: the only rows reserved and written; ``None`` for all.
-    """
+    takes no space."""
     path, dtype = Path(path), np.dtype(dtype)
     header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
     size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -148,17 +104,8 @@ class DiskArrays:
     :meth:`flush` writes the final matrix to disk.
 
     Without a ``target`` (a torchrun process other than the first, :class:`gca.train.distributed.RowRanges`) the
-    final matrix is scratch too, with only ``final_rows`` — the rows this process computes — reserved on disk.
-
-    Parameters
-    ----------
-    target
-        The final matrix's ``.npy`` file; ``None``: scratch too (needs ``scratch``).
-    scratch
-        The folder of scratch files; ``None`` for ``target``'s folder.
-    final_rows
-        Without a ``target``: the final matrix's rows this process computes, the only ones reserved.
-    """
+    final matrix is scratch too (``scratch`` is then needed), with only ``final_rows`` — the rows this process
+    computes — reserved on disk."""
 
     def __init__(
         self, target: str | Path | None, scratch: str | Path | None = None, final_rows: tuple[int, int] | None = None
@@ -189,15 +136,7 @@ class DiskArrays:
 
     def written(self, tensor: torch.Tensor, start: int, stop: int) -> None:
         """Rows ``start`` … ``stop`` − 1 of a matrix this allocated are written: out of the resident set with them
-        (a later read brings them back from the page cache). Any other tensor is left alone.
-
-        Parameters
-        ----------
-        tensor
-            A matrix this allocated (any other is left alone).
-        start, stop
-            The rows written, ``stop`` exclusive.
-        """
+        (a later read brings them back from the page cache). Any other tensor is left alone."""
         mapping, offset, row_bytes = self._mapped.get(tensor.data_ptr(), (lambda: None, 0, 0))
         if mapping() is not None:
             drop_rows(mapping(), offset, row_bytes, start, stop)
@@ -205,13 +144,7 @@ class DiskArrays:
     def release(self, tensor: torch.Tensor) -> None:
         """Done reading ``tensor`` (the stored features, once the first layer has read them): its pages are
         reclaimed now (``MADV_PAGEOUT``: file-backed pages are written back if dirty and dropped; anonymous
-        memory without swap stays; nothing is lost either way), so the layers after it do not hold them.
-
-        Parameters
-        ----------
-        tensor
-            The tensor no longer read.
-        """
+        memory without swap stays; nothing is lost either way), so the layers after it do not hold them."""
         page_out(tensor)
 
     def flush(self) -> None:
@@ -227,13 +160,7 @@ MADV_PAGEOUT = 21
 def page_out(tensor: torch.Tensor) -> bool:
     """``MADV_PAGEOUT`` over a CPU tensor's bytes (whole pages inside them): on Linux the kernel reclaims them —
     pages of a mapped file are dropped and read again from it when next touched — and never discards data.
-    Returns whether the call was made and succeeded (elsewhere, or on an older kernel, nothing happens).
-
-    Parameters
-    ----------
-    tensor
-        A CPU tensor.
-    """
+    Returns whether the call was made and succeeded (elsewhere, or on an older kernel, nothing happens)."""
     if not sys.platform.startswith("linux") or tensor.device.type != "cpu" or tensor.numel() == 0:
         return False
     page = mmap.PAGESIZE
@@ -248,10 +175,9 @@ def page_out(tensor: torch.Tensor) -> bool:
 
 
 def trim_heap() -> bool:
-    """Give the C heap's free memory back to the kernel (glibc's ``malloc_trim``): block temporaries of 16–32 MB
-    are served from the heap once glibc's threshold for mapping them apart has risen, and freed heap memory
-    otherwise stays resident — about 0.5 GB after preparing a graph of 10⁸ edges. Called between phases of a
-    large run; returns whether memory was released (``False`` off glibc)."""
+    """Give the C heap's free memory back to the kernel (glibc's ``malloc_trim``); freed heap memory otherwise stays
+    resident (docs/design/application.md). Called between phases of a large run; returns whether memory was released
+    (``False`` off glibc)."""
     if not sys.platform.startswith("linux"):
         return False
     try:

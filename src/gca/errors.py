@@ -55,8 +55,6 @@ def render(message: str, flags: Mapping[str, str] | None = None) -> str:
 
     Parameters
     ----------
-    message
-        Text that may hold options.
     flags
         The command line's flag of each parameter whose flag is not ``--`` + its name with ``_`` → ``-`` (keyed
         by ``owner.name`` or the bare name, :func:`option`). A flag that ends with ``=`` (``--set fanout=``) joins
@@ -86,13 +84,7 @@ def render(message: str, flags: Mapping[str, str] | None = None) -> str:
 
 def quoted(error: BaseException) -> str:
     """The message of ``error`` with its options still marked, for a message that quotes it: the quoting message
-    then names them as it is said (``str(error)`` would fix them in Python terms).
-
-    Parameters
-    ----------
-    error
-        The error quoted.
-    """
+    then names them as it is said (``str(error)`` would fix them in Python terms)."""
     return Exception.__str__(error)
 
 
@@ -104,13 +96,7 @@ class UserError(Exception):
         return render(super().__str__())
 
     def for_command_line(self, flags: Mapping[str, str]) -> str:
-        """The message with each option named by its command-line flag (:func:`render`).
-
-        Parameters
-        ----------
-        flags
-            The command line's flags whose names differ from their parameters' (:func:`render`).
-        """
+        """The message with each option named by its command-line flag (``flags`` as :func:`render` takes them)."""
         return render(super().__str__(), flags)
 
 

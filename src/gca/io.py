@@ -22,14 +22,11 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Call ``write`` on a temporary file in the target's folder, flush it to disk, then rename it over ``path``.
 
     The rename is atomic on POSIX and Windows file systems, so readers see the old file or the new one, never a
-    part; the temporary file is removed if ``write`` fails. The file is created with mode 0o666 and the kernel
-    applies the process's umask, as for any ordinary file — no process-wide state is read or changed, so this is
-    safe to call from several threads.
+    part; the temporary file is removed if ``write`` fails. The file gets mode 0o666 less the process's umask, as
+    any ordinary file; no process-wide state is read or changed, so several threads may call it.
 
     Parameters
     ----------
-    path
-        The file to write (replaced).
     write
         ``write(f)`` writes the contents to the open binary file ``f``.
     """
@@ -58,13 +55,7 @@ def file_identity(files: list[Path]) -> list[list]:
     """Each file's path, size, modification and change times (ns) and inode: any write to a file, or another file
     in its place, changes one of them (the change time cannot be set back), so equal identities mean files not
     touched since. What gca keeps computed from input files (a prepared graph, PyG's processed copy) is checked
-    against it.
-
-    Parameters
-    ----------
-    files
-        The files.
-    """
+    against it."""
     out = []
     for path in files:
         st = Path(path).stat()
@@ -79,15 +70,7 @@ HASH_BLOCK = 1 << 23
 def hash_files(files: list[Path], combined: Any = None) -> list[str]:
     """Each file's SHA-256 (hex), every file read once in blocks of 8 MiB. ``combined``, a :mod:`hashlib` object,
     is fed each file's name and size (``"NAME:SIZE;"``) and then its contents, in order — so the one read also gives
-    a digest of the files together (:func:`gca.run.integrity.input_digests`).
-
-    Parameters
-    ----------
-    files
-        The files, in order.
-    combined
-        A hash object fed every file's name, size and contents too; ``None`` for none.
-    """
+    a digest of the files together (:func:`gca.run.integrity.input_digests`)."""
     each = []
     for path in files:
         path = Path(path)
@@ -125,13 +108,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def json_bytes(value: Any) -> bytes:
-    """``value`` as indented JSON; NaN and infinities are not JSON, so they raise instead of being written.
-
-    Parameters
-    ----------
-    value
-        JSON-ready values (dicts, lists, strings, numbers, booleans, ``None``).
-    """
+    """``value`` as indented JSON; NaN and infinities are not JSON, so they raise instead of being written."""
     return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
 
 
@@ -140,13 +117,7 @@ def atomic_write_json(path: str | Path, value: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any | None:
-    """The JSON value in ``path``, or ``None`` if it is missing or unreadable (e.g. from an older, broken run).
-
-    Parameters
-    ----------
-    path
-        The JSON file.
-    """
+    """The JSON value in ``path``, or ``None`` if it is missing or unreadable (e.g. from a broken run)."""
     try:
         return parse_document(Path(path).read_text(), "json")
     except (OSError, ValueError):
@@ -155,19 +126,7 @@ def read_json(path: str | Path) -> Any | None:
 
 def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> str:
     """The UTF-8 text of the user's file ``path`` (a byte-order mark is dropped), or ``error`` with one line:
-    ``"{what} file {path} is not UTF-8 text; {hint}"`` or why it cannot be read.
-
-    Parameters
-    ----------
-    path
-        The user's file.
-    what
-        What the file holds, for the message.
-    error
-        The error class raised.
-    hint
-        What to do, for the message about text that is not UTF-8.
-    """
+    ``"{what} file {path} is not UTF-8 text; {hint}"`` or why it cannot be read."""
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -178,16 +137,8 @@ def read_user_text(path: Path, what: str, error: type[Exception], hint: str) -> 
 
 def check_regular_file(path: str | Path, what: str) -> None:
     """A regular file: a missing path, a folder, a FIFO or a device is a :class:`~gca.errors.DatasetError` in one
-    line (a FIFO or a device would block or fail in the middle of reading). Light enough to run before the readers
-    and PyTorch load, so a wrong path is said at once.
-
-    Parameters
-    ----------
-    path
-        The file to check.
-    what
-        What the file holds, for the message (``"feature"``, ``"graph"``).
-    """
+    line naming ``what`` it holds (a FIFO or a device would block or fail in the middle of reading). Light enough
+    to run before the readers and PyTorch load, so a wrong path is said at once."""
     path = Path(path)
     if not path.exists():
         raise DatasetError(f"{what} file {path} does not exist")
@@ -200,19 +151,7 @@ def check_regular_file(path: str | Path, what: str) -> None:
 def read_document(path: str | Path, what: str, error: type[Exception], allow_json: bool = True) -> Any:
     """The TOML document in the user's file ``path`` — JSON where it ends in ``.json`` and ``allow_json`` — or
     ``error`` with one line: the file is missing or not a regular file, not UTF-8 text, or not valid TOML/JSON (and
-    why).
-
-    Parameters
-    ----------
-    path
-        The user's file.
-    what
-        What the file holds, for the message.
-    error
-        The error class raised.
-    allow_json
-        Read a ``.json`` file as JSON.
-    """
+    why), naming ``what`` the file holds."""
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} file {path} " + ("is not a regular file" if path.exists() else "does not exist"))
@@ -230,10 +169,6 @@ def parse_document(text: str, kind: str, object_pairs_hook: Callable[[list], Any
 
     Parameters
     ----------
-    text
-        The document.
-    kind
-        ``"json"`` or ``"toml"``.
     object_pairs_hook
         JSON only: builds each object from its (key, value) pairs, as :func:`json.loads`'s does (a key given twice
         is then seen, where a ``dict`` keeps the last); ``None``: a ``dict``.

@@ -49,13 +49,7 @@ def check_loggers(loggers: Iterable[Any] | None) -> list[Any]:
 
 def close_loggers(loggers: Iterable[Any]) -> None:
     """Call every logger's ``close()`` if it has one (all of them, even when one fails; the first error is raised);
-    a logger of a :func:`logged_run` still going on is left open (the run closes it when it ends).
-
-    Parameters
-    ----------
-    loggers
-        The loggers, as ``GCA(loggers=...)`` holds them.
-    """
+    a logger of a :func:`logged_run` still going on is left open (the run closes it when it ends)."""
     failed: BaseException | None = None
     held = _HELD.get()
     for logger in loggers:
@@ -70,15 +64,7 @@ def close_loggers(loggers: Iterable[Any]) -> None:
 
 
 def log_hyperparams(loggers: Iterable[Any], params: Mapping[str, Any]) -> None:
-    """``log_hyperparams(params)`` on every logger that has it.
-
-    Parameters
-    ----------
-    loggers
-        The loggers, as ``GCA(loggers=...)`` holds them.
-    params
-        Hyperparameter name → value (each logger gets its own copy as a ``dict``).
-    """
+    """``log_hyperparams(params)`` on every logger that has it, each with its own copy as a ``dict``."""
     for logger in loggers:
         method = getattr(logger, "log_hyperparams", None)
         if callable(method):
@@ -147,11 +133,5 @@ def final_metrics(record: Mapping[str, Any], keys: Iterable[str]) -> dict[str, f
 
 
 def where_logged(loggers: Iterable[Any]) -> list[str]:
-    """Each logger's ``location`` (its file, its run's folder, its run's address) where it has one.
-
-    Parameters
-    ----------
-    loggers
-        The loggers, as ``GCA(loggers=...)`` holds them.
-    """
+    """Each logger's ``location`` (its file, its run's folder, its run's address) where it has one."""
     return [str(place) for place in (getattr(logger, "location", None) for logger in loggers) if place is not None]

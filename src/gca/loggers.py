@@ -1,37 +1,30 @@
 """Metric loggers for training — a CSV file, TensorBoard, Weights & Biases or your own — and the package's
-``logging`` logger.
+``logging`` logger; the design discussion is in docs/design/application.md.
 
 A logger is any object with ``log(metrics: dict[str, float], step: int)``; ``log_hyperparams(params: dict)``,
 ``close()`` and ``location`` are optional. Pass a list of them as ``GCA(..., loggers=[...])``. After every epoch
 each logger gets ``log({"loss": …, "lr": …}, step=epoch)``: ``loss`` is the epoch's mean loss over its updates
-(exactly ``GCA.losses[epoch - 1]``), ``lr`` the learning rate of its last update (the warm-up raises it), and
-``epoch`` counts from 1 (a resumed run goes on from its checkpoint's epoch). A logger whose ``per_update`` attribute
-is true also gets ``log({"loss/update": …}, step=update)`` after every optimiser update (``update`` counts from 1
-over the whole run; with full-batch training there is one update per epoch). ``close()`` runs when ``fit`` ends,
-however it ends; the built-in loggers start a new run if ``fit`` runs once more.
+(exactly ``GCA.losses[epoch - 1]``), ``lr`` the learning rate of its last update, and ``epoch`` counts from 1 (a
+resumed run goes on from its checkpoint's epoch). A logger whose ``per_update`` attribute is true also gets
+``log({"loss/update": …}, step=update)`` after every optimiser update (``update`` counts from 1 over the whole run).
+``close()`` runs when ``fit`` ends, however it ends; the built-in loggers start a new run if ``fit`` runs once more.
 
-A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`, as
-PyTorch Lightning's ``Trainer`` logs: ``log_hyperparams(params)`` first (the config's fields as the run resolves
-them, :func:`gca.run.pipeline.logged_params`, and the ``dataset``), then the epochs, then the evaluation's numbers
-once at ``step=epochs`` (:func:`final_metrics`), and only then ``close()``: ``fit`` does not close a logger of a run
-still going on. Each run of a built-in logger is its own (a new TensorBoard folder, a CSV file written afresh) except
-a run resumed from a checkpoint, which goes on where it stopped; :class:`Tagged` makes one logger hold a series of
-runs as one.
+A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`:
+``log_hyperparams(params)`` first (:func:`gca.run.pipeline.logged_params` and the ``dataset``), then the epochs, then
+the evaluation's numbers once at ``step=epochs`` (:func:`final_metrics`), and only then ``close()``: ``fit`` does not
+close a logger of a run still going on. Each run of a built-in logger is its own (a new TensorBoard folder, a CSV
+file written afresh) except a run resumed from a checkpoint, which goes on where it stopped; :class:`Tagged` makes
+one logger hold a series of runs as one.
 
-Built in: :class:`CSVLogger` (one row per epoch; the hyperparameters as JSON beside it), :class:`TensorBoardLogger`
-(``pip install tensorboard``; the hyperparameters in its HPARAMS tab) and :class:`WandbLogger` (``pip
-install wandb``; the hyperparameters in the run's config); the optional packages are imported when the
-logger is made, so a missing one is a one-line :class:`LoggerError` before training starts, and nothing is made on
-disk.
+Built in: :class:`CSVLogger`, :class:`TensorBoardLogger` (``pip install tensorboard``) and :class:`WandbLogger`
+(``pip install wandb``). An optional package is imported when its logger is made, so a missing one is a one-line
+:class:`LoggerError` before training starts, and nothing is made on disk.
 
-The library reports through Python's :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children,
-such as ``"gca.train.loop"``): epoch summaries at DEBUG, the start and end of training at INFO, a collapse or a
-diverged loss at WARNING. As a library it configures no handler — only a :class:`logging.NullHandler` on ``"gca"``
-— so nothing is printed unless the application asks for it (``logging.basicConfig(level=logging.INFO)``).
-
-The functions that drive loggers through a fit and a run (:func:`~gca.logged.check_loggers`,
-:func:`~gca.logged.logged_run`, :func:`~gca.logged.final_metrics`, …) are :mod:`gca.logged`; they are importable from
-here too. This module imports nothing beyond the standard library until a logger needs its package.
+The library reports through :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children): epoch
+summaries at DEBUG, the start and end of training at INFO, a collapse or a diverged loss at WARNING; it adds only a
+:class:`logging.NullHandler`. The functions that drive loggers (:func:`~gca.logged.check_loggers`,
+:func:`~gca.logged.logged_run`, …) are :mod:`gca.logged`, importable from here too. This module imports nothing
+beyond the standard library until a logger needs its package.
 """
 
 from __future__ import annotations
@@ -56,11 +49,10 @@ from .logged import where_logged as where_logged
 
 class Tagged:
     """A logger that holds a series of runs as one — a run's repeated pretrainings (``seeds``) in one CSV file —
-    each row tagged with the run it belongs to: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to
-    ``logger`` while :attr:`value` is set (the series sets it before each run), and ``metrics`` alone while it is
-    ``None`` (a row of the series' own: its summary). Its ``log_hyperparams`` and ``close`` do nothing: the series
-    logs its hyperparameters to ``logger`` once and closes it once, around all its runs (a :func:`logged_run` of
-    ``logger``), so no run of the series starts the file afresh. ``per_update`` and ``location`` are ``logger``'s.
+    each row tagged with its run: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to ``logger`` while
+    :attr:`value` is set (the series sets it before each run), ``metrics`` alone while it is ``None`` (the series'
+    own rows). Its ``log_hyperparams`` and ``close`` do nothing: the series logs to and closes ``logger`` once,
+    around all its runs (a :func:`logged_run`). ``per_update`` and ``location`` are ``logger``'s.
 
     Parameters
     ----------
@@ -93,13 +85,7 @@ class Tagged:
         self.logger.log(dict(metrics) if self.value is None else {self.tag: self.value, **metrics}, step)
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
-        """Nothing: a run's hyperparameters are not the series', which are logged to the wrapped logger itself.
-
-        Parameters
-        ----------
-        params
-            A run's hyperparameters (not logged).
-        """
+        """Nothing: a run's hyperparameters are not the series', which are logged to the wrapped logger itself."""
 
     def close(self) -> None:
         """Nothing: the series closes the wrapped logger when it ends."""
@@ -111,15 +97,7 @@ class Tagged:
 def folder_problem(folder: str | Path, made: bool = False) -> str | None:
     """Why files cannot be written in ``folder``, in words, or ``None`` when they can: a file stands where the
     folder or one above it should be, or (unless ``made``: the folder and its missing parents will be made) the
-    folder does not exist.
-
-    Parameters
-    ----------
-    folder
-        The folder files are to be written in.
-    made
-        Whether the folder (and its missing parents) will be made, so its absence is no problem.
-    """
+    folder does not exist."""
     folder = Path(folder)
     for place in (folder, *folder.parents):
         if place.exists():  # the nearest part of the path that is there
@@ -133,13 +111,7 @@ def folder_problem(folder: str | Path, made: bool = False) -> str | None:
 
 def hparams_file(path: str | Path) -> Path:
     """Where :class:`CSVLogger` writes the hyperparameters of the log ``path``: its name with ``.hparams.json`` for
-    its suffix, beside it.
-
-    Parameters
-    ----------
-    path
-        The CSV log's path.
-    """
+    its suffix, beside it."""
     path = Path(path)
     return path.with_name(f"{path.stem}.hparams.json")
 
@@ -148,19 +120,14 @@ class CSVLogger:
     """One row per epoch in the CSV file ``path``: a header (``epoch`` and the metrics' names: ``epoch,loss,lr``),
     then each epoch's values, floats written exactly (``repr``: read back they equal ``GCA.losses``).
 
-    The file is made afresh when a run logs its first epoch (its folder too, with any missing parents). A run
-    resumed from epoch k — whose first row is of epoch k + 1 > 1 — continues the file there when that file's
-    header starts with ``epoch`` and holds every name of the first row: it keeps that header as it is (the earlier
-    run's evaluation columns included) and the rows of epochs 1..k, and appends after them (when the first row is
-    not an epoch's — it has no ``loss``: a resumed run with no epoch left to train logs its evaluation at k — the
-    rows of epoch k too). That start is atomic (a temporary file renamed over ``path``); each later row is one write
-    of a whole line, flushed at once, so a run that fails or is killed leaves the header and the rows of the epochs
-    it finished. Metrics with new names (the run's final evaluation) widen the header, as Lightning's CSV logger
-    does: the file is rewritten atomically with the new columns at the end, empty in the earlier rows, and the new
-    row has the others empty.
-
-    ``log_hyperparams(params)`` writes them as JSON to :attr:`hparams_path` beside the file (``losses.csv`` →
-    ``losses.hparams.json``), atomically, at once.
+    The file is made afresh, atomically, when a run logs its first epoch (its folder too). A run resumed from epoch
+    k ≥ 1 continues the file when its header starts with ``epoch`` and holds every name of the run's first row: that
+    header stays as it is and the rows of epochs 1..k are kept, whether the first row is epoch k + 1's or, with no
+    ``loss``, the evaluation at k of a run with no epoch left to train. Each later row is one write of a whole line,
+    flushed at once, so a killed run leaves the rows of the epochs it finished. Metrics with new names (the final
+    evaluation) widen the header: the file is rewritten atomically with the new columns at the end, empty in the
+    earlier rows. ``log_hyperparams(params)`` writes JSON to :attr:`hparams_path` (``losses.csv`` to
+    ``losses.hparams.json``), atomically.
 
     Parameters
     ----------
@@ -214,8 +181,7 @@ class CSVLogger:
         Parameters
         ----------
         metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
-            ``{"accuracy/mean": 83.2, …}``).
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
         step
             The epoch (from 1); for ``loss/update``, the update (from 1).
         """
@@ -307,18 +273,7 @@ _VERSION = re.compile(r"version_(\d+)")
 
 def next_version(root: Path) -> tuple[int, Path]:
     """A new ``version_N`` folder in ``root`` (made, with ``root`` if missing): N one more than the largest there
-    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first.
-
-    Parameters
-    ----------
-    root
-        The folder holding the runs' ``version_N`` folders.
-
-    Returns
-    -------
-    tuple[int, Path]
-        N and the folder made.
-    """
+    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first; N and the folder."""
     try:
         root.mkdir(parents=True, exist_ok=True)
         taken = [int(m.group(1)) for child in root.iterdir() if (m := _VERSION.fullmatch(child.name))]
@@ -337,10 +292,8 @@ class TensorBoardLogger:
     """TensorBoard event files through ``torch.utils.tensorboard.SummaryWriter``, each run in its own folder
     ``log_dir/version_N`` (:func:`next_version`; point ``tensorboard --logdir`` at ``log_dir``): ``loss`` and ``lr``
     by epoch, ``loss/update`` by update (its own step axis), the run's final metrics at its last epoch, and the
-    hyperparameters in the HPARAMS tab (one session per run; its metrics are the run's scalars). ``version``: a
-    fixed folder instead, ``version_{version}`` for a number or the name as given, which every run then continues.
-    After a run starts, :attr:`version` and :attr:`location` (its folder) say which. Needs the ``tensorboard``
-    package (``pip install tensorboard``); ``writer_kwargs`` go to the writer.
+    hyperparameters in the HPARAMS tab (one session per run). After a run starts, :attr:`version` and
+    :attr:`location` (its folder) say which. Needs ``pip install tensorboard``.
 
     Parameters
     ----------
@@ -348,7 +301,7 @@ class TensorBoardLogger:
         The folder holding one ``version_N`` folder per run (made when the first run starts); a file where it or a
         folder above it should be is a :class:`LoggerError` at once.
     version
-        A fixed run folder instead of a new one per run: ``version_{version}`` for a number, the name as given for
+        A fixed run folder, which every run continues: ``version_{version}`` for a number, the name as given for
         text (no ``/``); ``None`` for a new folder per run.
     **writer_kwargs
         Passed to ``SummaryWriter`` (``flush_secs=``, ``max_queue=``, …).
@@ -372,15 +325,14 @@ class TensorBoardLogger:
         self._continued: tuple[int | str, int] | None = None  # the next run's: (version, purge_step)
 
     def continue_version(self, version: int | str, step: int) -> None:
-        """Make the next run continue the run in ``version`` (``version_{version}`` for a number, the name as given
-        for text) rather than start a new folder — a run resumed from a checkpoint, whose curves go on in the
-        folder of the run it resumes, as one run with one HPARAMS row (TensorBoard keeps the hyperparameters the
-        folder's first run logged). TensorBoard hides the events that folder holds from step ``step`` on, in every
-        tag (the writer's ``purge_step``): give the first update the resumed run makes, the updates done at the
-        checkpoint + 1, so ``loss/update`` shows each update once. In full-batch training (one update an epoch)
-        that is also the first epoch it trains, and every epoch shows once; with mini-batches the epochs logged
-        between the checkpoint and the stop lie below it and show twice, at the same values where the resumed run
-        repeats them exactly (as gca's training does). Runs after the next one start their own folders.
+        """Make the next run continue the run in ``version`` rather than start a new folder — a run resumed from a
+        checkpoint, whose curves go on in the folder of the run it resumes, as one run with one HPARAMS row (the
+        folder's first). TensorBoard hides the events that folder holds from ``step`` on, in every tag (the
+        writer's ``purge_step``): give the first update the resumed run makes (one more than the updates done at the
+        checkpoint), so ``loss/update`` shows each update once. In full-batch training that is also the first epoch it
+        trains; with mini-batches the epochs logged between the checkpoint and the stop show twice, at the same
+        values where the resumed run repeats them exactly (as gca's training does). Later runs get their own
+        folders.
 
         Parameters
         ----------
@@ -442,8 +394,7 @@ class TensorBoardLogger:
         Parameters
         ----------
         metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
-            ``{"accuracy/mean": 83.2, …}``).
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
         step
             The epoch (from 1); for ``loss/update``, the update (from 1).
         """
@@ -533,13 +484,7 @@ class WandbLogger:
         return wandb
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
-        """Update the run's config with ``params``.
-
-        Parameters
-        ----------
-        params
-            Hyperparameter name → value.
-        """
+        """Update the run's config with ``params``."""
         self._run().config.update(params, allow_val_change=True)
 
     def log(self, metrics: dict[str, float], step: int) -> None:
@@ -548,8 +493,7 @@ class WandbLogger:
         Parameters
         ----------
         metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``; the final evaluation's
-            ``{"accuracy/mean": 83.2, …}``).
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
         step
             The epoch (from 1); for ``loss/update``, the update (from 1).
         """

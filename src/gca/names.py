@@ -27,11 +27,5 @@ TASK_COUNTS = {"classify": 20, "link": 3, "cluster": 10}
 
 
 def canonical_name(name: str) -> str:
-    """The key a dataset name is looked up by: 'Amazon-Photo', 'amazon photo', 'Amazon_Photo' → 'amazonphoto'.
-
-    Parameters
-    ----------
-    name
-        A dataset name in any spelling.
-    """
+    """The key a dataset name is looked up by: 'Amazon-Photo', 'amazon photo', 'Amazon_Photo' → 'amazonphoto'."""
     return re.sub(r"[^a-z0-9]", "", name.lower())

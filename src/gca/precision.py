@@ -45,13 +45,7 @@ CPU_AUTO: dict[str | None, tuple[str, str]] = {
 
 def bf16_tensor_cores(device: torch.device | str) -> bool:
     """Whether ``device`` is a CUDA GPU with bf16 tensor cores and FlashAttention-2 (compute capability ≥ 8.0:
-    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel.
-
-    Parameters
-    ----------
-    device
-        The device the update runs on.
-    """
+    Ampere, Ada, Hopper and later). Older GPUs (V100, T4) emulate bf16 and have no flash kernel."""
     device = torch.device(device)
     return device.type == "cuda" and _capable(device)
 
@@ -92,17 +86,7 @@ def settle(device: torch.device | str, precision: str | None, why: str = "") -> 
     """Make ``auto`` become ``precision`` on ``device``'s type in this process, for the reason ``why`` — the choice
     every process of a torch.distributed run takes from the first (:meth:`gca.train.distributed.Placement.
     settle_precision`), so that no process trains in another precision than its peers whatever its own probe
-    measured; ``None`` forgets it.
-
-    Parameters
-    ----------
-    device
-        The device whose type is settled.
-    precision
-        ``"fp32"``, ``"tf32"`` or ``"bf16"``; ``None`` to forget.
-    why
-        The reason the header and record give.
-    """
+    measured; ``precision`` ``None`` forgets it. ``why`` is the reason the run's header and record give."""
     kind = torch.device(device).type
     if precision is None:
         _SETTLED.pop(kind, None)
@@ -111,29 +95,14 @@ def settle(device: torch.device | str, precision: str | None, why: str = "") -> 
 
 
 def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """The precision ``precision`` becomes on ``device``: an explicit one stays as it is; ``auto`` is the rule of
-    this module's docstring.
-
-    Parameters
-    ----------
-    precision
-        ``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``.
-    device
-        The device the update runs on.
-    """
+    """The precision ``precision`` (``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``) becomes on ``device``: an
+    explicit one stays as it is; ``auto`` is the rule of this module's docstring."""
     return precision_choice(precision, device)[0]
 
 
 def precision_choice(precision: str, device: torch.device | str) -> tuple[str, str]:
-    """(precision, why): what ``precision`` becomes on ``device`` and why, in words for the run's header.
-
-    Parameters
-    ----------
-    precision
-        ``"fp32"``, ``"tf32"``, ``"bf16"`` or ``"auto"``.
-    device
-        The device the update runs on.
-    """
+    """(precision, why): what ``precision`` becomes on ``device`` (:func:`resolve_precision`) and why, in words for
+    the run's header."""
     device = torch.device(device)
     if precision != "auto":
         if precision == "bf16" and device.type == "cpu" and cpu_bf16_units() is None:
@@ -153,15 +122,7 @@ def precision_choice(precision: str, device: torch.device | str) -> tuple[str, s
 def update_precision(precision: str, device: torch.device | str) -> contextlib.AbstractContextManager:
     """The region of an update's forward pass that computes in ``precision`` (resolved, not ``auto``): for bf16,
     ``torch.autocast`` with bf16 on ``device`` — the backward pass follows the casts the forward pass made —; for
-    fp32 and tf32, nothing changes.
-
-    Parameters
-    ----------
-    precision
-        ``"fp32"``, ``"tf32"`` or ``"bf16"``.
-    device
-        The device the update runs on.
-    """
+    fp32 and tf32, nothing changes."""
     if precision != "bf16":
         return contextlib.nullcontext()
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
@@ -169,11 +130,5 @@ def update_precision(precision: str, device: torch.device | str) -> contextlib.A
 
 def full_precision(device: torch.device | str) -> contextlib.AbstractContextManager:
     """A region that leaves :func:`update_precision`'s: its operations compute in their inputs' precision (cast
-    fp32 inputs to keep fp32).
-
-    Parameters
-    ----------
-    device
-        The device the computation runs on.
-    """
+    fp32 inputs to keep fp32)."""
     return torch.autocast(torch.device(device).type, enabled=False)

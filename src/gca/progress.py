@@ -1,16 +1,13 @@
 """Progress reports: a live bar on a terminal and a plain line now and then in a log file.
 
-tqdm's bar redraws itself with carriage returns, which is right on a terminal and hundreds of lines of noise in a
-batch job's log or CI output. :class:`Progress` uses the bar when stderr is a terminal and otherwise prints one
-plain line about every tenth of the work, at least one a minute while the work goes on, and one at the end — each
-with the seconds spent and, before the end, an estimate of the time left. :func:`phase` makes the progress of a
-phase that is usually short (preparing a graph, evaluating, embedding): nothing shows unless it has run for
-:data:`PHASE_DELAY` seconds, so a small graph's run prints no more than its results; :func:`step` does the same for
-a phase whose work is not counted (building an edge list, storing a prepared graph): one line once it has run
-:data:`PHASE_DELAY` seconds, one at its end. :func:`print_above_progress` writes a warning above a bar (the
-long-run warning, :class:`gca.train.fast.LongRunHint`, does). :func:`to_stderr` (:func:`gca.stderr.say`, each
-line in one write) is the line writer the library's long jobs (``gca tune``'s search, ``gca reproduce``) report
-through by default.
+:class:`Progress` uses tqdm's bar when stderr is a terminal and otherwise prints one plain line about every tenth of
+the work, at least one a minute while the work goes on, and one at the end — each with the seconds spent and, before
+the end, an estimate of the time left. :func:`phase` makes the progress of a phase that is usually short (preparing
+a graph, evaluating, embedding): nothing shows unless it has run :data:`PHASE_DELAY` seconds; :func:`step` does the
+same for a phase whose work is not counted: one line once it has run :data:`PHASE_DELAY` seconds, one at its end.
+:func:`print_above_progress` writes a warning above a bar (:class:`gca.train.fast.LongRunHint`). :func:`to_stderr`
+(:func:`gca.stderr.say`) is the line writer the library's long jobs (``gca tune``, ``gca reproduce``) report through
+by default. Why: docs/design/application.md.
 """
 
 from __future__ import annotations
@@ -39,22 +36,14 @@ class Progress:
 
     Parameters
     ----------
-    total
-        The units of work.
-    desc
-        What is done (the line's first word).
     unit
         What a unit is called (singular).
     enabled
         Show anything at all (``False``: no progress asked for, or not the process that writes).
     initial
         The units already done (a resumed run).
-    stream
-        Where it goes; ``None`` for stderr.
     delay
         Show nothing until this many seconds have passed (:func:`phase`: :data:`PHASE_DELAY`).
-    clock
-        The clock the seconds are read from.
     """
 
     def __init__(
@@ -91,16 +80,8 @@ class Progress:
         self.shown = False  # a plain line printed
 
     def update(self, n: int = 1, **postfix: Any) -> None:
-        """``n`` more units done; ``postfix`` (name → value) is shown after the count from now on.
-
-        Parameters
-        ----------
-        n
-            The units done since the last update.
-        **postfix
-            Name → value shown after the count (``loss=5.3121`` → ``, loss 5.3121``), replacing the previous ones;
-            none keeps them.
-        """
+        """``n`` more units done; ``postfix`` (``loss=5.3121`` → ``, loss 5.3121``) is shown after the count from
+        now on, replacing the previous one (none keeps it)."""
         before = self.done
         self.done += n
         if postfix:
@@ -119,13 +100,8 @@ class Progress:
             print(self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float | None = None) -> str:
-        """The plain line of the work done so far: the count, the postfix, the seconds and the time left.
-
-        Parameters
-        ----------
-        now
-            The time on the progress's clock to report at; ``None``: read the clock now.
-        """
+        """The plain line of the work done so far, at ``now`` (default: the clock now): the count, the postfix, the
+        seconds and the time left."""
         now = self.clock() if now is None else now
         spent = now - self.start
         details = "".join(f", {k} {v}" for k, v in self.postfix.items())
@@ -144,19 +120,7 @@ class Progress:
 
 def phase(total: int, desc: str, unit: str, enabled: bool = True) -> Progress:
     """The progress of a phase that is usually short — preparing a graph, evaluating, embedding: shown only once it
-    has run :data:`PHASE_DELAY` seconds (read when the phase starts), so small graphs print nothing.
-
-    Parameters
-    ----------
-    total
-        The units of work.
-    desc
-        What is done.
-    unit
-        What a unit is called (singular).
-    enabled
-        Show anything at all.
-    """
+    has run :data:`PHASE_DELAY` seconds (read when the phase starts), so small graphs print nothing."""
     return Progress(total, desc, unit, enabled=enabled, delay=PHASE_DELAY)
 
 
@@ -178,14 +142,8 @@ def step(
 
     Parameters
     ----------
-    desc
-        What is done.
-    enabled
-        Show anything at all.
     delay
         Seconds before the first line; ``None`` for :data:`PHASE_DELAY` (read when the step starts).
-    clock
-        The clock the seconds are read from (from the step's start).
     timer
         Makes the timer that says the first line: ``timer(seconds, function)`` with ``start()`` and ``cancel()``
         (:class:`threading.Timer`).
@@ -227,13 +185,7 @@ def step(
 
 
 def duration(seconds: float) -> str:
-    """``12.3 s``, ``4.6 min`` or ``1.3 h``.
-
-    Parameters
-    ----------
-    seconds
-        The time.
-    """
+    """``12.3 s``, ``4.6 min`` or ``1.3 h``."""
     if seconds < 60:
         return f"{seconds:.1f} s"
     if seconds < 3600:
@@ -249,11 +201,5 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def print_above_progress(line: str) -> None:
-    """Write ``line`` to stderr above a progress bar that is showing.
-
-    Parameters
-    ----------
-    line
-        One line, without its newline.
-    """
+    """Write ``line`` (without its newline) to stderr above a progress bar that is showing."""
     tqdm.write(line + "\n", file=sys.stderr, end="")  # the line and its newline in one write (gca.stderr)

@@ -1,33 +1,29 @@
-"""Where a result came from: the record ``results.json`` and ``model.pt`` keep under ``"provenance"``.
-
-What it holds:
+"""Where a result came from: the record ``results.json`` and ``model.pt`` keep under ``"provenance"``; the design
+discussion is in docs/design/application.md.
 
 * ``versions``: gca, Python, PyTorch (``torch``), PyTorch Geometric (``torch_geometric``), scikit-learn, NumPy and
-  SciPy, and PyArrow where it is installed — each a library's ``__version__`` where the process has imported it
-  (the code that ran), else the installed distribution's version (read without importing it);
+  SciPy, and PyArrow where it is installed — each a library's ``__version__`` where the process has imported it,
+  else the installed distribution's version (read without importing it);
 * ``device`` (``"cpu"``, ``"cuda:0"``, …) and ``device_name`` (the GPU's name; on a CPU its model where the system
   says it), and ``platform`` (the operating system and machine);
 * ``started`` and ``finished``: UTC times in ISO-8601 (``2025-06-01T09:30:00+00:00``) — for a command, when it
   started and when its record was completed; for :meth:`gca.GCA.fit`, when training started and ended;
-* for a command only: ``command``, the command line as a list (``sys.argv``; ``["gca", …]`` when called in-process
-  with its arguments), and ``inputs``, every file the run read — the graph's files (each file under a dataset
-  folder's ``raw/`` and ``split/``), a configuration file, ``gca embed``'s checkpoint —, each with ``path`` (as given,
-  or as reached under a folder given), ``resolved`` (the absolute path), ``size`` (bytes) and ``sha256`` (of its
-  contents as the run read them: :func:`digests_as_read` takes them just after the graph is read, and a file not
-  the same at the record's time gets ``changed``, said in one warning line — :func:`file_record`);
-  ``prepared_graph`` (its folder, key and the digest of the input it was made from) when the graph was read from a
-  prepared graph on disk (:mod:`gca.run.store`), whose record of each file's SHA-256 is then used while the file's
-  size, times and inode are unchanged when it is opened — opening it does not read the input again;
-* a resumed training (``resume``): ``resumed_from``, the checkpoint continued from, as an input.
+* for a command only: ``command`` (``sys.argv``; ``["gca", …]`` when called in-process with its arguments) and
+  ``inputs``, every file the run read — the graph's files (each under a dataset folder's ``raw/`` and ``split/``), a
+  configuration file, ``gca embed``'s checkpoint —, each with ``path`` (as given, or as reached under a folder
+  given), ``resolved`` (absolute), ``size`` (bytes) and ``sha256`` of its contents as the run read them
+  (:func:`digests_as_read`); a file not the same at the record's time gets ``changed``, said in one warning line
+  (:func:`file_record`); ``prepared_graph`` (its folder, key and input digest) when the graph was read from a
+  prepared graph on disk (:mod:`gca.run.store`), whose SHA-256 of each file is used while the file's size, times
+  and inode are unchanged;
+* for a resumed training (``resume``): ``resumed_from``, the checkpoint continued from, as an input.
 
-Rules. A file that can no longer be read when the record is made (removed while the run went on) is listed with
-``size`` and ``sha256`` ``None`` and ``unreadable`` saying why: gathering the record never fails a run that has
-done its work. Everything is plain JSON values (strings, numbers, lists, tables), so that ``model.pt`` stays
-loadable with ``torch.load(weights_only=True)``; nothing here imports PyTorch or another library that is not loaded
-yet. Python users who :meth:`gca.GCA.save` a model get ``versions``, the device and the training's times (no
-command or inputs: the caller knows them); a model loaded with :meth:`gca.GCA.load` keeps the provenance it was
-saved with. A model file without this record loads all the same, with none. This module imports only gca's
-lowest layers (``gca``'s version, :mod:`gca.io`): the estimator and the command line both use it.
+A file that can no longer be read when the record is made is listed with ``size`` and ``sha256`` ``None`` and
+``unreadable`` saying why: gathering the record never fails a run that has done its work. Everything is plain JSON
+values, so ``model.pt`` stays loadable with ``torch.load(weights_only=True)``. :meth:`gca.GCA.save` records
+``versions``, the device and the training's times (no command or inputs); :meth:`gca.GCA.load` keeps the provenance
+a model was saved with, and a model file without one loads with none. This module imports only gca's lowest layers
+(``gca``'s version, :mod:`gca.io`), and no library that is not loaded yet.
 """
 
 from __future__ import annotations
@@ -87,13 +83,8 @@ def _cpu_name() -> str:
 
 
 def device_record(device: Any) -> dict[str, str]:
-    """``device``, ``device_name`` and ``platform`` of the device a model was trained or used on.
-
-    Parameters
-    ----------
-    device
-        A ``torch.device`` or its name (``"cpu"``, ``"cuda:0"``).
-    """
+    """``device``, ``device_name`` and ``platform`` of the device (a ``torch.device`` or its name) a model was
+    trained or used on."""
     name = str(device)
     if name.startswith("cuda"):
         import torch  # loaded already: a CUDA device was chosen
@@ -110,17 +101,8 @@ def device_record(device: Any) -> dict[str, str]:
 
 
 def fit_record(device: Any, started: str, finished: str | None = None) -> dict[str, Any]:
-    """What :meth:`gca.GCA.fit` records of a training (``model.pt`` of the Python API): versions, device, times.
-
-    Parameters
-    ----------
-    device
-        The training device.
-    started
-        When training started (:func:`utc_now`).
-    finished
-        When it ended; ``None`` while it runs (a training checkpoint).
-    """
+    """What :meth:`gca.GCA.fit` records of a training (``model.pt`` of the Python API): versions, device, times
+    (:func:`utc_now`); ``finished`` is ``None`` while it runs (a training checkpoint)."""
     record: dict[str, Any] = {"versions": versions(), **device_record(device), "started": started}
     if finished is not None:
         record["finished"] = finished
@@ -129,13 +111,7 @@ def fit_record(device: Any, started: str, finished: str | None = None) -> dict[s
 
 def identities(files: list[str | Path]) -> dict[str, list]:
     """Each file's identity (:func:`gca.io.file_identity`: size, modification and change times, inode) by resolved
-    path, taken before the files are read; a file that cannot be reached is left out.
-
-    Parameters
-    ----------
-    files
-        The files.
-    """
+    path, taken before the files are read; a file that cannot be reached is left out."""
     found = {}
     for path in files:
         resolved = Path(path).expanduser().resolve()
@@ -158,10 +134,6 @@ def digests_as_read(
 
     Parameters
     ----------
-    files
-        The files read.
-    before
-        Their identities before they were read; ``None`` where not taken.
     known
         SHA-256 by resolved path of files whose present contents they are (a prepared graph's record); these files
         are not read again.
@@ -196,12 +168,8 @@ def file_record(path: str | Path, sha256: str | None = None, read: dict | None =
 
     Parameters
     ----------
-    path
-        The file, as the command was given it.
     sha256
         Its SHA-256 where already known for its present contents; ``None`` to read the file and compute it.
-    read
-        Its size and SHA-256 taken when it was read; ``None`` where not taken.
     """
     resolved = Path(path).expanduser().resolve()
     record: dict[str, Any] = {"path": str(path), "resolved": str(resolved)}
@@ -223,13 +191,7 @@ def file_record(path: str | Path, sha256: str | None = None, read: dict | None =
 
 
 def changed_inputs(records: list[dict]) -> list[str]:
-    """One warning line per input record (:func:`file_record`) of a file that changed while the run went on.
-
-    Parameters
-    ----------
-    records
-        The input files' records.
-    """
+    """One warning line per input record (:func:`file_record`) of a file that changed while the run went on."""
     lines = []
     for record in records:
         if record.get("changed") == "while it was read":
@@ -271,23 +233,9 @@ def input_records(
 def run_record(
     command: list[str], started: str, device: Any, inputs: list[dict], prepared_graph: dict | None = None, **more: Any
 ) -> dict[str, Any]:
-    """A command's record (see the module docstring), completed now (``finished``).
-
-    Parameters
-    ----------
-    command
-        The command line, as a list.
-    started
-        When the command started (:func:`utc_now`).
-    device
-        The device it ran on.
-    inputs
-        Its input files (:func:`input_records`, :func:`file_record`).
-    prepared_graph
-        The prepared graph read (:meth:`gca.run.store.PreparedStore.provenance`); ``None`` when none was.
-    **more
-        Further entries (``resumed_from``).
-    """
+    """A command's record (see the module docstring), completed now (``finished``): ``inputs`` from
+    :func:`input_records`, ``prepared_graph`` from :meth:`gca.run.store.PreparedStore.provenance` (``None``: none
+    was read), ``more`` further entries (``resumed_from``)."""
     record: dict[str, Any] = {
         "command": [str(part) for part in command],
         "started": started,
@@ -304,11 +252,5 @@ def run_record(
 
 def command_line(argv: list[str] | None) -> list[str]:
     """The command line a run records: ``sys.argv`` when the arguments came from it (``argv`` is ``None``), else
-    ``["gca", *argv]`` (the command called in-process with its arguments).
-
-    Parameters
-    ----------
-    argv
-        The arguments the command was given; ``None`` when they came from ``sys.argv``.
-    """
+    ``["gca", *argv]`` (the command called in-process with its arguments)."""
     return list(sys.argv) if argv is None else ["gca", *map(str, argv)]

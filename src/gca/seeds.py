@@ -14,10 +14,8 @@ initialisations, the authors' probe's per-split generators — take the seed of 
   (link prediction with one hold-out and seed s trains the model a plain run with seed s would, on the edges left);
 * repeat i ≥ 1 uses the i-th child of ``numpy.random.SeedSequence(seed)``, read as one 32-bit word.
 
-Every accepted seed gives accepted seeds. The children are statistically independent streams (NumPy's
-``SeedSequence`` hashing), unlike consecutive integers; trainings keep consecutive seeds so that a reproduction's
-training i can be named and repeated by its seed alone. Kept free of PyTorch, so the command line can use it
-before PyTorch loads.
+Every accepted seed gives accepted seeds (why two rules: docs/design/application.md). Kept free of PyTorch, so the
+command line can use it before PyTorch loads.
 """
 
 from __future__ import annotations
@@ -36,30 +34,14 @@ def _check(seed: int) -> int:
 
 def training_seeds(seed: int, count: int) -> list[int]:
     """The seeds of ``count`` trainings repeated from ``seed`` (module docstring): ``seed``, ``seed + 1``, …, each
-    taken modulo 2³² so that it lies in [0, :data:`MAX_SEED`].
-
-    Parameters
-    ----------
-    seed
-        The first training's seed, in [0, :data:`MAX_SEED`] (else a ``ValueError``).
-    count
-        How many trainings.
-    """
+    taken modulo 2³² so that it lies in [0, :data:`MAX_SEED`]; a ``seed`` outside that range is a ``ValueError``."""
     first = _check(seed)
     return [(first + i) % (MAX_SEED + 1) for i in range(max(count, 0))]
 
 
 def run_seeds(seed: int, count: int) -> list[int]:
     """The seeds of ``count`` draws within a run seeded ``seed`` — hold-outs, k-means initialisations, probe
-    generators (module docstring); each in [0, :data:`MAX_SEED`].
-
-    Parameters
-    ----------
-    seed
-        The run's seed, in [0, :data:`MAX_SEED`] (else a ``ValueError``).
-    count
-        How many repeats.
-    """
+    generators (module docstring); each in [0, :data:`MAX_SEED`], as ``seed`` must be (else a ``ValueError``)."""
     seed = _check(seed)
     if count < 1:
         return []

@@ -77,7 +77,8 @@ class Reproduction:
     progress
         Whether a progress bar counts the runs.
     baselines
-        Keys of :data:`gca.reproduce.baselines.BASELINES` for Table 3; default all, or ``raw`` in quick mode.
+        Keys of :data:`gca.reproduce.baselines.BASELINES` for Table 3; default all, or
+        :data:`~gca.reproduce.plan.QUICK_BASELINES` in quick mode.
     log
         Where one-line notes go (a skipped dataset, a failed run); default standard error.
     figure4_datasets
@@ -163,14 +164,8 @@ class Reproduction:
         return self.executor.reused
 
     def run(self, task: str) -> list[Path]:
-        """Run ``task`` (table3, table4, figure4, figure3 or all) and return the files written.
-
-        Parameters
-        ----------
-        task
-            ``table3``, ``table4``, ``figure4``, ``figure3`` (:data:`TASKS`), or ``all`` for the four in that
-            order; the runs of every table asked for are executed before any table is written.
-        """
+        """Run ``task`` (one of :data:`TASKS`, or ``all`` for the four in that order) and return the files written;
+        the runs of every table asked for are executed before any table is written."""
         tasks = TASKS if task == "all" else (task,)
         self.out.mkdir(parents=True, exist_ok=True)
         plans: dict[str, list[Cell]] = {}
@@ -201,13 +196,5 @@ class Reproduction:
 
 
 def reproduce(task: str, repro: Reproduction) -> list[Path]:
-    """Run ``task`` with ``repro`` (same as ``repro.run(task)``).
-
-    Parameters
-    ----------
-    task
-        ``table3``, ``table4``, ``figure4``, ``figure3`` or ``all`` (:meth:`Reproduction.run`).
-    repro
-        The reproduction: its output folder, datasets, mode and run store.
-    """
+    """Run ``task`` with ``repro`` (same as ``repro.run(task)``)."""
     return repro.run(task)

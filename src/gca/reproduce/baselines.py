@@ -1,53 +1,33 @@
 """Baselines of Table 3 (Zhu et al., WWW 2021), run on the same splits and, where unsupervised, the same evaluator.
 
-Each baseline is a function ``(data, splits, seed, quick, device, protocol)`` returning the test accuracy in % per
-split — an unsupervised one a :class:`BaselineResult`: the whole evaluation
-(:class:`gca.evaluate.classification.EvaluationResult`, whose record says what the probe chose and whether it
-converged) and, for one trained by gradient steps, what its training did (epochs run, where early stopping ended
-it, the loss of every epoch, which weights were kept: :class:`gca.reproduce.training.TrainingHistory`): one
-training with ``seed``, judged on each of ``splits`` (supervised ones train once per split). In quick mode
-(``quick``) the rows marked *shortened* below train on a shorter schedule (:data:`SHORTENED_IN_QUICK`); a
-reproduction marks those rows and does not compare them with the paper.
+Each baseline is a function ``(data, splits, seed, quick, device, protocol)`` giving the test accuracy in % per split:
+one training with ``seed``, judged on each of ``splits`` (supervised ones train once per split). An unsupervised one
+returns a :class:`BaselineResult`: its whole evaluation and, where it trains by gradient steps, what its training
+did (:class:`gca.reproduce.training.TrainingHistory`). ``quick`` shortens the schedules of :data:`SHORTENED_IN_QUICK`;
+a reproduction marks those rows and does not compare them with the paper.
 
 * ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`).
-* ``propagated-1``, ``-2``, ``-3`` — not in the paper: the features propagated over k hops, Â^k X (SGC; Wu et al.,
-  ICML 2019; :mod:`gca.graph.propagate`), from the row-normalised features projected to the width of GCA's embedding
-  on the dataset (:func:`baseline_options`), judged like every embedding. No training: what a learned embedding has
-  to beat to be worth its cost.
-* ``dgi`` — Deep Graph Infomax (Veličković et al., 2019) with PyTorch Geometric's ``DeepGraphInfomax``: one GCN
-  layer of 512 units with PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss, as in DGI's
-  reference setting.
-* ``gmi`` — Graphical Mutual Information maximisation (Peng et al., WWW 2020; :mod:`gca.reproduce.gmi`): GMI-mean
-  with the reference code's settings (two GCN layers of 512 units with PReLU, α = 0.8, β = 1, γ = 1, 5 negatives,
-  Adam lr 0.001, up to 550 epochs with patience 20), its all-pairs edge reconstruction computed exactly in row
-  blocks, so memory is O(N·block) where the original's N × N matrix ran out of memory on Coauthor-CS and -Physics.
-* ``mvgrl`` — Contrastive Multi-View Representation Learning (Hassani & Khasahmadi, ICML 2020;
-  :mod:`gca.reproduce.mvgrl`): the adjacency and personalised-PageRank diffusion views (computed block by block and
-  kept sparse, never the dense N × N inverse), node–graph contrast across the views, the paper's settings.
-* ``gae`` / ``vgae`` — graph auto-encoders (Kipf & Welling, 2016) with PyG's ``GAE``/``VGAE`` and a two-layer GCN
-  encoder, Adam (lr 0.01), 200 epochs. Widths 256 → 128 instead of the link-prediction setting's 32 → 16, so that
-  the embedding is as wide as GCA's on most datasets.
-* ``gcn`` / ``gat`` — supervised GCN (Kipf & Welling, 2017; 2 layers, 64 hidden units, dropout 0.5, lr 0.01,
-  weight decay 5e-4) and GAT (Veličković et al., 2018; 8 heads × 8 units, dropout 0.6, lr 0.005, weight decay
-  5e-4), trained end to end on the split's training nodes for 200 epochs; the test accuracy at the epoch of best
-  validation accuracy is reported.
-* ``deepwalk`` — DeepWalk (Perozzi et al., KDD 2014, §6.1): γ = 80 uniform random walks of t = 40 nodes from
-  every node, skip-gram with hierarchical softmax, window w = 10, d = 128, one pass over the walks.
+* ``propagated-1``, ``-2``, ``-3`` — not in the paper: Â^k X (SGC; Wu et al., ICML 2019; :mod:`gca.graph.propagate`)
+  of the row-normalised features, projected to GCA's embedding width on the dataset (:func:`baseline_options`).
+* ``dgi`` — Deep Graph Infomax (Veličković et al., 2019), PyG's ``DeepGraphInfomax``: one GCN layer of 512 units with
+  PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss.
+* ``gmi`` and ``mvgrl`` — GMI-mean (Peng et al., WWW 2020) and MVGRL (Hassani & Khasahmadi, ICML 2020), memory-bounded
+  as :mod:`gca.reproduce.gmi` and :mod:`gca.reproduce.mvgrl` say.
+* ``gae`` / ``vgae`` — PyG's ``GAE``/``VGAE`` (Kipf & Welling, 2016), GCN encoder 256 → 128 (the link-prediction
+  setting's is 32 → 16), Adam (lr 0.01), 200 epochs.
+* ``gcn`` / ``gat`` — supervised GCN (Kipf & Welling, 2017; 2 layers, 64 hidden units, dropout 0.5, lr 0.01, weight
+  decay 5e-4) and GAT (Veličković et al., 2018; 8 heads × 8 units, dropout 0.6, lr 0.005, weight decay 5e-4), 200
+  epochs on the split's training nodes; the test accuracy at the epoch of best validation accuracy.
+* ``deepwalk`` — DeepWalk (Perozzi et al., KDD 2014, §6.1): γ = 80 uniform random walks (quick: 10) of t = 40 nodes
+  from every node, skip-gram with hierarchical softmax, window w = 10, d = 128, one pass over the walks.
 * ``node2vec`` — node2vec (Grover & Leskovec, KDD 2016, §4.1): r = 10 biased walks of l = 80 nodes per node,
-  skip-gram with negative sampling, context k = 10, d = 128, one epoch; the return and in-out parameters p, q are
-  chosen per run on the split's validation nodes from {0.25, 1, 4}² (the ends and middle of the paper's grid
-  {0.25, 0.5, 1, 2, 4}; quick mode {0.5, 2}²).
-* ``deepwalk+features`` — the DeepWalk embedding concatenated with the raw features (each block ℓ2-normalised
-  per row first, so neither dominates by scale).
+  skip-gram with negative sampling, context k = 10, d = 128, one epoch; p, q chosen per split on its validation
+  nodes from {0.25, 1, 4}² (quick: {0.5, 2}²).
+* ``deepwalk+features`` — the DeepWalk embedding beside the raw features, each block ℓ2-normalised per row first.
 
-  Walks are sampled by :mod:`gca.graph.walks` (vectorised over all walkers; PyG's ``Node2Vec`` needs the compiled
-  ``pyg-lib``, which has no wheel for recent PyTorch) and skip-gram is gensim's ``Word2Vec``, as in both
-  reference implementations (the optional ``baselines`` extra). Quick mode: γ = 10 DeepWalk walks.
-
-Unsupervised baselines see the features row-normalised as GCA's encoder does (:func:`gca.graph.features.normalize_rows`;
-their reference code does so too) and are judged by the same logistic regression as GCA (C chosen on the split's
-validation nodes). A baseline whose loss is not finite raises :class:`gca.train.loop.TrainingError`, which a
-reproduction records as a diverged run.
+Walks come from :mod:`gca.graph.walks`, skip-gram from gensim's ``Word2Vec`` (the optional ``baselines`` extra).
+Unsupervised baselines see the features row-normalised (:func:`gca.graph.features.normalize_rows`). A baseline whose
+loss is not finite raises :class:`gca.train.loop.TrainingError`, which a reproduction records as a diverged run.
 """
 
 from __future__ import annotations
@@ -158,15 +138,7 @@ def _propagated(k: int) -> Baseline:
 def baseline_options(key: str, dataset: str) -> dict[str, int]:
     """The options a baseline takes besides the shared ones, for ``dataset``: the propagated rows' ``width``, GCA's
     embedding width there (its shipped setting's ``hidden``). A run's key records them
-    (:meth:`gca.reproduce.plan.Planner.baseline_runs`) and the executor passes them.
-
-    Parameters
-    ----------
-    key
-        A key of :data:`BASELINES`.
-    dataset
-        The dataset's name.
-    """
+    (:meth:`gca.reproduce.plan.Planner.baseline_runs`) and the executor passes them."""
     if not key.startswith("propagated-"):
         return {}
     from ..config import build_config
@@ -191,16 +163,8 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, pro
 
     Parameters
     ----------
-    data
-        The graph: ``x`` (dense or sparse) and ``edge_index``.
-    seed
-        Seeds every generator (Python, NumPy, PyTorch) before the model is built.
     quick
         Quick mode's schedule: at most 100 epochs instead of 300 (both stop after 20 epochs without a lower loss).
-    device
-        Where the model trains and the embeddings are computed.
-    progress
-        Show the epochs and the loss on stderr once training has run a few seconds.
     """
     from torch_geometric.nn import DeepGraphInfomax, GCNConv
 
@@ -272,18 +236,10 @@ def autoencoder_embeddings(
 
     Parameters
     ----------
-    data
-        The graph: ``x`` (dense or sparse) and ``edge_index``.
-    seed
-        Seeds every generator (Python, NumPy, PyTorch) before the model is built.
     quick
         Quick mode's schedule: 100 epochs instead of 200.
-    device
-        Where the model trains and the embeddings are computed.
     variational
         VGAE (the encoder also gives log σ, and the loss adds the KL term divided by N) instead of GAE.
-    progress
-        Show the epochs and the loss on stderr once training has run a few seconds.
     """
     from torch_geometric.nn import GAE, VGAE
 
@@ -372,10 +328,6 @@ def skipgram_embeddings(
     ----------
     walks
         ``[walks, length]`` node indices, one walk a row, ``-1`` after a walk's end.
-    num_nodes
-        N, the rows of the result.
-    dim
-        The vectors' width.
     window
         The skip-gram context: nodes at most this many steps apart in a walk are pairs.
     hierarchical
@@ -461,18 +413,10 @@ def node2vec(
     ----------
     data
         The graph; only ``edge_index`` (the walks) and the labels ``y`` are read.
-    splits
-        The (train, validation, test) node indices of each split that judges the run.
-    seed
-        Seeds the walks, gensim and every generator.
     quick
         Quick mode's grid: p, q ∈ {0.5, 2} instead of {0.25, 1, 4}.
     device
         Not read: walks and skip-gram run on the CPU (the signature of every baseline).
-    protocol
-        How each p, q's embeddings are judged (:data:`gca.evaluate.classification.PROTOCOLS`).
-    progress
-        Show each evaluation's progress on stderr once it has run a few seconds.
     """
     seed_everything(seed)
     adjacency = binary_adjacency(data.edge_index, data.num_nodes)

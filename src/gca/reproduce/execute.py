@@ -43,14 +43,8 @@ class DatasetCache:
         self._loaded: dict[str, LoadedDataset | str] = {}
 
     def get(self, name: str) -> LoadedDataset | str:
-        """The loaded dataset, or the one-line reason it is skipped.
-
-        Parameters
-        ----------
-        name
-            A dataset name or path, as :func:`gca.datasets.load_dataset` takes it; loaded on its first request,
-            and any error then (a missing file, a failed download) is kept as the reason.
-        """
+        """The loaded dataset (loaded on its first request), or the one-line reason it is skipped: the error that
+        loading it raised (a missing file, a failed download)."""
         if name not in self._loaded:
             try:
                 self._loaded[name] = load_dataset(name, data_dir=self.data_dir)
@@ -85,35 +79,13 @@ def run_splits(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = 
 
 
 def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = None) -> Split:
-    """The first of :func:`run_splits`: the split that judges training ``seed`` in the paper's protocol.
-
-    Parameters
-    ----------
-    loaded
-        The dataset, with its own splits if it has them.
-    seed
-        The training's seed, i for training i of a cell.
-    setting
-        The split scheme (:func:`run_splits`); default one split of the default scheme.
-    """
+    """The first of :func:`run_splits`: the split that judges training ``seed`` in the paper's protocol."""
     return run_splits(loaded, seed, setting)[0]
 
 
 def failed_run(label: str, run: Run, record: dict[str, Any], store: RunStore) -> str:
     """``GCA-PR on Karate, seed 0 failed (OUT/runs/<key>.json): <the error>``, said of a run whose record holds the
-    reason it failed (training collapsed or diverged) instead of an accuracy.
-
-    Parameters
-    ----------
-    label
-        The row the run stands in.
-    run
-        The run.
-    record
-        Its record, with ``error``.
-    store
-        The store that holds it (the file is named).
-    """
+    reason it failed (training collapsed or diverged) instead of an accuracy; ``label`` is the run's row."""
     return f"{label} on {run.dataset}, seed {run.seed} failed ({store.path(run)}): {record['error']}"
 
 
@@ -124,18 +96,13 @@ class Executor:
     ----------
     store
         The finished runs: a run found there is not trained again, and each new record is put there.
-    datasets
-        The datasets, each loaded once; a run whose dataset cannot be loaded is not run.
-    mode
-        How runs are judged: the splits per training, the protocol, quick mode (the baselines' schedules).
     device
         ``auto``, ``cpu`` or ``cuda[:N]``, for GCA and the baselines.
     plots_dir
-        Where the first run of each row marked for plots saves its loss curve and t-SNE map
-        (``<dataset>-<row>-seed<i>-loss.png``, ``…-tsne.png``); ``None``: no plots.
+        Where the first run of each row marked for plots saves ``<dataset>-<row>-seed<i>-loss.png`` and ``…-tsne.png``;
+        ``None``: no plots.
     progress
-        Whether a progress bar counts the runs, and each run shows its phases: GCA's updates, a baseline's epochs,
-        the evaluation's probe steps (once a phase has run a few seconds; in a log, a line at least once a minute).
+        Whether a progress bar counts the runs, and each run shows its phases (:func:`gca.progress.phase`).
     log
         Where the line about each failed run goes (one per run, new or read again); default standard error.
     """

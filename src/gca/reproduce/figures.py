@@ -17,7 +17,8 @@ from ..outputs.plots import pyplot, save_figure
 def sensitivity_heatmap(
     accuracy: np.ndarray, p_e: Sequence[float], p_f: Sequence[float], path: str | Path, title: str
 ) -> None:
-    """Accuracy over the (p_e, p_f) grid: rows p_e, columns p_f; missing cells (NaN) are left blank.
+    """Accuracy over the (p_e, p_f) grid, written to the PNG ``path`` (atomically): rows p_e, columns p_f; missing
+    cells (NaN) are left blank.
 
     Parameters
     ----------
@@ -28,10 +29,6 @@ def sensitivity_heatmap(
         The edge-removal probabilities of the rows (p_e = p_e,1 = p_e,2), bottom to top.
     p_f
         The feature-masking probabilities of the columns (p_f = p_f,1 = p_f,2), left to right.
-    path
-        The PNG file to write (atomically).
-    title
-        The figure's title.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(2.4 + 0.75 * len(p_f), 1.6 + 0.62 * len(p_e)))
@@ -67,10 +64,6 @@ def spring_layout(edge_index: np.ndarray, num_nodes: int, seed: int = 0, iterati
     ----------
     edge_index
         ``[2, E]`` node indices of the edges; each edge attracts both ways, whichever direction it is listed in.
-    num_nodes
-        N; the result has one row per node, and memory is O(N²).
-    seed
-        Seeds the random initial positions.
     iterations
         Force steps, each moving a node by at most the temperature (0.1, cooling by 1.5 % a step to 0.002).
     """
@@ -106,15 +99,9 @@ def spring_layout(edge_index: np.ndarray, num_nodes: int, seed: int = 0, iterati
 def karate_edge_centrality(path: str | Path, seed: int = 0) -> dict[str, np.ndarray]:
     """Figure 3: the Karate club's edge centrality w_uv = (φ(u) + φ(v))/2 under degree, eigenvector and
     PageRank centrality, side by side; edge width ∝ w_uv (scaled to each panel's largest), nodes coloured by
-    faction, the two leaders ("coaches") in orange. Returns the edge weights per scheme (undirected edges u < v).
-
-    Parameters
-    ----------
-    path
-        The PNG file to write (atomically).
-    seed
-        The seed of the layout (:func:`spring_layout`); the weights do not depend on it.
-    """
+    faction, the two leaders ("coaches") in orange, written to the PNG ``path`` (atomically). Returns the edge
+    weights per scheme (undirected edges u < v); they do not depend on ``seed``, the layout's
+    (:func:`spring_layout`)."""
     data = karate_club()
     n = data.num_nodes
     edges = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]

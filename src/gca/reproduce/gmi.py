@@ -1,69 +1,35 @@
-"""GMI — Graphical Mutual Information maximisation (Peng et al., WWW 2020), the Table 3 baseline, memory-bounded.
+"""GMI — Graphical Mutual Information maximisation (Peng et al., WWW 2020), the Table 3 baseline, memory-bounded; the
+design discussion is in docs/design/application.md.
 
-The method (paper §3). A GNN encoder maps the features X and the adjacency A to node representations H; GMI
-maximises, for every node i, the mutual information between h_i and its neighbourhood's input (X_i, A_i), split into
+A GNN encoder maps X and A to H; GMI maximises, for every node i, the feature mutual information (FMI)
+I(h_i; X_i) = Σ_{j ∈ N(i)} w_ij I(h_i; x_j) and the topology mutual information (TMI) I(w_ij; a_ij), w_ij = σ(h_iᵀ h_j),
+each I(h; x) estimated by a discriminator D's Jensen–Shannon estimator, sp(t) = log(1 + eᵗ),
 
-* **FMI**, feature mutual information, I(h_i; X_i) = Σ_{j ∈ N(i)} w_ij I(h_i; x_j): the information h_i keeps about
-  the input features of its neighbours, weighted, and
-* **TMI**, topology mutual information, I(w_ij; a_ij) with w_ij = σ(h_iᵀ h_j): the reconstructed edge weight against
-  the adjacency entry.
+    Î_JSD(h; x) = −sp(−D(h, x)) − E_{x′ ∼ P̃} sp(D(h, x′)).
 
-Each I(h; x) is estimated by the Jensen–Shannon estimator of a discriminator D (paper §3, after Hjelm et al., 2019),
-
-    Î_JSD(h; x) = −sp(−D(h, x)) − E_{x′ ∼ P̃} sp(D(h, x′)),  sp(t) = log(1 + eᵗ),
-
-with x′ a negative (another node's input), and TMI as the binary cross-entropy of σ(h_iᵀ h_j) against a_ij. The
-reference implementation (github.com/zpeng27/GMI, ``execute.py``, ``models/gmi.py``) trains *GMI-mean*, w_ij =
-1 / |N(i)| — the variant the paper reports as the better one — with the FMI computed in the form its README calls the
-more practical alternative, and this module follows it:
+As the reference code (github.com/zpeng27/GMI: *GMI-mean*, w_ij = 1 / |N(i)|, the FMI in its README's practical form):
 
     L = α · JSD[ D₁(x_i, h_i) ]  +  β · JSD[ D₂(h_i, n_i) ]  +  γ · L_rec,
 
-* ``JSD[D(a_i, b_i)]`` = mean_i sp(−D(a_i, b_i)) + mean_{i, k} sp(D(a_{π_k(i)}, b_i)), negatives π_k(i) drawn
-  uniformly from the other nodes, K per node; the discriminators are bilinear, D(a, b) = σ(aᵀ W b + c), the sigmoid
-  inside D as in the reference code;
-* D₁ scores the node's own (row-normalised) features x_i against h_i — I(h_i; x_i), weight α;
-* D₂ scores h_i against n_i = PReLU(mean_{j ∈ N(i)} x_j W₁), the mean of the neighbours' features through the first
-  layer's weight W₁ (before propagation) — I(h_i; x_j) for neighbours j, GMI-mean's weights, weight β;
+* JSD[D(a_i, b_i)] = mean_i sp(−D(a_i, b_i)) + mean_{i, k} sp(D(a_{π_k(i)}, b_i)), K negatives π_k(i) per node drawn
+  uniformly from the other nodes; D(a, b) = σ(aᵀ W b + c), bilinear, the sigmoid inside D as in the reference code;
+* D₁ scores the node's row-normalised features x_i against h_i; D₂ scores h_i against n_i = PReLU(mean_{j ∈ N(i)}
+  x_j W₁), W₁ the first layer's weight (before propagation);
 * L_rec = (w₂ / N²) Σ_{i, j} [ t_ij · w₁ · (−log σ(s_ij)) + (1 − t_ij) · (−log(1 − σ(s_ij))) ], s_ij = h_iᵀ h_j, over
-  all N² pairs, the target T = A + I (self-pairs positive); with P = |T| and m = P / 2 (the reference counts the
-  positives of its dense A + I and halves them), w₁ = (N² − m) / m weighs the positives up and w₂ = N² / (N² − m).
+  all N² pairs, target T = A + I; with m = |T| / 2, w₁ = (N² − m) / m and w₂ = N² / (N² − m).
 
-Settings (the reference code's defaults, used by the paper for its transductive datasets; the GCA paper, §5.1,
-runs every deep baseline with a two-layer GCN encoder and "their official implementations"): encoder two GCN layers
-(Kipf & Welling, 2017; Â = D^−½ (A + I) D^−½) of 512 units, each with a single-parameter PReLU; α = 0.8, β = 1,
-γ = 1, K = 5 negatives per node for each discriminator; Adam, lr 0.001, no weight decay; up to 550 epochs, stopping
-after 20 epochs without a new lowest loss and keeping the weights of the lowest (``fit`` of
-:mod:`gca.reproduce.training`). The embedding is the encoder's output H (512 wide). Features are row-normalised as
-for every unsupervised baseline (the reference does the same).
+Settings (the reference code's defaults): two GCN layers (Â = D^−½ (A + I) D^−½) of 512 units with PReLU; α = 0.8,
+β = 1, γ = 1, K = 5 for each discriminator; Adam, lr 0.001, no weight decay; up to 550 epochs, stopping after 20
+without a new lowest loss, the lowest's weights kept (:func:`gca.reproduce.training.fit`). The embedding is H. Quick
+mode caps the epochs by :func:`quick_epochs`. Differs from the reference: L_rec is exact but no N × N tensor is held
+— through logits,
 
-Deviations, and why:
+    L_rec = (w₂ / N²) · [ Σ_{all i, j} sp(s_ij) + Σ_{(i, j) ∈ T} (w₁ · sp(−s_ij) − sp(s_ij)) ],
 
-* **Memory.** The reference builds σ(HHᵀ) and the dense target as N × N tensors (O(N²) memory; the GCA paper reports
-  GMI out of memory on Coauthor-CS and -Physics). Here L_rec is computed exactly over all N² pairs but never held:
-  written through logits, −log σ(s) = sp(−s) and −log(1 − σ(s)) = sp(s), it is
-
-      L_rec = (w₂ / N²) · [ Σ_{all i, j} sp(s_ij) + Σ_{(i, j) ∈ T} (w₁ · sp(−s_ij) − sp(s_ij)) ],
-
-  an all-pairs sum taken in row blocks of N × b similarities (b = :data:`BLOCK_ELEMENTS` / N rows) plus a sparse
-  correction over the |T| target pairs, read off the block that holds them. Its gradient, 2 σ(S) H for the
-  all-pairs part (S = HHᵀ is symmetric) plus a term on the pairs of T and Tᵀ, is accumulated in the same sweep
-  (:class:`_ReconstructionLoss`, a custom autograd function that keeps only the N × d gradient for backward rather
-  than recomputing the blocks there): memory O(N·b + N·d), about 2·N²·d multiply-adds per epoch, no N × N tensor.
-* **No 1e−10 inside the logarithms.** The reference writes log(σ(s) + 1e−10), which caps a pair's loss at
-  −log 1e−10 ≈ 23 and zeroes its gradient once the pair saturates (a non-edge with s ≳ 17, where σ(s) rounds to 1 in
-  float32); the logit form has neither cap nor NaN. Where no pair saturates the two agree to ~1e−10 per pair.
-* **Best weights.** ``fit`` keeps the weights right after the step taken at the lowest loss; the reference keeps
-  those just before it (the ones that scored it): one Adam step at lr 0.001 apart, shared with the DGI row.
-* **Sparse everywhere.** Propagation, neighbour means and (for features under 10 % dense, e.g. Coauthor-CS) the
-  features themselves are sparse CSR matrices; the reference's dense N × N target is never built. Negatives are
-  drawn with torch's generator (seeded), vectorised, instead of NumPy's in a Python loop: the same distribution.
-* **Quick mode** (``quick=True``) caps the epochs by :func:`quick_epochs`; the objective, learning rate and
-  patience are unchanged. An epoch costs ~2·N²·512 multiply-adds in L_rec plus the encoder's and discriminators'
-  products, so the cap keeps N² × epochs at most that of 60 epochs on Amazon-Photo (7,650 nodes): 60 epochs there,
-  18 on Amazon-Computers (13,752 nodes), and the floor of 10 on Coauthor-CS (18,333 nodes) — there quick mode trains
-  far less than the full schedule and its numbers say little about GMI; the full schedule (up to 550 epochs) is the
-  one to compare (timings: docs/reproduction.md, "GMI and MVGRL at their full schedules").
+in row blocks of :data:`BLOCK_ELEMENTS` with its gradient in the same sweep (:class:`_ReconstructionLoss`), without
+the reference's 1e−10 inside the logarithms; the weights kept are those right after the lowest loss's step (the
+reference's: just before); propagation, neighbour means and features under 10 % dense are sparse; negatives come
+from torch's seeded generator.
 """
 
 from __future__ import annotations

@@ -1,96 +1,33 @@
 """MVGRL (Hassani & Khasahmadi, "Contrastive Multi-View Representation Learning on Graphs", ICML 2020), the Table 3
-baseline: its personalised-PageRank diffusion dense and exact as the authors' code keeps it where it fits a stated
-memory budget, else sparse with a stated fraction of every row's mass.
+baseline; the design discussion is in docs/design/application.md.
 
-**Views** (paper §3, augmentations). The adjacency view is the GCN's operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}
-(gca's: :func:`gca.graph.sparse.normalized_adjacency_entries`); the diffusion view is personalised PageRank with
-teleport probability α = 0.2 (paper §4, experimental setup),
+**Views.** The adjacency view is the GCN operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}
+(:func:`gca.graph.sparse.normalized_adjacency_entries`); the diffusion view is personalised PageRank, α = 0.2,
 
     S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
 
-with the self-loops the authors' ``compute_ppr`` adds (the paper's formula writes D^{-1/2} A D^{-1/2}; we follow
-the code). Both operators act as a GCN's does: row v aggregates over the nodes u of its non-zero columns.
+with the self-loops of the authors' ``compute_ppr`` (the paper writes D^{-1/2} A D^{-1/2}). Row v of either operator
+aggregates over its non-zero columns. S is dense and exact where its N² float32 entries fit :data:`DENSE_BYTES`
+(:func:`ppr_dense`); beyond, it is built B rows at a time from the series truncated after K = ⌈ln ε / ln(1 − α)⌉ − 1
+terms (every entry within ε = :data:`PPR_TOLERANCE`, as ‖T‖₂ ≤ 1; a column also stops once (1 − α)/α · ‖t_K‖₂ ≤ ε),
+each row keeping its fewest largest entries that hold :data:`KEPT_MASS` of its mass, at most :data:`MAX_ENTRIES` in
+all (:func:`ppr_by_mass`); the record says which form was used (:meth:`Diffusion.describe`).
 
-*Dense diffusion, as the reference.* The authors' node-classification code (``node/dataset.py``) keeps S dense —
-N² entries, the inverse of a dense matrix — on Cora and PubMed. Where N² float32 entries fit :data:`DENSE_BYTES`
-(2 GiB: Amazon-Photo 0.23 GB, Amazon-Computers 0.76 GB, Coauthor-CS 1.34 GB) S is computed so here
-(:func:`ppr_dense`): a Cholesky factorisation of I − (1 − α)Â, whose eigenvalues lie in [α, 2 − α] for an
-undirected graph (condition number ≤ 9, so float32 loses nothing), O(N³) time; an LU inverse where Â is not
-symmetric. Training slices each sampled subgraph's dense block of S, as the reference does.
+**Model.** One GCN layer per view, not shared: h = PReLU(M X W + b), M = Â or S, 512 units, on row-normalised
+features; summary s = σ(mean_v h_v) per view. A bilinear D(z, g) = zᵀ W g + b scores positives D(h^S_v, s^Â) and
+D(h^Â_v, s^S), and as negatives the same with nodes encoded from row-shuffled features (one permutation a step); the
+loss is the binary cross-entropy of the four sets of scores (labels 1, 1, 0, 0). ``heads=True`` adds the paper's
+projection heads, f_ψ on nodes and f_φ on summaries: D(f_ψ(h^S_v), f_φ(s^Â)), …. Embedding: h^Â + h^S on the whole
+graph, from the weights of the lowest loss.
 
-*Memory-bounded diffusion, beyond the budget.* Above it (Coauthor-Physics, ogbn-arxiv: 115 GB) S is built a block
-of B rows at a time (:func:`ppr_rows`): row v of S is column v of Sᵀ = α Σ_k (1 − α)^k (Tᵀ)^k, so a block is the
-truncated series S_K = α Σ_{k≤K} ((1 − α)Tᵀ)^k E applied to the block's unit vectors E (N × B), one sparse
-product per term — O(N·B) memory, O(K·nnz(T)) time per column. Each row is cut to the fewest of its largest entries
-that hold :data:`KEPT_MASS` = 95 % of its mass (:func:`ppr_by_mass`) before the next block is computed, so no
-N × N tensor ever exists; the kept values are S's own. At most :data:`MAX_ENTRIES` (2²⁶) entries are kept in
-all, shared evenly by the rows, so memory stays bounded; a row the cap cuts keeps less mass. The run record says
-which form was used and, for the sparse one, the mean fraction of each row's mass kept and the entries kept per row
-(:meth:`Diffusion.describe`).
+**Training** (``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on 4 subgraphs of 2,000 nodes
+(a smaller graph whole), early stopping after 20 epochs without a new lowest loss, at most 3,000 epochs; quick mode
+caps them at :data:`QUICK_EPOCHS` (a run that early stopping ends before the cap is not shortened).
 
-*Truncation error.* ‖T‖₂ ≤ 1 for the symmetric normalisation of an undirected graph, so every entry of the
-remainder satisfies |S − S_K|_{vu} ≤ ‖S − S_K‖₂ ≤ α Σ_{k>K} (1 − α)^k = (1 − α)^{K+1}: K = ⌈ln ε / ln(1 − α)⌉ − 1
-terms give error ≤ ε a priori (ε = 10⁻⁴: K = 41). Each column's series also stops earlier, with the same
-guarantee, once its newest term t_K has (1 − α)/α · ‖t_K‖₂ ≤ ε (the remainder is Σ_{j≥1} ((1 − α)Tᵀ)^j t_K);
-on Amazon-Photo most columns stop after 20–30 terms, the ones of small components (isolated nodes) run to K.
-(For a directed graph ‖T‖₂ may exceed 1; the a posteriori test still stops the series, and the a priori K stays
-its cap.)
-
-*The reference's sparsification, not followed.* On CiteSeer only, the authors' code zeroes the entries of S below
-ε chosen from {10⁻⁵, 10⁻⁴, 10⁻³, 10⁻²} so that the average number of kept entries per row is closest to the
-graph's average degree, then min-max scales every column of S to [0, 1] (scikit-learn's ``MinMaxScaler``,
-``node/dataset.py``). That keeps about as many entries as a row has neighbours — cut per node to that many
-(k = round(|E| / N): 4 on Cora, 31 on Amazon-Photo), a row keeps 60 % of its mass on Cora and 53 % on Amazon-Photo
-on average — and rescales the operator; neither is needed where S fits dense, and beyond that a cut by mass keeps
-what the diffusion is for (95 % of its mass keeps 218 entries a row on Cora, 1,598 on Amazon-Photo).
-
-**Encoders** (paper §3 and §4). One GCN layer per view, not shared: h = PReLU(M X W + b) with M = Â or S, 512
-units (the node-classification setting), on the row-normalised features every baseline here sees. Readout:
-s = σ(mean_v h_v) per view. The paper's §3 also passes node and graph representations through projection heads
-shared by the views (MLPs with two hidden layers and PReLU); the authors' node-classification code, which gave the
-paper's node results, has none, and neither has PyGCL's MVGRL example (by GCA's authors) for nodes. We follow the
-code: no heads by default (``heads=False``). ``heads=True`` adds them — f_ψ on the node representations and f_φ
-on the summaries, each three linear layers with PReLU plus a linear shortcut as in the authors' only
-implementation of the head (``graph/train.py``) — but their 512 × 512 products make a step several times slower,
-and on Amazon-Photo they kept the loss at its initial log 2 until early stopping ended training at the initial
-weights (measured: docs/reproduction.md, "GMI and MVGRL at their full schedules").
-
-**Objective** (paper §3, training; as the node code). A bilinear discriminator D(z, g) = zᵀ W g + b scores the
-node representations of one view against the summary of the other: positives D(h^S_v, s^Â) and D(h^Â_v, s^S)
-(through the heads, when used: D(f_ψ(h^S_v), f_φ(s^Â)), …); negatives the same with the nodes encoded from
-row-shuffled features (one permutation per step, as DGI's corruption). The loss is the binary cross-entropy of
-all four sets of scores (labels 1, 1, 0, 0), the JSD estimator's form in the authors' code.
-
-**Embedding** (paper §3 and §4). h^Â + h^S on the whole graph, from the weights of the lowest loss, detached.
-
-**Training** (paper §4 and ``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on a batch of
-4 subgraphs of 2,000 nodes, early stopping after 20 epochs without a new lowest loss (the best weights kept,
-:func:`gca.reproduce.training.fit`), at most 3,000 epochs. A graph of at most 2,000 nodes is used whole, as the
-batch's one graph. An epoch with a dense S costs about 2·4·2,000²·512 multiply-adds in each direction for the
-true and the shuffled nodes, plus the features' products X W (multiplied dense), so the full 3,000 epochs, where
-early stopping does not end them, take hours on a CPU (measured: docs/reproduction.md, "GMI and MVGRL at their full
-schedules"). Quick mode caps training at :data:`QUICK_EPOCHS` = 400 epochs: a run that early stopping ends before
-the cap is the full schedule's run, epoch for epoch, and its row is compared with the paper; one that reaches the
-cap is marked shortened.
-
-**Deviations from the reference, and why.**
-
-* Diffusion: dense in float32 by a Cholesky factorisation (the reference: float64, a general inverse); beyond
-  :data:`DENSE_BYTES`, a blockwise truncated series cut by mass (above), where the reference would need N² floats.
-  No min-max scaling (the reference scales S on CiteSeer only).
-* Subgraphs: each of the batch's 4 subgraphs is the induced subgraph of 2,000 nodes drawn uniformly without
-  replacement, where the reference slices a contiguous range of node ids. A contiguous range depends on the order
-  in which the dataset stores its nodes (often grouped by class or by crawl), and nodes near either end of the
-  order fall in fewer ranges; a uniform subset samples every node alike whatever the order. Like the reference,
-  the subgraph keeps the entries of the whole graph's Â and S between its nodes, not renormalised.
-* Sparse products throughout (``torch.sparse.mm``), where the reference multiplies dense 2,000 × 2,000 blocks.
-* No projection heads by default, as the authors' node code (above). The embedding is the encoders' outputs, as
-  there; the paper's text sums the representations after the heads.
-* The reference adds the self-loops twice to the adjacency view (``normalize_adj(adj + I)`` with its own
-  self-loop); Â here has them once, as a GCN's operator.
-* The negatives' features are shuffled across the batch's 4 subgraphs (one permutation of all its rows), the
-  reference's one permutation within each; all are nodes of the same graph, so the negatives' distribution is
-  the same.
+**Differs from the authors' code:** S in float32 by Cholesky (theirs float64, a general inverse), not min-max scaled
+(theirs on CiteSeer), sparse beyond :data:`DENSE_BYTES`; subgraphs are uniform node samples, not contiguous id ranges
+(both keep the whole graph's entries, not renormalised); sparse products; Â with its self-loops once (theirs twice);
+negatives shuffled across the batch's subgraphs, not within each; no heads by default, as their node code.
 """
 
 from __future__ import annotations
@@ -153,9 +90,7 @@ def ppr_rows(
     transition: torch.Tensor, rows: torch.Tensor, alpha: float = ALPHA, tolerance: float = PPR_TOLERANCE
 ) -> torch.Tensor:
     """Rows ``rows`` of S = α(I − (1 − α)T)^{-1} as the columns of a dense N × B block, each entry within
-    ``tolerance`` of the exact value (module docstring).
-
-    ``transition`` is Tᵀ as a sparse N × N tensor; column j of the result is row ``rows[j]`` of S."""
+    ``tolerance`` of the exact value (module docstring); ``transition`` is Tᵀ as a sparse N × N tensor."""
     n, b = transition.shape[0], rows.numel()
     total = torch.zeros(n, b, dtype=torch.float32, device=transition.device)
     total[rows, torch.arange(b, device=rows.device)] = alpha
@@ -194,18 +129,6 @@ def ppr_by_mass(
     ----------
     edge_index
         The graph's edges (u → v: row v of Â aggregates u).
-    num_nodes
-        N.
-    mass
-        The fraction of each row's mass kept (default :data:`KEPT_MASS`).
-    alpha
-        The teleport probability α.
-    tolerance
-        The bound on every entry's truncation error (:func:`ppr_rows`).
-    block
-        Rows of S computed at once (default :func:`ppr_block`: the blocks fit :data:`PPR_BLOCK_BYTES`).
-    max_entries
-        The most entries kept in all (default :data:`MAX_ENTRIES`); each row keeps at most this // N.
     """
     most = max(1, max_entries // max(1, num_nodes))
     index, weight = normalized_adjacency_entries(edge_index, num_nodes)
@@ -242,10 +165,6 @@ def ppr_dense(edge_index: torch.Tensor, num_nodes: int, alpha: float = ALPHA) ->
     ----------
     edge_index
         The graph's edges (u → v: row v of Â aggregates u).
-    num_nodes
-        N.
-    alpha
-        The teleport probability α.
     """
     index, weight = normalized_adjacency_entries(edge_index, num_nodes)
     system = torch.zeros(num_nodes, num_nodes)
@@ -260,22 +179,9 @@ def ppr_dense(edge_index: torch.Tensor, num_nodes: int, alpha: float = ALPHA) ->
 
 
 class Diffusion:
-    """The diffusion view S of a graph: dense and exact where its N² float32 entries fit ``dense_bytes``
-    (:func:`ppr_dense`), else sparse, each row keeping ``mass`` of its own (:func:`ppr_by_mass`).
-
-    Parameters
-    ----------
-    edge_index
-        The graph's edges.
-    num_nodes
-        N.
-    dense_bytes
-        The most bytes a dense S may take (default :data:`DENSE_BYTES`).
-    mass
-        The fraction of each row's mass a sparse S keeps (default :data:`KEPT_MASS`).
-    tolerance
-        The bound on a sparse S's truncation error per entry (:func:`ppr_rows`).
-    """
+    """The diffusion view S of a graph: dense and exact where its N² float32 entries fit ``dense_bytes`` (default
+    :data:`DENSE_BYTES`; :func:`ppr_dense`), else sparse, each row keeping ``mass`` of its own and each entry within
+    ``tolerance`` (:func:`ppr_by_mass`)."""
 
     def __init__(
         self,
@@ -390,7 +296,7 @@ class MVGRL(nn.Module):
 
     def _score(self, h: torch.Tensor, summaries: torch.Tensor) -> torch.Tensor:
         """D(f_ψ(h_v), g) for each node v against its graph's projected summary g (one row per graph): zᵀ(W g) + b
-        with W g computed once per graph (``nn.Bilinear`` itself takes minutes to differentiate on CPU)."""
+        with W g computed once per graph, not ``nn.Bilinear`` per node."""
         z = self.node_head(h).view(summaries.shape[0], -1, h.shape[1])
         weighted = summaries @ self.discriminator.weight[0].t()
         return (z * weighted.unsqueeze(1)).sum(-1).reshape(-1) + self.discriminator.bias
@@ -444,11 +350,8 @@ def mvgrl_embeddings(
     """MVGRL's embeddings of every node (module docstring), N × 512, float32, detached, and its training, whose
     ``details`` say how the diffusion was kept (:meth:`Diffusion.describe`).
 
-    ``diffusion`` is the graph's diffusion view (default: ``Diffusion(data.edge_index, N)``, dense where it fits
-    :data:`DENSE_BYTES`); ``sample_size``, ``batch_size`` and ``epochs`` (the cap; default 3,000, quick
-    :data:`QUICK_EPOCHS`) default to the settings above; tests shrink them. ``heads`` adds the paper's projection
-    heads (module docstring); ``progress`` shows the epochs on stderr (:func:`gca.reproduce.training.fit`). Raises
-    :class:`gca.train.loop.TrainingError` when the loss is not finite."""
+    ``diffusion`` defaults to ``Diffusion(data.edge_index, N)``; ``epochs`` is the cap (default 3,000, quick
+    :data:`QUICK_EPOCHS`). A loss that is not finite raises :class:`gca.train.loop.TrainingError`."""
     x, edge_index = seeded_inputs(data, seed, torch.device("cpu"))
     n = x.shape[0]
     adjacency = normalized_adjacency_entries(edge_index, n)

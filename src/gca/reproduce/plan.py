@@ -77,11 +77,10 @@ QUICK_SPLITS = 20
 @dataclass(frozen=True)
 class Mode:
     """How much to run and how runs are judged. The full mode follows the paper: 20 trainings per cell, training i
-    judged on one split drawn from seed i. ``quick`` is sized for a laptop CPU: every GCA row keeps its setting's
-    number of updates (mini-batches where :mod:`gca.train.fast` finds them faster), and time is saved on the number
-    of trainings (one per cell), each judged on :data:`QUICK_SPLITS` splits, and on the baselines. ``protocol`` is
-    the evaluation protocol (:data:`gca.evaluate.classification.PROTOCOLS`): the authors', behind the paper's
-    numbers, unless asked otherwise."""
+    judged on one split drawn from seed i. ``quick`` keeps every GCA row's number of updates (mini-batches where
+    :mod:`gca.train.fast` finds them faster) and saves time on trainings (one per cell, judged on :data:`QUICK_SPLITS`
+    splits) and on the baselines. ``protocol`` (:data:`gca.evaluate.classification.PROTOCOLS`) is the authors' unless
+    asked otherwise."""
 
     runs: int  # trainings per cell, seeds 0 … runs − 1 (gca.seeds.training_seeds, as a run's repeated pretrainings)
     max_epochs: int | None  # cap on the tables' GCA epochs (None: Table 5's); a capped row is marked shortened
@@ -167,15 +166,7 @@ class Mode:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``; ``(training, split) value`` → ``… values``.
-
-    Parameters
-    ----------
-    count
-        How many; written with thousands separators (``1,000 runs``).
-    noun
-        The singular noun; an ``s`` is appended unless ``count`` is 1.
-    """
+    """``1 run``, ``2 runs``, ``1,000 runs``: ``noun`` with an ``s`` unless ``count`` is 1."""
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
@@ -207,14 +198,12 @@ class Planner:
 
     Parameters
     ----------
-    mode
-        How many trainings a cell has, the epoch caps, Figure 4's grid and how runs are judged.
     baselines
         Keys of :data:`gca.reproduce.baselines.BASELINES`: the baselines' rows of Table 3 (GCA's rows are always
         planned).
     training
-        With ``fast``: a dataset's name → the fast path's choice for it and its node count; ``None``: every GCA run
-        trains as its configuration says.
+        A dataset's name → the fast path's choice for it and its node count; ``None``: every GCA run trains as its
+        configuration says.
     """
 
     def __init__(
@@ -281,8 +270,6 @@ class Planner:
 
         Parameters
         ----------
-        dataset
-            The dataset's name in any spelling, or its path.
         info
             The row's entries in its table besides the accuracy (Table 3: ``{"data": "X, A"}``; Table 4: the
             topology and attribute columns), copied into each cell's :attr:`Cell.info`.

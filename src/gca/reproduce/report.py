@@ -23,14 +23,7 @@ from .table import differs as differs
 
 
 def accuracy(record: dict[str, Any] | None) -> float | None:
-    """The test accuracy (%) a run record holds, or ``None`` (not finished, or failed).
-
-    Parameters
-    ----------
-    record
-        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
-        not finished.
-    """
+    """The test accuracy (%) a run record holds, or ``None`` (not finished, or failed)."""
     if not record or not record.get("accuracy"):
         return None
     return float(record["accuracy"]["mean"])
@@ -41,9 +34,6 @@ def split_accuracies(record: dict[str, Any] | None, key: str = "accuracy") -> li
 
     Parameters
     ----------
-    record
-        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
-        not finished.
     key
         The judgement read: ``accuracy`` (the reproduction's protocol), or
         :data:`~gca.reproduce.plan.SECOND_OPINION` (gca's probe on the same splits).
@@ -56,16 +46,7 @@ def split_accuracies(record: dict[str, Any] | None, key: str = "accuracy") -> li
 
 def best_at_last_check(record: dict[str, Any] | None, key: str = "accuracy") -> tuple[int, int]:
     """Under the authors' protocol: (splits whose best validation check was the probe's last, splits); (0, 0) when
-    the record does not say (another protocol, a supervised baseline).
-
-    Parameters
-    ----------
-    record
-        A run's record as :meth:`RunStore.get <gca.reproduce.store.RunStore.get>` returns it; ``None`` for a run
-        not finished.
-    key
-        The judgement read: ``accuracy``, or :data:`~gca.reproduce.plan.SECOND_OPINION`.
-    """
+    the record does not say (another protocol, a supervised baseline); ``key`` as in :func:`split_accuracies`."""
     judged = record.get(key) if record else None
     if not isinstance(judged, dict) or not judged.get("last_check") or "chosen_epoch" not in judged:
         return 0, 0
@@ -89,14 +70,8 @@ class Reporter:
 
     Parameters
     ----------
-    out
-        The folder the tables (``table3.md``, ``table3.csv``, …) and Figure 4's files are written to.
-    store
-        The finished runs the numbers are read from.
     datasets
         The datasets; one that could not be loaded is a ``skipped`` cell and a note.
-    mode
-        How the runs were judged, said under each table; whether the paper's numbers are compared.
     unavailable
         Baseline key → why it cannot run here (the executor's, filled as it runs): its cells read ``not run†``
         and the reason is a note.
@@ -122,13 +97,7 @@ class Reporter:
 
     def summary(self, cell: Cell) -> dict[str, Any]:
         """mean ± std over the values of the cell's finished runs (one per training and split), or why there is no
-        number. ``values`` keys each value by (seed, split number), which pairs it with another row's.
-
-        Parameters
-        ----------
-        cell
-            The table entry: its runs, label and dataset.
-        """
+        number. ``values`` keys each value by (seed, split number), which pairs it with another row's."""
         loaded = self.datasets.get(cell.dataset)
         if not isinstance(loaded, LoadedDataset):
             return {"status": "skipped", "reason": loaded}
@@ -171,13 +140,7 @@ class Reporter:
     def shortened(self, cell: Cell) -> str:
         """Why the cell's runs are shorter than the setting the paper's number comes from ('' when they are not): a
         GCA row below its Table 5 epochs, a baseline that quick mode shortens — unless early stopping ended every one
-        of its runs before quick mode's cap, so that each is the full schedule's run.
-
-        Parameters
-        ----------
-        cell
-            The table entry: its runs, label and dataset.
-        """
+        of its runs before quick mode's cap, so that each is the full schedule's run."""
         if not cell.runs:
             return ""
         run = cell.runs[0]
@@ -196,13 +159,7 @@ class Reporter:
 
     def baseline_training_note(self, cells: list[Cell]) -> str:
         """How long each baseline trained, from its runs' records: the epochs run against the schedule's cap,
-        whether early stopping ended them, and which weights give the embeddings ('' when no record has one).
-
-        Parameters
-        ----------
-        cells
-            The table's cells; only the baselines' with a ``training`` record are said.
-        """
+        whether early stopping ended them, and which weights give the embeddings ('' when no record has one)."""
         said = []
         for cell in cells:
             if not cell.runs or cell.runs[0].method == "gca":
@@ -246,18 +203,8 @@ class Reporter:
         return "Baselines trained (each run's record holds its loss at every epoch): " + "; ".join(said) + "."
 
     def notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
-        """The notes under a table, made from what ran.
-
-        Parameters
-        ----------
-        cells
-            The table's cells, every dataset's.
-        datasets
-            The table's datasets, in column order.
-        twin
-            The trained row compared with Random-Init (:data:`~gca.reproduce.plan.TRAINED_TWIN`: ``GCA-DE`` in
-            Table 3, ``GCA`` in Table 4).
-        """
+        """The notes under a table, made from what ran; ``twin`` is the trained row compared with Random-Init
+        (:data:`~gca.reproduce.plan.TRAINED_TWIN`)."""
         notes = [f"Judged under {PROTOCOL_WORDS[self.mode.protocol]}."]
         judged = {len(split_accuracies(r)) for c in cells for r in map(self.store.get, c.runs)} - {0}
         said = self.mode.describe(judged.pop() if len(judged) == 1 else None)
@@ -315,13 +262,8 @@ class Reporter:
 
     def failed_note(self, cells: list[Cell]) -> str:
         """Every run of the table that failed (training collapsed or diverged), with its file and reason; '' when
-        none did. A failed run's record is kept: the same command reads it again, deleting it trains the run again.
-
-        Parameters
-        ----------
-        cells
-            The table's cells, every dataset's; a run two rows share is named once, with its first row.
-        """
+        none did; a run two rows share is named once, with its first row. A failed run's record is kept: the same
+        command reads it again, deleting it trains the run again."""
         said = {}
         for cell in cells:
             for run in cell.runs:
@@ -337,15 +279,7 @@ class Reporter:
 
     def training_notes(self, cells: list[Cell], datasets: list[str]) -> list[str]:
         """Per dataset: how its trained GCA rows trained (epochs, updates, exact or mini-batch with B and fan-out,
-        device), read from their records, and the seconds its runs took.
-
-        Parameters
-        ----------
-        cells
-            The table's cells, every dataset's.
-        datasets
-            The table's datasets, in column order.
-        """
+        device), read from their records, and the seconds its runs took."""
         lines = []
         for ds in datasets:
             mine = [c for c in cells if c.dataset == ds]
@@ -378,23 +312,11 @@ class Reporter:
         return lines
 
     def gain_notes(self, cells: list[Cell], datasets: list[str], twin: str) -> list[str]:
-        """What training adds: per dataset, the trained row ``twin`` minus Random-Init (the same encoder with the
-        same seed, untrained, judged on the same splits), as mean ± std of the paired differences — under a protocol
-        whose probe converged on both rows. The authors' probe often has not on Random-Init (its best check is its
-        last: the untrained encoder's outputs are tiny); then the difference is given under gca's probe, judged on
-        the same runs and splits (:data:`~gca.reproduce.plan.SECOND_OPINION`), and the authors' is said to measure
-        the probe.
-
-        Parameters
-        ----------
-        cells
-            The table's cells, every dataset's.
-        datasets
-            The table's datasets, in column order.
-        twin
-            The trained row compared with Random-Init (:data:`~gca.reproduce.plan.TRAINED_TWIN`: ``GCA-DE`` in
-            Table 3, ``GCA`` in Table 4).
-        """
+        """What training adds: per dataset, the trained row ``twin`` minus Random-Init (the same encoder and seed,
+        untrained, on the same splits), as mean ± std of the paired differences, under a protocol whose probe
+        converged on both rows. Where the authors' probe did not (its best check its last), the difference is given
+        under gca's probe on the same runs (:data:`~gca.reproduce.plan.SECOND_OPINION`), and the authors' is said to
+        measure the probe."""
         said, caveats = [], []
         for ds in datasets:
             trained = next((c for c in cells if c.dataset == ds and c.label == twin), None)

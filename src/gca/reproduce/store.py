@@ -7,8 +7,8 @@ run that failed (training collapsed or diverged: ``accuracy`` null, ``error`` it
 the same seed and settings fail again — so its record is kept and read like any other.
 
 Each record carries ``digest``, the SHA-256 of its run key and its canonical JSON (:func:`record_digest`), checked
-on every read: a record edited by hand, copied over another run's file or written by a gca whose records had no
-digest is refused (:class:`RunFileError`), never read as numbers or as a failed run.
+on every read: a record edited by hand, copied over another run's file or without a digest is refused
+(:class:`RunFileError`), never read as numbers or as a failed run.
 """
 
 from __future__ import annotations
@@ -41,14 +41,7 @@ DIGEST = "digest"
 def record_digest(record: dict[str, Any], key: str) -> str:
     """The SHA-256 (hex) of run key ``key``, a newline and ``record``'s canonical JSON (sorted keys, no spaces,
     UTF-8; its :data:`DIGEST` field left out): what :meth:`RunStore.put` writes into a record and every read checks.
-
-    Parameters
-    ----------
-    record
-        The record as JSON holds it (what :meth:`RunStore.put` writes, or what a read returns).
-    key
-        The run's key (:func:`run_key`), the name of the record's file.
-    """
+    ``record`` is as JSON holds it (tuples as lists)."""
     body = {name: value for name, value in record.items() if name != DIGEST}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(f"{key}\n{canonical}".encode()).hexdigest()
@@ -109,13 +102,8 @@ def run_key(run: Run) -> str:
 
 
 class RunStore:
-    """Finished runs in ``folder`` (``OUT/runs``).
-
-    Parameters
-    ----------
-    folder
-        The folder of the run files, one ``<run key>.json`` per finished run; made by the first :meth:`put`.
-    """
+    """Finished runs in ``folder`` (``OUT/runs``), one ``<run key>.json`` each; the folder is made by the first
+    :meth:`put`."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
@@ -125,14 +113,8 @@ class RunStore:
 
     def get(self, run: Run) -> dict[str, Any] | None:
         """The run's record, or ``None`` if it has not finished (a half-written file never exists). A file that is
-        there but not a record this store wrote (edited by hand, damaged) is a :class:`RunFileError`.
-
-        Parameters
-        ----------
-        run
-            The planned run; its file is found by :func:`run_key`, and the record must match its method, dataset,
-            seed and settings (and, for GCA, its configuration).
-        """
+        there but not a record this store wrote for ``run`` (edited by hand, damaged, another run's) is a
+        :class:`RunFileError`."""
         path = self.path(run)
         if not path.exists():
             return None
@@ -145,16 +127,9 @@ class RunStore:
         return record
 
     def put(self, run: Run, record: dict[str, Any]) -> None:
-        """Write ``record`` as the run's file (atomically), with the run's key and the digest of both.
-
-        Parameters
-        ----------
-        run
-            The planned run the record is of.
-        record
-            Its JSON-ready fields: method, dataset, seed, settings (GCA: config), ``accuracy`` — or ``accuracy``
-            ``None`` and ``error``, the reason the run failed.
-        """
+        """Write ``record`` as the run's file (atomically), with the run's key and the digest of both. ``record``
+        holds JSON-ready fields: method, dataset, seed, settings (GCA: config), ``accuracy`` — or ``accuracy``
+        ``None`` and ``error``, the reason the run failed."""
         self.folder.mkdir(parents=True, exist_ok=True)
         key = run_key(run)
         # as a read returns it (tuples become lists), so that the digest is the read's; not JSON: an error

@@ -69,16 +69,9 @@ PAPER_LEGEND = {
 
 
 def differs(summary: dict[str, Any], paper: tuple[float, float] | None) -> bool:
-    """More than two standard deviations apart, the two std's combined: |m − m_p| > 2·√(s² + s_p²).
-
-    Parameters
-    ----------
-    summary
-        A cell's summary (:meth:`Reporter.summary`): m and s are its ``mean`` and ``std``; ``False`` unless its
-        status is ``ok``.
-    paper
-        The paper's (m_p, s_p) for the cell; ``None`` (no number in the paper): ``False``.
-    """
+    """More than two standard deviations apart, the two std's combined: |m − m_p| > 2·√(s² + s_p²), m and s the
+    ``summary``'s (:meth:`Reporter.summary`) ``mean`` and ``std``, (m_p, s_p) the ``paper``'s; ``False`` unless the
+    summary's status is ``ok`` and the paper has a number."""
     if paper is None or summary["status"] != "ok":
         return False
     spread = float(np.hypot(summary["std"], paper[1]))
@@ -102,25 +95,20 @@ def write_table(
     ----------
     path_stem
         The files' path without suffix: ``<path_stem>.md`` and ``<path_stem>.csv`` are written (atomically).
-    title
-        The Markdown's heading.
     rows
         One per table row: its label (the paper's row name), its leading columns' values, and dataset → the cell's
         summary (:meth:`Reporter.summary`).
     leading
         The names of the columns before the datasets' (``["Method", "Training data"]``); the first names the
         label's column.
-    datasets
-        The datasets, in column order; each has an "ours" and a "paper" column.
     paper
         Row label → dataset → the paper's (mean, std) (:data:`~gca.reproduce.paper.PAPER_TABLE3`); a missing entry
         is shown as ``—``, or ``OOM`` where the paper ran out of memory.
     notes
-        Paragraphs under the Markdown table, each its own paragraph; then what the paper's column is, where the table
-        shows a paper number, and the legend of ⚠, where a cell carries it.
+        Paragraphs under the table; then what the paper's column is, where the table shows a paper number, and the
+        legend of ⚠, where a cell carries it.
     comparable
-        Whether the runs were judged as the paper's were (the authors' protocol); if not, no number is compared
-        and the paper's column says so.
+        Whether the runs were judged as the paper's were; if not, no number is compared and the paper's column says so.
     """
     kind = "paper" if comparable else "paper, authors' protocol: not comparable"
     header = leading + [f"{ds} ({k})" for ds in datasets for k in ("ours", kind)]

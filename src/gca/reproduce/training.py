@@ -22,16 +22,8 @@ from ..train.loop import TrainingError
 
 
 def row_normalized_features(data: Data, device: torch.device) -> torch.Tensor:
-    """The features as a dense tensor, rows scaled as GCA's encoder input
-    (:func:`gca.graph.features.normalize_rows`).
-
-    Parameters
-    ----------
-    data
-        The graph; its features ``x``, dense or sparse, are read.
-    device
-        Where the tensor is put.
-    """
+    """The features ``data.x`` (dense or sparse) as a dense tensor on ``device``, rows scaled as GCA's encoder
+    input (:func:`gca.graph.features.normalize_rows`)."""
     x = data.x.to_dense() if data.x.is_sparse else data.x
     return torch.from_numpy(normalize_rows(x.float().numpy())).to(device)
 
@@ -51,15 +43,12 @@ class TrainingHistory:
     ----------
     losses
         The loss of each epoch's step, computed before that step's update, in epoch order.
-    max_epochs
-        The schedule's cap on epochs.
     patience
         Epochs without a new lowest loss that end training (0: none; the last epoch's weights are kept).
     kept_epoch
         The epoch (from 1) right after whose update the kept weights were taken.
     stopped_early
-        Whether early stopping ended training (``patience`` epochs without a new lowest loss), also on its last
-        allowed epoch.
+        Whether early stopping ended training, also on its last allowed epoch.
     details
         What else the baseline's record says of its training (MVGRL: how its diffusion was kept).
     """
@@ -112,9 +101,8 @@ def fit(
     """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
     epoch. With ``patience`` (DGI's reference setting) the weights right after the step of the lowest loss are kept
     and training stops after ``patience`` epochs without a new lowest; without, the last weights are kept. A loss
-    that is not finite stops it with a one-line error. With ``progress``, the epochs and the loss are shown on
-    stderr once training has run a few seconds (:func:`gca.progress.phase`: at least a line a minute in a log).
-    Returns what it did (:class:`TrainingHistory`)."""
+    that is not finite stops it with a one-line error. ``progress`` shows the epochs and the loss on stderr
+    (:func:`gca.progress.phase`). Returns what it did (:class:`TrainingHistory`)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     best, best_state, waited, kept, stopped = float("inf"), None, 0, 0, False
     losses: list[float] = []
