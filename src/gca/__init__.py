@@ -22,17 +22,7 @@ from .version import __version__ as __version__
 # (the logging HOWTO's rule for libraries; gca.loggers says what is logged).
 logging.getLogger("gca").addHandler(logging.NullHandler())
 
-_EXPORTS = {
-    "train.estimator": ("GCA",),
-    "config": ("GCAConfig", "build_config"),
-    "nn.model": ("GCAModel",),
-    "evaluate.classification": ("evaluate_embeddings", "linear_evaluation"),
-    "datasets": ("load_dataset", "read_npz_graph"),
-    "graph.graph": ("prepare_graph",),
-    "evaluate.splits": ("random_splits",),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .config import GCAConfig as GCAConfig
     from .config import build_config as build_config
     from .datasets import load_dataset as load_dataset
@@ -44,4 +34,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .nn.model import GCAModel as GCAModel
     from .train.estimator import GCA as GCA
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -1,30 +1,45 @@
 """Names a package hands on from its modules, imported on first use (PEP 562).
 
-A package's ``__init__`` says where each of its public names lives and imports nothing until one is asked for: the
-command line checks its arguments with light modules such as :mod:`gca.evaluate.splits` before PyTorch loads, and
-importing one module of a package must not load the package's heavy neighbours. (``gca.objective``,
-``gca.datasets`` and ``gca.reproduce`` import their modules at once: none of them is needed before PyTorch is.)
+A package's ``__init__`` lists its public names once, as the imports of its ``if TYPE_CHECKING:`` block (``from
+.module import Name as Name``), which type checkers and IDEs read; :func:`lazy_exports` reads the same block from the
+file and imports nothing until a name is asked for: the command line checks its arguments with light modules such as
+:mod:`gca.evaluate.splits` before PyTorch loads, and importing one module of a package must not load its heavy
+neighbours.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
-def lazy_exports(
-    package: str, exports: dict[str, tuple[str, ...]]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names ``exports[m]`` live in its
-    module ``m`` (or, written with two leading dots, in a module of a sibling package: ``"..augment.prepared"``)."""
-    where = {name: module for module, names in exports.items() for name in names}
+def declared_exports(init_file: str | Path) -> dict[str, str]:
+    """Name → relative module path (``".graph"``, ``"..augment.prepared"``) of each import in the ``if
+    TYPE_CHECKING:`` block of a package's ``__init__.py``."""
+    tree = ast.parse(Path(init_file).read_text(encoding="utf-8"))
+    where = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for imported in node.body:
+                if isinstance(imported, ast.ImportFrom):
+                    for alias in imported.names:
+                        where[alias.asname or alias.name] = "." * imported.level + (imported.module or "")
+    return where
+
+
+def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are the imports of the
+    ``if TYPE_CHECKING:`` block of its ``init_file`` (:func:`declared_exports`)."""
+    where = declared_exports(init_file)
 
     def __getattr__(name: str) -> Any:
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module_path(where[name]), package), name)
+        value = getattr(importlib.import_module(where[name], package), name)
         setattr(sys.modules[package], name, value)  # found directly from now on
         return value
 
@@ -32,8 +47,3 @@ def lazy_exports(
         return sorted({*vars(sys.modules[package]), *where})
 
     return __getattr__, __dir__, sorted(where)
-
-
-def module_path(module: str) -> str:
-    """The relative import path of an ``exports`` entry: a module of the package, or of a sibling package."""
-    return module if module.startswith("..") else f".{module}"

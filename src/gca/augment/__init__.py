@@ -9,22 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "centrality": ("node_centrality",),
-    "augmentors": (
-        "EdgeDropper",
-        "FeatureMasker",
-        "ViewAugmentor",
-        "build_augmentors",
-        "drop_probabilities",
-        "edge_weights",
-        "feature_weights",
-    ),
-    "prepared": ("PreparedGraph", "prepare"),
-    "transforms": ("AdaptiveAugmentation", "AdaptiveEdgeDropping", "AdaptiveFeatureMasking"),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .augmentors import EdgeDropper as EdgeDropper
     from .augmentors import FeatureMasker as FeatureMasker
     from .augmentors import ViewAugmentor as ViewAugmentor
@@ -39,4 +24,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .transforms import AdaptiveEdgeDropping as AdaptiveEdgeDropping
     from .transforms import AdaptiveFeatureMasking as AdaptiveFeatureMasking
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

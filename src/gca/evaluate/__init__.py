@@ -10,23 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "classification": (
-        "EvaluationResult",
-        "evaluate_embeddings",
-        "linear_evaluation",
-        "raw_feature_input",
-        "validation_accuracy",
-    ),
-    "probe": ("adam_probe", "ProbeResult"),
-    "splits": ("EvaluationError", "SplitSetting", "random_splits", "label_splits", "few_label_splits", "index_splits"),
-    "linkpred": ("hold_out_edges", "score_links", "HeldOutEdges", "LinkResult"),
-    "clustering": ("cluster_embeddings", "ClusterResult"),
-    "feature_baselines": ("FeatureBaselines", "judge_feature_baselines", "versus_baselines"),
-    "stability": ("Alignment", "AlignmentError", "align_embeddings", "node_cosines", "shared_rows"),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .classification import EvaluationResult as EvaluationResult
     from .classification import evaluate_embeddings as evaluate_embeddings
     from .classification import linear_evaluation as linear_evaluation
@@ -55,4 +39,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .stability import node_cosines as node_cosines
     from .stability import shared_rows as shared_rows
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -10,22 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "graph": ("Graph", "GraphError", "prepare_graph"),
-    "sparse": (
-        "SparseMatrix",
-        "normalized_adjacency",
-        "AdjacencyRows",
-        "layered_normalized_adjacency",
-        "scipy_to_sparse",
-    ),
-    "csr": ("index_dtype", "csr_tensor", "binary_adjacency"),
-    "features": ("DenseFeatures", "normalize_rows", "RowNormalizedFeatures", "dense_input", "read_rows"),
-    "sampling": ("NeighborSampler", "SampledSubgraph"),
-    "walks": ("random_walks",),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .csr import binary_adjacency as binary_adjacency
     from .csr import csr_tensor as csr_tensor
     from .csr import index_dtype as index_dtype
@@ -46,4 +31,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .sparse import scipy_to_sparse as scipy_to_sparse
     from .walks import random_walks as random_walks
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -9,17 +9,11 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "gcn": ("GCNEncoder", "ProjectionHead"),
-    "encoders": ("MessagePassingEncoder", "EncoderError"),
-    "model": ("GCAModel",),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .encoders import EncoderError as EncoderError
     from .encoders import MessagePassingEncoder as MessagePassingEncoder
     from .gcn import GCNEncoder as GCNEncoder
     from .gcn import ProjectionHead as ProjectionHead
     from .model import GCAModel as GCAModel
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -8,13 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "folder": ("RunOutputs", "OutputError", "check_folder", "hold_folder", "release_folder"),
-    "export": ("export_embeddings", "ExportError"),
-    "plots": ("loss_curve", "tsne_map"),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .export import ExportError as ExportError
     from .export import export_embeddings as export_embeddings
     from .folder import OutputError as OutputError
@@ -25,4 +19,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .plots import loss_curve as loss_curve
     from .plots import tsne_map as tsne_map
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

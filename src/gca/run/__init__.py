@@ -11,15 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "inputs": ("GraphRequest",),
-    "job": ("Job",),
-    "pipeline": ("RunResult", "run_gca"),
-    "tasks": ("link_prediction",),
-    "train": ("TrainOutcome", "TrainRequest"),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .inputs import GraphRequest as GraphRequest
     from .job import Job as Job
     from .pipeline import RunResult as RunResult
@@ -28,4 +20,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .train import TrainOutcome as TrainOutcome
     from .train import TrainRequest as TrainRequest
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

@@ -9,25 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..lazy import lazy_exports
 
-_EXPORTS = {
-    "estimator": ("GCA", "clone"),
-    "nodes": ("GraphNodes",),
-    "loop": (
-        "train",
-        "train_step",
-        "encode_graph",
-        "TrainingError",
-        "CollapseError",
-        "warmup_schedule",
-        "updates_taken",
-    ),
-    "batches": ("Batch", "BatchSource", "batch_source"),
-    "checkpoint": ("TrainingCheckpoints", "load_checkpoint", "save_checkpoint"),
-    "distributed": ("Placement", "resolve_device"),
-    "..augment.prepared": ("prepare", "PreparedGraph"),
-}
-
-if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checked by tests/test_layout.py)
+if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from ..augment.prepared import PreparedGraph as PreparedGraph
     from ..augment.prepared import prepare as prepare
     from .batches import Batch as Batch
@@ -49,4 +31,4 @@ if TYPE_CHECKING:  # the same names, imported for type checkers and IDEs (checke
     from .loop import warmup_schedule as warmup_schedule
     from .nodes import GraphNodes as GraphNodes
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)
