@@ -26,6 +26,7 @@ Design notes: docs/design/core.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,18 +51,40 @@ def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.T
         p_τ, the cut-off.
     """
     weights = weights.to(torch.float64)
-    if weights.numel() and (weights < 0).any():
-        raise ValueError("importance weights must be non-negative")
-    probs = torch.full_like(weights, p_tau)
-    informative = weights > 0
-    if not informative.any():
-        return probs
-    s = weights[informative].log_()  # the one copy; the rest in place (10^8 edges: 0.8 GB each)
-    s_max, s_mean = s.max(), s.mean()
-    spread = s_max - s_mean
-    flat = bool(spread <= 1e-12 * max(1.0, float(s_max.abs())))
-    probs[informative] = _from_logs(s, s_max, spread, flat, p, p_tau)
-    return probs
+    return _probabilities(lambda: [weights], (p,), p_tau, torch.float64)[0]
+
+
+def _probabilities(
+    blocks: Callable[[], Iterable[torch.Tensor]], ps: Sequence[float], p_tau: float, dtype: torch.dtype
+) -> list[torch.Tensor]:
+    """:func:`drop_probabilities` for each mean probability of ``ps``, over the float64 weights that ``blocks()``
+    yields block by block (called twice: max s and the mean of s = log w over weights w > 0 as a sum of block sums,
+    then the probabilities), holding no array of all weights besides the results."""
+    s_max, s_sum, informative, count = -math.inf, 0.0, 0, 0
+    for weights in blocks():
+        if weights.numel() and (weights < 0).any():
+            raise ValueError("importance weights must be non-negative")
+        count += weights.numel()
+        logs = weights[weights > 0].log_()
+        if logs.numel():
+            s_max = max(s_max, float(logs.max()))
+            s_sum += float(logs.sum())
+            informative += logs.numel()
+    results = [torch.full((count,), p_tau, dtype=dtype) for _ in ps]
+    if not informative:
+        return results
+    spread = s_max - s_sum / informative
+    flat = spread <= 1e-12 * max(1.0, abs(s_max))
+    written = 0
+    for weights in blocks():
+        positive = weights > 0
+        logs = weights[positive].log_()
+        for out, p in zip(results, ps, strict=True):
+            probs = torch.full_like(weights, p_tau)
+            probs[positive] = _from_logs(logs.clone(), s_max, spread, flat, p, p_tau)
+            out[written : written + weights.numel()] = probs
+        written += weights.numel()
+    return results
 
 
 def _from_logs(logs: torch.Tensor, s_max, spread, flat: bool, p: float, p_tau: float) -> torch.Tensor | float:
@@ -79,12 +102,7 @@ def edge_drop_probabilities(
 ) -> list[torch.Tensor]:
     """Each view's p^e_uv for the mean removal probabilities ``p_e``, from the ``[N]`` node centrality, as
     :func:`drop_probabilities` gives them (float32, in :func:`edge_units` order: the edges (u, v), u < v, of
-    ``edge_index``
-    when ``symmetric``, else every edge).
-
-    Two passes of :data:`UNIT_BLOCK` units at a time (max s and the mean of s = log w over units with w > 0, a sum of
-    block sums; then the probabilities), holding no array of all units besides the results.
-    """
+    ``edge_index`` when ``symmetric``, else every edge), :data:`UNIT_BLOCK` units at a time."""
     centrality = centrality.to(torch.float64).cpu()
     source, target = edge_index.cpu()
 
@@ -96,33 +114,7 @@ def edge_drop_probabilities(
                 s, t = s[forward], t[forward]
             yield edge_weights(torch.stack([s, t]), centrality, not symmetric, "paper" if symmetric else "authors")
 
-    s_max, s_sum, informative, count = -math.inf, 0.0, 0, 0
-    for weights in blocks():
-        if weights.numel() and (weights < 0).any():
-            raise ValueError("importance weights must be non-negative")
-        count += weights.numel()
-        logs = weights[weights > 0].log_()
-        if logs.numel():
-            s_max = max(s_max, float(logs.max()))
-            s_sum += float(logs.sum())
-            informative += logs.numel()
-    results = [torch.empty(count, dtype=torch.float32) for _ in p_e]
-    if not informative:
-        for out in results:
-            out.fill_(p_tau)
-        return results
-    spread = s_max - s_sum / informative
-    flat = spread <= 1e-12 * max(1.0, abs(s_max))
-    written = 0
-    for weights in blocks():
-        positive = weights > 0
-        logs = weights[positive].log_()
-        for out, p in zip(results, p_e, strict=True):
-            probs = torch.full_like(weights, p_tau)
-            probs[positive] = _from_logs(logs.clone(), s_max, spread, flat, p, p_tau)
-            out[written : written + weights.numel()] = probs
-        written += weights.numel()
-    return results
+    return _probabilities(blocks, p_e, p_tau, torch.float32)
 
 
 def uniform_probabilities(count: int, p: float) -> torch.Tensor:
