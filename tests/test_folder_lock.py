@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from gca.outputs.folder import OutputError, hold_folder, release_folder
+from gca.io import OutputError, hold_folder, release_folder
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")

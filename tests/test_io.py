@@ -91,7 +91,7 @@ def test_a_users_document_is_read_or_refused_in_one_line(tmp_path):
 
 
 def test_a_lock_file_that_is_a_link_is_refused_in_one_line_and_its_target_kept(tmp_path):
-    from gca.outputs.folder import OutputError, hold_folder, release_folder
+    from gca.io import OutputError, hold_folder, release_folder
 
     target = tmp_path / "elsewhere.txt"
     target.write_text("keep me")

@@ -68,3 +68,47 @@ def test_the_package_declares_its_types():
     import gca
 
     assert (Path(gca.__file__).parent / "py.typed").is_file()
+
+
+#: The method's core: a researcher's model, augmentation, objective, training and evaluation.
+CORE = ("gca.graph", "gca.augment", "gca.nn", "gca.objective", "gca.train", "gca.evaluate")
+#: The application around it: the command line, runs and their folders, file readers, stores of runs,
+#: reproduction, tuning and the metric loggers (the core reaches these through gca.logger_protocol only).
+APPLICATION = ("gca.cli", "gca.run", "gca.outputs", "gca.datasets", "gca.reproduce", "gca.tune", "gca.loggers")
+
+
+def _imports(path, module):
+    """The absolute names of the modules ``path`` (module ``module``) imports, anywhere in the file."""
+    import ast
+
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1] if node.level else []
+            target = ".".join([*base, node.module] if node.module else base)
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_core_imports_nothing_of_the_application():
+    """No module of the core imports the application, at its top or inside a function: the model, its training and
+    its evaluation can be read, used and tested without the command line, the stores or the readers."""
+    from pathlib import Path
+
+    root = Path(importlib.import_module("gca").__file__).parent
+    wrong = []
+    for package in CORE:
+        for path in sorted((root / package.removeprefix("gca.").replace(".", "/")).rglob("*.py")):
+            parts = path.relative_to(root.parent).with_suffix("").parts
+            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            wrong += [
+                f"{module} imports {name}"
+                for name in sorted(_imports(path, module))
+                if any(name == app or name.startswith(app + ".") for app in APPLICATION)
+            ]
+    assert not wrong, wrong

@@ -17,7 +17,7 @@ from torch_geometric.data import Data
 import gca.train.loop as loop
 from gca.cli import main
 from gca.config import GCAConfig
-from gca.disk import DiskArrays, npy_map
+from gca.mapped import DiskArrays, npy_map
 from gca.evaluate import classification
 from gca.evaluate.classification import NormalizedRows, linear_evaluation
 from gca.graph.graph import prepare_graph

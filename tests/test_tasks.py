@@ -310,7 +310,7 @@ def test_the_largest_seed_works_in_every_repeated_task(tmp_path):
 
 def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
     from gca.cli import main
-    from gca.names import TASK_COUNTS
+    from gca.choices import TASK_COUNTS
 
     assert TASK_COUNTS == {"classify": 20, "link": 3, "cluster": 10}
     assert (

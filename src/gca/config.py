@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import UserError, option
 from .io import parse_document, read_document
-from .names import CENTRALITY_CHOICES, ENCODERS, canonical_name
+from .choices import CENTRALITY_CHOICES, ENCODERS, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
 CHOICES: dict[str, tuple[str, ...]] = {

@@ -1,8 +1,11 @@
 """Files in and out: result files written so that an interruption (Ctrl-C, kill -9, a full disk) never leaves a
-half-written one, and users' text files and TOML/JSON documents read with one-line errors."""
+half-written one, the lock a folder is written under by one process at a time (run folders and the stores of
+prepared graphs, fitted models and searches), and users' text files and TOML/JSON documents read with one-line
+errors."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -13,9 +16,20 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from .errors import DatasetError
+from .errors import DatasetError, UserError, option
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+
+class OutputError(UserError, OSError):
+    """An output location cannot be used or written; the message is one line naming the user's path."""
+
+
+#: The lock file of a folder one gca process writes at a time (:func:`hold_folder`).
+LOCK = ".gca-lock"
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
@@ -187,3 +201,56 @@ def parse_document(text: str, kind: str, object_pairs_hook: Callable[[list], Any
         return parse(text)
     except RecursionError:
         raise ValueError("it is nested too deeply (brackets or tables inside one another)") from None
+
+
+def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
+    """Hold an exclusive lock (``filelock``: ``flock`` on Unix) on ``folder``'s lock file ``name`` for as long as
+    this process lives (or until :func:`release_folder`); when another process holds it, refuse with one line naming
+    the process — or, with ``wait``, wait for it (a short critical section, such as creating a shared database).
+
+    The holder writes its process id into the file and removes the file when it is done; a lock file that is a
+    symbolic link is refused, never written through. The operating system releases the lock when the process ends,
+    however it ends.
+    """
+    from filelock import FileLock, Timeout
+
+    path = folder / name
+    lock = FileLock(path, timeout=-1 if wait else 0, on_acquired=_write_pid)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = ""
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", opener=_no_follow) as file:
+            holder = file.read().strip()
+        who = f" (process {holder})" if holder.isdigit() else ""
+        raise OutputError(
+            f"{option('out', folder)} is in use by another gca run{who}; wait for it to finish or choose another folder"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise OutputError(
+                f"the lock file {path} is a symbolic link, which gca never writes through; remove it"
+            ) from None
+        raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
+    return lock
+
+
+def _write_pid(fd: int) -> None:
+    """``filelock``'s ``on_acquired``: the lock file holds the holder's process id, for the refusal's message."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+
+
+def _no_follow(path: str, flags: int) -> int:
+    """``os.open`` for :func:`open`'s ``opener``, refusing a symbolic link (``ELOOP``) where the system can."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+
+
+def release_folder(lock: FileLock | None) -> None:
+    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`); a process waiting on the
+    removed file takes the lock of a new one (``lock``: ``None`` releases nothing)."""
+    if lock is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(lock.lock_file)
+    lock.release()

@@ -22,8 +22,8 @@ Built in: :class:`CSVLogger`, :class:`TensorBoardLogger` (``pip install tensorbo
 
 The library reports through :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children): epoch
 summaries at DEBUG, the start and end of training at INFO, a collapse or a diverged loss at WARNING; it adds only a
-:class:`logging.NullHandler`. The functions that drive loggers (:func:`~gca.logged.check_loggers`,
-:func:`~gca.logged.logged_run`, …) are :mod:`gca.logged`, importable from here too. This module imports nothing
+:class:`logging.NullHandler`. The functions that drive loggers (:func:`~gca.logger_protocol.check_loggers`,
+:func:`~gca.logger_protocol.logged_run`, …) are :mod:`gca.logger_protocol`, importable from here too. This module imports nothing
 beyond the standard library until a logger needs its package.
 """
 
@@ -37,14 +37,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .logged import LOG as LOG
-from .logged import LoggerError as LoggerError
-from .logged import check_loggers as check_loggers
-from .logged import close_loggers as close_loggers
-from .logged import final_metrics as final_metrics
-from .logged import log_hyperparams as log_hyperparams
-from .logged import logged_run as logged_run
-from .logged import where_logged as where_logged
+from .logger_protocol import LOG as LOG
+from .logger_protocol import LoggerError as LoggerError
+from .logger_protocol import check_loggers as check_loggers
+from .logger_protocol import close_loggers as close_loggers
+from .logger_protocol import final_metrics as final_metrics
+from .logger_protocol import log_hyperparams as log_hyperparams
+from .logger_protocol import logged_run as logged_run
+from .logger_protocol import where_logged as where_logged
 
 
 class Tagged:

@@ -43,8 +43,7 @@ from typing import Any
 
 from .config import GCAConfig
 from .errors import UserError, option, quoted
-from .io import atomic_write, read_document
-from .outputs.folder import hold_folder, release_folder
+from .io import atomic_write, hold_folder, read_document, release_folder
 from .progress import to_stderr
 
 #: Table 5 of Zhu et al. (WWW 2021) spans these values over its five datasets; p_τ is 0.7 throughout.

@@ -27,7 +27,7 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..config import GCAConfig
-from ..disk import trim_heap
+from ..mapped import trim_heap
 from ..graph.csr import has_reverse_edge
 from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids

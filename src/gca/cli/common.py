@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..config import ConfigError, build_config, parse_overrides
-from ..names import PROTOCOLS, SPLIT_SCHEMES, TASK_COUNTS
+from ..choices import PROTOCOLS, SPLIT_SCHEMES, TASK_COUNTS
 from ..run.inputs import READING_FLAGS, GraphRequest, check_graph
 from ..run.inputs import graph_source as inputs_graph_source
 from ..run.inputs import load_graph as inputs_load_graph
@@ -16,7 +16,7 @@ from ..run.inputs import load_graph as inputs_load_graph
 def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str | None = None) -> None:
     """How frozen embeddings are judged: the protocol, and which nodes train, validate and test
     (gca.evaluate.splits). ``--splits`` stays ``None`` when not given: each command fills in its task's default
-    (:data:`gca.names.TASK_COUNTS`) with :func:`split_count`."""
+    (:data:`gca.choices.TASK_COUNTS`) with :func:`split_count`."""
     protocol_argument(parser)
     count_help = count_help or f"evaluation splits (default {TASK_COUNTS['classify']})"
     parser.add_argument("--splits", type=int, default=None, help=count_help)
@@ -39,7 +39,7 @@ def split_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def split_count(args: argparse.Namespace, task: str = "classify") -> int:
-    """``--splits`` as given, else ``task``'s default (:data:`gca.names.TASK_COUNTS`)."""
+    """``--splits`` as given, else ``task``'s default (:data:`gca.choices.TASK_COUNTS`)."""
     count = getattr(args, "splits", None)
     return TASK_COUNTS[task] if count is None else count
 

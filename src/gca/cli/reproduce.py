@@ -56,7 +56,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     with imports_held():
         from ..datasets import check_dataset_name
-        from ..outputs.folder import check_folder, hold_folder, release_folder
+        from ..io import hold_folder, release_folder
+        from ..outputs.folder import check_folder
         from ..reproduce import PAPER_DATASETS
         from ..reproduce.baselines import BASELINES
 

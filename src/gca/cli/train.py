@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import environment
-from ..names import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
+from ..choices import CENTRALITY_CHOICES, TASK_COUNTS, TASKS
 from ..run.train import MAX_SEEDS, TrainOutcome, TrainRequest
 from .common import (
     cache_arguments,

@@ -27,7 +27,7 @@ from .base import DatasetError, LoadedDataset, mask_splits
 #: The two factions of Zachary's karate club after the split (Zachary, 1977): the nodes that followed the
 #: instructor ("Mr. Hi", node 0); all others followed the administrator (node 33).
 KARATE_INSTRUCTOR_FACTION = (0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 16, 17, 19, 21)
-#: Names the built-in Karate club answers to (after :func:`gca.names.canonical_name`).
+#: Names the built-in Karate club answers to (after :func:`gca.choices.canonical_name`).
 KARATE_NAMES = ("karate", "karateclub")
 #: The two leaders ("coaches" in the paper's Figure 3).
 KARATE_LEADERS = (0, 33)

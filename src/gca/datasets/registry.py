@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import option
-from ..names import canonical_name
+from ..choices import canonical_name
 from . import npz, ogb, pyg
 from .base import DatasetError, LoadedDataset, check_regular_file, default_cache_dir, default_data_dir
 
@@ -49,7 +49,7 @@ DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 def named_key(name: str) -> str:
     """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
-    (:func:`~gca.names.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
+    (:func:`~gca.choices.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
     key = canonical_name(name)
     return ALIASES.get(key, key)
 

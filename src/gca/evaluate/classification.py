@@ -31,7 +31,7 @@ from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
 from ..errors import option
-from ..names import PROTOCOLS
+from ..choices import PROTOCOLS
 from ..progress import phase
 from .splits import PARTS, EvaluationError, Split, index_splits, renumber_classes, unlabelled_in
 

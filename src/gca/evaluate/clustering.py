@@ -13,7 +13,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.preprocessing import normalize
 
-from ..names import TASK_COUNTS
+from ..choices import TASK_COUNTS
 from ..seeds import run_seeds
 from .splits import EvaluationError
 

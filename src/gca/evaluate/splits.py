@@ -1,6 +1,6 @@
 """Evaluation splits: which labelled nodes train, validate and test the classifier that judges frozen embeddings.
 
-A :class:`SplitSetting` names a scheme (:data:`gca.names.SPLIT_SCHEMES`) and draws ``count`` splits from a seed:
+A :class:`SplitSetting` names a scheme (:data:`gca.choices.SPLIT_SCHEMES`) and draws ``count`` splits from a seed:
 
 * ``random`` — each split a random permutation of the labelled nodes cut into fractions ``train`` / ``val`` /
   ``test`` (default 0.1 / 0.1 / the rest: the protocol of GRACE and GCA); a draw whose training part misses a class
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import UserError, option
-from ..names import SPLIT_SCHEMES, TASK_COUNTS
+from ..choices import SPLIT_SCHEMES, TASK_COUNTS
 
 #: (train, validation, test) node indices.
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -9,13 +9,11 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
+    from ..io import OutputError as OutputError
     from .export import ExportError as ExportError
     from .export import export_embeddings as export_embeddings
-    from .folder import OutputError as OutputError
     from .folder import RunOutputs as RunOutputs
     from .folder import check_folder as check_folder
-    from .folder import hold_folder as hold_folder
-    from .folder import release_folder as release_folder
     from .plots import loss_curve as loss_curve
     from .plots import tsne_map as tsne_map
 

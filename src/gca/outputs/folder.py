@@ -22,43 +22,34 @@ continues from that file, or else from a copy of the folder's ``checkpoint.pt``.
 * a run that fails after copying ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy; the
   in-progress file of a failed or killed run stays, for a resume.
 
-One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (:func:`hold_folder`) from the moment it
-is made; a second run on the same folder is refused with one line, and only the holder removes staging folders
-left by a killed run. Design notes: docs/design/data-and-runs.md.
+One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (:func:`gca.io.hold_folder`) from the
+moment it is made; a second run on the same folder is refused with one line, and only the holder removes staging
+folders left by a killed run. Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import filecmp
 import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
 from ..errors import UserError, option
-from ..io import atomic_write, json_bytes
+from ..io import OutputError, atomic_write, hold_folder, json_bytes, release_folder
 from ..stderr import spoken
 from .export import export_embeddings
-
-if TYPE_CHECKING:
-    from filelock import FileLock
 
 #: The files a run owns in its output folder; ``results.json`` is committed last.
 RUN_FILES = ("embeddings.npy", "model.pt", "checkpoint.pt", "loss.png", "tsne.png", "results.json")
 #: Where a run in progress writes its training checkpoints (moved to ``checkpoint.pt`` when it commits).
 IN_PROGRESS = "checkpoint.in-progress.pt"
-LOCK = ".gca-lock"
 EXPORT_SUFFIXES = (".csv", ".tsv", ".parquet")
-
-
-class OutputError(UserError, OSError):
-    """An output location cannot be used or written; the message is one line naming the user's path."""
 
 
 #: Names the export file a run wrote inside its output folder, so that the next run there removes it with the rest
@@ -389,59 +380,6 @@ class RunOutputs:
             if isinstance(exc, UserError):
                 raise
             raise OutputError(f"cannot write {user_path}: {exc.strerror or exc}") from None
-
-
-def hold_folder(folder: Path, name: str = LOCK, wait: bool = False) -> FileLock:
-    """Hold an exclusive lock (``filelock``: ``flock`` on Unix) on ``folder``'s lock file ``name`` for as long as
-    this process lives (or until :func:`release_folder`); when another process holds it, refuse with one line naming
-    the process — or, with ``wait``, wait for it (a short critical section, such as creating a shared database).
-
-    The holder writes its process id into the file and removes the file when it is done; a lock file that is a
-    symbolic link is refused, never written through. The operating system releases the lock when the process ends,
-    however it ends.
-    """
-    from filelock import FileLock, Timeout
-
-    path = folder / name
-    lock = FileLock(path, timeout=-1 if wait else 0, on_acquired=_write_pid)
-    try:
-        lock.acquire()
-    except Timeout:
-        holder = ""
-        with contextlib.suppress(OSError), open(path, encoding="utf-8", opener=_no_follow) as file:
-            holder = file.read().strip()
-        who = f" (process {holder})" if holder.isdigit() else ""
-        raise OutputError(
-            f"{option('out', folder)} is in use by another gca run{who}; wait for it to finish or choose another folder"
-        ) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or path.is_symlink():
-            raise OutputError(
-                f"the lock file {path} is a symbolic link, which gca never writes through; remove it"
-            ) from None
-        raise OutputError(f"cannot write into the output folder {folder}: {exc.strerror or exc}") from None
-    return lock
-
-
-def _write_pid(fd: int) -> None:
-    """``filelock``'s ``on_acquired``: the lock file holds the holder's process id, for the refusal's message."""
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-
-
-def _no_follow(path: str, flags: int) -> int:
-    """``os.open`` for :func:`open`'s ``opener``, refusing a symbolic link (``ELOOP``) where the system can."""
-    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
-
-
-def release_folder(lock: FileLock | None) -> None:
-    """Remove the lock file while still holding it, then let go (see :func:`hold_folder`); a process waiting on the
-    removed file takes the lock of a new one (``lock``: ``None`` releases nothing)."""
-    if lock is None:
-        return
-    with contextlib.suppress(OSError):
-        os.unlink(lock.lock_file)
-    lock.release()
 
 
 def check_folder(folder: str | Path, parameter: str) -> Path:

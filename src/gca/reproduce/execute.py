@@ -16,7 +16,7 @@ from ..datasets.base import Split
 from ..errors import quoted
 from ..evaluate.classification import evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
-from ..names import canonical_name
+from ..choices import canonical_name
 from ..progress import Progress, to_stderr
 from ..run.pipeline import run_gca
 from ..stderr import spoken

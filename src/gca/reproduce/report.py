@@ -11,7 +11,7 @@ from ..config import build_config
 from ..datasets import LoadedDataset
 from ..errors import option
 from ..io import atomic_write_text
-from ..names import canonical_name
+from ..choices import canonical_name
 from ..stderr import spoken
 from .baselines import BASELINES, SHORTENED_IN_QUICK
 from .execute import DatasetCache, failed_run

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..io import atomic_write_json, read_json
-from ..names import canonical_name
+from ..choices import canonical_name
 from .plan import Run
 
 

@@ -31,7 +31,7 @@ from ..config import (
     read_config_file,
 )
 from ..datasets.base import LoadedDataset
-from ..disk import page_out, trim_heap
+from ..mapped import page_out, trim_heap
 from ..errors import option
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph

@@ -183,7 +183,7 @@ def run_gca(
         (``propagated_features_accuracy``, ``propagation``) on the same splits, and whether the embeddings beat the
         best of them (``versus_feature_baselines``; :func:`gca.evaluate.feature_baselines.judge_feature_baselines`).
     protocol
-        ``"sklearn"`` or ``"authors"`` (:data:`gca.names.PROTOCOLS`).
+        ``"sklearn"`` or ``"authors"`` (:data:`gca.choices.PROTOCOLS`).
     clusters
         k-means runs on the embeddings; ``0`` skips clustering.
     checkpoint, checkpoint_every, resume

@@ -48,8 +48,7 @@ from ..errors import UserError
 from ..graph.csr import count_ids
 from ..graph.features import encoder_input
 from ..graph.graph import Graph
-from ..io import atomic_write, file_identity
-from ..outputs.folder import hold_folder, release_folder
+from ..io import atomic_write, file_identity, hold_folder, release_folder
 from ..progress import step
 from .integrity import (
     _META_KEYS,

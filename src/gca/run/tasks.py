@@ -1,4 +1,4 @@
-"""What a run measures with its embeddings (:data:`gca.names.TASKS`): node classification
+"""What a run measures with its embeddings (:data:`gca.choices.TASKS`): node classification
 (:mod:`gca.evaluate.classification`, the default), link prediction (:mod:`gca.evaluate.linkpred`) or node
 clustering (:mod:`gca.evaluate.clustering`).
 
@@ -17,7 +17,7 @@ import torch
 
 from ..evaluate.classification import EvaluationResult
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
-from ..names import TASK_COUNTS
+from ..choices import TASK_COUNTS
 from ..seeds import run_seeds, training_seeds
 from ..train.estimator import GCA, clone
 from .job import Job

@@ -16,7 +16,7 @@ from .. import environment
 from ..config import ConfigError
 from ..errors import option
 from ..evaluate.splits import EvaluationError, SplitSetting
-from ..names import TASK_COUNTS
+from ..choices import TASK_COUNTS
 from ..stderr import say, warn
 from .inputs import GraphRead, GraphRequest, check_graph, command_provenance, load_graph, open_graph
 
@@ -140,8 +140,8 @@ class TrainRequest:
         """--log-csv and --tensorboard name paths the run writes as it trains: never an input, the export, or a path
         inside --out — a log is written live, not committed with the run's files, so inside --out a failed or later
         run would leave it beside another run's results.json."""
+        from ..io import OutputError
         from ..loggers import folder_problem, hparams_file
-        from ..outputs.folder import OutputError
 
         out = Path(self.out).resolve()
         for name, value in (("log_csv", self.log_csv), ("tensorboard", self.tensorboard)):

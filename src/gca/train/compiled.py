@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from ..loggers import LOG
+from ..logger_protocol import LOG
 
 log = LOG.getChild("train.compiled")
 

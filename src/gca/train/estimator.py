@@ -31,7 +31,7 @@ from torch_geometric.data import Data
 from ..augment.prepared import Kept, PreparedGraph, preparation_steps, prepare
 from ..config import ConfigError, GCAConfig
 from ..graph.graph import Graph, prepare_graph
-from ..loggers import LOG, check_loggers
+from ..logger_protocol import LOG, check_loggers
 from ..nn.model import GCAModel
 from ..progress import phase
 from ..provenance import utc_now

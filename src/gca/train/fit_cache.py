@@ -147,9 +147,9 @@ def _entries(root: Path) -> Path:
 
 
 def _lock(root: Path, key: str) -> Any:
-    """The lock of ``key`` in ``root`` (:func:`~gca.outputs.folder.hold_folder`), or ``None`` where it cannot be
+    """The lock of ``key`` in ``root`` (:func:`~gca.io.hold_folder`), or ``None`` where it cannot be
     taken (a read-only folder: its models are read without it); a lock file that is a link is :class:`_Unusable`."""
-    from ..outputs.folder import hold_folder
+    from ..io import hold_folder
 
     lock = root / f".gca-fit-{key}.lock"
     if lock.is_symlink():
@@ -246,7 +246,7 @@ def remembered(
     restore
         Makes the estimator the fit an entry kept; raises where its weights do not fit.
     """
-    from ..outputs.folder import release_folder
+    from ..io import release_folder
 
     try:
         path = _entries(memory) / f"{key}.pt"

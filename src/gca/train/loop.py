@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from .. import environment
-from ..disk import DiskArrays
+from ..mapped import DiskArrays
 from ..errors import UserError
 from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
 from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
-from ..loggers import LOG
+from ..logger_protocol import LOG
 from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
@@ -341,7 +341,7 @@ def encode_graph(
     chunk_rows
         Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
     out
-        A new ``.npy`` path for out-of-core inference on the CPU (:class:`gca.disk.DiskArrays`): each layer's output
+        A new ``.npy`` path for out-of-core inference on the CPU (:class:`gca.mapped.DiskArrays`): each layer's output
         a scratch file, the embeddings this file, written block by block and flushed; ``None``: in memory.
     share
         Under torchrun, this process's rows of every layer, embedded by blocks together with the other processes

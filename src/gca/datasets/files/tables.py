@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ...disk import trim_heap
+from ...mapped import trim_heap
 from ..base import DatasetError, check_regular_file
 
 #: Bytes of a text file parsed at a time (each block ends at a line end).
@@ -323,7 +323,7 @@ class TableInput:
         )
         total = self.path.stat().st_size
         done, rows, first, header = 0, 0, True, self.headed
-        # the C library's allocator: a block's memory, once freed, goes back to the system (gca.disk.trim_heap)
+        # the C library's allocator: a block's memory, once freed, goes back to the system (gca.mapped.trim_heap)
         # instead of staying in PyArrow's default pool for the rest of the run
         pool = pa.system_memory_pool()
         for block in _blocks(self.path):
@@ -566,7 +566,7 @@ def _clean(block: bytes, first: bool, whitespace: bool) -> bytes:
 
 
 def release_memory() -> None:
-    """Freed memory back to the system: the C heap's (:func:`gca.disk.trim_heap`) and PyArrow's default pool's."""
+    """Freed memory back to the system: the C heap's (:func:`gca.mapped.trim_heap`) and PyArrow's default pool's."""
     import pyarrow as pa
 
     trim_heap()
