@@ -26,9 +26,8 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from epoch import synthetic_graph  # noqa: E402
 
-from gca.graph.csr import square_csr
 from gca.graph.graph import prepare_graph  # noqa: E402
-from gca.graph.sparse import normalized_adjacency
+from gca.graph.sparse import normalized_adjacency, square_csr
 
 
 def pyg_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:

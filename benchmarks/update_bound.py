@@ -30,8 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from update_profile import build, update_parser
 
 from gca.objective import resolve_objective
-from gca.objective.selection import objective_reason
-from gca.precision import cpu_bf16_units
+from gca.precision import cpu_bf16_units, objective_reason
 from gca.train.loop import train_step
 
 aten = torch.ops.aten

@@ -112,3 +112,54 @@ def test_the_core_imports_nothing_of_the_application():
                 if any(name == app or name.startswith(app + ".") for app in APPLICATION)
             ]
     assert not wrong, wrong
+
+
+#: The files one training step runs code of, in reading order: the step, the two views, the model, its encoder and
+#: operator, the objective and its kernel, the precision. A step that needs one more file is a decision, not drift.
+STEP_FILES = {
+    "train/loop.py",
+    "augment/augmentors.py",
+    "nn/model.py",
+    "nn/gcn.py",
+    "graph/sparse.py",
+    "objective/__init__.py",
+    "objective/blocked.py",
+    "precision.py",
+}
+
+
+@pytest.mark.parametrize("batch_size", [0, 12], ids=["exact", "mini-batch"])
+def test_one_training_step_reads_at_most_eight_files(batch_size):
+    """Every gca function that runs in one ``train_step`` (after a first step has filled the caches), traced:
+    exact and mini-batch steps run the code of the same eight files."""
+    from pathlib import Path
+
+    import torch
+
+    import gca
+    from gca.augment.prepared import prepare
+    from gca.config import GCAConfig
+    from gca.datasets import karate_club
+    from gca.nn.model import GCAModel
+    from gca.train.batches import batch_source
+    from gca.train.loop import train_step
+
+    config = GCAConfig(hidden=8, proj_hidden=8, batch_size=batch_size, loss_backend="blocked", precision="fp32")
+    prepared = prepare(karate_club(), config)
+    model = GCAModel.from_config(prepared.graph.num_features, config)
+    optimizer, generator = torch.optim.Adam(model.parameters()), torch.Generator().manual_seed(0)
+    source = batch_source(prepared.graph, prepared.views, config, torch.device("cpu"))
+    train_step(model, optimizer, next(iter(source.batches(0, generator))), generator)
+    batch = next(iter(source.batches(1, generator)))
+    root, entered = str(Path(gca.__file__).parent) + "/", set()
+
+    def seen(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(root):
+            entered.add(frame.f_code.co_filename.removeprefix(root))
+
+    sys.setprofile(seen)
+    try:
+        train_step(model, optimizer, batch, generator)
+    finally:
+        sys.setprofile(None)
+    assert entered == STEP_FILES

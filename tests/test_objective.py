@@ -206,8 +206,8 @@ def test_the_record_names_the_objective_that_ran(tmp_path):
 
 
 def test_the_run_says_why_auto_chose_its_objective(monkeypatch):
-    import gca.objective.selection as selection
     import gca.precision as precision
+    import gca.precision as selection
 
     assert selection.objective_reason("blocked", "fp32", "cpu") == "as set"
     monkeypatch.setattr(precision, "cpu_bf16_units", lambda: None)

@@ -15,7 +15,7 @@ from gca import GCA, GCAConfig
 from gca.augment.prepared import prepare
 from gca.nn.model import GCAModel
 from gca.objective import resolve_objective
-from gca.objective.selection import objective_reason
+from gca.precision import objective_reason
 from gca.train.batches import batch_source
 from gca.train.loop import train_step
 

@@ -350,7 +350,7 @@ def test_every_value_of_an_edge_stays_with_its_edge_in_the_prepared_graph(tmp_pa
 
     from gca.config import GCAConfig
     from gca.datasets.base import LoadedDataset
-    from gca.graph.csr import edge_values
+    from gca.graph.sparse import edge_values
     from gca.run.integrity import GraphSource
     from gca.train.estimator import GCA
 

@@ -12,7 +12,7 @@ from conftest import undirected
 from torch_geometric.data import Data
 
 from gca import GCA, GCAConfig
-from gca.augment.augmentors import FeatureMasker
+from gca.augment.augmentors import FeatureMasker, SubgraphView
 from gca.augment.prepared import prepare
 from gca.config import ConfigError
 from gca.datasets import karate_club
@@ -20,7 +20,7 @@ from gca.graph.graph import prepare_graph
 from gca.graph.sampling import NeighborSampler, edge_unit_ids, floyd_sample
 from gca.graph.sparse import layered_normalized_adjacency, scipy_to_sparse
 from gca.nn.model import GCAModel
-from gca.train.batches import NeighborBatches, SubgraphView
+from gca.train.batches import NeighborBatches
 from gca.train.loop import train_step
 
 
@@ -262,8 +262,7 @@ def test_layer_trimmed_encoder_gives_the_anchors_their_untrimmed_embeddings_and_
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_each_layer_block_is_the_full_operators_block_and_its_transpose_bit_for_bit(weighted):
-    from gca.graph.csr import edge_list
-    from gca.graph.sparse import layered_normalized_adjacency, normalized_adjacency
+    from gca.graph.sparse import edge_list, layered_normalized_adjacency, normalized_adjacency
 
     data = _random_graph(300, 1500, seed=5)
     graph = prepare_graph(data)
@@ -295,7 +294,6 @@ def _view_of_sample(seed: int = 5, keep: float = 0.6):
 
 
 def test_a_view_computes_each_layer_only_at_the_rows_the_next_reads_and_those_rows_are_the_full_operators():
-    import gca.graph.csr as csr
     import gca.graph.sparse as sparse
     from gca.graph.sparse import normalized_adjacency
 
@@ -313,7 +311,7 @@ def test_a_view_computes_each_layer_only_at_the_rows_the_next_reads_and_those_ro
     ids = [kept[0], torch.arange(rows[1])]
     columns = [torch.arange(sub.num_nodes), kept[0]]
     for block, row_ids, column_ids in zip(pruned, ids, columns, strict=True):
-        matrix = csr.csr_tensor(*block).to_dense()
+        matrix = sparse.csr_tensor(*block).to_dense()
         assert torch.equal(matrix, full[row_ids][:, column_ids])  # each kept row is the full operator's, in order
     # every row a later layer reads is kept: nothing the anchors depend on is dropped
     assert torch.equal(
@@ -359,7 +357,7 @@ def test_the_anchors_embeddings_and_gradients_are_those_of_every_row_computed(wi
 
 @pytest.mark.parametrize("directed", [False, True])
 def test_three_layers_of_a_weighted_view_compute_the_anchors_of_every_row_computed(directed):
-    from gca.graph.csr import edge_list
+    from gca.graph.sparse import edge_list
     from gca.nn.gcn import GCNEncoder
 
     data = _random_graph(300, 1500, seed=11)

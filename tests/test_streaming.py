@@ -17,10 +17,10 @@ from torch_geometric.data import Data
 import gca.train.loop as loop
 from gca.cli import main
 from gca.config import GCAConfig
-from gca.mapped import DiskArrays, npy_map
 from gca.evaluate import classification
 from gca.evaluate.classification import NormalizedRows, linear_evaluation
 from gca.graph.graph import prepare_graph
+from gca.mapped import DiskArrays, npy_map
 from gca.nn.model import GCAModel
 from gca.train.loop import encode_graph
 

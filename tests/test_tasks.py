@@ -309,8 +309,8 @@ def test_the_largest_seed_works_in_every_repeated_task(tmp_path):
 
 
 def test_each_task_has_one_default_count_on_the_command_line(tmp_path, capsys):
-    from gca.cli import main
     from gca.choices import TASK_COUNTS
+    from gca.cli import main
 
     assert TASK_COUNTS == {"classify": 20, "link": 3, "cluster": 10}
     assert (

@@ -1,6 +1,6 @@
 """A mini-batch update costs less but computes the same, bit for bit: the first layer's sparse X (diag(m) W) skips
 the entries whose terms are exact zeros or never read (:func:`gca.nn.gcn._entries_read`), and a sampled subgraph's
-features get their transpose by a counting sort (:func:`gca.graph.csr.csr_transpose`). Each is compared with the
+features get their transpose by a counting sort (:func:`gca.graph.sparse.csr_transpose`). Each is compared with the
 computation it replaces — patched back in — on embeddings, losses, gradients and whole training runs."""
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import torch
 from conftest import undirected
 from torch_geometric.data import Data
 
-import gca.graph.csr as csr
 import gca.graph.sparse as sparse
 import gca.nn.gcn as gcn
 from gca import GCA, GCAConfig
 from gca.augment.prepared import prepare
-from gca.graph.csr import square_csr
-from gca.graph.sparse import SparseMatrix, layered_normalized_adjacency, scipy_to_sparse
+from gca.graph.sparse import SparseMatrix, layered_normalized_adjacency, scipy_to_sparse, square_csr
 from gca.nn.model import GCAModel
 from gca.train.batches import NeighborBatches
 
@@ -71,7 +69,7 @@ def test_take_rows_gives_the_transpose_sorting_gave(shape):
         assert _same_csr(rows.transpose, want)
         assert torch.equal(rows.transpose.to_dense(), dense[index].t())
         # the path for other devices (a stable sort of the columns) gives the same arrays
-        assert _same_csr(csr._sorted_transpose(m.crow_indices(), m.col_indices(), m.values(), tuple(m.shape)), want)
+        assert _same_csr(sparse._sorted_transpose(m.crow_indices(), m.col_indices(), m.values(), tuple(m.shape)), want)
 
 
 def test_keep_drops_exactly_the_entries_outside_the_rows_and_columns():
@@ -153,7 +151,7 @@ def test_training_runs_are_unchanged_bit_for_bit(monkeypatch, batch_size, activa
         activation=activation,
     )
     runs = []
-    for entries_read, transpose in ((gcn._entries_read, csr.csr_transpose), (_plain, _old_transpose)):
+    for entries_read, transpose in ((gcn._entries_read, sparse.csr_transpose), (_plain, _old_transpose)):
         monkeypatch.setattr(gcn, "_entries_read", entries_read)
         monkeypatch.setattr(sparse, "csr_transpose", transpose)
         estimator = GCA(config, device="cpu")
@@ -166,7 +164,7 @@ def test_training_runs_are_unchanged_bit_for_bit(monkeypatch, batch_size, activa
 def test_csr_transpose_of_half_precision_values_takes_the_sorting_path():
     crow, col = torch.tensor([0, 2, 2, 3]), torch.tensor([1, 3, 0])
     values = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16)
-    got = csr.csr_transpose(crow, col, values, (3, 4))
+    got = sparse.csr_transpose(crow, col, values, (3, 4))
     assert _same_csr(got, _old_transpose(crow, col, values, (3, 4)))
     assert torch.equal(got.to_dense(), torch.sparse_csr_tensor(crow, col, values, (3, 4)).to_dense().t())
 

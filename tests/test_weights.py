@@ -14,10 +14,9 @@ from torch_geometric.nn import GATConv
 from gca import GCA, GCAConfig
 from gca.augment.prepared import prepare
 from gca.errors import UserError
-from gca.graph.csr import edge_values
 from gca.graph.graph import GraphError, prepare_graph
 from gca.graph.sampling import NeighborSampler
-from gca.graph.sparse import AdjacencyRows, layered_normalized_adjacency, normalized_adjacency
+from gca.graph.sparse import AdjacencyRows, edge_values, layered_normalized_adjacency, normalized_adjacency
 from gca.nn.encoders import EncoderError, check_encoder
 from gca.nn.model import GCAModel
 from gca.train.batches import NeighborBatches

@@ -22,9 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .choices import CENTRALITY_CHOICES, ENCODERS, canonical_name
 from .errors import UserError, option
 from .io import parse_document, read_document
-from .choices import CENTRALITY_CHOICES, ENCODERS, canonical_name
 
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
 CHOICES: dict[str, tuple[str, ...]] = {

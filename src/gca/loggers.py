@@ -23,8 +23,8 @@ Built in: :class:`CSVLogger`, :class:`TensorBoardLogger` (``pip install tensorbo
 The library reports through :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children): epoch
 summaries at DEBUG, the start and end of training at INFO, a collapse or a diverged loss at WARNING; it adds only a
 :class:`logging.NullHandler`. The functions that drive loggers (:func:`~gca.logger_protocol.check_loggers`,
-:func:`~gca.logger_protocol.logged_run`, …) are :mod:`gca.logger_protocol`, importable from here too. This module imports nothing
-beyond the standard library until a logger needs its package.
+:func:`~gca.logger_protocol.logged_run`, …) are :mod:`gca.logger_protocol`, importable from here too. This module
+imports nothing beyond the standard library until a logger needs its package.
 """
 
 from __future__ import annotations

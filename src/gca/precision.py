@@ -1,4 +1,5 @@
-"""The training update's precision: what ``precision=auto`` becomes on a device, and the bf16 region of an update.
+"""The training update's precision and objective: what ``precision=auto`` and ``loss_backend=auto`` become on a device
+(:func:`resolve_objective`), and the bf16 region of an update.
 
 ``precision=bf16`` is mixed precision for the whole update, as PyTorch's automatic mixed precision does it
 (:func:`update_precision` is ``torch.autocast`` with bf16):
@@ -132,3 +133,48 @@ def full_precision(device: torch.device | str) -> contextlib.AbstractContextMana
     """A region that leaves :func:`update_precision`'s: its operations compute in their inputs' precision (cast
     fp32 inputs to keep fp32)."""
     return torch.autocast(torch.device(device).type, enabled=False)
+
+
+class tf32_products:  # noqa: N801 - used as a context manager, like torch.no_grad
+    """TF32 tensor-core products on CUDA inside the block when ``enabled`` (``precision=tf32``); no effect on CPUs."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self) -> None:
+        self.saved = torch.backends.cuda.matmul.allow_tf32
+        if self.enabled:
+            torch.backends.cuda.matmul.allow_tf32 = True
+
+    def __exit__(self, *exc) -> None:
+        torch.backends.cuda.matmul.allow_tf32 = self.saved
+
+
+def objective_reason(backend: str, precision: str, device: torch.device | str) -> str:
+    """Why :func:`resolve_objective` picks what it picks on ``device`` for the config's ``loss_backend`` and
+    ``precision`` — for the run's header and record."""
+    if precision == "auto" and backend == "blocked":
+        return "the blocked objective computes in fp32"
+    return precision_choice(precision, device)[1]
+
+
+def resolve_objective(
+    backend: str, precision: str, device: torch.device | str, tensor_cores: bool | None = None
+) -> tuple[str, str]:
+    """The (backend, precision) that ``auto`` settings become on ``device``; explicit settings stay as they are. The
+    precision is the whole update's (:mod:`gca.precision`), the backend the objective's.
+
+    ``precision=auto`` is :func:`gca.precision.resolve_precision`'s choice — bf16 on a CUDA GPU with bf16 tensor cores,
+    and on a CPU whose bf16 units measure faster (``tensor_cores``: whether bf16 is the faster precision; ``None`` asks
+    :func:`gca.precision.precision_choice`) — except with ``loss_backend=blocked``, whose products are fp32: then fp32.
+    ``loss_backend=auto`` is the attention backend under bf16 (its fused bf16 kernels), the blocked one otherwise. Both
+    backends split their rows over processes.
+    """
+    if precision == "auto" and backend == "blocked":
+        precision = "fp32"  # nothing to probe: the blocked objective's products are fp32
+    if precision == "auto":
+        fast_bf16 = precision_choice("auto", device)[0] == "bf16" if tensor_cores is None else tensor_cores
+        precision = "bf16" if fast_bf16 else "fp32"
+    if backend == "auto":
+        backend = "attention" if precision == "bf16" else "blocked"
+    return backend, precision

@@ -17,8 +17,8 @@ Edge cases, where the formula is undefined:
 The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = GRACE) give every item probability p.
 
 **Weighted graphs.** A view's edge list carries each kept edge's own weight and features (an
-:class:`~gca.graph.csr.EdgeList`), so its GCN uses the weighted adjacency of the kept edges. Centrality φ is computed on
-the unweighted graph, so a graph with weights and without drop the same edges with the same draws.
+:class:`~gca.graph.sparse.EdgeList`), so its GCN uses the weighted adjacency of the kept edges. Centrality φ is
+computed on the unweighted graph, so a graph with weights and without drop the same edges with the same draws.
 
 Design notes: docs/design/core.md.
 """
@@ -28,14 +28,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from ..graph.csr import edge_list, edge_values
 from ..graph.features import ROW_BLOCK
 from ..graph.graph import Graph
+from ..graph.sparse import edge_list, edge_values
 
 
 def drop_probabilities(weights: torch.Tensor, p: float, p_tau: float) -> torch.Tensor:
@@ -235,7 +236,7 @@ class EdgeDropper:
 
     def __call__(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """The kept edges' edge_index (both directions of each kept unit when units are symmetric); on a weighted
-        graph an :class:`~gca.graph.csr.EdgeList` carrying each kept edge's own weight and features."""
+        graph an :class:`~gca.graph.sparse.EdgeList` carrying each kept edge's own weight and features."""
         keep = self.draw(generator)
         kept = self.units[:, keep]
         weight, attr = (None if v is None else v[keep] for v in self._unit_values)
@@ -352,3 +353,59 @@ def build_augmentors(
         edges = EdgeDropper(graph.edge_index, symmetric, edge_prob.float())
         views.append(ViewAugmentor(edges, FeatureMasker(feature_prob.float())))
     return views[0], views[1]
+
+
+class ViewSampler(Protocol):
+    """Draws one view t ~ T of a batch: its kept edges and its feature mask."""
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether every edge set drawn holds both directions of each edge (a symmetric adjacency)."""
+
+    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+
+@dataclass
+class SubgraphView:
+    """A view sampler of a sampled subgraph: each augmentation unit present in it is kept with probability
+    1 − p (its full-graph probability), together with every sampled edge that belongs to it.
+
+    Parameters
+    ----------
+    edge_index
+        ``[2, E]`` sampled edges, local ids.
+    unit
+        ``[E]`` index into ``unit_prob`` of each edge's unit.
+    unit_prob
+        ``[U]`` removal probability of each unit present.
+    features
+        The full graph's feature masker.
+    edge_weight
+        ``[E]`` each sampled edge's weight (``None``: an unweighted graph).
+    edge_attr
+        ``[E, D]`` each sampled edge's features, or ``None``.
+    """
+
+    edge_index: torch.Tensor  # [2, E] sampled edges, local ids
+    unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
+    unit_prob: torch.Tensor  # [U] removal probability of each unit present
+    features: FeatureMasker  # the full graph's masking
+    edge_weight: torch.Tensor | None = None  # [E] each sampled edge's weight (None: an unweighted graph)
+    edge_attr: torch.Tensor | None = None  # [E, D] each sampled edge's features
+
+    symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
+
+    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
+        keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
+        kept = keep[self.unit]
+        return edge_list(
+            self.edge_index[:, kept],
+            None if self.edge_weight is None else self.edge_weight[kept],
+            None if self.edge_attr is None else self.edge_attr[kept],
+        )
+
+    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.features(generator)

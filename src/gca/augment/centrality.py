@@ -30,8 +30,8 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 
-from ..graph.csr import _is_coalesced, _is_symmetric, binary_adjacency, count_ids, has_self_loops
 from ..choices import CENTRALITIES
+from ..graph.csr import _is_coalesced, _is_symmetric, binary_adjacency, count_ids, has_self_loops
 
 #: Components up to this size use a dense eigensolver (faster and exact for small blocks).
 _DENSE_EIG_MAX = 256

@@ -27,10 +27,10 @@ from torch import nn
 from torch_geometric.data import Data
 
 from ..config import GCAConfig
-from ..mapped import trim_heap
 from ..graph.csr import has_reverse_edge
 from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids
+from ..mapped import trim_heap
 from ..nn.encoders import unused_edge_values
 from .augmentors import EdgeDropper, FeatureMasker, ViewAugmentor, build_augmentors
 from .centrality import node_centrality

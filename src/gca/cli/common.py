@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config import ConfigError, build_config, parse_overrides
 from ..choices import PROTOCOLS, SPLIT_SCHEMES, TASK_COUNTS
+from ..config import ConfigError, build_config, parse_overrides
 from ..run.inputs import READING_FLAGS, GraphRequest, check_graph
 from ..run.inputs import graph_source as inputs_graph_source
 from ..run.inputs import load_graph as inputs_load_graph

@@ -15,8 +15,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import option
 from ..choices import canonical_name
+from ..errors import option
 from . import npz, ogb, pyg
 from .base import DatasetError, LoadedDataset, check_regular_file, default_cache_dir, default_data_dir
 

@@ -30,8 +30,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.preprocessing import normalize
 
-from ..errors import option
 from ..choices import PROTOCOLS
+from ..errors import option
 from ..progress import phase
 from .splits import PARTS, EvaluationError, Split, index_splits, renumber_classes, unlabelled_in
 

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 import torch
 from torch.nn import functional as F
 
-from ..graph.csr import csr_tensor
+from ..graph.sparse import csr_tensor
 from ..progress import phase
 from ..seeds import run_seeds
 from .splits import index_splits, renumber_classes

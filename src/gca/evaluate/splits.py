@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import UserError, option
 from ..choices import SPLIT_SCHEMES, TASK_COUNTS
+from ..errors import UserError, option
 
 #: (train, validation, test) node indices.
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -12,7 +12,6 @@ from ..lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
     from .csr import binary_adjacency as binary_adjacency
-    from .csr import csr_tensor as csr_tensor
     from .csr import index_dtype as index_dtype
     from .features import DenseFeatures as DenseFeatures
     from .features import RowNormalizedFeatures as RowNormalizedFeatures
@@ -26,6 +25,7 @@ if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca
     from .sampling import SampledSubgraph as SampledSubgraph
     from .sparse import AdjacencyRows as AdjacencyRows
     from .sparse import SparseMatrix as SparseMatrix
+    from .sparse import csr_tensor as csr_tensor
     from .sparse import layered_normalized_adjacency as layered_normalized_adjacency
     from .sparse import normalized_adjacency as normalized_adjacency
     from .sparse import scipy_to_sparse as scipy_to_sparse

@@ -4,7 +4,7 @@ view's operator is built from the graph's edges (:mod:`.sparse`).
 
 **Edge weights and edge features.** ``data.edge_weight`` ([E], non-negative, finite) and ``data.edge_attr`` ([E] or
 [E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` / ``Graph.edge_attr``
-and carried by ``Graph.edge_index`` (a :class:`~gca.graph.csr.EdgeList`), so each view's kept edges keep their own
+and carried by ``Graph.edge_index`` (a :class:`~gca.graph.sparse.EdgeList`), so each view's kept edges keep their own
 values and the GCN uses the weighted adjacency D̃^{-1/2}(A_w + I)D̃^{-1/2} (:mod:`.sparse`). Cleaning rules:
 
 * a self-loop is dropped with its weight and features (the GCN adds every node's own loop with weight 1);
@@ -36,9 +36,10 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce
 
 from ..errors import UserError
-from .csr import _is_coalesced, _is_symmetric, edge_list, index_dtype, known_symmetric, remember_symmetric
+from .csr import _is_coalesced, _is_symmetric, index_dtype, known_symmetric, remember_symmetric
 from .edges import undirected_edges
 from .features import ROW_BLOCK, Features, feature_forms, nonzero_columns
+from .sparse import edge_list
 
 
 class GraphError(UserError, ValueError):

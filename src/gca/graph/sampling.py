@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .csr import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges, segment_ranges
+from .csr import count_ids, edge_list_csr, has_self_loops, is_sorted, pair_reverse_edges
+from .sparse import segment_ranges
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 :func:`normalized_adjacency` builds D̂^{-1/2}(A + I)D̂^{-1/2} once per view as a :class:`SparseMatrix` (a CSR tensor
 whose product with dense features has its own backward); :func:`layered_normalized_adjacency` builds a sampled
-subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's a block of rows at a time. The CSR
-arrays they are built from are :mod:`gca.graph.csr`.
+subgraph's operator hop by hop, and :class:`AdjacencyRows` an undirected graph's a block of rows at a time; the CSR
+tensors they are built from (:func:`square_csr`, :func:`csr_transpose`) are made here too.
 
-**Weighted graphs.** An edge list may be an :class:`~gca.graph.csr.EdgeList` carrying one non-negative weight per edge
+**Weighted graphs.** An edge list may be an :class:`EdgeList` carrying one non-negative weight per edge
 (``edge_weight``) and optionally ``[E, D]`` edge features (``edge_attr``). Every operator here then uses the weighted
 adjacency, as PyTorch Geometric's ``GCNConv`` with ``edge_weight`` does:
 
@@ -26,7 +26,135 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .csr import count_ids, csr_tensor, csr_transpose, edge_values, segment_ranges, square_csr
+from .csr import count_ids
+
+
+class EdgeList(torch.Tensor):
+    """A ``[2, E]`` edge index that carries its edges' values: ``edge_weight`` ([E] float32 or ``None``) and
+    ``edge_attr`` ([E, …] or ``None``), row i belonging to column i.
+
+    Made with :func:`edge_list`. Torch operations on it return plain tensors (its torch-function override is disabled),
+    so an indexed, permuted or concatenated copy never keeps values that no longer line up with its columns; :meth:`to`,
+    :meth:`cpu` and :meth:`long`, which keep the column order, carry them along. Read them with :func:`edge_values`.
+    """
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    edge_weight: torch.Tensor | None
+    edge_attr: torch.Tensor | None
+
+    def _carried(self, out: torch.Tensor) -> torch.Tensor:
+        if out is self:
+            return self
+        device = out.device
+        weight, attr = self.edge_weight, self.edge_attr
+        return edge_list(out, None if weight is None else weight.to(device), None if attr is None else attr.to(device))
+
+    def to(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.to(self, *args, **kwargs))
+
+    def cpu(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.cpu(self, *args, **kwargs))
+
+    def long(self, *args, **kwargs) -> torch.Tensor:  # type: ignore[override]
+        return self._carried(torch.Tensor.long(self, *args, **kwargs))
+
+    def __deepcopy__(self, memo: dict) -> torch.Tensor:
+        import copy
+
+        return edge_list(
+            torch.Tensor.clone(self), copy.deepcopy(self.edge_weight, memo), copy.deepcopy(self.edge_attr, memo)
+        )
+
+
+def edge_list(
+    edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None, edge_attr: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``edge_index`` ([2, E]) carrying ``edge_weight`` ([E]) and ``edge_attr`` ([E, D]) as an :class:`EdgeList`;
+    ``edge_index`` itself (a plain tensor) when both are ``None``. The index's storage is shared, not copied."""
+    if edge_weight is None and edge_attr is None:
+        return edge_index.as_subclass(torch.Tensor) if isinstance(edge_index, EdgeList) else edge_index
+    count = edge_index.shape[1]
+    for name, values in (("edge_weight", edge_weight), ("edge_attr", edge_attr)):
+        if values is not None and values.shape[0] != count:
+            raise ValueError(f"{name} has {values.shape[0]} rows for {count} edges")
+    out = (
+        edge_index.as_subclass(EdgeList)
+        if not isinstance(edge_index, EdgeList)
+        else edge_index.as_subclass(torch.Tensor).as_subclass(EdgeList)
+    )  # a new object: never relabel the caller's
+    out.edge_weight, out.edge_attr = edge_weight, edge_attr
+    return out
+
+
+def edge_values(edge_index: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(edge_weight, edge_attr)`` carried by an :class:`EdgeList`; ``(None, None)`` for a plain tensor."""
+    return getattr(edge_index, "edge_weight", None), getattr(edge_index, "edge_attr", None)
+
+
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """A torch CSR tensor from arrays built here (columns sorted within rows, in range), without torch's beta-feature
+    warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
+
+
+def square_csr(
+    row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, n: int, columns: int | None = None
+) -> torch.Tensor:
+    """The n×n (or n×``columns``) CSR tensor with entries ``values`` at (row, col) (no duplicates), columns sorted
+    within rows."""
+    columns = n if columns is None else columns
+    order = torch.argsort(row * columns + col)
+    row, col, values = row[order], col[order], values[order]
+    crow = torch.zeros(n + 1, dtype=torch.long, device=row.device)
+    crow[1:] = torch.cumsum(torch.bincount(row, minlength=n), 0)
+    return csr_tensor(crow, col, values, (n, columns))
+
+
+def csr_transpose(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """The CSR tensor of Mᵀ for the CSR arrays of M (``size`` = M's shape), rows ascending within each of its rows — the
+    arrays :func:`square_csr` gives, entry for entry. On the CPU SciPy's linear-time counting sort (``tocsc``);
+    elsewhere a stable sort of the columns."""
+    rows, columns = size
+    if (
+        crow.device.type == "cpu"
+        and values.dtype in (torch.float32, torch.float64)
+        and max(col.numel(), rows, columns) < 2**31
+    ):
+        csc = sp.csr_matrix(
+            (values.detach().numpy(), col.numpy().astype(np.int32), crow.numpy().astype(np.int32)), shape=size
+        ).tocsc()
+        return csr_tensor(
+            torch.from_numpy(csc.indptr.astype(np.int64)),
+            torch.from_numpy(csc.indices.astype(np.int64)),
+            torch.from_numpy(csc.data),
+            (columns, rows),
+        )
+    return _sorted_transpose(crow, col, values, size)
+
+
+def _sorted_transpose(
+    crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
+    """:func:`csr_transpose` on any device: a stable sort of the columns keeps each column's entries in row order."""
+    rows, columns = size
+    order = torch.sort(col, stable=True).indices
+    row = torch.repeat_interleave(torch.arange(rows, device=crow.device), crow.diff(), output_size=col.numel())
+    out_crow = torch.zeros(columns + 1, dtype=torch.long, device=crow.device)
+    torch.cumsum(torch.bincount(col, minlength=columns), 0, out=out_crow[1:])
+    return csr_tensor(out_crow, row[order], values[order], (columns, rows))
+
+
+def segment_ranges(start: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+    """concat(arange(s, s + l) for s, l in zip(start, length)), computed without a Python loop."""
+    total = int(length.sum())
+    if total == 0:
+        return torch.empty(0, dtype=torch.long, device=start.device)
+    offsets = torch.cumsum(length, 0) - length  # where each segment begins in the output
+    within = torch.arange(total, device=start.device) - torch.repeat_interleave(offsets, length)
+    return torch.repeat_interleave(start, length) + within
 
 
 def _inverse_sqrt_degree(index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None) -> torch.Tensor:

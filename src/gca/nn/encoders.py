@@ -35,9 +35,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..errors import UserError
-from ..graph.csr import edge_values
 from ..graph.features import Features, read_rows
-from ..graph.sparse import SparseMatrix
+from ..graph.sparse import SparseMatrix, edge_values
 from .gcn import make_activation
 
 

@@ -5,7 +5,7 @@ every output checked — a floating-point tensor with one row per row of ``x``, 
 (:func:`gca.nn.encoders.check_encoder_output`) — so a wrong shape is one line, never a silently wrong result. The cache
 of dense features such an encoder reads is not part of the model's state: ``copy.deepcopy`` and ``pickle`` leave it out.
 
-A view's edges may carry per-edge values (an :class:`~gca.graph.csr.EdgeList`): the GCN then uses the weighted
+A view's edges may carry per-edge values (an :class:`~gca.graph.sparse.EdgeList`): the GCN then uses the weighted
 normalised adjacency (:mod:`gca.graph.sparse`), and an encoder called as PyTorch Geometric's gets ``edge_weight`` /
 ``edge_attr`` as keywords when its ``forward`` names them (:func:`gca.nn.encoders.edge_keywords`), row i of each
 belonging to column i of that view's ``edge_index``.
@@ -21,8 +21,7 @@ import torch
 from torch import nn
 
 from ..config import GCAConfig
-from ..graph.csr import edge_values
-from ..graph.sparse import SparseMatrix, layered_normalized_adjacency, normalized_adjacency
+from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
 from ..objective import ContrastiveObjective, RowShare
 from .encoders import MessagePassingEncoder, check_encoder_output, dense_features, edge_arguments, edge_keywords
 from .gcn import GCNEncoder, ProjectionHead
@@ -172,7 +171,7 @@ class GCAModel(nn.Module):
         The GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2}, built for an undirected graph when ``symmetric`` (``edge_index`` holds
         both directions of every edge), one operator per layer on a sampled subgraph (``layer_rows``: the rows each
         layer's output is read at; ``None`` for the whole graph). A message-passing encoder gets the edges and masked
-        features. Values that ``edge_index`` carries (an :class:`~gca.graph.csr.EdgeList`) weight the GCN's operator;
+        features. Values that ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`) weight the GCN's operator;
         another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
         """
         if self.takes_edge_index:

@@ -12,7 +12,7 @@ views, memory O(N·(d + block)); :func:`attention_loss` (:mod:`~gca.objective.at
 kernels, memory O(N·d), in fp32 or bf16.
 
 :class:`ContrastiveObjective` is the one factory the model uses: it picks the backend and precision its settings name,
-``auto`` resolved per device by :mod:`~gca.objective.selection`, and splits rows over processes with a
+``auto`` resolved per device by :func:`~gca.precision.resolve_objective`, and splits rows over processes with a
 :class:`~gca.objective.share.RowShare`.
 """
 
@@ -21,12 +21,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..precision import full_precision
+from ..precision import (
+    bf16_tensor_cores,
+    cpu_bf16_matrix_units,
+    full_precision,
+    objective_reason,
+    resolve_objective,
+    tf32_products,
+)
 from .attention import attention_loss
 from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
 from .collapse import uniform_loss
 from .reference import reference_loss
-from .selection import bf16_tensor_cores, cpu_bf16_matrix_units, objective_reason, resolve_objective, tf32_products
 from .share import RowShare
 
 __all__ = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from .selection import bf16_tensor_cores, tf32_products
+from ..precision import bf16_tensor_cores, tf32_products
 from .share import RowShare
 
 

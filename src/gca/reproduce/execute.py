@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import canonical_name
 from ..config import GCAConfig
 from ..datasets import DatasetError, LoadedDataset, load_dataset
 from ..datasets.base import Split
 from ..errors import quoted
 from ..evaluate.classification import evaluate_embeddings
 from ..evaluate.splits import SplitSetting, drop_unlabelled
-from ..choices import canonical_name
 from ..progress import Progress, to_stderr
 from ..run.pipeline import run_gca
 from ..stderr import spoken

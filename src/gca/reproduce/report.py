@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import canonical_name
 from ..config import build_config
 from ..datasets import LoadedDataset
 from ..errors import option
 from ..io import atomic_write_text
-from ..choices import canonical_name
 from ..stderr import spoken
 from .baselines import BASELINES, SHORTENED_IN_QUICK
 from .execute import DatasetCache, failed_run

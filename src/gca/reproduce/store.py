@@ -19,9 +19,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..choices import canonical_name
 from ..errors import UserError
 from ..io import atomic_write_json, read_json
-from ..choices import canonical_name
 from .plan import Run
 
 

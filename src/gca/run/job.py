@@ -31,10 +31,10 @@ from ..config import (
     read_config_file,
 )
 from ..datasets.base import LoadedDataset
-from ..mapped import page_out, trim_heap
 from ..errors import option
 from ..evaluate.splits import Split, SplitSetting
 from ..graph.graph import Graph, GraphError, prepare_graph
+from ..mapped import page_out, trim_heap
 from ..progress import duration, phase
 from ..stderr import spoken
 from ..train import fast as fast_rule

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from ..choices import TASK_COUNTS
 from ..evaluate.classification import EvaluationResult
 from ..evaluate.linkpred import LinkResult, hold_out_edges, score_links
-from ..choices import TASK_COUNTS
 from ..seeds import run_seeds, training_seeds
 from ..train.estimator import GCA, clone
 from .job import Job

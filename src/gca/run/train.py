@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import environment
+from ..choices import TASK_COUNTS
 from ..config import ConfigError
 from ..errors import option
 from ..evaluate.splits import EvaluationError, SplitSetting
-from ..choices import TASK_COUNTS
 from ..stderr import say, warn
 from .inputs import GraphRead, GraphRequest, check_graph, command_provenance, load_graph, open_graph
 

@@ -21,27 +21,14 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
-from ..augment.augmentors import FeatureMasker, ViewAugmentor
-from ..graph.csr import edge_list
+from ..augment.augmentors import SubgraphView, ViewAugmentor, ViewSampler
 from ..graph.features import Features, dense_input, read_rows
 from ..graph.graph import Graph
 from ..graph.sampling import NeighborSampler, SampledSubgraph
-
-
-class ViewSampler(Protocol):
-    """Draws one view t ~ T of a batch: its kept edges and its feature mask."""
-
-    @property
-    def symmetric(self) -> bool:
-        """Whether every edge set drawn holds both directions of each edge (a symmetric adjacency)."""
-
-    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
-
-    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor: ...
 
 
 @dataclass
@@ -110,50 +97,6 @@ class FullGraphBatches(BatchSource):
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[Batch]:
         yield self.batch
-
-
-@dataclass
-class SubgraphView:
-    """A view sampler of a sampled subgraph: each augmentation unit present in it is kept with probability
-    1 − p (its full-graph probability), together with every sampled edge that belongs to it.
-
-    Parameters
-    ----------
-    edge_index
-        ``[2, E]`` sampled edges, local ids.
-    unit
-        ``[E]`` index into ``unit_prob`` of each edge's unit.
-    unit_prob
-        ``[U]`` removal probability of each unit present.
-    features
-        The full graph's feature masker.
-    edge_weight
-        ``[E]`` each sampled edge's weight (``None``: an unweighted graph).
-    edge_attr
-        ``[E, D]`` each sampled edge's features, or ``None``.
-    """
-
-    edge_index: torch.Tensor  # [2, E] sampled edges, local ids
-    unit: torch.Tensor  # [E] index into unit_prob of each edge's unit
-    unit_prob: torch.Tensor  # [U] removal probability of each unit present
-    features: FeatureMasker  # the full graph's masking
-    edge_weight: torch.Tensor | None = None  # [E] each sampled edge's weight (None: an unweighted graph)
-    edge_attr: torch.Tensor | None = None  # [E, D] each sampled edge's features
-
-    symmetric = False  # sampled edges point towards the anchors: the subgraph is directed
-
-    def sample_edges(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The kept sampled edges; with their weights and features (an EdgeList) on a graph that has them."""
-        keep = torch.rand(self.unit_prob.shape, generator=generator, device=self.unit_prob.device) >= self.unit_prob
-        kept = keep[self.unit]
-        return edge_list(
-            self.edge_index[:, kept],
-            None if self.edge_weight is None else self.edge_weight[kept],
-            None if self.edge_attr is None else self.edge_attr[kept],
-        )
-
-    def sample_feature_mask(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        return self.features(generator)
 
 
 def _epoch_seed(seed: int, epoch: int, rank: int) -> int:

@@ -99,7 +99,7 @@ def fit_key(config: dict, device: torch.device, graph: Graph, fingerprint: str |
     """
     import torch_geometric
 
-    from ..objective.selection import resolve_objective
+    from ..precision import resolve_objective
 
     raw = graph.raw_features
     record = {

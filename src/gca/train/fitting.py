@@ -19,10 +19,10 @@ from torch_geometric.data import Data
 
 from ..augment.prepared import PreparedGraph
 from ..config import ConfigError, GCAConfig
-from ..mapped import trim_heap
 from ..errors import UserError
 from ..graph.graph import Graph
 from ..logger_protocol import LOG, close_loggers
+from ..mapped import trim_heap
 from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause

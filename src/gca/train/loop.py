@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from .. import environment
-from ..mapped import DiskArrays
 from ..errors import UserError
 from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
 from ..graph.graph import Graph
 from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
 from ..logger_protocol import LOG
+from ..mapped import DiskArrays
 from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
