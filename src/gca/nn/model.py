@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.profiler import record_function
 
 from ..config import GCAConfig
 from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
@@ -197,11 +198,13 @@ class GCAModel(nn.Module):
                 x if feature_mask is None else x * feature_mask, edge_index.long().as_subclass(torch.Tensor), **keywords
             )  # PyG's dtype; a plain tensor
             return check_encoder_output(self.encoder, out, x.shape[0], getattr(self.projector, "channels", None))
-        if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
-            adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
-        else:
-            adjacency = normalized_adjacency(edge_index, num_nodes, symmetric=symmetric)
-        return self.encoder(features, adjacency, feature_mask)
+        with record_function("gca.operator"):
+            if layer_rows is not None:  # a sampled subgraph: each layer only where its output is read
+                adjacency = layered_normalized_adjacency(edge_index, num_nodes, layer_rows)
+            else:
+                adjacency = normalized_adjacency(edge_index, num_nodes, symmetric=symmetric)
+        with record_function("gca.encoder"):
+            return self.encoder(features, adjacency, feature_mask)
 
     def forward(
         self,
@@ -222,4 +225,7 @@ class GCAModel(nn.Module):
         h1, h2
             The two views' embeddings of the same nodes, row i of each node i.
         """
-        return self.objective(self.projector(h1), self.projector(h2))
+        with record_function("gca.projection"):
+            u, v = self.projector(h1), self.projector(h2)
+        with record_function("gca.objective"):
+            return self.objective(u, v)
