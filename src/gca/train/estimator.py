@@ -39,7 +39,7 @@ from .batches import BatchSource, batch_source
 from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
 from .fit_cache import check_memory, fit_key, graph_claim, remembered
-from .fitting import _check_parts, _feature_names, _fresh, _initial_copy, _loaded, _memory_for, _train
+from .fitting import check_parts, feature_names, fit_estimator, fresh, initial_copy, load_estimator, memory_for
 from .loop import TrainingError, encode_graph, inference_rows
 from .nodes import GraphNodes as GraphNodes
 from .nodes import _tensor_of_bytes as _tensor_of_bytes  # pickles of GraphNodes that name this module load
@@ -120,7 +120,7 @@ class GCA:
             "loggers": loggers,
             "memory": memory,
         }
-        _check_parts(config, placement, objective, batches, encoder)
+        check_parts(config, placement, objective, batches, encoder)
         check_memory(memory)
         self.memory = memory  # opened (a folder made) by the first fit that uses it, never here
         self.config = config or GCAConfig()
@@ -133,8 +133,8 @@ class GCA:
         self.progress, self.objective, self.batches, self.placement = progress, objective, batches, placement
         self.encoder = encoder  # None: the one config.encoder names (gca.nn.encoders)
         # what every fit starts from: copies taken now, so neither training nor later changes to the modules reach it
-        self._initial_encoder = _initial_copy(encoder, "encoder")
-        self._initial_objective = _initial_copy(objective, "objective")
+        self._initial_encoder = initial_copy(encoder, "encoder")
+        self._initial_objective = initial_copy(objective, "objective")
         self.model: GCAModel | None = None  # learned state: set by fit or load
         self.in_channels: int | None = None
         self.prepared: PreparedGraph | None = None
@@ -347,7 +347,7 @@ class GCA:
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
         if embeddings_file is not None and Path(embeddings_file).exists():
             raise ValueError(f"embeddings_file {embeddings_file} exists; give the path of a new file")
-        memory = _memory_for(
+        memory = memory_for(
             self,
             X,
             {
@@ -362,11 +362,11 @@ class GCA:
         )
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
-        self.feature_names_in_ = _feature_names(data, self.prepared.graph.num_features)
+        self.feature_names_in_ = feature_names(data, self.prepared.graph.num_features)
         self._directed = directed
         self.from_memory_ = False
         if memory is None:
-            return _train(self, saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)
+            return fit_estimator(self, saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)
         graph = self.prepared.graph
         fingerprint = graph.fingerprint()
         key = fit_key(self.config.to_dict(), self.device, graph, fingerprint)
@@ -374,7 +374,7 @@ class GCA:
             memory,
             key,
             graph_claim(graph, fingerprint),
-            lambda: _train(self, saves, started, None, None, None, None)._kept(),
+            lambda: fit_estimator(self, saves, started, None, None, None, None)._kept(),
             self._restore,
         )
         log.info("%s the model of key %s in %s", "trained" if trained else "read", key, memory)
@@ -504,7 +504,7 @@ class GCA:
             load into a copy of (it stays as it is); ``None`` for a model of gca's encoders (one trained with yours is
             then a ``CheckpointError`` that says so).
         """
-        return _loaded(cls, path, device, encoder)
+        return load_estimator(cls, path, device, encoder)
 
 
 def clone(estimator: GCA, **changes: Any) -> GCA:
@@ -525,10 +525,10 @@ def clone(estimator: GCA, **changes: Any) -> GCA:
         estimator.config.replace(**changes),
         device=estimator._params["device"],
         progress=estimator.progress,
-        objective=_fresh(estimator._initial_objective),
+        objective=fresh(estimator._initial_objective),
         batches=estimator.batches,
         placement=estimator.placement,
-        encoder=_fresh(estimator._initial_encoder),
+        encoder=fresh(estimator._initial_encoder),
         loggers=estimator._params["loggers"],
         memory=estimator.memory,
     )

@@ -81,7 +81,7 @@ def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> 
     raise CollapseError(f"training collapsed: every node's embedding is the same, so they carry no signal; {cause}")
 
 
-def _initial_copy(part: Any, what: str) -> Any:
+def initial_copy(part: Any, what: str) -> Any:
     """A deep copy of a user's part as it is now (a module's on the CPU): the state every ``fit`` starts from."""
     if part is None:
         return None
@@ -96,7 +96,7 @@ def _initial_copy(part: Any, what: str) -> Any:
     return kept.cpu() if isinstance(kept, torch.nn.Module) else kept
 
 
-def _fresh(initial: Any) -> Any:
+def fresh(initial: Any) -> Any:
     """A copy of a kept initial part to train (``None`` stays ``None``)."""
     return None if initial is None else copy.deepcopy(initial)
 
@@ -126,7 +126,7 @@ def _update_precision(objective: torch.nn.Module, config: GCAConfig, device: tor
     return "fp32" if config.precision == "auto" else config.precision
 
 
-def _check_parts(config: Any, placement: Any, objective: Any, batches: Any, encoder: Any) -> None:
+def check_parts(config: Any, placement: Any, objective: Any, batches: Any, encoder: Any) -> None:
     """The constructor's arguments of a kind :class:`GCA` can use, or a :class:`ConfigError` naming the first that
     is not (scikit-learn's searches set them by name; a wrong kind would otherwise fail deep inside ``fit``)."""
     if config is not None and not isinstance(config, GCAConfig):
@@ -151,7 +151,7 @@ def _takes_loss(hook: Callable[..., Any]) -> bool:
     return any(p.kind == p.VAR_KEYWORD or (p.name == "loss" and p.kind != p.POSITIONAL_ONLY) for p in parameters)
 
 
-def _feature_names(data: Any, width: int) -> list[str] | None:
+def feature_names(data: Any, width: int) -> list[str] | None:
     """The names of the feature columns a ``Data`` carries (``data.feature_names``, as
     :func:`gca.datasets.load_files` sets them for a file that names its features), checked against its ``width``
     columns; ``None`` for none."""
@@ -179,7 +179,7 @@ def _collapse_watch(config: GCAConfig) -> CollapseWatch:
     )
 
 
-def _memory_for(estimator: Any, X: Any, options: dict[str, Any]) -> Path | None:
+def memory_for(estimator: Any, X: Any, options: dict[str, Any]) -> Path | None:
     """The folder this fit reads its model from and keeps it in (:mod:`gca.train.fit_cache`), or ``None``: none
     was given, or this fit cannot be keyed — then a ``UserWarning`` says why, and it trains."""
     memory = memory_folder(estimator.memory)
@@ -202,7 +202,7 @@ def _memory_for(estimator: Any, X: Any, options: dict[str, Any]) -> Path | None:
     return None
 
 
-def _train(
+def fit_estimator(
     estimator: Any,
     saves: TrainingCheckpoints,
     started: str,
@@ -220,7 +220,7 @@ def _train(
     seed_everything(cfg.seed)
     estimator.in_channels = graph.num_features
     share = place.objective_share(cfg.batch_size)
-    encoder, objective = _fresh(estimator._initial_encoder), _fresh(estimator._initial_objective)
+    encoder, objective = fresh(estimator._initial_encoder), fresh(estimator._initial_objective)
     estimator.model = model = _model(estimator.in_channels, cfg, objective, share, encoder, graph, estimator.device)
     if init_from is not None:
         load_initial_weights(init_from, model, estimator.in_channels)
@@ -317,7 +317,7 @@ def _train(
     return estimator
 
 
-def _loaded(cls: type, path: str | Path, device: str, encoder: torch.nn.Module | None) -> Any:
+def load_estimator(cls: type, path: str | Path, device: str, encoder: torch.nn.Module | None) -> Any:
     """A trained ``cls`` (:class:`~gca.train.estimator.GCA`) read from the model file ``path``
     (:meth:`~gca.train.estimator.GCA.load`)."""
     state = load_checkpoint(path)
@@ -328,13 +328,13 @@ def _loaded(cls: type, path: str | Path, device: str, encoder: torch.nn.Module |
             f"with GCA.load(path, encoder=<a new {user.rsplit('.', 1)[-1]} of the same "
             "shape>)"
         )
-    initial = _initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
+    initial = initial_copy(encoder, "encoder")  # a module that cannot be copied is no fault of the file's
     try:
         estimator = cls(GCAConfig.from_saved(state["config"]), device=device)
         estimator.encoder, estimator._initial_encoder = encoder, initial
         estimator._params["encoder"] = encoder
         estimator.in_channels = int(state["in_channels"])
-        model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, _fresh(initial))
+        model = GCAModel.from_weights(state["model"], estimator.in_channels, estimator.config, fresh(initial))
     except (KeyError, TypeError, ValueError, RuntimeError, UserError) as exc:
         if encoder is not None:  # the file is sound (checked above); the module given does not fit it
             raise CheckpointError(

@@ -3,33 +3,14 @@
 Tables are read by PyArrow a block at a time (:mod:`.tables`), ids mapped to rows by its hash kernels. The rules,
 with examples, are in docs/data.md (design notes: docs/design/data-and-runs.md); in short:
 
-* **Node ids** are integers (up to 64 bits) or strings, and the **features decide the nodes** and their order: a
-  feature table with an id column (``id``/``node``/``node_id``/``name``, ``id_column``, or values that are not
-  numbers), a long table, a JSON object or a matrix with ids names each row's node; a matrix without ids (``.npy``,
-  ``.npz``, a CSV of numbers only) makes row i node i, and the other files' ids must be integers in ``[0, rows)``.
-  Ids are integers when every feature-table id is an integer as Python writes it (spaces around it aside), else
-  text matched exactly (``007``, ``+5``, ``-0`` keep every id as written); the export
-  (:mod:`gca.outputs.export`) keeps their type. An id holding a line break is refused.
-* **edges**: source and target in the first two columns. Weights come only from a column named ``weight`` (any
-  case) or the one ``edge_weight`` names (a name, or a number from 1 without a header): repeats are summed, both
-  directions of an undirected edge must be equal (:func:`~gca.graph.edges.weighted_edge_list`), all weights 1 read
-  as none. Any other column is not read, and one line says so. A text file's first line is a header when it names
-  its columns (``source,target``, ``src,dst``, ``u,v``, ``from,to``, …) or is its only non-numeric line.
-* **features**: *wide* — ``.npy`` (:func:`read_npy`), SciPy sparse ``.npz``, or a table of an optional id column
-  and numeric columns, every node needing its row; *long* — ``id, feature[, value]`` rows (the second column headed
-  ``feature``, ``feature_id``, ``word``, ``token``, ``term``, ``attribute`` or ``key``, or ``layout="long"``; a
-  missing value is 1, repeated rows are summed); *JSON* — node id → list of active feature ids, or object of feature
-  id → value, or a list of such lists, row i being node i (one form for every node; a node listed twice is
-  refused); or a matrix with ``feature_ids`` (in Python a ``(matrix, ids)`` pair). Long and JSON feature ids are
-  column numbers when all are integers ≥ 0, else the sorted distinct names
-  (:attr:`~gca.datasets.base.LoadedDataset.feature_names`), as are integer ids beyond :data:`SPARSE_IDS_WIDTH`
-  that would leave over three quarters of the columns empty (one line says so). A node of the edges that these
-  sparse forms do not name gets all-zero features, and one line counts them. A ``DataFrame`` whose index is named,
-  without an id column of another name, is indexed by node id; an unnamed index is never read
-  (:func:`.tables._index_as_column`).
-* **labels**: a ``node, label`` table (``nan``, ``NA``, ``null``, … or an empty cell: no label); with more columns,
-  ``label_column`` names the label column (``id_column`` the id column; default the first). Labels of nodes not in
-  the graph are skipped, and one line counts them.
+* **node ids** are integers (up to 64 bits) or strings, matched exactly (one ``007`` keeps every id as written); the
+  **features decide the nodes** and their order, and a matrix without ids makes row i node i.
+* **edges**: source and target in the first two columns; weights only from a column named ``weight`` or the one
+  ``edge_weight`` names. Any other column is not read, and one line says so.
+* **features**: *wide* (``.npy``, SciPy sparse ``.npz``, a table of an optional id column and numeric columns),
+  *long* (``id, feature[, value]`` rows), *JSON* (node id → feature ids, or → feature id → value), or a matrix with
+  ``feature_ids``. A node of the edges that the sparse forms do not name gets all-zero features.
+* **labels**: a ``node, label`` table; labels of nodes not in the graph are skipped, and one line counts them.
 
 Everything wrong with a file is a :class:`~gca.datasets.DatasetError`: one line naming the file, the line (text
 files) or row, and what to do.
@@ -126,23 +107,11 @@ def feature_input(
     progress: bool = False,
     like: list[str] | int | None = None,
 ) -> Features:
-    """The feature matrix and the node id of each row, from any form the module describes.
+    """The feature matrix and the node id of each row, from any form the module describes; in Python ``path`` may
+    also be a NumPy array, SciPy sparse matrix, tensor, ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
 
-    Parameters
-    ----------
-    path
-        A file in any form the module describes; in Python also a NumPy array, SciPy sparse matrix, tensor, pandas
-        ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
-    ids
-        The node id of each row of a matrix given without them (a file of one id per line, a 1-D ``.npy``, or a
-        sequence).
-    layout
-        ``"auto"``, ``"wide"`` (a row per node) or ``"long"`` (``id, feature[, value]`` rows) for a table.
-    id_column
-        ``None``: recognise a table's id column.
-    like
-        The columns of a model trained before, for the sparse forms: its feature names, or its number of
-        columns (``gca embed``); ``None``: the columns the file's own feature ids give.
+    ``ids`` names the rows of a matrix given without them; ``like`` is a trained model's columns for the sparse forms
+    (its feature names or its number of columns, ``gca embed``), ``None`` the columns the file's own feature ids give.
     """
     import pyarrow as pa
 
@@ -226,33 +195,28 @@ def load_files(
     labels
         A table of ``node, label`` rows (any node may lack one); ``None`` for an unlabelled graph.
     directed
-        Keep the edges as listed; ``False`` reads the graph as undirected: an edge listed one way gets its reverse,
-        with its weight.
+        Keep the edges as listed; ``False``: undirected, an edge listed one way gets its reverse, with its weight.
     edge_weight
-        The edge table's weight column (its name, or its number counted from 1); ``None``: a column named
-        ``weight``, if any.
+        The edge table's weight column (its name, or its number from 1); ``None``: a column named ``weight``, if any.
     feature_ids
         The node id of each row of an ``.npy``/``.npz`` feature matrix (a file of one id per line, a 1-D ``.npy``,
         or a sequence).
     feature_layout
         ``"auto"``, ``"wide"`` or ``"long"`` for a feature table.
-    id_column
-        The id column's name in the feature table and the label table (default: recognised, else the first).
-    label_column
-        The label column's name in a label table of more than two columns.
+    id_column, label_column
+        The id column's name in the feature and label tables (default: recognised, else the first); the label
+        column's in a label table of more than two columns.
     progress
         Say how far the reading of large files has come (on standard error).
     feature_names
-        The columns of the model the graph is for (``gca embed``): the feature names it was trained on, or its
-        number of columns. Long and JSON features are mapped to those columns, features it does not have left out
-        with one warning line; ``None``: the columns the features' own ids give.
+        The trained model's columns (``gca embed``): its feature names, or its number of columns. Long and JSON
+        features are mapped to them, features it lacks left out with one warning line; ``None``: the features' own ids.
 
     Returns
     -------
     LoadedDataset
-        The graph; ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise,
-        ``None`` when row i is node i), ``warnings`` what was noticed while reading, ``class_names`` the labels'
-        names, ``feature_names`` the features' names where they were not numbers.
+        ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise, ``None`` when row
+        i is node i); ``warnings``, ``class_names`` and ``feature_names`` (where not numbers) as read.
     """
     table = _edge_table(edges)  # first: a missing or empty edge file is said before the features are read
     read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
@@ -351,8 +315,7 @@ def load_files(
 
 
 def _check_added_rows(nodes: NodeIds, listed: int, edges_name: str) -> None:
-    """Nodes an edge file adds to features whose entry i is node i must be integers beyond the entries: a negative
-    id is no node's."""
+    """Nodes an edge file adds to features whose entry i is node i must be integers beyond the entries."""
     import pyarrow.compute as pc
 
     added = nodes.keys.slice(listed)
