@@ -267,10 +267,9 @@ def test_warmup_counts_updates_not_epochs():
 def test_features_the_encoder_sees_as_identical_are_named_as_the_cause():
     """One feature column under feature_norm=row is 1 for every node that has a value: the rows differ as stored
     (3 and 5) but not as read; a sparse matrix of equal rows counts too, and rows that differ do not."""
-    from gca.graph.features import RowNormalizedFeatures
+    from gca.graph.features import RowNormalizedFeatures, identical_rows
     from gca.graph.sparse import SparseMatrix
     from gca.objective.collapse import likely_cause
-    from gca.train.loop import identical_rows
 
     assert identical_rows(RowNormalizedFeatures.of(np.array([[3.0], [5.0], [0.5]], dtype=np.float32)))
     assert not identical_rows(RowNormalizedFeatures.of(np.array([[3.0, 1.0], [5.0, 1.0]], dtype=np.float32)))

@@ -329,7 +329,7 @@ def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
     from gca.config import GCAConfig
     from gca.nn.model import GCAModel
     from gca.train.distributed import RowRanges
-    from gca.train.loop import encode_graph
+    from gca.train.inference import encode_graph
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -368,7 +368,7 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
 
     from gca.config import GCAConfig
     from gca.nn.model import GCAModel
-    from gca.train.loop import encode_graph
+    from gca.train.inference import encode_graph
 
     alone = {}
     for case, (x, graph) in enumerate(_graphs()):

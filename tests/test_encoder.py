@@ -145,7 +145,7 @@ def test_chunked_inference_equals_the_whole_graph_pass():
     """Over row blocks (sparse and dense input, directed and undirected graphs — the latter's operator built
     block by block —, PReLU, layers handing H W over to the next): the same embeddings as one whole pass."""
     from gca.config import GCAConfig
-    from gca.train.loop import encode_graph
+    from gca.train.inference import encode_graph
 
     g = torch.Generator().manual_seed(0)
     n = 203

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-import gca.train.loop as loop
+import gca.train.inference as inference
 from gca.cli import main
 from gca.config import GCAConfig
 from gca.evaluate import classification
@@ -22,7 +22,7 @@ from gca.evaluate.classification import NormalizedRows, linear_evaluation
 from gca.graph.graph import prepare_graph
 from gca.mapped import DiskArrays, npy_map
 from gca.nn.model import GCAModel
-from gca.train.loop import encode_graph
+from gca.train.inference import encode_graph
 
 
 def _graphs():
@@ -138,7 +138,7 @@ def test_disk_arrays_let_a_scratch_matrix_go_with_its_tensor(tmp_path):
 def test_gca_train_writes_the_streamed_embeddings_once_and_equal_to_in_memory(tmp_path, monkeypatch):
     args = ["train", "--epochs", "3", "--quiet", "--splits", "2"]
     assert main([*args, "--out", str(tmp_path / "memory")]) == 0
-    monkeypatch.setattr(loop, "INFERENCE_CHUNK_ROWS", 16)  # Karate's 34 nodes in blocks of 16
+    monkeypatch.setattr(inference, "INFERENCE_CHUNK_ROWS", 16)  # Karate's 34 nodes in blocks of 16
     assert main([*args, "--out", str(tmp_path / "disk")]) == 0
     memory, disk = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("memory", "disk"))
     assert not memory["embeddings_out_of_core"] and disk["embeddings_out_of_core"]

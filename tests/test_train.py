@@ -13,7 +13,8 @@ from gca.graph.features import normalize_rows
 from gca.nn.model import GCAModel
 from gca.train.batches import Batch, BatchSource, FullGraphBatches
 from gca.train.checkpoint import load_checkpoint
-from gca.train.loop import encode_graph, train
+from gca.train.inference import encode_graph
+from gca.train.loop import train
 
 
 class TwoHalves(BatchSource):

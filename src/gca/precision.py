@@ -11,7 +11,7 @@
   copy), the GCN's sparse aggregation M·H with its degree scaling (:class:`gca.graph.sparse.SparseMatrix` leaves
   the region: sparse products are memory-bound and have no bf16 kernel on CPUs), the normalisation of the
   projections, the log-sum-exp and the loss (:class:`gca.objective.ContrastiveObjective` leaves the region too).
-  Sparse features stay sparse; inference (:func:`gca.train.loop.encode_graph`) is fp32. PyTorch Geometric's layers
+  Sparse features stay sparse; inference (:func:`gca.train.inference.encode_graph`) is fp32. PyTorch Geometric's layers
   (``encoder=gat|sage|gin``) and a user's encoder run as autocast runs them: their products in bf16, their
   aggregations in the dtype their inputs arrive in.
 

@@ -161,3 +161,39 @@ def _l1_norms(block: np.ndarray) -> np.ndarray:
     norms = np.abs(block).sum(axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return norms
+
+
+def identical_rows(features: Features | SparseMatrix) -> bool:
+    """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
+    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
+    if isinstance(features, SparseMatrix):
+        matrix = features.matrix
+        if matrix.layout != torch.sparse_csr:
+            return False
+        counts = matrix.crow_indices().diff()
+        if counts.numel() == 0 or not bool((counts == counts[0]).all()):
+            return False
+        width = int(counts[0])
+        columns, values = matrix.col_indices().view(-1, width), matrix.values().view(-1, width)
+        return bool((columns == columns[:1]).all()) and bool((values == values[:1]).all())
+    if isinstance(features, DenseFeatures):  # rows as read: row-normalised ones divided as the encoder sees them
+        n = features.shape[0]
+        if n == 0:
+            return False
+        first = features.row_slice(0, 1)
+        return all(bool((features.row_slice(i, min(i + ROW_BLOCK, n)) == first).all()) for i in range(0, n, ROW_BLOCK))
+    if not isinstance(features, torch.Tensor) or features.layout != torch.strided or features.dim() != 2:
+        return False
+    return features.shape[0] > 0 and all(bool((block == features[:1]).all()) for block in features.split(ROW_BLOCK))
+
+
+def all_zero(features: Features | SparseMatrix) -> bool:
+    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
+    if isinstance(features, SparseMatrix):
+        return not bool(features.matrix.values().any())
+    raw = features.raw if isinstance(features, DenseFeatures) else features
+    if not isinstance(raw, torch.Tensor):
+        return False
+    if raw.layout != torch.strided:
+        raw = raw.to_sparse_coo().coalesce().values()
+    return not any(bool(block.any()) for block in (raw.split(ROW_BLOCK) if raw.dim() else (raw,)))

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca
     from .distributed import resolve_device as resolve_device
     from .estimator import GCA as GCA
     from .estimator import clone as clone
+    from .inference import encode_graph as encode_graph
     from .loop import CollapseError as CollapseError
     from .loop import TrainingError as TrainingError
-    from .loop import encode_graph as encode_graph
     from .loop import train as train
     from .loop import train_step as train_step
     from .loop import updates_taken as updates_taken

@@ -3,7 +3,7 @@
 ``fit`` prepares the graph once (:mod:`gca.augment.prepared`), builds the model (:mod:`gca.nn`), the optimiser and
 the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
 checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
-and returns the frozen embeddings (:func:`gca.train.loop.encode_graph`); the training and its checks are
+and returns the frozen embeddings (:func:`gca.train.inference.encode_graph`); the training and its checks are
 :mod:`gca.train.fitting`. :class:`~gca.train.nodes.GraphNodes` is importable from here too. Rules for the parts a
 user passes in (``encoder=``, ``objective=``):
 
@@ -40,7 +40,8 @@ from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
 from .fit_cache import check_memory, fit_key, graph_claim, remembered
 from .fitting import check_parts, feature_names, fit_estimator, fresh, initial_copy, load_estimator, memory_for
-from .loop import TrainingError, encode_graph, inference_rows
+from .inference import encode_graph, inference_rows
+from .loop import TrainingError
 from .nodes import GraphNodes as GraphNodes
 from .nodes import _tensor_of_bytes as _tensor_of_bytes  # pickles of GraphNodes that name this module load
 
@@ -446,8 +447,9 @@ class GCA:
             A PyG ``Data`` or a :class:`~gca.graph.graph.Graph` with the training graph's number of features (else a
             ``TrainingError``); ``None`` for the training graph.
         out
-            A new ``.npy`` path: where the graph is embedded in blocks on the CPU (:func:`gca.train.loop.encode_graph`),
-            the embeddings are written there as computed and the tensor returned is its mapping; ``None``: in memory.
+            A new ``.npy`` path: where the graph is embedded in blocks on the CPU
+            (:func:`gca.train.inference.encode_graph`), the embeddings are written there as computed and the tensor
+            returned is its mapping; ``None``: in memory.
         directed
             How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
         """

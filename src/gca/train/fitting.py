@@ -20,6 +20,7 @@ from torch_geometric.data import Data
 from ..augment.prepared import PreparedGraph
 from ..config import ConfigError, GCAConfig
 from ..errors import UserError
+from ..graph.features import all_zero, identical_rows
 from ..graph.graph import Graph
 from ..logger_protocol import LOG, close_loggers
 from ..mapped import trim_heap
@@ -31,17 +32,8 @@ from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, l
 from .compiled import CompiledParts
 from .distributed import Placement
 from .fit_cache import memory_folder
-from .loop import (
-    INFERENCE_CHUNK_ROWS,
-    CollapseError,
-    TrainingError,
-    all_zero,
-    encode_graph,
-    identical_rows,
-    in_blocks,
-    train,
-    warmup_schedule,
-)
+from .inference import INFERENCE_CHUNK_ROWS, encode_graph, in_blocks
+from .loop import CollapseError, TrainingError, train, warmup_schedule
 
 log = LOG.getChild("train.estimator")
 

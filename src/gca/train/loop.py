@@ -13,33 +13,26 @@ Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch
 The loop's hooks are ``after_epoch`` (checkpoints, :class:`gca.train.checkpoint.TrainingCheckpoints`), the learning
 rate's warm-up, the collapse watch and metric loggers (:mod:`gca.loggers`). It reports through the ``logging``
 logger ``"gca.train.loop"``: each epoch at DEBUG, the end of training at INFO, a collapse or a diverged loss at
-WARNING. :func:`encode_graph` gives the frozen embeddings once training ends.
+WARNING. The frozen embeddings once training ends: :mod:`gca.train.inference`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch.profiler import record_function
 
-from .. import environment
 from ..errors import UserError
-from ..graph.features import ROW_BLOCK, DenseFeatures, Features, dense_input
-from ..graph.graph import Graph
-from ..graph.sparse import AdjacencyRows, SparseMatrix, normalized_adjacency
+from ..graph.features import all_zero, identical_rows
 from ..logger_protocol import LOG
-from ..mapped import DiskArrays
-from ..nn.gcn import RowShare
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
 from ..precision import update_precision
-from ..progress import Progress, phase
+from ..progress import Progress
 from .batches import Batch, BatchSource
 from .compiled import CompiledParts
 
@@ -241,42 +234,6 @@ def collapse_cause(optimizer: torch.optim.Optimizer, source: BatchSource, batch:
     return likely_cause(None if lr is None else float(lr), max(decays, default=None), zero, advice, same)
 
 
-def identical_rows(features: Features | SparseMatrix) -> bool:
-    """Whether every row of ``features`` (as the encoder reads them) equals the first (a dense matrix read
-    :data:`ROW_BLOCK` rows at a time; a sparse one compared by its rows' columns and values)."""
-    if isinstance(features, SparseMatrix):
-        matrix = features.matrix
-        if matrix.layout != torch.sparse_csr:
-            return False
-        counts = matrix.crow_indices().diff()
-        if counts.numel() == 0 or not bool((counts == counts[0]).all()):
-            return False
-        width = int(counts[0])
-        columns, values = matrix.col_indices().view(-1, width), matrix.values().view(-1, width)
-        return bool((columns == columns[:1]).all()) and bool((values == values[:1]).all())
-    if isinstance(features, DenseFeatures):  # rows as read: row-normalised ones divided as the encoder sees them
-        n = features.shape[0]
-        if n == 0:
-            return False
-        first = features.row_slice(0, 1)
-        return all(bool((features.row_slice(i, min(i + ROW_BLOCK, n)) == first).all()) for i in range(0, n, ROW_BLOCK))
-    if not isinstance(features, torch.Tensor) or features.layout != torch.strided or features.dim() != 2:
-        return False
-    return features.shape[0] > 0 and all(bool((block == features[:1]).all()) for block in features.split(ROW_BLOCK))
-
-
-def all_zero(features: Features | SparseMatrix) -> bool:
-    """Whether every value of ``features`` is zero (a dense matrix read :data:`ROW_BLOCK` rows at a time)."""
-    if isinstance(features, SparseMatrix):
-        return not bool(features.matrix.values().any())
-    raw = features.raw if isinstance(features, DenseFeatures) else features
-    if not isinstance(raw, torch.Tensor):
-        return False
-    if raw.layout != torch.strided:
-        raw = raw.to_sparse_coo().coalesce().values()
-    return not any(bool(block.any()) for block in (raw.split(ROW_BLOCK) if raw.dim() else (raw,)))
-
-
 def warmup_schedule(lr: float, warmup_steps: int) -> Callable[[int], float] | None:
     """The learning rate of update t (from 0): rising linearly to ``lr`` over the first ``warmup_steps`` updates,
     then constant — or ``None`` (Adam at ``lr`` throughout, as Algorithm 1) when ``warmup_steps`` is 0 or 1."""
@@ -292,109 +249,3 @@ def updates_taken(optimizer: torch.optim.Optimizer) -> int:
         if "step" in state:
             return int(state["step"])
     return 0
-
-
-#: Inference processes graphs larger than this many nodes in chunks of this many rows (see :func:`encode_graph`);
-#: ``GCA_INFERENCE_ROWS`` sets another number (fewer rows: less memory per block, more blocks).
-INFERENCE_CHUNK_ROWS = 65_536
-
-
-def inference_rows() -> int:
-    """The rows of a block of inference: :data:`INFERENCE_CHUNK_ROWS`, or ``GCA_INFERENCE_ROWS`` where set."""
-    return environment.env_int("GCA_INFERENCE_ROWS", INFERENCE_CHUNK_ROWS, 1, note=" (the rows of an inference block)")
-
-
-def in_blocks(model: GCAModel, num_nodes: int, chunk_rows: int | None = None) -> bool:
-    """Whether :func:`encode_graph` embeds a graph of ``num_nodes`` nodes in blocks of ``chunk_rows`` rows
-    (``None``: :func:`inference_rows`), and so, under torchrun, shares the rows among the processes."""
-    rows = inference_rows() if chunk_rows is None else chunk_rows
-    return not model.takes_edge_index and rows > 0 and num_nodes > rows and hasattr(model.encoder, "forward_in_chunks")
-
-
-@torch.no_grad()
-def encode_graph(
-    model: GCAModel,
-    graph: Graph,
-    chunk_rows: int | None = None,
-    out: str | Path | None = None,
-    share: RowShare | None = None,
-    scratch: str | Path | None = None,
-    progress: bool = False,
-) -> torch.Tensor | None:
-    """Frozen embeddings H = f(X, A) of ``graph`` (no augmentation, eval mode, no autograd), on the model's device.
-
-    A graph of more than ``chunk_rows`` nodes is embedded over blocks of rows
-    (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`; an undirected graph's operator built block by block,
-    :class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph; a small
-    graph, or one of an encoder without blocks, is embedded whole, by every process. ``out`` is written only in blocks
-    on the CPU; elsewhere the caller saves what is returned.
-
-    Parameters
-    ----------
-    model
-        The trained model (set to eval mode here).
-    graph
-        The cleaned graph, on the model's device.
-    chunk_rows
-        Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
-    out
-        A new ``.npy`` path for out-of-core inference on the CPU (:class:`gca.mapped.DiskArrays`): each layer's output
-        a scratch file, the embeddings this file, written block by block and flushed; ``None``: in memory.
-    share
-        Under torchrun, this process's rows of every layer, embedded by blocks together with the other processes
-        (:meth:`gca.train.distributed.Placement.row_share`); ``None`` for one process.
-    scratch
-        The folder a process without ``out`` maps its matrices in on the CPU, reserving only its own rows of the
-        embeddings (made if needed; where it cannot be, they stay in memory); ``None``: in memory.
-    progress
-        Show the rows embedded, layer after layer, on stderr once inference by blocks has run a few seconds.
-
-    Returns
-    -------
-    torch.Tensor | None
-        ``[N, hidden]`` embeddings (the mapping of ``out`` when it was written); ``None`` on a torchrun process
-        other than rank 0 when the processes embedded together.
-    """
-    model.eval()
-    if model.takes_edge_index:
-        return model.encode(graph.features, graph.edge_index, graph.num_nodes).detach()
-    encoder = model.encoder
-    chunk_rows = inference_rows() if chunk_rows is None else chunk_rows
-    if in_blocks(model, graph.num_nodes, chunk_rows):
-        rows = (
-            AdjacencyRows(graph.edge_index, graph.num_nodes)
-            if not graph.directed
-            else normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=False, coalesced=True)
-        )
-        disk = None
-        if model_device(model).type == "cpu" and out is not None:
-            disk = DiskArrays(out)
-        elif model_device(model).type == "cpu" and share is not None and scratch is not None and _made(scratch):
-            disk = DiskArrays(None, scratch, final_rows=share.row_range(graph.num_nodes))
-        start, stop = share.row_range(graph.num_nodes) if share is not None else (0, graph.num_nodes)
-        layers = len(encoder.layers)
-        with contextlib.closing(
-            phase(layers * (stop - start), f"embed ({layers} layers)", "row", enabled=progress)
-        ) as bar:
-            embeddings = encoder.forward_in_chunks(
-                graph.features, rows, chunk_rows, allocate=disk, share=share, on_rows=bar.update
-            )
-        if disk is not None and embeddings is not None:
-            disk.flush()
-        return embeddings
-    adjacency = normalized_adjacency(graph.edge_index, graph.num_nodes, symmetric=not graph.directed, coalesced=True)
-    return model(dense_input(graph.features), adjacency).detach()
-
-
-def _made(folder: str | Path) -> bool:
-    """Whether ``folder`` exists or could be made (a scratch folder that cannot be: the matrices stay in memory)."""
-    try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return True
-
-
-def model_device(model: torch.nn.Module) -> torch.device:
-    """Where ``model``'s parameters lie (the CPU for a model without any)."""
-    return next((p.device for p in model.parameters()), torch.device("cpu"))
