@@ -51,34 +51,15 @@ def planted_graph(
         raise ValueError("too many edges for this many nodes: the draw would be mostly repeats")
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, classes, size=nodes)
-    activity = rng.lognormal(0.0, 1.0, size=nodes)
-    # nodes grouped by class, with cumulative activity, so a draw ∝ activity inside a class is one searchsorted
-    by_class = np.argsort(labels, kind="stable")
-    cumulative = np.cumsum(activity[by_class])
-    class_end = np.cumsum(np.bincount(labels, minlength=classes))
-    class_start = class_end - np.bincount(labels, minlength=classes)
-    low = np.where(class_start > 0, cumulative[np.maximum(class_start - 1, 0)], 0.0)
-    high = cumulative[class_end - 1]
-    total = cumulative[-1]
-
+    sampler = _Sampler(labels, rng.lognormal(0.0, 1.0, size=nodes), classes)
     keys = np.empty(0, dtype=np.int64)
-    while keys.size < edges:
-        draw = int((edges - keys.size) * 1.05) + 1000
-        source = by_class[np.searchsorted(cumulative, rng.random(draw) * total, side="right").clip(max=nodes - 1)]
-        same = rng.random(draw) < homophily
-        c = labels[source]
-        point = np.where(same, low[c] + rng.random(draw) * (high[c] - low[c]), rng.random(draw) * total)
-        target = by_class[np.searchsorted(cumulative, point, side="right").clip(max=nodes - 1)]
-        del point, same, c
-        keep = source != target
-        a, b = np.minimum(source[keep], target[keep]), np.maximum(source[keep], target[keep])
-        keys = np.unique(np.concatenate([keys, a.astype(np.int64) * nodes + b]))
-    keys = rng.permutation(keys)[:edges]
-    keys.sort()
-    row, col = keys // nodes, keys % nodes
-    del keys
+    while keys.size < edges:  # top up until E distinct keys min·N + max remain
+        keys = np.unique(np.concatenate([keys, sampler.keys(rng, int((edges - keys.size) * 1.05) + 1000, homophily)]))
+    keys = np.sort(rng.permutation(keys)[:edges])
+    col = keys % nodes
     indptr = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=nodes), out=indptr[1:])
+    np.cumsum(np.bincount(keys // nodes, minlength=nodes), out=indptr[1:])
+    del keys
 
     centroids = rng.standard_normal((classes, features)).astype(np.float32)
     x = rng.standard_normal((nodes, features), dtype=np.float32)

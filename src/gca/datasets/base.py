@@ -27,11 +27,9 @@ class LoadedDataset:
         The dataset's display name (a file's stem for a graph read by path).
     data
         The graph: a PyG ``Data`` with ``x``, ``edge_index`` and, where labelled, ``y`` (−1 for an unlabelled node).
-    splits
-        The splits its benchmark evaluates on (Wiki-CS's, OGB's), each ``(train, val, test)`` arrays of node ids;
-        ``None`` for random ones.
-    public
-        The dataset's public split (Planetoid's, Wiki-CS's, OGB's), if any.
+    splits, public
+        The splits its benchmark evaluates on (Wiki-CS's, OGB's), each ``(train, val, test)`` arrays of node ids
+        (``None`` for random ones), and its public split (Planetoid's, Wiki-CS's, OGB's), if any.
     named
         A built-in or named dataset, whose shipped hyperparameters apply; a graph file read by path gets the
         defaults whatever its file is called.
@@ -41,10 +39,9 @@ class LoadedDataset:
         ``None``: undirected exactly when every edge has its reverse; else as the graph was read.
     warnings
         One line each about the files read (repeated edges, unlabelled nodes, unread columns).
-    class_names
-        A label file's name of class number c, where the file named classes.
-    feature_names
-        The name of feature column j, where a sparse feature file named its features (words, tokens).
+    class_names, feature_names
+        A label file's name of class c, and a sparse feature file's name of feature column j, where the file named
+        them.
     """
 
     name: str
@@ -66,9 +63,8 @@ class LoadedDataset:
 
 
 def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
-    """``values`` as float32, refusing what the cast would silently change: complex numbers (their imaginary part
-    would be dropped) and magnitudes beyond float32's range (they would become infinite); ``path`` names the file
-    in the message."""
+    """``values`` as float32, refusing what the cast would silently change: complex numbers and magnitudes beyond
+    float32's range."""
     if values.dtype == np.float32:
         return values
     if np.iscomplexobj(values):
@@ -83,19 +79,17 @@ def float32_features(values: np.ndarray, path: str | Path) -> np.ndarray:
 
 
 def stored_features(values: np.ndarray, path: str | Path) -> np.ndarray:
-    """A dense feature array as gca holds it: float16 stays float16 — half float32's memory, widened to float32 a
-    block of rows at a time as it is read (:class:`gca.graph.features.DenseFeatures`) — and anything else becomes
-    float32 (:func:`float32_features`)."""
+    """A dense feature array as gca holds it: float16 stays float16 (widened a block of rows at a time as read,
+    :class:`gca.graph.features.DenseFeatures`), anything else becomes float32 (:func:`float32_features`)."""
     return values if values.dtype == np.float16 else float32_features(values, path)
 
 
 def class_labels(values: np.ndarray, path: str | Path, num_nodes: int) -> tuple[torch.Tensor, list[str]]:
     """One class number per node from a file's label column, and the warnings to print.
 
-    Class numbers are the integers 0, 1, 2, …, stored as integers or as floats with an integral value. NaN marks
-    a node without a label (OGB's files do): it becomes −1, is left out of evaluation, and a warning says how many.
-    Anything else — a negative number, a fraction, an infinity, one label too many or too few — is an error naming
-    the file and the first bad row, never a silent cast (−3 or 0.3 would otherwise become classes).
+    Class numbers are the integers 0, 1, 2, …, stored as integers or integral floats; NaN marks a node without a label
+    (−1, counted in a warning). Anything else — negative, a fraction, infinite, a label too many or too few — is an
+    error naming the file and the first bad row, never a silent cast.
     """
     values = np.asarray(values)
     if values.ndim != 1 or values.shape[0] != num_nodes:
@@ -137,8 +131,8 @@ def default_cache_dir() -> Path:
 
 
 def mask_splits(train_mask: torch.Tensor, val_mask: torch.Tensor, test_mask: torch.Tensor) -> list[Split]:
-    """Public splits, one ``(train, val, test)`` triple of node-id arrays per split, from boolean masks of shape
-    ``[N]`` or ``[N, S]`` (one column per split, as in Wiki-CS); a 1-D mask is shared by every split."""
+    """Public splits as ``(train, val, test)`` node-id arrays, from boolean masks of shape ``[N]`` (shared by every
+    split) or ``[N, S]`` (one column per split, as in Wiki-CS)."""
 
     def columns(mask: torch.Tensor, count: int) -> list[np.ndarray]:
         mask = mask.cpu().numpy().astype(bool)

@@ -1,10 +1,6 @@
-"""Graph files in the gnn-benchmark npz layout (``adj_*`` and ``attr_*`` CSR arrays, optional ``labels``).
-
-The adjacency's values are edge weights unless all are 1 (:func:`read_npz_graph`). Dense features
-(``attr_matrix``) in a file written with ``numpy.savez`` (members stored uncompressed) are read through a
-copy-on-write memory map (:func:`mapped_member`): the file's pages are the features, reclaimable page cache rather
-than a private copy. ``numpy.savez_compressed`` files are read whole.
-"""
+"""Graph files in the gnn-benchmark npz layout (``adj_*`` and ``attr_*`` CSR arrays, optional ``labels``): the
+adjacency's values are edge weights unless all are 1, and a stored (``numpy.savez``) ``attr_matrix`` is read through
+a copy-on-write memory map (:func:`mapped_member`), compressed files whole."""
 
 from __future__ import annotations
 
@@ -34,8 +30,8 @@ NPY_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.form
 
 
 def mapped_member(path: Path, name: str) -> np.ndarray | None:
-    """The ``name`` array of an .npz file as a copy-on-write memory map, or ``None`` where it cannot be mapped: no
-    such member, a compressed one, or a header other than .npy format 1.0/2.0 (``name``: without ``.npy``)."""
+    """The ``name`` array (without ``.npy``) of an .npz file as a copy-on-write memory map; ``None`` where it cannot be
+    mapped (no such member, a compressed one, a header other than .npy format 1.0/2.0)."""
     try:
         with zipfile.ZipFile(path) as archive:
             info = archive.getinfo(f"{name}.npy")
@@ -66,10 +62,9 @@ def mapped_member(path: Path, name: str) -> np.ndarray | None:
 def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     """A graph in the gnn-benchmark npz layout (``adj_*``, ``attr_*`` CSR arrays, optional ``labels``).
 
-    Features stay sparse and keep their values. The adjacency's values (``adj_data``) are the edges' weights
-    (``Data.edge_weight``), checked and merged as an edge file's weight column is
-    (:func:`~gca.graph.edges.weighted_edge_list`): non-negative, finite, within float32, equal in both directions of
-    an undirected edge. An adjacency whose values are all 1 — the Amazon/Coauthor files' — is unweighted.
+    Features stay sparse and keep their values. The adjacency's values are the edges' weights, checked and merged as
+    an edge file's weight column is (:func:`~gca.graph.edges.weighted_edge_list`); all 1 — the Amazon/Coauthor
+    files' — is unweighted.
 
     Parameters
     ----------

@@ -7,9 +7,8 @@ OGB's archives unpack into a folder such as ``ogbn_arxiv/`` holding::
     raw/node-label.csv.gz   one label per node (optional)
     split/<type>/{train,valid,test}.csv.gz   node indices, one per line (e.g. split/time/ for arxiv)
 
-The CSV files are parsed with NumPy. Edges are made undirected (as OGB's baselines use arxiv, and as products is).
-The official split becomes the dataset's one public split: C is chosen on ``valid``, accuracy measured on ``test``.
-Design notes: docs/design/data-and-runs.md.
+Edges are made undirected; the official split is the dataset's one public split (C chosen on ``valid``, accuracy
+measured on ``test``). Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -40,8 +39,7 @@ def is_ogb_folder(folder: Path) -> bool:
 
 
 def load_named(key: str, data_dir: Path) -> LoadedDataset:
-    """A named OGB dataset (``key``: ``"ogbnarxiv"``, …) from ``data_dir``, downloaded and unpacked there when
-    missing and online."""
+    """A named OGB dataset (``key``: ``"ogbnarxiv"``, …) from ``data_dir``, downloaded there when missing and online."""
     name, folder_name, url = OGB_DATASETS[key]
     folder = data_dir / folder_name
     if not is_ogb_folder(folder):

@@ -1,8 +1,8 @@
 """PyTorch Geometric's named datasets (the paper's five, the Planetoid three) and the built-in Karate club.
 
-Each source is declared once — its folder, raw files, download address and PyG class — in :data:`DATASETS`. PyG
-downloads the raw files when online. A data directory may be read-only: processed files then go to a writable
-cache (``$GCA_CACHE_DIR``, default ``~/.cache/gca``) whose ``raw`` folders link back to the read-only files.
+Each source is declared once in :data:`DATASETS`; PyG downloads the raw files when online. Where a data directory
+is read-only, processed files go to a writable cache (``$GCA_CACHE_DIR``, default ``~/.cache/gca``) whose ``raw``
+folders link back to the read-only files.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ DATASETS: dict[str, _Spec] = {
 
 
 def load_spec(spec: _Spec, folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The dataset ``spec`` (an entry of :data:`DATASETS`) from ``folder`` (which holds ``raw/``), processed there or
-    in ``cache_dir`` when the folder cannot hold processed files."""
+    """The dataset ``spec`` (an entry of :data:`DATASETS`) from ``folder`` (which holds ``raw/``), processed there or in
+    ``cache_dir``."""
     created = _first_missing(folder)
     try:
         return _loaded(spec, _open(spec, folder, cache_dir))
@@ -142,8 +142,8 @@ def is_dataset_folder(folder: Path) -> bool:
 
 
 def load_folder(folder: Path, cache_dir: Path) -> LoadedDataset:
-    """The named dataset whose raw files ``folder/raw`` holds (a folder given by path); processed files go to
-    ``cache_dir`` when the folder cannot hold them."""
+    """The named dataset whose raw files ``folder/raw`` holds, processed files in ``cache_dir`` where the folder cannot
+    hold them."""
     spec = _spec_of(folder)
     if spec is None:
         raise DatasetError(f"{folder}/raw holds none of the named datasets' raw files")
@@ -164,8 +164,8 @@ def _loaded(spec: _Spec, dataset: object) -> LoadedDataset:
 
 
 def _writable(path: Path) -> bool:
-    """Writable by us *and* not marked read-only: root may write anywhere, but a folder without write bits
-    was made read-only on purpose, and processed files must not land in it."""
+    """Writable by us *and* not marked read-only: a folder without write bits (root may write anywhere) was made
+    read-only on purpose."""
     while not path.exists():
         path = path.parent
     return os.access(path, os.W_OK) and bool(path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
@@ -174,11 +174,9 @@ def _writable(path: Path) -> bool:
 def _open(spec: _Spec, folder: Path, cache_dir: Path) -> object:
     """PyG's dataset for ``folder`` (which holds ``raw/``).
 
-    PyG reads ``ROOT/<spec.folder>/raw`` and writes ``ROOT/<spec.folder>/processed``. Where the folder is read-only
-    or named otherwise, processing happens in the cache, whose ``raw`` links back to the folder's; the cache entry
-    is keyed by the raw folder's real path and its files' identity (:func:`_raw_stamp`), so two folders never share
-    processed files and changed raw files are processed again. A folder's own ``processed/`` is used only where its
-    stamp file says gca processed it from the raw files as they are now.
+    Where the folder is read-only or named otherwise, processing happens in the cache, keyed by the raw folder's real
+    path and its files' identity (:func:`_raw_stamp`): two folders never share processed files, and changed raw files
+    are processed again. A folder's own ``processed/`` is used only where its stamp matches the raw files as they are.
     """
     raw_dir = folder / "raw"
     missing = [f for f in spec.raw_files if not (raw_dir / f).is_file()]

@@ -1,12 +1,7 @@
-"""Which source a graph comes from: :func:`load_dataset` consults the registry of sources below.
-
-An existing file is an npz graph file (:mod:`.npz`); an existing folder is claimed by the first folder reader
-that recognises it (OGB's node-property layout, then PyTorch Geometric's ``raw/`` layout); anything else is a
-name looked up in :data:`NAMED` — the built-in Karate club, PyG's named datasets, OGB's — read from
-``data_dir``. A PyG dataset answers to the paper's name and to PyG's own, which is also its folder under
-``data_dir`` (:data:`ALIASES`: ``Photo`` is Amazon-Photo, ``CS`` Coauthor-CS, ``WikiCS`` Wiki-CS): an alias is
-looked up as the paper's name, so a run under either is the same run — same configuration, same recorded name.
-"""
+"""Which source a graph comes from: :func:`load_dataset` consults the registry of sources below — an npz file
+(:mod:`.npz`), the first folder reader that recognises a folder, else a name in :data:`NAMED`. A PyG dataset's own
+name (:data:`ALIASES`: ``Photo``, ``CS``, ``WikiCS``) is looked up as the paper's, so a run under either is the
+same run — same configuration, same recorded name."""
 
 from __future__ import annotations
 
@@ -48,15 +43,14 @@ DATASET_NAMES = tuple(dict.fromkeys(name for name, _ in NAMED.values()))
 
 
 def named_key(name: str) -> str:
-    """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter
-    (:func:`~gca.choices.canonical_name`), and PyG's name is the paper's (:data:`ALIASES`)."""
+    """The :data:`NAMED` key a dataset name is looked up by: case, spaces, dashes and underscores do not matter, and
+    PyG's name is the paper's (:data:`ALIASES`)."""
     key = canonical_name(name)
     return ALIASES.get(key, key)
 
 
 def dataset_display_name(name: str) -> str:
-    """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text is returned
-    as is."""
+    """The paper's spelling of a named dataset ('amazon photo', 'Photo' → 'Amazon-Photo'); other text as is."""
     entry = NAMED.get(named_key(name))
     return entry[0] if entry else name
 
@@ -64,15 +58,15 @@ def dataset_display_name(name: str) -> str:
 def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> LoadedDataset:
     """Load a graph by path or by name: an existing file is an ``.npz`` graph file, an existing folder one dataset's
     folder (OGB's node-property layout, with its official split, or PyTorch Geometric's ``FOLDER/raw/…``), anything
-    else one of :data:`DATASET_NAMES` (spelt as :func:`named_key` allows), read from ``data_dir``. A bare name that
-    is also a folder here without a dataset's files in it (say, an output folder called ``Cora``) is the name.
+    else one of :data:`DATASET_NAMES` (spelt as :func:`named_key` allows). A bare name that is also a folder without
+    a dataset's files in it (say, an output folder called ``Cora``) is the name.
 
     Parameters
     ----------
     name
-        A dataset name (``"Cora"``, ``"amazon-photo"`` or PyG's ``"Photo"``, ``"ogbn-arxiv"``, ``"karate"``), the
-        path of an ``.npz`` graph file, or of a dataset folder. An unknown name that is no file or folder either is
-        a :class:`~gca.datasets.base.DatasetError` listing the names.
+        A dataset name (``"Cora"``, ``"amazon-photo"`` or PyG's ``"Photo"``, ``"ogbn-arxiv"``, ``"karate"``), or the
+        path of an ``.npz`` graph file or a dataset folder; anything else is a
+        :class:`~gca.datasets.base.DatasetError` listing the names.
     data_dir
         The folder named datasets are read from (``data_dir/Cora/raw/…``), and downloaded into when missing and
         online; ``None`` for ``$GCA_DATA_DIR``, else ``~/.cache/gca/data``. Not read for a path.
@@ -111,8 +105,8 @@ def load_dataset(name: str, data_dir: str | Path | None = None, cache_dir: str |
 
 
 def unknown_dataset(name: str) -> DatasetError:
-    """The error for a name that is no named dataset, file or folder: it names the dataset name closest to its
-    canonical spelling (difflib, at least 0.6 similar), if any."""
+    """The error for a name that is no named dataset, file or folder: it names the closest dataset name (difflib, at
+    least 0.6 similar), if any."""
     keys = {**{key: entry[0] for key, entry in NAMED.items()}, **{a: NAMED[k][0] for a, k in ALIASES.items()}}
     close = difflib.get_close_matches(canonical_name(name), list(keys), n=1, cutoff=0.6)
     hint = f"did you mean {keys[close[0]]}? " if close else ""
@@ -123,18 +117,17 @@ def unknown_dataset(name: str) -> DatasetError:
 
 
 def check_dataset_name(name: str) -> str:
-    """``name``'s display name (:func:`dataset_display_name`) if it is a named dataset or an existing file or folder;
-    otherwise the :func:`unknown_dataset` error, before anything is read or written."""
+    """``name``'s display name if it is a named dataset or an existing file or folder; else the :func:`unknown_dataset`
+    error, before anything is read or written."""
     if Path(name).expanduser().exists() or ("/" not in name and os.sep not in name and named_key(name) in NAMED):
         return dataset_display_name(name)
     raise unknown_dataset(name)
 
 
 def dataset_source(name: str, data_dir: str | Path | None = None) -> tuple[list[Path], str] | None:
-    """The files and folders :func:`load_dataset` reads ``name`` from, and which reader: ``(paths, how)`` — an
-    npz file; a dataset folder's ``raw/`` (and OGB's ``split/``) sub-folders, not what else the folder holds
-    (processed files, a user's runs); ``None`` for the built-in Karate club and a named dataset whose files are not
-    there yet (the load downloads or refuses). ``name`` and ``data_dir`` are as :func:`load_dataset` takes them."""
+    """``(paths, how)``: the files and folders :func:`load_dataset` reads ``name`` from (an npz file; a folder's
+    ``raw/`` and OGB's ``split/``, not the rest of it) and which reader; ``None`` for Karate and a named dataset not
+    yet there."""
     path = Path(name).expanduser()
     if path.is_file():
         return [path], "npz"

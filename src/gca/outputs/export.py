@@ -24,26 +24,22 @@ def export_embeddings(
     progress: bool = False,
     shown: str | Path | None = None,
 ) -> None:
-    """Write embeddings keyed by node id: ``.csv``/``.tsv`` (a header ``node_id, e0, e1, …``, float32 values in
-    their shortest exact form) or ``.parquet`` — with PyArrow's writers, a block of rows at a time. The ids keep their
-    type: integer ids are written as integers (an int64 column in Parquet), text ids as text. The values are
-    written as given.
+    """Write embeddings keyed by node id, with PyArrow's writers a block of rows at a time: ``.csv``/``.tsv`` (a header
+    ``node_id, e0, e1, …``, float32 values in their shortest exact form) or ``.parquet``. Integer ids are written as
+    integers (int64 in Parquet), text ids as text; the values as given.
 
     Parameters
     ----------
     path
         The file to write (replaced atomically): ``.csv``, ``.tsv`` or ``.parquet``; another suffix is an
         :class:`ExportError`.
-    embeddings
-        ``[N, d]`` embeddings, row i of node ``node_ids[i]``.
-    node_ids
-        One id per row (the input files' ids): integers or strings.
+    embeddings, node_ids
+        ``[N, d]`` embeddings, and the input files' id of each row (integers or strings).
     progress
-        Say on stderr what is written once it takes a few seconds: the rows written (CSV, TSV), or a line at the
-        start and at the end (Parquet).
+        Say on stderr what is written once it takes a few seconds: the rows written (CSV, TSV), or a line at the start
+        and at the end (Parquet).
     shown
-        The file named in that progress (the export's own name, where ``path`` is a staged file); ``None`` for
-        ``path``.
+        The file that progress names (the export's own, where ``path`` is a staged file); ``None`` for ``path``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -98,9 +94,9 @@ EXPORT_ROWS = 1 << 16
 
 
 def read_embeddings(path: str | Path) -> tuple[list | None, np.ndarray]:
-    """(node ids, embeddings) of a file :func:`export_embeddings` wrote (``node_id, e0, e1, …``; CSV, TSV or Parquet)
-    or of a run's ``embeddings.npy`` (rows in the graph's node order: ids ``None``); a file that is missing, of
-    another suffix or without ``node_id`` and ``e0 …`` columns is an :class:`ExportError`."""
+    """(node ids, embeddings) of a file :func:`export_embeddings` wrote, or of a run's ``embeddings.npy`` (ids
+    ``None``); a file missing, of another suffix or without ``node_id`` and ``e0 …`` columns is an
+    :class:`ExportError`."""
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.is_file():

@@ -1,30 +1,14 @@
 """One writer for a run's result files: every location checked before training, files staged, then committed together.
 
 A run of ``gca train`` or ``gca embed`` owns a fixed set of names in its output folder (:data:`RUN_FILES`) and,
-optionally, an export file elsewhere. :class:`RunOutputs` checks all of them before any work starts (the folder can
-be created and written, the export's suffix and folder, no output overwrites an input file), stages each file in a
-hidden folder next to its target, and on :meth:`~RunOutputs.commit` removes the old ``results.json``, then every
-file of the earlier run that this run does not write (an export it wrote inside the folder included:
-:data:`EXPORT_MARKER`), then moves the new files in, ``results.json`` last. A folder with ``results.json`` holds
-exactly one run's files; after an interruption it holds the previous run or no ``results.json`` — never a mixture
-(:meth:`~RunOutputs.after_stop`). On failure nothing is moved and the staged files are removed. Messages name the
-user's paths, never a temporary file.
-
-Training checkpoints of a run in progress go to :data:`IN_PROGRESS`, beside the previous complete run. A resumed run
-continues from that file, or else from a copy of the folder's ``checkpoint.pt``. Rules for the in-progress file:
-
-* a resume that will be refused (a damaged file, other settings, another graph) is refused before anything is
-  copied or written (:meth:`~RunOutputs.training_checkpoint` runs the training's own check first);
-* a run owns it only when it resumes from it (or from its copy) or writes its own checkpoints; one that writes
-  checkpoints without resuming removes an earlier one when it starts;
-* on commit it becomes ``checkpoint.pt`` when the run owns it; otherwise it is removed, and so is the earlier run's
-  ``checkpoint.pt``: after a commit the folder holds no checkpoint of any other run;
-* a run that fails after copying ``checkpoint.pt`` and before writing a checkpoint of its own removes the copy; the
-  in-progress file of a failed or killed run stays, for a resume.
-
-One run at a time: the writer holds an exclusive lock on ``OUT/.gca-lock`` (:func:`gca.io.hold_folder`) from the
-moment it is made; a second run on the same folder is refused with one line, and only the holder removes staging
-folders left by a killed run. Design notes: docs/design/data-and-runs.md.
+optionally, an export file. :class:`RunOutputs` checks them all before any work starts, stages each file beside its
+target, and on :meth:`~RunOutputs.commit` removes the old ``results.json``, then the earlier run's other files (an
+export it wrote inside the folder included: :data:`EXPORT_MARKER`), then moves the new ones in, ``results.json`` last: a
+folder with ``results.json`` holds exactly one run's files, never a mixture. Training checkpoints of a run in progress
+go to :data:`IN_PROGRESS`, beside the previous complete run, and after a commit the folder holds no checkpoint of
+another run (the rules: docs/usage.md, "Checkpoints"; docs/errors.md). One run at a time: the writer holds an exclusive
+lock on ``OUT/.gca-lock`` (:func:`gca.io.hold_folder`). Messages name the user's paths, never a temporary file. Design
+notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -58,7 +42,7 @@ EXPORT_MARKER = ".gca-export"
 
 
 class RunOutputs:
-    """The output folder ``out`` (and an optional ``export`` file) of one run; see the module docstring."""
+    """The output folder ``out`` (and an optional ``export`` file) of one run (the module docstring)."""
 
     def __init__(
         self,
@@ -68,20 +52,19 @@ class RunOutputs:
         lock: bool = True,
         progress: bool = False,
     ) -> None:
-        """``lock``: this process writes the run (holds the folder's lock); another process of a torchrun job only
-        reads from the folder (the checkpoint it resumes from).
+        """Check every location of the run (the folder, the export) before any work starts.
 
         Parameters
         ----------
         out
             The output folder (made if missing; checked to be writable, and locked while the run writes).
         export
-            A file to write the embeddings to, keyed by node id (``.csv``, ``.tsv`` or ``.parquet``); ``None`` for
-            none.
+            A file to write the embeddings to, keyed by node id (``.csv``, ``.tsv`` or ``.parquet``); ``None`` for none.
         inputs
             The run's input files, which no output may overwrite.
         lock
-            Whether this process writes the run (above).
+            Whether this process writes the run (holds the folder's lock); another process of a torchrun job only reads
+            from the folder (the checkpoint it resumes from).
         progress
             Show the export's progress once it takes a few seconds (:func:`gca.outputs.export.export_embeddings`).
         """
@@ -139,17 +122,15 @@ class RunOutputs:
         return self.out / IN_PROGRESS
 
     def resume_source(self) -> Path | None:
-        """The file a resumed run continues from: the in-progress checkpoint if there is one, else the folder's
-        ``checkpoint.pt``; ``None`` when there is neither (the run starts afresh). Every process of a run reads it
-        by this rule (:meth:`resume_from`, :meth:`training_checkpoint`)."""
+        """The file a resumed run continues from, by one rule for every process: the in-progress checkpoint if there is
+        one, else the folder's ``checkpoint.pt``; ``None`` when there is neither (the run starts afresh)."""
         finished = self.out / "checkpoint.pt"
         return self.checkpoint if self.checkpoint.is_file() else finished if finished.is_file() else None
 
     def resume_from(self, check: Callable[[Path], Any] | None = None) -> Path | None:
-        """Make :attr:`checkpoint` the state to resume from: the in-progress file if there is one, else a copy of
-        the folder's ``checkpoint.pt`` (its run stays whole); the path resumed from, or None when there is none.
-        ``check(path)`` (``None``: none) raises when the run would refuse that file: it is called first, so a
-        refused resume copies and writes nothing."""
+        """Make :attr:`checkpoint` the state to resume from: the in-progress file, else a copy of ``checkpoint.pt`` (its
+        run stays whole); the path resumed from, or ``None``. ``check(path)`` raises first where the run would refuse
+        that file, so a refused resume copies and writes nothing."""
         finished = self.out / "checkpoint.pt"
         source = self.resume_source()
         if source is None:
@@ -171,11 +152,9 @@ class RunOutputs:
         self, resume: bool, every: int, writes: bool = True, check: Callable[[Path], Any] | None = None
     ) -> tuple[Path, str | None]:
         """The checkpoint path a training run hands to :meth:`gca.GCA.fit`, and a line for the user. Resuming, the
-        writing process checks the file it would continue from with ``check`` (the training's own refusals, so
-        they come before anything is written) and prepares it (:meth:`resume_from`); another process of the run
-        only reads what it resumes from. ``every``: the run's ``checkpoint_every`` (0: none); ``writes``: this
-        process writes the run (rank 0 under torchrun). The in-progress file's rules: the module docstring.
-        """
+        writing process (``writes``: rank 0 under torchrun) checks the file with ``check`` before anything is written
+        and prepares it (:meth:`resume_from`); another process only reads it. ``every``: ``checkpoint_every`` (0:
+        none)."""
         if resume and writes:
             source = self.resume_from(check)
             self._owns_checkpoint = True  # continued from, or written by this run from its first epoch
@@ -192,8 +171,8 @@ class RunOutputs:
         self._guard(self.checkpoint, lambda: self.checkpoint.unlink(missing_ok=True))
 
     def write(self, name: str, write: Callable[[IO[bytes]], Any]) -> None:
-        """Stage the run file ``name`` (one of :data:`RUN_FILES`; another is a ``ValueError``): ``write(f)`` writes
-        its contents to the open binary file ``f``."""
+        """Stage the run file ``name`` (one of :data:`RUN_FILES`, else a ``ValueError``): ``write(f)`` writes its
+        contents to the open binary file ``f``."""
         if name not in RUN_FILES:
             raise ValueError(f"{name} is not one of the run's files")
         self._staging.mkdir(exist_ok=True)
@@ -210,10 +189,9 @@ class RunOutputs:
         self._staged[name] = self._staging / name
 
     def write_embeddings(self, embeddings: np.ndarray, node_ids: list[str] | None = None) -> None:
-        """Stage ``embeddings.npy`` and, when the run has an export file, the embeddings keyed by ``node_ids``
-        (default 0..N−1) in the export's format (:func:`gca.outputs.export.export_embeddings`). Embeddings written
-        at :meth:`stage_path` by the library itself (out-of-core inference) and recorded with :meth:`wrote` are
-        not written again. Integer node ids stay integers in the export."""
+        """Stage ``embeddings.npy`` and, with an export file, the embeddings keyed by ``node_ids`` (default 0..N−1;
+        integer ids stay integers); embeddings the library wrote at :meth:`stage_path` and recorded with :meth:`wrote`
+        are not written again."""
         if "embeddings.npy" not in self._staged:
             self.write("embeddings.npy", lambda f: np.save(f, embeddings))
         if self.export is not None:
@@ -234,9 +212,8 @@ class RunOutputs:
         plots: Iterable[Path] = (),
     ) -> list[Path]:
         """A training run's files: stage the embeddings (and export), ``model.pt`` (``model_state``, as
-        :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the
-        ``plots`` drawn at :meth:`stage_path`. Returns the paths written. ``node_ids``: as
-        :meth:`write_embeddings` takes them."""
+        :meth:`gca.GCA.state` gives it) and ``results.json`` (``record``), then :meth:`commit` them with the ``plots``
+        drawn at :meth:`stage_path`; the paths written."""
         import torch  # here, not above: the folder is checked before the command line loads PyTorch
 
         for plot in plots:
@@ -247,8 +224,8 @@ class RunOutputs:
         return self.commit()
 
     def refuse_other_runs(self, owned: Iterable[str], command: str) -> None:
-        """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run (or the
-        in-progress checkpoint of one)."""
+        """For a command that writes only ``owned`` names: refuse a folder that holds another kind of run (or its
+        in-progress checkpoint)."""
         others = [n for n in (*RUN_FILES, IN_PROGRESS) if n not in owned and (self.out / n).exists()]
         if others:
             raise OutputError(
@@ -257,8 +234,8 @@ class RunOutputs:
 
     def commit(self, keep: Iterable[str] = (), owned: Iterable[str] = RUN_FILES) -> list[Path]:
         """Move the staged files into place (``results.json`` last) and remove the earlier run's other files of
-        ``owned``, except those named in ``keep``. With ``checkpoint.pt`` in ``owned``, the in-progress checkpoint
-        becomes ``checkpoint.pt`` when this run owns it and is removed otherwise. Returns the paths written."""
+        ``owned`` but ``keep``; with ``checkpoint.pt`` in ``owned``, the in-progress checkpoint becomes it when this run
+        owns it, else is removed. Returns the paths written."""
         written = []
         keep, owned = set(keep), tuple(owned)
         if "checkpoint.pt" in owned and self._owns_checkpoint and self.checkpoint.is_file():
@@ -293,10 +270,9 @@ class RunOutputs:
         return written
 
     def after_stop(self) -> str:
-        """What the folder holds after the run was stopped (Ctrl-C, SIGTERM), said as the end of "gca: interrupted;
-        …": this run's files when it had committed them; else the earlier complete run, kept whole, where there is
-        one (its ``results.json``), or no results — and a training checkpoint in progress, which stays for
-        a resume; nothing at all where the run made the folder and left it empty (:meth:`release` removed it)."""
+        """What the folder holds after the run was stopped, said as the end of "gca: interrupted; …": this run's files
+        once committed, else the earlier complete run or no results (and an in-progress checkpoint, which stays);
+        nothing at all where the run made the folder and left it empty."""
         out = self.out
         if self._committed:
             return f"this run's files were written to {out} before it stopped"
@@ -343,8 +319,8 @@ class RunOutputs:
         self._staged = {}
 
     def release(self) -> None:
-        """Let other runs use the folder (the lock also ends with the process); a folder this run made and left
-        empty (it failed or was stopped before writing anything) is removed, as if the run had not started."""
+        """Let other runs use the folder (the lock also ends with the process); a folder this run made and left empty is
+        removed, as if the run had not started."""
         if self._lock is not None:
             release_folder(self._lock)
             self._lock = None
@@ -361,9 +337,8 @@ class RunOutputs:
             self.drop_unused_copy()
 
     def drop_unused_copy(self) -> None:
-        """After a failure: remove the in-progress file when it is still the copy of ``checkpoint.pt`` that
-        :meth:`resume_from` made (nothing is lost: ``checkpoint.pt`` holds the same), so a failed resume leaves the
-        folder as it was; a checkpoint the run wrote since stays, for a resume."""
+        """After a failure: remove the in-progress file while it is still :meth:`resume_from`'s copy of
+        ``checkpoint.pt`` (which holds the same), so a failed resume leaves the folder as it was."""
         if not self._copied_checkpoint:
             return
         self._copied_checkpoint = False
@@ -383,9 +358,8 @@ class RunOutputs:
 
 
 def check_folder(folder: str | Path, parameter: str) -> Path:
-    """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would
-    mean the current folder by accident). ``parameter`` named it, for the message (``"out"``; a flag, ``"--out"``,
-    is read as its parameter: :func:`gca.errors.option`)."""
+    """Create ``folder`` if needed and make sure files can be written into it (an empty name is refused: it would mean
+    the current folder by accident); ``parameter`` names it in the message (``"out"`` or a flag, ``"--out"``)."""
     parameter = parameter.removeprefix("--").replace("-", "_")
     if str(folder).strip() == "":
         raise OutputError(

@@ -1,6 +1,5 @@
-"""A run's figures: the loss curve and the t-SNE map of the embeddings. Every figure (the paper's too,
-:mod:`gca.reproduce.figures`) is written atomically as a PNG by :func:`save_figure` (Agg backend, no display
-needed)."""
+"""A run's figures: the loss curve and the t-SNE map of the embeddings. Every figure (the paper's too) is written
+atomically as a PNG by :func:`save_figure` (Agg backend, no display needed)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ def pyplot() -> Any:
 
 
 def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> None:
-    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG. ``fig`` is closed
-    here."""
+    """Render to memory first, then write atomically: an interrupted run never leaves half a PNG; ``fig`` is closed."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     pyplot().close(fig)
@@ -57,13 +55,8 @@ def tsne_map(
     title: str = "t-SNE of GCA embeddings",
     seed: int = 0,
 ) -> None:
-    """2-D t-SNE (scikit-learn, random state ``seed``) of the ``[N, d]`` embeddings, one colour per class.
-
-    Parameters
-    ----------
-    labels
-        One class per node (−1: none, drawn in grey); ``None`` for one colour.
-    """
+    """2-D t-SNE (scikit-learn, random state ``seed``) of the ``[N, d]`` embeddings, one colour per class of ``labels``
+    (−1: none, in grey; ``None``: one colour)."""
     from sklearn.manifold import TSNE
 
     x = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)

@@ -1,7 +1,6 @@
-"""Where a command's graph comes from (:class:`GraphRequest`): the graph's files or a dataset's name, checked
-together before anything is read; the graph loaded from them, or from its prepared folder on disk
-(:func:`open_graph`); and what ``results.json`` says of the files read (:func:`command_provenance`,
-:mod:`gca.provenance`): each file's size and SHA-256 as taken when the graph was read."""
+"""Where a command's graph comes from (:class:`GraphRequest`, checked before anything is read), the graph loaded from it
+or from its prepared folder (:func:`open_graph`), and what ``results.json`` says of the files read
+(:func:`command_provenance`): each file's size and SHA-256 as taken when the graph was read."""
 
 from __future__ import annotations
 
@@ -30,12 +29,10 @@ READING_FLAGS = ("edge_weight", "feature_ids", "feature_layout", "id_column", "l
 
 @dataclass(frozen=True)
 class GraphRequest:
-    """The graph a command reads, as its options say it (``gca train --help``): a ``dataset`` (a name, an .npz
-    file or a folder; none and no files: Karate) in ``data_dir``, or files of the user's and how they are read
-    (:data:`READING_FLAGS`, :func:`gca.datasets.load_files`); ``feature_names``: the columns a trained model
-    expects (``gca embed``); ``config``: a configuration file read beside the graph, its digest recorded with the
-    graph's; ``cache``: the prepared graph on disk (``None``: opened where one was made from the same files,
-    ``False``: never); ``progress``: whether reading shows its progress."""
+    """The graph a command reads, as its options say it (``gca train --help``): a ``dataset`` (none and no files:
+    Karate) in ``data_dir``, or the user's files and how they are read (:data:`READING_FLAGS`); ``feature_names``: the
+    columns a trained model expects; ``config``: a configuration file, its digest recorded with the graph's; ``cache``:
+    the prepared graph (``None``: opened where one exists, ``False``: never)."""
 
     dataset: str | None = None
     data_dir: str | None = None
@@ -60,9 +57,8 @@ class GraphRequest:
 
 @dataclass
 class GraphRead:
-    """A graph as read: the dataset (:class:`gca.datasets.base.LoadedDataset`), its prepared folder
-    (:class:`gca.run.store.PreparedStore`, opened or to be written; ``None``: none), and each input file's size and
-    SHA-256 as the graph was read, by resolved path (:func:`gca.provenance.digests_as_read`; empty: not taken)."""
+    """A graph as read: the dataset, its prepared folder (opened or to be written; ``None``: none), and each input
+    file's size and SHA-256 as read, by resolved path (:func:`gca.provenance.digests_as_read`; empty: not taken)."""
 
     loaded: Any
     store: Any = None
@@ -99,8 +95,7 @@ def check_graph(request: GraphRequest) -> None:
 
 
 def _check_files(request: GraphRequest) -> None:
-    """Each of the user's files is a regular file, said before the readers (and PyTorch) load: a wrong path is
-    refused at once, with the line the reader would give."""
+    """Each of the user's files is a regular file, said before the readers (and PyTorch) load."""
     for path, what in (
         (request.edges, "edge"),
         (request.features, "feature"),
@@ -135,10 +130,9 @@ def load_graph(request: GraphRequest, record: bool = False) -> GraphRead:
 
 
 def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
-    """The graph from its prepared folder when a usable one exists (unless ``cache`` is ``False``), else read from
-    its files (:func:`load_graph`); the store is ``None`` under ``cache=False`` and for inputs not on disk. The
-    store's notes (a folder rebuilt and why) are the caller's to print. Where ``record``, each input's digest is
-    taken as it is read (or from the prepared graph's record, where the graph was read from one)."""
+    """The graph from its prepared folder when a usable one exists (unless ``cache`` is ``False``), else
+    :func:`load_graph`; the store is ``None`` under ``cache=False`` and for inputs not on disk, and its notes are the
+    caller's to print. Where ``record``, each input's digest is taken as read (or from the prepared graph's record)."""
     from .store import PreparedStore
 
     check_graph(request)
@@ -155,8 +149,7 @@ def open_graph(request: GraphRequest, record: bool = False) -> GraphRead:
 
 
 def graph_source(request: GraphRequest):
-    """What the command reads, as a :class:`gca.run.integrity.GraphSource`; ``None`` when it is nothing on disk (the
-    built-in Karate club, a named dataset not downloaded yet)."""
+    """What the command reads, as a :class:`gca.run.integrity.GraphSource`; ``None`` when it is nothing on disk."""
     from ..datasets.registry import dataset_source
     from .integrity import GraphSource
 
@@ -203,21 +196,10 @@ def command_provenance(
     started: str | None = None,
     **more: Any,
 ) -> dict[str, Any]:
-    """The command's provenance record, completed now: every file it read, each file's size and SHA-256 as taken
-    when the graph was read (``read.digests``; the prepared graph's record where the graph was read from one) — a
-    file that changed since is recorded as it was read, marked ``changed``, and said in one warning line.
-
-    Parameters
-    ----------
-    read
-        The graph as read (its prepared folder and digests); ``None``: no digests were taken.
-    inputs
-        Further input files' records (:func:`gca.provenance.file_record`), listed after the graph's and the config's.
-    command
-        The command line (``None``: this process's).
-    started
-        When the command started (``None``: now).
-    """
+    """The command's provenance record: every file it read, each file's size and SHA-256 as taken when the graph was
+    read (``read.digests``; ``None``: none taken) — a file changed since is recorded as read, marked ``changed``, and
+    said in one warning line. ``inputs``: further files' records, listed after the graph's and the config's; ``command``
+    and ``started``: ``None`` for this process's command line and now."""
     source = graph_source(request)  # after loading: a named dataset that was downloaded is on disk now
     if source is not None:
         named = source.named_files()

@@ -1,15 +1,9 @@
-"""What a prepared graph's folder (:mod:`gca.run.store`) is checked against before a run uses it: the input it was
-made from (:class:`GraphSource`, whose key names the folder, and :func:`input_digests` of its files), its meta.json
-(sealed over its entries, and agreeing with itself) and each array file (shape, dtype, size and
-:func:`sampled_digest`).
-
-A folder is trusted only when its format and gca version are this one's, it was made for the same input read the
-same way, its meta.json is the one gca wrote and agrees with itself, and each array has the shape, dtype and size
-meta.json records and the same 16 sampled blocks of 64 KiB (:func:`sampled_digest`). When an input file's identity
-(size, modification and change times, inode) differs from the recorded one, its contents are hashed again and must
-give the stored digest. Not covered: an array changed by hand between the sampled blocks, or a meta.json and its
-seal both recomputed by hand. Design notes: docs/design/data-and-runs.md.
-"""
+"""What a prepared graph's folder (:mod:`gca.run.store`) is checked against before a run uses it: the input it was made
+from (:class:`GraphSource`, whose key names the folder, and :func:`input_digests` of its files), its meta.json (sealed
+over its entries, and agreeing with itself) and each array file (shape, dtype, size and :func:`sampled_digest`). An
+input file whose identity (size, times, inode) differs from the recorded one is hashed again and must give the stored
+digest. The rules and what they do not cover: docs/large-graphs.md, "The prepared graph on disk"; design notes:
+docs/design/data-and-runs.md."""
 
 from __future__ import annotations
 
@@ -28,10 +22,9 @@ FORMAT = 3
 
 @dataclass(frozen=True)
 class GraphSource:
-    """What a run reads: the input's files or folders (resolved paths) and ``how`` they are read (the reader and
-    its options, e.g. ``"files directed=False"``). Two runs with equal sources read the same graph whenever the
-    files' contents are the same; the folder's name begins with ``name``.
-    """
+    """What a run reads: the input's files or folders (resolved paths) and ``how`` they are read (e.g. ``"files
+    directed=False"``). Equal sources read the same graph whenever the files' contents are the same; the folder's name
+    begins with ``name``."""
 
     name: str
     paths: tuple[str, ...]
@@ -53,13 +46,12 @@ class GraphSource:
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
     def files(self) -> list[Path]:
-        """Every file read: each path given, and each file under a folder given (sorted; PyTorch Geometric's own
-        ``processed/`` folders are derived, not input, and are left out)."""
+        """Every file read: each path given, and each file under a folder given (sorted; PyTorch Geometric's
+        ``processed/`` folders are left out)."""
         return [resolved for _, resolved in self.named_files()]
 
     def named_files(self) -> list[tuple[Path, Path]]:
-        """:meth:`files`, each as (the path it was reached by — under a folder, the folder as given joined with the
-        file's place in it —, its resolved path)."""
+        """:meth:`files`, each as (the path it was reached by, its resolved path)."""
         found: list[tuple[Path, Path]] = []
         for number, text in enumerate(self.paths):
             path = Path(text)
@@ -76,9 +68,8 @@ class GraphSource:
 
 
 def input_digests(files: list[Path]) -> tuple[str, list[str]]:
-    """(a BLAKE2b digest of the files' names, sizes and contents, in order; each file's SHA-256), from one read of
-    the files (:func:`gca.io.hash_files`): the first tells a prepared graph's input apart, the second is what a
-    run's record says of each input file (:mod:`gca.provenance`)."""
+    """(a BLAKE2b digest of the files' names, sizes and contents; each file's SHA-256), from one read: the first tells a
+    prepared graph's input apart, the second is what a run's record says of each input file."""
     combined = hashlib.blake2b(digest_size=20)
     each = hash_files(files, combined)
     return combined.hexdigest(), each
@@ -89,8 +80,7 @@ _SAMPLES, _SAMPLE_BYTES = 16, 1 << 16
 
 
 def sampled_digest(path: Path) -> str:
-    """A BLAKE2b digest of a file's size and of 16 evenly spaced blocks of 64 KiB (the whole file when smaller than
-    1 MiB): what opening a prepared graph reads to tell its arrays from others of the same shape."""
+    """A BLAKE2b digest of a file's size and of 16 evenly spaced blocks of 64 KiB (the whole file below 1 MiB)."""
     size = path.stat().st_size
     digest = hashlib.blake2b(f"{size};".encode(), digest_size=16)
     with path.open("rb") as f:
@@ -104,15 +94,14 @@ def sampled_digest(path: Path) -> str:
 
 
 def _seal(meta: dict) -> str:
-    """A digest of meta.json's entries but the input files' identity (refreshed when only it changed) and the seal
-    itself: a meta.json edited by hand no longer matches it."""
+    """A digest of meta.json's entries but the input files' identity (refreshed when only it changed) and the seal."""
     kept = {k: v for k, v in meta.items() if k not in ("identity", "seal")}
     return hashlib.blake2b(json.dumps(kept, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
 def _npy_size(path: Path) -> tuple[tuple[int, ...], np.dtype, int] | None:
-    """(shape, dtype, expected file size) of an .npy file as ``numpy.load`` maps it, or ``None`` where it maps none:
-    no .npy header, a damaged one, or fewer bytes than the header promises (a larger file has its expected size)."""
+    """(shape, dtype, expected file size) of an .npy file as ``numpy.load`` maps it; ``None`` where it maps none (no or
+    a damaged header, fewer bytes than the header promises)."""
     try:
         with path.open("rb") as f:
             if f.read(6) != b"\x93NUMPY":  # (numpy.load would open an archive, or refuse a pickle in other words)
@@ -131,9 +120,8 @@ def _record(path: Path) -> dict:
 
 
 def _untrusted(path: Path, spec: object) -> str:
-    """Why the array file ``path`` is not the one meta.json records as ``spec`` (:func:`_record`) — missing,
-    truncated, of another shape or dtype, or other sampled blocks — said as the end of "the prepared graph in …"; an
-    empty string when it is."""
+    """Why the array file ``path`` is not the one meta.json records as ``spec`` (:func:`_record`), said as the end of
+    "the prepared graph in …"; ``""`` when it is."""
     name = path.name
     sized = _npy_size(path) if path.is_file() else None
     if sized is None or path.stat().st_size != sized[2]:
@@ -161,8 +149,7 @@ _META_KEYS = (
 
 
 def _inconsistent(meta: dict) -> str:
-    """What in ``meta`` disagrees with itself (node count, edge count, feature shape against the arrays' shapes), or
-    an empty string."""
+    """What in ``meta`` disagrees with itself (node, edge and feature counts against the arrays' shapes), or ``""``."""
     arrays, n = meta["arrays"], meta["num_nodes"]
     if not isinstance(arrays, dict) or not all(isinstance(a, dict) for a in arrays.values()):
         return "arrays"

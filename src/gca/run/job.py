@@ -1,11 +1,9 @@
-"""A job: one graph loaded with the run's configuration — what ``gca train``, ``gca embed`` and ``gca tune`` (and a
-script of a user's) run on.
+"""A job: one graph loaded with the run's configuration — what ``gca train``, ``gca embed``, ``gca tune`` and a user's
+script run on.
 
-:meth:`Job.open` builds the configuration in layers: the dataset's shipped setting (the paper's datasets only), then a
-config file (or a named setting such as ``authors``), then single overrides. :meth:`Job.prepare` cleans the graph and
-computes what GCA needs once per graph; :meth:`Job.clean` only cleans it (embedding with a trained encoder, or link
-prediction, whose hold-outs each prepare their own training graph). Nothing here prints; the one thing it writes is
-the prepared graph, into a :class:`.store.PreparedStore` when the job has one (:attr:`Job.store`).
+The configuration is built in layers (:meth:`Job.open`); :meth:`Job.prepare` cleans the graph and computes what GCA
+needs once per graph, :meth:`Job.clean` only cleans it. Nothing here prints; the one thing it writes is the prepared
+graph, into :attr:`Job.store` when the job has one.
 """
 
 from __future__ import annotations
@@ -45,9 +43,8 @@ from .store import CACHE_MIN_EDGES, PreparedStore
 
 @dataclass
 class Job:
-    """One graph with its configuration, as ``gca train``, ``gca embed`` and ``gca prepare`` run it: made by
-    :meth:`open`; :meth:`prepare` (or :meth:`clean`) then cleans the graph, :meth:`splits` draws the evaluation
-    splits, and :meth:`record` says what ``results.json`` adds about it.
+    """One graph with its configuration, made by :meth:`open`; :meth:`prepare` (or :meth:`clean`) cleans the graph,
+    :meth:`splits` draws the evaluation splits, and :meth:`record` says what ``results.json`` adds about it.
 
     Parameters
     ----------
@@ -78,14 +75,10 @@ class Job:
     split_record: dict | None = field(default=None, repr=False)  # what splits() drew
     schedule: dict | None = None  # mini-batch epochs chosen to keep the full-graph setting's updates, if they were
     fast: FastChoice | None = None  # the fast path's choice (--fast) or gca train's default, if one was made
-    #: where the prepared graph is read from (when :meth:`PreparedStore.usable` found it) or written to
     store: PreparedStore | None = field(default=None, repr=False)
-    #: whether a graph cleaned here is written to :attr:`store`: ``None`` from :data:`.store.CACHE_MIN_EDGES`
-    #: directed edges up, ``True`` always (``--cache``, ``gca prepare``), ``False`` never
     store_graph: bool | None = None
     store_record: dict | None = field(default=None, repr=False)  # the prepared graph's folder, and whether opened
     world_size: int = 1  # processes that share each update (a mini-batch epoch's updates depend on it)
-    #: where ``gca train``'s default chose exact training on a CPU: the run's own exact schedule, estimated seconds
     exact_seconds: float | None = None
 
     @classmethod
@@ -101,24 +94,23 @@ class Job:
         store_graph: bool | None = None,
         training: str = "config",
     ) -> Job:
-        """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, ``overrides``.
+        """``loaded`` with its configuration: the dataset's setting (named datasets), ``config_file``, then
+        ``overrides``.
 
-        ``training`` says who chooses between exact and mini-batch training:
+        ``training`` says who chooses between exact and mini-batch training (docs/large-graphs.md):
 
         * ``"config"`` (the default): the configuration, as it is (exact unless it sets ``batch_size``);
-        * ``"fast"`` (``--fast``; ``fast=True`` says the same): the fast path, from the graph's node count and
-          ``device`` (:func:`gca.train.fast.fast_choice`);
-        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the setting's
-          exact schedule (its own epochs, whatever ``--epochs`` says) is estimated to take over
-          :data:`gca.train.fast.EXACT_BOUND_SECONDS` (:func:`gca.train.fast.default_choice`), else exact training;
-          :attr:`exact_seconds` then estimates exact training of the run's own epochs;
+        * ``"fast"`` (``--fast``): the fast path, from the node count and ``device``
+          (:func:`gca.train.fast.fast_choice`);
+        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the setting's exact
+          schedule is estimated over :data:`gca.train.fast.EXACT_BOUND_SECONDS` (:func:`gca.train.fast.default_choice`),
+          else exact training, with :attr:`exact_seconds` estimating the run's own epochs;
         * ``"exact"`` (``--exact``): exact training; a ``batch_size`` of the user's is refused.
 
-        A choice is a layer between the dataset's setting and the user's: a ``batch_size`` or ``fanout`` in
-        ``config_file`` or ``overrides`` is kept (under ``"auto"`` the user's ``batch_size`` makes no choice at
-        all); :attr:`fast` says what was chosen and why. A mini-batch run whose epochs the user did not give keeps
-        the full-graph setting's number of *updates* (:func:`gca.config.mini_batch_epochs`, over ``world_size``
-        processes), and :attr:`schedule` says so.
+        A choice is a layer between the dataset's setting and the user's, whose ``batch_size`` and ``fanout`` are kept
+        (under ``"auto"`` the user's ``batch_size`` makes no choice); :attr:`fast` says what was chosen and why. A
+        mini-batch run whose epochs the user did not give keeps the setting's number of *updates*
+        (:func:`gca.config.mini_batch_epochs`), and :attr:`schedule` says so.
 
         Parameters
         ----------
@@ -132,15 +124,14 @@ class Job:
         world_size
             The processes that will train together.
         fast
-            The same as ``training="fast"`` (``--fast``).
+            The same as ``training="fast"``.
         device
             The device training will run on (read by the fast path and the default).
         training
             ``"config"``, ``"fast"``, ``"auto"`` or ``"exact"`` (above).
-        store
-            The prepared graph's folder (:class:`gca.run.store.PreparedStore`); ``None`` for none.
-        store_graph
-            Whether to write the cleaned graph to ``store`` (``None``: for large graphs only).
+        store, store_graph
+            The prepared graph's folder (:class:`gca.run.store.PreparedStore`; ``None`` for none), and whether to write
+            the cleaned graph to it (``None``: for large graphs only).
         """
         if is_named_config(config_file) and not loaded.named:
             raise ConfigError(
@@ -200,9 +191,8 @@ class Job:
         return self.loaded.data.y
 
     def prepare(self, estimator: GCA, require_edges: bool = True) -> PreparedGraph:
-        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``;
-        where the estimator's ``progress`` is on, the steps show on stderr once they take a few seconds. A graph
-        without edges is refused where ``require_edges`` (a :class:`~gca.graph.graph.GraphError`)."""
+        """Clean the graph (:meth:`clean`) and compute centrality and the views' probabilities for ``estimator``, its
+        steps shown on stderr where its ``progress`` is on; a graph without edges is refused where ``require_edges``."""
         start = time.perf_counter()
         steps = preparation_steps(estimator.config, clean=True)  # cleaned here, the rest by the estimator
         with contextlib.closing(phase(len(steps), "prepare", "step", enabled=estimator.progress)) as bar:
@@ -217,10 +207,9 @@ class Job:
         return self.prepared
 
     def clean(self, feature_norm: str, require_edges: bool = False) -> Graph:
-        """The cleaned graph alone, features normalised as ``feature_norm`` says (``gca embed``: as the trained
-        encoder expects). A training run on a graph without edges is refused (``require_edges``): the library
-        embeds one, but for a user's run an empty edge list is almost always a broken input. ``feature_norm``:
-        ``"row"`` or ``"none"``."""
+        """The cleaned graph alone, features normalised as ``feature_norm`` (``"row"`` or ``"none"``) says. Where
+        ``require_edges`` (a training run) a graph without edges is refused: for a user's run an empty edge list is
+        almost always a broken input."""
         if self.store is not None and self.store.meta is not None:  # opened: cleaned when it was written
             self.graph = self.store.graph(feature_norm)
             self.store_record = {"folder": str(self.store.folder), "opened": True}
@@ -252,8 +241,8 @@ class Job:
         return self.store is not None and self.store.meta is not None
 
     def _release_raw_edges(self) -> None:
-        """A job keeps one copy of the edges: once the graph is cleaned, ``loaded.data.edge_index`` (the file's
-        edges, int64) is set to ``None`` and the cleaned edges are :attr:`graph`'s (int32 below 2³¹ nodes)."""
+        """Once the graph is cleaned, ``loaded.data.edge_index`` (the file's int64 edges) is set to ``None``: a job
+        keeps one copy of the edges, :attr:`graph`'s."""
         data = self.loaded.data
         if data.edge_index is not None and data.edge_index.data_ptr() != self.graph.edge_index.data_ptr():
             data.edge_index = None
@@ -264,8 +253,8 @@ class Job:
         return self.loaded.warnings + (self.graph.warnings if self.graph is not None else [])
 
     def schedule_warnings(self) -> list[str]:
-        """About the training's schedule, for a command that trains: a run shorter than its learning-rate warm-up
-        never trains at its learning rate — one line that says so."""
+        """For a command that trains: one line where the run is shorter than its learning-rate warm-up (it never trains
+        at its learning rate)."""
         cfg = self.config
         updates = planned_updates(cfg, self.loaded.data.num_nodes, self.world_size)
         if not cfg.epochs or updates >= cfg.warmup_updates:
@@ -282,9 +271,8 @@ class Job:
         ]
 
     def splits(self, setting: SplitSetting | int = 20) -> list[Split] | None:
-        """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default
-        scheme's: the dataset's own splits where its benchmark prescribes them, else random 10/10/80); ``None`` for a
-        graph without labels. :attr:`split_record` then says what was drawn, for ``results.json``."""
+        """The evaluation splits ``setting`` draws from the config's seed (a number: that many of the default scheme's);
+        ``None`` for a graph without labels. :attr:`split_record` then says what was drawn."""
         if self.labels is None:
             return None
         setting = SplitSetting(count=setting) if isinstance(setting, int) else setting
@@ -363,9 +351,8 @@ def _default_choice(
     device: str | torch.device,
     world_size: int,
 ) -> FastChoice | None:
-    """``gca train``'s default choice (:func:`gca.train.fast.default_choice`) for the exact schedule of ``config``,
-    the configuration the user's layers give (its widths), with the setting's epochs: epochs the user gave
-    (:func:`gca.config.epochs_given`) do not change the training chosen, they count in it."""
+    """``gca train``'s default choice for the exact schedule of ``config`` with the setting's epochs: epochs the user
+    gave (:func:`gca.config.epochs_given`) do not change the training chosen."""
     data = loaded.data
     name = loaded.name if loaded.named else None
     if epochs_given(config_file, overrides):
@@ -376,8 +363,8 @@ def _default_choice(
 
 
 def _exact_seconds(loaded: LoadedDataset, config: GCAConfig, world_size: int) -> float:
-    """The estimated seconds of ``config``'s epochs of exact training of ``loaded`` on 2 CPU cores, shared by
-    ``world_size`` processes (:func:`gca.train.fast.exact_update_seconds`)."""
+    """The estimated seconds of ``config``'s epochs of exact training of ``loaded`` on 2 CPU cores, over
+    ``world_size``."""
     data = loaded.data
     edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
     width = 0 if data.x is None or data.x.dim() < 2 else int(data.x.shape[1])
@@ -386,9 +373,8 @@ def _exact_seconds(loaded: LoadedDataset, config: GCAConfig, world_size: int) ->
 
 
 def _give_up_arrays(loaded: LoadedDataset) -> None:
-    """A dataset read from its files, once the prepared graph written from it replaces it: its edges and features
-    are let go (set to ``None``; features mapped from a file are paged out first, so their pages leave this
-    process's memory even while another reference to them lives)."""
+    """A dataset read from its files, replaced by the prepared graph written from it: its edges and features are let go
+    (mapped features paged out first, so their pages leave this process's memory while another reference lives)."""
     x = loaded.data.x
     if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.layout == torch.strided:
         page_out(x)

@@ -1,21 +1,7 @@
-"""How ``gca train`` logs what is more than one plain run: the pretrainings of ``--seeds K``, and a run resumed from
-its checkpoint.
-
-**Several pretrainings** (:class:`PretrainingLogs`). Any logger but a CSV file logs each pretraining as a run of its
-own (its ``seed`` among its hyperparameters, its evaluation at its last epoch), then their summary as one more run; a
-CSV log holds them all as one run: the hyperparameters once (with ``seeds``), a ``seed`` column naming each row's
-pretraining, and the summary as the last row, its ``seed`` empty. The summary is every number of ``results.json``'s
-``pretrainings`` by its path (``pretrainings/mean``, ``pretrainings/std``, …) at step = the last epoch.
-
-**A resumed run** (:class:`CheckpointLink`). A TensorBoard run that writes or resumes training checkpoints records in
-its version folder (:data:`MARKER`) the output folder and the latest checkpoint it wrote (its SHA-256, epoch, update
-count and a digest of its losses) after every checkpoint and once more when the run ends, however it ends.
-``--resume`` continues the latest version whose record names the same output folder and the checkpoint it resumes
-from, or an earlier checkpoint of the same run (one whose losses the resumed checkpoint's begin with), hiding what
-that version logged after the checkpoint (:meth:`gca.loggers.TensorBoardLogger.continue_version`): one run is one
-version wherever it was stopped — each epoch once, the resumed run's evaluation at its last epoch, one HPARAMS row.
-Where no version matches, a new version starts.
-"""
+"""How ``gca train`` logs what is more than one plain run (docs/usage.md, Logging): the pretrainings of ``--seeds K``
+(:class:`PretrainingLogs`: a run each, then their summary; a CSV log holds them all, told apart by a ``seed`` column),
+and a run resumed from its checkpoint (:class:`CheckpointLink`: the TensorBoard version it continues is the one whose
+:data:`MARKER` names its output folder and the checkpoint, or an earlier checkpoint of the same run)."""
 
 from __future__ import annotations
 
@@ -35,15 +21,14 @@ _VERSION = re.compile(r"version_(\d+)")
 
 
 class PretrainingLogs:
-    """The loggers of ``gca train --seeds K`` (the module docstring): give :attr:`loggers` to the estimator, run
-    every pretraining inside :meth:`series`, call :meth:`pretraining` before each and :meth:`summary` at the end.
+    """The loggers of ``gca train --seeds K``: give :attr:`loggers` to the estimator, run every pretraining inside
+    :meth:`series`, call :meth:`pretraining` before each and :meth:`summary` at the end.
 
     Parameters
     ----------
-    loggers
-        The loggers the command line asked for.
-    seeds
-        The pretrainings' seeds, the first pretraining's first (:func:`gca.seeds.training_seeds`).
+    loggers, seeds
+        The loggers the command line asked for, and the pretrainings' seeds, the first pretraining's first
+        (:func:`gca.seeds.training_seeds`).
     """
 
     def __init__(self, loggers: Sequence[Any], seeds: Sequence[int]) -> None:
@@ -58,13 +43,13 @@ class PretrainingLogs:
 
     @contextlib.contextmanager
     def series(self, params: dict[str, Any]) -> Iterator[PretrainingLogs]:
-        """The CSV logs' one run around all the pretrainings: ``params`` and ``seeds`` logged first, closed at the
-        end, however it ends. The first pretraining's rows are tagged with the first seed.
+        """The CSV logs' one run around all the pretrainings: logged first, closed at the end however it ends; the first
+        pretraining's rows are tagged with the first seed.
 
         Parameters
         ----------
         params
-            The hyperparameters of the first pretraining (:func:`gca.run.pipeline.logged_params`).
+            The first pretraining's hyperparameters (:func:`gca.run.pipeline.logged_params`), logged with ``seeds``.
         """
         with logged_run(self.files, {**params, "seeds": self.seeds}):
             self.pretraining(0)
@@ -76,22 +61,18 @@ class PretrainingLogs:
             tagged.value = self.seeds[index]
 
     def ran(self, places: Sequence[str]) -> None:
-        """Note where a pretraining was logged (its record's ``logged_to``, as :func:`gca.loggers.where_logged` gives
-        it)."""
+        """Note where a pretraining was logged (its record's ``logged_to``)."""
         self.logged_to += [place for place in places if place not in self.logged_to]
 
     def summary(self, record: dict[str, Any], params: dict[str, Any], step: int) -> None:
-        """Log the summary ``record`` (``results.json``'s ``pretrainings``) at ``step``: the CSV logs' last row,
-        untagged, and one run of each other logger, its hyperparameters ``params`` with ``seeds``.
+        """Log the summary: the CSV logs' last row, untagged, and one run of each other logger.
 
         Parameters
         ----------
         record
-            The pretrainings' record (:func:`gca.run.tasks.more_pretrainings`).
-        params
-            The hyperparameters of the first pretraining.
-        step
-            The last epoch.
+            The pretrainings' record (``results.json``'s ``pretrainings``, :func:`gca.run.tasks.more_pretrainings`).
+        params, step
+            The hyperparameters of the first pretraining (logged with ``seeds``), and the last epoch.
         """
         metrics = final_metrics({"pretrainings": record}, ("pretrainings",))
         for tagged in self.tagged:
@@ -105,19 +86,17 @@ class PretrainingLogs:
 
 
 class CheckpointLink:
-    """The TensorBoard runs of a ``gca train`` run that writes or resumes training checkpoints, tied to them (the
-    module docstring): :meth:`resume` before training, :meth:`after_epoch` as the ``on_epoch`` hook of
-    :func:`gca.run.pipeline.run_gca`, and the run inside ``with link:``, whose end records the last checkpoint
-    written however the run ends.
+    """The TensorBoard runs of a ``gca train`` run that writes or resumes training checkpoints, tied to them:
+    :meth:`resume` before training, :meth:`after_epoch` as :func:`gca.run.pipeline.run_gca`'s ``on_epoch`` hook, and the
+    run inside ``with link:``, whose end records the last checkpoint written however the run ends.
 
     Parameters
     ----------
     loggers
         The run's loggers (its :class:`~gca.loggers.TensorBoardLogger` ones are tied; the others are left alone).
-    out
-        The run's output folder.
-    checkpoint
-        Where the run writes its training checkpoints (:attr:`gca.outputs.folder.RunOutputs.checkpoint`).
+    out, checkpoint
+        The run's output folder, and where it writes its training checkpoints
+        (:attr:`gca.outputs.folder.RunOutputs.checkpoint`).
     """
 
     def __init__(self, loggers: Sequence[Any], out: str | Path, checkpoint: str | Path) -> None:
@@ -127,14 +106,13 @@ class CheckpointLink:
         self._seen = _stamp(self.checkpoint)  # the file as last recorded; at first as the run found it
 
     def resume(self, sha256: str | None) -> None:
-        """Continue, in each TensorBoard folder, the version of this output folder's run that the checkpoint (whose
-        contents have ``sha256``) continues, from the update after it (the module docstring); none found: a new
-        version. The version's record then names the checkpoint resumed from.
+        """Continue, in each TensorBoard folder, the version of this output folder's run that the checkpoint continues,
+        from the update after it; the version's record then names the checkpoint resumed from.
 
         Parameters
         ----------
         sha256
-            The SHA-256 of the checkpoint the run resumes from; ``None`` (unreadable): a new version.
+            The SHA-256 of the checkpoint resumed from; ``None`` (unreadable) or no version found: a new version.
         """
         if sha256 is None or not self.boards:
             return
@@ -149,21 +127,18 @@ class CheckpointLink:
                 atomic_write_json(board.root / f"version_{version}" / MARKER, record)
 
     def after_epoch(self, epoch: int, embed: Any) -> None:
-        """``run_gca``'s ``on_epoch`` (called after the epoch's checkpoint is written): where a new checkpoint was
-        written, record it in each TensorBoard version (:data:`MARKER`).
+        """``run_gca``'s ``on_epoch``, called after the epoch's checkpoint is written: :meth:`record`.
 
         Parameters
         ----------
-        epoch
-            The epoch just finished (from 1).
-        embed
-            Unused (``GCA.fit``'s embedding function).
+        epoch, embed
+            The epoch just finished (from 1); ``GCA.fit``'s embedding function, unused.
         """
         self.record()
 
     def record(self) -> None:
         """Record the checkpoint in each TensorBoard version (:data:`MARKER`) when it was written anew since last
-        recorded: its SHA-256, and its epoch and update count as the file holds them."""
+        recorded."""
         stamp = _stamp(self.checkpoint)
         if stamp is None or stamp == self._seen:
             return
@@ -192,8 +167,7 @@ class CheckpointLink:
         return self
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        """The run's end, however it ends: the last checkpoint it wrote is recorded (an error in doing so is
-        raised only where the run itself ended well)."""
+        """Record the last checkpoint written; an error in doing so is raised only where the run itself ended well."""
         if kind is None:
             self.record()
             return
@@ -202,8 +176,7 @@ class CheckpointLink:
 
 
 def _checkpoint_point(path: Path) -> dict[str, Any] | None:
-    """What a training checkpoint says of where its run stands: ``epoch``, ``updates`` (Adam's step count: the
-    updates made) and ``losses`` (one an epoch) — or ``None`` when the file cannot be read as one."""
+    """A training checkpoint's ``epoch``, ``updates`` (Adam's step count) and ``losses``; ``None`` where unreadable."""
     import torch
 
     try:
@@ -225,7 +198,7 @@ def _losses_digest(losses: Sequence[float]) -> str:
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int] | None:
-    """What changes when a file is written anew (device, inode, size, modification time), or ``None`` without one."""
+    """What changes when a file is written anew (device, inode, size, modification time); ``None`` without one."""
     try:
         info = path.stat()
     except OSError:
@@ -234,9 +207,8 @@ def _stamp(path: Path) -> tuple[int, int, int, int] | None:
 
 
 def _logged_version(root: Path, out: str, sha256: str, losses: Sequence[float]) -> int | None:
-    """The N of the ``root/version_N`` whose record names ``out`` and the checkpoint of SHA-256 ``sha256`` — or,
-    where none does, an earlier checkpoint of the same run: one of epoch k ≤ ``len(losses)`` whose losses are the
-    first k of ``losses`` —, the largest such N; else ``None``."""
+    """The largest N of a ``root/version_N`` whose record names ``out`` and the checkpoint ``sha256`` — or else an
+    earlier checkpoint of the same run (epoch k whose losses are the first k of ``losses``); ``None``."""
     found: tuple[bool, int] | None = None
     try:
         folders = list(root.iterdir())

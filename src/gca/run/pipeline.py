@@ -1,10 +1,8 @@
 """One GCA run — fit → judge → plots → result record — the path ``gca train``, ``gca reproduce`` and ``gca tune`` take.
 
 The caller loads the graph, builds the estimator and prepares the graph (so it can report on it first); then
-:func:`run_gca` trains, judges the frozen embeddings — by linear evaluation on the given splits, and by k-means
-clustering if asked — draws the loss curve and t-SNE map if asked, and returns a :class:`RunResult` whose
-:attr:`~RunResult.record` is the JSON-ready summary (``results.json`` of ``gca train``, one run file of
-``gca reproduce``). Nothing here prints or writes results other than the plots asked for.
+:func:`run_gca` trains, judges the frozen embeddings and draws the plots asked for, and returns a :class:`RunResult`
+whose :attr:`~RunResult.record` is the JSON-ready summary. Nothing here prints or writes other than those plots.
 """
 
 from __future__ import annotations
@@ -45,17 +43,9 @@ class RunResult:
 
 @dataclass
 class AlignTarget:
-    """Earlier embeddings to rotate a run's embeddings onto (:mod:`gca.evaluate.stability`), matched to the run's
-    graph by node id (:func:`align_target`).
-
-    Parameters
-    ----------
-    new_rows, previous_rows
-        The shared nodes' rows in this graph and in ``embeddings``; ``None`` for both: the same nodes in the same
-        order.
-    source
-        The file they were read from, for the record.
-    """
+    """Earlier embeddings to rotate a run's embeddings onto (:mod:`gca.evaluate.stability`), matched by node id: the
+    shared nodes' rows in this graph and in ``embeddings`` (``None`` for both: the same nodes in the same order), and
+    the ``source`` file."""
 
     embeddings: np.ndarray
     new_rows: np.ndarray | None
@@ -64,9 +54,8 @@ class AlignTarget:
 
 
 def align_target(path: str | Path, node_ids: list | None, num_nodes: int) -> AlignTarget:
-    """The embeddings of ``path`` — an ``--export`` file of an earlier run (matched by node id) or its
-    ``embeddings.npy`` (rows in this graph's order) — as an :class:`AlignTarget` for a graph whose row i has id
-    ``node_ids[i]`` (``None``: i)."""
+    """The embeddings of ``path`` — an earlier run's ``--export`` file (matched by node id) or its ``embeddings.npy``
+    (rows in this graph's order) — for a graph whose row i has id ``node_ids[i]`` (``None``: i)."""
     from ..outputs.export import read_embeddings
 
     ids, values = read_embeddings(path)
@@ -89,7 +78,7 @@ def _gpu_peak(device: torch.device) -> dict[str, float]:
 
 
 def _world_size(estimator: GCA) -> int:
-    """Processes that shared each update's anchors (a mini-batch epoch's updates depend on it)."""
+    """Processes that shared each update's anchors."""
     place = estimator.placement
     return place.world_size if place is not None else 1
 
@@ -107,19 +96,15 @@ def _objective_used(estimator: GCA) -> dict[str, str]:
 
 
 def logged_params(estimator: GCA, dataset: str) -> dict[str, Any]:
-    """The hyperparameters a run logs (:func:`gca.loggers.logged_run`): ``dataset`` and the config's fields by
-    name, with the ones chosen automatically as the run will use them — ``loss_backend`` and ``precision`` as the
-    objective resolves ``auto`` on the estimator's device (:func:`gca.objective.resolve_objective`; an objective of
-    the user's without a ``resolved`` method is logged as the config sets it) and ``warmup_steps`` as
-    :attr:`~gca.config.GCAConfig.warmup_updates` (−1, automatic, becomes the updates of the warm-up). ``results.json``
-    keeps the config as given; its ``objective`` and ``warmup_updates`` say the same.
+    """The hyperparameters a run logs (:func:`gca.loggers.logged_run`): ``dataset`` and the config's fields, those left
+    automatic as the run will use them — ``loss_backend`` and ``precision`` as the objective resolves them on the device
+    (a user's objective without ``resolved``: as the config sets them), ``warmup_steps`` as
+    :attr:`~gca.config.GCAConfig.warmup_updates`. ``results.json`` keeps the config as given.
 
     Parameters
     ----------
-    estimator
-        The estimator that will train (its config, device and objective).
-    dataset
-        The dataset's name.
+    estimator, dataset
+        The estimator that will train (its config, device and objective), and the dataset's name.
     """
     config = estimator.config
     params: dict[str, Any] = {"dataset": dataset, **config.to_dict(), "warmup_steps": config.warmup_updates}
@@ -158,12 +143,12 @@ def run_gca(
     init_from: str | Path | None = None,
     align_to: AlignTarget | None = None,
 ) -> RunResult:
-    """Train ``estimator`` on ``prepared``, evaluate, cluster and plot as asked, and return the embeddings,
-    evaluations and record (``eval_seconds``, ``raw_eval_seconds``: how long the evaluations took).
+    """Train ``estimator`` on ``prepared``, evaluate, cluster and plot as asked, and return the embeddings, evaluations
+    and record.
 
-    The run is one run of the estimator's loggers (:func:`gca.loggers.logged_run`): :func:`logged_params` first,
-    the record's ``accuracy``, ``raw_features_accuracy`` and ``clustering`` (:func:`gca.loggers.final_metrics`) at
-    step ``config.epochs``; ``record["logged_to"]`` lists where they went (:func:`gca.loggers.where_logged`).
+    The run is one run of the estimator's loggers: :func:`logged_params` first, the record's ``accuracy``,
+    ``raw_features_accuracy`` and ``clustering`` at step ``config.epochs``; ``record["logged_to"]`` lists where they
+    went.
 
     Parameters
     ----------
@@ -174,14 +159,12 @@ def run_gca(
         <gca.run.job.Job.prepare>`).
     dataset
         The dataset's name, for the record and the loggers.
-    labels
-        One label per node (−1: none); ``None`` for an unlabelled graph.
-    splits
-        The evaluation splits; ``None`` skips evaluation.
+    labels, splits
+        One label per node (−1: none; ``None`` for an unlabelled graph), and the evaluation splits (``None`` skips
+        evaluation).
     eval_raw
-        Also judge the raw features (``raw_features_accuracy``) and the propagated features Â^k X, k = 1, 2, 3
-        (``propagated_features_accuracy``, ``propagation``) on the same splits, and whether the embeddings beat the
-        best of them (``versus_feature_baselines``; :func:`gca.evaluate.feature_baselines.judge_feature_baselines`).
+        Also judge the raw features and the propagated features Â^k X, k = 1, 2, 3 on the same splits, and whether the
+        embeddings beat the best of them (:func:`gca.evaluate.feature_baselines.judge_feature_baselines`).
     protocol
         ``"sklearn"`` or ``"authors"`` (:data:`gca.choices.PROTOCOLS`).
     clusters
@@ -192,16 +175,13 @@ def run_gca(
         ``(loss.png, tsne.png)`` paths to draw the loss curve and the t-SNE map to (``None``: no plots), and their
         title.
     on_epoch, on_update
-        Hooks after every epoch (validation during training) and every update (:class:`gca.train.fast.LongRunHint`),
-        as ``GCA.fit`` takes them.
-    embeddings_file, scratch
-        A new ``.npy`` path for out-of-core embeddings, and where a torchrun process other than the first maps its
-        matrices, as ``GCA.fit`` takes them (``record["embeddings_out_of_core"]``, ``["inference_processes"]``).
-    init_from
-        An earlier model's file to start training from (a warm start), as ``GCA.fit`` takes it.
+        Hooks after every epoch and every update (:class:`gca.train.fast.LongRunHint`), as ``GCA.fit`` takes them.
+    embeddings_file, scratch, init_from
+        Out-of-core embeddings' ``.npy`` path, where a torchrun process other than the first maps its matrices, and an
+        earlier model's file to start from (a warm start), as ``GCA.fit`` takes them.
     align_to
-        Earlier embeddings (:func:`align_target`) to rotate this run's onto before they are judged and returned
-        (:func:`gca.evaluate.stability.align_embeddings`); ``record["alignment"]`` says how far they moved.
+        Earlier embeddings (:func:`align_target`) to rotate this run's onto before they are judged and returned;
+        ``record["alignment"]`` says how far they moved.
     """
     with logged_run(estimator.loggers, logged_params(estimator, dataset)):
         result = _run(

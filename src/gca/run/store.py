@@ -1,29 +1,13 @@
-"""The prepared graph on disk: a graph's checked, cleaned form written once and opened by later runs without reading
-or cleaning the input again (docs/large-graphs.md, "The prepared graph on disk").
+"""The prepared graph on disk: a graph's checked, cleaned form written once and opened by later runs without reading or
+cleaning the input again (its contents and rules: docs/large-graphs.md, "The prepared graph on disk").
 
-A :class:`PreparedStore` is one folder, ``CACHE_DIR/prepared/NAME-KEY/`` (``CACHE_DIR``: ``$GCA_CACHE_DIR``, else
-``~/.cache/gca``; ``KEY`` a digest of the input's paths and how they are read: :class:`~gca.run.integrity.GraphSource`),
-of ``.npy`` files memory-mapped copy-on-write when opened (a run never changes them):
-
-* the cleaned graph — ``edge_index`` [2, E] (int32 below 2³¹ nodes; sorted by source, so its second row is the CSR's
-  column indices), ``indptr`` [N + 1], ``edge_weight``/``edge_attr`` where the graph has them, labels, and the raw
-  features as cleaning kept them (dense in the file's dtype, float16 included, or a CSR matrix's three arrays);
-* splits (``splits_ids``/``splits_offsets``, ``public_…``), node ids (``node_ids.npy`` for integer ids,
-  ``node_ids.json`` for text ones), and in ``meta.json`` the name, class names and the warnings about the files read
-  and the graph cleaned (printed again by every run that opens it);
-* what training derives, each added the first time a run computes it (:meth:`PreparedStore.kept`): centrality per
-  kind, the views' removal and masking probabilities per augmentation setting, the sampler's unit of every edge.
-
-``meta.json`` is written last and names every array with its shape and dtype (and ``node_ids.json`` with its size),
-the gca version and format, the input's paths and how they are read, each input file's identity (size, modification
-and change times, inode), a digest of their contents and each file's SHA-256 (both from one read). A folder that
-fails the checks of :mod:`gca.run.integrity` is said in one line and removed, and the run reads the input. Arrays
-added later are recorded in ``derived`` (under a lock on ``.meta-lock``) and checked the same way when used.
-
-**Writing.** The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder, each file flushed, and renamed
-into place once ``meta.json`` is written: a killed writer leaves no folder under the final name, and the next run
-removes its leftover once that process no longer runs. Arrays added later are written and renamed the same way. Of
-two processes writing the same folder at once (torchrun's ranks), the first rename wins and the other copy is removed.
+A :class:`PreparedStore` is one folder, ``CACHE_DIR/prepared/NAME-KEY/`` (``KEY`` a digest of the input's paths and how
+they are read: :class:`~gca.run.integrity.GraphSource`), of ``.npy`` files memory-mapped copy-on-write when opened: the
+cleaned graph, its labels, splits and node ids, and what training derives, each added the first time a run computes it
+(:meth:`PreparedStore.kept`). ``meta.json``, written last, records every array's shape and dtype, the gca version and
+format, and the input files' identity and digests; a folder that fails the checks of :mod:`gca.run.integrity` is said in
+one line and removed. The graph is written into a sibling ``.NAME.partial-HOST-PID`` folder renamed into place once
+complete (arrays added later likewise); of two processes writing the same folder at once, the first rename wins.
 """
 
 from __future__ import annotations
@@ -99,22 +83,15 @@ def _write_meta(folder: Path, meta: dict) -> None:
 
 
 def _mapped(path: Path) -> torch.Tensor:
-    """An .npy file as a tensor over a copy-on-write mapping: pages come from the file (page cache), and a write
-    (none is made) would go to a private copy, never to the file."""
+    """An .npy file as a tensor over a copy-on-write mapping: pages come from the file (page cache), and a write (none
+    is made) would go to a private copy."""
     return torch.from_numpy(np.load(path, mmap_mode="c", allow_pickle=False))
 
 
 class PreparedStore:
-    """The prepared-graph folder of one :class:`GraphSource` (module docstring). :attr:`notes` collects the lines
-    a command prints about it (rebuilt, written, not written and why).
-
-    Parameters
-    ----------
-    root
-        The cache folder the ``prepared/`` folders live in; ``None`` for ``$GCA_CACHE_DIR``, else ``~/.cache/gca``.
-    progress
-        Say on stderr that the graph is being stored when that takes a few seconds (:func:`gca.progress.step`).
-    """
+    """The prepared-graph folder of one :class:`GraphSource`; :attr:`notes` collects the lines a command prints about it
+    (rebuilt, written, not written and why). ``root``: the cache folder (``None`` for ``$GCA_CACHE_DIR``, else
+    ``~/.cache/gca``); ``progress``: say on stderr that the graph is being stored when that takes a few seconds."""
 
     def __init__(self, source: GraphSource, root: str | Path | None = None, progress: bool = False) -> None:
         self.source, self.progress = source, progress
@@ -131,8 +108,8 @@ class PreparedStore:
     # -- finding ---------------------------------------------------------------------------------------------------
 
     def usable(self) -> bool:
-        """Whether the folder holds a prepared graph this run may use; a folder that exists but may not be used is
-        said in :attr:`notes` (and rebuilt by :meth:`write`)."""
+        """Whether the folder holds a prepared graph this run may use; one that exists but may not be used is said in
+        :attr:`notes` (and rebuilt by :meth:`write`)."""
         self._remove_leftovers()
         if not self.folder.exists():
             return False
@@ -224,8 +201,8 @@ class PreparedStore:
     # -- opening ---------------------------------------------------------------------------------------------------
 
     def loaded(self) -> LoadedDataset:
-        """What the reading gave (name, labels, splits, node ids, the files' warnings) — its ``data`` holds the
-        labels and node count only: the graph is :meth:`graph`'s."""
+        """What the reading gave (name, labels, splits, node ids, the files' warnings); its ``data`` holds the labels
+        and node count only, the graph is :meth:`graph`'s."""
         meta = self._opened()
         y = _mapped(self.folder / "y.npy").long() if "y" in meta["arrays"] else None
         data = Data(y=y, num_nodes=meta["num_nodes"])
@@ -249,8 +226,7 @@ class PreparedStore:
         )
 
     def graph(self, feature_norm: str) -> Graph:
-        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm`` (``"row"`` or
-        ``"none"``)."""
+        """The cleaned graph, its arrays mapped from the folder, features formed for ``feature_norm``."""
         meta = self._opened()
         arrays = meta["arrays"]
         edge_index = _mapped(self.folder / "edge_index.npy")
@@ -292,8 +268,8 @@ class PreparedStore:
     # -- writing ---------------------------------------------------------------------------------------------------
 
     def write(self, loaded: LoadedDataset, graph: Graph) -> bool:
-        """Write ``graph`` (cleaned from ``loaded``) as this folder, replacing a stale one; returns whether it was
-        written. A failure (no space, no permission) is a line in :attr:`notes`, never the run's error."""
+        """Write ``graph`` (cleaned from ``loaded``) as this folder, replacing a stale one; whether it was written. A
+        failure (no space, no permission) is a line in :attr:`notes`, never the run's error."""
         with step(f"storing the prepared graph in {self.folder}", self.progress):
             return self._write(loaded, graph)
 
@@ -373,9 +349,8 @@ class PreparedStore:
         return True
 
     def _replace(self, partial: Path) -> bool:
-        """``partial`` renamed to the folder's name (``True``): a stale folder is moved aside and removed first;
-        when another process has just put a usable one there, that one is kept and ``partial`` removed
-        (``False``)."""
+        """``partial`` renamed to the folder's name (``True``), a stale folder removed first; where another process has
+        just put a usable one there, that one is kept and ``partial`` removed (``False``)."""
         if self.folder.exists() or self.folder.is_symlink():
             if self._refusal() is None:  # another process (a torchrun rank) wrote it meanwhile
                 shutil.rmtree(partial, ignore_errors=True)
@@ -423,15 +398,13 @@ class PreparedStore:
     def kept(
         self, name: str, compute: Callable[[], torch.Tensor], shape: tuple[int, ...] | None = None
     ) -> torch.Tensor:
-        """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) for later runs
-        when the folder is in use, and recorded in meta.json (``derived``) as the graph's arrays are. A stored array
-        is used only when it passes the graph's arrays' check against that record (:func:`_untrusted`) and, given
-        ``shape`` (``None``: any), has that shape; else it is computed and stored again — said in a note when it was
-        recorded (a file present but not recorded is replaced without a word).
+        """The array ``name`` from the folder, else ``compute()`` — added to the folder (atomically) and recorded in
+        meta.json (``derived``) when the folder is in use. A stored array is used only when it passes the check against
+        that record (:func:`_untrusted`) and has ``shape`` (``None``: any); else it is computed and stored again, said
+        in a note where it was recorded.
 
-        An array that cannot be stored (a read-only folder, no write permission, a full disk) is used from memory
-        for this run: the first failure ends the run's attempts to write into the folder, and one note says which
-        arrays were not stored and why, however many there are.
+        An array that cannot be stored (read-only folder, no permission, full disk) is used from memory: the first
+        failure ends the run's attempts to write into the folder, and one note names the arrays not stored and why.
         """
         path = self.folder / f"{name}.npy"
         spec = self.meta.get("derived", {}).get(name) if self.meta is not None else None
@@ -464,8 +437,8 @@ class PreparedStore:
         return value
 
     def _not_stored(self, name: str, why: str = "") -> None:
-        """Record that the derived array ``name`` was computed in memory and not added to the folder; the run's one
-        note on it (:attr:`notes`) names the first such array, how many more, and the first failure's reason."""
+        """Record that the derived array ``name`` was computed in memory only; the run's one note on it names the first
+        such array, how many more, and the first failure's reason."""
         if not self._unstored:
             self._unstored_why, self._unstored_note = why, len(self.notes)
             self.notes.append("")
@@ -489,9 +462,9 @@ class PreparedStore:
             release_folder(handle)
 
     def _update_meta(self, meta: dict, change: Callable[[dict], object]) -> None:
-        """``change`` made to ``meta`` (this run's) and to the folder's meta.json as it now is (another process may
-        have recorded an array since this one read it), sealed again and written atomically; the caller holds
-        :meth:`_meta_held`. A meta.json that is not the one gca wrote is left alone (the next run refuses it)."""
+        """``change`` made to ``meta`` and to the folder's meta.json as it now is (another process may have recorded an
+        array since), sealed and written atomically under :meth:`_meta_held`. A meta.json gca did not write is left
+        alone."""
         change(meta)
         try:
             stored = json.loads((self.folder / "meta.json").read_text())
@@ -503,9 +476,8 @@ class PreparedStore:
             _write_meta(self.folder, stored)
 
     def recorded_sha256(self) -> dict[str, str]:
-        """Each input file's SHA-256 as meta.json records it (written with the folder, or when the files' contents
-        were last hashed), by resolved path — for the files whose identity (size, times, inode) is still the one
-        recorded with it; empty when the folder is not in use."""
+        """Each input file's SHA-256 as meta.json records it, by resolved path, for the files whose identity is still
+        the one recorded; empty when the folder is not in use."""
         meta = self.meta or {}
         rows, each = meta.get("identity"), meta.get("sha256")
         if not (isinstance(rows, list) and isinstance(each, list) and len(rows) == len(each)):
@@ -523,9 +495,8 @@ class PreparedStore:
         return recorded
 
     def provenance(self) -> dict | None:
-        """What a run's record says of the folder when the run read its graph from it: the folder, its key (of the
-        input's paths and how they are read) and the digest of the input's contents it was made from; ``None``
-        when the folder is not in use."""
+        """What a run's record says of the folder it read its graph from: the folder, its key and the digest of the
+        input's contents; ``None`` when the folder is not in use."""
         if self.meta is None:
             return None
         return {"folder": str(self.folder), "key": self.source.key, "digest": self.meta.get("digest")}

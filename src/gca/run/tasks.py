@@ -1,12 +1,7 @@
-"""What a run measures with its embeddings (:data:`gca.choices.TASKS`): node classification
-(:mod:`gca.evaluate.classification`, the default), link prediction (:mod:`gca.evaluate.linkpred`) or node
-clustering (:mod:`gca.evaluate.clustering`).
-
-Classification and clustering judge the embeddings of one training on the whole graph; :func:`more_pretrainings`
-repeats that training with other seeds (``--seeds K``: seed i is ``config.seed + i``) and judges each on the same
-splits. Link prediction holds edges out *before* training, so :func:`link_prediction` trains once per hold-out, with
-the hold-out's seed (``run_seeds(config.seed, runs)[i]``, the seed itself first), on the edges left.
-"""
+"""What a run measures with its embeddings (:data:`gca.choices.TASKS`): node classification (the default), link
+prediction or node clustering. Classification and clustering judge one training on the whole graph, which
+:func:`more_pretrainings` repeats with other seeds (``--seeds K``); link prediction holds edges out *before* training,
+so :func:`link_prediction` trains once per hold-out, with the hold-out's seed, on the edges left."""
 
 from __future__ import annotations
 
@@ -30,8 +25,8 @@ def link_prediction(
     job: Job, estimator: GCA, runs: int = TASK_COUNTS["link"], val: float = 0.05, test: float = 0.1
 ) -> tuple[LinkResult, GCA, torch.Tensor, dict[str, Any]]:
     """``runs`` hold-outs of ``job``'s cleaned graph, each trained by a fresh copy of ``estimator``
-    (:func:`gca.train.estimator.clone`: its parts at their initial weights, even if ``estimator`` was fitted, its
-    device, the hold-out's seed from :func:`gca.seeds.run_seeds`).
+    (:func:`gca.train.estimator.clone`: initial weights even if ``estimator`` was fitted, its device, the hold-out's
+    seed from :func:`gca.seeds.run_seeds`).
 
     Parameters
     ----------
@@ -91,29 +86,23 @@ def more_pretrainings(
     protocol: str,
     logs: PretrainingLogs | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """``count`` pretrainings in all, ``first`` the one ``estimator`` made (seed ``config.seed``): the others train
-    fresh copies (:func:`gca.train.estimator.clone`) with the next seeds of :func:`gca.seeds.training_seeds`, each a
-    run of :func:`gca.run.pipeline.run_gca`. Returns one line to print and the record (``results.json``'s
-    ``pretrainings``): the seeds, each pretraining's mean accuracy over the splits, and their mean ± std.
+    """``count`` pretrainings in all, ``first`` the one ``estimator`` made: the others train fresh copies with the next
+    seeds of :func:`gca.seeds.training_seeds`, each a run of :func:`gca.run.pipeline.run_gca`. Returns one line to print
+    and ``results.json``'s ``pretrainings``: the seeds, each one's mean accuracy, and their mean ± std.
 
     Parameters
     ----------
     job
         The job whose prepared graph every pretraining trains on.
-    estimator
-        The estimator that made ``first`` (cloned for the others, not trained again).
-    first
-        Its evaluation on ``splits``.
+    estimator, first
+        The estimator that made ``first`` (cloned for the others, not trained again), and its evaluation.
     count
         The pretrainings in all, ``first`` included.
-    splits
-        The evaluation splits every pretraining is judged on.
-    protocol
-        ``"sklearn"`` or ``"authors"``.
+    splits, protocol
+        The evaluation splits every pretraining is judged on, and ``"sklearn"`` or ``"authors"``.
     logs
-        The series' loggers (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has): each
-        pretraining is logged as its own run, then the summary; ``None``: each is a plain run of ``estimator``'s
-        loggers (a CSV log written afresh by each).
+        The series' loggers (:class:`gca.run.logs.PretrainingLogs`, whose loggers ``estimator`` has); ``None``: each
+        pretraining is a plain run of ``estimator``'s loggers (a CSV log written afresh by each).
     """
     from .pipeline import logged_params, run_gca
 

@@ -1,9 +1,7 @@
-"""One training run as ``gca train`` makes it: what the run is asked to do (:class:`TrainRequest`: every value it
-needs, typed, checked by :meth:`TrainRequest.check` before anything is loaded), and :func:`train`, which places the
-process, opens the graph, builds the job and the estimator, trains, judges and writes the run's files; it returns
-what there is to print (:class:`TrainOutcome`). Only the run's start (its warnings and one-line summary) and the
-prepared graph's notes are said here, as the run starts; the results are the caller's to print.
-"""
+"""One training run as ``gca train`` makes it: what the run is asked to do (:class:`TrainRequest`, checked before
+anything is loaded), and :func:`train`, which places the process, opens the graph, builds the job and the estimator,
+trains, judges and writes the run's files, returning what there is to print (:class:`TrainOutcome`). Only the run's
+start (warnings, one-line summary, the prepared graph's notes) is said here."""
 
 from __future__ import annotations
 
@@ -29,12 +27,10 @@ MAX_SEEDS = 1000
 class TrainRequest:
     """Everything one ``gca train`` run is asked to do, as its options say it (``gca train --help``).
 
-    ``graph`` is the graph (its ``config``: the configuration file or a shipped setting's name); ``overrides`` the
-    config values over the dataset's setting and that file (checked); ``training`` who chooses exact or mini-batch
-    training (``auto``, ``fast``, ``exact``: :meth:`gca.run.job.Job.open`); ``split`` the evaluation splits as given
-    (checked by :meth:`check`), ``splits`` their count (link: hold-outs; cluster: k-means seeds), the task's default
-    unless ``splits_given``; ``inputs`` the files the run reads, which no output may overwrite; ``command`` and
-    ``started`` the command line and its start for the provenance (``None``: this process's, and now).
+    ``overrides`` are the config values over the dataset's setting and ``graph.config``; ``training`` who chooses exact
+    or mini-batch training (:meth:`gca.run.job.Job.open`); ``split`` the evaluation splits as given, ``splits`` their
+    count (link: hold-outs; cluster: k-means seeds), the task's default unless ``splits_given``; ``inputs`` the files no
+    output may overwrite; ``command`` and ``started``: ``None`` for this process's and now.
     """
 
     graph: GraphRequest
@@ -67,8 +63,7 @@ class TrainRequest:
     started: str | None = None
 
     def check(self) -> None:
-        """Refuse what cannot run, in one line each, before the graph is loaded or the output folder made (a
-        refusal leaves the disk as it was)."""
+        """Refuse what cannot run, in one line each, before the graph is loaded or the output folder made."""
         if self.checkpoint_every < 0:
             raise ConfigError(f"{option('checkpoint_every')} must be non-negative, got {self.checkpoint_every}")
         if self.task == "link" and (
@@ -102,9 +97,8 @@ class TrainRequest:
         self._check_log_paths()
 
     def _check_seeds(self) -> None:
-        """``seeds`` > 1 repeats the pretraining of a classify run in this process: refused where it cannot apply,
-        before anything is loaded (a graph without labels, known once loaded, is refused then:
-        :func:`_check_labelled`)."""
+        """``seeds`` > 1 repeats a classify run's pretraining in this process: refused where it cannot apply, before
+        anything is loaded (a graph without labels, once loaded: :func:`_check_labelled`)."""
         if self.seeds < 1:
             raise ConfigError(f"{option('seeds')} must be at least 1, got {self.seeds}")
         if self.seeds > MAX_SEEDS:
@@ -137,9 +131,8 @@ class TrainRequest:
             )
 
     def _check_log_paths(self) -> None:
-        """--log-csv and --tensorboard name paths the run writes as it trains: never an input, the export, or a path
-        inside --out — a log is written live, not committed with the run's files, so inside --out a failed or later
-        run would leave it beside another run's results.json."""
+        """--log-csv and --tensorboard paths are written live, not committed with the run's files: never an input, the
+        export, or inside --out, where a failed or later run would leave a log beside another run's results.json."""
         from ..io import OutputError
         from ..loggers import folder_problem, hparams_file
 
@@ -175,9 +168,8 @@ class TrainRequest:
 
 @dataclass
 class TrainOutcome:
-    """What a run that wrote its files has to say: its centrality, the files ``written``, ``results.json``'s
-    ``record``, and what judged the embeddings — the ``accuracy`` (over the splits, or over the pretrainings of
-    ``--seeds K``), the ``clusters``' scores, the feature ``baselines`` beside GCA, or the ``link`` scores."""
+    """What a run that wrote its files has to say: its centrality, the files ``written``, ``results.json``'s ``record``,
+    and what judged the embeddings (``accuracy``, ``clusters``, feature ``baselines``, ``link`` scores)."""
 
     centrality: str
     written: list[Path]
@@ -189,8 +181,8 @@ class TrainOutcome:
 
 
 def train(request: TrainRequest, outputs) -> TrainOutcome | None:
-    """Make the run ``request`` asks for (checked: :meth:`TrainRequest.check`) and write its files into
-    ``outputs`` (:class:`gca.outputs.folder.RunOutputs`); ``None`` in a torchrun process that does not write."""
+    """Make the run ``request`` asks for and write its files into ``outputs`` (:class:`gca.outputs.folder.RunOutputs`);
+    ``None`` in a torchrun process that does not write."""
     from ..provenance import file_record
     from ..train.checkpoint import resume_check, resume_point
     from ..train.distributed import Placement
@@ -349,15 +341,14 @@ def _link(request: TrainRequest, outputs, job, estimator, read: GraphRead) -> Tr
 
 
 def _feature_names(job) -> dict:
-    """What model.pt records of the feature columns it was trained on, where a sparse feature file named them:
-    ``gca embed`` maps another graph's features to the same columns (gca.datasets.files)."""
+    """What model.pt records of the feature columns a sparse feature file named, for ``gca embed`` to map another
+    graph's features to the same columns."""
     names = job.loaded.feature_names
     return {"feature_names": list(names)} if names else {}
 
 
 def _check_labelled(request: TrainRequest, job) -> None:
-    """--seeds K judges each pretraining's accuracy: a graph without labels, which cannot be judged, is refused
-    before anything trains, as --seeds K with --no-eval is."""
+    """--seeds K judges each pretraining's accuracy: a graph without labels is refused before anything trains."""
     if request.seeds > 1 and job.labels is None:
         raise ConfigError(
             f"{option('seeds', request.seeds)} repeats a pretraining to judge its accuracy, and the graph "
@@ -379,9 +370,8 @@ def _check_split_count(request: TrainRequest, splits, name: str) -> None:
 
 
 def _scratch_folder():
-    """Where a torchrun process other than the first maps its share of inference's matrices:
-    ``$GCA_CACHE_DIR/scratch`` (default ``~/.cache/gca/scratch``; made when first needed), each file unlinked as
-    soon as it is mapped."""
+    """Where a torchrun process other than the first maps its share of inference's matrices: ``$GCA_CACHE_DIR/scratch``
+    (default ``~/.cache/gca/scratch``), each file unlinked once mapped."""
     from ..datasets.base import default_cache_dir
 
     return default_cache_dir() / "scratch"

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names handed on, imported on first use at run time (gca.lazy)
-    from ..augment.prepared import PreparedGraph as PreparedGraph
-    from ..augment.prepared import prepare as prepare
     from .batches import Batch as Batch
     from .batches import BatchSource as BatchSource
     from .batches import batch_source as batch_source

@@ -56,8 +56,7 @@ def _looks_like_header(rows: list[list[str]], columns: int) -> bool:
 
 
 def read_edge_list(path: str | Path) -> tuple[list[str], list[str], bool]:
-    """(sources, targets, integer_ids): an edge file's (any form :func:`load_files` reads) first two columns as
-    written, and whether every id is an integer."""
+    """(sources, targets, integer_ids): an edge file's first two columns as written; whether every id is an integer."""
     import pyarrow as pa
 
     table = _edge_table(path)
@@ -85,8 +84,7 @@ def _edge_table(source: Any) -> TableInput:
 
 
 def _weight_index(table: TableInput, edge_weight: str | int | None) -> tuple[int | None, list[str]]:
-    """Which column holds the weights (a column named ``weight``, or the one ``edge_weight`` names) and the notes
-    about the columns that are not read."""
+    """Which column holds the weights, and the notes about the columns that are not read."""
     names = [c.lower() for c in table.columns]
     index = None
     if edge_weight is not None:
@@ -195,8 +193,7 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
 
 
 def _grouped(batches, rows: int):
-    """The tables of ``batches`` joined (without copying) into tables of at least ``rows`` rows; as they are where
-    ``rows`` is 0."""
+    """The tables of ``batches`` joined (without copying) into tables of at least ``rows`` rows (as they are for 0)."""
     import pyarrow as pa
 
     if not rows:
@@ -214,9 +211,8 @@ def _grouped(batches, rows: int):
 
 
 def _released_on_second_pass(sources: list, targets: list):
-    """``blocks()`` for :func:`~gca.graph.edges.undirected_edges`, which reads the listed edges twice: the second
-    pass lets go of each block once it is read, so the listed edges (8 bytes each) are gone before the edge list
-    is mirrored into its final form (16 bytes per listed edge)."""
+    """``blocks()`` for :func:`~gca.graph.edges.undirected_edges`, which reads the listed edges twice: the second pass
+    lets go of each block once read, so the listed edges are gone before the edge list is mirrored."""
     passes = [0]
 
     def blocks():
@@ -232,8 +228,8 @@ def _released_on_second_pass(sources: list, targets: list):
 def _unknown_node(
     table: TableInput, column: Any, unknown: np.ndarray, nodes: NodeIds, features_name: str, done: int = 0
 ):
-    """The error for the first id of ``column`` (a group's sources, then its targets, its first row ``done`` rows
-    into the file) that names no node."""
+    """The error for the first id of ``column`` (a group's sources, then its targets, starting ``done`` rows into the
+    file) that names no node."""
     import pyarrow.compute as pc
 
     first = int(np.argmax(unknown))

@@ -46,14 +46,9 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def read_npy(path: Path) -> np.ndarray:
-    """The 2-D numeric array of an .npy feature file, checked from its header before any of it is read.
-
-    The header is parsed by NumPy's header readers (never unpickled). Refused, with one line naming the file: no
-    NumPy magic; a format version other than 1.0/2.0; a header NumPy cannot parse; Python objects; a shape with a
-    negative dimension or other than 2-D; a non-numeric dtype; data that is not exactly the header's rows × columns
-    × itemsize bytes (the message gives both sizes). A checked array is loaded as a copy-on-write memory map
-    (Fortran order kept), or read whole where the file cannot be mapped.
-    """
+    """The 2-D numeric array of an .npy feature file, checked from its header (parsed by NumPy, never unpickled) before
+    any of it is read: objects, a shape not 2-D or negative, a non-numeric dtype, or a size other than the header's
+    rows × columns × itemsize is one line naming the file. Loaded as a copy-on-write memory map where it can be."""
     with path.open("rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise DatasetError(f"feature file {path} is not a readable .npy file (no NumPy header)")
@@ -105,10 +100,9 @@ def read_npy(path: Path) -> np.ndarray:
 
 
 class Features(NamedTuple):
-    """A feature matrix as read: ``matrix`` (dense or CSR), ``ids`` (a PyArrow array of row ids, or ``None`` when
-    row i is node i), ``sparse_by_id`` (a long or JSON form: nodes the edges add get zero rows), ``names`` (the
-    columns' feature names, where they were not numbers), ``notes``, and ``positional``: the ids are the rows'
-    numbers (a JSON list of lists), so the graph keeps row i as node i unless the edges add nodes."""
+    """A feature matrix as read: ``matrix`` (dense or CSR), row ``ids`` (PyArrow, or ``None`` when row i is node i),
+    ``sparse_by_id`` (nodes the edges add get zero rows), the columns' ``names`` where not numbers, ``notes``, and
+    ``positional``: the ids are the rows' numbers (a JSON list of lists)."""
 
     matrix: np.ndarray | sp.csr_matrix
     ids: Any
@@ -119,10 +113,8 @@ class Features(NamedTuple):
 
 
 def _feature_header(sample: list[list[str]], id_column: str | None) -> bool:
-    """Whether a feature text file's first line is a header: its words name the columns (its first cell an id
-    column's name or ``id_column``, or a cell a feature or value column's name), or a later cell is a name above a
-    column of numbers (``id,f1,f2`` over ``a,0.5,1``). A first line of names above more names (a long table's
-    ``a,apple`` over ``b,banana``) is data: a header there must use the known names."""
+    """Whether a feature text file's first line is a header: a cell is a known id, feature or value column's name (or
+    ``id_column``), or a later cell is a name above a column of numbers. Names above more names are data."""
     header = sample[0]
     if not all(header):
         return False
@@ -251,10 +243,10 @@ def _feature_columns(
 ) -> tuple[np.ndarray, int, list[str] | None, str | None]:
     """Column numbers of a sparse form's feature ids (−1: left out), the width, the columns' names and a note.
 
-    The ids themselves are the columns when all are integers ≥ 0; otherwise their place among the sorted distinct
-    names. ``like`` gives the columns of a model trained before (``gca embed``): its feature names, where the ids
-    are mapped to them, or its number of columns, which integer ids must stay below; features it does not have are
-    left out, and the note counts them."""
+    The ids are the columns when all are integers ≥ 0, else their place among the sorted distinct names. ``like``
+    maps them to a trained model's feature names, or bounds integer ids by its number of columns; features it lacks
+    are left out, and the note counts them.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -325,9 +317,8 @@ def _feature_columns(
 
 
 def _huge_feature_ids(text: Any, source: str, like: list[str] | int | None) -> tuple[np.ndarray, int, list[str], str]:
-    """Columns of feature ids written as plain integers of which some are beyond 64 bits: names, one column per
-    distinct id in numeric order, with the note that says so (``like``: a trained model's number of columns, which
-    such ids are beyond)."""
+    """Columns of plain integer feature ids some of which are beyond 64 bits: names, one column per distinct id in
+    numeric order, and the note that says so."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -377,8 +368,8 @@ def _sparse_by_id(
     listed: Any = None,
 ) -> Features:
     """A CSR matrix from (node id, feature id, value) triples; rows in the order ids first appear. With ``listed``
-    (every node's id as written, in row order — a JSON object's keys, nodes without features too), ``node_keys``
-    are the triples' row numbers in it, and the ids' type is decided over all of ``listed`` at once."""
+    (every node's id in row order, nodes without features too), ``node_keys`` are row numbers in it, and the ids'
+    type is decided over all of ``listed``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -457,8 +448,7 @@ def _long_features(table: TableInput, id_column: str | None, like: list[str] | i
 
 
 def _no_empty_keys(column: Any, start: int, table: TableInput, role: str) -> Any:
-    """A block of a table's id column (``role``: what the ids are), refused in one line naming its line (text) or
-    row where a cell is empty or blank — an empty cell names no node and no feature."""
+    """A block of a table's id column, refused in one line naming its line or row where a cell is empty or blank."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -473,8 +463,8 @@ def _no_empty_keys(column: Any, start: int, table: TableInput, role: str) -> Any
 
 
 def _finite_values(values: np.ndarray, start: int, table: TableInput) -> np.ndarray:
-    """``values`` (a block of a feature column, as read), refused in one line naming the line (text) or row of the
-    first NaN or infinite one: a model trained on it would only learn NaN."""
+    """``values`` (a block of a feature column), refused in one line naming the line or row of the first NaN or
+    infinite one."""
     bad = _first_not_finite(values)
     if bad is not None:
         at, kind = bad
@@ -495,8 +485,7 @@ def _first_not_finite(values: np.ndarray) -> tuple[int, str] | None:
 
 
 class _Pairs(list):
-    """A JSON object as its (key, value) pairs in file order: a key given twice stays visible (a ``dict`` would
-    keep its last value silently)."""
+    """A JSON object as its (key, value) pairs in file order: a key given twice stays visible."""
 
 
 def _json_type(value: Any) -> str:
@@ -508,10 +497,8 @@ def _json_type(value: Any) -> str:
 
 
 def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
-    """A JSON features file: an object of node id → list of feature ids (or object of feature id → value), or a
-    list of such lists whose entry i is node i. Parsed by the guarded parser (nesting deep enough to exhaust the
-    recursion limit is a malformed file); every entry, feature id and value is checked before any is used, and a
-    wrong one is named by its node."""
+    """A JSON features file (the forms of docs/data.md), parsed by the guarded parser; every entry, feature id and value
+    is checked before any is used, and a wrong one is named by its node."""
     import pyarrow as pa
 
     text = read_user_text(path, "feature", DatasetError, "save it as UTF-8")
@@ -603,8 +590,8 @@ def _json_features(path: Path, like: list[str] | int | None = None) -> Features:
 
 
 def _json_feature_ids(keys: list, path: Path, node: Callable[[int], str], owner: np.ndarray) -> Any:
-    """The feature ids of a JSON features file as a PyArrow array: integers, or text where any is text. A feature
-    id that is neither (a number with a fraction, ``true``, ``null``, a list, an object) is named by its node."""
+    """The feature ids of a JSON features file as a PyArrow array: integers, or text where any is text; any other kind
+    is named by its node."""
     import pyarrow as pa
 
     try:

@@ -23,17 +23,9 @@ def _is_number(token: str) -> bool:
 
 
 class NodeIds:
-    """The graph's nodes: ``keys`` (a PyArrow array of ids, integers or strings) or ``count`` rows whose ids are
-    their numbers; :meth:`rows` maps a column of ids to row numbers. With ``grow``, ids it does not know are
-    added as new nodes (the sparse feature forms); otherwise they are reported through ``missing``.
-
-    Parameters
-    ----------
-    keys
-        The ids of rows 0, 1, …; ``None`` when row i is node i.
-    count
-        The number of rows when ``keys`` is ``None``.
-    """
+    """The graph's nodes: ``keys`` (a PyArrow array of the ids of rows 0, 1, …) or ``count`` rows whose ids are their
+    numbers (``keys`` ``None``); :meth:`rows` maps a column of ids to row numbers. With ``grow``, unknown ids are
+    added as new nodes (the sparse feature forms); otherwise they are reported through ``missing``."""
 
     def __init__(self, keys: Any | None, count: int, grow: bool = False) -> None:
         import pyarrow as pa
@@ -48,9 +40,8 @@ class NodeIds:
         return self.count if self.keys is None else len(self.keys)
 
     def id_type(self) -> Any:
-        """The PyArrow type a column of ids is read as: int32 where rows are ids below 2³¹ (a larger or negative
-        id is then refused by the parser and reported as not in the graph), int64 for other integer ids, else
-        text."""
+        """The PyArrow type a column of ids is read as: int32 where rows are ids below 2³¹ (a larger or negative id is
+        then refused by the parser and reported as not in the graph), int64 for other integer ids, else text."""
         import pyarrow as pa
 
         if self.keys is None and self.count < 2**31:
@@ -58,8 +49,7 @@ class NodeIds:
         return pa.int64() if self.integer else pa.string()
 
     def rows(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(row of each value, −1 where unknown) and the mask of unknown values, for a PyArrow column of ids of
-        :meth:`id_type`."""
+        """(row of each value, −1 where unknown) and the mask of unknown values, for a column of :meth:`id_type`."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -91,9 +81,8 @@ class NodeIds:
 
 
 def _id_array(values: Any, source: str, what: str, table: TableInput | None = None) -> Any:
-    """A column of node ids as int64 when every one is an integer written as Python writes it, else as strings
-    (``007``, ``+5`` or ``-0`` keep every id as written: as integers they would come back changed in the export);
-    a repeated id, or one holding a line break, is an error."""
+    """A column of node ids as int64 when every one is an integer written as Python writes it, else as strings (the
+    module's rule); a repeated id, or one holding a line break, is an error."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -145,8 +134,8 @@ def _id_array(values: Any, source: str, what: str, table: TableInput | None = No
 
 
 def _check_key_types(table: TableInput, roles: dict[int, str]) -> None:
-    """A Parquet file's or an in-memory table's id columns must hold integers or text (``roles``: column → what it
-    holds): a column of lists or structs is one line, not a PyArrow error when it is first used."""
+    """A Parquet or in-memory table's id columns (``roles``: column → what it holds) must hold integers or text: lists
+    or structs are one line, not a PyArrow error later."""
     import pyarrow as pa
 
     if table.table is None and table.parquet is None:

@@ -85,9 +85,8 @@ def _label_vector(
     label_column: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[torch.Tensor, list[str], list[str]]:
-    """Labels per row, and the warnings to print. A label of ``nan`` (or ``NA``, ``null``, …:
-    :data:`MISSING_LABELS`) marks a node without one: it stays −1, out of evaluation, and a warning counts them —
-    never a class of its own. Labels of nodes not in the graph are skipped and counted in one warning."""
+    """Labels per row, and the warnings to print. A missing label (:data:`MISSING_LABELS`) stays −1, out of evaluation
+    and never a class of its own; labels of nodes not in the graph are skipped; each is counted in one warning."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -164,8 +163,7 @@ def _label_vector(
 
 
 def _as_node_ids(column: Any, nodes: NodeIds) -> tuple[Any, np.ndarray]:
-    """A label table's node column in the graph's id type, and the mask of values that cannot be one (a text id
-    in a graph of integer ids: not in the graph)."""
+    """A label table's node column in the graph's id type, and the mask of values that cannot be one."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -3,22 +3,10 @@
 A table is a delimited text file (CSV, TSV, semicolon- or whitespace-separated), a Parquet file, or — from Python —
 a pandas ``DataFrame`` or a PyArrow ``Table``. :class:`TableInput` gives its column names (a text file's header,
 else ``column 1``, ``column 2``, …) and its rows as a stream of PyArrow tables of the columns and types asked for.
-
-**Text files** (the rules of :mod:`gca.datasets.files`):
-
-* The delimiter is the first of tab, semicolon and comma that the first line holds; without any, fields are
-  separated by runs of spaces or tabs (leading and trailing ones ignored).
-* Blank lines, lines of only spaces and lines starting with ``#`` are skipped, however many open the file; a UTF-8
-  byte-order mark and CRLF line ends are read as if absent. Fields may be quoted with ``"``, but a quoted field may
-  not hold a line break: such a field, or a quote never closed, is one error naming its line. Every text field is
-  trimmed of the spaces around it, on every line.
-* Whether the first line is a header is the caller's decision, from the first :data:`SAMPLE_LINES` lines
-  (:attr:`TableInput.sample`).
-
-The file is read in blocks of :data:`BLOCK_BYTES`, each ending at a line end: memory is a block plus what the caller
-keeps. **Errors** are :class:`~gca.datasets.base.DatasetError` with one line naming the file: not UTF-8, a line with
-another number of fields than the first (its line number and text), a quoted field that runs past its line's end
-(its line number), a value that is not of its column's type. Design notes: docs/design/data-and-runs.md.
+A text file's rules (delimiter, comment and blank lines, quotes, trimmed fields) are docs/data.md's; whether its
+first line is a header is the caller's decision, from :attr:`TableInput.sample`. It is read in blocks of
+:data:`BLOCK_BYTES` ending at line ends. Every error is one :class:`~gca.datasets.base.DatasetError` line naming
+the file (and the line, where one is at fault). Design notes: docs/design/data-and-runs.md.
 """
 
 from __future__ import annotations
@@ -64,11 +52,10 @@ def is_table_object(value: Any) -> bool:
 def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -> tuple[Any, bool]:
     """``frame`` with its index of node ids as its first column, and whether it has one.
 
-    Only a *named* index holds node ids (``set_index("user")``, or the index ``id_column`` names), and only where
-    the frame has no id column (``names``) of another name: an unnamed index is never read. A named index that is
-    also a column (``set_index("user", drop=False)``) is that column, moved first; where the two differ, one line
-    says so. A feature frame with an unnamed index that is not 0…N−1, no id column and a numeric first column is
-    refused (its rows would be numbered by position), and so is a MultiIndex."""
+    Only a *named* index holds node ids, and only where the frame has no id column (``names``) of another name; a
+    named index that is also a column is that column, moved first (one line where the two differ). A feature frame
+    with an unnamed index that is not 0…N−1, no id column and a numeric first column is refused, as is a MultiIndex.
+    """
     if not names:
         return frame, False
     has_id = any(str(c).lower() in names for c in frame.columns)
@@ -99,8 +86,7 @@ def _index_as_column(frame: Any, names: frozenset[str], what: str = "feature") -
 
 
 def _check_unnamed_index(frame: Any, has_id: bool, what: str) -> None:
-    """Refuse a frame whose rows would be numbered by position although its unnamed index says otherwise: a feature
-    frame without an id column whose first column is numeric, or a label frame of one column."""
+    """Refuse a frame whose rows would be numbered by position although its unnamed index says otherwise."""
     import pandas as pd
 
     index = frame.index
@@ -130,17 +116,10 @@ def is_parquet(path: Path) -> bool:
 
 
 class TableInput:
-    """One table to read: see the module docstring.
+    """One table to read (the module docstring).
 
-    Parameters
-    ----------
-    what
-        What it holds, for messages (``"edge"``, ``"feature"``, ``"label"``).
-    progress
-        ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read.
-    index_names
-        For a pandas ``DataFrame``: the id columns' names; a named index is the id column (:attr:`index_ids`) under
-        the rules of :func:`_index_as_column`.
+    ``progress(done, total)`` is called as bytes (files) or rows (tables in memory) are read; ``index_names`` are a
+    ``DataFrame``'s id columns' names, under which a named index is the id column (:func:`_index_as_column`).
     """
 
     def __init__(
@@ -253,8 +232,8 @@ class TableInput:
         return self.sample[1:] if self.headed and self.path is not None and self.parquet is None else self.sample
 
     def batches(self, columns: list[int], types: dict[int, Any]) -> Iterator[Any]:
-        """The rows as PyArrow tables holding ``columns`` (indices into :attr:`columns`), in that order, each of
-        the type ``types`` (column index → PyArrow type) gives; PyArrow's choice where none is given."""
+        """The rows as PyArrow tables of ``columns`` (indices into :attr:`columns`), in that order, each of the type
+        ``types`` (column index → PyArrow type) gives; PyArrow's choice where none is given."""
         import pyarrow as pa
 
         names = [self.columns[i] for i in columns]
@@ -389,8 +368,7 @@ class TableInput:
         return DatasetError(f"{self.what} file {self.path} cannot be read ({_first_line(message)})")
 
     def _quote_error(self) -> DatasetError | None:
-        """The first quoted field of a text file that runs past its line's end — a value holding a line break, or
-        a quote never closed — as its one-line error; ``None`` where there is none."""
+        """The first quoted field that runs past its line's end, as its one-line error; ``None`` where there is none."""
         assert self.path is not None
         if not self.delimiter:
             return None
@@ -429,8 +407,7 @@ class TableInput:
                 yield number, [t.strip() for t in fields]
 
     def where(self, row: int) -> str:
-        """``line N`` (text files: the file's line of data row ``row``, counted from 0) or ``row N`` (others,
-        counted from 1)."""
+        """``line N`` (text files: the file's line of data row ``row``, from 0) or ``row N`` (others, from 1)."""
         if self.path is not None and self.parquet is None:
             for i, (line, _) in enumerate(self.lines()):
                 if i == row:
@@ -438,8 +415,7 @@ class TableInput:
         return f"row {row + 1}"
 
     def find_value(self, column: int, value: str) -> str:
-        """Where ``value`` (as text) first stands in ``column``, for a message (``line N`` or ``row N``); the
-        table's name where it is not found."""
+        """Where ``value`` (as text) first stands in ``column``, for a message (``line N``); ``""`` where not found."""
         if self.path is not None and self.parquet is None:
             for line, fields in self.lines():
                 if column < len(fields) and fields[column] == value:
@@ -448,15 +424,8 @@ class TableInput:
 
 
 class ConversionFailed(DatasetError):
-    """A value of a column is not of the type asked for; the reader that asked says what that means.
-
-    Parameters
-    ----------
-    column
-        The column's number, from 0.
-    row
-        The first row (from 0) of the block of rows that holds the value, where known.
-    """
+    """A value of a column is not of the type asked for; ``column`` counts from 0, ``row`` is the first row (from 0) of
+    the block that holds the value, where known."""
 
     def __init__(self, column: int, value: str, row: int | None) -> None:
         super().__init__(f"column {column + 1}: {value!r}")
@@ -483,10 +452,9 @@ def _first_uncastable(array: Any, wanted: Any) -> str:
 
 
 def _head(path: Path) -> tuple[bytes, bool, int]:
-    """(up to :data:`_SAMPLE_BYTES` of the file from its first line that is neither a comment nor blank, whether
-    that is all the rest of the file, the number of lines before it). Comment and blank lines before it are skipped
-    however many and however long, and never held; spaces opening the first line and a byte-order mark are
-    dropped."""
+    """(up to :data:`_SAMPLE_BYTES` from the file's first line that is neither a comment nor blank, whether that is the
+    whole rest of the file, the lines before it). The lines skipped are never held, however many and long; spaces
+    opening the first line and a byte-order mark are dropped."""
     skipped, head, first = 0, b"", True
     skipping = b""  # b"#": inside a comment line not ended yet; b" ": inside a line of nothing but spaces so far
     with path.open("rb") as f:
@@ -524,8 +492,7 @@ def _head(path: Path) -> tuple[bytes, bool, int]:
 
 
 def _quote_message(what: str, path: Path | None, line: int, closed: bool) -> str:
-    """The one line for a quote that runs past its line's end: closed on a later line (a value holding a line
-    break) or never closed."""
+    """The one line for a quote that runs past its line's end: ``closed`` on a later line, or never closed."""
     if closed:
         return (
             f"{what} file {path}, line {line}: a quoted value holds a line break, which gca does not read "
