@@ -109,7 +109,7 @@ class GCNLayer(nn.Module):
         rows: int,
         empty: Callable[..., torch.Tensor] | None = None,
         written: Callable[[torch.Tensor, int, int], None] | None = None,
-        share: RowShare | None = None,
+        share: InferenceShare | None = None,
     ) -> torch.Tensor:
         """H W, ``rows`` rows at a time (a sparse H is sliced, never densified; stored dense features are read a block
         at a time), into ``empty((N, width), dtype)`` (``None``: ``torch.empty`` on the weight's device); ``written(HW,
@@ -252,7 +252,7 @@ class GCNEncoder(nn.Module):
         adjacency: RowSlices,
         rows: int,
         allocate: Allocate | None = None,
-        share: RowShare | None = None,
+        share: InferenceShare | None = None,
         on_rows: Callable[[int], None] | None = None,
     ) -> torch.Tensor | None:
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward` up to
@@ -269,10 +269,10 @@ class GCNEncoder(nn.Module):
         Its ``written(matrix, start, stop)``, where it has one, is told of every block of rows written, and its
         ``release(tensor)`` of stored dense features once they are read into X̂ or X W.
 
-        ``share`` (:class:`RowShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process computes
-        its own range of rows of every matrix, and the share completes it — every process then holds all rows of an
-        inner matrix, the first process all rows of the embeddings. ``on_rows(count)`` is told of every block of output
-        rows computed, layer after layer (``len(layers)`` times this process's rows in all).
+        ``share`` (:class:`InferenceShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process
+        computes its own range of rows of every matrix, and the share completes it — every process then holds all rows
+        of an inner matrix, the first process all rows of the embeddings. ``on_rows(count)`` is told of every block of
+        output rows computed, layer after layer (``len(layers)`` times this process's rows in all).
 
         Design notes: docs/design/core.md.
         """
@@ -325,7 +325,7 @@ def _nothing(matrix: torch.Tensor, start: int, stop: int) -> None:
     pass
 
 
-class RowShare(Protocol):
+class InferenceShare(Protocol):
     """How processes share the rows of inference (:meth:`GCNEncoder.forward_in_chunks`): ``blocks(n, rows)`` are
     this process's blocks of rows (start, stop) of an n-row matrix, at most ``rows`` each; ``complete(matrix, rows,
     final, written)`` gives this process the rows the others computed — every row of an inner matrix, every row of
@@ -343,7 +343,7 @@ class RowShare(Protocol):
     ) -> None: ...
 
 
-def _blocks(n: int, rows: int, share: RowShare | None = None) -> list[tuple[int, int]]:
+def _blocks(n: int, rows: int, share: InferenceShare | None = None) -> list[tuple[int, int]]:
     """The blocks of rows this process computes: all of them, or its share's."""
     if share is not None:
         return share.blocks(n, rows)
@@ -355,7 +355,7 @@ def _filled(
     empty: Callable[..., torch.Tensor],
     rows: int,
     written: Callable[[torch.Tensor, int, int], None] = _nothing,
-    share: RowShare | None = None,
+    share: InferenceShare | None = None,
 ) -> torch.Tensor:
     """X̂ as one float32 matrix, read ``rows`` rows at a time into ``empty((N, F), float32)`` — the same values as
     :meth:`DenseFeatures.to_dense`, bit for bit (``share``: this process's rows, then the others')."""

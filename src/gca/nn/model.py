@@ -23,7 +23,7 @@ from torch.profiler import record_function
 
 from ..config import GCAConfig
 from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
-from ..objective import ContrastiveObjective, RowShare
+from ..objective import ContrastiveObjective, ObjectiveShare
 from .encoders import MessagePassingEncoder, check_encoder_output, dense_features, edge_arguments, edge_keywords
 from .gcn import GCNEncoder, ProjectionHead
 
@@ -68,7 +68,7 @@ class GCAModel(nn.Module):
         in_channels: int,
         config: GCAConfig,
         objective: nn.Module | None = None,
-        share: RowShare | None = None,
+        share: ObjectiveShare | None = None,
         encoder: nn.Module | None = None,
         edge_dim: int | None = None,
     ) -> GCAModel:

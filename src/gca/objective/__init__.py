@@ -13,7 +13,7 @@ kernels, memory O(N·d), in fp32 or bf16.
 
 :class:`ContrastiveObjective` is the one factory the model uses: it picks the backend and precision its settings name,
 ``auto`` resolved per device by :func:`~gca.precision.resolve_objective`, and splits rows over processes with a
-:class:`~gca.objective.share.RowShare`.
+:class:`~gca.objective.share.ObjectiveShare`.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from .attention import attention_loss
 from .blocked import CPU_BLOCK_ELEMENTS, CUDA_BLOCK_ELEMENTS, auto_block_size, contrastive_loss
 from .collapse import uniform_loss
 from .reference import reference_loss
-from .share import RowShare
+from .share import ObjectiveShare
 
 __all__ = [
     "CPU_BLOCK_ELEMENTS",
     "CUDA_BLOCK_ELEMENTS",
     "ContrastiveObjective",
-    "RowShare",
+    "ObjectiveShare",
     "attention_loss",
     "auto_block_size",
     "bf16_tensor_cores",
@@ -63,8 +63,8 @@ class ContrastiveObjective(nn.Module):
     block_size
         Rows per block of the blocked backend; ``0`` chooses by memory (:func:`auto_block_size`).
     share
-        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`); ``None``: one
-        process computes all of them.
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`);
+        ``None``: one process computes all of them.
     backend
         ``"blocked"``, ``"attention"`` or ``"auto"`` (resolved per device by :func:`resolve_objective`).
     precision
@@ -75,7 +75,7 @@ class ContrastiveObjective(nn.Module):
         self,
         tau: float = 0.4,
         block_size: int = 0,
-        share: RowShare | None = None,
+        share: ObjectiveShare | None = None,
         backend: str = "auto",
         precision: str = "auto",
     ) -> None:

@@ -7,7 +7,7 @@ import torch
 from torch.nn import functional as F
 
 from ..precision import bf16_tensor_cores, tf32_products
-from .share import RowShare
+from .share import ObjectiveShare
 
 
 class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
@@ -29,7 +29,7 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx, z: torch.Tensor, tau: float, dtype: torch.dtype, kernel: str = "auto", share: RowShare | None = None
+        ctx, z: torch.Tensor, tau: float, dtype: torch.dtype, kernel: str = "auto", share: ObjectiveShare | None = None
     ) -> torch.Tensor:
         n = z.shape[0]
         start, stop = (0, n) if share is None else share.row_range(n)
@@ -102,7 +102,7 @@ def attention_loss(
     tau: float,
     precision: str = "fp32",
     kernel: str = "auto",
-    share: RowShare | None = None,
+    share: ObjectiveShare | None = None,
 ) -> torch.Tensor:
     """−J of Eq. 2 through fused attention kernels (:class:`_AttentionOffDiagonalLogSumExp`): the scalar −J,
     differentiable with respect to ``u`` and ``v``, with the same value and gradients as :func:`contrastive_loss` in
@@ -119,9 +119,9 @@ def attention_loss(
     kernel
         PyTorch's kernel on CUDA: ``"flash"`` (bf16), ``"efficient"`` or ``"auto"``.
     share
-        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.RowShare`): it computes
-        its rows only, and the value and gradient are the full ones everywhere; ``None``: one process computes all of
-        them.
+        This process's share of the rows under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`): it
+        computes its rows only, and the value and gradient are the full ones everywhere; ``None``: one process computes
+        all of them.
     """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from .share import RowShare
+from .share import ObjectiveShare
 
 CPU_BLOCK_ELEMENTS = 1 << 22
 CPU_MAX_BLOCK_ROWS = 256
@@ -56,7 +56,9 @@ class _OffDiagonalLogSumExp(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor, tau: float, block: int, share: RowShare | None, keep_bytes: int) -> torch.Tensor:
+    def forward(
+        ctx, z: torch.Tensor, tau: float, block: int, share: ObjectiveShare | None, keep_bytes: int
+    ) -> torch.Tensor:
         n = z.shape[0]
         starts = range(0, n, block) if share is None else share.block_starts(n, block)
         denominator = torch.zeros(n, dtype=z.dtype, device=z.device)
@@ -115,7 +117,7 @@ def contrastive_loss(
     v: torch.Tensor,
     tau: float,
     block_size: int = 0,
-    share: RowShare | None = None,
+    share: ObjectiveShare | None = None,
     keep_bytes: int | None = None,
 ) -> torch.Tensor:
     """−J of Eq. 2, blocked and memory-bounded: the scalar −J, differentiable with respect to ``u`` and ``v``, with the
@@ -130,7 +132,7 @@ def contrastive_loss(
     block_size
         Rows of the 2N × 2N similarity matrix per block; ``0`` chooses by memory (:func:`auto_block_size`).
     share
-        This process's share of the blocks under torch.distributed (:class:`~gca.objective.share.RowShare`,
+        This process's share of the blocks under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`,
         :mod:`gca.train.distributed`); two all-reduces (the 2N denominators, the 2N×d gradient) make the value and
         gradient the full ones on every process. ``None``: one process computes all of them.
     keep_bytes

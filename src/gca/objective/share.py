@@ -8,7 +8,7 @@ from typing import Protocol
 import torch
 
 
-class RowShare(Protocol):
+class ObjectiveShare(Protocol):
     """Which rows this process computes — row blocks of the upper block-triangle (blocked objective) or a range of
     whole rows (attention objective) — and how partial sums are combined."""
 

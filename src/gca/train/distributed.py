@@ -153,7 +153,7 @@ class BlockShare:
 
 @dataclass(frozen=True)
 class RowRanges:
-    """Inference shared by the processes (:class:`gca.nn.gcn.RowShare`): rank ``rank`` of ``world_size`` computes
+    """Inference shared by the processes (:class:`gca.nn.gcn.InferenceShare`): rank ``rank`` of ``world_size`` computes
     the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
     the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
     in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to

@@ -14,7 +14,7 @@ from ..graph.features import dense_input
 from ..graph.graph import Graph
 from ..graph.sparse import AdjacencyRows, normalized_adjacency
 from ..mapped import DiskArrays
-from ..nn.gcn import RowShare
+from ..nn.gcn import InferenceShare
 from ..nn.model import GCAModel
 from ..progress import phase
 
@@ -41,7 +41,7 @@ def encode_graph(
     graph: Graph,
     chunk_rows: int | None = None,
     out: str | Path | None = None,
-    share: RowShare | None = None,
+    share: InferenceShare | None = None,
     scratch: str | Path | None = None,
     progress: bool = False,
 ) -> torch.Tensor | None:
