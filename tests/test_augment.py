@@ -189,3 +189,41 @@ def test_the_view_sampler_is_its_two_parts_composed():
     assert torch.equal(view.sample_edges(g1), view.edges(g2))  # one draw per unit, in the same order
     assert torch.equal(view.sample_feature_mask(g1), view.features(g2))
     assert view.to("cpu").edge_prob is not None and not view.symmetric
+
+
+def test_a_researchers_own_probabilities_drive_the_views_and_the_training():
+    """``prepare(..., edge_probabilities=f, feature_probabilities=g)``: every edge touching node 0 is removed in view
+    0 and kept in view 1, every other edge kept; view 1 masks feature 0 always and no other — drawn, in exact and in
+    mini-batch training, and GCA trains on the prepared graph. Shapes or values that are no probabilities are
+    refused."""
+    from gca import GCA, GCAConfig
+    from gca.augment.prepared import prepare
+    from gca.datasets import karate_club
+
+    def edges(graph, units, view):
+        touches = (units[0] == 0) | (units[1] == 0)
+        return touches.double() if view == 0 else torch.zeros(units.shape[1], dtype=torch.float64)
+
+    def features(graph, view):
+        return torch.nn.functional.one_hot(torch.tensor(0), graph.num_features).double() * view
+
+    data = karate_club()
+    for batch_size in (0, 12):
+        config = GCAConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=batch_size)
+        prepared = prepare(data, config, edge_probabilities=edges, feature_probabilities=features)
+        first, second = prepared.views
+        generator = torch.Generator().manual_seed(0)
+        kept = first.sample_edges(generator)
+        assert not bool(((kept[0] == 0) | (kept[1] == 0)).any()) and kept.shape[1] == prepared.graph.edge_index.shape[
+            1
+        ] - 2 * int((prepared.graph.edge_index[0] == 0).sum())
+        assert second.sample_edges(generator).shape == prepared.graph.edge_index.shape
+        assert bool(first.sample_feature_mask(generator).all())
+        mask = second.sample_feature_mask(generator)
+        assert not bool(mask[0]) and bool(mask[1:].all())
+        model = GCA(config, device="cpu").fit(prepared)
+        assert model.embedding_.shape == (34, 8) and bool(torch.isfinite(model.embedding_).all())
+    with pytest.raises(ValueError, match="edge_probabilities must return a tensor of"):
+        prepare(data, GCAConfig(), edge_probabilities=lambda graph, units, view: torch.zeros(3))
+    with pytest.raises(ValueError, match=r"feature_probabilities must return probabilities in \[0, 1\]"):
+        prepare(data, GCAConfig(), feature_probabilities=lambda graph, view: torch.full((graph.num_features,), 1.5))

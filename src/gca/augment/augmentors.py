@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -306,10 +306,13 @@ def build_augmentors(
     feature_mask: str = "adaptive",
     edge_scheme: str = "paper",
     feature_weighting: str = "auto",
+    edge_probabilities: EdgeProbabilities | None = None,
+    feature_probabilities: FeatureProbabilities | None = None,
 ) -> tuple[ViewAugmentor, ViewAugmentor]:
     """The samplers of GCA's view 1 and view 2, their probabilities computed once from the original graph.
 
-    ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants.
+    ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants;
+    ``edge_probabilities`` / ``feature_probabilities`` give a researcher's own (:func:`gca.augment.prepared.prepare`).
 
     Parameters
     ----------
@@ -332,11 +335,16 @@ def build_augmentors(
         node's centrality).
     feature_weighting
         ``"auto"``, ``"binary"`` or ``"dense"`` (:func:`feature_weights`).
+    edge_probabilities, feature_probabilities
+        Your own probabilities in place of the ones above (:func:`gca.augment.prepared.prepare`); ``None``: GCA's.
     """
     symmetric = not (graph.directed or edge_scheme == "authors")
-    adaptive_edges = edge_drop == "adaptive" and centrality is not None
-    adaptive_features = feature_mask == "adaptive" and centrality is not None
-    if adaptive_edges:
+    adaptive_edges = edge_drop == "adaptive" and centrality is not None and edge_probabilities is None
+    adaptive_features = feature_mask == "adaptive" and centrality is not None and feature_probabilities is None
+    if edge_probabilities is not None:
+        units = graph.edge_index[:, graph.edge_index[0] < graph.edge_index[1]] if symmetric else graph.edge_index
+        edge_probs = [_own(edge_probabilities(graph, units, view), units.shape[1], "edge") for view in (0, 1)]
+    elif adaptive_edges:
         edge_probs = edge_drop_probabilities(graph.edge_index, centrality, symmetric, p_e, p_tau)
     else:
         count = int((graph.edge_index[0] < graph.edge_index[1]).sum()) if symmetric else graph.edge_index.shape[1]
@@ -344,15 +352,34 @@ def build_augmentors(
     f_weights = feature_weights(graph.raw_features, centrality, feature_weighting) if adaptive_features else None
     views = []
     for edge_prob, pf in zip(edge_probs, p_f, strict=True):
-        edge_prob = edge_prob
-        feature_prob = (
-            drop_probabilities(f_weights, pf, p_tau)
-            if adaptive_features
-            else uniform_probabilities(graph.num_features, pf)
-        )
+        if feature_probabilities is not None:
+            feature_prob = _own(feature_probabilities(graph, len(views)), graph.num_features, "feature")
+        elif adaptive_features:
+            feature_prob = drop_probabilities(f_weights, pf, p_tau)
+        else:
+            feature_prob = uniform_probabilities(graph.num_features, pf)
         edges = EdgeDropper(graph.edge_index, symmetric, edge_prob.float())
         views.append(ViewAugmentor(edges, FeatureMasker(feature_prob.float())))
     return views[0], views[1]
+
+
+#: ``edge_probabilities(graph, units, view)`` → ``[U]`` removal probabilities of view ``view`` (0 or 1) for the
+#: ``[2, U]`` edge units (on an undirected graph the edges (u, v) with u < v, each standing for both directions).
+EdgeProbabilities = Callable[[Graph, torch.Tensor, int], torch.Tensor]
+#: ``feature_probabilities(graph, view)`` → ``[F]`` masking probabilities of view ``view``'s feature columns.
+FeatureProbabilities = Callable[[Graph, int], torch.Tensor]
+
+
+def _own(probabilities: Any, count: int, what: str) -> torch.Tensor:
+    """A researcher's probabilities checked: ``count`` finite values in [0, 1], as float64 on the CPU."""
+    name = f"{what}_probabilities"
+    if not isinstance(probabilities, torch.Tensor) or probabilities.shape != (count,):
+        shape = tuple(probabilities.shape) if isinstance(probabilities, torch.Tensor) else type(probabilities).__name__
+        raise ValueError(f"{name} must return a tensor of {count} probabilities (one per {what} unit), got {shape}")
+    probabilities = probabilities.detach().to("cpu", torch.float64)
+    if not bool(torch.isfinite(probabilities).all()) or bool((probabilities < 0).any() | (probabilities > 1).any()):
+        raise ValueError(f"{name} must return probabilities in [0, 1], got values outside it (or not finite)")
+    return probabilities
 
 
 class ViewSampler(Protocol):

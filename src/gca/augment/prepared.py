@@ -32,7 +32,14 @@ from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids
 from ..mapped import trim_heap
 from ..nn.encoders import unused_edge_values
-from .augmentors import EdgeDropper, FeatureMasker, ViewAugmentor, build_augmentors
+from .augmentors import (
+    EdgeDropper,
+    EdgeProbabilities,
+    FeatureMasker,
+    FeatureProbabilities,
+    ViewAugmentor,
+    build_augmentors,
+)
 from .centrality import node_centrality
 
 
@@ -105,9 +112,12 @@ def prepare(
     encoder: nn.Module | None = None,
     store: Kept | None = None,
     on_step: Callable[[str], None] | None = None,
+    edge_probabilities: EdgeProbabilities | None = None,
+    feature_probabilities: FeatureProbabilities | None = None,
 ) -> PreparedGraph:
     """The :class:`PreparedGraph` of ``data``: cleaned (unless it is a :class:`Graph` already), its centrality and both
-    views' samplers.
+    views' samplers — GCA's, or with removal and masking probabilities of your own, which :meth:`gca.GCA.fit` then
+    trains with (``GCA(config).fit(prepare(data, config, edge_probabilities=mine))``).
 
     Parameters
     ----------
@@ -128,6 +138,14 @@ def prepare(
         here.
     on_step
         Told the name of each step (:func:`preparation_steps`) once it is done; ``None`` for nothing.
+    edge_probabilities
+        ``edge_probabilities(graph, units, view)`` → a ``[U]`` tensor: view ``view``'s (0 or 1) removal probability
+        of each of the ``[2, U]`` edge units — on an undirected graph each edge (u, v) with u < v, removed with its
+        reverse — in place of Eq. 3's p^e; ``None`` for GCA's (or the uniform ones ``config`` asks for). Values
+        outside [0, 1] are a ``ValueError``.
+    feature_probabilities
+        ``feature_probabilities(graph, view)`` → a ``[F]`` tensor: view ``view``'s masking probability of each
+        feature column, in place of Eq. 5's p^f; ``None`` for GCA's.
     """
     start = time.perf_counter()
     done = on_step or (lambda name: None)
@@ -167,10 +185,13 @@ def prepare(
             feature_mask=config.feature_mask,
             edge_scheme=config.edge_scheme,
             feature_weighting=config.feature_weighting,
+            edge_probabilities=edge_probabilities,
+            feature_probabilities=feature_probabilities,
         )
 
     trim_heap()  # the cleaning's freed blocks back to the kernel before the views' temporaries are made
-    views = build() if store is None else _kept_views(store, graph, config, build)
+    own = edge_probabilities is not None or feature_probabilities is not None  # not kept: no name says what they are
+    views = build() if store is None or own else _kept_views(store, graph, config, build)
     unit_ids = None
     if store is not None and config.batch_size and views[0].symmetric_units:
         unit_ids = store.kept(
