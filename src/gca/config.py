@@ -1,12 +1,9 @@
 """Hyperparameters: one plain dataclass, per-dataset files, and checked ``key=value`` overrides.
 
 Precedence (lowest first, :func:`build_config`): the dataclass defaults → the dataset's shipped file
-(``gca/configs/<name>.toml``) → ``config_file`` (the command line's ``--config``) → ``overrides`` (its ``--set
-key=value``, ``--epochs``, ``--seed`` and ``--centrality``).
-
-``config_file`` may also be the name of a shipped alternative (:data:`NAMED_CONFIGS`) when no file of that name
-exists: ``"authors"`` is the setting of the authors' parameter files (``gca/configs/authors/<name>.toml``) for the
-paper's datasets, which differ from Table 5 for Amazon-Computers and Wiki-CS.
+(``gca/configs/<name>.toml``) → ``config_file`` (``--config``) → ``overrides`` (``--set key=value``, ``--epochs``,
+``--seed``, ``--centrality``). ``config_file`` may also name a shipped alternative (:data:`NAMED_CONFIGS`):
+``"authors"`` is the authors' parameter files' setting, which differs from Table 5 for Amazon-Computers and Wiki-CS.
 """
 
 from __future__ import annotations
@@ -52,8 +49,8 @@ class ConfigError(UserError, ValueError):
 
 
 class UnknownKeyError(ConfigError, TypeError):
-    """A key that is no field of :class:`GCAConfig`; a ``TypeError`` too, as Python's own for an unexpected
-    keyword argument is."""
+    """A key that is no field of :class:`GCAConfig`; a ``TypeError`` too, as Python's own for an unexpected keyword
+    is."""
 
 
 @dataclass
@@ -134,10 +131,9 @@ class GCAConfig:
 
     @property
     def warmup_updates(self) -> int:
-        """Updates of the learning-rate warm-up. Automatic (``warmup_steps = -1``): ⌈lr / 0.001⌉, so the first
-        update moves each weight by at most 0.001 (Adam's first step is ±lr per weight, whatever the gradient's
-        size) and the rate then rises linearly to lr. At lr ≤ 0.001 that is one update: no warm-up at all, as
-        Algorithm 1 (docs/method.md, "Collapse and the warm-up")."""
+        """Updates of the learning-rate warm-up. Automatic (``warmup_steps = -1``): ⌈lr / 0.001⌉, so the first update
+        moves each weight by at most 0.001 (Adam's first step is ±lr per weight) and the rate then rises linearly to lr;
+        at lr ≤ 0.001, no warm-up, as Algorithm 1 (docs/method.md, "Collapse and the warm-up")."""
         if self.warmup_steps >= 0:
             return self.warmup_steps
         return max(1, math.ceil(self.lr / WARMUP_FIRST_RATE - 1e-9))
@@ -148,19 +144,13 @@ class GCAConfig:
         return self.fanout * self.layers if len(self.fanout) == 1 else self.fanout
 
     def replace(self, **changes: Any) -> GCAConfig:
-        """A copy with ``changes`` applied and checked (unknown keys are an error with a suggestion).
+        """A copy with ``changes`` applied and checked; this one is not changed.
 
         Parameters
         ----------
         **changes
-            Fields and their new values (``tau=0.5``); a string or NumPy scalar is read as the field's type
-            (``"0.5"``, ``np.int64(2)``). An unknown field is an :class:`UnknownKeyError`, a refused value a
-            :class:`ConfigError`.
-
-        Returns
-        -------
-        GCAConfig
-            A new configuration; this one is not changed.
+            Fields and their new values (``tau=0.5``); a string or NumPy scalar is read as the field's type (``"0.5"``,
+            ``np.int64(2)``). An unknown field is an :class:`UnknownKeyError`, a refused value a :class:`ConfigError`.
         """
         _check_keys(changes)
         return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
@@ -170,8 +160,8 @@ class GCAConfig:
 
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> GCAConfig:
-        """The configuration a checkpoint recorded (:meth:`to_dict`), read as it was meant when written: a GraphSAGE
-        model whose record has no ``sage_aggregator`` uses PyTorch Geometric's mean aggregator."""
+        """The configuration a checkpoint recorded (:meth:`to_dict`), read as meant when written: a GraphSAGE model
+        whose record has no ``sage_aggregator`` uses PyTorch Geometric's mean aggregator."""
         saved = dict(saved)
         if saved.get("encoder") == "sage":
             saved.setdefault("sage_aggregator", "mean")
@@ -274,9 +264,8 @@ def _check_value(key: str, value: Any) -> None:
 
 
 def _coerce(key: str, value: Any) -> Any:
-    """A value from the command line, a config file or Python as the key's type (text → number; a NumPy integer or
-    float, as scikit-learn's ``ParameterGrid`` over ``np.arange`` gives, → Python's ``int`` / ``float``); ranges are
-    checked by :meth:`GCAConfig.validate`."""
+    """A value from the command line, a config file or Python as the key's type (text → number; a NumPy scalar, as
+    ``ParameterGrid`` over ``np.arange`` gives, → ``int`` / ``float``); ranges are :meth:`GCAConfig.validate`'s."""
     kind = _kind(key)
     if kind is tuple:
         items = value.strip().strip("[]()").split(",") if isinstance(value, str) else value
@@ -317,18 +306,14 @@ def _coerce(key: str, value: Any) -> Any:
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["tau=0.5", "epochs=100"]`` → ``{"tau": "0.5", "epochs": "100"}`` (types are checked on apply).
+    """``["tau=0.5", "epochs=100"]`` → ``{"tau": "0.5", "epochs": "100"}``: keys and values stripped of surrounding
+    spaces, a key given twice keeping its last value (types are checked on apply).
 
     Parameters
     ----------
     items
-        ``key=value`` strings (as the command line's ``--set`` takes them); one without ``=`` or with an empty key is a
+        ``key=value`` strings (as ``--set`` takes them); one without ``=`` or with an empty key is a
         :class:`ConfigError`.
-
-    Returns
-    -------
-    dict[str, str]
-        Key → value, both stripped of surrounding spaces; a key given twice keeps its last value.
     """
     out: dict[str, str] = {}
     for item in items:
@@ -340,18 +325,14 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a TOML or JSON file of config keys (a ``[gca]`` table in TOML is also accepted).
+    """The keys and values of a TOML or JSON file of config keys (a ``[gca]`` table in TOML too), not yet checked
+    against the fields' types.
 
     Parameters
     ----------
     path
         A ``.toml`` or ``.json`` file; a missing or unreadable file, a syntax error, or a key that is no
         :class:`GCAConfig` field is a :class:`ConfigError`.
-
-    Returns
-    -------
-    dict[str, Any]
-        The file's keys and values, not yet checked against the fields' types.
     """
     data = read_document(path, "config", ConfigError)
     if isinstance(data, dict) and isinstance(data.get("gca"), dict):
@@ -367,8 +348,8 @@ NAMED_CONFIGS = ("authors",)
 
 
 def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
-    """The hyperparameters shipped for ``dataset`` in any spelling (``variant``: ``""`` for the paper's setting, or
-    one of :data:`NAMED_CONFIGS`), or ``{}`` when none are shipped."""
+    """The hyperparameters shipped for ``dataset`` in any spelling (``variant``: ``""`` for the paper's setting, or one
+    of :data:`NAMED_CONFIGS`); ``{}`` when none are."""
     resource = resources.files("gca") / "configs"
     if variant:
         resource = resource / variant
@@ -405,8 +386,8 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
 
 
 def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
-    """Whether the user set ``epochs`` (in ``overrides`` or their own config file) rather than
-    taking a shipped setting's."""
+    """Whether the user set ``epochs`` (in ``overrides`` or their own config file) rather than taking a shipped
+    setting's."""
     if "epochs" in (overrides or {}):
         return True
     return config_file is not None and not is_named_config(config_file) and "epochs" in read_config_file(config_file)
@@ -415,17 +396,15 @@ def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | Non
 def mini_batch_epochs(
     epochs: int, num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1
 ) -> tuple[int, int]:
-    """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training: an
-    epoch makes :func:`batches_per_epoch` updates, so ⌈``epochs`` / that⌉ epochs (at least 1; 0 stays 0) make as many
-    updates as the full-graph setting — its schedule, which a longer run would overshoot (docs/large-graphs.md)."""
+    """(epochs, updates per epoch) that keep a full-graph setting's ``epochs`` updates in mini-batch training:
+    ⌈``epochs`` / :func:`batches_per_epoch`⌉ epochs (at least 1; 0 stays 0), which a longer run would overshoot."""
     steps = batches_per_epoch(num_nodes, batch_size, steps_per_epoch, world_size)
     return max(1, math.ceil(epochs / steps)) if epochs else 0, steps
 
 
 def batches_per_epoch(num_nodes: int, batch_size: int, steps_per_epoch: int = 0, world_size: int = 1) -> int:
-    """Updates one epoch makes: 1 on the whole graph (``batch_size`` 0); else ``steps_per_epoch``, or one pass over
-    the N nodes in ⌈N / (B·K)⌉ batches of B = ``batch_size`` over K = ``world_size`` processes
-    (:class:`gca.train.batches.NeighborBatches`)."""
+    """Updates one epoch makes: 1 on the whole graph (``batch_size`` 0); else ``steps_per_epoch``, or one pass over the
+    N nodes in ⌈N / (B·K)⌉ batches of B = ``batch_size`` over K = ``world_size`` processes."""
     if not batch_size:
         return 1
     return steps_per_epoch or max(1, math.ceil(num_nodes / (batch_size * world_size)))
@@ -440,25 +419,19 @@ def build_config(
     dataset: str | None = None, config_file: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> GCAConfig:
     """Merge defaults, the dataset's shipped file, a user file (or a named alternative such as ``authors``) and
-    overrides, in that order.
+    overrides, in that order. Each layer is checked on its own, so an invalid value is a :class:`ConfigError` even when
+    a later layer overrides it; an unknown key is an :class:`UnknownKeyError` with a suggestion.
 
     Parameters
     ----------
     dataset
-        A dataset name whose shipped setting (``gca/configs``, Table 5 of the paper) is the first layer; ``None``
-        or a name with no shipped file (a path, your own graph) starts from the defaults.
+        A dataset name whose shipped setting (``gca/configs``, Table 5 of the paper) is the first layer; ``None`` or a
+        name with no shipped file (a path, your own graph) starts from the defaults.
     config_file
-        A TOML or JSON file of config keys, or the name of a shipped alternative (``"authors"``; a file of that
-        name wins); ``None`` for none.
+        A TOML or JSON file of config keys, or the name of a shipped alternative (``"authors"``; a file of that name
+        wins); ``None`` for none.
     overrides
-        Field → value, applied last (strings are read as the field's type, as the command line's ``--set`` gives them).
-
-    Returns
-    -------
-    GCAConfig
-        The merged configuration. Each layer is checked on its own, so an invalid value is a
-        :class:`ConfigError` even when a later layer overrides it; an unknown key is an
-        :class:`UnknownKeyError` with a suggestion.
+        Field → value, applied last (strings are read as the field's type, as ``--set`` gives them).
     """
     layers = [shipped_config(dataset) if dataset else {}, _config_layer(dataset, config_file), overrides or {}]
     merged: dict[str, Any] = {}

@@ -1,30 +1,20 @@
-"""Metric loggers for training — a CSV file, TensorBoard, Weights & Biases or your own — and the package's
-``logging`` logger; the design discussion is in docs/design/application.md.
+"""Metric loggers for training — a CSV file, TensorBoard, Weights & Biases or your own — and the package's ``logging``
+logger (docs/usage.md, "Logging"; design notes: docs/design/application.md).
 
 A logger is any object with ``log(metrics: dict[str, float], step: int)``; ``log_hyperparams(params: dict)``,
-``close()`` and ``location`` are optional. Pass a list of them as ``GCA(..., loggers=[...])``. After every epoch
-each logger gets ``log({"loss": …, "lr": …}, step=epoch)``: ``loss`` is the epoch's mean loss over its updates
-(exactly ``GCA.losses[epoch - 1]``), ``lr`` the learning rate of its last update, and ``epoch`` counts from 1 (a
-resumed run goes on from its checkpoint's epoch). A logger whose ``per_update`` attribute is true also gets
-``log({"loss/update": …}, step=update)`` after every optimiser update (``update`` counts from 1 over the whole run).
-``close()`` runs when ``fit`` ends, however it ends; the built-in loggers start a new run if ``fit`` runs once more.
+``close()`` and ``location`` are optional. After every epoch each logger of ``GCA(..., loggers=[...])`` gets
+``log({"loss": …, "lr": …}, step=epoch)`` (``loss`` exactly ``GCA.losses[epoch - 1]``, ``lr`` the rate of the epoch's
+last update, ``epoch`` from 1); one whose ``per_update`` is true also gets ``log({"loss/update": …}, step=update)``
+after every update. ``close()`` runs when ``fit`` ends, however it ends — except inside a :func:`logged_run`, a whole
+run: ``log_hyperparams`` first, the epochs, the evaluation's numbers once at ``step=epochs`` (:func:`final_metrics`),
+then ``close()``. Each run of a built-in logger is its own, but for a run resumed from a checkpoint; :class:`Tagged`
+makes one logger hold a series of runs as one.
 
-A whole run — :func:`gca.run.pipeline.run_gca`, the path of ``gca train`` — is one :func:`logged_run`:
-``log_hyperparams(params)`` first (:func:`gca.run.pipeline.logged_params` and the ``dataset``), then the epochs, then
-the evaluation's numbers once at ``step=epochs`` (:func:`final_metrics`), and only then ``close()``: ``fit`` does not
-close a logger of a run still going on. Each run of a built-in logger is its own (a new TensorBoard folder, a CSV
-file written afresh) except a run resumed from a checkpoint, which goes on where it stopped; :class:`Tagged` makes
-one logger hold a series of runs as one.
-
-Built in: :class:`CSVLogger`, :class:`TensorBoardLogger` (``pip install tensorboard``) and :class:`WandbLogger`
-(``pip install wandb``). An optional package is imported when its logger is made, so a missing one is a one-line
-:class:`LoggerError` before training starts, and nothing is made on disk.
-
-The library reports through :mod:`logging` under the logger ``"gca"`` (its modules' loggers are children): epoch
-summaries at DEBUG, the start and end of training at INFO, a collapse or a diverged loss at WARNING; it adds only a
-:class:`logging.NullHandler`. The functions that drive loggers (:func:`~gca.logger_protocol.check_loggers`,
-:func:`~gca.logger_protocol.logged_run`, …) are :mod:`gca.logger_protocol`, importable from here too. This module
-imports nothing beyond the standard library until a logger needs its package.
+An optional package (``tensorboard``, ``wandb``) is imported when its logger is made, so a missing one is a one-line
+:class:`LoggerError` before training, and nothing is made on disk. The library logs through :mod:`logging` under
+``"gca"`` (epochs at DEBUG, training's start and end at INFO, a collapse or diverged loss at WARNING) and adds only a
+:class:`logging.NullHandler`. The functions that drive loggers are :mod:`gca.logger_protocol`'s, importable from here
+too.
 """
 
 from __future__ import annotations
@@ -48,18 +38,15 @@ from .logger_protocol import where_logged as where_logged
 
 
 class Tagged:
-    """A logger that holds a series of runs as one — a run's repeated pretrainings (``seeds``) in one CSV file —
-    each row tagged with its run: ``log(metrics, step)`` logs ``{tag: value, **metrics}`` to ``logger`` while
-    :attr:`value` is set (the series sets it before each run), ``metrics`` alone while it is ``None`` (the series'
-    own rows). Its ``log_hyperparams`` and ``close`` do nothing: the series logs to and closes ``logger`` once,
-    around all its runs (a :func:`logged_run`). ``per_update`` and ``location`` are ``logger``'s.
+    """A logger that holds a series of runs as one — a run's repeated pretrainings (``seeds``) in one CSV file — each
+    row tagged with its run: ``{tag: value, **metrics}`` while :attr:`value` is set (the series sets it before each
+    run), ``metrics`` alone while it is ``None``. Its ``log_hyperparams`` and ``close`` do nothing: the series logs to
+    and closes ``logger`` once, around all its runs. ``per_update`` and ``location`` are ``logger``'s.
 
     Parameters
     ----------
-    logger
-        The logger the series writes to.
-    tag
-        The name of the column that says which run a row is of (``"seed"``).
+    logger, tag
+        The logger the series writes to, and the name of the column that says which run a row is of (``"seed"``).
     """
 
     def __init__(self, logger: Any, tag: str) -> None:
@@ -77,15 +64,13 @@ class Tagged:
 
         Parameters
         ----------
-        metrics
-            Metric name → value.
-        step
-            The epoch (from 1).
+        metrics, step
+            Metric name → value, and the epoch (from 1).
         """
         self.logger.log(dict(metrics) if self.value is None else {self.tag: self.value, **metrics}, step)
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
-        """Nothing: a run's hyperparameters are not the series', which are logged to the wrapped logger itself."""
+        """Nothing: the series' hyperparameters are logged to the wrapped logger itself."""
 
     def close(self) -> None:
         """Nothing: the series closes the wrapped logger when it ends."""
@@ -95,9 +80,8 @@ class Tagged:
 
 
 def folder_problem(folder: str | Path, made: bool = False) -> str | None:
-    """Why files cannot be written in ``folder``, in words, or ``None`` when they can: a file stands where the
-    folder or one above it should be, or (unless ``made``: the folder and its missing parents will be made) the
-    folder does not exist."""
+    """Why files cannot be written in ``folder``, or ``None``: a file stands where it or a folder above it should be, or
+    (unless ``made``: missing folders will be made) the folder does not exist."""
     folder = Path(folder)
     for place in (folder, *folder.parents):
         if place.exists():  # the nearest part of the path that is there
@@ -110,30 +94,27 @@ def folder_problem(folder: str | Path, made: bool = False) -> str | None:
 
 
 def hparams_file(path: str | Path) -> Path:
-    """Where :class:`CSVLogger` writes the hyperparameters of the log ``path``: its name with ``.hparams.json`` for
-    its suffix, beside it."""
+    """Where :class:`CSVLogger` writes the hyperparameters of the log ``path``: beside it, ``.hparams.json`` its
+    suffix."""
     path = Path(path)
     return path.with_name(f"{path.stem}.hparams.json")
 
 
 class CSVLogger:
-    """One row per epoch in the CSV file ``path``: a header (``epoch`` and the metrics' names: ``epoch,loss,lr``),
-    then each epoch's values, floats written exactly (``repr``: read back they equal ``GCA.losses``).
+    """One row per epoch in the CSV file ``path``: a header (``epoch`` and the metrics' names: ``epoch,loss,lr``), then
+    each epoch's values, floats written exactly (``repr``: read back they equal ``GCA.losses``).
 
-    The file is made afresh, atomically, when a run logs its first epoch (its folder too). A run resumed from epoch
-    k ≥ 1 continues the file when its header starts with ``epoch`` and holds every name of the run's first row: that
-    header stays as it is and the rows of epochs 1..k are kept, whether the first row is epoch k + 1's or, with no
-    ``loss``, the evaluation at k of a run with no epoch left to train. Each later row is one write of a whole line,
-    flushed at once, so a killed run leaves the rows of the epochs it finished. Metrics with new names (the final
-    evaluation) widen the header: the file is rewritten atomically with the new columns at the end, empty in the
-    earlier rows. ``log_hyperparams(params)`` writes JSON to :attr:`hparams_path` (``losses.csv`` to
-    ``losses.hparams.json``), atomically.
+    The file is made afresh, atomically, when a run logs its first epoch. A run resumed from epoch k ≥ 1 continues the
+    file when its header starts with ``epoch`` and holds every name of the run's first row, keeping that header and the
+    rows of epochs 1..k. Each later row is one flushed write of a whole line; new metric names (the final evaluation)
+    widen the header, the file rewritten atomically with the new columns at the end. Hyperparameters go to
+    :attr:`hparams_path` as JSON.
 
     Parameters
     ----------
     path
-        The CSV file to write (replaced when a run starts); a missing folder is made when the run starts. A folder
-        at ``path``, or a file where its folder (or one above it) should be, is a :class:`LoggerError` at once.
+        The CSV file to write (replaced when a run starts; a missing folder is made then). A folder at ``path``, or a
+        file where its folder (or one above it) should be, is a :class:`LoggerError` at once.
     """
 
     per_update = False
@@ -180,10 +161,9 @@ class CSVLogger:
 
         Parameters
         ----------
-        metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
-        step
-            The epoch (from 1); for ``loss/update``, the update (from 1).
+        metrics, step
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``), and the
+            epoch (from 1; for ``loss/update``, the update).
         """
         if self._fields is None:
             self._start(["epoch", *metrics], step, epoch_row="loss" in metrics)
@@ -227,9 +207,8 @@ class CSVLogger:
             raise LoggerError(f"cannot write the CSV log {self.path}: {exc.strerror or exc}") from None
 
     def _earlier_rows(self, fields: list[str], step: int) -> tuple[list[str], list[str]]:
-        """The header to write and the rows of epochs before ``step`` to keep: of the file there now when ``step``
-        > 1 (a resumed run) and that file's header starts with ``epoch`` and holds every name of ``fields``, else
-        ``fields`` and none."""
+        """The header to write and the rows of epochs before ``step`` to keep: of the file there now when ``step`` > 1
+        and its header starts with ``epoch`` and holds every name of ``fields``; else ``fields`` and none."""
         if step <= 1:
             return fields, []
         try:
@@ -272,8 +251,8 @@ _VERSION = re.compile(r"version_(\d+)")
 
 
 def next_version(root: Path) -> tuple[int, Path]:
-    """A new ``version_N`` folder in ``root`` (made, with ``root`` if missing): N one more than the largest there
-    (0 in an empty folder), the next free one taken by ``mkdir`` when another run took N first; N and the folder."""
+    """A new ``version_N`` folder in ``root`` (made if missing), N one more than the largest there, the next free one
+    taken by ``mkdir`` where another run took N first; N and the folder."""
     try:
         root.mkdir(parents=True, exist_ok=True)
         taken = [int(m.group(1)) for child in root.iterdir() if (m := _VERSION.fullmatch(child.name))]
@@ -289,11 +268,9 @@ def next_version(root: Path) -> tuple[int, Path]:
 
 
 class TensorBoardLogger:
-    """TensorBoard event files through ``torch.utils.tensorboard.SummaryWriter``, each run in its own folder
-    ``log_dir/version_N`` (:func:`next_version`; point ``tensorboard --logdir`` at ``log_dir``): ``loss`` and ``lr``
-    by epoch, ``loss/update`` by update (its own step axis), the run's final metrics at its last epoch, and the
-    hyperparameters in the HPARAMS tab (one session per run). After a run starts, :attr:`version` and
-    :attr:`location` (its folder) say which. Needs ``pip install tensorboard``.
+    """TensorBoard event files through ``SummaryWriter``, each run in its own folder ``log_dir/version_N``: ``loss`` and
+    ``lr`` by epoch, ``loss/update`` by update, the final metrics at the last epoch, and the hyperparameters in the
+    HPARAMS tab (one session per run). :attr:`version` and :attr:`location` say the run's folder once it starts.
 
     Parameters
     ----------
@@ -301,8 +278,8 @@ class TensorBoardLogger:
         The folder holding one ``version_N`` folder per run (made when the first run starts); a file where it or a
         folder above it should be is a :class:`LoggerError` at once.
     version
-        A fixed run folder, which every run continues: ``version_{version}`` for a number, the name as given for
-        text (no ``/``); ``None`` for a new folder per run.
+        A fixed run folder, which every run continues: ``version_{version}`` for a number, the name as given for text
+        (no ``/``); ``None`` for a new folder per run.
     **writer_kwargs
         Passed to ``SummaryWriter`` (``flush_secs=``, ``max_queue=``, …).
     """
@@ -325,14 +302,10 @@ class TensorBoardLogger:
         self._continued: tuple[int | str, int] | None = None  # the next run's: (version, purge_step)
 
     def continue_version(self, version: int | str, step: int) -> None:
-        """Make the next run continue the run in ``version`` rather than start a new folder — a run resumed from a
-        checkpoint, whose curves go on in the folder of the run it resumes, as one run with one HPARAMS row (the
-        folder's first). TensorBoard hides the events that folder holds from ``step`` on, in every tag (the
-        writer's ``purge_step``): give the first update the resumed run makes (one more than the updates done at the
-        checkpoint), so ``loss/update`` shows each update once. In full-batch training that is also the first epoch it
-        trains; with mini-batches the epochs logged between the checkpoint and the stop show twice, at the same
-        values where the resumed run repeats them exactly (as gca's training does). Later runs get their own
-        folders.
+        """Make the next run continue the run in ``version`` — a run resumed from a checkpoint, one run with one HPARAMS
+        row — rather than start a new folder; later runs get their own. TensorBoard hides that folder's events from
+        ``step`` on (the writer's ``purge_step``): with the first update the resumed run makes, ``loss/update`` shows
+        each update once, and with mini-batches the epochs logged between the checkpoint and the stop show twice.
 
         Parameters
         ----------
@@ -373,13 +346,7 @@ class TensorBoardLogger:
             raise LoggerError(f"cannot make the TensorBoard folder {self.location}: {exc.strerror or exc}") from None
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
-        """Start the run's HPARAMS session with ``params``.
-
-        Parameters
-        ----------
-        params
-            Hyperparameter name → value (numbers, text and truth values as they are; lists and dicts as JSON text).
-        """
+        """Start the run's HPARAMS session with ``params`` (lists and dicts as JSON text)."""
         from torch.utils.tensorboard.summary import hparams
 
         # only the session's start: TensorBoard then lists every run's hyperparameters and takes each run's
@@ -393,10 +360,9 @@ class TensorBoardLogger:
 
         Parameters
         ----------
-        metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
-        step
-            The epoch (from 1); for ``loss/update``, the update (from 1).
+        metrics, step
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``), and the
+            epoch (from 1; for ``loss/update``, the update).
         """
         writer = self.writer
         for name, value in metrics.items():
@@ -443,12 +409,10 @@ def _summary_writer() -> Any:
 
 
 class WandbLogger:
-    """A Weights & Biases run: ``wandb.init(**init_kwargs)`` when the run starts (``project=``, ``dir=``,
-    ``config=``, …; wandb keeps its local files in ``dir``, made then if missing, by default ``./wandb``), then
-    ``wandb.log(metrics, step=epoch)`` every epoch and the final metrics at the last epoch, and ``wandb.finish()``
-    when the run ends. ``log_hyperparams`` updates the run's config. Per-update losses are not sent: wandb's
-    ``step`` must only grow, and one axis is the epoch. :attr:`location` is the run's address once it started.
-    Needs ``pip install wandb``.
+    """A Weights & Biases run: ``wandb.init(**init_kwargs)`` when the run starts (wandb's local files in ``dir``, made
+    then, by default ``./wandb``), ``wandb.log(metrics, step=epoch)`` every epoch and the final metrics at the last,
+    ``wandb.finish()`` at its end; ``log_hyperparams`` updates the run's config. Per-update losses are not sent: wandb's
+    ``step`` must only grow. :attr:`location` is the run's address once it started.
 
     Parameters
     ----------
@@ -492,10 +456,9 @@ class WandbLogger:
 
         Parameters
         ----------
-        metrics
-            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``).
-        step
-            The epoch (from 1); for ``loss/update``, the update (from 1).
+        metrics, step
+            Metric name → value (``{"loss": 0.71, "lr": 0.001}``, the final ``{"accuracy/mean": 83.2, …}``), and the
+            epoch (from 1; for ``loss/update``, the update).
         """
         self._run().log(dict(metrics), step=step)
 

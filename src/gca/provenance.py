@@ -1,29 +1,16 @@
-"""Where a result came from: the record ``results.json`` and ``model.pt`` keep under ``"provenance"``; the design
-discussion is in docs/design/application.md.
+"""Where a result came from: the record ``results.json`` and ``model.pt`` keep under ``"provenance"`` (its entries:
+docs/usage.md, "Provenance"; design notes: docs/design/application.md).
 
-* ``versions``: gca, Python, PyTorch (``torch``), PyTorch Geometric (``torch_geometric``), scikit-learn, NumPy and
-  SciPy, and PyArrow where it is installed — each a library's ``__version__`` where the process has imported it,
-  else the installed distribution's version (read without importing it);
-* ``device`` (``"cpu"``, ``"cuda:0"``, …) and ``device_name`` (the GPU's name; on a CPU its model where the system
-  says it), and ``platform`` (the operating system and machine);
-* ``started`` and ``finished``: UTC times in ISO-8601 (``2025-06-01T09:30:00+00:00``) — for a command, when it
-  started and when its record was completed; for :meth:`gca.GCA.fit`, when training started and ended;
-* for a command only: ``command`` (``sys.argv``; ``["gca", …]`` when called in-process with its arguments) and
-  ``inputs``, every file the run read — the graph's files (each under a dataset folder's ``raw/`` and ``split/``), a
-  configuration file, ``gca embed``'s checkpoint —, each with ``path`` (as given, or as reached under a folder
-  given), ``resolved`` (absolute), ``size`` (bytes) and ``sha256`` of its contents as the run read them
-  (:func:`digests_as_read`); a file not the same at the record's time gets ``changed``, said in one warning line
-  (:func:`file_record`); ``prepared_graph`` (its folder, key and input digest) when the graph was read from a
-  prepared graph on disk (:mod:`gca.run.store`), whose SHA-256 of each file is used while the file's size, times
-  and inode are unchanged;
-* for a resumed training (``resume``): ``resumed_from``, the checkpoint continued from, as an input.
+* ``versions`` (gca, Python and the libraries: a library's ``__version__`` where imported, else the installed
+  distribution's), ``device``, ``device_name`` and ``platform``, and ``started`` and ``finished`` (UTC, ISO-8601);
+* for a command only: ``command`` and ``inputs``, every file the run read with its ``path``, ``resolved``, ``size`` and
+  ``sha256`` as the run read them (:func:`digests_as_read`, :func:`file_record`), ``prepared_graph`` where the graph was
+  read from one, and ``resumed_from`` for a resumed training.
 
-A file that can no longer be read when the record is made is listed with ``size`` and ``sha256`` ``None`` and
-``unreadable`` saying why: gathering the record never fails a run that has done its work. Everything is plain JSON
-values, so ``model.pt`` stays loadable with ``torch.load(weights_only=True)``. :meth:`gca.GCA.save` records
-``versions``, the device and the training's times (no command or inputs); :meth:`gca.GCA.load` keeps the provenance
-a model was saved with, and a model file without one loads with none. This module imports only gca's lowest layers
-(``gca``'s version, :mod:`gca.io`), and no library that is not loaded yet.
+A file that can no longer be read when the record is made is listed with ``unreadable`` saying why: gathering the record
+never fails a run that has done its work. Everything is plain JSON values, so ``model.pt`` stays loadable with
+``torch.load(weights_only=True)``. This module imports only gca's lowest layers (``gca``'s version, :mod:`gca.io`), and
+no library that is not loaded yet.
 """
 
 from __future__ import annotations
@@ -55,8 +42,7 @@ def utc_now() -> str:
 
 
 def versions() -> dict[str, str]:
-    """gca's, Python's and each library's version (see the module docstring); a library that is not installed
-    (PyArrow is optional) is left out."""
+    """gca's, Python's and each library's version; a library that is not installed (PyArrow is optional) is left out."""
     found = {"gca": __version__, "python": platform.python_version()}
     for module, distribution, key in _LIBRARIES:
         loaded = sys.modules.get(module)
@@ -83,8 +69,7 @@ def _cpu_name() -> str:
 
 
 def device_record(device: Any) -> dict[str, str]:
-    """``device``, ``device_name`` and ``platform`` of the device (a ``torch.device`` or its name) a model was
-    trained or used on."""
+    """``device``, ``device_name`` and ``platform`` of the device (a ``torch.device`` or its name)."""
     name = str(device)
     if name.startswith("cuda"):
         import torch  # loaded already: a CUDA device was chosen
@@ -101,8 +86,8 @@ def device_record(device: Any) -> dict[str, str]:
 
 
 def fit_record(device: Any, started: str, finished: str | None = None) -> dict[str, Any]:
-    """What :meth:`gca.GCA.fit` records of a training (``model.pt`` of the Python API): versions, device, times
-    (:func:`utc_now`); ``finished`` is ``None`` while it runs (a training checkpoint)."""
+    """What :meth:`gca.GCA.fit` records of a training: versions, device, times; ``finished`` is ``None`` while it runs
+    (a training checkpoint)."""
     record: dict[str, Any] = {"versions": versions(), **device_record(device), "started": started}
     if finished is not None:
         record["finished"] = finished
@@ -110,8 +95,8 @@ def fit_record(device: Any, started: str, finished: str | None = None) -> dict[s
 
 
 def identities(files: list[str | Path]) -> dict[str, list]:
-    """Each file's identity (:func:`gca.io.file_identity`: size, modification and change times, inode) by resolved
-    path, taken before the files are read; a file that cannot be reached is left out."""
+    """Each file's identity (:func:`gca.io.file_identity`) by resolved path, taken before the files are read; a file
+    that cannot be reached is left out."""
     found = {}
     for path in files:
         resolved = Path(path).expanduser().resolve()
@@ -125,18 +110,12 @@ def identities(files: list[str | Path]) -> dict[str, list]:
 def digests_as_read(
     files: list[str | Path], before: dict[str, list] | None = None, known: dict[str, str] | None = None
 ) -> dict[str, dict]:
-    """Each input file's SHA-256 and size as the run read it, taken once it is read (a file rewritten later in the
-    run is then recorded as it was read, and said to have changed: :func:`file_record`), by resolved path.
+    """Each input file's SHA-256 and size as the run read it, by resolved path, taken once it is read; a file that
+    cannot be read is left out, and the ``known`` ones (SHA-256 of their present contents: a prepared graph's record)
+    are not read again.
 
-    A file whose identity changed between ``before`` (:func:`identities`, taken before the read) and the end of its
-    hashing changed while it was read: its contents as read are unknown, so its ``sha256`` and ``size`` are
-    ``None`` and ``changed`` is ``"while it was read"``. A file that cannot be read is left out.
-
-    Parameters
-    ----------
-    known
-        SHA-256 by resolved path of files whose present contents they are (a prepared graph's record); these files
-        are not read again.
+    A file whose identity changed between ``before`` (:func:`identities`) and the end of its hashing changed while it
+    was read: its ``sha256`` and ``size`` are ``None`` and ``changed`` is ``"while it was read"``.
     """
     before, known = before or {}, known or {}
     taken = {}
@@ -157,19 +136,13 @@ def digests_as_read(
 
 
 def file_record(path: str | Path, sha256: str | None = None, read: dict | None = None) -> dict[str, Any]:
-    """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file — where it can no longer be read
-    (removed while the run went on), ``size`` and ``sha256`` are ``None`` and ``unreadable`` says why: the record
-    never fails a run that has done its work.
+    """``path`` (as given), ``resolved``, ``size`` and ``sha256`` of an input file (``sha256`` given: where known for
+    its present contents); where it can no longer be read, ``size`` and ``sha256`` are ``None`` and ``unreadable`` says
+    why.
 
-    With ``read`` (:func:`digests_as_read`), ``size`` and ``sha256`` are the file's as the run read it; a file
-    that is not the same now (rewritten, touched or removed since) gets ``changed``: ``"after it was read"``, or
-    ``"while it was read"`` (its size and SHA-256 then ``None``: the contents read are unknown) —
-    :func:`changed_inputs` words the warning.
-
-    Parameters
-    ----------
-    sha256
-        Its SHA-256 where already known for its present contents; ``None`` to read the file and compute it.
+    With ``read`` (:func:`digests_as_read`), ``size`` and ``sha256`` are the file's as the run read it, and a file not
+    the same now gets ``changed``: ``"after it was read"`` or ``"while it was read"`` (:func:`changed_inputs` words the
+    warning).
     """
     resolved = Path(path).expanduser().resolve()
     record: dict[str, Any] = {"path": str(path), "resolved": str(resolved)}
@@ -209,20 +182,9 @@ def changed_inputs(records: list[dict]) -> list[str]:
 def input_records(
     files: list[tuple[str | Path, str | Path]], known: dict[str, str] | None = None, read: dict[str, dict] | None = None
 ) -> list[dict]:
-    """:func:`file_record` of each input file.
-
-    Parameters
-    ----------
-    files
-        Each file as (the path as given, its resolved path), as :meth:`gca.run.integrity.GraphSource.named_files`
-        lists a graph's.
-    known
-        SHA-256 by resolved path, for files whose present contents they are (a prepared graph's record:
-        :meth:`gca.run.store.PreparedStore.recorded_sha256`); ``None`` for none.
-    read
-        Size and SHA-256 by resolved path as taken when the files were read (:func:`digests_as_read`): these win
-        over ``known``; ``None`` for none.
-    """
+    """:func:`file_record` of each input file, given as (the path as given, its resolved path); ``known``: SHA-256 by
+    resolved path of files whose present contents they are (:meth:`gca.run.store.PreparedStore.recorded_sha256`);
+    ``read``: :func:`digests_as_read`'s, which win over ``known``."""
     known, read = known or {}, read or {}
     return [
         file_record(given, known.get(str(resolved)), read.get(str(Path(resolved).expanduser().resolve())))
@@ -233,9 +195,8 @@ def input_records(
 def run_record(
     command: list[str], started: str, device: Any, inputs: list[dict], prepared_graph: dict | None = None, **more: Any
 ) -> dict[str, Any]:
-    """A command's record (see the module docstring), completed now (``finished``): ``inputs`` from
-    :func:`input_records`, ``prepared_graph`` from :meth:`gca.run.store.PreparedStore.provenance` (``None``: none
-    was read), ``more`` further entries (``resumed_from``)."""
+    """A command's record, completed now (``finished``): ``inputs`` from :func:`input_records`, ``prepared_graph`` from
+    :meth:`gca.run.store.PreparedStore.provenance` (``None``: none was read), ``more`` further entries."""
     record: dict[str, Any] = {
         "command": [str(part) for part in command],
         "started": started,
@@ -251,6 +212,5 @@ def run_record(
 
 
 def command_line(argv: list[str] | None) -> list[str]:
-    """The command line a run records: ``sys.argv`` when the arguments came from it (``argv`` is ``None``), else
-    ``["gca", *argv]`` (the command called in-process with its arguments)."""
+    """The command line a run records: ``sys.argv`` where ``argv`` is ``None``, else ``["gca", *argv]``."""
     return list(sys.argv) if argv is None else ["gca", *map(str, argv)]

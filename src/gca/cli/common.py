@@ -14,9 +14,8 @@ from ..run.inputs import load_graph as inputs_load_graph
 
 
 def evaluation_arguments(parser: argparse.ArgumentParser, count_help: str | None = None) -> None:
-    """How frozen embeddings are judged: the protocol, and which nodes train, validate and test
-    (gca.evaluate.splits). ``--splits`` stays ``None`` when not given: each command fills in its task's default
-    (:data:`gca.choices.TASK_COUNTS`) with :func:`split_count`."""
+    """How frozen embeddings are judged: the protocol, and which nodes train, validate and test. ``--splits`` stays
+    ``None`` when not given, for :func:`split_count` to fill in the task's default."""
     protocol_argument(parser)
     count_help = count_help or f"evaluation splits (default {TASK_COUNTS['classify']})"
     parser.add_argument("--splits", type=int, default=None, help=count_help)
@@ -45,8 +44,7 @@ def split_count(args: argparse.Namespace, task: str = "classify") -> int:
 
 
 def split_request(args: argparse.Namespace, count: int | None = None):
-    """The evaluation splits the arguments ask for, ``count`` of them (``None``: ``--splits``, else 1), as given:
-    :meth:`gca.evaluate.splits.SplitSetting.check` refuses what cannot draw."""
+    """The evaluation splits the arguments ask for, ``count`` of them (``None``: ``--splits``, else 1), unchecked."""
     from ..evaluate.splits import SplitSetting
 
     if count is None:
@@ -134,8 +132,8 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def graph_request(args: argparse.Namespace, **given: Any) -> GraphRequest:
-    """The graph the arguments name, and how its files are read (:class:`gca.run.inputs.GraphRequest`); ``given``
-    adds what the command knows besides (``gca embed``: the model's ``feature_names``)."""
+    """The graph the arguments name, and how its files are read; ``given`` adds what the command knows besides (``gca
+    embed``: the model's ``feature_names``)."""
     return GraphRequest(
         dataset=args.dataset,
         data_dir=args.data_dir,
@@ -162,8 +160,7 @@ def load_graph(args: argparse.Namespace):
 
 
 def graph_source(args: argparse.Namespace):
-    """What the command reads, as a :class:`gca.run.integrity.GraphSource` (:func:`gca.run.inputs.graph_source`);
-    ``None`` when it is nothing on disk (the built-in Karate club, a named dataset not downloaded yet)."""
+    """What the command reads (:func:`gca.run.inputs.graph_source`); ``None`` when it is nothing on disk."""
     return inputs_graph_source(graph_request(args))
 
 

@@ -58,9 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``gca`` command. After an interruption the results are already safe (staged files removed, finished
-    files atomic), so the process ends at once: an interrupt inside a library's import can leave native state that
-    crashes the interpreter's finalisation."""
+    """The ``gca`` command. After an interruption the results are already safe, so the process ends at once, without the
+    interpreter's finalisation."""
     code = main()
     if code == 130:
         sys.stdout.flush()

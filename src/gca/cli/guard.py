@@ -28,16 +28,9 @@ class Parser(argparse.ArgumentParser):
 
 
 class Stop:
-    """Ctrl-C and SIGTERM while a command runs: they end it with ``KeyboardInterrupt`` — except at two moments,
-    where the signal is sent again a moment later:
-
-    * inside an object's finalizer (``__del__``), where Python would print the exception and swallow it;
-    * while an error is being handled (an ``except`` or ``finally`` block, a context manager's exit), where an
-      interrupt would cut the cleanup short and replace the error's own line — for at most :attr:`patience_s`
-      seconds, after which the block is interrupted after all.
-
-    Once the command has returned (``ended``, then :meth:`cancel`), a signal changes nothing: its exit status
-    stands. ``ended`` is set by a plain assignment, not a call (Python runs signal handlers at calls). Design
+    """Ctrl-C and SIGTERM while a command runs end it with ``KeyboardInterrupt`` — except inside an object's finalizer,
+    and while an error is being handled (for at most :attr:`patience_s` seconds), where the signal is sent again a
+    moment later. Once the command has returned (``ended``, then :meth:`cancel`), a signal changes nothing. Design
     notes: docs/design/data-and-runs.md."""
 
     again_s = 0.05
@@ -82,13 +75,9 @@ def _in_finalizer(frame) -> bool:
 
 @contextlib.contextmanager
 def imports_held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM held back while the block imports, then acted on as a ``KeyboardInterrupt``.
-
-    An interrupt that lands inside a native extension's initialisation cannot unwind through it: a pybind11 call
-    aborts the interpreter (SIGABRT), ``_ssl``'s init turns it into a ``TypeError``. Held back, it ends the command
-    with the usual one line as soon as the imports are done. Every import a command makes before its work —
-    its own modules' first (tqdm loads asyncio and ssl), then the libraries (:func:`import_libraries`) — goes
-    through here."""
+    """Ctrl-C and SIGTERM held back while the block imports, then acted on as a ``KeyboardInterrupt``: an interrupt
+    inside a native extension's initialisation cannot unwind through it (pybind11 aborts, ``_ssl`` raises a
+    ``TypeError``). Every import a command makes before its work goes through here."""
     with signals_held() as held:
         yield
     if held:
@@ -113,16 +102,16 @@ _OUT_OF_MEMORY = (
 
 
 def _is_out_of_memory(exc: RuntimeError) -> bool:
-    """PyTorch reports a failed allocation as a RuntimeError (CPU: "DefaultCPUAllocator: can't allocate memory")
-    or torch.OutOfMemoryError (a RuntimeError)."""
+    """PyTorch reports a failed allocation as a RuntimeError (CPU: "DefaultCPUAllocator: can't allocate memory") or
+    torch.OutOfMemoryError."""
     text = str(exc).lower()
     words = ("out of memory", "not enough memory", "can't allocate memory")
     return type(exc).__name__ == "OutOfMemoryError" or any(w in text for w in words)
 
 
 def _process_group():
-    """torch.distributed if this process joined a process group (under torchrun), else ``None``; never imports
-    torch itself (an interrupted import may have left it half-loaded)."""
+    """torch.distributed if this process joined a process group (under torchrun), else ``None``; never imports torch
+    itself (an interrupted import may have left it half-loaded)."""
     dist = sys.modules.get("torch.distributed")
     try:
         return dist if dist is not None and dist.is_available() and dist.is_initialized() else None
@@ -142,8 +131,7 @@ def _one_line(text: str) -> str:
 
 
 def _error(line: str) -> int:
-    """Say ``gca: error: line`` — once over the processes of a torchrun run (:func:`.peers.first_to_say`) — and
-    return the exit status 2."""
+    """Say ``gca: error: line``, once over the processes of a torchrun run, and return the exit status 2."""
     line = f"gca: error: {line}"
     if peers.first_to_say(spoken(line)):
         say(line)
@@ -151,8 +139,8 @@ def _error(line: str) -> int:
 
 
 def interrupted(line: str) -> None:
-    """Say ``gca: interrupted; line`` — unless torchrun stopped this process because another one failed with its
-    own error line (:func:`.peers.a_peer_failed`), which is the reason the user needs."""
+    """Say ``gca: interrupted; line`` — unless torchrun stopped this process because another one failed with its own
+    error line (:func:`.peers.a_peer_failed`)."""
     if not peers.a_peer_failed():
         say(f"gca: interrupted; {line}")
 

@@ -1,11 +1,7 @@
-"""The processes of one torchrun run, heard once: an error line is printed by the first process that says it (every
-rank that meets the same wrong input would say the same line), and a process stopped because another failed does
-not print its own "interrupted" over that one's reason.
-
-torchrun's agent keeps a key-value store that its processes can reach before they join a process group
-(``TORCHELASTIC_USE_AGENT_STORE=True``, at ``MASTER_ADDR:MASTER_PORT``); the keys live under the run's id and restart
-count. Outside torchrun, or where that store cannot be reached, every line is printed.
-"""
+"""The processes of one torchrun run, heard once: an error line is printed by the first process that says it, and a
+process stopped because another failed does not print its own "interrupted" over that one's reason. The lines meet in
+torchrun's agent store (``TORCHELASTIC_USE_AGENT_STORE=True``), under the run's id and restart count; outside torchrun,
+or where that store cannot be reached, every line is printed."""
 
 from __future__ import annotations
 
@@ -51,8 +47,8 @@ def _run_store() -> Any:
 
 
 def first_to_say(line: str) -> bool:
-    """Whether this process prints the error ``line``: not when another process of its torchrun run printed the
-    same line already. Either way the run is marked as failed for :func:`a_peer_failed`."""
+    """Whether this process prints the error ``line`` (no other process of its run printed it yet); either way the run
+    is marked as failed for :func:`a_peer_failed`."""
     store = _run_store()
     if store is None:
         return True
@@ -65,8 +61,7 @@ def first_to_say(line: str) -> bool:
 
 
 def a_peer_failed() -> bool:
-    """Whether another process of this torchrun run stopped with an error line of its own (so this one, stopped
-    by torchrun in its wake, adds nothing)."""
+    """Whether another process of this torchrun run stopped with an error line of its own."""
     store = _run_store()
     if store is None:
         return False

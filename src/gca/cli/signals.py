@@ -1,9 +1,6 @@
-"""Ctrl-C and SIGTERM held back while modules load, and left alone where the process was started ignoring them.
-
-A signal the process was started with ignored stays ignored throughout, as Python itself leaves it (a shell without
-job control starts ``gca … &`` with SIGINT ignored). This module imports nothing of gca's: the command's first
-module uses it before anything else is loaded.
-"""
+"""Ctrl-C and SIGTERM held back while modules load, and left alone where the process was started ignoring them (as
+Python itself leaves them). This module imports nothing of gca's: the command's first module uses it before anything
+else is loaded."""
 
 import contextlib
 import signal
@@ -18,9 +15,8 @@ def catchable(number: int) -> bool:
 
 @contextlib.contextmanager
 def stop_signals_to(handler):
-    """Within the block, Ctrl-C and SIGTERM go to ``handler`` (``handler(signum, frame)``) — each unless the process
-    was started ignoring it; afterwards the previous handlers are back. Outside the main thread, where signals are
-    not ours to handle, nothing changes."""
+    """Within the block, Ctrl-C and SIGTERM go to ``handler(signum, frame)``, each unless the process was started
+    ignoring it; outside the main thread nothing changes."""
     previous = {}
     try:
         for number in filter(catchable, STOP_SIGNALS):

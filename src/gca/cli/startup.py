@@ -1,9 +1,5 @@
-"""The ``gca`` command's first module: Ctrl-C and SIGTERM are held back before anything else is imported.
-
-A held interrupt ends the command with one line and exit status 130 once the command line's own module is loaded
-(instead of a traceback from inside an ``import``); from there :mod:`gca.cli` handles interrupts itself (and holds
-them again while PyTorch loads). A signal the process was started with ignored stays ignored (:mod:`gca.cli.signals`).
-"""
+"""The ``gca`` command's first module: Ctrl-C and SIGTERM are held back before anything else is imported, and a held
+interrupt ends the command with one line and exit status 130 once the command line's own module is loaded."""
 
 import os
 import sys

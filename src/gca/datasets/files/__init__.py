@@ -1,19 +1,20 @@
 """Users' own graphs: an edge list, node features and optionally labels — from files or, in Python, from tables.
 
-Tables are read by PyArrow a block at a time (:mod:`.tables`), ids mapped to rows by its hash kernels. The rules,
-with examples, are in docs/data.md (design notes: docs/design/data-and-runs.md); in short:
+Tables are read by PyArrow a block at a time (:mod:`.tables`), ids mapped to rows by its hash kernels. The rules, with
+examples, are in docs/data.md (design notes: docs/design/data-and-runs.md); in short:
 
-* **node ids** are integers (up to 64 bits) or strings, matched exactly (one ``007`` keeps every id as written); the
-  **features decide the nodes** and their order, and a matrix without ids makes row i node i.
+* **node ids** are integers (up to 64 bits) or strings; one id that would change as an integer (``007``, ``+5``) keeps
+  every id as text, matched exactly. The **features decide the nodes** and their order; a matrix without ids makes row i
+  node i.
 * **edges**: source and target in the first two columns; weights only from a column named ``weight`` or the one
   ``edge_weight`` names. Any other column is not read, and one line says so.
-* **features**: *wide* (``.npy``, SciPy sparse ``.npz``, a table of an optional id column and numeric columns),
-  *long* (``id, feature[, value]`` rows), *JSON* (node id → feature ids, or → feature id → value), or a matrix with
-  ``feature_ids``. A node of the edges that the sparse forms do not name gets all-zero features.
+* **features**: *wide* (``.npy``, SciPy sparse ``.npz``, a table of an optional id column and numeric columns), *long*
+  (``id, feature[, value]`` rows), *JSON* (node id → a list of feature ids, or an object of feature id → value), or a
+  matrix with ``feature_ids``. A node of the edges that the sparse forms do not name gets all-zero features.
 * **labels**: a ``node, label`` table; labels of nodes not in the graph are skipped, and one line counts them.
 
-Everything wrong with a file is a :class:`~gca.datasets.DatasetError`: one line naming the file, the line (text
-files) or row, and what to do.
+Everything wrong with a file is a :class:`~gca.datasets.DatasetError`: one line naming the file, the line (text files)
+or row, and what to do.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ def feature_input(
     progress: bool = False,
     like: list[str] | int | None = None,
 ) -> Features:
-    """The feature matrix and the node id of each row, from any form the module describes; in Python ``path`` may
-    also be a NumPy array, SciPy sparse matrix, tensor, ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
+    """The feature matrix and the node id of each row, from any form the module describes; in Python ``path`` may also
+    be a NumPy array, SciPy sparse matrix, tensor, ``DataFrame``, PyArrow ``Table`` or a ``(matrix, ids)`` pair.
 
     ``ids`` names the rows of a matrix given without them; ``like`` is a trained model's columns for the sparse forms
     (its feature names or its number of columns, ``gca embed``), ``None`` the columns the file's own feature ids give.
@@ -199,24 +200,24 @@ def load_files(
     edge_weight
         The edge table's weight column (its name, or its number from 1); ``None``: a column named ``weight``, if any.
     feature_ids
-        The node id of each row of an ``.npy``/``.npz`` feature matrix (a file of one id per line, a 1-D ``.npy``,
-        or a sequence).
+        The node id of each row of an ``.npy``/``.npz`` feature matrix (a file of one id per line, a 1-D ``.npy``, or a
+        sequence).
     feature_layout
         ``"auto"``, ``"wide"`` or ``"long"`` for a feature table.
     id_column, label_column
-        The id column's name in the feature and label tables (default: recognised, else the first); the label
-        column's in a label table of more than two columns.
+        The id column's name in the feature and label tables (default: recognised, else the first); the label column's
+        in a label table of more than two columns.
     progress
         Say how far the reading of large files has come (on standard error).
     feature_names
-        The trained model's columns (``gca embed``): its feature names, or its number of columns. Long and JSON
-        features are mapped to them, features it lacks left out with one warning line; ``None``: the features' own ids.
+        The trained model's columns (``gca embed``): its feature names, or its number of columns. Long and JSON features
+        are mapped to them, features it lacks left out with one warning line; ``None``: the features' own ids.
 
     Returns
     -------
     LoadedDataset
-        ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise, ``None`` when row
-        i is node i); ``warnings``, ``class_names`` and ``feature_names`` (where not numbers) as read.
+        ``node_ids[i]`` is row i's id (an int64 array for integer ids, a list of strings otherwise, ``None`` when row i
+        is node i); ``warnings``, ``class_names`` and ``feature_names`` (where not numbers) as read.
     """
     table = _edge_table(edges)  # first: a missing or empty edge file is said before the features are read
     read = feature_input(features, feature_ids, feature_layout, id_column, progress, feature_names)
