@@ -189,7 +189,7 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
         source, target = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
         monkeypatch.setattr(base, "EDGE_BLOCK", int(rng.integers(1, 20)))
         expected, repeats = _scipy_undirected(source, target, n)
-        edge_index, repeated = base.edge_list(source, target, n, directed=False)
+        edge_index, repeated = base.listed_edges(source, target, n, directed=False)
         assert edge_index.dtype == torch.int32 and repeated == repeats, case
         assert np.array_equal(edge_index.numpy(), expected), case
         indptr = np.zeros(n + 1, dtype=np.int64)  # the same edges read from a CSR a block of rows at a time
@@ -203,7 +203,7 @@ def test_undirected_edges_built_block_by_block_equal_scipys_both_directions(monk
         upper = expected[:, expected[0] < expected[1]]  # listed once, sorted, as (smaller, larger): copied as it is
         loops = expected[:, expected[0] == expected[1]]
         for listed in (upper, np.hstack([upper, loops])):  # with loops it is not in that form: the general path
-            rebuilt, none = base.edge_list(listed[0].astype(np.int32), listed[1].astype(np.int32), n, False)
+            rebuilt, none = base.listed_edges(listed[0].astype(np.int32), listed[1].astype(np.int32), n, False)
             want = expected if listed.shape[1] > upper.shape[1] else expected[:, expected[0] != expected[1]]
             assert np.array_equal(rebuilt.numpy(), want) and none == 0, case
 

@@ -2,7 +2,7 @@
 node-property folders, users' edge/feature/label files, and the built-in Karate club — one registry
 (:mod:`.registry`) decides which source a name or path belongs to; :mod:`.base` holds what they share."""
 
-from ..graph.edges import edge_list
+from ..graph.edges import listed_edges
 from .base import (
     DatasetError,
     LoadedDataset,
@@ -34,7 +34,7 @@ __all__ = [
     "dataset_display_name",
     "default_cache_dir",
     "default_data_dir",
-    "edge_list",
+    "listed_edges",
     "float32_features",
     "karate_club",
     "load_dataset",

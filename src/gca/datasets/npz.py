@@ -13,12 +13,12 @@ import torch
 from torch_geometric.data import Data
 
 from ..graph.edges import (
+    checked_edge_weights,
     csr_blocks,
-    edge_list,
-    edge_weights,
+    listed_edges,
     repeated_edges_warning,
     undirected_edges,
-    weighted_edge_list,
+    weighted_listed_edges,
 )
 from .base import DatasetError, class_labels, float32_features, stored_features
 
@@ -63,7 +63,7 @@ def read_npz_graph(path: str | Path, directed: bool = False) -> Data:
     """A graph in the gnn-benchmark npz layout (``adj_*``, ``attr_*`` CSR arrays, optional ``labels``).
 
     Features stay sparse and keep their values. The adjacency's values are the edges' weights, checked and merged as
-    an edge file's weight column is (:func:`~gca.graph.edges.weighted_edge_list`); all 1 — the Amazon/Coauthor
+    an edge file's weight column is (:func:`~gca.graph.edges.weighted_listed_edges`); all 1 — the Amazon/Coauthor
     files' — is unweighted.
 
     Parameters
@@ -126,11 +126,11 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     def entry(i: int) -> str:
         return f"the adjacency entry at row {int(np.searchsorted(adj.indptr, i, 'right')) - 1}, column {adj.indices[i]}"
 
-    weight = edge_weights(adj.data, path, entry)  # adj_data
+    weight = checked_edge_weights(adj.data, path, entry)  # adj_data
     edge_weight = None
     if weight is not None:  # the values are the edges' weights, checked and merged as edge files' are
         rows = np.repeat(np.arange(num_nodes, dtype=np.int64), np.diff(adj.indptr))
-        edge_index, edge_weight, repeated = weighted_edge_list(
+        edge_index, edge_weight, repeated = weighted_listed_edges(
             rows,
             adj.indices,
             weight,
@@ -145,7 +145,7 @@ def read_npz(path: Path, directed: bool) -> tuple[Data, list[str]]:
     elif directed:
         coo = adj.tocoo()
         del adj, arrays["adj_data"], arrays["adj_indices"]
-        edge_index, repeated = edge_list(coo.row, coo.col, num_nodes, directed)
+        edge_index, repeated = listed_edges(coo.row, coo.col, num_nodes, directed)
         del coo
     else:  # read a block of rows at a time: no row array, no 64-bit edge list
         edge_index, repeated, _ = undirected_edges(csr_blocks(adj.indptr, adj.indices), num_nodes, adj.nnz)

@@ -23,7 +23,7 @@ import torch
 from torch_geometric.data import Data
 
 from ..errors import option
-from ..graph.edges import edge_list
+from ..graph.edges import listed_edges
 from .base import DatasetError, LoadedDataset, class_labels, float32_features
 
 #: canonical name → (OGB's name, folder the archive unpacks into, archive URL)
@@ -89,7 +89,7 @@ def read_ogb_folder(folder: str | Path, name: str | None = None) -> LoadedDatase
     edges = _table(folder / "raw" / "edge.csv.gz", np.int64)
     if edges.shape[1] != 2 or (edges.size and (edges.min() < 0 or edges.max() >= num_nodes)):
         raise DatasetError(f"{folder}/raw/edge.csv.gz must list node pairs in [0, {num_nodes - 1}]")
-    edge_index, _ = edge_list(edges[:, 0], edges[:, 1], num_nodes, directed=False)
+    edge_index, _ = listed_edges(edges[:, 0], edges[:, 1], num_nodes, directed=False)
     y, notes = None, []
     labels = folder / "raw" / "node-label.csv.gz"
     if labels.is_file():

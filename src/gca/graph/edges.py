@@ -1,6 +1,6 @@
 """Edge lists built from the edges a file lists: both directions of every undirected edge once, sorted, repeats
-counted (:func:`undirected_edges`, a block at a time), weighted edges with their rules (:func:`weighted_edge_list`),
-and the checks that refuse edge weights a GCN cannot train on (:func:`edge_weights`)."""
+counted (:func:`undirected_edges`, a block at a time), weighted edges with their rules (:func:`weighted_listed_edges`),
+and the checks that refuse edge weights a GCN cannot train on (:func:`checked_edge_weights`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .csr import remember_symmetric, scatter_positions
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def edge_list(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:
+def listed_edges(source: np.ndarray, target: np.ndarray, num_nodes: int, directed: bool) -> tuple[torch.Tensor, int]:
     """(edge_index, how many listed edges repeat an earlier one) for the edges ``source[i] → target[i]`` (node ids in
     ``[0, num_nodes)``).
 
@@ -190,7 +190,7 @@ def repeated_edges_warning(path: str | Path, repeated: int, weighted: bool = Fal
     )
 
 
-def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | None:
+def checked_edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | None:
     """A file's edge weights as float64, checked — or ``None`` when every one is 1, so that such a file is read, and
     trains, exactly as the same edges without weights.
 
@@ -216,7 +216,7 @@ def edge_weights(values: np.ndarray, path: str | Path, where) -> np.ndarray | No
     return values
 
 
-def weighted_edge_list(
+def weighted_listed_edges(
     source: np.ndarray,
     target: np.ndarray,
     weight: np.ndarray,
@@ -226,8 +226,8 @@ def weighted_edge_list(
     where,
     advice: str,
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`edge_list` for edges that carry
-    the weights ``weight[i]`` (checked by :func:`edge_weights`), with the rules of ``Data.edge_weight``
+    """(edge_index, edge_weight, how many listed edges repeat an earlier one): :func:`listed_edges` for edges that carry
+    the weights ``weight[i]`` (checked by :func:`checked_edge_weights`), with the rules of ``Data.edge_weight``
     (:mod:`gca.graph.graph`).
 
     A repeated ordered pair is one edge whose weight is the **sum** of its listings'. On an undirected graph an edge and

@@ -30,7 +30,7 @@ import torch
 from torch_geometric.data import Data
 
 from ...errors import option
-from ...graph.edges import edge_list, repeated_edges_warning, undirected_edges, weighted_edge_list
+from ...graph.edges import listed_edges, repeated_edges_warning, undirected_edges, weighted_listed_edges
 from ..base import DatasetError, LoadedDataset, check_regular_file, float32_features, stored_features
 from .edges import HEADER_NAMES as HEADER_NAMES
 from .edges import WEIGHT_NAME as WEIGHT_NAME
@@ -269,10 +269,10 @@ def load_files(
                 )
         edge_weight_tensor = None
     elif weights is None:
-        edge_index, repeated = edge_list(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
+        edge_index, repeated = listed_edges(_joined(read_edges.sources), _joined(read_edges.targets), num_nodes, True)
         edge_weight_tensor = None
     else:
-        edge_index, edge_weight_tensor, repeated = weighted_edge_list(
+        edge_index, edge_weight_tensor, repeated = weighted_listed_edges(
             _joined(read_edges.sources),
             _joined(read_edges.targets),
             weights,

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...errors import option
-from ...graph.edges import edge_weights
+from ...graph.edges import checked_edge_weights
 from ...stderr import spoken
 from ..base import DatasetError
 from .ids import _INTEGER, NodeIds, _is_number
@@ -188,7 +188,7 @@ def _read_edges(table: TableInput, nodes: NodeIds, weight_column: int | None, fe
         sources, targets = [s.astype(np.int32) for s in sources], [t.astype(np.int32) for t in targets]
     weight = None
     if weight_column is not None:
-        weight = edge_weights(_joined(weights), table.name, table.where)
+        weight = checked_edge_weights(_joined(weights), table.name, table.where)
     return _Edges(sources, targets, weight, table)
 
 
