@@ -1,20 +1,23 @@
-"""Benchmarks (b) and (c): one full GCA training epoch, and its peak memory at Coauthor-Physics size.
+"""One training epoch, gca against the plain formulation: seconds per epoch and peak memory, on the CPU or CUDA.
 
-(b) seconds per epoch of ``gca`` (what ``gca train --epochs N --no-eval`` spends per epoch) against a plain
-    reference written here the direct way: dense features masked by copying, PyG's GCNConv on the kept edges, four
-    N×N similarity matrices under autograd. On Cora (from ../shared/data) and on a synthetic graph of
-    Amazon-Photo's size (7,650 nodes, 119,081 edges, 745 sparse binary features, d = 256).
-(c) peak RSS of gca training epochs on a synthetic graph of Coauthor-Physics's size (34,493 nodes, 247,962 edges,
-    8,415 sparse binary features, d = 128).
-(d) with ``--paper-datasets``: (b) on the real Amazon-Photo, Amazon-Computers and Coauthor-CS graphs from
-    ``--data-dir``, each with its shipped setting's widths (Table 5's hidden size, the authors' projection width).
-(e) with ``--bf16``: gca with ``precision=bf16`` (the whole update in mixed precision, the attention objective)
-    beside it: the exact epoch's ratio fp32 / bf16 on a CPU with bf16 matrix units (docs/benchmarks.md).
+``gca`` is what ``gca train --epochs N --no-eval`` spends per epoch (:class:`gca.GCA`'s training seconds over its
+epochs, after a one-epoch warm-up fit; ``centrality=degree``); ``plain`` is written here the direct way: dense features
+masked by copying, PyG's ``GCNConv`` on the kept edges, the four N×N similarity matrices of ``objective.py``'s
+``plain_loss`` under autograd (not run where a dozen N×N fp32 matrices exceed the memory). ``--bf16`` adds gca with
+``precision=bf16`` (the attention objective) and the ratio fp32 / bf16. On the CPU each case runs in its own process
+(its peak RSS); on CUDA in this one (PyTorch's peak allocated memory). Graphs (``--graphs``):
 
-Each measurement runs in its own subprocess. Synthetic graphs: uniformly random edges, and each node has
-``--nnz`` random features set to 1 (the benchmark files' features are sparse bag-of-words).
+* ``cora`` — Cora from ``--data-dir``, d = 128;
+* ``photo``, ``physics`` — synthetic graphs of Amazon-Photo's size (7,650 nodes, 119,081 edges, 745 sparse binary
+  features, d = 256) and Coauthor-Physics's (34,493 nodes, 247,962 edges, 8,415 features, d = 128; on the CPU at
+  most 2 epochs): random edges, 30 random features set to 1 per node;
+* ``real-photo``, ``real-computers``, ``real-cs`` (``--paper-datasets``) — the paper's graphs from ``--data-dir``
+  with their shipped setting's widths.
 
-    python benchmarks/epoch.py [--data-dir ../shared/data] [--epochs 5] [--skip-physics] [--paper-datasets] [--bf16]
+    python benchmarks/epoch.py [--data-dir DATA] [--epochs 5] [--skip-physics] [--paper-datasets] [--bf16]
+    python benchmarks/epoch.py --device cuda --epochs 20 --graphs real-photo real-computers real-cs [--json FILE]
+
+Printed: the machine, then a row per graph: plain and gca seconds per epoch and peak memory, the speed-up.
 """
 
 from __future__ import annotations
@@ -22,137 +25,77 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
-from torch_geometric.data import Data
-from torch_geometric.nn import GCNConv
-from torch_geometric.utils import dropout_edge, to_undirected
+from harness import DATA_DIR, case, load, machine, random_graph, sync, table
+from objective import plain_loss
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from objective import plain_loss  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-PAPER_GRAPHS = {"real-photo": "Amazon-Photo", "real-computers": "Amazon-Computers", "real-cs": "Coauthor-CS"}
-
-
-def synthetic_graph(nodes: int, edges: int, features: int, nnz: int, seed: int = 0) -> Data:
-    rng = np.random.default_rng(seed)
-    pairs = rng.integers(0, nodes, size=(2, int(edges * 1.05)))
-    pairs = pairs[:, pairs[0] != pairs[1]]
-    pairs = np.unique(np.sort(pairs, axis=0), axis=1)[:, :edges]
-    edge_index = to_undirected(torch.from_numpy(pairs), num_nodes=nodes)
-    rows = np.repeat(np.arange(nodes), nnz)
-    cols = rng.integers(0, features, size=nodes * nnz)
-    x = torch.sparse_coo_tensor(np.vstack([rows, cols]), np.ones(rows.size, dtype=np.float32), (nodes, features))
-    x = x.coalesce()
-    x = torch.sparse_coo_tensor(x.indices(), torch.ones_like(x.values()), x.shape).coalesce()
-    return Data(x=x, edge_index=edge_index, y=torch.from_numpy(rng.integers(0, 8, nodes)))
+PAPER = {"real-photo": "Amazon-Photo", "real-computers": "Amazon-Computers", "real-cs": "Coauthor-CS"}
+NODES = {
+    "cora": 2708,
+    "photo": 7650,
+    "physics": 34_493,
+    "real-photo": 7650,
+    "real-computers": 13_752,
+    "real-cs": 18_333,
+}
+LABELS = {
+    "cora": "Cora (2,708 nodes, d = 128)",
+    "photo": "Amazon-Photo size (7,650, d = 256)",
+    "physics": "Coauthor-Physics size (34,493, d = 128)",
+    **{key: f"{name} (real, its setting's widths)" for key, name in PAPER.items()},
+}
 
 
-def load(name: str, data_dir: str, nnz: int) -> tuple[Data, dict]:
-    if name == "cora":
-        from gca.datasets import load_dataset
-
-        return load_dataset("Cora", data_dir=data_dir).data, {"hidden": 128, "proj_hidden": 128}
+def graph(name: str, data_dir: str):
+    """(data, hidden, proj_hidden) of a graph of ``--graphs``."""
     if name == "photo":
-        return synthetic_graph(7650, 119_081, 745, nnz), {"hidden": 256, "proj_hidden": 256}
-    if name in PAPER_GRAPHS:
-        from gca.config import build_config
-        from gca.datasets import load_dataset
-
-        config = build_config(PAPER_GRAPHS[name])
-        return load_dataset(PAPER_GRAPHS[name], data_dir=data_dir).data, {
-            "hidden": config.hidden,
-            "proj_hidden": config.proj_hidden,
-        }
+        return random_graph(7650, 119_081, 745), 256, 256
     if name == "physics":
-        return synthetic_graph(34_493, 247_962, 8415, nnz), {"hidden": 128, "proj_hidden": 128}
-    raise ValueError(name)
+        return random_graph(34_493, 247_962, 8415), 128, 128
+    loaded, config = load(PAPER.get(name, "Cora"), data_dir)
+    return (loaded.data, 128, 128) if name == "cora" else (loaded.data, config.hidden, config.proj_hidden)
 
 
-class PlainEncoder(torch.nn.Module):
-    def __init__(self, in_channels: int, hidden: int, proj_hidden: int) -> None:
-        super().__init__()
-        self.conv1 = GCNConv(in_channels, 2 * hidden)
-        self.conv2 = GCNConv(2 * hidden, hidden)
-        self.fc1 = torch.nn.Linear(hidden, proj_hidden)
-        self.fc2 = torch.nn.Linear(proj_hidden, hidden)
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.conv2(torch.relu(self.conv1(x, edge_index)), edge_index))
-
-    def project(self, h: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.nn.functional.elu(self.fc1(h)))
-
-
-def cpu_description() -> str:
-    """The CPU's model and the vector and matrix units PyTorch uses on it: what an epoch's speed depends on."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-                break
-    except OSError:
-        pass
-    units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    from gca.precision import cpu_bf16_units
-
-    return (
-        f"{model}, {os.cpu_count()} cores, flags {' '.join(units) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}"
-        f"; PyTorch {torch.__version__} uses {torch.backends.cpu.get_cpu_capability()}, bf16 units: "
-        f"{cpu_bf16_units() or 'none'}"
-    )
-
-
-def _sync(device: str) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-
-
-def plain_epochs(data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu") -> float:
+def plain_epochs(data, hidden: int, proj_hidden: int, epochs: int, device: str) -> float:
     """Seconds per epoch of the direct formulation (uniform probabilities; sampling cost is the same order)."""
+    from torch_geometric.nn import GCNConv
+    from torch_geometric.utils import dropout_edge
+
     torch.manual_seed(0)
     x = (data.x.to_dense() if data.x.is_sparse else data.x).to(device)
     edge_index = data.edge_index.to(device)
-    model = PlainEncoder(x.shape[1], hidden, proj_hidden).to(device)
+    convs = torch.nn.ModuleList([GCNConv(x.shape[1], 2 * hidden), GCNConv(2 * hidden, hidden)])
+    head = torch.nn.Sequential(
+        torch.nn.Linear(hidden, proj_hidden), torch.nn.ELU(), torch.nn.Linear(proj_hidden, hidden)
+    )
+    model = torch.nn.ModuleList([convs, head]).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-4, weight_decay=1e-5)
 
     def step() -> None:
         views = []
         for p_e, p_f in ((0.2, 0.3), (0.4, 0.4)):
             edges, _ = dropout_edge(edge_index, p=p_e)
-            keep = torch.rand(x.shape[1], device=device) >= p_f
             masked = x.clone()
-            masked[:, ~keep] = 0
-            views.append(model.project(model(masked, edges)))
+            masked[:, torch.rand(x.shape[1], device=device) < p_f] = 0
+            views.append(head(torch.relu(convs[1](torch.relu(convs[0](masked, edges)), edges))))
         loss = plain_loss(views[0], views[1], 0.4)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
 
     step()  # warm-up
-    _sync(device)
+    sync()
     start = time.perf_counter()
     for _ in range(epochs):
         step()
-    _sync(device)
+    sync()
     return (time.perf_counter() - start) / epochs
 
 
-def gca_epochs(
-    data: Data, hidden: int, proj_hidden: int, epochs: int, device: str = "cpu", bf16: bool = False
-) -> float:
+def gca_epochs(data, hidden: int, proj_hidden: int, epochs: int, device: str, bf16: bool = False) -> float:
     from gca import GCA, GCAConfig
 
     config = GCAConfig(epochs=epochs, hidden=hidden, proj_hidden=proj_hidden, centrality="degree")
@@ -164,90 +107,68 @@ def gca_epochs(
     return estimator.train_seconds / epochs
 
 
-def run_case(method: str, name: str, epochs: int, data_dir: str, nnz: int) -> dict:
-    data, dims = load(name, data_dir, nnz)
+def measure(method: str, name: str, epochs: int, data_dir: str, device: str) -> dict:
+    data, hidden, proj_hidden = graph(name, data_dir)
+    if device != "cpu":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     if method == "plain":
-        seconds = plain_epochs(data, dims["hidden"], dims["proj_hidden"], epochs)
+        seconds = plain_epochs(data, hidden, proj_hidden, epochs, device)
     else:
-        seconds = gca_epochs(data, dims["hidden"], dims["proj_hidden"], epochs, bf16=method == "gca-bf16")
-    return {"seconds_per_epoch": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        seconds = gca_epochs(data, hidden, proj_hidden, epochs, device, bf16=method == "gca-bf16")
+    return {"seconds": seconds, "peak_mb": torch.cuda.max_memory_allocated() / 2**20 if device != "cpu" else None}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=DATA_DIR)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--nnz", type=int, default=30, help="features per node in the synthetic graphs")
+    parser.add_argument("--graphs", nargs="+", choices=list(LABELS), default=["cora", "photo", "physics"])
     parser.add_argument("--skip-physics", action="store_true")
     parser.add_argument("--paper-datasets", action="store_true", help="also the real Photo, Computers and CS graphs")
-    parser.add_argument(
-        "--bf16",
-        action="store_true",
-        help="also gca with the attention objective in bf16 (its column: bf16 s/epoch, ratio to fp32)",
-    )
-    parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--bf16", action="store_true", help="also gca with the attention objective in bf16")
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--case", nargs=2, help=argparse.SUPPRESS)  # METHOD GRAPH: one case, in its own process
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case[0], args.case[1], args.epochs, args.data_dir, args.nnz)))
-        return
+        return print(json.dumps(measure(*args.case, args.epochs, args.data_dir, "cpu")))
+    if args.device != "cpu" and not torch.cuda.is_available():
+        raise SystemExit("epoch.py: no CUDA device is available")
+    names = [g for g in args.graphs if not (args.skip_physics and g == "physics")]
+    names += [g for g in PAPER if args.paper_datasets and g not in names]
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    memory = memory if args.device == "cpu" else torch.cuda.mem_get_info()[1]
+    print(machine(args.device))
+    extra = " | gca bf16 s/epoch | fp32 / bf16" if args.bf16 else ""
+    row = table("graph | plain s/epoch | plain peak | gca s/epoch | gca peak | speed-up" + extra)
+    rows = []
+    for name in names:
+        epochs = min(args.epochs, 2) if name == "physics" and args.device == "cpu" else args.epochs
+        r = {}
+        for method in ("plain", "gca", "gca-bf16") if args.bf16 else ("plain", "gca"):
+            if method == "plain" and 12 * NODES[name] ** 2 * 4 > 0.8 * memory:
+                r[method] = None  # does not fit
+            elif args.device == "cpu":
+                r[method] = case(__file__, method, name, "--epochs", epochs, "--data-dir", args.data_dir)
+            else:
+                try:
+                    r[method] = measure(method, name, epochs, args.data_dir, args.device)
+                except torch.cuda.OutOfMemoryError:
+                    r[method] = None
 
-    print(f"machine: {cpu_description()}")
-    extra = " gca bf16 s/epoch | fp32 / bf16 |" if args.bf16 else ""
-    print(f"| graph | plain s/epoch | plain peak RSS | gca s/epoch | gca peak RSS | speed-up |{extra}")
-    print("|---|---|---|---|---|---|" + "---|---|" * args.bf16)
-    cases = [("cora", "Cora (2,708 nodes, d = 128)"), ("photo", "Amazon-Photo size (7,650, d = 256)")]
-    if args.paper_datasets:
-        cases += [(key, f"{name} (real)") for key, name in PAPER_GRAPHS.items()]
-    for name, label in cases:
-        plain = _case("plain", name, args)
-        ours = _case("gca", name, args)
-        speed = f"{plain['seconds_per_epoch'] / ours['seconds_per_epoch']:.1f}×" if plain and ours else "—"
-        extra = ""
-        if args.bf16:
-            half = _case("gca-bf16", name, args)
-            ratio = f"{ours['seconds_per_epoch'] / half['seconds_per_epoch']:.2f}×" if ours and half else "—"
-            extra = f" {_fmt(half, 'seconds_per_epoch', '{:.3f}')} | {ratio} |"
-        print(
-            f"| {label} | {_fmt(plain, 'seconds_per_epoch', '{:.3f}')} | {_fmt(plain, 'peak_rss_mb', '{:.0f} MB')} | "
-            f"{_fmt(ours, 'seconds_per_epoch', '{:.3f}')} | {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')} | {speed} |"
-            + extra,
-            flush=True,
-        )
-    if not args.skip_physics:
-        ours = _case("gca", "physics", args, epochs=2)
-        print(
-            f"\nCoauthor-Physics size (34,493 nodes, 247,962 edges, 8,415 sparse features, d = 128): gca "
-            f"{_fmt(ours, 'seconds_per_epoch', '{:.1f}')} s/epoch, peak RSS {_fmt(ours, 'peak_rss_mb', '{:.0f} MB')}"
-        )
+        def cell(result: dict | None) -> str:
+            peak = result and (result["peak_mb"] if args.device != "cpu" else result["peak_rss_mb"])
+            return f"{result['seconds']:.4f} | {peak:,.0f} MB" if result else "does not fit or failed | —"
 
+        def ratio(a: dict | None, b: dict | None, unit: str = "×") -> str:
+            return f"{a['seconds'] / b['seconds']:.2f}{unit}" if a and b else "—"
 
-def _case(method: str, name: str, args: argparse.Namespace, epochs: int | None = None) -> dict | None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--case",
-            method,
-            name,
-            "--epochs",
-            str(epochs or args.epochs),
-            "--data-dir",
-            args.data_dir,
-            "--nnz",
-            str(args.nnz),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-        print(f"  ({method} on {name} failed: {tail[0]})", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _fmt(result: dict | None, key: str, pattern: str) -> str:
-    return pattern.format(result[key]) if result else "failed"
+        bf16 = f" | {cell(r['gca-bf16']).split(' |')[0]} | {ratio(r['gca'], r['gca-bf16'])}" if args.bf16 else ""
+        row(f"{LABELS[name]} | {cell(r['plain'])} | {cell(r['gca'])} | {ratio(r['plain'], r['gca'])}{bf16}")
+        rows.append({"graph": name, "epochs": epochs, **r})
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine(args.device), "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

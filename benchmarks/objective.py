@@ -1,11 +1,30 @@
-"""Benchmark (a): the objective's forward + backward pass, gca's blocked version against the plain formulation.
+"""The objective's time and memory per backend and precision, on the CPU or on CUDA.
 
-The plain formulation is written here, as most implementations write it: dense N×N similarity matrices for
-θ(u, u) and θ(u, v), their exponentials, both directions, everything kept by autograd. Each case runs in a fresh
-subprocess so that its peak RSS is its own. The GEMM bound is the time the method's matrix products alone would
-take at this machine's measured matmul throughput for the same shapes.
+Each case is one forward + backward of −J (τ = 0.5) on Gaussian views u, v of N × d, equal for every case of one N
+and d (so the losses differ only by arithmetic): seconds (the median of ``--repeats`` after a warm-up; one cold run
+from ``--single-run-from`` nodes), peak memory (on the CPU each case runs in its own process: its peak RSS; on CUDA
+PyTorch's peak allocated memory), the loss, and a bound, the time of the case's matrix products alone on this device:
 
-    python benchmarks/objective.py [--sizes 2708 7650 13752 34493] [--dims 128 256] [--repeats 3]
+* ``plain`` — the formulation as most implementations write it: dense N×N matrices θ(u, u) and θ(u, v), their
+  exponentials, both directions, everything kept by autograd (skipped where a dozen N×N fp32 matrices do not fit);
+* ``gca`` — the library's default (:func:`gca.objective.contrastive_loss`, blocked; ``--block-rows R``: R rows per
+  block). Its bound (the GEMM bound): the similarity blocks (block × d)(d × 2N) forward and recomputed, half the
+  triangle each, and the gradient's M_r Z (block × 2N)(2N × d) and M_rᵀ Z_r (2N × block)(block × d), half each, at
+  the rate this device multiplies each of those shapes;
+* ``blocked-fp32``, ``blocked-tf32`` — :class:`gca.objective.ContrastiveObjective` with that precision, bound as
+  ``gca``'s (products in TF32 for tf32); ``attention-fp32`` (the memory-efficient kernel), ``attention-bf16-flash``,
+  ``attention-bf16-efficient`` — :func:`gca.objective.attention_loss`; bound: 4u flops (u = 2·(2N)²·d, two products
+  in each of its two kernel calls) at the rate of a dense 8192³ product in its precision (1024³ on a CPU).
+
+    python benchmarks/objective.py [--sizes 2708 7650 13752 34493] [--dims 128 256] [--repeats 3]   # plain, gca
+    python benchmarks/objective.py --device cuda --sizes 34493 169343 1000000 --dims 128 --deadline 240 \\
+        --cases blocked-fp32 blocked-tf32 attention-fp32 attention-bf16-flash attention-bf16-efficient
+    python benchmarks/objective.py --device cuda --sizes 7650 --dims 256 --cases gca --block-rows 64 256 1024 4096
+
+Printed: the machine; on the CPU first the products' throughput in torch and NumPy at N = 7,650, d = 256
+(``--no-library-table``: not); then a row per N, d and case: seconds, peak memory, × plain (plain's seconds over the
+case's), bound, seconds / bound, loss. fp32 cases from ``--skip-fp32-from`` nodes and cases after ``--deadline``
+seconds are reported as not run, never estimated.
 """
 
 from __future__ import annotations
@@ -13,14 +32,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
-import subprocess
-import sys
 import time
+from pathlib import Path
 
 import torch
+from harness import case, machine, median_seconds, table
 from torch.nn import functional as F
+
+# case → (backend, precision, kernel)
+CASES = {
+    "plain": ("plain", "fp32", ""),
+    "gca": ("gca", "fp32", ""),
+    "blocked-fp32": ("blocked", "fp32", ""),
+    "blocked-tf32": ("blocked", "tf32", ""),
+    "attention-fp32": ("attention", "fp32", "efficient"),
+    "attention-bf16-flash": ("attention", "bf16", "flash"),
+    "attention-bf16-efficient": ("attention", "bf16", "efficient"),
+}
 
 
 def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
@@ -35,133 +63,159 @@ def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
     return 0.5 * (semi(u, v) + semi(v, u)).mean()
 
 
-def _best_seconds(fn, repeats: int = 7, min_seconds: float = 0.05) -> float:
-    """Best time per call over ``repeats`` samples, each long enough (≥ ``min_seconds``) to average out jitter."""
-    fn()  # warm-up
-    start = time.perf_counter()
-    fn()
-    calls = max(1, int(min_seconds / max(time.perf_counter() - start, 1e-9)))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
+def measure(name: str, n: int, d: int, block: int, repeats: int, device: str, single: bool) -> dict:
+    """One case's seconds, peak GPU memory (on CUDA) and loss."""
+    from gca.objective import ContrastiveObjective, attention_loss, contrastive_loss
+
+    backend, precision, kernel = CASES[name]
+    torch.manual_seed(0)
+    u = torch.randn(n, d, device=device, requires_grad=True)
+    v = torch.randn(n, d, device=device, requires_grad=True)
+    losses = {
+        "plain": lambda: plain_loss(u, v, 0.5),
+        "gca": lambda: contrastive_loss(u, v, 0.5, block),
+        "blocked": lambda: ContrastiveObjective(0.5, backend="blocked", precision=precision)(u, v),
+        "attention": lambda: attention_loss(u, v, 0.5, precision, kernel),
+    }
+    value = {}
+
+    def step() -> None:
+        loss = losses[backend]()
+        loss.backward()
+        value["loss"] = float(loss.detach())
+        u.grad = v.grad = None
+
+    if device != "cpu":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    seconds = median_seconds(step, 1, 0) if single else median_seconds(step, repeats)
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device != "cpu" else None
+    return {"seconds": seconds, "peak_mb": peak, "loss": value["loss"]}
 
 
-def matmul_throughput(rows: int, inner: int, cols: int, repeats: int = 7) -> float:
-    """FLOP/s of torch's matmul for a [rows × inner] @ [inner × cols] product (best of ``repeats``)."""
-    a, b, out = torch.randn(rows, inner), torch.randn(inner, cols), torch.empty(rows, cols)
-    # Into a preallocated output: the throughput of the product itself, not of allocating its result.
-    return 2.0 * rows * inner * cols / _best_seconds(lambda: torch.matmul(a, b, out=out), repeats)
+def per_call(fn) -> float:
+    """Median seconds per call of ``fn`` over 7 samples of as many calls as fill 0.05 s (a short product's time is
+    otherwise the timer's and the scheduler's)."""
+    calls = max(1, int(0.05 / max(median_seconds(fn, 1), 1e-9)))
+    return median_seconds(lambda: [fn() for _ in range(calls)], 7, 0) / calls
 
 
-def numpy_throughput(rows: int, inner: int, cols: int, repeats: int = 7) -> float:
-    """The same for NumPy's matmul (OpenBLAS in the PyPI wheels)."""
-    import numpy as np
+def rate(rows: int, inner: int, cols: int, device: str, dtype=torch.float32, tf32: bool = False) -> float:
+    """Flop/s of a [rows × inner] @ [inner × cols] product into a preallocated output (the product, not the
+    allocation)."""
+    from gca.objective import tf32_products
 
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((rows, inner), dtype=np.float32)
-    b = rng.standard_normal((inner, cols), dtype=np.float32)
-    out = np.empty((rows, cols), dtype=np.float32)
-    return 2.0 * rows * inner * cols / _best_seconds(lambda: np.matmul(a, b, out=out), repeats)
+    a, b = torch.randn(rows, inner, device=device, dtype=dtype), torch.randn(inner, cols, device=device, dtype=dtype)
+    out = torch.empty(rows, cols, device=device, dtype=dtype)
+    with tf32_products(tf32):
+        return 2.0 * rows * inner * cols / per_call(lambda: torch.matmul(a, b, out=out))
+
+
+def bound(name: str, n: int, d: int, block: int, device: str, dense: dict) -> float | None:
+    backend, precision, _ = CASES[name]
+    unit = 2.0 * (2 * n) ** 2 * d
+    if backend == "attention":
+        if precision not in dense:
+            size, dtype = (8192 if device != "cpu" else 1024), torch.bfloat16 if precision == "bf16" else torch.float32
+            dense[precision] = rate(size, size, size, device, dtype)
+        return 4 * unit / dense[precision]
+    if backend == "plain":
+        return None
+    shapes = [(1.0, (block, d, 2 * n)), (0.5, (block, 2 * n, d)), (0.5, (2 * n, block, d))]
+    return sum(share * unit / rate(*shape, device, tf32=precision == "tf32") for share, shape in shapes)
 
 
 def library_table(n: int, d: int) -> None:
     """torch against NumPy (OpenBLAS) for the three product shapes of the blocked objective."""
+    import numpy as np
+
     from gca.objective import auto_block_size
+
+    def numpy_rate(rows: int, inner: int, cols: int) -> float:
+        rng = np.random.default_rng(0)
+        a, b = rng.standard_normal((rows, inner), np.float32), rng.standard_normal((inner, cols), np.float32)
+        out = np.empty((rows, cols), np.float32)
+        return 2.0 * rows * inner * cols / per_call(lambda: np.matmul(a, b, out=out))
 
     block = auto_block_size(2 * n)
     print(f"matmul throughput for the objective's shapes at N = {n:,}, d = {d} (block = {block}), GFLOP/s:")
-    print("| shape | torch | NumPy |")
-    print("|---|---|---|")
+    row = table("shape | torch | NumPy")
     for label, shape in (
         ("similarity block (block × d)(d × 2N)", (block, d, 2 * n)),
         ("gradient M_r Z (block × 2N)(2N × d)", (block, 2 * n, d)),
         ("gradient M_rᵀ Z_r (2N × block)(block × d)", (2 * n, block, d)),
     ):
-        print(f"| {label} | {matmul_throughput(*shape) / 1e9:.0f} | {numpy_throughput(*shape) / 1e9:.0f} |")
+        row(f"{label} | {rate(*shape, 'cpu') / 1e9:.0f} | {numpy_rate(*shape) / 1e9:.0f}")
     print()
 
 
-def run_case(method: str, n: int, d: int, repeats: int) -> dict:
-    from gca.objective import auto_block_size, contrastive_loss
-
-    torch.manual_seed(0)
-    u = torch.randn(n, d, requires_grad=True)
-    v = torch.randn(n, d, requires_grad=True)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        loss = plain_loss(u, v, 0.5) if method == "plain" else contrastive_loss(u, v, 0.5)
-        loss.backward()
-        times.append(time.perf_counter() - start)
-        u.grad = v.grad = None
-    out = {"seconds": min(times), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    if method == "gca":
-        block = auto_block_size(2 * n)
-        # The blocked method's products, in units of one (2N)²·d multiply-add sweep: the similarity blocks
-        # (block × d)(d × 2N) twice (forward ½ + recompute ½ of the triangle), then M_r·Z (block × 2N)(2N × d) and
-        # M_r·ᵀZ_r (2N × block)(block × d), ½ each. Each shape is timed on its own.
-        unit = 2.0 * (2 * n) ** 2 * d
-        shapes = [(1.0, (block, d, 2 * n)), (0.5, (block, 2 * n, d)), (0.5, (2 * n, block, d))]
-        bound = sum(share * unit / matmul_throughput(*shape) for share, shape in shapes)
-        out.update(gemm_bound_seconds=bound, gflop=2 * unit / 1e9, block=block)
-    return out
-
-
-def plain_fits(n: int) -> bool:
-    """The plain version keeps about a dozen N×N fp32 tensors; skip it where that exceeds the memory here."""
-    need = 12 * n * n * 4
-    available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    return need < 0.8 * available
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--sizes", type=int, nargs="+", default=[2708, 7650, 13752, 34493])
     parser.add_argument("--dims", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=["plain", "gca"])
+    parser.add_argument("--block-rows", type=int, nargs="+", default=[0], help="gca's rows per block (0: auto)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--case", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--no-library-table", action="store_true", help="skip the torch-vs-NumPy matmul table")
+    parser.add_argument("--single-run-from", type=int, default=500_000, help="one cold run from this N")
+    parser.add_argument("--skip-fp32-from", type=int, default=500_000, help="fp32 cases not run from this N")
+    parser.add_argument("--deadline", type=float, default=float("inf"), help="seconds; later cases are not run")
+    parser.add_argument("--no-library-table", action="store_true", help="skip the torch-against-NumPy table")
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--case", nargs=5, help=argparse.SUPPRESS)  # NAME N D BLOCK SINGLE: one case, in a process
     args = parser.parse_args()
     if args.case:
-        method, n, d = args.case[0], int(args.case[1]), int(args.case[2])
-        print(json.dumps(run_case(method, n, d, args.repeats)))
-        return
+        name, n, d, block, single = args.case[0], *map(int, args.case[1:])
+        return print(json.dumps(measure(name, n, d, block, args.repeats, "cpu", bool(single))))
+    if args.device != "cpu" and not torch.cuda.is_available():
+        raise SystemExit("objective.py: no CUDA device is available")
+    from gca.objective import auto_block_size
 
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads"
-    )
-    if not args.no_library_table:
+    print(machine(args.device))
+    if args.device == "cpu" and not args.no_library_table:
         library_table(7650, 256)
-    header = "| N | d | plain s | plain peak RSS | gca s | gca peak RSS | speed-up | GEMM bound s | gca / bound |"
-    print(header)
-    print("|---" * (header.count("|") - 1) + "|")
+    begin, rows, dense = time.perf_counter(), [], {}
+    row = table("N | d | case | seconds | peak memory | × plain | bound s | seconds / bound | loss")
     for n in args.sizes:
         for d in args.dims:
-            results = {}
-            for method in ("plain", "gca"):
-                if method == "plain" and not plain_fits(n):
-                    results[method] = None
-                    continue
-                proc = subprocess.run(
-                    [sys.executable, __file__, "--case", method, str(n), str(d), "--repeats", str(args.repeats)],
-                    capture_output=True,
-                    text=True,
+            cases = [(c, b) for c in args.cases for b in (args.block_rows if c == "gca" else [0])]
+            plain = None
+            for name, rows_per_block in cases:
+                block = rows_per_block or auto_block_size(2 * n, device=args.device)
+                label = f"{name}, {block} rows per block" if name == "gca" else name
+                single = n >= args.single_run_from
+                free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+                free = free if args.device == "cpu" else torch.cuda.mem_get_info()[0]
+                why = (
+                    "fp32 at this N" if CASES[name][1] == "fp32" and name != "gca" and n >= args.skip_fp32_from else ""
                 )
-                results[method] = json.loads(proc.stdout) if proc.returncode == 0 else None
-            plain, gca = results["plain"], results["gca"]
-            p_s = f"{plain['seconds']:.3f}" if plain else "does not fit"
-            p_m = f"{plain['peak_rss_mb']:.0f} MB" if plain else "—"
-            speed = f"{plain['seconds'] / gca['seconds']:.1f}×" if plain else "—"
-            print(
-                f"| {n:,} | {d} | {p_s} | {p_m} | {gca['seconds']:.3f} | {gca['peak_rss_mb']:.0f} MB | {speed} | "
-                f"{gca['gemm_bound_seconds']:.3f} | {gca['seconds'] / gca['gemm_bound_seconds']:.2f} |",
-                flush=True,
-            )
+                why = "does not fit" if name == "plain" and 12 * n * n * 4 > 0.8 * free else why
+                why = "deadline" if time.perf_counter() - begin > args.deadline else why
+                try:
+                    if why:
+                        r = None
+                    elif args.device == "cpu":
+                        r = case(__file__, name, n, d, block, int(single), "--repeats", args.repeats)
+                    else:
+                        r = measure(name, n, d, block, args.repeats, args.device, single)
+                except (torch.cuda.OutOfMemoryError, RuntimeError) as exc:
+                    r, why = None, f"failed: {str(exc).splitlines()[0][:80]}"
+                if r is None:
+                    row(f"{n:,} | {d} | {label} | not run ({why or 'failed'}) | | | | |")
+                    continue
+                plain = r if name == "plain" else plain
+                peak = r["peak_rss_mb"] if args.device == "cpu" else r["peak_mb"]
+                limit = bound(name, n, d, block, args.device, dense)
+                speed = f"{plain['seconds'] / r['seconds']:.1f}×" if plain else "—"
+                ratio = f"{limit:.4f} | {r['seconds'] / limit:.2f}" if limit else "— | —"
+                row(
+                    f"{n:,} | {d} | {label} | {r['seconds']:.4f} | {peak:,.0f} MB | {speed} | {ratio} | {r['loss']:.7g}"
+                )
+                rows.append({"n": n, "d": d, "case": name, "block": block, **r, "bound_seconds": limit})
+    if dense:
+        print("dense product: " + ", ".join(f"{p} {flops / 1e12:.1f} TFLOP/s" for p, flops in dense.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine(args.device), "dense_flops": dense, "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -1,32 +1,22 @@
 """``gca tune``: hyperparameter search on validation accuracy with Optuna, resumable, ending in a config file.
 
-GCA's settings matter per graph — the paper tuned them per dataset (its Table 5). The search here:
+* **Objective** — the mean validation accuracy (the usual linear evaluation, C chosen per split on the validation
+  nodes; or the authors' protocol's best check) over the first ``splits`` of the random splits ``gca train`` draws
+  with the same seed. Every label outside those splits' training and validation nodes is −1 before the search
+  starts: no test label of its splits can be read.
+* **Trials** — TPE proposes a setting; GCA trains with it as ``gca train`` would on the device (mini-batches where
+  its default chooses them) for up to ``max_epochs`` epochs, checked every ``eval_every``; the trial's value is the
+  best check and its ``epochs`` that check's epoch (early stopping). Every trial trains with the same seed, so
+  ``gca train --config DIR/best.toml`` re-runs the best exactly.
+* **Pruning** — the median rule after five trials and two checks; a collapsing trial is pruned at once with its
+  reason (``stopped``).
+* **Storage** — an SQLite study in the output folder (with a heartbeat): after Ctrl-C or kill -9 the same command
+  continues, finished trials are never repeated, and several processes on one folder share the search.
 
-* **Objective** — the mean validation accuracy of the usual linear evaluation (C chosen per split on the
-  validation nodes; or the authors' protocol's best validation check, ``protocol="authors"``) over the first
-  ``splits`` of the random 10/10/80 splits ``gca train`` draws with the same seed. The search only ever holds the
-  labels of those splits' training and validation nodes: every other label is replaced by −1 before it starts,
-  so no test label of its splits can be read.
-* **Trials** — Optuna's TPE sampler proposes a setting from the search space; GCA trains with it (the same run
-  function as ``gca train``, so mini-batch settings of the base configuration apply) for up to ``max_epochs`` epochs,
-  and every ``eval_every`` epochs the validation accuracy is measured and reported. The trial's value is the best
-  accuracy reported and its ``epochs`` the epoch where it was reached (early stopping on validation). Every trial
-  trains with the same seed, so settings are compared under the same random draws and the best one is re-run
-  exactly by ``gca train --config DIR/best.toml``.
-* **Pruning** — Optuna's median rule stops a trial whose accuracy at a check is below the median of earlier
-  trials' accuracies at that check (after five trials and the first two checks), so hopeless settings cost a
-  fraction of a training. A trial whose training collapses (:mod:`gca.objective.collapse`; the range of ``lr`` reaches
-  0.1, where Adam's first steps can do that) is pruned as soon as the collapse is seen, with the reason kept in
-  the trial's ``stopped`` attribute.
-* **Storage** — the study is a SQLite database in the output folder (Optuna's RDB storage, with a heartbeat):
-  after Ctrl-C or kill -9 the same command continues, finished trials are never repeated, a trial that was cut
-  off is run again, and several processes given the same folder share the search. :meth:`Study.run`'s ``trials``
-  counts finished (completed or pruned) trials over all processes and sessions.
-
-The search space defaults to the ranges Table 5 spans; a TOML file (:func:`read_space`; the command line's
-``--space``) replaces the range of any key (and may add any other config key), e.g. ``[tau] low = 0.2, high =
-0.8``, ``[activation] choices = ["relu", "prelu"]``, ``[p_tau] value = 0.7`` (fixed), ``[lr] low = 1e-4, high =
-1e-2, log = true``.
+The default space spans Table 5's values; ``--space FILE`` (TOML) replaces any key's range or adds one
+(``[tau] low = 0.2, high = 0.8``, ``[activation] choices = [...]``, ``[p_tau] value = 0.7``, ``log = true``), and
+``--space wide`` is the tuned settings' space (:data:`NAMED_SPACES`). :func:`mean_rank_choice` picks a setting for
+a graph no search saw, from the others' validation ranks.
 """
 
 from __future__ import annotations

@@ -370,32 +370,29 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
     return skipgram_embeddings(walks, data.num_nodes, 128, window=10, hierarchical=True, seed=seed)
 
 
-def deepwalk(
-    data: Data,
-    splits: list[Split],
-    seed: int,
-    quick: bool,
-    device: torch.device,
-    protocol: str = "sklearn",
-    progress: bool = False,
-) -> BaselineResult:
-    seed_everything(seed)
-    return _evaluate(torch.from_numpy(deepwalk_embeddings(data, seed, quick)), data, splits, protocol, progress)
+def _deepwalk(with_features: bool) -> Baseline:
+    """DeepWalk's embedding judged alone, or beside the raw features (each block ℓ2-normalised per row)."""
+
+    def run(
+        data: Data,
+        splits: list[Split],
+        seed: int,
+        quick: bool,
+        device: torch.device,
+        protocol: str = "sklearn",
+        progress: bool = False,
+    ) -> BaselineResult:
+        seed_everything(seed)
+        z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
+        if with_features:
+            x = data.x.to_dense() if data.x.is_sparse else data.x
+            z = torch.cat([F.normalize(z), F.normalize(x.float())], dim=1)
+        return _evaluate(z, data, splits, protocol, progress)
+
+    return run
 
 
-def deepwalk_features(
-    data: Data,
-    splits: list[Split],
-    seed: int,
-    quick: bool,
-    device: torch.device,
-    protocol: str = "sklearn",
-    progress: bool = False,
-) -> BaselineResult:
-    seed_everything(seed)
-    z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
-    x = data.x.to_dense() if data.x.is_sparse else data.x
-    return _evaluate(torch.cat([F.normalize(z), F.normalize(x.float())], dim=1), data, splits, protocol, progress)
+deepwalk, deepwalk_features = _deepwalk(False), _deepwalk(True)
 
 
 def node2vec(
