@@ -117,6 +117,12 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
             continue
 
 
+def key_digest(value: Any, size: int = 16, default: Callable[[Any], Any] | None = None) -> str:
+    """The hex BLAKE2b digest (``size`` bytes) of ``value``'s JSON with sorted keys (``default`` for what JSON cannot
+    hold): the key a store names an entry by — the prepared graph's, the fitted models', the views' probabilities."""
+    return hashlib.blake2b(json.dumps(value, sort_keys=True, default=default).encode(), digest_size=size).hexdigest()
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write(path, lambda f: f.write(text.encode()))
 

@@ -13,8 +13,6 @@ unweighted graph.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
 import time
 import warnings
@@ -30,6 +28,7 @@ from ..config import GCAConfig
 from ..graph.csr import has_reverse_edge
 from ..graph.graph import Graph, prepare_graph
 from ..graph.sampling import edge_unit_ids
+from ..io import key_digest
 from ..mapped import trim_heap
 from ..nn.encoders import unused_edge_values
 from .augmentors import (
@@ -228,8 +227,7 @@ Views = tuple[ViewAugmentor, ViewAugmentor]
 def _kept_views(store: Kept, graph: Graph, config: GCAConfig, build: Callable[[], Views]) -> Views:
     """The two views' samplers, their four probability vectors read from ``store`` when kept for these settings;
     ``build()`` (called at most once) computes them where they are not."""
-    settings = json.dumps({k: getattr(config, k) for k in VIEW_SETTINGS}, sort_keys=True)
-    key = hashlib.blake2b(settings.encode(), digest_size=8).hexdigest()
+    key = key_digest({k: getattr(config, k) for k in VIEW_SETTINGS}, size=8)
     views = functools.cache(build)
 
     symmetric = not (graph.directed or config.edge_scheme == "authors")

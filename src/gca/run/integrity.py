@@ -8,13 +8,12 @@ docs/design/data-and-runs.md."""
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..io import hash_files
+from ..io import hash_files, key_digest
 
 #: Bumped when what a folder holds, or how, changes: a folder of another format is rebuilt.
 FORMAT = 3
@@ -42,8 +41,7 @@ class GraphSource:
 
     @property
     def key(self) -> str:
-        text = json.dumps({"format": FORMAT, **self.record()}, sort_keys=True)
-        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        return key_digest({"format": FORMAT, **self.record()}, size=8)
 
     def files(self) -> list[Path]:
         """Every file read: each path given, and each file under a folder given (sorted; PyTorch Geometric's
@@ -96,7 +94,7 @@ def sampled_digest(path: Path) -> str:
 def _seal(meta: dict) -> str:
     """A digest of meta.json's entries but the input files' identity (refreshed when only it changed) and the seal."""
     kept = {k: v for k, v in meta.items() if k not in ("identity", "seal")}
-    return hashlib.blake2b(json.dumps(kept, sort_keys=True).encode(), digest_size=16).hexdigest()
+    return key_digest(kept)
 
 
 def _npy_size(path: Path) -> tuple[tuple[int, ...], np.dtype, int] | None:

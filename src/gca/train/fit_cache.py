@@ -25,7 +25,6 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
-import json
 import math
 import os
 import stat
@@ -40,7 +39,7 @@ import torch
 from ..config import ConfigError
 from ..errors import UserError
 from ..graph.graph import Graph
-from ..io import atomic_write
+from ..io import atomic_write, key_digest
 from ..version import __version__
 
 #: The format marker of a kept model's file.
@@ -114,8 +113,7 @@ def fit_key(config: dict, device: torch.device, graph: Graph, fingerprint: str |
         "graph": fingerprint or graph.fingerprint(),
         "raw_features": [sp.issparse(raw), str(raw.dtype)],
     }
-    text = json.dumps(record, sort_keys=True, default=repr)
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return key_digest(record, default=repr)
 
 
 def graph_claim(graph: Graph, fingerprint: str) -> dict[str, Any]:
