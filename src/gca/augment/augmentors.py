@@ -311,25 +311,18 @@ def build_augmentors(
 ) -> tuple[ViewAugmentor, ViewAugmentor]:
     """The samplers of GCA's view 1 and view 2, their probabilities computed once from the original graph.
 
-    ``centrality=None`` (or ``edge_drop``/``feature_mask`` = ``"uniform"``) gives the uniform variants;
-    ``edge_probabilities`` / ``feature_probabilities`` give a researcher's own (:func:`gca.augment.prepared.prepare`).
-
     Parameters
     ----------
     graph
         The cleaned graph.
     centrality
         ``[N]`` node centrality φ_c, or ``None`` for uniform augmentation.
-    p_e
-        (p_e1, p_e2): each view's mean edge removal probability.
-    p_f
-        (p_f1, p_f2): each view's mean feature masking probability.
+    p_e, p_f
+        (p_e1, p_e2) and (p_f1, p_f2): each view's mean edge removal and feature masking probability.
     p_tau
         p_τ, the cut-off no probability exceeds.
-    edge_drop
-        ``"adaptive"`` or ``"uniform"`` (the GCA–T ablation).
-    feature_mask
-        ``"adaptive"`` or ``"uniform"`` (the GCA–A ablation).
+    edge_drop, feature_mask
+        ``"adaptive"`` or ``"uniform"`` (the GCA–T and GCA–A ablations).
     edge_scheme
         ``"paper"`` (undirected edges dropped as one) or ``"authors"`` (each direction on its own, weighted by the tail
         node's centrality).
@@ -401,18 +394,13 @@ class SubgraphView:
 
     Parameters
     ----------
-    edge_index
-        ``[2, E]`` sampled edges, local ids.
-    unit
-        ``[E]`` index into ``unit_prob`` of each edge's unit.
-    unit_prob
-        ``[U]`` removal probability of each unit present.
+    edge_index, unit, unit_prob
+        ``[2, E]`` sampled edges (local ids), ``[E]`` index into ``unit_prob`` of each one's unit, and ``[U]``
+        removal probability of each unit present.
     features
         The full graph's feature masker.
-    edge_weight
-        ``[E]`` each sampled edge's weight (``None``: an unweighted graph).
-    edge_attr
-        ``[E, D]`` each sampled edge's features, or ``None``.
+    edge_weight, edge_attr
+        ``[E]`` each sampled edge's weight and ``[E, D]`` its features; ``None`` where the graph has none.
     """
 
     edge_index: torch.Tensor  # [2, E] sampled edges, local ids

@@ -8,16 +8,13 @@
 
 Conventions shared by all three, so that every score is finite and strictly positive (the paper takes log φ):
 
-* The graph is taken as :func:`gca.graph.csr.binary_adjacency` gives it: duplicate edges count once, self-loops are
-  ignored.
+* The graph is :func:`gca.graph.csr.binary_adjacency`'s: duplicate edges count once, self-loops are ignored.
 * A node whose score is zero — an isolated node, a node no edge points to on a directed graph, or a node whose component
   has no cycle for the eigenvector measure — gets **half the smallest positive score** of the graph, so it ranks below
   every node with a positive score. If no node has a positive score (a graph without edges) every score is 1.
 * **Eigenvector centrality on several components**: the Perron vector of each (weakly) connected component, scaled to a
   maximum of λ_c / λ_max — λ_c the component's spectral radius — and joined. On a connected graph this is the ordinary
-  eigenvector centrality up to scale.
-
-Design notes: docs/design/core.md.
+  eigenvector centrality up to scale. Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """What GCA computes once per graph before training: the cleaned graph, node centrality and both views' samplers.
 
-:func:`prepare` cleans the graph (:func:`gca.graph.graph.prepare_graph`, unless it is a :class:`~gca.graph.graph.Graph`
-already), computes node centrality φ_c (:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds the
-two views' removal and masking probabilities (:func:`gca.augment.augmentors.build_augmentors`). Training
-(:mod:`gca.train`) and the PyTorch Geometric transforms (:mod:`gca.augment.transforms`) start from it.
-
-A graph with ``edge_weight`` or ``edge_attr`` gets a line in ``Graph.warnings`` for each of them that the encoder does
-not use (:func:`gca.nn.encoders.unused_edge_values`). Centrality, and so every removal probability, is computed on the
-unweighted graph.
+:func:`prepare` cleans the graph (:func:`gca.graph.graph.prepare_graph`), computes node centrality φ_c
+(:mod:`gca.augment.centrality`) when the augmentation is adaptive, and builds the two views' removal and masking
+probabilities (:func:`gca.augment.augmentors.build_augmentors`); training and the PyTorch Geometric transforms start
+from it. ``Graph.warnings`` gets a line for ``edge_weight`` or ``edge_attr`` the encoder does not use
+(:func:`gca.nn.encoders.unused_edge_values`). Centrality, and so every removal probability, ignores edge weights.
 """
 
 from __future__ import annotations
@@ -90,9 +87,8 @@ def one_way_note(edges: int) -> str:
 
 
 def preparation_steps(config: GCAConfig, clean: bool = True) -> list[str]:
-    """The steps :func:`prepare` takes, in order, as it names them to ``on_step`` (a progress bar counts them): cleaning
-    (``clean``: it is given a ``Data``, not a :class:`Graph`), centrality (adaptive augmentation), the views'
-    probabilities."""
+    """The steps :func:`prepare` names to ``on_step``, in order: cleaning (``clean``: given a ``Data``), centrality
+    (adaptive augmentation), the views' probabilities."""
     steps = ["cleaned"] if clean else []
     if _adaptive(config):
         steps.append(f"centrality {config.centrality}")
@@ -125,16 +121,14 @@ def prepare(
     config
         The settings the probabilities depend on (centrality, p_e, p_f, p_τ, schemes, ``feature_norm``).
     directed
-        How a ``Data`` is read: ``None`` undirected exactly when every edge has its reverse, ``False`` undirected (an
-        edge listed one way gets its reverse), ``True`` directed.
+        How a ``Data`` is read, as :meth:`gca.GCA.fit` reads it.
     encoder
         A user's encoder, for the warnings on edge weights or features it does not read; ``None`` for
         ``config.encoder``.
     store
-        Where centrality, the probabilities and (for mini-batch training on an undirected graph) the sampler's unit ids
-        are read from when an earlier run kept them, and kept when not (:class:`Kept`) — each under a name that says
-        everything it depends on besides the graph, so a run with other settings computes its own; ``None``: computed
-        here.
+        Where centrality, the probabilities and (mini-batch training, undirected graph) the sampler's unit ids are read
+        from when an earlier run kept them, and kept when not (:class:`Kept`), each under a name that says all it
+        depends on besides the graph; ``None``: computed here.
     on_step
         Told the name of each step (:func:`preparation_steps`) once it is done; ``None`` for nothing.
     edge_probabilities

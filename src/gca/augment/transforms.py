@@ -12,8 +12,7 @@ the other's output. The rules:
 * **Input.** A homogeneous ``Data`` (a ``Batch`` is one graph) with ``edge_index``, and ``x`` for masking; anything else
   is refused in one line (:class:`TransformError`), as is a graph gca cannot use (:class:`~gca.graph.graph.GraphError`).
 * **Which edges go.** Each *unit* of the graph as :func:`~gca.graph.graph.prepare_graph` cleans it (an undirected edge
-  {u, v}, or a directed edge) is kept or dropped with all its input edges (both directions, repeats). Self-loops are
-  never dropped.
+  {u, v}, or a directed edge) goes or stays with all its input edges (both directions, repeats); self-loops stay.
 * **What is returned.** The kept input edges in the input's order, dtype and device, with every per-edge attribute
   (``Data.is_edge_attr``; not keys naming ``edge_label``) and a ``Batch``'s edge slices indexed alike; the rest is
   shared with the unchanged input. Edge dropping refuses a ``Data`` that also holds ``adj`` or ``adj_t``.
@@ -23,8 +22,7 @@ the other's output. The rules:
 * **What is drawn.** One uniform number per unit, in the cleaned graph's unit order
   (:meth:`~gca.augment.augmentors.EdgeDropper.draw`), then (when it masks) one per feature column: with a ``generator``,
   what :class:`~gca.augment.augmentors.ViewAugmentor` draws from it, keeping on a clean graph the very edges it keeps.
-
-Design notes: docs/design/core.md.
+  Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ Two protocols judge the same splits (:data:`PROTOCOLS`, :func:`evaluate_embeddin
 * ``authors`` — what the GCA authors' public script does (:mod:`gca.evaluate.probe`): a linear layer trained with
   Adam on the unnormalised embeddings, test accuracy at the best of the validation checks made every 20 epochs.
 
-The two give different numbers for the same embeddings: name the protocol behind each figure compared
-(docs/design/training.md).
+They give different numbers for the same embeddings: name the protocol of each figure (docs/design/training.md).
 """
 
 from __future__ import annotations
@@ -102,8 +101,7 @@ class EvaluationResult:
     @property
     def probe_converged(self) -> bool:
         """False when the authors' probe's best check was its last on most splits: it was still improving when it
-        stopped, so its accuracy says as much about the probe's schedule as about the embeddings (always True under
-        ``sklearn``, whose solver runs to convergence)."""
+        stopped (always True under ``sklearn``, whose solver runs to convergence)."""
         return 2 * self.best_at_last_check <= len(self.chosen_epochs)
 
     def to_dict(self) -> dict:
@@ -233,10 +231,9 @@ def raw_feature_input(raw: np.ndarray | sp.spmatrix, protocol: str) -> np.ndarra
 
 
 def _checked_labels(features, labels, splits: list[Split] | None = None, parts: tuple[str, ...] = PARTS) -> np.ndarray:
-    """One class number per node, renumbered 0 … C−1 in the order of the class values (−1, no label, stays −1)
-    — the same for both protocols, so class values such as 0 and 10⁹ cost two classes, not 10⁹ — with
-    ``splits`` checked to hold labelled nodes only in the ``parts`` read (:func:`gca.evaluate.splits.drop_unlabelled`
-    removes them) and two classes in every training part."""
+    """One class number per node, renumbered 0 … C−1 in the order of the class values (−1, no label, stays −1; 0
+    and 10⁹ cost two classes), with ``splits`` checked to hold labelled nodes only in the ``parts`` read
+    (:func:`gca.evaluate.splits.drop_unlabelled` removes them) and two classes in every training part."""
     y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != features.shape[0]:
         raise EvaluationError(f"expected one label per node ({features.shape[0]}), got shape {y.shape}")
@@ -262,10 +259,8 @@ def _checked_labels(features, labels, splits: list[Split] | None = None, parts: 
 
 
 class NormalizedRows:
-    """The rows of ``features`` ℓ2-normalised in float64 — so that one C grid suits embeddings and raw features of any
-    scale — read only where indexed (``rows[index]``): evaluation reads the labelled rows of its splits, a block at
-    a time, never an N × d float64 copy of all nodes (embeddings mapped from a file stay file-backed). Each row is
-    normalised on its own, so the values equal those of normalising the whole matrix."""
+    """The rows of ``features`` ℓ2-normalised in float64 (one C grid suits inputs of any scale), read only where
+    indexed (``rows[index]``), a block at a time: never an N × d float64 copy (mapped embeddings stay file-backed)."""
 
     def __init__(self, features: torch.Tensor | np.ndarray | sp.spmatrix) -> None:
         if isinstance(features, torch.Tensor):
@@ -295,8 +290,7 @@ def _predict(clf: LogisticRegression, x: NormalizedRows, index: np.ndarray) -> n
 
 
 def _inputs(features, labels, splits: list[Split], parts: tuple[str, ...] = PARTS) -> tuple[NormalizedRows, np.ndarray]:
-    """Normalised features (read where indexed) and labels as NumPy, one label per node and labelled splits
-    checked."""
+    """Normalised features (read where indexed) and labels as NumPy, with labels and splits checked."""
     x = NormalizedRows(features)
     return x, _checked_labels(x, labels, splits, parts)
 
@@ -311,9 +305,8 @@ def linear_evaluation(
     progress: bool = False,
     desc: str = "evaluate",
 ) -> EvaluationResult:
-    """Test accuracy of ℓ2 logistic regression on ``features`` (rows ℓ2-normalised in float64), C chosen per
-    split on validation: an :class:`EvaluationResult` of the accuracy (in %) per split, micro- and macro-F1, the C
-    chosen and its validation accuracy, and the training nodes each classifier was fitted on.
+    """Test accuracy of ℓ2 logistic regression on ``features`` (rows ℓ2-normalised in float64), C chosen per split
+    on validation: an :class:`EvaluationResult`.
 
     Parameters
     ----------
@@ -363,9 +356,8 @@ def validation_accuracy(
     max_train: int = MAX_TRAIN_NODES,
     protocol: str = "sklearn",
 ) -> float:
-    """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it — :func:`linear_evaluation`
-    without its test part: only the training and validation nodes' labels are read. Under the ``authors`` protocol:
-    the best validation accuracy of the probe's checks.
+    """Mean over ``splits`` of the validation accuracy (in %) of the C chosen on it (``authors``: of the probe's best
+    check) — :func:`linear_evaluation` without its test part.
 
     Parameters
     ----------

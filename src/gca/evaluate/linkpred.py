@@ -137,11 +137,10 @@ def sample_non_edges(
     at_most: bool = False,
     purpose: str = "negatives",
 ) -> torch.Tensor:
-    """``count`` distinct node pairs ``[2, count]`` that are not in ``taken`` (``[2, k]`` pairs: the graph's edges,
-    and any pair already used) and not self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is
-    unordered: (u, v) and (v, u) are one pair, returned once (smaller node first), and ``taken`` holds it in either
-    direction. Fewer pairs than ``count`` exist: with ``at_most`` all of them, else an :class:`EvaluationError`
-    naming the ``purpose`` of the pairs (a complete graph has none)."""
+    """``count`` distinct node pairs ``[2, count]`` neither in ``taken`` (``[2, k]``: the edges and any pair already
+    used) nor self-loops, drawn uniformly from ``seed``. On an undirected graph a pair is unordered (returned once,
+    smaller node first; ``taken`` holds it either way). Where fewer exist: with ``at_most`` all of them, else an
+    :class:`EvaluationError` naming the pairs' ``purpose``."""
     rng = np.random.default_rng(seed)
     taken_keys = np.unique(_pair_keys(taken.cpu().numpy(), num_nodes, directed))
     total = num_nodes * (num_nodes - 1) // (1 if directed else 2)
@@ -182,8 +181,8 @@ def sample_non_edges(
 
 @contextlib.contextmanager
 def _seeded(seed: int):
-    """PyG's link split and negative sampling draw from the global generators (torch's and Python's): seed them
-    for the block and give every generator its state back afterwards."""
+    """Seed the global generators (torch's and Python's, which PyG's link split draws from) for the block, then
+    restore them."""
     state = random.getstate()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

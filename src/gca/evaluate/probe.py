@@ -54,11 +54,9 @@ SMALL_WORK = 10**5
 
 def best_validation_check(val_accuracies: np.ndarray) -> np.ndarray:
     """Index of the check each split reports: the first one with the highest validation accuracy, of
-    ``val_accuracies`` ``[checks, splits]`` in check order (a ``ValueError`` for another shape or no checks).
-
-    The authors' loop keeps a check only when its validation accuracy is strictly above the best so far, starting from
-    0 — so ties go to the earliest check, and a split whose validation accuracy is 0 at every check reports its first
-    check (the authors' script would report 0, which only happens when nothing is learned at all)."""
+    ``val_accuracies`` ``[checks, splits]`` in check order (a ``ValueError`` for another shape or no checks). A split
+    whose validation accuracy is 0 at every check reports its first check (the authors' loop, starting from a best
+    of 0, would report 0 — which only happens when nothing is learned)."""
     val_accuracies = np.asarray(val_accuracies)
     if val_accuracies.ndim != 2 or val_accuracies.shape[0] == 0:
         raise ValueError(f"expected [checks, splits] accuracies, got shape {val_accuracies.shape}")
@@ -148,15 +146,13 @@ def adam_probe(
     desc: str = "probe",
 ) -> ProbeResult:
     """Train one linear classifier per split as the authors do; return ``(test, val, epochs, macro_f1)``
-    (:class:`ProbeResult`) at the first check with the best validation accuracy — accuracies and macro-F1 as fractions,
-    epochs numbered from 1.
+    (:class:`ProbeResult`, fractions; epochs from 1) at the first check with the best validation accuracy.
 
     Parameters
     ----------
     features
-        The frozen embeddings (or raw features), one row per node, judged as they are (not normalised): a dense
-        tensor or array, or a SciPy sparse matrix (never densified whole; dense features at most
-        :data:`SPARSE_BELOW` non-zero are judged as one).
+        The frozen embeddings (or raw features), one row per node, not normalised: a dense tensor or array, or a SciPy
+        sparse matrix (never densified whole; dense ones at most :data:`SPARSE_BELOW` non-zero are judged as one).
     labels
         One class value per node; −1 marks a node without a label (it must be in no split).
     splits
@@ -292,10 +288,9 @@ class ProbeResult(NamedTuple):
 
 
 def macro_f1s(predicted: torch.Tensor, y: torch.Tensor, parts: list[torch.Tensor], num_classes: int) -> list[float]:
-    """Each split's macro-F1 on its nodes ``parts[s]`` (its test or validation nodes), from ``predicted`` ``[S, N]``
-    (each split's classifier's class for every node) and the true classes ``y`` ``[N]``, as scikit-learn's
-    ``f1_score(average="macro")``: the mean over the classes that occur among the true or the predicted labels of
-    2·TP / (predicted + true), which is 0 for a class never predicted or never present."""
+    """Each split's macro-F1 on its nodes ``parts[s]``, from ``predicted`` ``[S, N]`` and the true classes ``y``
+    ``[N]``, as scikit-learn's ``f1_score(average="macro")``: the mean over the classes among the true or predicted
+    labels of 2·TP / (predicted + true), 0 for a class never predicted or never present."""
     scores = []
     for s, part in enumerate(parts):
         guess, truth = predicted[s, part], y[part]

@@ -37,9 +37,8 @@ SIZES = ("round", "floor")
 
 
 class DrawnSplits(list):
-    """The splits drawn (a list of :data:`Split`), and :attr:`removed`: how many unlabelled nodes were removed from
-    each part of the dataset's own split, summed over its splits (``None``: ``{"train": 0, "val": 0, "test": 0}``, for
-    splits drawn among the labelled nodes); ``own``: whether they are the dataset's own splits."""
+    """The splits drawn (a list of :data:`Split`); :attr:`removed`, the unlabelled nodes removed from each part of
+    the dataset's own split, summed over its splits (``None``: none); ``own``, whether they are the dataset's own."""
 
     def __init__(self, splits, removed: dict[str, int] | None = None, own: bool = False):
         super().__init__(splits)
@@ -52,15 +51,13 @@ class EvaluationError(UserError, ValueError):
 
 
 def _as_numpy(labels) -> np.ndarray:
-    """Labels as NumPy; a tensor is read without importing PyTorch here (the command line checks a setting before
-    PyTorch loads)."""
+    """Labels as NumPy; a tensor is read without importing PyTorch here (the command line checks before it loads)."""
     return labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
 
 
 def index_splits(splits, num_nodes: int, disjoint: bool = True) -> list[Split]:
     """``splits`` (``(train, val, test)`` triples, one per split) with every part as an int64 array of node indices,
-    the one form evaluation reads; splits already so are returned as they are (the same object), a
-    :class:`DrawnSplits` keeps what it recorded.
+    the one form evaluation reads; splits already so are returned as they are (the same object).
 
     A part is **node indices** (integers in ``[0, num_nodes)``, any order: an array, a tensor or a list) or a **boolean
     mask** of one entry per node (``data.train_mask``), which becomes the indices of its ``True`` entries. Anything
@@ -100,9 +97,8 @@ def index_splits(splits, num_nodes: int, disjoint: bool = True) -> list[Split]:
 
 
 def _check_parts(parts: Split, num_nodes: int, number: int, disjoint: bool) -> None:
-    """An :class:`EvaluationError` where a part of split ``number`` holds no node (an all-``False`` mask: no
-    accuracy can be taken on it) or, with ``disjoint``, two parts share a node (a test accuracy on training nodes,
-    or C chosen on test nodes, would read as a sound one)."""
+    """An :class:`EvaluationError` where a part of split ``number`` holds no node (an all-``False`` mask) or, with
+    ``disjoint``, two parts share a node (a test accuracy on training nodes would read as a sound one)."""
     for name, part in zip(PARTS, parts, strict=True):
         if part.size == 0:
             raise EvaluationError(
@@ -219,8 +215,7 @@ def random_splits(
 
 
 def renumber_classes(labels) -> np.ndarray:
-    """Class numbers 0 … C−1 in the order of the class values; −1 (no label) stays −1. Every protocol judges
-    labels renumbered so: classes 0 and 10⁹ are two classes, not 10⁹ + 1 outputs."""
+    """Class numbers 0 … C−1 in the order of the class values (0 and 10⁹ are two classes); −1 (no label) stays −1."""
     y = _as_numpy(labels).astype(np.int64)
     labelled = y >= 0
     renumbered = np.full(y.shape, -1, dtype=np.int64)
@@ -359,8 +354,7 @@ class SplitSetting:
     sizes: str = "round"  # random: part sizes round(fraction · n), or "floor": int(fraction · n) as the authors cut
 
     def for_protocol(self, protocol: str) -> SplitSetting:
-        """The setting as ``protocol`` draws it: under ``authors`` random parts are cut with ``int()`` as the
-        authors' script does (``sizes = "floor"``); under ``sklearn`` as given."""
+        """The setting as ``protocol`` draws it: ``sizes = "floor"`` under ``authors``, as given under ``sklearn``."""
         return replace(self, sizes="floor") if protocol == "authors" else self
 
     def check(self) -> SplitSetting:
@@ -397,9 +391,9 @@ class SplitSetting:
         dataset: str = "the graph",
         class_names: list[str] | None = None,
     ) -> DrawnSplits:
-        """The splits of the labelled nodes (label ≥ 0), and how many unlabelled nodes were removed from each part
-        of a dataset's own split. ``labels`` may be what :func:`gca.datasets.load_dataset` returned: its labels, splits,
-        name and class names are then read from it — ``SplitSetting("public").draw(loaded)``.
+        """The splits of the labelled nodes (label ≥ 0), a :class:`DrawnSplits`. ``labels`` may be what
+        :func:`gca.datasets.load_dataset` returned, read for labels, splits, name and class names:
+        ``SplitSetting("public").draw(loaded)``.
 
         Parameters
         ----------

@@ -1,6 +1,5 @@
-"""The checked graph: :func:`prepare_graph` turns a PyTorch Geometric ``Data`` object into the :class:`Graph` that
-training uses — edges coalesced, self-loops dropped, features in their form (:mod:`.features`) — once per graph. Each
-view's operator is built from the graph's edges (:mod:`.sparse`).
+"""The checked graph: :func:`prepare_graph` turns a PyTorch Geometric ``Data`` into the :class:`Graph` that training
+uses — edges coalesced, self-loops dropped, features in their form (:mod:`.features`) — once per graph.
 
 **Edge weights and edge features.** ``data.edge_weight`` ([E], non-negative, finite) and ``data.edge_attr`` ([E] or
 [E, D], finite) are kept, one row per directed edge of the cleaned graph, in ``Graph.edge_weight`` / ``Graph.edge_attr``
@@ -10,18 +9,18 @@ values and the GCN uses the weighted adjacency D̃^{-1/2}(A_w + I)D̃^{-1/2} (:m
 * a self-loop is dropped with its weight and features (the GCN adds every node's own loop with weight 1);
 * repeated edges (u, v) are merged into one whose weight — and each feature — is the **sum** of theirs, as
   ``scipy.sparse`` and PyTorch Geometric's ``coalesce`` do; the merge is reported in ``Graph.warnings``;
-* a graph declared undirected (``directed=False``) whose edges are listed one way is mirrored: each edge without its
-  reverse gets it, with the same weight and features, as the file loaders build edge lists
-  (:func:`gca.graph.edges.undirected_edges`); a repeat is then the same ordered pair listed again. ``directed=None``
-  mirrors nothing: the graph is undirected only when every edge has its reverse;
+* ``directed=False`` mirrors each edge listed without its reverse, with the same weight and features, as the file
+  loaders do (:func:`gca.graph.edges.undirected_edges`); a repeat is then the same ordered pair listed again.
+  ``directed=None`` mirrors nothing: the graph is undirected only when every edge has its reverse;
 * on an undirected graph both directions of an edge must carry the **same** weight and features after merging (the edge
-  is the unit augmentation keeps or removes, and the operator is symmetric); else the graph is refused in one line (make
-  them equal, or pass ``directed=True``);
+  is augmentation's unit, and the operator is symmetric); else the graph is refused in one line (make them equal, or
+  pass ``directed=True``);
 * negative, NaN or infinite weights, a weight beyond float32's range (one line naming the edge; only a sum of merged
-  weights that overflows is blamed on the merge), NaN or infinite features, a wrong shape or a non-numeric dtype: one
-  line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their dtype.
+  weights that overflows is blamed on the merge), NaN or infinite features, out-of-range edge ids, a wrong shape or a
+  non-numeric dtype: one line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their
+  dtype.
 
-A graph without either keeps a plain ``edge_index`` and is cleaned exactly as an unweighted graph.
+A graph without either is cleaned exactly as an unweighted graph.
 """
 
 from __future__ import annotations
@@ -57,30 +56,26 @@ class Graph:
     ``edge_index`` is coalesced and free of self-loops, in :func:`~gca.graph.csr.index_dtype` (int32 below 2³¹ nodes).
     On undirected graphs it holds both directions of every edge, sorted by source — the CSR of A that the sampler and
     inference read without a copy — and ``undirected_edges`` holds each edge once as (u, v) with u < v, the unit that
-    topology augmentation keeps or removes. ``features`` is a :class:`~gca.graph.sparse.SparseMatrix`, a dense tensor,
-    or dense rows normalised as they are read (:class:`~gca.graph.features.RowNormalizedFeatures`);
-    :func:`~gca.graph.features.dense_input` and :func:`~gca.graph.features.read_rows` take any of the three.
+    topology augmentation keeps or removes.
 
     Parameters
     ----------
     num_nodes
         N, the nodes.
-    edge_index
-        ``[2, E]`` edges as above.
-    directed
-        Whether the graph is directed (else ``edge_index`` holds both directions of every edge).
+    edge_index, directed
+        ``[2, E]`` edges as above, and whether the graph is directed.
     features
-        The encoder's input, one row per node.
+        The encoder's input, one row per node: a :class:`~gca.graph.sparse.SparseMatrix`, a dense tensor, or dense
+        rows normalised as read (:class:`~gca.graph.features.RowNormalizedFeatures`), as
+        :func:`~gca.graph.features.dense_input` and :func:`~gca.graph.features.read_rows` take them.
     raw_features
         The features as given (SciPy CSR or NumPy), from which the augmentation's feature weights are computed.
     y
         One label per node, if any.
     warnings
         One line each about what cleaning changed (duplicates merged, self-loops removed, …).
-    edge_weight
-        ``[E]`` float32 weights aligned with ``edge_index``, or ``None``.
-    edge_attr
-        ``[E, D]`` edge features aligned with ``edge_index``, or ``None``.
+    edge_weight, edge_attr
+        ``[E]`` float32 weights and ``[E, D]`` edge features aligned with ``edge_index``, or ``None``.
     """
 
     num_nodes: int
@@ -145,11 +140,7 @@ class Graph:
 
 
 def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = "none") -> Graph:
-    """Validate ``data`` and build a :class:`Graph`.
-
-    Duplicate edges and self-loops are removed (GCN adds its own self-loops) and reported in ``Graph.warnings``; NaN/inf
-    features, out-of-range edge ids and size mismatches raise :class:`GraphError`. ``raw_features`` keeps the raw
-    values, from which the augmentation's feature weights w_i are computed.
+    """Validate ``data`` and build a :class:`Graph` by the cleaning rules of this module's docstring.
 
     Parameters
     ----------

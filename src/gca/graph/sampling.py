@@ -10,9 +10,8 @@ embedding from a sampled computation tree, as GraphSAGE (Hamilton et al., 2017) 
 
 Every sampled edge also carries its *unit*: the index of the item that topology augmentation keeps or removes
 (:func:`gca.augment.augmentors.edge_units` — on undirected graphs the edge {u, v} with both its directions), so a view
-of the subgraph removes edges with the probabilities computed once on the full graph.
-
-Design notes: docs/design/core.md.
+of the subgraph removes edges with the probabilities computed once on the full graph. Design notes:
+docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -67,12 +66,9 @@ def reverse_positions(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
 
 def edge_unit_ids(edge_index: torch.Tensor, num_nodes: int, symmetric_units: bool) -> torch.Tensor:
     """For every directed edge of a coalesced ``edge_index``, the index of its augmentation unit (int32 below 2³¹
-    units).
-
-    With ``symmetric_units`` the units are the edges (u, v) with u < v in ``edge_index`` order (as
-    :func:`gca.augment.augmentors.edge_units` lists them) and (v, u) belongs to the unit of (u, v); otherwise every
-    directed edge is its own unit. Computed a block at a time (:func:`gca.graph.csr.pair_reverse_edges`).
-    """
+    units): with ``symmetric_units`` the edges (u, v) with u < v in ``edge_index`` order
+    (:func:`gca.augment.augmentors.edge_units`), (v, u) in the unit of (u, v); otherwise every directed edge.
+    Computed a block at a time (:func:`gca.graph.csr.pair_reverse_edges`)."""
 
     source, target = edge_index
     count = source.numel()
@@ -214,11 +210,9 @@ class NeighborSampler:
 
 def floyd_sample(population: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """For every row i, ``k`` distinct integers drawn uniformly from [0, population[i]) (population[i] ≥ k), from
-    ``generator`` (``None``: PyTorch's global one).
-
-    Floyd's algorithm, one round per drawn item for all rows at once: in round j, t is uniform on [0, n − k + j]; t is
-    taken unless an earlier round took it, in which case n − k + j (not yet takeable before this round) is taken. Every
-    k-subset comes out with probability 1 / C(n, k).
+    ``generator`` (``None``: PyTorch's global one). Floyd's algorithm, one round per drawn item for all rows at once:
+    in round j, t is uniform on [0, n − k + j]; t is taken unless an earlier round took it, in which case n − k + j
+    (not yet takeable before this round) is taken. Every k-subset comes out with probability 1 / C(n, k).
     """
     rows = population.numel()
     picks = torch.empty(rows, k, dtype=torch.long, device=population.device)

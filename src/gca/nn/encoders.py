@@ -13,10 +13,9 @@ default, the GCN of :mod:`gca.nn.gcn`: k layers, in → factor·hidden → … �
   2019, §7).
 
 A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call that returns a
-floating-point ``[N, config.hidden]`` tensor, one row per row of ``x`` (``config.hidden`` is the projection head's input
-width). :func:`check_encoder` runs it once on the graph's first nodes before training, and :func:`check_encoder_output`
-checks every output in training and inference; anything else is an :class:`EncoderError` of one line naming the
-encoder's class, the shape it returned and the shape it must return.
+floating-point ``[N, config.hidden]`` tensor, one row per row of ``x``. :func:`check_encoder` runs it once on the
+first nodes before training, :func:`check_encoder_output` checks every output; anything else is a one-line
+:class:`EncoderError` naming the encoder's class, the shape it returned and the shape it must return.
 
 **Edge weights and edge features** (:mod:`gca.graph.graph`). An encoder gets a view's per-edge values, aligned with its
 kept edges, through the keyword arguments its ``forward`` names (:func:`edge_arguments`): ``edge_weight`` ([E] float32)
@@ -59,8 +58,8 @@ EDGE_ARGUMENTS = ("edge_weight", "edge_attr")
 
 
 def edge_arguments(module: nn.Module) -> dict[str, bool]:
-    """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) that ``module.forward`` names, each mapped to whether it
-    is required (has no default). ``**kwargs`` names none: nothing is passed that the module did not ask for."""
+    """The per-edge keyword arguments (:data:`EDGE_ARGUMENTS`) ``module.forward`` names (``**kwargs`` names none), each
+    mapped to whether it is required (has no default)."""
     try:
         parameters = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):  # a forward without a signature (a C extension): pass nothing
@@ -292,11 +291,9 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
 
 def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: torch.Tensor | None = None) -> None:
     """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one forward
-    pass (in eval mode, without autograd) on the first few nodes and no edges.
-
-    ``edges`` (the graph's ``edge_index``, which carries its edge values) lets an encoder whose ``forward`` takes
-    ``edge_weight`` / ``edge_attr`` get empty ones of the right width, and refuses one that requires a value the graph
-    lacks. Without it (``None``), an encoder that requires one is checked at its first training step instead.
+    pass (eval mode, no autograd) on the first few nodes and no edges. ``edges`` (the graph's ``edge_index``) gives an
+    encoder that takes ``edge_weight`` / ``edge_attr`` empty ones of the right width, and refuses one that requires a
+    value the graph lacks; without it, such an encoder is checked at its first training step.
     """
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))

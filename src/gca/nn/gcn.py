@@ -171,10 +171,9 @@ def _dense_rows_read(h: torch.Tensor, adjacency: SparseMatrix) -> tuple[SparseMa
 
 
 def _entries_read(h: SparseMatrix, adjacency: SparseMatrix, feature_mask: torch.Tensor | None) -> SparseMatrix:
-    """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: those in a feature
-    column the mask zeroes, and those in a node row that no entry of M reads (:func:`_rows_read_mask`). The gradient of
-    W reads Hᵀ G, and G is zero on those rows, so with finite weights the output and every gradient are unchanged, bit
-    for bit. The filtered copy lives until the backward pass: O(nnz of H) more memory per view."""
+    """The sparse input ``h`` without the entries whose terms of M (H (diag(m) W)) are exact zeros: in a feature
+    column the mask zeroes, or a node row no entry of M reads (:func:`_rows_read_mask`; G is zero there), so with
+    finite weights output and gradients are unchanged, bit for bit. The copy lives until backward: O(nnz of H)."""
     columns = None if feature_mask is None else feature_mask != 0
     if columns is not None and bool(columns.all()):
         columns = None
@@ -256,25 +255,20 @@ class GCNEncoder(nn.Module):
         on_rows: Callable[[int], None] | None = None,
     ) -> torch.Tensor | None:
         """Inference over ``rows`` nodes at a time (no feature mask, no autograd), equal to :meth:`forward` up to
-        float32 rounding; M (``adjacency``) is read a block of rows at a time. Returns the ``[N, out_channels]``
-        embeddings, or ``None`` on a process other than the first under ``share``.
+        float32 rounding, M (``adjacency``) read a block of rows at a time; the ``[N, out_channels]`` embeddings, or
+        ``None`` on a process other than the first under ``share``. Design notes: docs/design/core.md.
 
-        A layer whose successor computes M (H W) hands over H W directly, so the wider inner activation H is never held
-        for all nodes. Dense features stored as they came (:class:`~gca.graph.features.DenseFeatures`) are read a block
-        of rows at a time; a first layer that aggregates first reads them as one float32 matrix X̂, filled block by
-        block.
+        A layer whose successor computes M (H W) hands over H W, so the wider inner H is never held for all nodes.
+        Stored dense features (:class:`~gca.graph.features.DenseFeatures`) are read a block of rows at a time, or, for
+        a first layer that aggregates first, into one float32 matrix X̂.
 
-        ``allocate(shape, dtype, final)`` gives each N-row matrix (``final``: the embeddings returned; ``None``:
-        ``torch.empty`` on the weights' device); each is written once, in blocks of rows, and read by the next layer.
-        Its ``written(matrix, start, stop)``, where it has one, is told of every block of rows written, and its
-        ``release(tensor)`` of stored dense features once they are read into X̂ or X W.
+        ``allocate(shape, dtype, final)`` gives each N-row matrix (``final``: the embeddings; ``None``: ``torch.empty``
+        on the weights' device), written once in blocks of rows; its ``written(matrix, start, stop)``, where it has
+        one, is told of every block, and its ``release(tensor)`` of stored dense features once read into X̂ or X W.
 
         ``share`` (:class:`InferenceShare`; under torchrun :class:`gca.train.distributed.RowRanges`): each process
-        computes its own range of rows of every matrix, and the share completes it — every process then holds all rows
-        of an inner matrix, the first process all rows of the embeddings. ``on_rows(count)`` is told of every block of
-        output rows computed, layer after layer (``len(layers)`` times this process's rows in all).
-
-        Design notes: docs/design/core.md.
+        computes its own rows of every matrix, and the share completes it. ``on_rows(count)`` is told of every block of
+        output rows computed, layer after layer.
         """
         n, last = adjacency.shape[0], len(self.layers) - 1
         device = self.layers[0].weight.device
@@ -328,9 +322,9 @@ def _nothing(matrix: torch.Tensor, start: int, stop: int) -> None:
 class InferenceShare(Protocol):
     """How processes share the rows of inference (:meth:`GCNEncoder.forward_in_chunks`): ``blocks(n, rows)`` are
     this process's blocks of rows (start, stop) of an n-row matrix, at most ``rows`` each; ``complete(matrix, rows,
-    final, written)`` gives this process the rows the others computed — every row of an inner matrix, every row of
-    the ``final`` one to the process that :attr:`holds_result` — calling ``written(matrix, start, stop)`` for each
-    block received; ``row_range(n)`` is the range of rows its blocks cover."""
+    final, written)`` gives it the rows the others computed (of the ``final`` one only to the process that
+    :attr:`holds_result`), calling ``written(matrix, start, stop)`` per block received; ``row_range(n)`` the rows its
+    blocks cover."""
 
     holds_result: bool
 

@@ -119,10 +119,9 @@ class GCAModel(nn.Module):
         cls, weights: Any, in_channels: int, config: GCAConfig, encoder: nn.Module | None = None
     ) -> GCAModel:
         """The model ``config`` describes (for ``in_channels`` input features) holding ``weights``, a checkpoint's
-        ``model`` state dict; ``encoder``: for a model trained with a user's encoder, a module of the same class and
-        shape to load into. Names and shapes are compared on PyTorch's meta device first, so a file whose config claims
-        a huge width is refused before anything of that size is built; a mismatch raises ``ValueError`` or
-        ``TypeError``."""
+        ``model`` state dict (``encoder``: a user's module of the same class and shape to load into). Names and shapes
+        are compared on PyTorch's meta device first, so a huge claimed width is refused before anything is built; a
+        mismatch raises ``ValueError`` or ``TypeError``."""
         if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
             raise TypeError("its 'model' entry is not a table of tensors")
         if in_channels < 1:
@@ -169,11 +168,10 @@ class GCAModel(nn.Module):
     ) -> torch.Tensor:
         """H = f(X̃, Ã) of one view given by its kept edges (``feature_mask`` m: ``None`` for none).
 
-        The GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2}, built for an undirected graph when ``symmetric`` (``edge_index`` holds
-        both directions of every edge), one operator per layer on a sampled subgraph (``layer_rows``: the rows each
-        layer's output is read at; ``None`` for the whole graph). A message-passing encoder gets the edges and masked
-        features. Values that ``edge_index`` carries (an :class:`~gca.graph.sparse.EdgeList`) weight the GCN's operator;
-        another encoder gets ``edge_weight`` / ``edge_attr`` as its ``forward`` names them.
+        The GCN gets D̂^{-1/2}(Ã + I)D̂^{-1/2} (weighted by the values ``edge_index`` carries), built for an undirected
+        graph when ``symmetric``, one operator per layer on a sampled subgraph (``layer_rows``: the rows each layer's
+        output is read at; ``None`` for the whole graph). A message-passing encoder gets the edges, masked features
+        and, as the module docstring says, the edge values.
         """
         if self.takes_edge_index:
             if self._dense is None or self._dense[0] is not features:  # densified once per feature matrix

@@ -120,8 +120,7 @@ def attention_loss(
         PyTorch's kernel on CUDA: ``"flash"`` (bf16), ``"efficient"`` or ``"auto"``.
     share
         This process's share of the rows under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`): it
-        computes its rows only, and the value and gradient are the full ones everywhere; ``None``: one process computes
-        all of them.
+        computes its rows only, the value and gradient are the full ones everywhere; ``None``: one process, all rows.
     """
     if u.shape != v.shape:
         raise ValueError(f"views must have equal shapes, got {tuple(u.shape)} and {tuple(v.shape)}")

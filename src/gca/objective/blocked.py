@@ -132,9 +132,8 @@ def contrastive_loss(
     block_size
         Rows of the 2N × 2N similarity matrix per block; ``0`` chooses by memory (:func:`auto_block_size`).
     share
-        This process's share of the blocks under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`,
-        :mod:`gca.train.distributed`); two all-reduces (the 2N denominators, the 2N×d gradient) make the value and
-        gradient the full ones on every process. ``None``: one process computes all of them.
+        This process's share of the blocks under torch.distributed (:class:`~gca.objective.share.ObjectiveShare`); two
+        all-reduces make the value and gradient the full ones on every process. ``None``: one process, all blocks.
     keep_bytes
         The memory the forward pass may spend on blocks of E it keeps for the backward pass; ``None`` for
         :func:`keep_budget` of the device.

@@ -5,8 +5,7 @@ term of Eq. 1 is
 
     ℓ(u_i, v_i) = log e^{c/τ} / ((2N − 1) e^{c/τ}) = −log(2N − 1),
 
-so the loss −J of Eq. 2 equals log(2N − 1) for N anchors, whatever τ. :class:`CollapseWatch` spots a run that sits
-there:
+so the loss −J of Eq. 2 equals log(2N − 1) for N anchors, whatever τ. :class:`CollapseWatch` spots a run there:
 
 * An update is *flat* when its loss is within :data:`COLLAPSE_TOLERANCE` of log(2N − 1), N that update's own number of
   anchors (mini-batches differ). Updates are optimiser steps, not epochs.
@@ -17,7 +16,6 @@ there:
 Either way :func:`gca.train.loop.train` stops with a one-line :class:`gca.train.loop.CollapseError`, so nothing from the
 run is saved. Its message names the likely cause (:func:`likely_cause`): node features that are all zero or identical, a
 learning rate above :data:`HIGH_LR`, a weight decay of at least :data:`HIGH_WEIGHT_DECAY` — else the generic advice.
-
 Design notes: docs/design/core.md.
 """
 
@@ -81,10 +79,9 @@ def likely_cause(
 
 
 class CollapseWatch:
-    """Counts consecutive flat updates (module docstring): :meth:`update` after each optimiser step says whether
-    training has collapsed (``patience`` flat updates in a row, each within ``tolerance`` of log(2N − 1)),
-    :meth:`ended_collapsed` after the last whether the run ended so (its last ``end_updates``), and :meth:`message` says
-    it in one line, with ``advice`` as the generic advice (:func:`likely_cause`)."""
+    """Counts consecutive flat updates (module docstring, with ``patience``, ``tolerance`` and ``end_updates``):
+    :meth:`update` after each optimiser step says whether training has collapsed, :meth:`ended_collapsed` after the
+    last whether the run ended so, and :meth:`message` says it in one line, ``advice`` the generic advice."""
 
     def __init__(
         self,

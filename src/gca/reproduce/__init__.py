@@ -90,8 +90,7 @@ class Reproduction:
     split
         The split scheme and fractions (:class:`gca.evaluate.splits.SplitSetting`); its count is the mode's.
     fast
-        Train each GCA run on the fast path's choice (:func:`gca.train.fast.fast_choice`; always so in quick
-        mode)."""
+        Train each GCA run on the fast path's choice (:func:`gca.train.fast.fast_choice`; always in quick mode)."""
 
     def __init__(
         self,
@@ -143,8 +142,7 @@ class Reproduction:
         )
 
     def _fast_choice(self, dataset: str) -> tuple[FastChoice | None, int]:
-        """With ``fast``: the fast path's choice for ``dataset`` on this reproduction's device (none for a dataset
-        that cannot be loaded: it is skipped)."""
+        """With ``fast``: the fast path's choice for ``dataset`` on this device (none for one that cannot be loaded)."""
         loaded = self.data.get(dataset)
         if not isinstance(loaded, LoadedDataset):
             return None, 0

@@ -43,8 +43,7 @@ class DatasetCache:
         self._loaded: dict[str, LoadedDataset | str] = {}
 
     def get(self, name: str) -> LoadedDataset | str:
-        """The loaded dataset (loaded on its first request), or the one-line reason it is skipped: the error that
-        loading it raised (a missing file, a failed download)."""
+        """The dataset (loaded on its first request), or the one-line error that loading it raised."""
         if name not in self._loaded:
             try:
                 self._loaded[name] = load_dataset(name, data_dir=self.data_dir)
@@ -84,8 +83,8 @@ def run_split(loaded: LoadedDataset, seed: int, setting: SplitSetting | None = N
 
 
 def failed_run(label: str, run: Run, record: dict[str, Any], store: RunStore) -> str:
-    """``GCA-PR on Karate, seed 0 failed (OUT/runs/<key>.json): <the error>``, said of a run whose record holds the
-    reason it failed (training collapsed or diverged) instead of an accuracy; ``label`` is the run's row."""
+    """``GCA-PR on Karate, seed 0 failed (OUT/runs/<key>.json): <the error>`` for a run whose record holds why it
+    failed instead of an accuracy; ``label`` is the run's row."""
     return f"{label} on {run.dataset}, seed {run.seed} failed ({store.path(run)}): {record['error']}"
 
 
@@ -96,8 +95,6 @@ class Executor:
     ----------
     store
         The finished runs: a run found there is not trained again, and each new record is put there.
-    device
-        ``auto``, ``cpu`` or ``cuda[:N]``, for GCA and the baselines.
     plots_dir
         Where the first run of each row marked for plots saves ``<dataset>-<row>-seed<i>-loss.png`` and ``…-tsne.png``;
         ``None``: no plots.

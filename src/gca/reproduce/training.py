@@ -99,10 +99,9 @@ def fit(
     progress: bool = False,
 ) -> TrainingHistory:
     """The loop the unsupervised baselines train by: Adam at ``lr``, one full-graph step of ``loss_of(model)`` per
-    epoch. With ``patience`` (DGI's reference setting) the weights right after the step of the lowest loss are kept
-    and training stops after ``patience`` epochs without a new lowest; without, the last weights are kept. A loss
-    that is not finite stops it with a one-line error. ``progress`` shows the epochs and the loss on stderr
-    (:func:`gca.progress.phase`). Returns what it did (:class:`TrainingHistory`)."""
+    epoch; a :class:`TrainingHistory`. With ``patience`` (DGI's reference setting) the weights right after the lowest
+    loss's step are kept and training stops after ``patience`` epochs without a new lowest; without, the last weights
+    are kept. A loss that is not finite stops it with a one-line error. ``progress`` shows epochs and loss on stderr."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     best, best_state, waited, kept, stopped = float("inf"), None, 0, 0, False
     losses: list[float] = []

@@ -1,18 +1,18 @@
 """Sources of training batches: what each optimisation step of Algorithm 1 trains on.
 
-A :class:`BatchSource` yields, for each epoch, the :class:`Batch` es of that epoch: a graph's node features, the two
-view samplers whose probabilities belong to it, and the rows whose embeddings enter the objective. Two sources ship:
+A :class:`BatchSource` yields each epoch's :class:`Batch` es: a graph's node features, the two view samplers of it,
+and the rows whose embeddings enter the objective. Two sources ship:
 
 * :class:`FullGraphBatches` — the whole graph once per epoch, every node an anchor: Algorithm 1 as the paper
   states it (exact; the objective is O(N²·d));
 * :class:`NeighborBatches` — mini-batch GCA: each step B anchor nodes (a fresh permutation each epoch), their
   L-hop neighbourhood sampled with fixed fan-outs (:mod:`gca.graph.sampling`), both views drawn on that subgraph with
-  the removal and masking probabilities computed once on the full graph, and the objective over the 2B anchor
-  embeddings — in-batch inter- and intra-view negatives. O(B²·d) per step.
+  the probabilities computed once on the full graph, and the objective over the 2B anchor embeddings — in-batch
+  inter- and intra-view negatives. O(B²·d) per step.
 
-A sampled subgraph's edges carry the weights and features (``edge_weight`` / ``edge_attr``) of the full graph's
-edges they stand for, so its GCN operator is weighted as the whole graph's (degrees, as unweighted, are the
-subgraph's). A source's state across epochs (``state_dict`` / ``load_state_dict``) is kept in training checkpoints.
+A sampled subgraph's edges carry the weights and features of the full graph's edges they stand for, so its GCN
+operator is weighted as the whole graph's (degrees, as unweighted, are the subgraph's). A source's state across
+epochs (``state_dict`` / ``load_state_dict``) is kept in training checkpoints.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ class Batch:
 
     Parameters
     ----------
-    features
-        One row per node of the batch's graph (the encoder's input).
-    num_nodes
-        The batch graph's nodes.
+    features, num_nodes
+        One row per node of the batch's graph, and its number of nodes.
     views
         The two view samplers.
     anchors
@@ -109,32 +107,23 @@ class NeighborBatches(BatchSource):
     """Mini-batch GCA on sampled subgraphs (module docstring).
 
     Each epoch draws a permutation of the nodes from ``(seed, epoch)`` alone — the same on every process — and
-    cuts it into ``steps`` batches of at most ``batch_size`` anchors; with ``steps_per_epoch = 0`` the epoch is
-    one pass over all nodes in ⌈N / B⌉ near-equal batches, else ``steps_per_epoch`` batches of exactly B anchors
-    (a fresh permutation follows when they need more nodes than one holds; a batch never holds a node twice).
-    Under ``world_size`` processes, process r takes batches r, r + K, … of ``steps × K`` batches, so each optimiser
-    step — gradients averaged over the processes — sees K·B anchors and an epoch still passes over every node once.
+    cuts it into batches of at most ``batch_size`` (B) anchors: with ``steps_per_epoch = 0`` one pass over all nodes
+    in ⌈N / B⌉ near-equal batches, else ``steps_per_epoch`` batches of exactly B (a fresh permutation follows when
+    they need more nodes than one holds; a batch never holds a node twice). Of ``world_size`` (K) processes, process
+    r takes batches r, r + K, … of ``steps × K``, so each step — gradients averaged — sees K·B anchors and an epoch
+    still passes over every node once.
 
-    At each epoch's start the training generator is re-seeded from (seed, epoch, rank), so an epoch's
-    neighbourhoods and views are a function of those three numbers: a run resumed from a checkpoint at an epoch
-    boundary continues exactly, on every process. The state kept in checkpoints is that seed and the layout.
+    Each epoch re-seeds the training generator from (seed, epoch, rank), so a run resumed from a checkpoint at an
+    epoch boundary continues exactly, on every process; checkpoints keep that seed and the layout.
 
     Parameters
     ----------
-    graph
-        The cleaned graph, on the training device.
-    views
-        The two view samplers of the whole graph.
+    graph, views
+        The cleaned graph, on the training device, and the two view samplers of the whole graph.
     batch_size
         B, anchors per batch (at least 2).
     fanouts
         Neighbours sampled per node at each hop (−1: all).
-    steps_per_epoch
-        Updates per epoch; ``0`` for one pass over the nodes.
-    seed
-        Seeds the permutations and each epoch's generator.
-    world_size
-        K, the processes training together.
     unit_ids
         The edges' augmentation units computed before; ``None``: computed.
     """
@@ -248,18 +237,14 @@ def batch_source(
 
     Parameters
     ----------
-    graph
-        The cleaned graph.
-    views
-        The two view samplers of the whole graph.
+    graph, views
+        The cleaned graph and the two view samplers of the whole graph.
     config
         The run's configuration (``batch_size``, ``fanout``, ``steps_per_epoch``, ``seed``).
     device
         Where training runs (the graph and views are moved there).
-    rank
-        This process's rank among ``world_size``: its share of the sampled subgraphs.
-    world_size
-        The processes training together.
+    rank, world_size
+        This process's rank among the ``world_size`` training together: its share of the sampled subgraphs.
     unit_ids
         The sampler's augmentation unit of every edge, where a stored prepared graph kept it
         (:class:`gca.augment.prepared.PreparedGraph`); ``None``: computed.

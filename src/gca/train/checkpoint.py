@@ -1,11 +1,10 @@
 """Training checkpoints: the checks that a checkpoint continues this very run, the training state restored from one,
 and :class:`TrainingCheckpoints`, the periodic checkpoints of a fit and its resume.
 
-The file itself — its formats, atomic save, safe load and the checks of its entries — is
-:mod:`gca.train.checkpoint_file`; its names are importable from here too. What depends on the run resuming a
-checkpoint (the settings, the graph, the shapes of the weights and moments, the training generator's device) is
-checked by :func:`check_resume`, for a command that copies or adopts a checkpoint before training through
-:func:`resume_check`, and by :meth:`TrainingCheckpoints.restore` again just before the state is loaded.
+The file itself (formats, atomic save, safe load, entry checks) is :mod:`gca.train.checkpoint_file`, importable from
+here too. What depends on the run resuming a checkpoint (settings, graph, shapes of weights and moments, the training
+generator's device) is checked by :func:`check_resume`: through :func:`resume_check` for a command that copies or
+adopts a checkpoint before training, and by :meth:`TrainingCheckpoints.restore` just before the state is loaded.
 """
 
 from __future__ import annotations
@@ -69,10 +68,9 @@ def check_fits(
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
 ) -> None:
-    """Raise :class:`CheckpointError` unless the training state ``state`` loads into these parts (they may live on
-    PyTorch's meta device: only names and shapes are compared): the same weights, Adam's moments shaped as their
-    parameters, the same optimiser settings, a training-generator state for ``generator``'s device. ``path`` names the
-    file in the message."""
+    """Raise :class:`CheckpointError` (naming ``path``) unless ``state`` loads into these parts, which may be on
+    PyTorch's meta device (only names and shapes are compared): the same weights, Adam's moments shaped as their
+    parameters, the same optimiser settings, a training-generator state for ``generator``'s device."""
     mismatch = _weight_mismatch(model, state["model"])
     if mismatch is not None:
         name, expected, found = mismatch
@@ -178,10 +176,9 @@ def check_resume(
 
 
 def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
-    """What ``estimator.fit(prepared, resume=True)`` would refuse in a checkpoint, as a function of the
-    checkpoint's path that raises :class:`CheckpointError` — for a command to call before it copies or adopts the
-    file, so a refused resume writes nothing. The run's model and optimiser are built on PyTorch's meta device: shapes
-    only, no memory."""
+    """What ``estimator.fit(prepared, resume=True)`` would refuse in a checkpoint, as a function of its path that
+    raises :class:`CheckpointError`, so a refused resume writes nothing; model and optimiser are built on PyTorch's
+    meta device (shapes only, no memory)."""
 
     def check(path: Path) -> None:
         from ..nn.model import GCAModel
@@ -211,12 +208,11 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
 
 
 def resume_point(path: str | Path | None) -> tuple[int, str] | None:
-    """Where a run resuming from ``path`` continues, for the processes of a distributed run to compare before they
-    train (:meth:`gca.train.distributed.Placement.check_same_start`): ``(epoch, digest)`` — the epochs the
-    checkpoint holds and the SHA-256 of its bytes —, or ``None`` when there is no such file (the run starts
-    afresh). It never raises over what the file holds, since every process must reach the comparison: a file whose
-    epoch cannot be read gives epoch −1 (resuming refuses it later, with its own message), one that cannot be read
-    at all the digest ``"unreadable"``. Only the epoch is unpickled (tensors are mapped, not read)."""
+    """Where a run resuming from ``path`` continues, for a distributed run's processes to compare before training
+    (:meth:`gca.train.distributed.Placement.check_same_start`): ``(epoch, digest)`` — the checkpoint's epochs and the
+    SHA-256 of its bytes —, or ``None`` without such a file. It never raises over the file's content, since every
+    process must reach the comparison: an unreadable epoch gives −1 (resuming refuses it later), an unreadable file
+    the digest ``"unreadable"``. Only the epoch is unpickled (tensors are mapped, not read)."""
     if path is None or not Path(path).is_file():
         return None
     try:
@@ -241,10 +237,9 @@ def restore_training_state(
 
 
 class TrainingCheckpoints:
-    """The part of a training run that writes a training checkpoint to ``path`` every ``every`` epochs and, with
-    ``resume``, continues from the one there — so the run ends exactly where an uninterrupted run with the same seed
-    ends. A damaged checkpoint, or one made with other settings or on another graph, is refused (:func:`check_resume`).
-    It keeps the clock, so ``seconds`` counts training time across resumes.
+    """Writes a training checkpoint to ``path`` every ``every`` epochs and, with ``resume``, continues from the one
+    there, so the run ends exactly where an uninterrupted run with the same seed ends; a damaged checkpoint, or one of
+    other settings or another graph, is refused (:func:`check_resume`). ``seconds`` counts training time across resumes.
 
     Parameters
     ----------
@@ -310,9 +305,8 @@ class TrainingCheckpoints:
         fingerprint: str,
         source: Any,
     ) -> None:
-        """Write the training state after ``epoch`` finished epochs when one is due, with the optimiser's,
-        the generators' and the batch ``source``'s state; ``model_checkpoint()`` gives the model checkpoint it extends
-        (called only then)."""
+        """Write the training state after ``epoch`` finished epochs when one is due, with the optimiser's, the
+        generators' and the batch ``source``'s state, extending the model checkpoint ``model_checkpoint()`` gives."""
         if self.path is None or not self.every or epoch % self.every:
             return
         state = training_state(

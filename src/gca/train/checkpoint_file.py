@@ -9,9 +9,9 @@ them and a crafted file cannot run code):
   the epoch, the training time, Adam's moments, every random-number generator's state, the batch source's
   position and a fingerprint of the graph trained on.
 
-:func:`load_checkpoint` checks every entry that is ever read from a file (:func:`check_checkpoint`) before returning
-it; a file that fails is a :class:`CheckpointError` of one line naming the file and the entry — never a
-``KeyError`` or ``ValueError`` later on.
+:func:`load_checkpoint` checks every entry ever read from a file (:func:`check_checkpoint`) before returning it; a
+file that fails is a one-line :class:`CheckpointError` naming file and entry, never a later ``KeyError`` or
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -49,10 +49,9 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a gca checkpoint with ``torch.load(weights_only=True)`` — only tensors and plain Python values are
-    unpickled, so a crafted file cannot run code — and return it checked, its tensors on the CPU; truncated, foreign,
-    crafted or damaged files (any entry missing, of the wrong type or not finite: :func:`check_checkpoint`) raise
-    :class:`CheckpointError`.
+    """Read a gca checkpoint with ``torch.load(weights_only=True)`` (a crafted file cannot run code) and return it
+    checked, its tensors on the CPU; truncated, foreign, crafted or damaged files (any entry missing, of the wrong type
+    or not finite: :func:`check_checkpoint`) raise :class:`CheckpointError`.
 
     Parameters
     ----------
@@ -111,8 +110,7 @@ def _count(value: Any, name: str, path: str | Path, low: int = 0) -> int:
 
 
 def _finite(value: Any) -> bool:
-    """Whether ``value`` is a real number with a finite float value (a bool is not a number here; an int too large
-    for a float is not finite)."""
+    """Whether ``value`` is a real number (not a bool) with a finite float value (an int too large for one is not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:

@@ -3,10 +3,9 @@ sampled subgraphs); if compiling fails, both run eagerly for the rest of the run
 (design notes and measurements: docs/design/training.md).
 
 The parts are compiled with :meth:`torch.nn.Module.compile`, so their state dict, ``copy.deepcopy`` and pickles
-see the eager modules. A failed compile raises during an update's forward or backward pass, before the
-optimiser's step: :meth:`CompiledParts.step` then puts back the random state the update started from (the
-training generator's, the CPU's and every CUDA device's) and runs it again eagerly, so the run is the one an eager
-run would have made from that update on. Inference inside training (:meth:`CompiledParts.paused`) is eager.
+see the eager modules. A failed compile raises before the optimiser's step: :meth:`CompiledParts.step` then puts
+back the random state the update started from (the training generator's, the CPU's and every CUDA device's) and
+runs it again eagerly, as an eager run would have. Inference inside training (:meth:`CompiledParts.paused`) is eager.
 """
 
 from __future__ import annotations
@@ -70,9 +69,8 @@ class CompiledParts:
                     part._compiled_call_impl = compiled
 
     def step(self, update: Callable[[], float], generator: torch.Generator) -> float:
-        """``update()`` (one training step, returning its loss) with the parts compiled; if compiling fails, the
-        parts run eagerly from then on — one warning line says so — and the step runs again from the random state it
-        started from (``generator``'s and the default generators')."""
+        """``update()`` (one training step, returning its loss) with the parts compiled, or, after a failed
+        compile, eagerly from the random state it started from (module docstring)."""
         if self.failed is not None:
             return update()
         states = _random_states(generator)

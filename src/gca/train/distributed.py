@@ -13,11 +13,10 @@ Mini-batch training (``batch_size > 0``, :class:`gca.train.batches.NeighborBatch
 rank trains on its own anchors and sampled subgraphs, and the weights' gradients are averaged over the ranks before
 every optimiser step (:func:`average_gradients`).
 
-At start the processes compare a digest of their resolved settings, of their graph and of the training state they
-start from (:meth:`Placement.check_same_start`); a difference stops every one of them with one line before the first
-step. Inference over blocks of rows is shared too (:class:`RowRanges`). Rank 0 alone evaluates and writes results,
-checkpoints and exports. One process alone is a :class:`Placement` too: its device (:func:`resolve_device`), rank 0
-of 1. Design notes: docs/design/training.md.
+At start the processes compare digests of their settings, graph and starting state
+(:meth:`Placement.check_same_start`); a difference stops all of them before the first step. Inference over blocks of
+rows is shared too (:class:`RowRanges`). Rank 0 alone evaluates and writes results, checkpoints and exports. One
+process alone is a :class:`Placement` of rank 0 of 1. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -154,10 +153,9 @@ class BlockShare:
 @dataclass(frozen=True)
 class RowRanges:
     """Inference shared by the processes (:class:`gca.nn.gcn.InferenceShare`): rank ``rank`` of ``world_size`` computes
-    the contiguous rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, and
-    the processes then exchange them with torch.distributed — each block broadcast by the rank that computed it,
-    in one fixed order, so every rank holds every row of an inner matrix; the final matrix's blocks are sent to
-    rank 0 alone, which :attr:`holds_result`."""
+    the rows ``n·rank/world_size`` … ``n·(rank + 1)/world_size`` − 1 of every matrix, in blocks, each block then
+    broadcast by its rank in one fixed order, so every rank holds every row of an inner matrix; the final matrix's
+    blocks go to rank 0 alone, which :attr:`holds_result`."""
 
     rank: int
     world_size: int
@@ -229,17 +227,15 @@ class Placement:
     """Where this process trains: its device and, under torchrun, its rank among ``world_size`` processes.
 
     Made once per process (:meth:`from_environment` in the command line, :meth:`joined` by the estimator) and consulted
-    for everything distribution changes: the objective's share (:attr:`objective_share`), the sampler's rank, the
-    gradient hook (:meth:`attach`) and which process writes (:attr:`writes`).
+    for everything distribution changes: the objective's share, the sampler's rank, the gradient hook and which
+    process writes.
 
     Parameters
     ----------
     device
         The device this process trains on.
-    rank
-        Its rank among the processes (0 for a single process).
-    world_size
-        The processes training together (1 for a single process).
+    rank, world_size
+        Its rank among the processes training together (0 of 1 for a single process).
     """
 
     device: torch.device
@@ -303,29 +299,26 @@ class Placement:
         return RowRanges(self.rank, self.world_size) if self.distributed else None
 
     def attach(self, optimizer: torch.optim.Optimizer, batch_size: int) -> None:
-        """Data-parallel mini-batch training (``batch_size`` > 0) averages the gradients over the processes
-        before every step of ``optimizer``; the exact full-graph objective needs no hook (its backward pass
-        all-reduces already)."""
+        """Data-parallel mini-batch training (``batch_size`` > 0) averages the gradients over the processes before
+        every step of ``optimizer``; the exact objective needs no hook (its backward pass all-reduces already)."""
         if self.distributed and batch_size:
             average_gradients(optimizer, self.world_size)
 
     def check_same_start(
         self, config: dict[str, object], graph_fingerprint: str, resume: tuple[int, str] | None = None
     ) -> None:
-        """Refuse, on every process alike, processes that would not train one model: each gathers every rank's
-        digest of its resolved settings, of its graph (:meth:`gca.graph.graph.Graph.fingerprint`: edges, features and
-        edge values, every byte) and of the state it starts from — 56 bytes a rank, one all-gather — and raises
-        :class:`TrainingError` naming the first rank that differs from rank 0 (settings first, then the graph, then the
-        starting point), the same line on every rank and only once every rank has found it. Nothing for one process.
+        """Refuse, on every process alike, processes that would not train one model: one all-gather of each rank's
+        digest (56 bytes) of its settings, its graph (:meth:`gca.graph.graph.Graph.fingerprint`, every byte) and its
+        starting state, then the same :class:`TrainingError` on every rank naming the first rank that differs from
+        rank 0 (settings first, then the graph, then the starting point). Nothing for one process.
 
         Parameters
         ----------
         config
             This process's resolved configuration (``GCAConfig.to_dict()``).
         resume
-            ``(epoch, digest)`` of the training checkpoint this process resumes from
-            (:func:`gca.train.checkpoint.resume_point`: epoch −1 for a file whose epoch cannot be read); ``None``
-            when it starts afresh.
+            ``(epoch, digest)`` of the checkpoint this process resumes from (:func:`gca.train.checkpoint.resume_point`);
+            ``None`` when it starts afresh.
         """
         if not self.distributed:
             return

@@ -1,19 +1,17 @@
 """The :class:`GCA` estimator: the configuration, the parts it wires together, and ``fit`` / ``embed``.
 
-``fit`` prepares the graph once (:mod:`gca.augment.prepared`), builds the model (:mod:`gca.nn`), the optimiser and
-the batch source (:mod:`gca.train.batches`) for this process's :class:`~gca.train.distributed.Placement`, restores a
-checkpoint if asked (:class:`gca.train.checkpoint.TrainingCheckpoints`), runs the loop (:func:`gca.train.loop.train`)
-and returns the frozen embeddings (:func:`gca.train.inference.encode_graph`); the training and its checks are
-:mod:`gca.train.fitting`. :class:`~gca.train.nodes.GraphNodes` is importable from here too. Rules for the parts a
+``fit`` prepares the graph (:mod:`gca.augment.prepared`), builds the model, the optimiser and the batch source
+(:mod:`gca.train.batches`), restores a checkpoint if asked, runs the loop (:func:`gca.train.loop.train`) and embeds
+(:func:`gca.train.inference.encode_graph`); :mod:`gca.train.fitting` does the training and its checks. The parts a
 user passes in (``encoder=``, ``objective=``):
 
-* the module passed in is never changed — not trained, not moved; ``fit`` trains a copy (``model.encoder``);
-* every ``fit`` starts from a deep copy of it taken (on the CPU) when the estimator was made, so fitting twice equals
-  fitting once; gca's own parts are built afresh by every ``fit`` after seeding with ``config.seed``;
-* :func:`clone` copies those initial modules, never trained ones.
+* are never changed — not trained, not moved; ``fit`` trains a copy (``model.encoder``);
+* are deep-copied (on the CPU) when the estimator is made, and every ``fit`` starts from that copy, so fitting twice
+  equals fitting once; gca's own parts are built afresh by every ``fit`` after seeding with ``config.seed``;
+* are copied by :func:`clone` at those initial weights, never trained ones.
 
-``copy.deepcopy`` and ``pickle`` of an estimator, fitted or not, both give one that embeds exactly as it does.
-Design notes: docs/design/training.md.
+``copy.deepcopy`` and ``pickle`` of an estimator, fitted or not, give one that embeds exactly as it does. Design
+notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -51,17 +49,14 @@ log = LOG.getChild("train.estimator")
 class GCA:
     """Self-supervised node embeddings with GCA (Zhu et al., WWW 2021; the method: docs/method.md).
 
-    scikit-learn's estimator conventions, on a graph: ``fit(X, y=None, *, directed=None)`` trains ``config.epochs``
-    epochs and returns the estimator; ``fit_transform`` and ``transform`` give embeddings (float32, on the CPU);
-    ``get_params`` / ``set_params`` read and change the constructor's arguments and, by their own names, the fields of
-    ``config``. ``sklearn.base.clone``, ``check_is_fitted`` and searches of a ``Pipeline`` of GCA and a classifier over
-    one graph's nodes (:class:`GraphNodes`) work (docs/api.md). A bare GCA has no ``score``; ``check_estimator`` skips
-    it (its input is no 2-D array).
+    scikit-learn's estimator conventions, on a graph (docs/api.md): ``get_params`` / ``set_params`` also reach the
+    fields of ``config`` by name, and ``sklearn.base.clone``, ``check_is_fitted`` and searches of a ``Pipeline`` of GCA
+    and a classifier over one graph's nodes (:class:`GraphNodes`) work. A bare GCA has no ``score``;
+    ``check_estimator`` skips it (its input is no 2-D array).
 
     Learned state: ``embedding_``, ``model``, ``in_channels``, ``losses`` (per epoch), ``from_memory_``,
-    ``feature_names_in_`` (``data.feature_names`` where the ``Data`` carries them, else ``None``), ``provenance``
-    (:mod:`gca.provenance`) — the last two saved with the model and kept by :meth:`load` — and the seconds
-    ``train_seconds`` (the loop only), ``embed_seconds`` (the final inference) and ``prepare_seconds``.
+    ``feature_names_in_`` (``data.feature_names``, else ``None``) and ``provenance`` (:mod:`gca.provenance`; these two
+    are saved with the model), and the seconds ``train_seconds`` (the loop), ``embed_seconds`` and ``prepare_seconds``.
 
     For example, ``z = GCA(GCAConfig(epochs=200)).fit_transform(data)`` embeds the nodes of a PyG ``Data``.
 
@@ -73,28 +68,27 @@ class GCA:
         ``"auto"`` (CUDA when available, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a
         ``torch.device``; one this machine lacks is a ``ConfigError``. Ignored when ``placement`` is given.
     progress
-        Show every phase's progress on stderr (:mod:`gca.progress`): training's epochs (updates, for mini-batches)
-        and, where one runs a few seconds or more, preparing, embedding in blocks and evaluation.
+        Show each phase's progress on stderr (:mod:`gca.progress`): training's epochs (updates, for mini-batches) and
+        any other phase that takes a few seconds or more.
     objective
-        A module ``objective(u, v) → loss`` (a scalar to minimise) used in place of Eq. 2's contrastive loss;
-        ``None`` for GCA's own. Copied now; each ``fit`` trains a fresh copy of it.
+        A module ``objective(u, v) → loss`` (a scalar to minimise) in place of Eq. 2's contrastive loss; ``None`` for
+        GCA's own.
     batches
         A factory ``batches(prepared, device)`` returning the :class:`~gca.train.batches.BatchSource` to train on;
-        ``None`` for :func:`gca.train.batches.batch_source` (full graph, or mini-batches as ``config`` says).
+        ``None`` for :func:`gca.train.batches.batch_source`.
     placement
         Where this process trains among several (:class:`~gca.train.distributed.Placement`, as under torchrun);
         ``None`` for a single process on ``device``.
     encoder
-        Your own encoder module, called as PyTorch Geometric's: ``encoder(x, edge_index)`` → an
-        ``[N, config.hidden]`` float tensor (checked on a few nodes before training; :mod:`gca.nn.encoders`);
-        ``None`` for the one ``config.encoder`` names. Copied now; each ``fit`` trains a fresh copy of it.
+        Your own encoder module, called as PyTorch Geometric's: ``encoder(x, edge_index)`` → an ``[N, config.hidden]``
+        float tensor (checked on a few nodes first; :mod:`gca.nn.encoders`); ``None`` for ``config.encoder``'s.
     loggers
         Metric loggers (:mod:`gca.loggers`), each with ``log(metrics, step)``: they get each epoch's ``loss`` and
         ``lr`` and are closed when ``fit`` ends, however it ends. ``None`` for none.
     memory
         A folder (``str`` or ``Path``) or a ``joblib.Memory`` where fitted models are kept, so that a fit of the same
-        settings on the same graph reads its model instead of training it (:mod:`gca.train.fit_cache`; the nodes
-        and labels given are no part of the key). ``None`` (the default) keeps nothing and every fit trains.
+        settings on the same graph reads its model instead of training it (:mod:`gca.train.fit_cache`; nodes and
+        labels are no part of the key). ``None`` (the default) keeps nothing.
     """
 
     def __init__(
@@ -149,14 +143,13 @@ class GCA:
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments as given, in a new dict; with ``deep``, also every field of ``config`` by its
-        own name — but a field named as a constructor argument is ``config__<name>`` (scikit-learn's name for a part's
-        parameter): ``config__encoder`` is the built-in encoder's name, ``encoder`` the module passed in.
+        own name, or ``config__<name>`` where a constructor argument has that name (``config__encoder`` is the
+        built-in encoder's name, ``encoder`` the module passed in).
 
         Parameters
         ----------
         deep
-            Include every field of ``config`` (scikit-learn's nested parameters); ``False``: the constructor's
-            arguments only.
+            Include every field of ``config`` (scikit-learn's nested parameters).
         """
         params = dict(self._params)
         if not deep:
@@ -165,11 +158,9 @@ class GCA:
         return {**params, **fields}
 
     def set_params(self, **params: Any) -> GCA:
-        """Change constructor arguments and config fields (by name: ``set_params(lr=0.01)``, or
-        ``config__<field>``, which ``config__encoder="gat"`` needs; NumPy scalars are read as Python numbers); the
-        estimator is then untrained (and returned, so that calls chain). An unknown name or a refused value is a
-        ``ConfigError`` with a suggestion and leaves the estimator exactly as it was: the changed estimator is built
-        first, then replaces this one's state.
+        """Change constructor arguments and config fields (``set_params(lr=0.01)``, or ``config__<field>``, which
+        ``config__encoder="gat"`` needs; NumPy scalars are read as Python numbers); returns the estimator, untrained.
+        An unknown name or a refused value is a ``ConfigError`` with a suggestion and changes nothing.
 
         Parameters
         ----------
@@ -224,8 +215,8 @@ class GCA:
         return f"{type(self).__name__}({', '.join(shown)})"
 
     def __deepcopy__(self, memo: dict) -> GCA:
-        """A deep copy; the prepared graph goes through pickle, as ``copy.deepcopy`` cannot copy sparse CSR tensors
-        (its features may be one) while pickle can."""
+        """A deep copy; the prepared graph goes through pickle, which, unlike ``copy.deepcopy``, copies sparse CSR
+        tensors (its features may be one)."""
         if self.prepared is not None and id(self.prepared) not in memo:
             memo[id(self.prepared)] = pickle.loads(pickle.dumps(self.prepared))
         twin = object.__new__(type(self))
@@ -243,9 +234,8 @@ class GCA:
         store: Kept | None = None,
         on_step: Callable[[str], None] | None = None,
     ) -> PreparedGraph:
-        """Clean the graph and compute centrality and both views' probabilities (once per graph), for
-        :meth:`fit` to train on (once for several fits). With ``progress`` on, the steps show on stderr where they take
-        a few seconds or more.
+        """Clean the graph and compute centrality and both views' probabilities, for :meth:`fit` to train on (once
+        for several fits).
 
         Parameters
         ----------
@@ -258,8 +248,8 @@ class GCA:
             Where centrality, the views' probabilities and the sampler's unit ids are read from when an earlier run
             kept them, and kept when not (:class:`gca.run.store.PreparedStore`); ``None``: computed here.
         on_step
-            Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`), in place of the
-            progress display; ``None``: the estimator's ``progress`` shows them.
+            Told the name of each step once done (:func:`gca.augment.prepared.preparation_steps`); ``None``: the
+            estimator's ``progress`` shows them (those of a few seconds or more).
         """
         if on_step is not None:
             return prepare(data, self.config, directed, encoder=self.encoder, store=store, on_step=on_step)
@@ -299,49 +289,40 @@ class GCA:
         on_update: Callable[[int, int | None], None] | None = None,
         init_from: str | Path | None = None,
     ) -> GCA:
-        """Train on the graph ``X``, setting :attr:`embedding_`, ``model`` and ``losses``; returns the estimator.
-
-        Given :class:`GraphNodes`, training uses the whole graph (the transductive setting of the paper) and
-        :attr:`embedding_` holds every node's embedding. Under torchrun (:class:`~gca.train.distributed.Placement`) a
-        graph embedded in blocks of rows is embedded by all processes together: rank 0's :attr:`embedding_` holds every
-        node's, the others' is ``None``.
+        """Train ``config.epochs`` epochs on the graph ``X``, setting :attr:`embedding_`, ``model`` and ``losses``;
+        returns the estimator. Under torchrun a graph embedded in blocks of rows is embedded by all processes
+        together: rank 0's :attr:`embedding_` holds every node's, the others' is ``None``.
 
         Parameters
         ----------
         X
             A PyG ``Data`` (``x``, ``edge_index``, optionally ``edge_weight`` / ``edge_attr``), a cleaned
             :class:`~gca.graph.graph.Graph`, a :class:`~gca.augment.prepared.PreparedGraph` from :meth:`prepare`
-            (used as it is: ``directed`` is not read), or :class:`GraphNodes`.
+            (used as it is), or :class:`GraphNodes` (trained on its whole graph, as the paper's transductive setting).
         y
-            Ignored (accepted for scikit-learn's pipelines and searches): no label is read.
+            Ignored (accepted for scikit-learn's pipelines and searches).
         directed
             ``None``: undirected exactly when every edge has its reverse; ``False``: undirected, an edge listed one
             way gets its reverse (with its weight and edge features), here and in :meth:`transform`; ``True``: as given.
-        checkpoint
-            The training checkpoint file written every ``checkpoint_every`` epochs and, with ``resume``, read
-            (:class:`TrainingCheckpoints`); ``None`` for none.
-        checkpoint_every
-            Write ``checkpoint`` after every this many epochs; ``0`` never (a negative number is an error).
-        resume
-            Continue exactly from ``checkpoint`` when that file exists (one of other settings or another graph is
-            refused); start afresh when it does not.
+        checkpoint, checkpoint_every, resume
+            The training checkpoint file (:class:`TrainingCheckpoints`; ``None`` for none), written after every
+            ``checkpoint_every`` epochs (``0`` never, negative an error) and, with ``resume``, continued from exactly
+            when it exists (one of other settings or another graph is refused).
         on_epoch
             ``on_epoch(epoch, embed)`` after every epoch (from 1), ``embed()`` giving every node's current embeddings;
             a hook with a parameter ``loss`` (or ``**kwargs``) also gets the epoch's mean loss by that keyword.
         embeddings_file
             A new ``.npy`` path (else a ``ValueError``): where the graph is embedded in blocks on the CPU, the
-            embeddings are written there as computed; :attr:`embedding_` is then its mapping and :attr:`embedding_file_`
-            its path (else ``None``).
+            embeddings are written there; :attr:`embedding_` is then its mapping and :attr:`embedding_file_` its path.
         scratch
             The folder where a torchrun rank without ``embeddings_file`` maps its matrices on the CPU (files unlinked at
-            once; a folder that cannot be made keeps them in memory); ``None``: in memory.
+            once); ``None``, or a folder that cannot be made: in memory.
         on_update
             ``on_update(update, updates)`` after every update: the updates so far (from 1, on from a resumed
             checkpoint's) and those planned (:class:`gca.train.fast.LongRunHint`); ``None`` for none.
         init_from
-            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) whose weights training starts from: a
-            warm start for a graph that changed a little (same widths, layers and feature width; the optimiser and
-            schedule start afresh). A checkpoint that ``resume`` continues from wins over it.
+            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) to warm-start from (same widths,
+            layers and feature width; optimiser and schedule start afresh); a checkpoint ``resume`` reads wins over it.
         """
         saves = TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         started = utc_now()
@@ -404,15 +385,12 @@ class GCA:
 
     def fit_transform(self, X: Data | Graph | PreparedGraph | GraphNodes, y: Any = None, **kwargs: Any) -> torch.Tensor:
         """:meth:`fit`, then the embeddings of ``X``'s nodes (float32, on the CPU): :attr:`embedding_`, or for
-        :class:`GraphNodes` its rows of those nodes, in their order (``None`` on a torchrun rank other than 0 when the
-        ranks embedded the graph together).
+        :class:`GraphNodes` its nodes' rows, in their order (``None`` where :meth:`fit` leaves it so).
 
         Parameters
         ----------
-        X
-            The graph, as :meth:`fit` takes it.
-        y
-            Ignored (no label is read).
+        X, y
+            As :meth:`fit` takes them.
         **kwargs
             :meth:`fit`'s keyword options (``directed``, ``checkpoint``, ``on_epoch``, …).
         """
@@ -420,8 +398,8 @@ class GCA:
         return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
     def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None) -> torch.Tensor:
-        """scikit-learn's name for :meth:`embed`: ``X``'s embeddings (float32, on the CPU) with the trained
-        encoder — for :class:`GraphNodes`, the rows of its nodes (in their order) of its whole graph's embeddings.
+        """scikit-learn's name for :meth:`embed`; for :class:`GraphNodes`, its nodes' rows (in their order) of its
+        whole graph's embeddings.
 
         Parameters
         ----------
@@ -447,9 +425,8 @@ class GCA:
             A PyG ``Data`` or a :class:`~gca.graph.graph.Graph` with the training graph's number of features (else a
             ``TrainingError``); ``None`` for the training graph.
         out
-            A new ``.npy`` path: where the graph is embedded in blocks on the CPU
-            (:func:`gca.train.inference.encode_graph`), the embeddings are written there as computed and the tensor
-            returned is its mapping; ``None``: in memory.
+            A new ``.npy`` path: where the graph is embedded in blocks on the CPU, the embeddings are written there
+            and the tensor returned is its mapping; ``None``: in memory.
         directed
             How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
         """
@@ -478,42 +455,38 @@ class GCA:
 
     def save(self, path: str | Path) -> None:
         """Write the model checkpoint atomically (temporary file, then rename), with :attr:`feature_names_in_`
-        where the graph named its features (``gca embed`` then reads another graph's named features into them).
+        where the graph named its features (``gca embed`` reads another graph's named features into them).
 
         Parameters
         ----------
         path
-            The file to write (replaced if it exists); :meth:`load` reads it. An untrained estimator is a
-            ``TrainingError``.
+            The file to write (replaced if it exists). An untrained estimator is a ``TrainingError``.
         """
         save_checkpoint(path, self.state())
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", encoder: torch.nn.Module | None = None) -> GCA:
-        """A trained estimator from :meth:`save` (or a training checkpoint; :func:`load_checkpoint`): ``embed(data)``
-        works at once, ``embedding_`` is ``None`` until :meth:`fit`, ``feature_names_in_`` holds the names the file
-        records (else ``None``).
+        """A trained estimator from :meth:`save`, ``gca train`` or a training checkpoint (:func:`load_checkpoint`):
+        ``embed(data)`` works at once, ``embedding_`` is ``None`` until :meth:`fit`, ``feature_names_in_`` holds the
+        names the file records (else ``None``).
 
         Parameters
         ----------
         path
-            A file written by :meth:`save`, ``gca train`` or a training checkpoint; a damaged or foreign file is a
-            ``CheckpointError``.
+            The file; a damaged or foreign one is a ``CheckpointError``.
         device
             Where the model is placed, as the constructor's ``device``.
         encoder
-            For a model trained with your own encoder: a new module of the same class and shape, which the weights
-            load into a copy of (it stays as it is); ``None`` for a model of gca's encoders (one trained with yours is
-            then a ``CheckpointError`` that says so).
+            For a model trained with your own encoder: a new module of the same class and shape, a copy of which the
+            weights load into; ``None`` for gca's encoders (a model trained with yours is then a ``CheckpointError``).
         """
         return load_estimator(cls, path, device, encoder)
 
 
 def clone(estimator: GCA, **changes: Any) -> GCA:
     """A fresh, untrained estimator with ``estimator``'s device, placement, parts and memory, and its configuration
-    with ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one): ``clone(gca, seed=1)``. A user's encoder or
-    objective is a copy of the one ``estimator`` was made with, at its initial weights; its ``loggers`` are the same
-    objects (a logger names where metrics go).
+    with ``changes`` (scikit-learn's ``clone`` and ``set_params`` in one). A user's encoder or objective is a copy of
+    the one ``estimator`` was made with, at its initial weights; ``loggers`` are the same objects.
 
     Parameters
     ----------

@@ -1,6 +1,5 @@
 """The fast path: whether to train on the whole graph or in mini-batches, chosen from the graph's size and the
-device — :func:`fast_choice`, and a job's ``training="fast"`` (:class:`gca.run.job.Job`; the command line's
-``--fast``).
+device — :func:`fast_choice`, a job's ``training="fast"`` (:class:`gca.run.job.Job`; ``--fast``).
 
 * **CPU** (and every device but CUDA): graphs of :data:`CPU_MIN_NODES` nodes (4·B) or more train in mini-batches
   (B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`); smaller ones train exactly.
@@ -55,11 +54,9 @@ class FastChoice:
     kept
         The keys the user set, which the choice leaves as they are.
     by
-        Who chose: ``"--fast"`` (:func:`fast_choice`), or ``"default"`` (:func:`default_choice`, a job's
-        ``training="auto"`` on a CPU).
+        ``"--fast"`` (:func:`fast_choice`) or ``"default"`` (:func:`default_choice`).
     exact_seconds
-        The paper's exact schedule's estimated seconds on this device (:func:`default_choice`); ``None`` where not
-        estimated.
+        The exact schedule's estimated seconds on this device; ``None`` where not estimated.
     """
 
     batch_size: int  # 0: the whole graph at every update
@@ -79,8 +76,7 @@ class FastChoice:
         return {key: value for key, value in values.items() if key not in self.kept}
 
     def keeping(self, given: Iterable[str]) -> FastChoice:
-        """The same choice, leaving to the user the keys among ``given`` (the config keys their file and
-        overrides set) that it would set."""
+        """The same choice, leaving to the user the keys among ``given`` (those their file and overrides set)."""
         kept = tuple(key for key in KEYS if key in set(given))
         return dataclasses.replace(self, kept=kept)
 
@@ -100,8 +96,7 @@ class FastChoice:
         return config
 
     def describe(self) -> str:
-        """``--fast chose …`` — what was chosen (the header names the batch size and fan-out), why, and which of
-        the user's own settings it kept."""
+        """``--fast chose …``: what was chosen (the header names batch size and fan-out), why, and what it kept."""
         what = "mini-batches" if self.mini_batch else "exact training (the whole graph at every update)"
         kept = f"; your {' and '.join(self.kept)} kept" if self.kept else ""
         if self.by == "default":
@@ -239,21 +234,18 @@ def exact_update_seconds(
     num_nodes: int, num_edges: int, num_features: int, nonzeros: int | None, config: GCAConfig
 ) -> float:
     """One exact update's estimated seconds on two cores of a CPU like the one measured: the terms of
-    :func:`exact_update_terms`, each times its one-core cost (:data:`CPU_EXACT_COSTS`), plus
-    :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`."""
+    :func:`exact_update_terms` times their costs, plus :data:`CPU_EXACT_FIXED`, over :data:`CPU_TWO_CORE_SPEEDUP`."""
     return exact_update_seconds_of(exact_update_terms(num_nodes, num_edges, num_features, nonzeros, config))
 
 
 def exact_update_seconds_of(terms: tuple[float, float, float]) -> float:
-    """:func:`exact_update_seconds` of the terms (dense multiply-adds, similarity pairs, sparse multiply-adds)
-    :func:`exact_update_terms` gave."""
+    """:func:`exact_update_seconds` of the terms :func:`exact_update_terms` gave."""
     one_core = CPU_EXACT_FIXED + sum(cost * term for cost, term in zip(CPU_EXACT_COSTS, terms, strict=True))
     return one_core / CPU_TWO_CORE_SPEEDUP
 
 
 def feature_nonzeros(x: torch.Tensor | None) -> int:
-    """The non-zeros of a graph's features ``x`` (``Data.x``: dense, counted in blocks of rows, or sparse COO or
-    CSR; none: 0)."""
+    """The non-zeros of ``Data.x`` (dense, counted in blocks of rows, or sparse COO or CSR; none: 0)."""
     if x is None:
         return 0
     if x.layout == torch.sparse_coo:
@@ -271,12 +263,11 @@ def default_choice(
     device: str | torch.device = "cpu",
     world_size: int = 1,
 ) -> FastChoice | None:
-    """A job's ``training="auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches (the fast
-    path's B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`) where the paper's exact schedule —
-    ``config.epochs`` updates of the whole graph, shared by ``world_size`` processes — is estimated
-    (:func:`exact_update_seconds`) to take longer than :data:`EXACT_BOUND_SECONDS`, else exact training; ``None``
-    on other devices (exact training, as configured). The estimate reads the graph's size and ``config`` only, no
-    clock: the same graph and settings choose the same training on every machine.
+    """A job's ``training="auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, the fast path's
+    mini-batches where the exact schedule — ``config.epochs`` updates of the whole graph, shared by ``world_size``
+    processes — is estimated (:func:`exact_update_seconds`) to take longer than :data:`EXACT_BOUND_SECONDS`, else
+    exact training; ``None`` on other devices. The estimate reads the graph's size and ``config`` only, no clock, so
+    every machine chooses alike.
 
     Parameters
     ----------
@@ -329,10 +320,9 @@ LONG_RUN_SECONDS = 3600.0
 
 
 class LongRunHint:
-    """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES` of them,
-    or fewer where they took :attr:`FIRST_SECONDS` already — if the rest of the run would take over ``limit`` seconds,
-    one warning line saying how long and what shortens it: the fast path for exact training on a graph that large,
-    fewer updates for a mini-batch run. Training goes on unchanged.
+    """``on_update`` hook (:meth:`gca.GCA.fit`): once the first updates are timed — :attr:`FIRST_UPDATES`, or fewer
+    where they took :attr:`FIRST_SECONDS` already — if the rest would take over ``limit`` seconds, one warning line
+    saying how long and what shortens it (the fast path, or fewer updates for a mini-batch run).
 
     Parameters
     ----------
@@ -347,8 +337,7 @@ class LongRunHint:
     emit
         Where the warning line goes; ``None`` for stderr, above a progress bar.
     device
-        The device training runs on: exact training is told of the fast path where :func:`fast_choice` would
-        choose mini-batches there.
+        The training device: exact training is told of the fast path where :func:`fast_choice` would choose it there.
     exact_asked
         Whether ``training="exact"`` asked for exact training (the warning then says what dropping it does).
     """

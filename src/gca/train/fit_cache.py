@@ -4,20 +4,19 @@ A fit given a ``memory`` — a folder, or a ``joblib.Memory`` (its folder) — l
 trains only when it is not there. The key is exactly what training reads: every configuration field (the seed
 included), the device and the loss backend and precision ``auto`` resolves to there, the versions of gca, PyTorch
 and PyTorch Geometric, a digest of gca's source (:func:`source_digest`) and the cleaned graph's
-:meth:`~gca.graph.graph.Graph.fingerprint`, taken at every fit, with the raw features' form — never the nodes or
-labels a fit is given, nor an object's identity. Memory is not used (the fit trains, a ``UserWarning`` says why)
-with a user's ``encoder``, ``objective``, ``batches`` or ``placement``, with ``loggers``, with a fit option that
-watches or writes the training (``checkpoint``, ``resume``, ``on_epoch``, ``on_update``, ``embeddings_file``,
-``scratch``), or on a :class:`~gca.graph.graph.Graph` or :class:`~gca.augment.prepared.PreparedGraph`.
+:meth:`~gca.graph.graph.Graph.fingerprint`, with the raw features' form — never the nodes or labels a fit is given.
+Memory is not used (the fit trains, a ``UserWarning`` says why) with a user's ``encoder``, ``objective``,
+``batches`` or ``placement``, with ``loggers``, with a fit option that watches or writes the training (``checkpoint``,
+``resume``, ``on_epoch``, ``on_update``, ``embeddings_file``, ``scratch``), or on a :class:`~gca.graph.graph.Graph`
+or :class:`~gca.augment.prepared.PreparedGraph`.
 
-Each model is one file, ``FOLDER/joblib/gca-fits/KEY.pt``, of tensors and plain values: the weights, ``in_channels``,
-the losses, the provenance, the embeddings and the timings, with its key and :func:`graph_claim`. A fit read from it
-has that training's ``embedding_``, ``model`` and ``train_seconds``, and ``from_memory_`` is ``True``. A file is
-served only when :func:`read_entry` accepts it and its weights load; otherwise the fit trains, a ``UserWarning`` line
-says why, and the new model replaces it. Nothing is written through a symbolic link (a lock file or subfolder that
-is one leaves the memory unused for the fit); a folder that cannot be written serves what it holds and never raises
-an ``OSError``. Two fits of one key, in any processes, take turns under ``FOLDER/.gca-fit-KEY.lock``.
-Design notes: docs/design/training.md.
+Each model is one file, ``FOLDER/joblib/gca-fits/KEY.pt``, of tensors and plain values (weights, ``in_channels``,
+losses, provenance, embeddings, timings) with its key and :func:`graph_claim`; a fit read from it has that training's
+``embedding_``, ``model`` and ``train_seconds``, and ``from_memory_`` is ``True``. A file is served only when
+:func:`read_entry` accepts it and its weights load; otherwise the fit trains, a ``UserWarning`` says why, and the new
+model replaces it. Nothing is written through a symbolic link (a lock file or subfolder that is one leaves the memory
+unused); a folder that cannot be written serves what it holds and never raises an ``OSError``. Two fits of one key,
+in any processes, take turns under ``FOLDER/.gca-fit-KEY.lock``. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -86,8 +85,7 @@ def source_digest() -> str:
 
 
 def fit_key(config: dict, device: torch.device, graph: Graph, fingerprint: str | None = None) -> str:
-    """The digest naming a fitted model: the configuration, the device and the objective resolved there, the
-    versions, gca's source and the cleaned graph's contents (module docstring).
+    """The digest naming a fitted model (module docstring).
 
     Parameters
     ----------
@@ -163,12 +161,11 @@ def _number(value: Any) -> bool:
 
 
 def read_entry(path: Path, key: str, claim: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """``(entry, "")`` where ``path`` holds the model kept for ``key`` (:func:`fit_key`) on the graph ``claim``
-    (:func:`graph_claim`) describes, else ``(None, why)`` — ``why`` empty where there is no file. Read with
-    ``torch.load(weights_only=True)`` from a regular file opened without following a link: nothing in the file is run.
-    An entry is accepted when it is gca's format, holds this key, claims this graph, passes
-    :func:`~gca.train.checkpoint.check_checkpoint`, reads the graph's feature width, has one finite float32 embedding
-    row per node, and finite, non-negative timings."""
+    """``(entry, "")`` where ``path`` holds the model kept for ``key`` on the graph ``claim`` describes, else
+    ``(None, why)`` (``why`` empty without a file). Read with ``torch.load(weights_only=True)`` from a regular file
+    opened without following a link. An entry is accepted when it is gca's format, holds this key, claims this graph,
+    passes :func:`~gca.train.checkpoint.check_checkpoint`, reads the graph's feature width, has one finite float32
+    embedding row per node, and finite, non-negative timings."""
     from .checkpoint import MODEL_FORMAT, CheckpointError, check_checkpoint
 
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -231,10 +228,9 @@ def remembered(
     memory: Path, key: str, claim: dict[str, Any], train: Callable[[], dict], restore: Callable[[dict], None]
 ) -> bool:
     """Serve the model ``memory`` keeps for ``key`` (``restore(entry)``), or ``train()`` and keep what it returns;
-    whether ``train`` ran. The lookup and the training hold ``.gca-fit-KEY.lock`` in the folder, so another process
-    fitting the same key waits and then reads. An entry that fails a check (:func:`read_entry`) or whose weights do
-    not load (``restore`` raises) is not served; a folder that cannot be used or written does not stop the fit —
-    each said in one ``UserWarning`` line.
+    whether ``train`` ran. Lookup and training hold the key's lock, so another process fitting it waits, then reads.
+    An entry that fails :func:`read_entry` or whose weights do not load is not served; a folder that cannot be used
+    or written does not stop the fit — each said in one ``UserWarning`` line.
 
     Parameters
     ----------

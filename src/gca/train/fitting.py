@@ -51,9 +51,8 @@ def _finite(embeddings: torch.Tensor, lr: float) -> torch.Tensor:
 
 def _not_constant(embeddings: torch.Tensor, graph: Graph, config: GCAConfig) -> torch.Tensor:
     """``embeddings``, unless every node's is the same (to float32's resolution): then a :class:`CollapseError`.
-    The loss watch cannot see this case when the views differ in training while the graph itself leaves nothing to
-    tell nodes apart — identical features on a regular graph: the views' masks and dropped edges keep the loss off
-    log(2N − 1), yet the unaugmented graph embeds every node alike."""
+    The loss watch misses this where the views differ but the graph tells no nodes apart (identical features on a
+    regular graph): augmentation keeps the loss off log(2N − 1), yet the unaugmented graph embeds all nodes alike."""
     if embeddings.shape[0] < 2:
         return embeddings
     first, spread, largest = embeddings[:1], 0.0, 1e-30  # a block at a time: no N × d temporary
@@ -110,9 +109,8 @@ def _model(
 
 def _update_precision(objective: torch.nn.Module, config: GCAConfig, device: torch.device) -> str:
     """What every update's forward pass computes in (:func:`gca.precision.update_precision`): the precision the
-    objective resolves on ``device`` (:class:`~gca.objective.ContrastiveObjective`; ``auto`` as
-    :func:`~gca.objective.resolve_objective` makes it); for a user's objective that does not say, the config's
-    ``precision`` where it is set, and fp32 under ``auto`` — what it was built for is unknown."""
+    objective resolves on ``device`` (``auto`` as :func:`~gca.objective.resolve_objective` makes it); for a user's
+    objective that does not say, the config's ``precision``, fp32 under ``auto``."""
     if hasattr(objective, "resolved"):
         return objective.resolved(device)[1]
     return "fp32" if config.precision == "auto" else config.precision
@@ -134,8 +132,7 @@ def check_parts(config: Any, placement: Any, objective: Any, batches: Any, encod
 
 
 def _takes_loss(hook: Callable[..., Any]) -> bool:
-    """Whether the ``on_epoch`` hook takes the loss: a parameter named ``loss`` (or ``**kwargs``). Hooks of two
-    arguments are called ``on_epoch(epoch, embed)``."""
+    """Whether the ``on_epoch`` hook takes the loss: a parameter named ``loss`` (or ``**kwargs``)."""
     try:
         parameters = inspect.signature(hook).parameters.values()
     except (TypeError, ValueError):  # a callable Python cannot inspect: called with two arguments
@@ -144,9 +141,8 @@ def _takes_loss(hook: Callable[..., Any]) -> bool:
 
 
 def feature_names(data: Any, width: int) -> list[str] | None:
-    """The names of the feature columns a ``Data`` carries (``data.feature_names``, as
-    :func:`gca.datasets.load_files` sets them for a file that names its features), checked against its ``width``
-    columns; ``None`` for none."""
+    """The feature columns' names a ``Data`` carries (``data.feature_names``, as :func:`gca.datasets.load_files` sets
+    them), checked against its ``width`` columns; ``None`` for none."""
     names = getattr(data, "feature_names", None) if isinstance(data, Data) else None
     if names is None:
         return None
@@ -204,8 +200,7 @@ def fit_estimator(
     on_update: Callable[[int, int | None], None] | None,
     init_from: str | Path | None = None,
 ) -> Any:
-    """:meth:`~gca.train.estimator.GCA.fit`'s training of the prepared graph (``estimator.prepared``), and its final
-    embeddings."""
+    """:meth:`~gca.train.estimator.GCA.fit`'s training of ``estimator.prepared``, and its final embeddings."""
     cfg = estimator.config
     graph, place = estimator.prepared.graph, estimator.placement or Placement.joined(estimator.device)
     fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
@@ -310,8 +305,7 @@ def fit_estimator(
 
 
 def load_estimator(cls: type, path: str | Path, device: str, encoder: torch.nn.Module | None) -> Any:
-    """A trained ``cls`` (:class:`~gca.train.estimator.GCA`) read from the model file ``path``
-    (:meth:`~gca.train.estimator.GCA.load`)."""
+    """A trained ``cls`` read from the model file ``path`` (:meth:`~gca.train.estimator.GCA.load`)."""
     state = load_checkpoint(path)
     user = state.get("user_encoder")
     if user and encoder is None:

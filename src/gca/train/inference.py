@@ -50,8 +50,7 @@ def encode_graph(
     A graph of more than ``chunk_rows`` nodes is embedded over blocks of rows
     (:meth:`gca.nn.gcn.GCNEncoder.forward_in_chunks`; an undirected graph's operator built block by block,
     :class:`gca.graph.sparse.AdjacencyRows`), so memory stays about two N × hidden matrices beside the graph; a small
-    graph, or one of an encoder without blocks, is embedded whole, by every process. ``out`` is written only in blocks
-    on the CPU; elsewhere the caller saves what is returned.
+    graph, or one of an encoder without blocks, is embedded whole, by every process.
 
     Parameters
     ----------
@@ -60,16 +59,16 @@ def encode_graph(
     graph
         The cleaned graph, on the model's device.
     chunk_rows
-        Embed in blocks of this many rows when the graph is larger; ``None`` for :func:`inference_rows`.
+        The rows of a block; ``None`` for :func:`inference_rows`.
     out
-        A new ``.npy`` path for out-of-core inference on the CPU (:class:`gca.mapped.DiskArrays`): each layer's output
-        a scratch file, the embeddings this file, written block by block and flushed; ``None``: in memory.
+        A new ``.npy`` path, written only when embedding in blocks on the CPU (:class:`gca.mapped.DiskArrays`: each
+        layer's output a scratch file, the embeddings this file, block by block); ``None``: in memory.
     share
-        Under torchrun, this process's rows of every layer, embedded by blocks together with the other processes
+        Under torchrun, this process's rows of every layer, embedded together with the other processes
         (:meth:`gca.train.distributed.Placement.row_share`); ``None`` for one process.
     scratch
         The folder a process without ``out`` maps its matrices in on the CPU, reserving only its own rows of the
-        embeddings (made if needed; where it cannot be, they stay in memory); ``None``: in memory.
+        embeddings (where it cannot be made, they stay in memory); ``None``: in memory.
     progress
         Show the rows embedded, layer after layer, on stderr once inference by blocks has run a few seconds.
 

@@ -1,7 +1,7 @@
 """Training: Algorithm 1 of Zhu et al., WWW 2021, one step and the loop over epochs.
 
-Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch that a
-:class:`~gca.train.batches.BatchSource` gives (the whole graph every epoch, or sampled subgraphs):
+Every step of :func:`train` (:func:`train_step`) runs on a batch from a :class:`~gca.train.batches.BatchSource` (the
+whole graph every epoch, or sampled subgraphs):
 
 1. sample two views t, t' ~ T of the batch's graph — kept edges and a feature mask each (:mod:`gca.augment`);
 2. build each view's normalised adjacency D̂^{-1/2}(Ã + I)D̂^{-1/2} (:mod:`gca.graph.sparse`; other encoders take the
@@ -10,10 +10,8 @@ Every step of :func:`train` runs, top to bottom (:func:`train_step`), on a batch
 4. compute the objective (−J of Eq. 2) on the projections g(·) of the batch's anchors (:mod:`gca.objective`);
 5. take one optimiser step.
 
-The loop's hooks are ``after_epoch`` (checkpoints, :class:`gca.train.checkpoint.TrainingCheckpoints`), the learning
-rate's warm-up, the collapse watch and metric loggers (:mod:`gca.loggers`). It reports through the ``logging``
-logger ``"gca.train.loop"``: each epoch at DEBUG, the end of training at INFO, a collapse or a diverged loss at
-WARNING. The frozen embeddings once training ends: :mod:`gca.train.inference`.
+The loop's hooks: ``after_epoch`` (checkpoints), the learning rate's warm-up, the collapse watch and metric loggers.
+It logs to ``"gca.train.loop"``: each epoch at DEBUG, the end at INFO, a collapse or a diverged loss at WARNING.
 """
 
 from __future__ import annotations
@@ -50,22 +48,19 @@ class CollapseError(TrainingError):
 def train_step(
     model: GCAModel, optimizer: torch.optim.Optimizer, batch: Batch, generator: torch.Generator, precision: str = "fp32"
 ) -> float:
-    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update. The
-    forward pass computes in ``precision`` (:func:`gca.precision.update_precision`: under bf16 the dense products in
-    bf16, the sparse ones, the loss and the weights in fp32).
+    """One iteration of Algorithm 1 on ``batch``; returns the objective's value before the update.
 
     Parameters
     ----------
-    model
-        The model trained.
-    optimizer
-        Its optimiser (one step is taken).
+    model, optimizer
+        The model trained and its optimiser (one step is taken).
     batch
         The step's input: features, the two view samplers, the anchors.
     generator
         The generator every random choice draws from (views, batches).
     precision
-        ``"fp32"``, ``"tf32"`` or ``"bf16"`` (resolved: :func:`gca.objective.resolve_objective`).
+        What the forward pass computes in: ``"fp32"``, ``"tf32"`` or ``"bf16"`` (:func:`gca.precision.update_precision`:
+        under bf16 the dense products in bf16, the sparse ones, the loss and the weights in fp32).
     """
     model.train()
     embeddings = []
@@ -109,14 +104,12 @@ def train(
 
     Parameters
     ----------
-    model
-        The model trained.
-    optimizer
-        Its optimiser.
+    model, optimizer
+        The model trained and its optimiser.
     source
         Where each epoch's batches come from.
     epochs
-        The run's total epochs: epochs ``first_epoch`` … ``epochs − 1`` (from 0) are trained here.
+        The run's total epochs (from 0).
     generator
         The generator every random choice draws from (views, batches).
     first_epoch
@@ -134,8 +127,8 @@ def train(
         Metric loggers: ``log({"loss", "lr"}, step=epoch)`` after every epoch that does not stop training (before
         ``after_epoch``); those with a true ``per_update`` also ``log({"loss/update"}, step=update)`` per update.
     on_update
-        ``on_update(update, updates)`` after every update (counted from 1, on from the optimiser's count when
-        resumed), with the run's planned updates (``None`` where the source does not say); ``None`` for nothing.
+        ``on_update(update, updates)`` after every update (from 1, on from the optimiser's count when resumed), with
+        the planned updates (``None`` where the source does not say); ``None`` for nothing.
     precision
         What each update's forward pass computes in (:func:`train_step`).
     compiled

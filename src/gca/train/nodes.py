@@ -61,12 +61,11 @@ def _stable_data(data: Any) -> Any:
 
 class GraphNodes:
     """Some nodes of one graph, as scikit-learn's model selection splits samples: ``GraphNodes(data)`` stands for
-    every node of ``data`` (a PyG ``Data``, node i its row i) and ``nodes[idx]`` (an integer or boolean array, a
-    slice, a list) for those of them, in that order — the same graph, fewer nodes. Its ``shape`` is
-    ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and ``train_test_split`` split it like an array, with
-    ``y`` holding the labels of ``data``'s nodes in the same order. :class:`GCA` fits on the whole graph whatever nodes
-    are given (it reads no label) and ``transform`` gives the given nodes' rows, so a ``Pipeline`` of GCA and a
-    classifier is the paper's linear evaluation with scikit-learn's folds and scorer. Pickled (and so hashed by joblib)
+    every node of ``data`` (node i its row i) and ``nodes[idx]`` (an integer or boolean array, a slice, a list) for
+    those of them, in that order. Its ``shape`` is ``(len(nodes),)``, so ``cross_val_score``, ``GridSearchCV`` and
+    ``train_test_split`` split it like an array, ``y`` holding the nodes' labels in the same order. :class:`GCA` fits
+    on the whole graph whatever nodes are given and ``transform`` gives their rows, so a ``Pipeline`` of GCA and a
+    classifier is the paper's linear evaluation with scikit-learn's folds and scorer. Pickled (so hashed by joblib)
     by its values, so ``Pipeline(memory=...)`` finds a fold it fitted before.
 
     Parameters
@@ -114,8 +113,7 @@ class GraphNodes:
         return f"GraphNodes({len(self)} of {int(self.data.num_nodes)} nodes)"
 
     def __reduce__(self) -> tuple:
-        """Pickled with every plain dense CPU tensor — of its graph and its node ids — as the NumPy array of its
-        bytes with its dtype and shape (:class:`_TensorBytes`), so the pickle, and joblib's hash, depend on the values
-        alone (design notes: docs/design/training.md). Unpickled, it is the same graph and nodes."""
+        """Pickled with every plain dense CPU tensor of its graph and node ids as :class:`_TensorBytes`, so the
+        pickle, and joblib's hash, depend on the values alone (docs/design/training.md)."""
         index = _TensorBytes(self.index) if _plain(self.index) else self.index  # ids on a GPU: PyTorch's pickle
         return (GraphNodes, (_stable_data(self.data), index))
