@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from gca.cli import main
 from gca.evaluate.splits import SplitSetting
@@ -336,3 +337,41 @@ def test_the_authors_protocol_judges_every_unsupervised_row_and_is_stored_apart(
     planned = Planner(sklearn, ("raw",)).table3("Karate")
     keys = {run_key(run) for cell in planned for run in cell.runs}
     assert not keys & {p.stem for p in (tmp_path / "runs").glob("*.json") if "gcn" not in p.stem}
+
+
+def test_a_shipped_tuned_setting_adds_its_row_beside_table_5s_and_none_adds_none(tmp_path, monkeypatch):
+    """Where gca/configs/tuned/ holds a dataset's setting, Table 3 plans a "GCA (tuned; not the paper's)" row with
+    it (its keys over Table 5's, its epochs), judged and noted as not the paper's; the GCA-DE row keeps Table 5;
+    without one, no such row."""
+    import gca.config
+    import gca.reproduce.plan as plan
+
+    assert not [c for c in Planner(TINY, baselines=()).table3("Karate") if c.label == plan.TUNED_LABEL]
+    shipped = gca.config.shipped_config
+    tuned = {"tau": 0.9, "lr": 0.02, "centrality": "pagerank", "epochs": 4}
+    monkeypatch.setattr(plan, "shipped_config", lambda name, variant="": tuned if variant == "tuned" else shipped(name))
+    cells = Planner(TINY, baselines=()).table3("Karate")
+    (row,) = [c for c in cells if c.label == plan.TUNED_LABEL]
+    config = dict(row.runs[0].config)
+    assert (config["tau"], config["lr"], config["centrality"], config["epochs"]) == (0.9, 0.02, "pagerank", 4)
+    de = dict(next(c for c in cells if c.label == "GCA-DE").runs[0].config)
+    assert de["tau"] == shipped("Karate")["tau"] and de["centrality"] == "degree"
+    reproduce("table3", _repro(tmp_path))
+    table = (tmp_path / "table3.md").read_text()
+    assert any(line.startswith(f"| {plan.TUNED_LABEL} |") and "± " in line for line in table.splitlines())
+    assert "gca tune --space wide found on each dataset's validation labels" in table
+
+
+def test_config_tuned_takes_the_shipped_tuned_setting_or_says_none_is_shipped(monkeypatch):
+    import gca.config
+    from gca.config import ConfigError, build_config
+
+    shipped = gca.config.shipped_config
+    monkeypatch.setattr(gca.config, "shipped_for", lambda variant: [] if variant == "tuned" else ["x"])
+    with pytest.raises(ConfigError, match="no such setting is shipped for Cora \\(none is shipped yet\\)"):
+        build_config("Cora", "tuned")
+    monkeypatch.setattr(
+        gca.config, "shipped_config", lambda name, variant="": {"tau": 0.77} if variant == "tuned" else shipped(name)
+    )
+    config = build_config("Cora", "tuned")
+    assert config.tau == 0.77 and config.lr == shipped("Cora")["lr"]  # the tuned keys over Table 5's

@@ -3,7 +3,8 @@
 Precedence (lowest first, :func:`build_config`): the dataclass defaults → the dataset's shipped file
 (``gca/configs/<name>.toml``) → ``config_file`` (``--config``) → ``overrides`` (``--set key=value``, ``--epochs``,
 ``--seed``, ``--centrality``). ``config_file`` may also name a shipped alternative (:data:`NAMED_CONFIGS`):
-``"authors"`` is the authors' parameter files' setting, which differs from Table 5 for Amazon-Computers and Wiki-CS.
+``"authors"`` is the authors' parameter files' setting, which differs from Table 5 for Amazon-Computers and Wiki-CS;
+``"tuned"`` a setting found by ``gca tune --space wide`` on validation labels (``gca/configs/tuned/``).
 """
 
 from __future__ import annotations
@@ -344,7 +345,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 #: Shipped alternatives to a dataset's default setting, by the name ``config_file`` takes (:func:`build_config`).
-NAMED_CONFIGS = ("authors",)
+NAMED_CONFIGS = ("authors", "tuned")
 
 
 def shipped_config(dataset: str, variant: str = "") -> dict[str, Any]:
@@ -373,16 +374,19 @@ def _config_layer(dataset: str | None, config_file: str | Path | None) -> dict[s
         return {}
     layer = shipped_config(dataset, str(config_file))
     if not layer:
-        have = sorted(
-            p.name.removesuffix(".toml")
-            for p in (resources.files("gca") / "configs" / str(config_file)).iterdir()
-            if p.name.endswith(".toml")
-        )
+        have = shipped_for(str(config_file))
+        where = f"there is one for {', '.join(have)}" if have else "none is shipped yet"
         raise ConfigError(
-            f"{option('config_file', str(config_file))}: no such setting is shipped for {dataset} (there is one for "
-            f"{', '.join(have)}); give a TOML or JSON file instead"
+            f"{option('config_file', str(config_file))}: no such setting is shipped for {dataset} ({where}); give a "
+            "TOML or JSON file instead"
         )
     return layer
+
+
+def shipped_for(variant: str) -> list[str]:
+    """The datasets (as their files are named) a shipped alternative ``variant`` has a setting for."""
+    folder = resources.files("gca") / "configs" / variant
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
 def epochs_given(config_file: str | Path | None, overrides: dict[str, Any] | None) -> bool:
