@@ -40,14 +40,16 @@ def _loss(backend: str, u: torch.Tensor, v: torch.Tensor, share: BlockShare | No
     return contrastive_loss(u, v, 0.5, block_size=64, share=share)
 
 
-def _objective_worker(rank: int, world: int, port: int, out: str, backend: str) -> None:
+def _objective_worker(rank: int, world: int, port: int, out: str) -> None:
+    """Both backends in one process group (one spawn: its start-up is most of the test's time)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        u, v = (t.requires_grad_() for t in _inputs())
-        loss = _loss(backend, u, v, BlockShare(rank, world))
-        loss.backward()
-        torch.save({"loss": loss.detach(), "gu": u.grad, "gv": v.grad}, f"{out}/rank{rank}.pt")
+        for backend in ("blocked", "attention"):
+            u, v = (t.requires_grad_() for t in _inputs())
+            loss = _loss(backend, u, v, BlockShare(rank, world))
+            loss.backward()
+            torch.save({"loss": loss.detach(), "gu": u.grad, "gv": v.grad}, f"{out}/{backend}-rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
@@ -72,15 +74,18 @@ def test_row_ranges_are_contiguous_disjoint_and_near_equal():
             assert max(sizes) - min(sizes) <= 1
 
 
-@pytest.mark.parametrize(("backend", "rtol"), [("blocked", 1e-10), ("attention", 1e-6)])
-def test_sharded_objective_equals_the_single_process_one(tmp_path, backend, rtol):
-    port = _free_port()
-    mp.spawn(_objective_worker, args=(2, port, str(tmp_path), backend), nprocs=2, join=True)
+def test_sharded_objective_equals_the_single_process_one(tmp_path):
+    mp.spawn(_objective_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    for backend, rtol in (("blocked", 1e-10), ("attention", 1e-6)):
+        _assert_shares_add_up(tmp_path, backend, rtol)
+
+
+def _assert_shares_add_up(tmp_path: Path, backend: str, rtol: float) -> None:
     u, v = (t.requires_grad_() for t in _inputs())
     loss = _loss(backend, u, v)
     loss.backward()
     for rank in range(2):
-        got = torch.load(tmp_path / f"rank{rank}.pt")
+        got = torch.load(tmp_path / f"{backend}-rank{rank}.pt")
         torch.testing.assert_close(got["loss"], loss.detach(), rtol=rtol / 100, atol=0)
         for name, want in (("gu", u.grad), ("gv", v.grad)):
             torch.testing.assert_close(got[name], want, rtol=rtol, atol=rtol * 1e-4 * float(want.abs().max()))
@@ -320,9 +325,13 @@ def test_mini_batch_resume_under_torchrun_continues_exactly(tmp_path):
     )
 
 
-def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
-    """Rank ``rank`` embeds every case of tests/test_streaming.py's graphs with its share of the rows; rank 0 saves
-    what it holds, the other ranks map their matrices in a scratch folder of their own."""
+_WORLDS = (3, 2)  # the processes of each group, in turn: 3 first, then ranks 0 and 1 alone
+
+
+def _inference_worker(rank: int, _: int, ports: list[int], out: str) -> None:
+    """Rank ``rank`` embeds every case of tests/test_streaming.py's graphs with its share of the rows, in a group of
+    each size of :data:`_WORLDS` it belongs to; rank 0 saves what it holds, the other ranks map their matrices in a
+    scratch folder of their own."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_streaming import _graphs
 
@@ -331,38 +340,42 @@ def _inference_worker(rank: int, world: int, port: int, out: str) -> None:
     from gca.train.distributed import RowRanges
     from gca.train.inference import encode_graph
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    results = {}
-    try:
-        for case, (x, graph) in enumerate(_graphs()):
-            for layers in (2, 3):
-                model = GCAModel.from_config(
-                    x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
-                )
-                model.load_state_dict(torch.load(f"{out}/model-{x.shape[1]}-{layers}.pt"))
-                scratch = Path(out) / f"scratch-{rank}-{case}-{layers}"
-                scratch.mkdir()
-                target = Path(out) / f"emb-{case}-{layers}.npy" if rank == 0 and case % 2 else None
-                got = encode_graph(
-                    model, graph, chunk_rows=17, out=target, share=RowRanges(rank, world), scratch=scratch
-                )
-                assert (got is None) == (rank != 0)
-                assert list(scratch.iterdir()) == []  # every scratch file unlinked once mapped
-                if rank == 0:
-                    results[(case, layers)] = got.clone()
-        if rank == 0:
-            torch.save(results, f"{out}/shared.pt")
-    finally:
-        dist.destroy_process_group()
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    for world, port in zip(_WORLDS, ports, strict=True):
+        if rank >= world:
+            return
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.manual_seed(0)
+        results = {}
+        try:
+            for case, (x, graph) in enumerate(_graphs()):
+                for layers in (2, 3):
+                    model = GCAModel.from_config(
+                        x.shape[1], GCAConfig(hidden=16, proj_hidden=16, activation="prelu", layers=layers)
+                    )
+                    model.load_state_dict(torch.load(f"{out}/model-{x.shape[1]}-{layers}.pt"))
+                    scratch = Path(out) / f"scratch-{world}-{rank}-{case}-{layers}"
+                    scratch.mkdir()
+                    target = Path(out) / f"emb-{world}-{case}-{layers}.npy" if rank == 0 and case % 2 else None
+                    got = encode_graph(
+                        model, graph, chunk_rows=17, out=target, share=RowRanges(rank, world), scratch=scratch
+                    )
+                    assert (got is None) == (rank != 0)
+                    assert list(scratch.iterdir()) == []  # every scratch file unlinked once mapped
+                    if rank == 0:
+                        results[(case, layers)] = got.clone()
+            if rank == 0:
+                torch.save(results, f"{out}/shared-{world}.pt")
+        finally:
+            dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
+def test_inference_shared_by_processes_equals_one_process(tmp_path):
     """Each process embeds its range of rows of every layer (gca.train.distributed.RowRanges); rank 0's embeddings
     equal one process's, bit for bit, for every feature form, direction, normalisation and depth — in memory and
-    written out of core — with ranges that do not start on a block boundary (203 rows, blocks of 17)."""
+    written out of core — with ranges that do not start on a block boundary (203 rows, blocks of 17), in groups of
+    3 and of 2 processes (one spawn of 3: its start-up is most of the test's time)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_streaming import _graphs
 
@@ -382,14 +395,17 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path, world):
             else:
                 torch.save(model.state_dict(), path)
             alone[(case, layers)] = encode_graph(model, graph, chunk_rows=17)
-    mp.spawn(_inference_worker, args=(world, _free_port(), str(tmp_path)), nprocs=world, join=True)
-    shared = torch.load(tmp_path / "shared.pt")
-    assert shared.keys() == alone.keys()
-    for key, embeddings in alone.items():
-        assert torch.equal(shared[key], embeddings), key
-    for case, layers in alone:
-        if case % 2:  # written out of core by rank 0: the file holds every rank's rows
-            assert np.array_equal(np.load(tmp_path / f"emb-{case}-{layers}.npy"), alone[(case, layers)].numpy())
+    ports = [_free_port() for _ in _WORLDS]
+    mp.spawn(_inference_worker, args=(0, ports, str(tmp_path)), nprocs=max(_WORLDS), join=True)
+    for world in _WORLDS:
+        shared = torch.load(tmp_path / f"shared-{world}.pt")
+        assert shared.keys() == alone.keys()
+        for key, embeddings in alone.items():
+            assert torch.equal(shared[key], embeddings), (world, key)
+        for case, layers in alone:
+            if case % 2:  # written out of core by rank 0: the file holds every rank's rows
+                written = np.load(tmp_path / f"emb-{world}-{case}-{layers}.npy")
+                assert np.array_equal(written, alone[(case, layers)].numpy()), (world, case, layers)
 
 
 def _random_npz(path: Path, n: int, edges: int, features: int, seed: int) -> Path:
