@@ -1,19 +1,12 @@
 """The tuned settings across graphs: each search's best setting trained on every graph, the leave-one-out table, and
-the setting :func:`gca.tune.mean_rank_choice` picks for a graph no search saw (docs/tuning.md, "A default for
-users' graphs").
+the setting :func:`gca.tune.mean_rank_choice` picks for a graph no search saw (docs/tuning.md).
 
-A candidate is one study's best trial (``gca tune --out DIR``): its searched keys and the updates where its
-validation accuracy peaked. On each graph it trains as ``gca train`` would there (the graph's shipped setting for the
-keys not searched, mini-batches where the default chooses them, as many updates), seed 0; its validation accuracy is
-the mean over the graph's search splits (the first ``--search-splits`` of its random splits; test labels hidden),
-its test accuracy the mean over all ``--splits`` — reported, never read by the rule. Leaving graph h out, the rule
-chooses among the other graphs' candidates by their validation ranks on the other graphs; h's row gives the choice's
-validation and test accuracy on h. The last line is the choice over all graphs: the default for users' graphs.
+A candidate (one study's ``best.toml``) is trained on each graph, seed 0: validation accuracy over the first
+``--search-splits`` splits, test accuracy over all ``--splits`` (reported, never read by the rule). Cells go to
+``--out`` as they finish; a rerun continues.
 
     python benchmarks/cross_graph.py --data-dir DATA --out cross.json \\
         --study Cora=STUDIES/cora --study Amazon-Photo=STUDIES/photo ...
-
-Each cell is written to ``--out`` as it finishes; the same command continues where it stopped.
 """
 
 from __future__ import annotations
@@ -21,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 from pathlib import Path
 
 import torch
@@ -37,8 +31,7 @@ from gca.tune import mean_rank_choice, search_labels
 
 
 def candidate(folder: Path, name: str, data_dir: str | None) -> tuple[dict, int]:
-    """(searched keys and values, updates) of the best setting of ``name``'s study folder (its ``best.toml``, whose
-    ``epochs`` are where validation accuracy peaked)."""
+    """(searched keys and values, updates where validation peaked) of a study folder's ``best.toml``."""
     searched = (folder / "best.toml").read_text().split("# searched", 1)[1].split("# fixed", 1)[0]
     config = read_config_file(folder / "best.toml")
     keys = [line.split(" = ", 1)[0] for line in searched.strip().splitlines() if " = " in line]
@@ -57,7 +50,7 @@ def open_job(name: str, data_dir: str | None, params: dict, updates: int) -> Job
 
 
 def judge(name: str, data_dir: str | None, params: dict, updates: int, search_splits: int, splits: int) -> dict:
-    """The validation (search splits) and test (all splits, each kept) accuracy of ``params`` trained on ``name``."""
+    """Validation (search splits) and test (all splits, each kept) accuracy of ``params`` trained on ``name``."""
     job = open_job(name, data_dir, params, updates)
     estimator = GCA(job.config, device="cpu")
     prepared = job.prepare(estimator)
@@ -118,8 +111,7 @@ def main() -> None:
             atomic_write(out, lambda f: f.write(json_bytes(cells)))
         base = cells[key]
         gaps = [a - b for a, b in zip(cell["test_splits"], base["test_splits"], strict=True)]
-        mean = sum(gaps) / len(gaps)
-        std = math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps))
+        mean, std = statistics.fmean(gaps), statistics.pstdev(gaps)
         print(
             f"| {held} | {chosen}'s best | {cell['validation']:.2f} | {cell['test']:.2f} | "
             f"{base['row']} {base['test']:.2f} | {mean:+.2f} ± {std:.2f} |"

@@ -1,42 +1,25 @@
-"""The cost model of an exact update on a CPU (:func:`gca.train.fast.exact_update_seconds`), measured: what
-``gca train`` reads to choose mini-batches by default where the paper's exact schedule would take over an hour.
+"""The CPU cost model of an exact update (:func:`gca.train.fast.exact_update_seconds`) against timed updates.
 
-Each graph — synthetic ones of 3,000 to 20,000 nodes with dense or sparse features and several widths, then, with
-``--data-dir``, the paper's Cora, Amazon-Photo, Amazon-Computers and Coauthor-CS with their shipped settings — is
-prepared as :meth:`gca.GCA.fit` prepares it and trained for ``--warmup`` + ``--updates`` exact updates
-(:func:`gca.train.loop.train_step` on the whole graph), graph after graph, round by round.
+Six synthetic graphs and, with ``--data-dir``, the paper's four train exact updates. Prints each graph's median
+one-thread CPU seconds against the one-core model; ``--two-threads``: the paper's graphs' two-thread wall time
+against the two-core estimate; ``--fit``: the one-core constants fitted to the synthetic graphs.
 
-An update is timed on **one thread by its CPU time**: on cores that other processes share, a two-thread update's
-wall time swings by 3–6× (each parallel region waits for the thread that lost its core), while one thread's CPU
-time stays within a few per cent. The median is set against the model's one-core prediction
-(:data:`gca.train.fast.CPU_EXACT_COSTS`). ``--two-threads`` then times the paper's graphs on two threads by wall
-time (the fastest of ``--updates``) against the model's two-core estimate — the one-core prediction divided by
-:data:`gca.train.fast.CPU_TWO_CORE_SPEEDUP` — and prints the speed-up measured. ``--fit`` fits the one-core
-constants anew to the synthetic graphs (non-negative least squares on the relative error; the paper's graphs held
-out) and prints them with the predictions they give.
-
-    python benchmarks/exact_cost.py [--data-dir /work/shared/data] [--fit] [--two-threads] [--updates 2]
+    python benchmarks/exact_cost.py [--data-dir DATA] [--fit] [--two-threads] [--updates 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import statistics
 import time
 
 import numpy as np
 import torch
+from harness import load, machine, table, training
 from torch_geometric.data import Data
 
-from gca.augment.prepared import prepare
-from gca.config import GCAConfig, build_config
-from gca.datasets.registry import load_dataset
-from gca.nn.model import GCAModel
+from gca.config import GCAConfig
 from gca.train import fast
-from gca.train.batches import batch_source
-from gca.train.fast import exact_update_terms, feature_nonzeros
 from gca.train.loop import train_step
 
 #: (nodes, features, share of non-zero features, hidden, proj_hidden, mean degree)
@@ -52,47 +35,37 @@ PAPER = ("Cora", "Amazon-Photo", "Amazon-Computers", "Coauthor-CS")
 
 
 def synthetic(nodes: int, width: int, density: float, degree: int, seed: int = 0) -> Data:
-    """A random undirected graph of ``nodes`` nodes and about ``degree`` neighbours each, with features of which a
-    share ``density`` is non-zero (ones and uniform values)."""
+    """A random undirected graph of mean degree ``degree``, a share ``density`` of its features non-zero."""
     generator = torch.Generator().manual_seed(seed)
-    half = nodes * degree // 2
-    ends = torch.randint(0, nodes, (2, half), generator=generator)
-    edge_index = torch.cat([ends, ends.flip(0)], 1)
+    ends = torch.randint(0, nodes, (2, nodes * degree // 2), generator=generator)
     x = torch.rand(nodes, width, generator=generator)
     if density < 1:
         x = x * (torch.rand(nodes, width, generator=generator) < density)
-    return Data(x=x, edge_index=edge_index)
+    return Data(x=x, edge_index=torch.cat([ends, ends.flip(0)], 1))
 
 
 class Exact:
     """One graph's exact training, set up as :meth:`gca.GCA.fit` sets it up: :meth:`update` times one update."""
 
-    def __init__(self, data: Data, config: GCAConfig) -> None:
-        prepared = prepare(data, config, directed=False)
-        graph = prepared.graph
-        torch.manual_seed(config.seed)
-        self.model = GCAModel.from_config(graph.num_features, config, edge_dim=graph.edge_dim)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.generator = torch.Generator().manual_seed(config.seed)
-        source = batch_source(graph, prepared.views, config, torch.device("cpu"))
-        self.batch = next(iter(source.batches(0, self.generator)))
-        self.terms = exact_update_terms(
-            graph.num_nodes, graph.edge_index.shape[1], graph.num_features, feature_nonzeros(data.x), config
-        )
+    def __init__(self, label: str, data: Data, config: GCAConfig) -> None:
+        graph, source, self.model, self.optimizer, self.generator = training(data, config, directed=False)
+        self.label, self.batch = label, next(iter(source.batches(0, self.generator)))
+        sizes = (graph.num_nodes, graph.edge_index.shape[1], graph.num_features, fast.feature_nonzeros(data.x))
+        self.terms = fast.exact_update_terms(*sizes, config)
         self.cpu: list[float] = []  # one thread's CPU seconds
         self.wall: list[float] = []  # two threads' wall seconds
+
+    def predicted(self, costs: tuple[float, ...] = fast.CPU_EXACT_COSTS, fixed: float = fast.CPU_EXACT_FIXED) -> float:
+        """The one-core seconds an update is predicted to take."""
+        return fixed + sum(c * t for c, t in zip(costs, self.terms, strict=True))
 
     def update(self, timed: bool = True) -> None:
         cpu, wall = time.thread_time(), time.perf_counter()
         train_step(self.model, self.optimizer, self.batch, self.generator)
-        if timed:
-            (self.cpu if torch.get_num_threads() == 1 else self.wall).append(
-                time.thread_time() - cpu if torch.get_num_threads() == 1 else time.perf_counter() - wall
-            )
-
-
-def one_core(terms: tuple[float, float, float], costs: tuple[float, ...], fixed: float) -> float:
-    return fixed + sum(c * t for c, t in zip(costs, terms, strict=True))
+        if timed and torch.get_num_threads() == 1:
+            self.cpu.append(time.thread_time() - cpu)
+        elif timed:
+            self.wall.append(time.perf_counter() - wall)
 
 
 def fit(rows: list[tuple[float, tuple[float, float, float]]]) -> tuple[tuple[float, float, float], float]:
@@ -101,21 +74,15 @@ def fit(rows: list[tuple[float, tuple[float, float, float]]]) -> tuple[tuple[flo
 
     design = np.array([[*terms, 1.0] for _, terms in rows]) / np.array([[s] for s, _ in rows])
     scale = design.max(0)
-    solution, _ = nnls(design / scale, np.ones(len(rows)))
-    solution = solution / scale
+    solution = nnls(design / scale, np.ones(len(rows)))[0] / scale
     return (float(solution[0]), float(solution[1]), float(solution[2])), float(solution[3])
 
 
-def rounds(graphs: list[tuple[str, Exact]], warmup: int, updates: int) -> None:
-    for _, exact in graphs:
-        for _ in range(warmup):
-            exact.update(timed=False)
-    for _ in range(updates):
-        for _, exact in graphs:
-            exact.update()
-
-
-def loadavg() -> str:
+def rounds(graphs: list[Exact], warmup: int, updates: int) -> str:
+    """Rounds of one update per graph, the first ``warmup`` untimed; returns the load average after them."""
+    for number in range(warmup + updates):
+        for exact in graphs:
+            exact.update(timed=number >= warmup)
     return open("/proc/loadavg").read().split()[0]
 
 
@@ -128,62 +95,42 @@ def main() -> None:
     parser.add_argument("--two-threads", action="store_true", help="also time the paper's graphs on two threads")
     args = parser.parse_args()
     torch.set_num_threads(1)
-
-    graphs: list[tuple[str, Exact]] = []
+    print(machine() + (", then 2 (--two-threads)" if args.two_threads else ""))
+    made, paper = [], []
     for nodes, width, density, hidden, proj, degree in SYNTHETIC:
-        config = GCAConfig(hidden=hidden, proj_hidden=proj, epochs=1)
         label = f"synthetic N={nodes:,} F={width} ({density:g} non-zero) d={hidden} p={proj} degree {degree}"
-        graphs.append((label, Exact(synthetic(nodes, width, density, degree), config)))
+        made.append(Exact(label, synthetic(nodes, width, density, degree), GCAConfig(hidden=hidden, proj_hidden=proj)))
     for name in PAPER if args.data_dir else ():
-        loaded = load_dataset(name, args.data_dir)
-        config = build_config(loaded.name)
+        loaded, config = load(name, args.data_dir)
         label = f"{loaded.name} N={loaded.data.num_nodes:,} d={config.hidden} p={config.proj_hidden}"
-        graphs.append((label, Exact(loaded.data, config)))
-    load = [loadavg()]
-    rounds(graphs, args.warmup, args.updates)
-    load.append(loadavg())
+        paper.append(Exact(label, loaded.data, config))
+    loads = [open("/proc/loadavg").read().split()[0], rounds(made + paper, args.warmup, args.updates)]
     if args.two_threads:
         torch.set_num_threads(2)
-        rounds([g for g in graphs if not g[0].startswith("synthetic")], args.warmup, args.updates)
-        load.append(loadavg())
-
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-        platform.processor(),
-    )
+        loads.append(rounds(paper, args.warmup, args.updates))
     print(
-        f"{cpu}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); {datetime.date.today()}; "
-        f"{args.updates} exact updates after {args.warmup}; load average {', '.join(load)} (before, after each "
-        "part)"
+        f"{args.updates} exact updates after {args.warmup}; load average {', '.join(loads)} (before, after each part)"
     )
-    synthetic_rows = [(statistics.median(e.cpu), e.terms) for label, e in graphs if label.startswith("synthetic")]
-    fitted = fit(synthetic_rows) if args.fit else None
-    print("\n| graph | one core: CPU s | model | error |" + (" fitted | error |" if fitted else ""))
-    print("|---|---:|---:|---:|" + ("---:|---:|" if fitted else ""))
-    for label, exact in graphs:
+    fitted = fit([(statistics.median(e.cpu), e.terms) for e in made]) if args.fit else None
+    row = table("graph | one core: CPU s | model | error" + (" | fitted | error" if fitted else ""))
+    for exact in made + paper:
         seconds = statistics.median(exact.cpu)
-        model = one_core(exact.terms, fast.CPU_EXACT_COSTS, fast.CPU_EXACT_FIXED)
-        line = f"| {label} | {seconds:.3f} | {model:.3f} | {100 * (model / seconds - 1):+.0f} % |"
+        model = exact.predicted()
+        text = f"{exact.label} | {seconds:.3f} | {model:.3f} | {100 * (model / seconds - 1):+.0f} %"
         if fitted:
-            again = one_core(exact.terms, *fitted)
-            line += f" {again:.3f} | {100 * (again / seconds - 1):+.0f} % |"
-        print(line)
+            again = exact.predicted(*fitted)
+            text += f" | {again:.3f} | {100 * (again / seconds - 1):+.0f} %"
+        row(text)
     if args.two_threads:
-        print("\n| graph | two threads: wall s (fastest) | estimate | error | speed-up over one core |")
-        print("|---|---:|---:|---:|---:|")
-        for label, exact in graphs:
-            if exact.wall:
-                wall, model = min(exact.wall), fast.exact_update_seconds_of(exact.terms)
-                print(
-                    f"| {label} | {wall:.3f} | {model:.3f} | {100 * (model / wall - 1):+.0f} % | "
-                    f"{statistics.median(exact.cpu) / wall:.2f} |"
-                )
+        print()
+        row = table("graph | two threads: wall s (fastest) | estimate | error | speed-up over one core")
+        for exact in paper:
+            wall, model = min(exact.wall), fast.exact_update_seconds_of(exact.terms)
+            speedup = statistics.median(exact.cpu) / wall
+            row(f"{exact.label} | {wall:.3f} | {model:.3f} | {100 * (model / wall - 1):+.0f} % | {speedup:.2f}")
     if fitted:
-        costs, fixed = fitted
-        print(
-            f"\nfitted: CPU_EXACT_COSTS = ({costs[0]:.3g}, {costs[1]:.3g}, {costs[2]:.3g}); "
-            f"CPU_EXACT_FIXED = {fixed:.3g}"
-        )
+        (a, b, c), fixed = fitted
+        print(f"\nfitted: CPU_EXACT_COSTS = ({a:.3g}, {b:.3g}, {c:.3g}); CPU_EXACT_FIXED = {fixed:.3g}")
 
 
 if __name__ == "__main__":

@@ -1,381 +1,240 @@
-"""Reading a user's files: gca's readers against PyArrow's own read of the same files, side by side.
+"""Reading a user's files: gca's readers against PyArrow's own read of the same files, and ``gca prepare``'s memory.
 
-For each size a generated graph is written as an edge CSV (``source,target``) and a feature CSV (``id`` plus F
-numeric columns), with string ids (``n123``) or integer ids (edges as TSV without a header, features as ``.npy``).
-Each measurement runs in a fresh process, one after another (never two at once), and reports its wall time and
-its peak resident memory beyond what the process held before reading (PyTorch, PyG and PyArrow imported):
+Generated graphs (kept in ``--folder``), each measurement a fresh process: its seconds, its peak memory beyond the
+imports and the gca function running at the peak. Default: a row per size and id kind (string ids: two CSVs;
+integer ids: a TSV and an ``.npy``), PyArrow against gca. ``--prepare``: ``gca prepare``'s peak per edge. ``--long
+NODES``: a long ``id,feature,value`` table, PyArrow against gca. ``--large``: ``gca prepare`` of CSV and Parquet.
 
-* **PyArrow**: ``pyarrow.csv.read_csv`` of both files (multi-threaded), then every edge's two ids mapped to rows
-  with ``pyarrow.compute.index_in`` against the feature table's ids — the fastest read-and-map a user could write
-  with the library, with no checks, no cleaning and no undirected edge list;
-* **gca**: :func:`gca.datasets.load_files` (checks, id mapping, repeats merged, both directions of every edge) and
-  :func:`gca.graph.graph.prepare_graph` — files to the prepared graph a run trains on.
-
-It prints gca's time over PyArrow's and gca's peak memory in bytes per input edge beyond the features' own
-(the float32 matrix); the criterion is a ratio within 3 and at most 100 bytes per edge.
-
-    python benchmarks/files.py                    # 2·10⁶ and 2·10⁷ edges, string ids and integer ids
-    python benchmarks/files.py --edges 2000000 --ids string --folder /tmp/files-bench
-    python benchmarks/files.py --large --folder /data/bench   # gca prepare on 10⁷ nodes, 3·10⁸ edges (CSV, Parquet)
+    python benchmarks/files.py [--edges 2000000 ...] [--ids string|integer] [--folder DIR] [--repeats 3]
+    python benchmarks/files.py --prepare|--long 1000000|--large [--repeats 3] [--folder DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import subprocess
+import resource
+import shutil
+import statistics
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from harness import case, table
 
 FEATURES = 32
-#: Nodes per edge of the generated graphs (2·10⁶ edges: 2·10⁵ nodes, as in the measurement that motivated this).
-NODES_PER_EDGE = 0.1
+NODES_PER_EDGE = 0.1  # of the generated graphs
+BLOCK = 1 << 22
+PLAIN = pacsv.WriteOptions(quoting_style="none")
 
 
-def write_graph(folder: Path, edges: int, ids: str, seed: int = 0) -> dict[str, Path]:
-    """Write the graph's files (once: kept in ``folder`` for the next measurement)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-
-    folder.mkdir(parents=True, exist_ok=True)
-    nodes = int(edges * NODES_PER_EDGE)
-    stem = f"{ids}-{edges}"
-    paths = {
-        "edges": folder / f"{stem}-edges.{'csv' if ids == 'string' else 'tsv'}",
-        "features": folder / f"{stem}-features.{'csv' if ids == 'string' else 'npy'}",
-    }
-    if all(p.exists() for p in paths.values()):
-        return paths
-    rng = np.random.default_rng(seed)
-    block = 1 << 22
-    with paths["edges"].open("wb") as f:
-        if ids == "string":
-            f.write(b"source,target\n")
-        for start in range(0, edges, block):
-            count = min(block, edges - start)
-            source, target = rng.integers(0, nodes, count), rng.integers(0, nodes, count)
-            if ids == "string":
-                table = pa.table(
-                    {
-                        "s": pc.binary_join_element_wise("n", pa.array(source).cast(pa.string()), ""),
-                        "t": pc.binary_join_element_wise("n", pa.array(target).cast(pa.string()), ""),
-                    }
-                )
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
-            else:
-                table = pa.table({"s": source, "t": target})
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter="\t"))
-    x = rng.standard_normal((nodes, FEATURES)).astype(np.float32)
-    order = rng.permutation(nodes)  # feature rows in another order than the ids
-    if ids == "string":
-        columns = {"id": pc.binary_join_element_wise("n", pa.array(order).cast(pa.string()), "")}
-        columns.update({f"f{j}": x[order, j] for j in range(FEATURES)})
-        pacsv.write_csv(pa.table(columns), paths["features"], pacsv.WriteOptions(quoting_style="none"))
-    else:
-        np.save(paths["features"], x)
-    return paths
+def named(prefix: str, numbers: np.ndarray):
+    return pc.binary_join_element_wise(prefix, pa.array(numbers).cast(pa.string()), "")
 
 
-def write_long(
-    folder: Path, nodes: int, edges: int, per_node: int = 10, vocabulary: int = 1000, seed: int = 0
-) -> dict[str, Path]:
-    """String-id edges (``source,target``, ``edges`` random pairs over ``nodes`` ids ``n123``) and a long feature
-    table (``id,feature,value``: ``per_node`` rows per node, features ``w17`` of ``vocabulary``, rows shuffled) —
-    written once into ``folder``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "edges": folder / f"long-{nodes}-{edges}-edges.csv",
-        "features": folder / f"long-{nodes}-{per_node}-features.csv",
-    }
-    rng = np.random.default_rng(seed)
-
-    def named(prefix: str, numbers: np.ndarray):
-        return pc.binary_join_element_wise(prefix, pa.array(numbers).cast(pa.string()), "")
-
-    if not paths["edges"].exists():
-        with paths["edges"].open("wb") as f:
-            f.write(b"source,target\n")
-            for start in range(0, edges, 1 << 22):
-                count = min(1 << 22, edges - start)
-                table = pa.table(
-                    {"s": named("n", rng.integers(0, nodes, count)), "t": named("n", rng.integers(0, nodes, count))}
-                )
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
-    if not paths["features"].exists():
-        rows = nodes * per_node
-        node = rng.permutation(np.repeat(np.arange(nodes), per_node))
-        table = pa.table(
-            {
-                "id": named("n", node),
-                "feature": named("w", rng.integers(0, vocabulary, rows)),
-                "value": rng.random(rows).astype(np.float32),
-            }
-        )
-        pacsv.write_csv(table, paths["features"], pacsv.WriteOptions(quoting_style="none"))
-    return paths
-
-
-CHILD = r"""
-import json, resource, sys, time
-import numpy as np, torch, torch_geometric, pyarrow as pa, pyarrow.csv as pacsv, pyarrow.compute as pc
-from gca.datasets import load_files
-from gca.graph.graph import prepare_graph
-torch.set_num_threads(int(sys.argv[4]))
-mode, edges, features = sys.argv[1], sys.argv[2], sys.argv[3]
-def rss():
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS"))
-before = rss()
-start = time.perf_counter()
-if mode.startswith("pyarrow"):
-    if mode == "pyarrow-long":  # node ids: the feature table's; edges, feature rows and columns mapped to numbers
-        e = pacsv.read_csv(edges)
-        f = pacsv.read_csv(features)
-        ids = pc.unique(f.column(0).combine_chunks())
-        rows = [pc.index_in(e.column(c), value_set=ids) for c in (0, 1)]
-        rows.append(pc.index_in(f.column(0), value_set=ids))
-        rows.append(pc.index_in(f.column(1), value_set=pc.unique(f.column(1).combine_chunks())))
-        ok = all(r.null_count == 0 for r in rows)
-    elif features.endswith(".npy"):
-        e = pacsv.read_csv(edges, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                           parse_options=pacsv.ParseOptions(delimiter="\t"))
-        x = np.load(features)
-        rows = [e.column(0).to_numpy(), e.column(1).to_numpy()]
-        ok = bool((rows[0].max() < x.shape[0]) & (rows[1].max() < x.shape[0]))
-    else:
-        e = pacsv.read_csv(edges)
-        f = pacsv.read_csv(features)
-        ids = f.column(0).combine_chunks()
-        rows = [pc.index_in(e.column(c), value_set=ids) for c in (0, 1)]
-        ok = all(r.null_count == 0 for r in rows)
-    nodes = 0
-else:
-    loaded = load_files(edges, features)
-    graph = prepare_graph(loaded.data, directed=False)
-    ok, nodes = graph.num_nodes > 0, int(graph.edge_index.shape[1])
-seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"seconds": seconds, "peak_beyond": peak - before, "ok": ok, "directed_edges": nodes}))
-"""
-
-
-def measure(mode: str, paths: dict[str, Path], threads: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(paths["edges"]), str(paths["features"]), str(threads)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{mode} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def write_large(folder: Path, nodes: int, edges: int, features: int, seed: int = 0) -> dict[str, Path]:
-    """An edge list of ``edges`` random pairs over ``nodes`` integer ids as CSV (``source,target``) and Parquet
-    (row groups of 4·10⁶), and float16 features as ``.npy`` — written a block at a time (kept for the next run)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+def write_edges(path: Path, nodes: int, edges: int, rng: np.random.Generator, ids: str, parquet: Path | None = None):
+    """Random pairs, a block at a time: ``string`` ids as a CSV, ``integer`` as a TSV, ``large`` as CSV and Parquet."""
     import pyarrow.parquet as pq
 
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "csv": folder / f"large-{edges}-edges.csv",
-        "parquet": folder / f"large-{edges}-edges.parquet",
-        "features": folder / f"large-{nodes}-features.npy",
-    }
-    block = 1 << 22
-    if not paths["csv"].exists() or not paths["parquet"].exists():
-        schema = pa.schema([("source", pa.int64()), ("target", pa.int64())])
-        rng = np.random.default_rng(seed)
-        with paths["csv"].open("wb") as f, pq.ParquetWriter(paths["parquet"], schema) as parquet:
-            f.write(b"source,target\n")
-            for start in range(0, edges, block):
-                count = min(block, edges - start)
-                table = pa.table(
-                    {"source": rng.integers(0, nodes, count), "target": rng.integers(0, nodes, count)}, schema=schema
-                )
-                pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False))
-                parquet.write_table(table)
-    if not paths["features"].exists():
-        rng = np.random.default_rng(seed + 1)
-        array = np.lib.format.open_memmap(paths["features"], mode="w+", dtype=np.float16, shape=(nodes, features))
-        for start in range(0, nodes, block):
-            array[start : start + block] = rng.standard_normal((min(block, nodes - start), features))
-        array.flush()
-        del array
+    delimiter = "\t" if ids == "integer" else ","
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none", delimiter=delimiter)
+    schema = pa.schema([("source", pa.int64()), ("target", pa.int64())])
+    with path.open("wb") as f, pq.ParquetWriter(parquet, schema) if parquet else contextlib.nullcontext() as row_groups:
+        f.write(b"" if ids == "integer" else b"source,target\n")
+        for start in range(0, edges, BLOCK):
+            count = min(BLOCK, edges - start)
+            pairs = {"source": rng.integers(0, nodes, count), "target": rng.integers(0, nodes, count)}
+            if parquet:
+                row_groups.write_table(pa.table(pairs, schema=schema))
+            if ids == "string":
+                pairs = {key: named("n", value) for key, value in pairs.items()}
+            pacsv.write_csv(pa.table(pairs), f, options)
+
+
+def write_graph(folder: Path, edges: int, ids: str, nodes: int = 0) -> dict[str, Path]:
+    """The graph's files, written once into ``folder``; ``long``: string ids, a long feature table of 10 rows a node."""
+    nodes, string = nodes or int(edges * NODES_PER_EDGE), ids != "integer"
+    stem = f"long-{nodes}-{edges}" if ids == "long" else f"{ids}-{edges}"
+    paths = {"edges": folder / f"{stem}-edges.{'csv' if string else 'tsv'}"}
+    paths["features"] = folder / f"{stem}-features.{'csv' if string else 'npy'}"
+    if all(p.exists() for p in paths.values()):
+        return paths
+    rng = np.random.default_rng(0)
+    write_edges(paths["edges"], nodes, edges, rng, "string" if string else "integer")
+    if ids == "long":  # rows shuffled, features named from 1,000 names
+        node = rng.permutation(np.repeat(np.arange(nodes), 10))
+        words, values = named("w", rng.integers(0, 1000, node.size)), rng.random(node.size).astype(np.float32)
+        columns = {"id": named("n", node), "feature": words, "value": values}
+    elif string:
+        x, order = rng.standard_normal((nodes, FEATURES)).astype(np.float32), rng.permutation(nodes)
+        columns = {"id": named("n", order), **{f"f{j}": x[order, j] for j in range(FEATURES)}}  # rows reordered
+    else:
+        np.save(paths["features"], rng.standard_normal((nodes, FEATURES)).astype(np.float32))
+        return paths
+    pacsv.write_csv(pa.table(columns), paths["features"], PLAIN)
     return paths
 
 
-def prepare_large(paths: dict[str, Path], kind: str, cache: Path) -> dict:
-    """``gca prepare --edges FILE --features X`` in a fresh process under ``/usr/bin/time -v``: wall seconds and
-    peak resident memory (the whole process: interpreter, libraries, the features' mapped pages included)."""
-    import re
-    import shutil
-    import threading
-
-    shutil.rmtree(cache, ignore_errors=True)
-    command = [
-        "/usr/bin/time",
-        "-v",
-        sys.executable,
-        "-m",
-        "gca.cli",
-        "prepare",
-        "--edges",
-        str(paths[kind]),
-        "--features",
-        str(paths["features"]),
-    ]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "GCA_CACHE_DIR": str(cache)},
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True)
-    reader.start()
-    anon, where = 0, ""  # peak anonymous memory (the process's own, not mapped files' pages) and the phase then
-    while process.poll() is None:
-        for pid in _children(process.pid):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            now = int(re.search(r"RssAnon:\s+(\d+)", status).group(1)) * 1024 if "RssAnon" in status else 0
-            if now > anon:
-                anon, where = now, (lines[-1].strip() if lines else "starting")
-        time.sleep(0.5)
-    stdout = process.stdout.read()
-    reader.join()
-    out = subprocess.CompletedProcess(command, process.returncode, stdout, "".join(lines))
-    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) * 1024
-    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", out.stderr).group(1)
-    seconds = sum(float(part) * 60**i for i, part in enumerate(reversed(wall.split(":"))))
-    size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
-    shutil.rmtree(cache, ignore_errors=True)
-    if out.returncode != 0:
-        raise SystemExit(f"gca prepare failed:\n{out.stderr[-3000:]}")
-    return {
-        "seconds": seconds,
-        "peak": peak,
-        "anon": anon,
-        "anon_at": where,
-        "stored": size,
-        "said": out.stdout.strip(),
-    }
+def write_large(folder: Path, nodes: int, edges: int, features: int) -> dict[str, Path]:
+    """Integer-id edges as CSV and Parquet and float16 features as ``.npy``, written once, a block at a time."""
+    paths = {"csv": folder / f"large-{edges}-edges.csv", "parquet": folder / f"large-{edges}-edges.parquet"}
+    paths["features"] = folder / f"large-{nodes}-features.npy"
+    if not paths["csv"].exists() or not paths["parquet"].exists():
+        write_edges(paths["csv"], nodes, edges, np.random.default_rng(0), "large", paths["parquet"])
+    if not paths["features"].exists():
+        rng = np.random.default_rng(1)
+        array = np.lib.format.open_memmap(paths["features"], mode="w+", dtype=np.float16, shape=(nodes, features))
+        for start in range(0, nodes, BLOCK):
+            array[start : start + BLOCK] = rng.standard_normal((min(BLOCK, nodes - start), features))
+        array.flush()
+    return paths
 
 
-def _children(pid: int) -> list[int]:
-    """``pid`` and its descendants (``/usr/bin/time`` runs gca as its child)."""
-    found, queue = [], [pid]
-    while queue:
-        current = queue.pop()
-        found.append(current)
-        try:
-            queue += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
-        except OSError:
-            pass
-    return found
+def measure(mode: str, edges: str, features: str, threads: int) -> dict:
+    """One measurement in this fresh process, after the imports: its seconds and peaks."""
+    import torch
+
+    from gca.cli.dispatch import main as gca
+    from gca.cli.guard import import_libraries
+    from gca.datasets import load_files
+    from gca.graph.graph import prepare_graph
+
+    import_libraries()
+    torch.set_num_threads(threads)
+
+    def status(key: str) -> int:
+        text = Path("/proc/self/status").read_text()
+        return next((int(line.split()[1]) * 1024 for line in text.splitlines() if line.startswith(key)), 0)
+
+    before, seen, caller = status("VmRSS"), {"peak": 0, "anon": 0, "where": ""}, threading.get_ident()
+
+    def phase() -> str:  # the innermost gca function the main thread is running
+        inner = [f for f in traceback.extract_stack(sys._current_frames()[caller]) if "/gca/" in f.filename]
+        where = Path(inner[-1].filename) if inner else Path()
+        return f"{where.parent.name}/{where.name}:{inner[-1].name}" if inner else ""
+
+    def sample() -> None:
+        while True:
+            now, seen["anon"] = status("VmRSS"), max(seen["anon"], status("RssAnon"))
+            if now > seen["peak"]:
+                seen["peak"], seen["where"] = now, phase()
+            time.sleep(0.005)
+
+    threading.Thread(target=sample, daemon=True).start()
+    start = time.perf_counter()
+    if mode == "prepare":
+        ok = gca(["prepare", "--edges", edges, "--features", features, "--quiet"]) == 0
+    elif mode == "gca":
+        ok = prepare_graph(load_files(edges, features).data, directed=False).num_nodes > 0
+    elif features.endswith(".npy"):  # pyarrow, integer ids: the rows are the ids
+        options = pacsv.ReadOptions(autogenerate_column_names=True)
+        e = pacsv.read_csv(edges, read_options=options, parse_options=pacsv.ParseOptions(delimiter="\t"))
+        nodes = np.load(features).shape[0]
+        ok = bool(e.column(0).to_numpy().max() < nodes and e.column(1).to_numpy().max() < nodes)
+    else:  # pyarrow, string ids mapped to the feature table's rows (pyarrow-long: its unique ids and feature names)
+        e, f = pacsv.read_csv(edges), pacsv.read_csv(features)
+        ids = pc.unique(f.column(0).combine_chunks()) if mode == "pyarrow-long" else f.column(0).combine_chunks()
+        rows = [pc.index_in(e.column(c), value_set=ids) for c in (0, 1)]
+        if mode == "pyarrow-long":
+            rows += [pc.index_in(f.column(0), value_set=ids)]
+            rows += [pc.index_in(f.column(1), value_set=pc.unique(f.column(1).combine_chunks()))]
+        ok = all(r.null_count == 0 for r in rows)
+    seconds, peak = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"seconds": seconds, "before": before, "peak": peak, "beyond": peak - before, "ok": ok, **seen}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edges", type=int, action="append", help="input edges (default: 2·10⁶ and 2·10⁷)")
     parser.add_argument("--ids", choices=("string", "integer"), action="append", help="id kinds (default both)")
     parser.add_argument("--folder", default="runs/files-bench", help="where the generated files are kept")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeats", type=int, default=1, help="runs of each (the fastest is kept)")
-    parser.add_argument(
-        "--large",
-        action="store_true",
-        help="instead: gca prepare on a generated edge list of "
-        "--large-nodes nodes and --large-edges edges, from CSV and from Parquet",
-    )
+    parser.add_argument("--prepare", action="store_true", help="instead: gca prepare's peak memory")
+    parser.add_argument("--long", type=int, metavar="NODES", help="instead: a long feature table over NODES nodes")
+    parser.add_argument("--large", action="store_true", help="instead: gca prepare on --large-edges edges")
     parser.add_argument("--large-nodes", type=int, default=10_000_000)
     parser.add_argument("--large-edges", type=int, default=300_000_000)
     parser.add_argument("--large-features", type=int, default=16)
     parser.add_argument("--large-kind", choices=("csv", "parquet"), action="append", help="which (default both)")
-    parser.add_argument(
-        "--long",
-        type=int,
-        metavar="NODES",
-        help="instead: string-id edges and a long feature table "
-        "(id, feature, value; 10 rows per node) over NODES nodes, --edges edges (default 2·10⁶)",
-    )
+    parser.add_argument("--case", nargs=4, help=argparse.SUPPRESS)  # MODE EDGES FEATURES THREADS, in a process
     args = parser.parse_args()
-    if args.long:
-        edges = (args.edges or [2_000_000])[0]
-        paths = write_long(Path(args.folder), args.long, edges)
-        runs = {
-            mode: [measure(mode, paths, args.threads) for _ in range(args.repeats)] for mode in ("pyarrow-long", "gca")
-        }
-        times = {mode: sorted(r["seconds"] for r in rs) for mode, rs in runs.items()}
-        for mode, rs in runs.items():
-            print(
-                f"{mode:>13}: " + ", ".join(f"{r['seconds']:.2f} s ({r['peak_beyond'] / 1e6:.0f} MB)" for r in rs),
-                flush=True,
+    if args.case:
+        return print(json.dumps(measure(*args.case[:3], int(args.case[3]))))
+    folder, edges = Path(args.folder), args.edges or [2_000_000, 20_000_000]
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["GCA_CACHE_DIR"] = str(folder / "cache")  # gca prepare's, emptied before and after each run
+
+    def runs(mode: str, paths: dict, repeats: int = args.repeats):  # each measurement, with what gca prepare stored
+        for _ in range(repeats):
+            shutil.rmtree(folder / "cache", ignore_errors=True)
+            result = case(__file__, mode, paths["edges"], paths["features"], args.threads)
+            stored = sum(p.stat().st_size for p in (folder / "cache").rglob("*") if p.is_file())
+            shutil.rmtree(folder / "cache", ignore_errors=True)
+            if result is None or not result["ok"]:
+                raise SystemExit(f"{mode} failed")
+            yield {**result, "stored": stored}
+
+    if args.prepare:
+        count, paths = edges[0], write_graph(folder, edges[0], "string")
+        features = int(count * NODES_PER_EDGE) * FEATURES * 4
+        print(f"{count:,} string-id edges, features {features / 1e6:.1f} MB (float32)")
+        row = table("imports MB | peak MB | beyond imports MB (B/edge) | less twice the features B/edge | s | phase")
+        beyond = []
+        for r in runs("prepare", paths):
+            beyond.append(r["beyond"])
+            row(
+                f"{r['before'] / 1e6:.0f} | {r['peak'] / 1e6:.0f} | {r['beyond'] / 1e6:.0f} ({r['beyond'] / count:.1f})"
+                f" | {(r['beyond'] - 2 * features) / count:.1f} | {r['seconds']:.1f} | {r['where']}"
             )
-        low, mid = (
-            times["gca"][0] / times["pyarrow-long"][0],
-            times["gca"][len(times["gca"]) // 2] / times["pyarrow-long"][len(times["pyarrow-long"]) // 2],
-        )
+        for name, value in (("min", min(beyond)), ("median", statistics.median(beyond))):
+            print(
+                f"{name}: {value / 1e6:.0f} MB beyond the imports ({value / count:.1f} B/edge), "
+                f"{(value - 2 * features) / count:.1f} B/edge less twice the features"
+            )
+    elif args.long:
+        paths, times = write_graph(folder, edges[0], "long", args.long), {}
+        for mode in ("pyarrow-long", "gca"):
+            results = list(runs(mode, paths))
+            print(f"{mode:>13}: " + ", ".join(f"{r['seconds']:.2f} s ({r['beyond'] / 1e6:.0f} MB)" for r in results))
+            times[mode] = sorted(r["seconds"] for r in results)
+        low = times["gca"][0] / times["pyarrow-long"][0]
+        mid = statistics.median(times["gca"]) / statistics.median(times["pyarrow-long"])
         print(
-            f"{args.long:,} nodes, {edges:,} edges, long features: gca over PyArrow {low:.2f} (fastest of each), "
-            f"{mid:.2f} (medians)",
-            flush=True,
+            f"{args.long:,} nodes, {edges[0]:,} edges: gca over PyArrow {low:.2f} (fastest of each), "
+            f"{mid:.2f} (medians)"
         )
-        return
-    if args.large:
+    elif args.large:
         start = time.perf_counter()
-        paths = write_large(Path(args.folder), args.large_nodes, args.large_edges, args.large_features)
-        print(
-            f"files ready in {time.perf_counter() - start:.0f} s: "
-            + ", ".join(f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values()),
-            flush=True,
-        )
+        paths = write_large(folder, args.large_nodes, args.large_edges, args.large_features)
+        sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e9:.2f} GB" for p in paths.values())
+        print(f"files ready in {time.perf_counter() - start:.0f} s: {sizes}")
+        row = table("input | s | peak resident | peak anonymous | reached in | prepared graph")
         for kind in args.large_kind or ("csv", "parquet"):
-            result = prepare_large(paths, kind, Path(args.folder) / "cache")
-            print(
-                f"{kind}: gca prepare {result['seconds']:.0f} s, peak resident {result['peak'] / 2**30:.2f} GiB "
-                f"(of which anonymous, not mapped files' pages: {result['anon'] / 2**30:.2f} GiB, reached after "
-                f"{result['anon_at']!r}), prepared graph {result['stored'] / 1e9:.2f} GB — {result['said']}",
-                flush=True,
-            )
-        return
-    print(
-        f"{'edges':>12} {'ids':>8} {'pyarrow s':>10} {'gca s':>8} {'ratio':>6} {'gca MB':>8} "
-        f"{'features MB':>12} {'B/edge':>7}"
-    )
-    for edges in args.edges or [2_000_000, 20_000_000]:
-        for ids in args.ids or ["string", "integer"]:
-            start = time.perf_counter()
-            paths = write_graph(Path(args.folder), edges, ids)
-            made = time.perf_counter() - start
-            base = min(
-                (measure("pyarrow", paths, args.threads) for _ in range(args.repeats)), key=lambda r: r["seconds"]
-            )
-            ours = min((measure("gca", paths, args.threads) for _ in range(args.repeats)), key=lambda r: r["seconds"])
-            feature_bytes = int(edges * NODES_PER_EDGE) * FEATURES * 4
-            per_edge = (ours["peak_beyond"] - feature_bytes) / edges
-            print(
-                f"{edges:>12,} {ids:>8} {base['seconds']:>10.2f} {ours['seconds']:>8.2f} "
-                f"{ours['seconds'] / base['seconds']:>6.2f} {ours['peak_beyond'] / 1e6:>8.0f} "
-                f"{feature_bytes / 1e6:>12.0f} {per_edge:>7.1f}"
-                + (f"   (files written in {made:.0f} s)" if made > 1 else ""),
-                flush=True,
-            )
+            for r in runs("prepare", {"edges": paths[kind], "features": paths["features"]}, repeats=1):
+                row(
+                    f"{kind} | {r['seconds']:.0f} | {r['peak'] / 2**30:.2f} GiB | {r['anon'] / 2**30:.2f} GiB | "
+                    f"{r['where']} | {r['stored'] / 1e9:.2f} GB"
+                )
+    else:
+        row = table("edges | ids | PyArrow s | gca s | ratio | gca beyond MB | features MB | B/edge")
+        for count in edges:
+            for ids in args.ids or ["string", "integer"]:
+                paths, features = write_graph(folder, count, ids), int(count * NODES_PER_EDGE) * FEATURES * 4
+                base, ours = (min(runs(mode, paths), key=lambda r: r["seconds"]) for mode in ("pyarrow", "gca"))
+                row(
+                    f"{count:,} | {ids} | {base['seconds']:.2f} | {ours['seconds']:.2f} | "
+                    f"{ours['seconds'] / base['seconds']:.2f} | {ours['beyond'] / 1e6:.0f} | {features / 1e6:.0f} | "
+                    f"{(ours['beyond'] - features) / count:.1f}"
+                )
 
 
 if __name__ == "__main__":

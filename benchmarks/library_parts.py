@@ -1,10 +1,8 @@
-"""Where a well-kept library computes what gca needs, gca uses it unless ours measures faster. This script keeps
-the measurements behind the two places where gca keeps its own code or takes the library's.
+"""Where a well-kept library computes what gca needs, gca uses it unless ours measures faster: the two measurements.
 
-1. The per-view normalised adjacency D̂^{-1/2}(A + I)D̂^{-1/2} as a CSR operator (built twice per epoch):
-   gca's ``normalized_adjacency`` against PyTorch Geometric's ``gcn_norm`` followed by the same CSR build.
-2. Row normalisation of the encoder's input (once per graph): scikit-learn's ``normalize(norm="l1")`` against
-   the hand-written version gca had before.
+gca's ``normalized_adjacency`` against PyTorch Geometric's ``gcn_norm`` and the same CSR build; scikit-learn's
+``normalize(norm="l1")`` against a hand-written row normalisation. Printed: median seconds over ``--repeats``
+calls after a warm-up, checked equal, and their ratio.
 
     python benchmarks/library_parts.py [--repeats 20]
 """
@@ -12,37 +10,21 @@ the measurements behind the two places where gca keeps its own code or takes the
 from __future__ import annotations
 
 import argparse
-import platform
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from harness import machine, median_seconds, random_graph, table
 from sklearn.preprocessing import normalize
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from epoch import synthetic_graph  # noqa: E402
-
-from gca.graph.graph import prepare_graph  # noqa: E402
+from gca.graph.graph import prepare_graph
 from gca.graph.sparse import normalized_adjacency, square_csr
 
 
 def pyg_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     ei, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
     return square_csr(ei[1], ei[0], weight, num_nodes)
-
-
-def seconds(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def hand_rows(x):
@@ -52,28 +34,24 @@ def hand_rows(x):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    machine = platform.processor() or platform.machine()
-    print(f"# {machine}, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("| graph | nodes | edges | gca s | PyG gcn_norm + CSR s | ratio (PyG / gca) |")
-    print("|---|---|---|---|---|---|")
-    for name, (n, e, f) in {
-        "Amazon-Photo size": (7650, 119_081, 745),
-        "Coauthor-Physics size": (34_493, 247_962, 8415),
-    }.items():
-        graph = prepare_graph(synthetic_graph(n, e, f, 30))
-        ei = graph.edge_index
-        ours = seconds(lambda ei=ei, n=n: normalized_adjacency(ei, n, symmetric=True), args.repeats)
-        pyg = seconds(lambda ei=ei, n=n: pyg_adjacency(ei, n), args.repeats)
+    print(machine())
+    row = table("graph | nodes | edges | gca s | PyG gcn_norm + CSR s | ratio (PyG / gca)")
+    for name, (n, e, f) in (
+        ("Amazon-Photo size", (7650, 119_081, 745)),
+        ("Coauthor-Physics size", (34_493, 247_962, 8415)),
+    ):
+        ei = prepare_graph(random_graph(n, e, f)).edge_index
+        ours = median_seconds(lambda ei=ei, n=n: normalized_adjacency(ei, n, symmetric=True), args.repeats)
+        pyg = median_seconds(lambda ei=ei, n=n: pyg_adjacency(ei, n), args.repeats)
         a, b = normalized_adjacency(ei, n, symmetric=True).matrix, pyg_adjacency(ei, n)
         same = torch.equal(a.crow_indices(), b.crow_indices()) and torch.equal(a.col_indices(), b.col_indices())
         assert same and torch.allclose(a.values(), b.values(), atol=1e-6), "the two adjacency builds disagree"
-        print(f"| {name} | {n:,} | {ei.shape[1]:,} | {ours:.4f} | {pyg:.4f} | {pyg / ours:.2f} |")
+        row(f"{name} | {n:,} | {ei.shape[1]:,} | {ours:.4f} | {pyg:.4f} | {pyg / ours:.2f}")
     print()
-    print("| features | shape | hand-written s | sklearn normalize s | ratio (sklearn / hand) |")
-    print("|---|---|---|---|---|")
+    row = table("features | shape | hand-written s | sklearn normalize s | ratio (sklearn / hand)")
     rng = np.random.default_rng(0)
     cases = {
         "sparse (Physics size, 30 nnz/row)": sp.random(
@@ -82,12 +60,11 @@ def main() -> None:
         "dense (169,343 × 128)": rng.standard_normal((169_343, 128), dtype=np.float32),
     }
     for name, x in cases.items():
-        hand = seconds(lambda x=x: hand_rows(x), max(3, args.repeats // 4))
-        lib = seconds(lambda x=x: normalize(x, norm="l1"), max(3, args.repeats // 4))
+        hand = median_seconds(lambda x=x: hand_rows(x), max(3, args.repeats // 4))
+        lib = median_seconds(lambda x=x: normalize(x, norm="l1"), max(3, args.repeats // 4))
         h, s = hand_rows(x), normalize(x, norm="l1")
-        h, s = (h.toarray(), s.toarray()) if sp.issparse(h) else (h, s)
-        assert np.allclose(h, s, atol=1e-6)
-        print(f"| {name} | {x.shape[0]:,} × {x.shape[1]:,} | {hand:.4f} | {lib:.4f} | {lib / hand:.2f} |")
+        assert np.allclose(*((h.toarray(), s.toarray()) if sp.issparse(h) else (h, s)), atol=1e-6)
+        row(f"{name} | {x.shape[0]:,} × {x.shape[1]:,} | {hand:.4f} | {lib:.4f} | {lib / hand:.2f}")
 
 
 if __name__ == "__main__":

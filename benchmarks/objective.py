@@ -1,54 +1,28 @@
-"""The objective's time and memory per backend and precision, on the CPU or on CUDA.
-
-Each case is one forward + backward of −J (τ = 0.5) on Gaussian views u, v of N × d, equal for every case of one N
-and d (so the losses differ only by arithmetic): seconds (the median of ``--repeats`` after a warm-up; one cold run
-from ``--single-run-from`` nodes), peak memory (on the CPU each case runs in its own process: its peak RSS; on CUDA
-PyTorch's peak allocated memory), the loss, and a bound, the time of the case's matrix products alone on this device:
-
-* ``plain`` — the formulation as most implementations write it: dense N×N matrices θ(u, u) and θ(u, v), their
-  exponentials, both directions, everything kept by autograd (skipped where a dozen N×N fp32 matrices do not fit);
-* ``gca`` — the library's default (:func:`gca.objective.contrastive_loss`, blocked; ``--block-rows R``: R rows per
-  block). Its bound (the GEMM bound): the similarity blocks (block × d)(d × 2N) forward and recomputed, half the
-  triangle each, and the gradient's M_r Z (block × 2N)(2N × d) and M_rᵀ Z_r (2N × block)(block × d), half each, at
-  the rate this device multiplies each of those shapes;
-* ``blocked-fp32``, ``blocked-tf32`` — :class:`gca.objective.ContrastiveObjective` with that precision, bound as
-  ``gca``'s (products in TF32 for tf32); ``attention-fp32`` (the memory-efficient kernel), ``attention-bf16-flash``,
-  ``attention-bf16-efficient`` — :func:`gca.objective.attention_loss`; bound: 4u flops (u = 2·(2N)²·d, two products
-  in each of its two kernel calls) at the rate of a dense 8192³ product in its precision (1024³ on a CPU).
+"""The objective's time and memory per N, d and case (backend, precision), on the CPU or CUDA: one forward + backward
+of −J on Gaussian views: seconds, peak memory, speed-up over ``plain``, a bound (the case's matrix products alone at
+this device's rate) and the loss; on the CPU, first a table of those products' GFLOP/s in torch and NumPy.
 
     python benchmarks/objective.py [--sizes 2708 7650 13752 34493] [--dims 128 256] [--repeats 3]   # plain, gca
-    python benchmarks/objective.py --device cuda --sizes 34493 169343 1000000 --dims 128 --deadline 240 \\
-        --cases blocked-fp32 blocked-tf32 attention-fp32 attention-bf16-flash attention-bf16-efficient
-    python benchmarks/objective.py --device cuda --sizes 7650 --dims 256 --cases gca --block-rows 64 256 1024 4096
-
-Printed: the machine; on the CPU first the products' throughput in torch and NumPy at N = 7,650, d = 256
-(``--no-library-table``: not); then a row per N, d and case: seconds, peak memory, × plain (plain's seconds over the
-case's), bound, seconds / bound, loss. fp32 cases from ``--skip-fp32-from`` nodes and cases after ``--deadline``
-seconds are reported as not run, never estimated.
+    python benchmarks/objective.py --device cuda --sizes 34493 1000000 --cases blocked-tf32 attention-bf16-flash
 """
 
-from __future__ import annotations
-
 import argparse
+import itertools
 import json
-import os
 import time
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import torch
-from harness import case, machine, median_seconds, table
+from harness import case, cuda_peak, machine, median_seconds, plain_fits, table
 from torch.nn import functional as F
 
-# case → (backend, precision, kernel)
-CASES = {
-    "plain": ("plain", "fp32", ""),
-    "gca": ("gca", "fp32", ""),
-    "blocked-fp32": ("blocked", "fp32", ""),
-    "blocked-tf32": ("blocked", "tf32", ""),
-    "attention-fp32": ("attention", "fp32", "efficient"),
-    "attention-bf16-flash": ("attention", "bf16", "flash"),
-    "attention-bf16-efficient": ("attention", "bf16", "efficient"),
-}
+from gca.objective import ContrastiveObjective, attention_loss, auto_block_size, contrastive_loss, tf32_products
+
+CASES = {"plain": ("plain", "fp32", ""), "gca": ("gca", "fp32", ""), "blocked-fp32": ("blocked", "fp32", "")}
+CASES |= {"blocked-tf32": ("blocked", "tf32", ""), "attention-fp32": ("attention", "fp32", "efficient")}
+CASES |= {f"attention-bf16-{kernel}": ("attention", "bf16", kernel) for kernel in ("flash", "efficient")}
 
 
 def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
@@ -65,12 +39,9 @@ def plain_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
 
 def measure(name: str, n: int, d: int, block: int, repeats: int, device: str, single: bool) -> dict:
     """One case's seconds, peak GPU memory (on CUDA) and loss."""
-    from gca.objective import ContrastiveObjective, attention_loss, contrastive_loss
-
     backend, precision, kernel = CASES[name]
     torch.manual_seed(0)
-    u = torch.randn(n, d, device=device, requires_grad=True)
-    v = torch.randn(n, d, device=device, requires_grad=True)
+    u, v = (torch.randn(n, d, device=device, requires_grad=True) for _ in range(2))
     losses = {
         "plain": lambda: plain_loss(u, v, 0.5),
         "gca": lambda: contrastive_loss(u, v, 0.5, block),
@@ -85,33 +56,25 @@ def measure(name: str, n: int, d: int, block: int, repeats: int, device: str, si
         value["loss"] = float(loss.detach())
         u.grad = v.grad = None
 
-    if device != "cpu":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-    seconds = median_seconds(step, 1, 0) if single else median_seconds(step, repeats)
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device != "cpu" else None
+    seconds, peak = cuda_peak(lambda: median_seconds(step, 1, 0) if single else median_seconds(step, repeats), device)
     return {"seconds": seconds, "peak_mb": peak, "loss": value["loss"]}
 
 
-def per_call(fn) -> float:
-    """Median seconds per call of ``fn`` over 7 samples of as many calls as fill 0.05 s (a short product's time is
-    otherwise the timer's and the scheduler's)."""
-    calls = max(1, int(0.05 / max(median_seconds(fn, 1), 1e-9)))
-    return median_seconds(lambda: [fn() for _ in range(calls)], 7, 0) / calls
-
-
-def rate(rows: int, inner: int, cols: int, device: str, dtype=torch.float32, tf32: bool = False) -> float:
-    """Flop/s of a [rows × inner] @ [inner × cols] product into a preallocated output (the product, not the
-    allocation)."""
-    from gca.objective import tf32_products
-
+def rate(rows: int, inner: int, cols: int, device: str, dtype=torch.float32, tf32: bool = False, numpy=False) -> float:
+    """Flop/s of a [rows × inner] @ [inner × cols] product (``numpy``: NumPy's), the median of 7 runs of 0.05 s."""
     a, b = torch.randn(rows, inner, device=device, dtype=dtype), torch.randn(inner, cols, device=device, dtype=dtype)
     out = torch.empty(rows, cols, device=device, dtype=dtype)
+    product = (
+        partial(np.matmul, a.numpy(), b.numpy(), out=out.numpy()) if numpy else partial(torch.matmul, a, b, out=out)
+    )
     with tf32_products(tf32):
-        return 2.0 * rows * inner * cols / per_call(lambda: torch.matmul(a, b, out=out))
+        calls = max(1, int(0.05 / max(median_seconds(product, 1), 1e-9)))
+        seconds = median_seconds(lambda: [product() for _ in range(calls)], 7, 0) / calls
+    return 2.0 * rows * inner * cols / seconds
 
 
 def bound(name: str, n: int, d: int, block: int, device: str, dense: dict) -> float | None:
+    """Seconds of the case's matrix products at this device's rate for each shape (``dense``: cached rates)."""
     backend, precision, _ = CASES[name]
     unit = 2.0 * (2 * n) ** 2 * d
     if backend == "attention":
@@ -127,16 +90,6 @@ def bound(name: str, n: int, d: int, block: int, device: str, dense: dict) -> fl
 
 def library_table(n: int, d: int) -> None:
     """torch against NumPy (OpenBLAS) for the three product shapes of the blocked objective."""
-    import numpy as np
-
-    from gca.objective import auto_block_size
-
-    def numpy_rate(rows: int, inner: int, cols: int) -> float:
-        rng = np.random.default_rng(0)
-        a, b = rng.standard_normal((rows, inner), np.float32), rng.standard_normal((inner, cols), np.float32)
-        out = np.empty((rows, cols), np.float32)
-        return 2.0 * rows * inner * cols / per_call(lambda: np.matmul(a, b, out=out))
-
     block = auto_block_size(2 * n)
     print(f"matmul throughput for the objective's shapes at N = {n:,}, d = {d} (block = {block}), GFLOP/s:")
     row = table("shape | torch | NumPy")
@@ -145,7 +98,7 @@ def library_table(n: int, d: int) -> None:
         ("gradient M_r Z (block × 2N)(2N × d)", (block, 2 * n, d)),
         ("gradient M_rᵀ Z_r (2N × block)(block × d)", (2 * n, block, d)),
     ):
-        row(f"{label} | {rate(*shape, 'cpu') / 1e9:.0f} | {numpy_rate(*shape) / 1e9:.0f}")
+        row(f"{label} | {rate(*shape, 'cpu') / 1e9:.0f} | {rate(*shape, 'cpu', numpy=True) / 1e9:.0f}")
     print()
 
 
@@ -169,49 +122,40 @@ def main() -> None:
         return print(json.dumps(measure(name, n, d, block, args.repeats, "cpu", bool(single))))
     if args.device != "cpu" and not torch.cuda.is_available():
         raise SystemExit("objective.py: no CUDA device is available")
-    from gca.objective import auto_block_size
-
     print(machine(args.device))
     if args.device == "cpu" and not args.no_library_table:
         library_table(7650, 256)
     begin, rows, dense = time.perf_counter(), [], {}
     row = table("N | d | case | seconds | peak memory | × plain | bound s | seconds / bound | loss")
-    for n in args.sizes:
-        for d in args.dims:
-            cases = [(c, b) for c in args.cases for b in (args.block_rows if c == "gca" else [0])]
-            plain = None
-            for name, rows_per_block in cases:
-                block = rows_per_block or auto_block_size(2 * n, device=args.device)
-                label = f"{name}, {block} rows per block" if name == "gca" else name
-                single = n >= args.single_run_from
-                free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-                free = free if args.device == "cpu" else torch.cuda.mem_get_info()[0]
-                why = (
-                    "fp32 at this N" if CASES[name][1] == "fp32" and name != "gca" and n >= args.skip_fp32_from else ""
-                )
-                why = "does not fit" if name == "plain" and 12 * n * n * 4 > 0.8 * free else why
-                why = "deadline" if time.perf_counter() - begin > args.deadline else why
-                try:
-                    if why:
-                        r = None
-                    elif args.device == "cpu":
-                        r = case(__file__, name, n, d, block, int(single), "--repeats", args.repeats)
-                    else:
-                        r = measure(name, n, d, block, args.repeats, args.device, single)
-                except (torch.cuda.OutOfMemoryError, RuntimeError) as exc:
-                    r, why = None, f"failed: {str(exc).splitlines()[0][:80]}"
-                if r is None:
-                    row(f"{n:,} | {d} | {label} | not run ({why or 'failed'}) | | | | |")
-                    continue
-                plain = r if name == "plain" else plain
-                peak = r["peak_rss_mb"] if args.device == "cpu" else r["peak_mb"]
-                limit = bound(name, n, d, block, args.device, dense)
-                speed = f"{plain['seconds'] / r['seconds']:.1f}×" if plain else "—"
-                ratio = f"{limit:.4f} | {r['seconds'] / limit:.2f}" if limit else "— | —"
-                row(
-                    f"{n:,} | {d} | {label} | {r['seconds']:.4f} | {peak:,.0f} MB | {speed} | {ratio} | {r['loss']:.7g}"
-                )
-                rows.append({"n": n, "d": d, "case": name, "block": block, **r, "bound_seconds": limit})
+    for n, d in itertools.product(args.sizes, args.dims):
+        cases = [(c, b) for c in args.cases for b in (args.block_rows if c == "gca" else [0])]
+        plain = None
+        for name, rows_per_block in cases:
+            block = rows_per_block or auto_block_size(2 * n, device=args.device)
+            label = f"{name}, {block} rows per block" if name == "gca" else name
+            single = n >= args.single_run_from
+            why = "fp32 at this N" if CASES[name][1] == "fp32" and name != "gca" and n >= args.skip_fp32_from else ""
+            why = "does not fit" if name == "plain" and not plain_fits(n, args.device, free=True) else why
+            why = "deadline" if time.perf_counter() - begin > args.deadline else why
+            try:
+                if why:
+                    r = None
+                elif args.device == "cpu":
+                    r = case(__file__, name, n, d, block, int(single), "--repeats", args.repeats)
+                else:
+                    r = measure(name, n, d, block, args.repeats, args.device, single)
+            except (torch.cuda.OutOfMemoryError, RuntimeError) as exc:
+                r, why = None, f"failed: {str(exc).splitlines()[0][:80]}"
+            if r is None:
+                row(f"{n:,} | {d} | {label} | not run ({why or 'failed'}) | | | | |")
+                continue
+            plain = r if name == "plain" else plain
+            peak = r["peak_rss_mb"] if args.device == "cpu" else r["peak_mb"]
+            limit = bound(name, n, d, block, args.device, dense)
+            speed = f"{plain['seconds'] / r['seconds']:.1f}×" if plain else "—"
+            ratio = f"{limit:.4f} | {r['seconds'] / limit:.2f}" if limit else "— | —"
+            row(f"{n:,} | {d} | {label} | {r['seconds']:.4f} | {peak:,.0f} MB | {speed} | {ratio} | {r['loss']:.7g}")
+            rows.append({"n": n, "d": d, "case": name, "block": block, **r, "bound_seconds": limit})
     if dense:
         print("dense product: " + ", ".join(f"{p} {flops / 1e12:.1f} TFLOP/s" for p, flops in dense.items()))
     if args.json:

@@ -66,7 +66,7 @@ def train_step(
     embeddings = []
     with update_precision(precision, next(model.parameters()).device):
         for view in batch.views:
-            with record_function("gca.view"):  # the profiler's names of the step's phases (benchmarks/profile.py)
+            with record_function("gca.view"):  # named for the profiler (benchmarks/profile_update.py)
                 edges, mask = view.sample_edges(generator), view.sample_feature_mask(generator)
             h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows, mask)
             embeddings.append(h if batch.anchors is None else h[batch.anchors])
