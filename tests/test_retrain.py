@@ -138,6 +138,27 @@ def test_gca_train_warm_starts_and_aligns_to_an_earlier_run(tmp_path, capsys):
     assert np.nanmean(node_cosines(restored, earlier)) == pytest.approx(moved["cosine_before"], abs=1e-5)
 
 
+def test_the_file_to_start_from_is_read_once_and_a_warm_start_fits_as_its_file(tmp_path, monkeypatch):
+    """``--init-from`` is read once, for the check before the graph loads and the training after it; a
+    :class:`WarmStart` read from a file starts a fit exactly as the file's path does."""
+    import gca.train.checkpoint as checkpoint
+
+    common = ["train", "--quiet", "--no-eval", "--set", "warmup_steps=0"]
+    assert main([*common, "--epochs", "2", "--out", str(tmp_path / "first")]) == 0
+    read, load = [], checkpoint.load_checkpoint
+    monkeypatch.setattr(checkpoint, "load_checkpoint", lambda path: read.append(str(path)) or load(path))
+    model = str(tmp_path / "first" / "model.pt")
+    assert main([*common, "--epochs", "1", "--init-from", model, "--out", str(tmp_path / "second")]) == 0
+    assert read == [model]
+    monkeypatch.undo()
+    data = karate_club()
+    GCA(_config(seed=1), device="cpu").fit(data).save(tmp_path / "model.pt")
+    start = checkpoint.WarmStart.read(tmp_path / "model.pt")
+    from_start = GCA(_config(epochs=2, seed=7), device="cpu").fit(data, init_from=start).embedding_
+    from_file = GCA(_config(epochs=2, seed=7), device="cpu").fit(data, init_from=tmp_path / "model.pt").embedding_
+    assert torch.equal(from_start, from_file)
+
+
 def test_gca_train_refuses_what_cannot_start_or_align(tmp_path, capsys):
     out = tmp_path / "a"
     assert main(["train", "--quiet", "--no-eval", "--epochs", "2", "--out", str(out)]) == 0

@@ -24,6 +24,7 @@ from ..evaluate.clustering import ClusterResult, cluster_embeddings
 from ..evaluate.feature_baselines import FeatureBaselines, judge_feature_baselines, versus_baselines
 from ..evaluate.stability import align_embeddings, shared_rows
 from ..loggers import final_metrics, logged_run, where_logged
+from ..train.checkpoint import WarmStart
 from ..train.estimator import GCA
 
 
@@ -140,7 +141,7 @@ def run_gca(
     embeddings_file: str | Path | None = None,
     scratch: str | Path | None = None,
     on_update: Callable[[int, int | None], None] | None = None,
-    init_from: str | Path | None = None,
+    init_from: str | Path | WarmStart | None = None,
     align_to: AlignTarget | None = None,
 ) -> RunResult:
     """Train ``estimator`` on ``prepared``, evaluate, cluster and plot as asked, and return the embeddings, evaluations
@@ -178,7 +179,7 @@ def run_gca(
         Hooks after every epoch and every update (:class:`gca.train.fast.LongRunHint`), as ``GCA.fit`` takes them.
     embeddings_file, scratch, init_from
         Out-of-core embeddings' ``.npy`` path, where a torchrun process other than the first maps its matrices, and an
-        earlier model's file to start from (a warm start), as ``GCA.fit`` takes them.
+        earlier model's file (or :class:`~gca.train.checkpoint.WarmStart`) to start from, as ``GCA.fit`` takes them.
     align_to
         Earlier embeddings (:func:`align_target`) to rotate this run's onto before they are judged and returned;
         ``record["alignment"]`` says how far they moved.

@@ -6,6 +6,7 @@ start (warnings, one-line summary, the prepared graph's notes) is said here."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,16 @@ class TrainRequest:
             raise ConfigError(*exc.args) from None
         self._check_seeds()
         if self.init_from:  # a missing or damaged model is said before the graph loads
-            from ..train.checkpoint import load_checkpoint
-
-            load_checkpoint(self.init_from)
+            _ = self.warm_start
         self._check_log_paths()
+
+    @functools.cached_property
+    def warm_start(self) -> Any:
+        """The ``--init-from`` file as :class:`gca.train.checkpoint.WarmStart` read it, once: checked by
+        :meth:`check`, trained from by :func:`train`; ``None`` without one."""
+        from ..train.checkpoint import WarmStart
+
+        return WarmStart.read(self.init_from) if self.init_from else None
 
     def _check_seeds(self) -> None:
         """``seeds`` > 1 repeats a classify run's pretraining in this process: refused where it cannot apply, before
@@ -286,7 +293,7 @@ def train(request: TrainRequest, outputs) -> TrainOutcome | None:
             on_epoch=link.after_epoch if link is not None else None,
             embeddings_file=outputs.stage_path("embeddings.npy") if place.writes else None,
             scratch=None if place.writes else _scratch_folder(),
-            init_from=request.init_from,
+            init_from=request.warm_start,
             align_to=align_to,
         )
         if not place.writes:  # every process trained the same model; rank 0 alone writes it

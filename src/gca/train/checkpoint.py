@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +116,27 @@ def check_fits(
                 raise CheckpointError(f"cannot resume from {path}: its 'rng.cuda[{device}]' is not a GPU generator's")
 
 
-def load_initial_weights(path: str | Path, model: torch.nn.Module, in_channels: int) -> dict[str, Any]:
-    """Start ``model`` from the weights of an earlier model (``model.pt`` or a training checkpoint): a warm start,
-    for retraining on a graph that changed a little. Only the weights are taken; the optimiser, the generators and
-    the epochs start afresh. The file's feature width must be ``in_channels``, its weights shaped as ``model``'s; a
-    damaged or foreign file is a :class:`CheckpointError`. Returns the file's checked state."""
-    state = load_checkpoint(path)
+@dataclass(frozen=True)
+class WarmStart:
+    """An earlier model's file (``model.pt`` or a training checkpoint) read and checked once by
+    :func:`load_checkpoint`: what ``GCA.fit(init_from=…)`` starts from, however many fits start from it."""
+
+    path: str | Path
+    state: dict[str, Any]
+
+    @classmethod
+    def read(cls, path: str | Path) -> WarmStart:
+        """The file at ``path``, read; a missing, damaged or foreign file is a :class:`CheckpointError`."""
+        return cls(path, load_checkpoint(path))
+
+
+def load_initial_weights(source: str | Path | WarmStart, model: torch.nn.Module, in_channels: int) -> dict[str, Any]:
+    """Start ``model`` from the weights of an earlier model (a file's path, or the :class:`WarmStart` read from it):
+    a warm start, for retraining on a graph that changed a little. Only the weights are taken; the optimiser, the
+    generators and the epochs start afresh. The file's feature width must be ``in_channels``, its weights shaped as
+    ``model``'s; a damaged or foreign file is a :class:`CheckpointError`. Returns the file's checked state."""
+    start = source if isinstance(source, WarmStart) else WarmStart.read(source)
+    path, state = start.path, start.state
     if int(state["in_channels"]) != in_channels:
         raise CheckpointError(
             f"cannot start from {path}: its model was trained on {state['in_channels']} feature "

@@ -34,7 +34,7 @@ from ..nn.model import GCAModel
 from ..progress import phase
 from ..provenance import utc_now
 from .batches import BatchSource, batch_source
-from .checkpoint import TrainingCheckpoints, model_state, save_checkpoint
+from .checkpoint import TrainingCheckpoints, WarmStart, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
 from .fit_cache import check_memory, fit_key, graph_claim, remembered
 from .fitting import check_parts, feature_names, fit_estimator, fresh, initial_copy, load_estimator, memory_for
@@ -287,7 +287,7 @@ class GCA:
         embeddings_file: str | Path | None = None,
         scratch: str | Path | None = None,
         on_update: Callable[[int, int | None], None] | None = None,
-        init_from: str | Path | None = None,
+        init_from: str | Path | WarmStart | None = None,
     ) -> GCA:
         """Train ``config.epochs`` epochs on the graph ``X``, setting :attr:`embedding_`, ``model`` and ``losses``;
         returns the estimator. Under torchrun a graph embedded in blocks of rows is embedded by all processes
@@ -321,8 +321,9 @@ class GCA:
             ``on_update(update, updates)`` after every update: the updates so far (from 1, on from a resumed
             checkpoint's) and those planned (:class:`gca.train.fast.LongRunHint`); ``None`` for none.
         init_from
-            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``) to warm-start from (same widths,
-            layers and feature width; optimiser and schedule start afresh); a checkpoint ``resume`` reads wins over it.
+            An earlier model's file (:meth:`save`, ``gca train``'s ``model.pt``), or the
+            :class:`~gca.train.checkpoint.WarmStart` read from it, to warm-start from (same widths, layers and feature
+            width; optimiser and schedule start afresh); a checkpoint ``resume`` reads wins over it.
         """
         saves = TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         started = utc_now()

@@ -28,7 +28,7 @@ from ..nn.encoders import check_encoder
 from ..nn.model import GCAModel
 from ..objective.collapse import CollapseWatch, likely_cause
 from ..provenance import fit_record, utc_now
-from .checkpoint import CheckpointError, TrainingCheckpoints, load_checkpoint, load_initial_weights
+from .checkpoint import CheckpointError, TrainingCheckpoints, WarmStart, load_checkpoint, load_initial_weights
 from .compiled import CompiledParts
 from .distributed import Placement
 from .fit_cache import memory_folder
@@ -198,7 +198,7 @@ def fit_estimator(
     embeddings_file: str | Path | None,
     scratch: str | Path | None,
     on_update: Callable[[int, int | None], None] | None,
-    init_from: str | Path | None = None,
+    init_from: str | Path | WarmStart | None = None,
 ) -> Any:
     """:meth:`~gca.train.estimator.GCA.fit`'s training of ``estimator.prepared``, and its final embeddings."""
     cfg = estimator.config
