@@ -213,3 +213,37 @@ def test_checkpoints_with_missing_keys_or_wrong_types_are_one_line(tmp_path, cap
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.pt is a damaged gca checkpoint" in err[0], err
+
+
+def test_a_resumed_run_reads_and_checks_its_checkpoint_once_and_continues_as_from_the_file(tmp_path, monkeypatch):
+    """``gca train --resume`` reads the checkpoint once (the check before anything is written is the state training
+    continues from) and fingerprints the graph once; a :class:`Resume` continues a fit exactly as ``resume=True`` on
+    its file does, and a fit of other settings checks it anew and refuses it."""
+    import gca.graph.graph as graphs
+    import gca.train.checkpoint as checkpoint
+
+    out = tmp_path / "run"
+    assert main([*TRAIN, "--epochs", "4", "--checkpoint-every", "2", "--out", str(out)]) == 0
+    reads, load = [], checkpoint.load_checkpoint
+    prints, fingerprint = [], graphs.Graph.fingerprint
+    monkeypatch.setattr(checkpoint, "load_checkpoint", lambda path: reads.append(path) or load(path))
+    monkeypatch.setattr(graphs.Graph, "fingerprint", lambda graph: prints.append(1) or fingerprint(graph))
+    assert main([*TRAIN, "--epochs", "6", "--checkpoint-every", "2", "--resume", "--out", str(out)]) == 0
+    assert reads == [out / "checkpoint.pt"] and len(prints) == 1
+    monkeypatch.undo()
+    assert load_checkpoint(out / "checkpoint.pt")["epoch"] == 6
+
+    from gca.config import build_config
+    from gca.datasets import load_dataset
+
+    data = load_dataset("Karate").data
+    config = build_config("Karate", overrides={"epochs": 4, "warmup_steps": 0, "seed": 3})
+    GCA(config, device="cpu").fit(data, checkpoint=tmp_path / "a.pt", checkpoint_every=2)
+    longer = GCA(config.replace(epochs=6), device="cpu")
+    prepared = longer.prepare(data)
+    checked = checkpoint.ResumeCheck(longer, prepared)(tmp_path / "a.pt")
+    from_checked = longer.fit(prepared, checkpoint=tmp_path / "b.pt", resume=checked).embedding_
+    from_file = GCA(config.replace(epochs=6), device="cpu").fit(data, checkpoint=tmp_path / "a.pt", resume=True)
+    assert torch.equal(from_checked, from_file.embedding_) and longer.losses == from_file.losses
+    with pytest.raises(CheckpointError, match="tau="):
+        GCA(config.replace(epochs=6, tau=0.9), device="cpu").fit(prepared, resume=checked)

@@ -24,7 +24,7 @@ from ..evaluate.clustering import ClusterResult, cluster_embeddings
 from ..evaluate.feature_baselines import FeatureBaselines, judge_feature_baselines, versus_baselines
 from ..evaluate.stability import align_embeddings, shared_rows
 from ..loggers import final_metrics, logged_run, where_logged
-from ..train.checkpoint import WarmStart
+from ..train.checkpoint import Resume, WarmStart
 from ..train.estimator import GCA
 
 
@@ -134,7 +134,7 @@ def run_gca(
     clusters: int = 0,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
-    resume: bool = False,
+    resume: bool | Resume = False,
     plots: tuple[Path, Path] | None = None,
     plot_title: str = "",
     on_epoch: Callable[[int, Callable[[], torch.Tensor]], None] | None = None,

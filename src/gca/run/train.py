@@ -191,7 +191,7 @@ def train(request: TrainRequest, outputs) -> TrainOutcome | None:
     """Make the run ``request`` asks for and write its files into ``outputs`` (:class:`gca.outputs.folder.RunOutputs`);
     ``None`` in a torchrun process that does not write."""
     from ..provenance import file_record
-    from ..train.checkpoint import resume_check, resume_point
+    from ..train.checkpoint import ResumeCheck, resume_point
     from ..train.distributed import Placement
     from ..train.estimator import GCA
     from ..train.fast import LongRunHint
@@ -247,10 +247,10 @@ def train(request: TrainRequest, outputs) -> TrainOutcome | None:
     if request.task == "link":
         return _link(request, outputs, job, estimator, read)
     # The previous complete run in --out stays untouched until this one commits; checkpoints go beside it. A resume
-    # that training would refuse is refused here, before a checkpoint is copied (gca.outputs.folder).
-    checkpoint, note = outputs.training_checkpoint(
-        request.resume, request.checkpoint_every, place.writes, resume_check(estimator, job.prepared)
-    )
+    # that training would refuse is refused here, before a checkpoint is copied (gca.outputs.folder); training
+    # continues from the state read for that check.
+    check = ResumeCheck(estimator, job.prepared)
+    checkpoint, note = outputs.training_checkpoint(request.resume, request.checkpoint_every, place.writes, check)
     if note:
         say(f"gca: {note}")
     resumed = {}
@@ -285,7 +285,7 @@ def train(request: TrainRequest, outputs) -> TrainOutcome | None:
             protocol=request.protocol,
             clusters=request.splits if judged and request.task == "cluster" else 0,
             checkpoint=checkpoint,
-            resume=request.resume,
+            resume=check.checked or request.resume,
             checkpoint_every=request.checkpoint_every if place.writes else 0,
             plots=plots,
             plot_title=job.name,

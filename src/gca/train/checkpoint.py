@@ -3,14 +3,14 @@ and :class:`TrainingCheckpoints`, the periodic checkpoints of a fit and its resu
 
 The file itself (formats, atomic save, safe load, entry checks) is :mod:`gca.train.checkpoint_file`, importable from
 here too. What depends on the run resuming a checkpoint (settings, graph, shapes of weights and moments, the training
-generator's device) is checked by :func:`check_resume`: through :func:`resume_check` for a command that copies or
-adopts a checkpoint before training, and by :meth:`TrainingCheckpoints.restore` just before the state is loaded.
+generator's device) is checked by :func:`check_resume`, once per file: a command that copies or adopts a checkpoint
+before training checks it with :class:`ResumeCheck` and hands the :class:`Resume` it read to ``GCA.fit(resume=…)``;
+a fit given ``resume=True`` reads and checks the file in :meth:`TrainingCheckpoints.restore`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,12 +177,13 @@ def check_resume(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The training state in ``path`` when this run (``config`` on a graph of ``in_channels`` features and this
-    ``fingerprint``, with these parts) can continue it; otherwise one :class:`CheckpointError`: the file cannot
-    be read or is damaged (:func:`load_checkpoint`), differs in settings or graph (:func:`check_resumable`) or
-    does not load into the parts (:func:`check_fits`)."""
-    state = load_checkpoint(path)
+    """The training state in ``path`` (or ``state``, read from it already) when this run (``config`` on a graph of
+    ``in_channels`` features and this ``fingerprint``, with these parts) can continue it; otherwise one
+    :class:`CheckpointError`: the file cannot be read or is damaged (:func:`load_checkpoint`), differs in settings
+    or graph (:func:`check_resumable`) or does not load into the parts (:func:`check_fits`)."""
+    state = load_checkpoint(path) if state is None else state
     try:
         check_resumable(state, config, in_channels, fingerprint)
     except CheckpointError as exc:
@@ -191,22 +192,40 @@ def check_resume(
     return state
 
 
-def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
-    """What ``estimator.fit(prepared, resume=True)`` would refuse in a checkpoint, as a function of its path that
-    raises :class:`CheckpointError`, so a refused resume writes nothing; model and optimiser are built on PyTorch's
-    meta device (shapes only, no memory)."""
+@dataclass(frozen=True)
+class Resume:
+    """A training checkpoint read and checked once, before its run starts (:class:`ResumeCheck`): what
+    ``GCA.fit(resume=…)`` continues from without reading the file again. ``config`` (``GCAConfig.to_dict()``),
+    ``graph`` and its ``fingerprint`` are those it was checked for; a fit of other settings or another graph checks
+    ``state`` anew."""
 
-    def check(path: Path) -> None:
+    path: Path
+    state: dict[str, Any]
+    config: dict[str, Any]
+    graph: Any
+    fingerprint: str
+
+
+class ResumeCheck:
+    """``check(path)``: the :class:`Resume` that ``estimator.fit(prepared, resume=True)`` would continue from the
+    checkpoint at ``path``, or the :class:`CheckpointError` it would refuse it with, raised before anything is
+    written; the last one checked stays as :attr:`checked`. Model and optimiser are built on PyTorch's meta device
+    (shapes only, no memory)."""
+
+    def __init__(self, estimator: Any, prepared: Any) -> None:
+        self.estimator, self.prepared = estimator, prepared
+        self.checked: Resume | None = None
+
+    def __call__(self, path: Path) -> Resume:
         from ..nn.model import GCAModel
 
-        config, graph = estimator.config, prepared.graph
+        estimator, config, graph = self.estimator, self.estimator.config, self.prepared.graph
         with torch.device("meta"):
             model = GCAModel.from_config(graph.num_features, config, estimator.objective, None, estimator.encoder)
             optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         generator = torch.Generator(device=estimator.device)
-        state = check_resume(
-            path, config.to_dict(), graph.num_features, graph.fingerprint(), model, optimizer, generator
-        )
+        fingerprint, settings = graph.fingerprint(), config.to_dict()
+        state = check_resume(path, settings, graph.num_features, fingerprint, model, optimizer, generator)
         if estimator.batches is None and config.batch_size:  # gca's sampler: NeighborBatches.load_state_dict's rules
             batches, processes = state["batches"], 1 if estimator.placement is None else estimator.placement.world_size
             if batches.get("kind") != "neighbor":
@@ -219,8 +238,8 @@ def resume_check(estimator: Any, prepared: Any) -> Callable[[Path], None]:
                     f"{batches.get('world_size')} processes; resume it with as many for an exact "
                     "continuation"
                 )
-
-    return check
+        self.checked = Resume(Path(path), state, settings, graph, fingerprint)
+        return self.checked
 
 
 def resume_point(path: str | Path | None) -> tuple[int, str] | None:
@@ -264,14 +283,15 @@ class TrainingCheckpoints:
     every
         Write it after every this many epochs; ``0`` never (a negative number is a :class:`CheckpointError`).
     resume
-        Continue from ``path`` when that file exists.
+        Continue from ``path`` when that file exists, or from the :class:`Resume` given (read and checked before).
     """
 
-    def __init__(self, path: str | Path | None = None, every: int = 0, resume: bool = False) -> None:
+    def __init__(self, path: str | Path | None = None, every: int = 0, resume: bool | Resume = False) -> None:
         if every < 0:
             raise CheckpointError(f"checkpoint_every must be non-negative, got {every}")
         self.path = None if path is None else Path(path)
-        self.every, self.resume = every, resume
+        self.every, self.resume = every, bool(resume)
+        self.checked = resume if isinstance(resume, Resume) else None
         self.first_epoch, self.earlier_seconds = 0, 0.0
         self.started = time.perf_counter()
 
@@ -279,6 +299,13 @@ class TrainingCheckpoints:
     def used(self) -> bool:
         """Whether checkpoints are written or read (only then is the graph's fingerprint worth computing)."""
         return self.path is not None and bool(self.every or self.resume)
+
+    def fingerprint(self, graph: Any) -> str:
+        """``graph``'s fingerprint where checkpoints are used (the checked :class:`Resume`'s for its own graph), else
+        ``""``."""
+        if self.checked is not None and self.checked.graph is graph:
+            return self.checked.fingerprint
+        return graph.fingerprint() if self.used else ""
 
     @property
     def seconds(self) -> float:
@@ -298,15 +325,24 @@ class TrainingCheckpoints:
         """When resuming, load the checkpoint into the run's parts and the batch ``source``'s state; the losses of
         the epochs it holds (empty for a fresh run). The clock starts here."""
         losses: list[float] = []
-        if self.resume and self.path is not None and self.path.is_file():
+        checked, state = self.checked, None
+        if checked is not None and (checked.config, checked.fingerprint) == (config, fingerprint):
+            state = checked.state  # checked for this very run before it started
+        elif checked is not None:
+            state = check_resume(
+                checked.path, config, in_channels, fingerprint, model, optimizer, generator, checked.state
+            )
+        elif self.resume and self.path is not None and self.path.is_file():
             state = check_resume(self.path, config, in_channels, fingerprint, model, optimizer, generator)
+        if state is not None:
             try:
                 restore_training_state(state, model, optimizer, generator)
                 source.load_state_dict(state["batches"])
             except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as exc:
                 if isinstance(exc, UserError):
                     raise
-                raise CheckpointError(f"cannot resume from {self.path}: {_one_line(exc)}") from None
+                where = self.path or checked.path  # type: ignore[union-attr]
+                raise CheckpointError(f"cannot resume from {where}: {_one_line(exc)}") from None
             losses = [float(v) for v in state["losses"]]
             self.first_epoch, self.earlier_seconds = int(state["epoch"]), float(state["train_seconds"])
         self.started = time.perf_counter()

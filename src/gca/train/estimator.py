@@ -34,7 +34,7 @@ from ..nn.model import GCAModel
 from ..progress import phase
 from ..provenance import utc_now
 from .batches import BatchSource, batch_source
-from .checkpoint import TrainingCheckpoints, WarmStart, model_state, save_checkpoint
+from .checkpoint import Resume, TrainingCheckpoints, WarmStart, model_state, save_checkpoint
 from .distributed import Placement, resolve_device
 from .fit_cache import check_memory, fit_key, graph_claim, remembered
 from .fitting import check_parts, feature_names, fit_estimator, fresh, initial_copy, load_estimator, memory_for
@@ -282,7 +282,7 @@ class GCA:
         directed: bool | None = None,
         checkpoint: str | Path | None = None,
         checkpoint_every: int = 0,
-        resume: bool = False,
+        resume: bool | Resume = False,
         on_epoch: Callable[..., None] | None = None,
         embeddings_file: str | Path | None = None,
         scratch: str | Path | None = None,
@@ -307,7 +307,9 @@ class GCA:
         checkpoint, checkpoint_every, resume
             The training checkpoint file (:class:`TrainingCheckpoints`; ``None`` for none), written after every
             ``checkpoint_every`` epochs (``0`` never, negative an error) and, with ``resume``, continued from exactly
-            when it exists (one of other settings or another graph is refused).
+            when it exists (one of other settings or another graph is refused); ``resume`` may be the
+            :class:`~gca.train.checkpoint.Resume` a :class:`~gca.train.checkpoint.ResumeCheck` read before, continued
+            from without reading its file again.
         on_epoch
             ``on_epoch(epoch, embed)`` after every epoch (from 1), ``embed()`` giving every node's current embeddings;
             a hook with a parameter ``loss`` (or ``**kwargs``) also gets the epoch's mean loss by that keyword.

@@ -203,7 +203,7 @@ def fit_estimator(
     """:meth:`~gca.train.estimator.GCA.fit`'s training of ``estimator.prepared``, and its final embeddings."""
     cfg = estimator.config
     graph, place = estimator.prepared.graph, estimator.placement or Placement.joined(estimator.device)
-    fingerprint = graph.fingerprint() if saves.used else ""  # a pass over the graph: only when it is needed
+    fingerprint = saves.fingerprint(graph)  # a pass over the graph: only when it is needed
     seed_everything(cfg.seed)
     estimator.in_channels = graph.num_features
     share = place.objective_share(cfg.batch_size)
