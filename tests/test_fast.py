@@ -236,6 +236,26 @@ def test_the_default_estimates_the_exact_schedule_from_the_graph_and_the_setting
     )
 
 
+def test_one_function_chooses_for_every_training_and_each_case_is_its_rule():
+    from torch_geometric.data import Data
+
+    from gca.train.fast import choose_training, default_choice
+
+    x = torch.zeros(40_000, 100)
+    x[:, :10] = 1.0
+    data = Data(x=x, edge_index=torch.zeros(2, 800_000, dtype=torch.long), num_nodes=40_000)
+    users = build_config(None, None, {"epochs": 500})
+    for device in ("cpu", "cuda", "mps"):
+        assert choose_training("fast", data, device) == fast_choice(40_000, device)
+        assert choose_training("auto", data, device, users) == default_choice(40_000, 800_000, x, users, device)
+        assert choose_training("exact", data, device, users) is None
+        assert choose_training("config", data, device, users) is None
+    assert choose_training("auto", data, "cpu", users, 4) == default_choice(40_000, 800_000, x, users, "cpu", 4)
+    assert choose_training("auto", Data(x=x[:50], num_nodes=50), "cpu", users).batch_size == 0  # no edges at all
+    with pytest.raises(ValueError, match="pass config"):
+        choose_training("auto", data, "cpu")
+
+
 def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_long(
     tmp_path, capsys, small_thresholds, exact_estimate
 ):

@@ -1,10 +1,9 @@
 """Baselines of Table 3 (Zhu et al., WWW 2021), run on the same splits and, where unsupervised, the same evaluator.
 
-Each baseline is a function ``(data, splits, seed, quick, device, protocol)`` giving the test accuracy in % per split:
-one training with ``seed``, judged on each of ``splits`` (supervised ones train once per split). An unsupervised one
-returns a :class:`BaselineResult`: its whole evaluation and, where it trains by gradient steps, what its training
-did (:class:`gca.reproduce.training.TrainingHistory`). ``quick`` shortens the schedules of :data:`SHORTENED_IN_QUICK`;
-a reproduction marks those rows and does not compare them with the paper.
+Each is a function ``(data, splits, seed, quick, device, protocol)``: one training with ``seed``, judged on each of
+``splits`` (supervised ones train once per split); an unsupervised one returns a :class:`BaselineResult`, its whole
+evaluation and what its gradient steps did (:class:`gca.reproduce.training.TrainingHistory`). ``quick`` shortens the
+schedules of :data:`SHORTENED_IN_QUICK`, rows a reproduction marks and does not compare with the paper.
 
 * ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`).
 * ``propagated-1``, ``-2``, ``-3`` — not in the paper: Â^k X (SGC; Wu et al., ICML 2019; :mod:`gca.graph.propagate`)
@@ -25,9 +24,9 @@ a reproduction marks those rows and does not compare them with the paper.
   nodes from {0.25, 1, 4}² (quick: {0.5, 2}²).
 * ``deepwalk+features`` — the DeepWalk embedding beside the raw features, each block ℓ2-normalised per row first.
 
-Walks come from :mod:`gca.graph.walks`, skip-gram from gensim's ``Word2Vec`` (the optional ``baselines`` extra).
-Unsupervised baselines see the features row-normalised (:func:`gca.graph.features.normalize_rows`). A baseline whose
-loss is not finite raises :class:`gca.train.loop.TrainingError`, which a reproduction records as a diverged run.
+Walks: :mod:`gca.graph.walks`; skip-gram: gensim's ``Word2Vec`` (the optional ``baselines`` extra). Unsupervised
+baselines see row-normalised features (:func:`gca.graph.features.normalize_rows`); a loss that is not finite raises
+:class:`gca.train.loop.TrainingError`, recorded as a diverged run.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""GMI — Graphical Mutual Information maximisation (Peng et al., WWW 2020), the Table 3 baseline, memory-bounded; the
-design discussion is in docs/design/application.md.
+"""GMI — Graphical Mutual Information maximisation (Peng et al., WWW 2020), the Table 3 baseline, memory-bounded.
 
-A GNN encoder maps X and A to H; GMI maximises, for every node i, the feature mutual information (FMI)
-I(h_i; X_i) = Σ_{j ∈ N(i)} w_ij I(h_i; x_j) and the topology mutual information (TMI) I(w_ij; a_ij), w_ij = σ(h_iᵀ h_j),
-each I(h; x) estimated by a discriminator D's Jensen–Shannon estimator, sp(t) = log(1 + eᵗ),
-
-    Î_JSD(h; x) = −sp(−D(h, x)) − E_{x′ ∼ P̃} sp(D(h, x′)).
-
-As the reference code (github.com/zpeng27/GMI: *GMI-mean*, w_ij = 1 / |N(i)|, the FMI in its README's practical form):
+GMI maximises, for every node i, the feature mutual information I(h_i; X_i) = Σ_{j ∈ N(i)} w_ij I(h_i; x_j) and the
+topology mutual information I(w_ij; a_ij), w_ij = σ(h_iᵀ h_j), each by a discriminator's Jensen–Shannon estimator,
+sp(t) = log(1 + eᵗ). As the reference code (github.com/zpeng27/GMI: *GMI-mean*, w_ij = 1 / |N(i)|):
 
     L = α · JSD[ D₁(x_i, h_i) ]  +  β · JSD[ D₂(h_i, n_i) ]  +  γ · L_rec,
 
@@ -21,15 +16,13 @@ As the reference code (github.com/zpeng27/GMI: *GMI-mean*, w_ij = 1 / |N(i)|, th
 Settings (the reference code's defaults): two GCN layers (Â = D^−½ (A + I) D^−½) of 512 units with PReLU; α = 0.8,
 β = 1, γ = 1, K = 5 for each discriminator; Adam, lr 0.001, no weight decay; up to 550 epochs, stopping after 20
 without a new lowest loss, the lowest's weights kept (:func:`gca.reproduce.training.fit`). The embedding is H. Quick
-mode caps the epochs by :func:`quick_epochs`. Differs from the reference: L_rec is exact but no N × N tensor is held
-— through logits,
+mode caps the epochs by :func:`quick_epochs`. Differs from the reference (reasons: docs/design/application.md): L_rec
+is exact with no N × N tensor held, through logits in row blocks of :data:`BLOCK_ELEMENTS` with its gradient in the
+same sweep (:class:`_ReconstructionLoss`), no 1e−10 inside the logarithms,
 
-    L_rec = (w₂ / N²) · [ Σ_{all i, j} sp(s_ij) + Σ_{(i, j) ∈ T} (w₁ · sp(−s_ij) − sp(s_ij)) ],
+    L_rec = (w₂ / N²) · [ Σ_{all i, j} sp(s_ij) + Σ_{(i, j) ∈ T} (w₁ · sp(−s_ij) − sp(s_ij)) ];
 
-in row blocks of :data:`BLOCK_ELEMENTS` with its gradient in the same sweep (:class:`_ReconstructionLoss`), without
-the reference's 1e−10 inside the logarithms; the weights kept are those right after the lowest loss's step (the
-reference's: just before); propagation, neighbour means and features under 10 % dense are sparse; negatives come
-from torch's seeded generator.
+the weights kept are those right after the lowest loss's step; sparse products; negatives from a seeded generator.
 """
 
 from __future__ import annotations

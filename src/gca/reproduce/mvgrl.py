@@ -1,8 +1,6 @@
-"""MVGRL (Hassani & Khasahmadi, "Contrastive Multi-View Representation Learning on Graphs", ICML 2020), the Table 3
-baseline; the design discussion is in docs/design/application.md.
-
-**Views.** The adjacency view is the GCN operator Â = D̃^{-1/2}(A + I)D̃^{-1/2}
-(:func:`gca.graph.sparse.normalized_adjacency_entries`); the diffusion view is personalised PageRank, α = 0.2,
+"""MVGRL (Hassani & Khasahmadi, ICML 2020), the Table 3 baseline. **Views.** The adjacency view is the GCN operator
+Â = D̃^{-1/2}(A + I)D̃^{-1/2} (:func:`gca.graph.sparse.normalized_adjacency_entries`); the diffusion view is
+personalised PageRank, α = 0.2,
 
     S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
 
@@ -24,10 +22,8 @@ graph, from the weights of the lowest loss.
 (a smaller graph whole), early stopping after 20 epochs without a new lowest loss, at most 3,000 epochs; quick mode
 caps them at :data:`QUICK_EPOCHS` (a run that early stopping ends before the cap is not shortened).
 
-**Differs from the authors' code:** S in float32 by Cholesky (theirs float64, a general inverse), not min-max scaled
-(theirs on CiteSeer), sparse beyond :data:`DENSE_BYTES`; subgraphs are uniform node samples, not contiguous id ranges
-(both keep the whole graph's entries, not renormalised); sparse products; Â with its self-loops once (theirs twice);
-negatives shuffled across the batch's subgraphs, not within each; no heads by default, as their node code.
+**Differs from the authors' code** (why: docs/design/application.md): S in float32 by Cholesky, not min-max scaled,
+sparse beyond :data:`DENSE_BYTES`; uniform subgraphs; Â's self-loops once; negatives shuffled per batch; no heads.
 """
 
 from __future__ import annotations

@@ -35,9 +35,8 @@ from ..graph.graph import Graph, GraphError, prepare_graph
 from ..mapped import page_out, trim_heap
 from ..progress import duration, phase
 from ..stderr import spoken
-from ..train import fast as fast_rule
 from ..train.estimator import GCA
-from ..train.fast import FastChoice, default_choice, fast_choice
+from ..train.fast import FastChoice, choose_training, exact_schedule_seconds
 from .store import CACHE_MIN_EDGES, PreparedStore
 
 
@@ -100,11 +99,9 @@ class Job:
         ``training`` says who chooses between exact and mini-batch training (docs/large-graphs.md):
 
         * ``"config"`` (the default): the configuration, as it is (exact unless it sets ``batch_size``);
-        * ``"fast"`` (``--fast``): the fast path, from the node count and ``device``
-          (:func:`gca.train.fast.fast_choice`);
-        * ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): on a CPU, mini-batches where the setting's exact
-          schedule is estimated over :data:`gca.train.fast.EXACT_BOUND_SECONDS` (:func:`gca.train.fast.default_choice`),
-          else exact training, with :attr:`exact_seconds` estimating the run's own epochs;
+        * ``"fast"`` (``--fast``), ``"auto"`` (``gca train`` without ``--fast`` or ``--exact``): the rule of
+          :func:`gca.train.fast.choose_training`, ``"auto"`` estimating the setting's exact schedule (and
+          :attr:`exact_seconds` the run's own epochs);
         * ``"exact"`` (``--exact``): exact training; a ``batch_size`` of the user's is refused.
 
         A choice is a layer between the dataset's setting and the user's, whose ``batch_size`` and ``fanout`` are kept
@@ -152,11 +149,13 @@ class Job:
                 f"{option('training', 'exact')} trains on the whole graph at every update, and "
                 f"batch_size={user['batch_size']} asks for mini-batches; leave out one of them"
             )
-        if training == "fast":
-            choice = fast_choice(loaded.data.num_nodes, device).keeping(user)
-        elif training == "auto" and "batch_size" not in user:
-            config = build_config(name, config_file, overrides)
-            choice = _default_choice(loaded, config, config_file, overrides, device, world_size)
+        if training == "fast" or (training == "auto" and "batch_size" not in user):
+            config = build_config(name, config_file, overrides) if training == "auto" else None
+            schedule = config  # with the setting's epochs: epochs the user gave do not change the training chosen
+            if config is not None and epochs_given(config_file, overrides):
+                setting = build_config(name, config_file if is_named_config(config_file) else None, {})
+                schedule = config.replace(epochs=setting.epochs)
+            choice = choose_training(training, loaded.data, device, schedule, world_size)
             choice = choice.keeping(user) if choice is not None else None
         if choice is not None:
             layer = choice.layer()
@@ -173,7 +172,8 @@ class Job:
         )
         cfg = job.config
         if choice is not None and choice.by == "default" and not cfg.batch_size:
-            job.exact_seconds = _exact_seconds(loaded, cfg, world_size)
+            edges = 0 if loaded.data.edge_index is None else int(loaded.data.edge_index.shape[1])
+            job.exact_seconds = exact_schedule_seconds(loaded.data.num_nodes, edges, loaded.data.x, cfg, world_size)
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(
                 cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch, world_size
@@ -341,35 +341,6 @@ class Job:
 
 #: Who chooses between exact and mini-batch training in :meth:`Job.open`.
 TRAININGS = ("config", "fast", "auto", "exact")
-
-
-def _default_choice(
-    loaded: LoadedDataset,
-    config: GCAConfig,
-    config_file: str | None,
-    overrides: dict[str, Any],
-    device: str | torch.device,
-    world_size: int,
-) -> FastChoice | None:
-    """``gca train``'s default choice for the exact schedule of ``config`` with the setting's epochs: epochs the user
-    gave (:func:`gca.config.epochs_given`) do not change the training chosen."""
-    data = loaded.data
-    name = loaded.name if loaded.named else None
-    if epochs_given(config_file, overrides):
-        setting = build_config(name, config_file if is_named_config(config_file) else None, {})
-        config = config.replace(epochs=setting.epochs)
-    edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
-    return default_choice(data.num_nodes, edges, data.x, config, device, world_size)
-
-
-def _exact_seconds(loaded: LoadedDataset, config: GCAConfig, world_size: int) -> float:
-    """The estimated seconds of ``config``'s epochs of exact training of ``loaded`` on 2 CPU cores, over
-    ``world_size``."""
-    data = loaded.data
-    edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
-    width = 0 if data.x is None or data.x.dim() < 2 else int(data.x.shape[1])
-    update = fast_rule.exact_update_seconds(data.num_nodes, edges, width, fast_rule.feature_nonzeros(data.x), config)
-    return config.epochs * update / world_size
 
 
 def _give_up_arrays(loaded: LoadedDataset) -> None:

@@ -1,15 +1,21 @@
-"""The fast path: whether to train on the whole graph or in mini-batches, chosen from the graph's size and the
-device — :func:`fast_choice`, a job's ``training="fast"`` (:class:`gca.run.job.Job`; ``--fast``).
+"""Whether to train on the whole graph or in mini-batches: :func:`choose_training`, one rule read from the graph's
+size, the device and the settings — never a clock or a test set, so every run of one command chooses alike.
 
-* **CPU** (and every device but CUDA): graphs of :data:`CPU_MIN_NODES` nodes (4·B) or more train in mini-batches
-  (B = :data:`FAST_BATCH_SIZE`, fan-out :data:`FAST_FANOUT`); smaller ones train exactly.
-* **CUDA**: graphs of up to :data:`CUDA_MAX_EXACT_NODES` nodes train exactly, larger ones in mini-batches.
+=====================================  ==============================================  ============================
+``training`` (``gca train``)           CPU (and every device but CUDA)                 CUDA
+=====================================  ==============================================  ============================
+``"fast"`` (``--fast``)                mini-batches from :data:`CPU_MIN_NODES` nodes   mini-batches over
+                                       (:func:`fast_choice`)                           :data:`CUDA_MAX_EXACT_NODES`
+``"auto"`` (the default)               mini-batches where the exact schedule is        the configuration's
+                                       estimated over :data:`EXACT_BOUND_SECONDS`
+                                       (:func:`default_choice`)
+``"exact"``, ``"config"``              the configuration's                             the configuration's
+=====================================  ==============================================  ============================
 
-The rule reads the node count and the device only — never a test set. A mini-batch run keeps the full-graph
-setting's updates (:func:`gca.config.mini_batch_epochs`). Keys the user set (``batch_size``, ``fanout``) are kept,
-and said so. A job's ``training="auto"`` makes the same mini-batch choice on a CPU where the paper's exact schedule
-is estimated to take longer than :data:`EXACT_BOUND_SECONDS` (:func:`default_choice`). :class:`LongRunHint` warns
-once when a started run projects past :data:`LONG_RUN_SECONDS`. Design notes: docs/design/training.md.
+Mini-batches are :data:`FAST_BATCH_SIZE` anchors with fan-out :data:`FAST_FANOUT`, keeping the full-graph setting's
+updates (:func:`gca.config.mini_batch_epochs`); keys the user set (``batch_size``, ``fanout``) are kept, and said so.
+:class:`LongRunHint` chooses nothing: it warns once when a started run projects past :data:`LONG_RUN_SECONDS`.
+Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
@@ -119,15 +125,10 @@ class FastChoice:
             "batch_size": self.batch_size,
             "fanout": fanout,
         }
-        ran = (
-            chosen
-            if config is None
-            else {
-                "training": "mini-batch" if config.batch_size else "exact",
-                "batch_size": config.batch_size,
-                "fanout": list(config.fanouts) if config.batch_size else [],
-            }
-        )
+        ran, batch = chosen, 0 if config is None else config.batch_size
+        if config is not None:
+            fanouts = list(config.fanouts) if batch else []
+            ran = {"training": "mini-batch" if batch else "exact", "batch_size": batch, "fanout": fanouts}
         estimate = {} if self.exact_seconds is None else {"exact_estimate_seconds": round(self.exact_seconds, 1)}
         return {
             **ran,
@@ -139,8 +140,24 @@ class FastChoice:
         }
 
 
+def choose_training(
+    training: str, data: Any, device: str | torch.device = "cpu", config: GCAConfig | None = None, world_size: int = 1
+) -> FastChoice | None:
+    """What ``training`` chooses for ``data`` (a PyG ``Data``) on ``device`` — the table of the module docstring;
+    ``None`` where the configuration decides. ``"auto"`` estimates ``config``'s exact schedule over ``world_size``
+    processes."""
+    if training == "fast":
+        return fast_choice(data.num_nodes, device)
+    if training == "auto":
+        if config is None:
+            raise ValueError('training="auto" estimates the exact schedule of a configuration; pass config')
+        edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
+        return default_choice(data.num_nodes, edges, data.x, config, device, world_size)
+    return None
+
+
 def fast_choice(num_nodes: int, device: str | torch.device = "cpu") -> FastChoice:
-    """The fast path's training for a graph of ``num_nodes`` nodes on ``device`` (the rule: module docstring)."""
+    """``training="fast"``'s choice for a graph of ``num_nodes`` nodes on ``device`` (the rule: module docstring)."""
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
     kind = torch.device(device).type
@@ -244,6 +261,21 @@ def exact_update_seconds_of(terms: tuple[float, float, float]) -> float:
     return one_core / CPU_TWO_CORE_SPEEDUP
 
 
+def exact_schedule_seconds(
+    num_nodes: int,
+    num_edges: int,
+    features: torch.Tensor | None,
+    config: GCAConfig,
+    world_size: int = 1,
+    count_features: bool = True,
+) -> float:
+    """``config.epochs`` exact updates' estimated seconds (:func:`exact_update_seconds`) shared by ``world_size``
+    processes, for ``features`` = ``Data.x``; ``count_features=False`` leaves out the features' product."""
+    width = 0 if features is None or features.dim() < 2 else int(features.shape[1])
+    nonzeros = feature_nonzeros(features) if count_features else 0
+    return config.epochs * exact_update_seconds(num_nodes, num_edges, width, nonzeros, config) / world_size
+
+
 def feature_nonzeros(x: torch.Tensor | None) -> int:
     """The non-zeros of ``Data.x`` (dense, counted in blocks of rows, or sparse COO or CSR; none: 0)."""
     if x is None:
@@ -280,14 +312,10 @@ def default_choice(
     """
     if torch.device(device).type != "cpu":
         return None
-    width = 0 if features is None or features.dim() < 2 else int(features.shape[1])
-
-    def schedule(nonzeros: int) -> float:
-        return config.epochs * exact_update_seconds(num_nodes, num_edges, width, nonzeros, config) / world_size
-
-    seconds = schedule(0)  # without the features' product: a lower bound, enough where it is over the bound
+    # without the features' product first: a lower bound, enough where it is over the bound
+    seconds = exact_schedule_seconds(num_nodes, num_edges, features, config, world_size, count_features=False)
     if seconds <= EXACT_BOUND_SECONDS:
-        seconds = schedule(feature_nonzeros(features))
+        seconds = exact_schedule_seconds(num_nodes, num_edges, features, config, world_size)
     plan = f"{config.epochs:,} update{'s' if config.epochs != 1 else ''} of all {num_nodes:,} nodes"
     over = seconds > EXACT_BOUND_SECONDS
     reason = (
