@@ -21,7 +21,7 @@ from typing import Any
 
 from ..choices import canonical_name
 from ..errors import UserError
-from ..io import atomic_write_json, read_json
+from ..io import atomic_write_json, key_digest, read_json
 from .plan import Run
 
 
@@ -92,12 +92,9 @@ def _problem(record: Any, run: Run, key: str) -> str:
 def run_key(run: Run) -> str:
     from .. import __version__
 
-    blob = json.dumps(
-        [run.dataset, run.method, list(run.settings), list(run.config), run.seed, __version__],
-        sort_keys=True,
-        default=str,
+    digest = key_digest(
+        [run.dataset, run.method, list(run.settings), list(run.config), run.seed, __version__], size=6, default=str
     )
-    digest = hashlib.sha1(blob.encode()).hexdigest()[:12]
     return f"{canonical_name(run.dataset)}-{run.method.replace('+', '-')}-{digest}-seed{run.seed}"
 
 
