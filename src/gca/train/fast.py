@@ -1,21 +1,16 @@
 """Whether to train on the whole graph or in mini-batches: :func:`choose_training`, one rule read from the graph's
 size, the device and the settings — never a clock or a test set, so every run of one command chooses alike.
 
-=====================================  ==============================================  ============================
-``training`` (``gca train``)           CPU (and every device but CUDA)                 CUDA
-=====================================  ==============================================  ============================
-``"fast"`` (``--fast``)                mini-batches from :data:`CPU_MIN_NODES` nodes   mini-batches over
-                                       (:func:`fast_choice`)                           :data:`CUDA_MAX_EXACT_NODES`
-``"auto"`` (the default)               mini-batches where the exact schedule is        the configuration's
-                                       estimated over :data:`EXACT_BOUND_SECONDS`
-                                       (:func:`default_choice`)
-``"exact"``, ``"config"``              the configuration's                             the configuration's
-=====================================  ==============================================  ============================
+| ``training`` | on a CPU (every device but CUDA) | on CUDA |
+|---|---|---|
+| ``"fast"``: :func:`fast_choice` | mini-batches from :data:`CPU_MIN_NODES` nodes | over :data:`CUDA_MAX_EXACT_NODES` |
+| ``"auto"``: :func:`default_choice` | where exact is estimated over :data:`EXACT_BOUND_SECONDS` | as configured |
+| ``"exact"``, ``"config"`` | as configured | as configured |
 
-Mini-batches are :data:`FAST_BATCH_SIZE` anchors with fan-out :data:`FAST_FANOUT`, keeping the full-graph setting's
-updates (:func:`gca.config.mini_batch_epochs`); keys the user set (``batch_size``, ``fanout``) are kept, and said so.
-:class:`LongRunHint` chooses nothing: it warns once when a started run projects past :data:`LONG_RUN_SECONDS`.
-Design notes: docs/design/training.md.
+``"fast"`` is ``--fast``, ``"auto"`` ``gca train``'s default. Mini-batches are :data:`FAST_BATCH_SIZE` anchors with
+fan-out :data:`FAST_FANOUT`, keeping the full-graph setting's updates (:func:`gca.config.mini_batch_epochs`); keys
+the user set (``batch_size``, ``fanout``) are kept, and said so. :class:`LongRunHint` chooses nothing: it warns once
+when a started run projects past :data:`LONG_RUN_SECONDS`. Design notes: docs/design/training.md.
 """
 
 from __future__ import annotations
