@@ -114,6 +114,41 @@ def test_the_core_imports_nothing_of_the_application():
     assert not wrong, wrong
 
 
+@pytest.mark.parametrize("rooms", ["packages", "modules"])
+def test_the_imports_run_one_way_without_a_circle(rooms):
+    """Between gca's packages (``gca.train``, ``gca.config``, …) and between its modules, the imports anywhere in a
+    file form no circle, so every module stands above all it imports and none imports back up. A package's
+    ``__init__`` hands its names on lazily (gca.lazy): importing from it is an arrow into the package, and its own
+    list of names is none out of it."""
+    import graphlib
+    from pathlib import Path
+
+    root = Path(importlib.import_module("gca").__file__).parent
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def room(name):
+        parts = name.split(".")
+        return ".".join(parts[:2]) if rooms == "packages" else name
+
+    arrows = {}
+    for module, path in modules.items():
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        for name in _imports(path, module):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != "gca" and room(name) != room(module):
+                arrows.setdefault(room(module), set()).add(room(name))
+    assert len(arrows) > (15 if rooms == "packages" else 80)  # the walk found the house's arrows
+    try:
+        graphlib.TopologicalSorter(arrows).prepare()
+    except graphlib.CycleError as circle:
+        pytest.fail(f"an import circle: {' -> '.join(circle.args[1])}")
+
+
 #: The files one training step runs code of, in reading order: the step, the two views, the model, its encoder and
 #: operator, the objective and its kernel, the precision. A step that needs one more file is a decision, not drift.
 STEP_FILES = {
