@@ -36,7 +36,7 @@ from ..mapped import page_out, trim_heap
 from ..progress import duration, phase
 from ..stderr import spoken
 from ..train.estimator import GCA
-from ..train.fast import FastChoice, choose_training, exact_schedule_seconds
+from ..train.fast import FastChoice, choose_training
 from .store import CACHE_MIN_EDGES, PreparedStore
 
 
@@ -143,7 +143,7 @@ class Job:
         user = {**own_file, **overrides}  # the user's own keys
         name = loaded.name if loaded.named else None
         config = None  # the user's configuration, where the default choice read it
-        choice = None
+        choice = schedule = None
         if training == "exact" and user.get("batch_size"):
             raise ConfigError(
                 f"{option('training', 'exact')} trains on the whole graph at every update, and "
@@ -172,8 +172,8 @@ class Job:
         )
         cfg = job.config
         if choice is not None and choice.by == "default" and not cfg.batch_size:
-            edges = 0 if loaded.data.edge_index is None else int(loaded.data.edge_index.shape[1])
-            job.exact_seconds = exact_schedule_seconds(loaded.data.num_nodes, edges, loaded.data.x, cfg, world_size)
+            # the estimate is linear in the epochs: the run's own from the setting's, without a second pass over x
+            job.exact_seconds = choice.exact_seconds * cfg.epochs / schedule.epochs if schedule.epochs else 0.0
         if cfg.batch_size and cfg.epochs and not epochs_given(config_file, overrides):
             epochs, steps = mini_batch_epochs(
                 cfg.epochs, loaded.data.num_nodes, cfg.batch_size, cfg.steps_per_epoch, world_size
