@@ -256,7 +256,6 @@ def test_one_function_chooses_for_every_training_and_each_case_is_its_rule():
         choose_training("auto", data, "cpu")
 
 
-
 def test_the_default_estimates_the_runs_own_epochs_as_the_exact_schedule_of_those_epochs():
     from gca.train.fast import exact_schedule_seconds
 
@@ -269,6 +268,7 @@ def test_the_default_estimates_the_runs_own_epochs_as_the_exact_schedule_of_thos
         expected = exact_schedule_seconds(karate.data.num_nodes, edges, karate.data.x, own.config, world)
         assert own.config.epochs == 7 and own.exact_seconds == pytest.approx(expected, rel=1e-12)
         assert own.fast.exact_seconds == pytest.approx(setting.fast.exact_seconds)  # the choice: the setting's
+
 
 def test_gca_train_trains_in_mini_batches_by_default_where_exact_would_take_too_long(
     tmp_path, capsys, small_thresholds, exact_estimate
