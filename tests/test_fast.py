@@ -254,6 +254,8 @@ def test_one_function_chooses_for_every_training_and_each_case_is_its_rule():
     assert choose_training("auto", Data(x=x[:50], num_nodes=50), "cpu", users).batch_size == 0  # no edges at all
     with pytest.raises(ValueError, match="pass config"):
         choose_training("auto", data, "cpu")
+    with pytest.raises(ValueError, match="training must be"):
+        choose_training("Fast", data, "cpu", users)  # not silently the configuration's
 
 
 def test_the_default_estimates_the_runs_own_epochs_as_the_exact_schedule_of_those_epochs():

@@ -148,6 +148,8 @@ def choose_training(
             raise ValueError('training="auto" estimates the exact schedule of a configuration; pass config')
         edges = 0 if data.edge_index is None else int(data.edge_index.shape[1])
         return default_choice(data.num_nodes, edges, data.x, config, device, world_size)
+    if training not in ("exact", "config"):
+        raise ValueError(f'training must be "fast", "auto", "exact" or "config", got {training!r}')
     return None
 
 
