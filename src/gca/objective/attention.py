@@ -6,19 +6,24 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+from ..errors import UserError
 from ..precision import bf16_tensor_cores, tf32_products
 from .share import ObjectiveShare
+
+MIN_KEPT = {torch.bfloat16: 1e-2, torch.float32: 1e-4}  # the least off-diagonal share of a row's mass, by dtype
 
 
 class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
     """Σ_a lse′_a, lse′_a = log Σ_{b≠a} exp(z_a·z_b/τ), from PyTorch's fused attention kernels, memory O(N·d).
 
     One attention call with Q = K = V = Z and scale 1/τ returns O = P Z (P the full row-softmax of S = ZZᵀ/τ) and the
-    full row log-sum-exp lse. Rows are unit vectors, so the diagonal term is e^{1/τ} and is removed exactly:
-    lse′ = lse + log(1 − e^{1/τ − lse}). The gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
+    full row log-sum-exp lse. The diagonal term e^{s_aa} is removed, s_aa = ẑ_a·ẑ_a/τ ≈ 1/τ with ẑ the rows rounded to
+    the kernels' dtype: lse′ = lse + log(1 − e^{s_aa − lse}). The kernels' error in lse is divided by that off-diagonal
+    share of the mass, so a row whose share is below :data:`MIN_KEPT` (on small graphs, small τ) is refused. The
+    gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
 
-        (P′Z)_a  = O_a e^{lse_a − lse′_a} − e^{1/τ − lse′_a} z_a,
-        (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{1/τ − lse′_b} z_b,
+        (P′Z)_a  = O_a e^{lse_a − lse′_a} − e^{s_aa − lse′_a} ẑ_a,
+        (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{s_bb − lse′_b} ẑ_b,
 
     the second from one more attention call (S is symmetric); c = min lse′ keeps the scaled values ≤ 1. With ``share`` a
     process computes the whole rows ``share.row_range`` gives it against all of Z, and two all-reduces (the 2N values
@@ -35,13 +40,19 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         start, stop = (0, n) if share is None else share.row_range(n)
         rows = z[start:stop]  # this process's anchors (all of them for one process); keys and values: all of Z
         out, lse = _fused_attention(rows, z, z, 1.0 / tau, dtype, kernel)
-        lse_off = lse + torch.log1p(-torch.exp(1.0 / tau - lse))
+        kept = -torch.expm1((rows.to(dtype).float() ** 2).sum(1) / tau - lse)  # each row's off-diagonal share
+        lse_off = torch.where(kept >= MIN_KEPT[dtype], lse + torch.log(kept), -torch.inf)  # −∞: a row refused
         if share is not None:  # every process needs every lse′ for the backward pass (the Pᵀ term)
             every = torch.zeros(n, dtype=lse_off.dtype, device=lse_off.device)
             every[start:stop] = lse_off
             share.all_reduce(every)
         else:
             every = lse_off
+        if bool(torch.isneginf(every).any()):  # the same in every process, after the all-reduce
+            raise UserError(
+                f"the attention objective cannot resolve this graph's similarities in {dtype} (a graph this small, or "
+                "tau this small); use loss_backend=blocked"
+            )
         ctx.save_for_backward(z, out, lse, every)
         ctx.tau, ctx.dtype, ctx.kernel, ctx.share, ctx.rows = tau, dtype, kernel, share, (start, stop)
         return every.sum()
@@ -51,7 +62,8 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         z, out, lse, every = ctx.saved_tensors
         tau, (start, stop) = ctx.tau, ctx.rows
         rows, lse_off = z[start:stop], every[start:stop]
-        diagonal = torch.exp(1.0 / tau - lse_off).unsqueeze(1) * rows
+        rounded = rows.to(ctx.dtype).float()
+        diagonal = torch.exp((rounded**2).sum(1) / tau - lse_off).unsqueeze(1) * rounded
         forward_part = out * torch.exp(lse - lse_off).unsqueeze(1) - diagonal
         c = every.min()
         scaled, _ = _fused_attention(rows, z, z * torch.exp(c - every).unsqueeze(1), 1.0 / tau, ctx.dtype, ctx.kernel)
@@ -68,14 +80,14 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
 def _fused_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, dtype: torch.dtype, kernel: str = "auto"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(softmax(q kᵀ · scale) v, row log-sum-exp) for 2-D inputs, from PyTorch's fused kernels, as float32.
-
-    On CUDA, ``kernel="flash"`` is FlashAttention-2 (bf16/fp16 only, the faster on tensor cores) and
-    ``"efficient"`` the memory-efficient kernel (fp32 too); ``"auto"`` takes flash for bf16 where PyTorch has it.
-    Both return the natural-log row log-sum-exp this objective needs. On CPUs there is one flash kernel.
+    """(softmax(q kᵀ · scale) v, row log-sum-exp) for 2-D inputs, from PyTorch's fused kernels, as float32. On CUDA,
+    ``kernel="flash"`` is FlashAttention-2 (bf16/fp16 only, the faster on tensor cores) and ``"efficient"`` the
+    memory-efficient kernel (fp32 too); ``"auto"`` takes flash for bf16 where PyTorch has it. On CPUs: one flash kernel.
     """
     q, k, v = (t.to(dtype)[None, None] for t in (q, k, v))
-    n = q.shape[2]
+    n, d = q.shape[2], q.shape[3]
+    if q.device.type == "cuda" and d % 8:  # the CUDA kernels take widths in multiples of 8; zero columns change nothing
+        q, k, v = (F.pad(t, (0, 8 - d % 8)) for t in (q, k, v))
     if kernel == "auto":
         flash = dtype == torch.bfloat16 and torch.backends.cuda.flash_sdp_enabled() and bf16_tensor_cores(q.device)
         kernel = "flash" if flash else "efficient"
@@ -89,11 +101,11 @@ def _fused_attention(
                 q, k, v, None, True, 0.0, False, scale=scale
             )[:2]
     except (AttributeError, RuntimeError, NotImplementedError) as exc:
-        raise RuntimeError(
+        raise UserError(
             f"loss_backend=attention needs PyTorch's fused attention kernels with log-sum-exp for {q.device.type} / "
             f"{dtype} ({type(exc).__name__}); use loss_backend=blocked"
         ) from None
-    return out[0, 0].float(), lse[0, 0, :n].float()
+    return out[0, 0, :, :d].float(), lse[0, 0, :n].float()
 
 
 def attention_loss(
