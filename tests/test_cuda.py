@@ -52,19 +52,20 @@ def test_training_on_cuda_returns_finite_cpu_embeddings():
     assert len(gpu.losses) == 5 and all(torch.isfinite(torch.tensor(gpu.losses)))
 
 
+@pytest.mark.parametrize("width", [64, 12])  # 12: not a multiple of 8, which the CUDA kernels need (zero-padded)
 @pytest.mark.parametrize(
     ("precision", "kernel", "tolerance"),
     [("fp32", "auto", 1e-5), ("tf32", "auto", 3e-3), ("bf16", "flash", 3e-3), ("bf16", "efficient", 3e-3)],
 )
-def test_attention_backend_on_cuda_matches_the_reference(precision, kernel, tolerance):
+def test_attention_backend_on_cuda_matches_the_reference(precision, kernel, tolerance, width):
     from gca.objective import attention_loss
 
     if precision == "bf16" and not bf16_tensor_cores("cuda"):
         pytest.skip("bf16 and FlashAttention-2 need compute capability 8.0 (Ampere) or later")
 
     g = torch.Generator(device="cuda").manual_seed(1)
-    u = torch.randn(1000, 64, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(1000, 64, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
+    u = torch.randn(1000, width, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1000, width, device="cuda", generator=g, dtype=torch.float64, requires_grad=True)
     ref = reference_loss(u, v, 0.5)
     ref_grads = torch.autograd.grad(ref, (u, v))
     loss = attention_loss(u, v, 0.5, precision, kernel)
@@ -94,6 +95,20 @@ def test_minibatch_and_bf16_training_on_cuda_give_finite_embeddings(overrides):
         fp32 = GCA(GCAConfig(epochs=1, hidden=8, proj_hidden=8, centrality="degree", precision="fp32"), device="cuda")
         fp32.fit(data)  # differs from bf16's only by bf16 rounding
         assert abs(gpu.losses[0] - fp32.losses[0]) <= 1e-2 * abs(fp32.losses[0])
+
+
+def test_the_sampler_on_cuda_takes_units_stored_on_the_cpu():
+    """A prepared graph's stored units are CPU tensors; the sampler of a CUDA graph moves them beside its edges."""
+    from torch_geometric.utils import coalesce
+
+    from gca.graph.sampling import NeighborSampler, edge_unit_ids
+
+    edges = coalesce(path_graph(12, torch.ones(12, 1)).edge_index, num_nodes=12)
+    units = edge_unit_ids(edges, 12, True)
+    sampler = NeighborSampler(edges.cuda(), 12, (2, 2), units=units)
+    sub = sampler.sample(torch.tensor([0, 5]))
+    assert sub.units.device.type == "cuda"
+    assert torch.equal(sub.units.cpu(), units[sub.edge_ids.cpu()].long())
 
 
 def test_authors_probe_on_cuda_matches_the_cpu():

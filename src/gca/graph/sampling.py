@@ -113,8 +113,7 @@ class NeighborSampler:
         self.fanouts = tuple(int(k) for k in fanouts)
         device = edge_index.device
         source, target = edge_index
-        # node ids below 2³¹ nodes, unit ids below 2³¹ units in int32 (ogbn-papers100M: 3.2·10⁹ directed edges,
-        # 1.6·10⁹ undirected units)
+        # ids below 2³¹ in int32 (ogbn-papers100M: 1.1·10⁸ nodes, 3.2·10⁹ directed edges, 1.6·10⁹ undirected units)
         nodes_kind = torch.int32 if num_nodes < 2**31 else torch.long
         unit_count = source.numel() // 2 + 1 if undirected and symmetric_units else source.numel()
         units_kind = torch.int32 if unit_count < 2**31 else torch.long
@@ -132,7 +131,7 @@ class NeighborSampler:
                     else reverse_positions(edge_index, num_nodes)
                 )
             )
-            self.units = units.to(units_kind)
+            self.units = units.to(device=device, dtype=units_kind)  # given units may come from a CPU store
             del units
             counts = count_ids(source, num_nodes)
         else:
