@@ -252,6 +252,12 @@ class Placement:
             return cls(device)
         local_rank = environment.local_rank()  # checked before anything joins
         if device.type == "cuda" and device.index is None:
+            per_machine = max(local_rank + 1, environment.env_int("LOCAL_WORLD_SIZE", 1, 1))
+            if per_machine > (gpus := torch.cuda.device_count()):  # said by each, before any joins (NCCL: a GPU each)
+                raise TrainingError(
+                    f"torchrun started {per_machine} processes on this machine, which has {gpus} CUDA device(s): "
+                    f"start one per GPU (--nproc-per-node {gpus}) or train on the CPU (--device cpu)"
+                )
             device = torch.device("cuda", local_rank)
         backend = "nccl" if device.type == "cuda" else "gloo"
         if not dist.is_initialized():
