@@ -9,8 +9,7 @@ default, the GCN of :mod:`gca.nn.gcn`: k layers, in → factor·hidden → … �
   does (Hamilton et al., 2017), with one of the paper's aggregators (§3.3; config ``sage_aggregator``): ``gcn`` (the
   default), h_v ← σ(W · mean({h_v} ∪ {h_u : u ∈ N(v)})), a self-loop added to every node and one weight; or ``mean``,
   σ(W₁ h_v + W₂ · mean{h_u : u ∈ N(v)}) (PyTorch Geometric's default);
-* ``gin`` — ``GINConv`` around a two-layer perceptron with batch normalisation, as in GIN's experiments (Xu et al.,
-  2019, §7).
+* ``gin`` — ``GINConv`` around a two-layer perceptron with batch norm, as in GIN's experiments (Xu et al., 2019, §7).
 
 A user's encoder (``GCA(config, encoder=module)``) is any ``torch.nn.Module`` with that call that returns a
 floating-point ``[N, config.hidden]`` tensor, one row per row of ``x``. :func:`check_encoder` runs it once on the
@@ -19,10 +18,9 @@ first nodes before training, :func:`check_encoder_output` checks every output; a
 
 **Edge weights and edge features** (:mod:`gca.graph.graph`). An encoder gets a view's per-edge values, aligned with its
 kept edges, through the keyword arguments its ``forward`` names (:func:`edge_arguments`): ``edge_weight`` ([E] float32)
-and ``edge_attr`` ([E, D]), when the graph has them; one that requires an argument the graph lacks is refused in one
-:class:`EncoderError` line. gca's ``gat`` built with ``edge_dim`` passes ``edge_attr`` to every ``GATConv``; a
-convolution whose ``forward`` takes ``edge_weight`` gets the weights — not ``GATConv``, ``SAGEConv`` or ``GINConv``, so
-gca's gat, sage and gin ignore weights (:func:`unused_edge_values` warns).
+and ``edge_attr`` ([E, D]), when the graph has them; one requiring an argument the graph lacks is an
+:class:`EncoderError`. gca's ``gat`` built with ``edge_dim`` passes ``edge_attr`` to every ``GATConv``; gca's gat, sage
+and gin ignore weights (their convolutions take no ``edge_weight``; :func:`unused_edge_values` warns).
 """
 
 from __future__ import annotations

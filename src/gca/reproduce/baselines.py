@@ -5,15 +5,13 @@ Each is a function ``(data, splits, seed, quick, device, protocol)``: one traini
 evaluation and what its gradient steps did (:class:`gca.reproduce.training.TrainingHistory`). ``quick`` shortens the
 schedules of :data:`SHORTENED_IN_QUICK`, rows a reproduction marks and does not compare with the paper.
 
-* ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`).
-* ``propagated-1``, ``-2``, ``-3`` — not in the paper: Â^k X (SGC; Wu et al., ICML 2019; :mod:`gca.graph.propagate`)
+* ``raw`` — the raw features, judged like every embedding (:func:`gca.evaluate.classification.evaluate_embeddings`);
+  ``propagated-1``, ``-2``, ``-3`` (not in the paper) — Â^k X (SGC; Wu et al., ICML 2019; :mod:`gca.graph.propagate`)
   of the row-normalised features, projected to GCA's embedding width on the dataset (:func:`baseline_options`).
-* ``dgi`` — Deep Graph Infomax (Veličković et al., 2019), PyG's ``DeepGraphInfomax``: one GCN layer of 512 units with
-  PReLU, Adam (lr 0.001), up to 300 epochs with patience 20 on the loss.
-* ``gmi`` and ``mvgrl`` — GMI-mean (Peng et al., WWW 2020) and MVGRL (Hassani & Khasahmadi, ICML 2020), memory-bounded
-  as :mod:`gca.reproduce.gmi` and :mod:`gca.reproduce.mvgrl` say.
-* ``gae`` / ``vgae`` — PyG's ``GAE``/``VGAE`` (Kipf & Welling, 2016), GCN encoder 256 → 128 (the link-prediction
-  setting's is 32 → 16), Adam (lr 0.01), 200 epochs.
+* ``dgi`` — PyG's ``DeepGraphInfomax`` (Veličković et al., 2019): a 512-unit GCN layer, PReLU, Adam (lr 0.001), up to
+  300 epochs, patience 20 on the loss; ``gmi``, ``mvgrl`` — GMI-mean (Peng et al., WWW 2020) and MVGRL (Hassani &
+  Khasahmadi, ICML 2020), memory-bounded (:mod:`gca.reproduce.gmi`, :mod:`gca.reproduce.mvgrl`); ``gae`` / ``vgae`` —
+  PyG's (Kipf & Welling, 2016), GCN 256 → 128 (link prediction: 32 → 16), Adam (lr 0.01), 200 epochs.
 * ``gcn`` / ``gat`` — supervised GCN (Kipf & Welling, 2017; 2 layers, 64 hidden units, dropout 0.5, lr 0.01, weight
   decay 5e-4) and GAT (Veličković et al., 2018; 8 heads × 8 units, dropout 0.6, lr 0.005, weight decay 5e-4), 200
   epochs on the split's training nodes; the test accuracy at the epoch of best validation accuracy.
@@ -24,9 +22,8 @@ schedules of :data:`SHORTENED_IN_QUICK`, rows a reproduction marks and does not 
   nodes from {0.25, 1, 4}² (quick: {0.5, 2}²).
 * ``deepwalk+features`` — the DeepWalk embedding beside the raw features, each block ℓ2-normalised per row first.
 
-Walks: :mod:`gca.graph.walks`; skip-gram: gensim's ``Word2Vec`` (the optional ``baselines`` extra). Unsupervised
-baselines see row-normalised features (:func:`gca.graph.features.normalize_rows`); a loss that is not finite raises
-:class:`gca.train.loop.TrainingError`, recorded as a diverged run.
+Walks: :mod:`gca.graph.walks`; skip-gram: gensim's ``Word2Vec`` (the ``baselines`` extra). Unsupervised baselines see
+row-normalised features; a loss that is not finite raises :class:`gca.train.loop.TrainingError` (a diverged run).
 """
 
 from __future__ import annotations
