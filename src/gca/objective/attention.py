@@ -10,7 +10,7 @@ from ..errors import UserError
 from ..precision import bf16_tensor_cores, tf32_products
 from .share import ObjectiveShare
 
-MIN_KEPT = {torch.bfloat16: 1e-2, torch.float32: 1e-4}  # the least off-diagonal share of a row's mass, by dtype
+MIN_KEPT = {torch.bfloat16: 1e-2, torch.float32: 1e-4}  # the least harmonic mean of the rows' off-diagonal shares
 
 
 class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
@@ -19,8 +19,8 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
     One attention call with Q = K = V = Z and scale 1/τ returns O = P Z (P the full row-softmax of S = ZZᵀ/τ) and the
     full row log-sum-exp lse. The diagonal term e^{s_aa} is removed, s_aa = ẑ_a·ẑ_a/τ ≈ 1/τ with ẑ the rows rounded to
     the kernels' dtype: lse′ = lse + log(1 − e^{s_aa − lse}). The kernels' error in lse is divided by that off-diagonal
-    share of the mass, so a row whose share is below :data:`MIN_KEPT` (on small graphs, small τ) is refused. The
-    gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
+    share of the mass, so rows whose shares have a harmonic mean below :data:`MIN_KEPT` (small graphs, small τ) are
+    refused. The gradient is (1/τ)(P′Z + P′ᵀZ) with P′ the off-diagonal row-softmax:
 
         (P′Z)_a  = O_a e^{lse_a − lse′_a} − e^{s_aa − lse′_a} ẑ_a,
         (P′ᵀZ)_b = e^{lse_b − c} · Attn(Z, Z, Z ⊙ e^{c − lse′})_b − e^{s_bb − lse′_b} ẑ_b,
@@ -41,14 +41,15 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         rows = z[start:stop]  # this process's anchors (all of them for one process); keys and values: all of Z
         out, lse = _fused_attention(rows, z, z, 1.0 / tau, dtype, kernel)
         kept = -torch.expm1((rows.to(dtype).float() ** 2).sum(1) / tau - lse)  # each row's off-diagonal share
-        lse_off = torch.where(kept >= MIN_KEPT[dtype], lse + torch.log(kept), -torch.inf)  # −∞: a row refused
+        lse_off, inverse = lse + torch.log(kept), torch.where(kept.isnan() | (kept > 0), 1 / kept, torch.inf).sum()
         if share is not None:  # every process needs every lse′ for the backward pass (the Pᵀ term)
-            every = torch.zeros(n, dtype=lse_off.dtype, device=lse_off.device)
-            every[start:stop] = lse_off
+            every = torch.zeros(n + 1, dtype=lse_off.dtype, device=lse_off.device)
+            every[start:stop], every[n] = lse_off, inverse
             share.all_reduce(every)
+            every, inverse = every[:n], every[n]
         else:
             every = lse_off
-        if bool(torch.isneginf(every).any()):  # the same in every process, after the all-reduce
+        if bool(inverse > n / MIN_KEPT[dtype]):  # the same in every process; NaN rows (a diverged run) go on
             raise UserError(
                 f"the attention objective cannot resolve this graph's similarities in {dtype} (a graph this small, or "
                 "tau this small); use loss_backend=blocked"
@@ -62,7 +63,7 @@ class _AttentionOffDiagonalLogSumExp(torch.autograd.Function):
         z, out, lse, every = ctx.saved_tensors
         tau, (start, stop) = ctx.tau, ctx.rows
         rows, lse_off = z[start:stop], every[start:stop]
-        rounded = rows.to(ctx.dtype).float()
+        rounded = rows.to(ctx.dtype).float()  # ẑ
         diagonal = torch.exp((rounded**2).sum(1) / tau - lse_off).unsqueeze(1) * rounded
         forward_part = out * torch.exp(lse - lse_off).unsqueeze(1) - diagonal
         c = every.min()
