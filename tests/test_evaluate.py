@@ -116,9 +116,11 @@ class _ScriptedClassifier:
 def test_the_c_search_goes_past_an_end_of_the_grid_while_validation_improves(
     monkeypatch, score, chosen, fitted_after_grid, extended, at_edge
 ):
+    from sklearn import linear_model
+
     import gca.evaluate.classification as classification
 
-    monkeypatch.setattr(classification, "LogisticRegression", _ScriptedClassifier)
+    monkeypatch.setattr(linear_model, "LogisticRegression", _ScriptedClassifier)  # as the evaluation looks it up
     monkeypatch.setattr(_ScriptedClassifier, "score", staticmethod(score))
     monkeypatch.setattr(_ScriptedClassifier, "fitted", [])
     labels = np.arange(1000) % 2

@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 import torch
+from sklearn.preprocessing import normalize as sklearn_normalize
 from torch_geometric.data import Data
 
 import gca.train.inference as inference
@@ -156,7 +157,7 @@ def test_evaluation_reads_rows_where_indexed_with_the_values_of_the_whole_matrix
     g = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 100)
     x = g.normal(size=(300, 5)) + y[:, None] * 1.5
-    whole = classification.normalize(x.astype(np.float64))
+    whole = sklearn_normalize(x.astype(np.float64))
     rows = NormalizedRows(torch.from_numpy(x.astype(np.float32)))
     index = g.permutation(300)[:50]
     assert np.array_equal(NormalizedRows(x)[index], whole[index])

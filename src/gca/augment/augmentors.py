@@ -18,9 +18,8 @@ The uniform variants used in the ablations (GCA–T, GCA–A, and GCA–T–A = 
 
 **Weighted graphs.** A view's edge list carries each kept edge's own weight and features (an
 :class:`~gca.graph.sparse.EdgeList`), so its GCN uses the weighted adjacency of the kept edges. Centrality φ is
-computed on the unweighted graph, so a graph with weights and without drop the same edges with the same draws.
-
-Design notes: docs/design/core.md.
+computed on the unweighted graph, so a graph with weights and without drop the same edges with the same draws
+(design notes: docs/design/core.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ the other's output. The rules:
 * **What is drawn.** One uniform number per unit, in the cleaned graph's unit order
   (:meth:`~gca.augment.augmentors.EdgeDropper.draw`), then (when it masks) one per feature column: with a ``generator``,
   what :class:`~gca.augment.augmentors.ViewAugmentor` draws from it, keeping on a clean graph the very edges it keeps.
-  Design notes: docs/design/core.md.
 """
 
 from __future__ import annotations

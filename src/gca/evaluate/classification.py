@@ -24,10 +24,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import f1_score
-from sklearn.preprocessing import normalize
 
 from ..choices import PROTOCOLS
 from ..errors import option
@@ -270,6 +266,8 @@ class NormalizedRows:
         self.shape = tuple(features.shape)
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray | sp.csr_matrix:
+        from sklearn.preprocessing import normalize  # scikit-learn, where an evaluation runs: 1 s of a start-up
+
         index = np.asarray(index, dtype=np.int64)
         if isinstance(self.features, torch.Tensor):
             return normalize(self.features[torch.from_numpy(index)].double().numpy())
@@ -282,7 +280,7 @@ class NormalizedRows:
 PREDICT_BLOCK = 65_536
 
 
-def _predict(clf: LogisticRegression, x: NormalizedRows, index: np.ndarray) -> np.ndarray:
+def _predict(clf, x: NormalizedRows, index: np.ndarray) -> np.ndarray:
     """``clf``'s classes for the rows ``index``, a block of :data:`PREDICT_BLOCK` at a time."""
     if len(index) <= PREDICT_BLOCK:
         return clf.predict(x[index])
@@ -326,6 +324,8 @@ def linear_evaluation(
     progress, desc
         Show the splits on stderr once the evaluation has run a few seconds (:func:`gca.progress.phase`), as ``desc``.
     """
+    from sklearn.metrics import f1_score
+
     splits = index_splits(splits, features.shape[0])
     x, y = _inputs(features, labels, splits)
     result = EvaluationResult([])
@@ -398,17 +398,19 @@ def _chosen_on_validation(x, y, train_idx, val_idx, number, c_grid, max_iter, ma
     """(validation accuracy, C, classifier, training nodes fitted on, every C searched in ascending order) of the C
     that does best on ``val_idx``: the grid, then, where its best is an end of it, a factor of 10 further out at a
     time while validation accuracy strictly improves (:data:`C_GRID_EXTENSIONS`)."""
+    from sklearn import exceptions, linear_model
+
     large = len(train_idx) > max_train
     if large:
         train_idx = np.random.default_rng(number).choice(train_idx, size=max_train, replace=False)
     best = (-1.0, None, None)
-    clf = LogisticRegression(max_iter=max_iter, warm_start=large)
+    clf = linear_model.LogisticRegression(max_iter=max_iter, warm_start=large)
 
     def tried(c: float) -> bool:
         nonlocal best, clf
-        clf = clf.set_params(C=c) if large else LogisticRegression(C=c, max_iter=max_iter)
+        clf = clf.set_params(C=c) if large else linear_model.LogisticRegression(C=c, max_iter=max_iter)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            warnings.simplefilter("ignore", category=exceptions.ConvergenceWarning)
             clf.fit(x[train_idx], y[train_idx])
         val_acc = float((_predict(clf, x, val_idx) == y[val_idx]).mean())
         if val_acc > best[0]:

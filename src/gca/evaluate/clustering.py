@@ -9,9 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-from sklearn.preprocessing import normalize
 
 from ..choices import TASK_COUNTS
 from ..seeds import run_seeds
@@ -74,6 +71,10 @@ def cluster_embeddings(
             f"clustering needs two or more classes and more labelled nodes than classes; the labels "
             f"hold {k} class{'es' if k != 1 else ''} over {int(labelled.sum())} nodes"
         )
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+    from sklearn.preprocessing import normalize
+
     x = normalize(z[labelled].astype(np.float64))
     result = ClusterResult(clusters=k)
     for seed in run_seeds(first_seed, seeds):

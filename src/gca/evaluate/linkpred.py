@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import average_precision_score, roc_auc_score
 from torch_geometric.data import Data
 
 from ..errors import option
@@ -199,6 +196,8 @@ def _pairs_and_labels(pos: torch.Tensor, neg: torch.Tensor) -> tuple[np.ndarray,
 
 
 def _metrics(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
     auc, ap = roc_auc_score(labels, scores), average_precision_score(labels, scores)
     return {"auc": 100.0 * float(auc), "ap": 100.0 * float(ap)}
 
@@ -217,6 +216,8 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
     seed
         Seeds the sample of training pairs the Hadamard classifier is fitted on.
     """
+    from sklearn import exceptions, linear_model, metrics
+
     z = torch.nn.functional.normalize(embeddings.detach().float().cpu(), dim=1).numpy()
     val_pairs, val_y = _pairs_and_labels(held.val_pos, held.val_neg)
     test_pairs, test_y = _pairs_and_labels(held.test_pos, held.test_neg)
@@ -237,11 +238,11 @@ def score_links(embeddings: torch.Tensor, held: HeldOutEdges, seed: int = 0) -> 
     fit_pairs, fit_y = _pairs_and_labels(train[:, torch.from_numpy(keep)], negatives)
     best = (-1.0, None, None)
     for c in C_GRID:
-        clf = LogisticRegression(C=c, max_iter=1000)
+        clf = linear_model.LogisticRegression(C=c, max_iter=1000)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            warnings.simplefilter("ignore", category=exceptions.ConvergenceWarning)
             clf.fit(z[fit_pairs[0]] * z[fit_pairs[1]], fit_y)
-        auc = float(roc_auc_score(val_y, clf.decision_function(z[val_pairs[0]] * z[val_pairs[1]])))
+        auc = float(metrics.roc_auc_score(val_y, clf.decision_function(z[val_pairs[0]] * z[val_pairs[1]])))
         if auc > best[0]:
             best = (auc, c, clf)
     auc, c, clf = best

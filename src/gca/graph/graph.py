@@ -17,8 +17,7 @@ values and the GCN uses the weighted adjacency D̃^{-1/2}(A_w + I)D̃^{-1/2} (:m
   pass ``directed=True``);
 * negative, NaN or infinite weights, a weight beyond float32's range (one line naming the edge; only a sum of merged
   weights that overflows is blamed on the merge), NaN or infinite features, out-of-range edge ids, a wrong shape or a
-  non-numeric dtype: one line (:class:`GraphError`). Weights are kept as float32; integer edge features keep their
-  dtype.
+  non-numeric dtype: one line (:class:`GraphError`). Weights are float32; integer edge features keep their dtype.
 
 A graph without either is cleaned exactly as an unweighted graph.
 """

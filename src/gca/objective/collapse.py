@@ -1,7 +1,6 @@
 """Collapse: training that reaches the objective's value at uniform similarities and stays there.
 
-When every pair of projections has the same cosine similarity c (in practice all pointing the same way, c = 1), each
-term of Eq. 1 is
+When every pair of projections has the same cosine similarity c (in practice c = 1), each term of Eq. 1 is
 
     ℓ(u_i, v_i) = log e^{c/τ} / ((2N − 1) e^{c/τ}) = −log(2N − 1),
 

@@ -12,14 +12,13 @@ schedules of :data:`SHORTENED_IN_QUICK`, rows a reproduction marks and does not 
   300 epochs, patience 20 on the loss; ``gmi``, ``mvgrl`` — GMI-mean (Peng et al., WWW 2020) and MVGRL (Hassani &
   Khasahmadi, ICML 2020), memory-bounded (:mod:`gca.reproduce.gmi`, :mod:`gca.reproduce.mvgrl`); ``gae`` / ``vgae`` —
   PyG's (Kipf & Welling, 2016), GCN 256 → 128 (link prediction: 32 → 16), Adam (lr 0.01), 200 epochs.
-* ``gcn`` / ``gat`` — supervised GCN (Kipf & Welling, 2017; 2 layers, 64 hidden units, dropout 0.5, lr 0.01, weight
-  decay 5e-4) and GAT (Veličković et al., 2018; 8 heads × 8 units, dropout 0.6, lr 0.005, weight decay 5e-4), 200
-  epochs on the split's training nodes; the test accuracy at the epoch of best validation accuracy.
+* ``gcn`` / ``gat`` — supervised GCN (Kipf & Welling, 2017; 2 layers of 64 units, dropout 0.5, lr 0.01) and GAT
+  (Veličković et al., 2018; 8 heads × 8 units, dropout 0.6, lr 0.005), weight decay 5e-4, 200 epochs on the split's
+  training nodes, judged on its test nodes at the epoch of best validation accuracy.
 * ``deepwalk`` — DeepWalk (Perozzi et al., KDD 2014, §6.1): γ = 80 uniform random walks (quick: 10) of t = 40 nodes
   from every node, skip-gram with hierarchical softmax, window w = 10, d = 128, one pass over the walks.
-* ``node2vec`` — node2vec (Grover & Leskovec, KDD 2016, §4.1): r = 10 biased walks of l = 80 nodes per node,
-  skip-gram with negative sampling, context k = 10, d = 128, one epoch; p, q chosen per split on its validation
-  nodes from {0.25, 1, 4}² (quick: {0.5, 2}²).
+* ``node2vec`` — Grover & Leskovec (KDD 2016, §4.1): r = 10 biased walks of l = 80 nodes per node, negative-sampling
+  skip-gram, context k = 10, d = 128, one epoch; p, q per split by validation from {0.25, 1, 4}² (quick: {0.5, 2}²).
 * ``deepwalk+features`` — the DeepWalk embedding beside the raw features, each block ℓ2-normalised per row first.
 
 Walks: :mod:`gca.graph.walks`; skip-gram: gensim's ``Word2Vec`` (the ``baselines`` extra). Unsupervised baselines see

@@ -22,7 +22,7 @@ same sweep (:class:`_ReconstructionLoss`), no 1e−10 inside the logarithms,
 
     L_rec = (w₂ / N²) · [ Σ_{all i, j} sp(s_ij) + Σ_{(i, j) ∈ T} (w₁ · sp(−s_ij) − sp(s_ij)) ];
 
-the weights kept are those right after the lowest loss's step; sparse products; negatives from a seeded generator.
+the weights kept are those right after the lowest loss's step; sparse products; seeded negatives.
 """
 
 from __future__ import annotations

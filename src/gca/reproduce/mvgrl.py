@@ -4,12 +4,11 @@ personalised PageRank, α = 0.2,
 
     S = α (I − (1 − α) T)^{-1} = α Σ_{k≥0} (1 − α)^k T^k,   T = D̃^{-1/2}(A + I)D̃^{-1/2} = Â,
 
-with the self-loops of the authors' ``compute_ppr`` (the paper writes D^{-1/2} A D^{-1/2}). Row v of either operator
-aggregates over its non-zero columns. S is dense and exact where its N² float32 entries fit :data:`DENSE_BYTES`
-(:func:`ppr_dense`); beyond, it is built B rows at a time from the series truncated after K = ⌈ln ε / ln(1 − α)⌉ − 1
-terms (every entry within ε = :data:`PPR_TOLERANCE`, as ‖T‖₂ ≤ 1; a column also stops once (1 − α)/α · ‖t_K‖₂ ≤ ε),
-each row keeping its fewest largest entries that hold :data:`KEPT_MASS` of its mass, at most :data:`MAX_ENTRIES` in
-all (:func:`ppr_by_mass`); the record says which form was used (:meth:`Diffusion.describe`).
+with the self-loops of the authors' ``compute_ppr`` (the paper writes D^{-1/2} A D^{-1/2}). S is dense and exact
+where its N² float32 entries fit :data:`DENSE_BYTES` (:func:`ppr_dense`); beyond, it is built B rows at a time from
+the series truncated after K = ⌈ln ε / ln(1 − α)⌉ − 1 terms (every entry within ε = :data:`PPR_TOLERANCE`, as
+‖T‖₂ ≤ 1; a column also stops once (1 − α)/α · ‖t_K‖₂ ≤ ε), each row keeping its fewest largest entries that hold
+:data:`KEPT_MASS` of its mass, at most :data:`MAX_ENTRIES` in all (:func:`ppr_by_mass`; the record names the form).
 
 **Model.** One GCN layer per view, not shared: h = PReLU(M X W + b), M = Â or S, 512 units, on row-normalised
 features; summary s = σ(mean_v h_v) per view. A bilinear D(z, g) = zᵀ W g + b scores positives D(h^S_v, s^Â) and
@@ -18,9 +17,8 @@ loss is the binary cross-entropy of the four sets of scores (labels 1, 1, 0, 0).
 projection heads, f_ψ on nodes and f_φ on summaries: D(f_ψ(h^S_v), f_φ(s^Â)), …. Embedding: h^Â + h^S on the whole
 graph, from the weights of the lowest loss.
 
-**Training** (``node/train.py``): Adam, lr 0.001, no weight decay, one step per epoch on 4 subgraphs of 2,000 nodes
-(a smaller graph whole), early stopping after 20 epochs without a new lowest loss, at most 3,000 epochs; quick mode
-caps them at :data:`QUICK_EPOCHS` (a run that early stopping ends before the cap is not shortened).
+**Training** (``node/train.py``): Adam, lr 0.001, no weight decay, a step per epoch on 4 subgraphs of 2,000 nodes (a
+smaller graph whole), stopping after 20 epochs without a new lowest loss, at most 3,000 (quick: :data:`QUICK_EPOCHS`).
 
 **Differs from the authors' code** (why: docs/design/application.md): S in float32 by Cholesky, not min-max scaled,
 sparse beyond :data:`DENSE_BYTES`; uniform subgraphs; Â's self-loops once; negatives shuffled per batch; no heads.
