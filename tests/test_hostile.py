@@ -661,23 +661,25 @@ def test_malformed_environment_variables_are_one_line(tmp_path, capsys, monkeypa
     assert words in error
 
 
-@pytest.mark.parametrize("rank", ["0", "1"])
-def test_more_torchrun_processes_than_gpus_is_one_line_from_each_before_any_joins(tmp_path, capsys, monkeypatch, rank):
-    """Two processes on a machine with one GPU: rank 1 would take cuda:1, which is not there (a CUDA traceback);
-    each process, rank 0 too, refuses before joining the group."""
+@pytest.mark.parametrize(("rank", "device", "gpus"), [("0", "cuda", 1), ("1", "cuda", 1), ("1", "cuda:0", 2)])
+def test_torchrun_processes_without_a_gpu_each_are_one_line_from_each_before_any_joins(
+    tmp_path, capsys, monkeypatch, rank, device, gpus
+):
+    """Two processes on a machine with one GPU (rank 1 would take cuda:1, which is not there: a CUDA traceback), or
+    both told cuda:0 (NCCL refuses two processes on one GPU): each process, rank 0 too, refuses before joining."""
     from gca.cli import peers
 
     monkeypatch.setattr(peers, "_run_store", lambda: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.setattr(torch.distributed, "init_process_group", lambda *a, **k: pytest.fail("joined the group"))
     for name, value in {"WORLD_SIZE": "2", "RANK": rank, "LOCAL_RANK": rank, "LOCAL_WORLD_SIZE": "2"}.items():
         monkeypatch.setenv(name, value)
-    args = ["train", "--dataset", "Karate", "--device", "cuda", "--out", str(tmp_path / "o"), "--quiet"]
+    args = ["train", "--dataset", "Karate", "--device", device, "--out", str(tmp_path / "o"), "--quiet"]
     error = _error(args, capsys)
     assert error == (
-        "gca: error: torchrun started 2 processes on this machine, which has 1 CUDA device(s): start one per GPU "
-        "(--nproc-per-node 1) or train on the CPU (--device cpu)"
+        f"gca: error: torchrun started 2 processes on this machine, which has {gpus} CUDA device(s): each needs a GPU "
+        f"of its own (--device cuda, --nproc-per-node at most {gpus}) or the CPU (--device cpu)"
     )
     assert not (tmp_path / "o").exists()
 

@@ -251,14 +251,14 @@ class Placement:
         if not launched():
             return cls(device)
         local_rank = environment.local_rank()  # checked before anything joins
-        if device.type == "cuda" and device.index is None:
+        if device.type == "cuda":  # NCCL takes a GPU per process: each says so, before any joins
             per_machine = max(local_rank + 1, environment.env_int("LOCAL_WORLD_SIZE", 1, 1))
-            if per_machine > (gpus := torch.cuda.device_count()):  # said by each, before any joins (NCCL: a GPU each)
+            if per_machine > (gpus := torch.cuda.device_count()) or (per_machine > 1 and device.index is not None):
                 raise TrainingError(
-                    f"torchrun started {per_machine} processes on this machine, which has {gpus} CUDA device(s): "
-                    f"start one per GPU (--nproc-per-node {gpus}) or train on the CPU (--device cpu)"
+                    f"torchrun started {per_machine} processes on this machine, which has {gpus} CUDA device(s): each "
+                    f"needs a GPU of its own (--device cuda, --nproc-per-node at most {gpus}) or the CPU (--device cpu)"
                 )
-            device = torch.device("cuda", local_rank)
+            device = device if device.index is not None else torch.device("cuda", local_rank)
         backend = "nccl" if device.type == "cuda" else "gloo"
         if not dist.is_initialized():
             timeout = timedelta(seconds=environment.env_seconds("GCA_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
