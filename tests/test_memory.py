@@ -50,6 +50,8 @@ def test_sparse_row_normalisation_equals_scikit_learns_bit_for_bit(dtype, layout
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
         for a, b in ((ours.indptr, theirs.indptr), (ours.indices, theirs.indices), (ours.data, theirs.data)):
             assert np.array_equal(a, b)
+    assert isinstance(features_module.normalize_rows(sp.csr_array(x)), sp.csr_array)  # the container it came in
+    assert features_module.normalize_rows(x.astype(np.longdouble)).dtype == np.float64  # as scikit-learn's
 
 
 def test_a_cleaned_graph_keeps_int32_edges_and_the_same_fingerprint():

@@ -145,7 +145,8 @@ def normalize_rows(x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     new array), without its 1 s of import. Dense or SciPy sparse in, the same kind out; ``x`` is not changed.
     """
     if sp.issparse(x):
-        x = sp.csr_matrix(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64, copy=True)
+        kind = sp.csr_array if isinstance(x, sp.sparray) else sp.csr_matrix  # the container it came in
+        x = kind(x, dtype=x.dtype if x.dtype in (np.float32, np.float64) else np.float64, copy=True)
         rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
         sums = np.bincount(rows, weights=np.abs(x.data), minlength=x.shape[0])  # float64, each row in order
         x.data[:] = x.data / np.where(sums == 0, 1.0, sums)[rows]
