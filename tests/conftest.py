@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,25 @@ def pytest_configure(config) -> None:
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[name] = threads
         torch.set_num_threads(int(threads))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Stop, rather than run a group's tests in several workers: each would build the group's module fixture again.
+
+    pytest-xdist's ``--dist loadgroup`` keeps a group together by a suffix on each test's id; with a pytest that
+    drops it (9.2 with pytest-xdist 3.8: pytest-xdist issue 1386) the groups would be spread silently. A worker's
+    error reaches the user as pytest-xdist's INTERNALERROR only, so the line goes to stderr first.
+    """
+    if getattr(config.option, "loadgroup", False):  # set in a pytest-xdist worker under --dist loadgroup
+        lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+        if lost:
+            line = (
+                f"pytest-xdist did not keep the xdist_group of {lost[0]} (pytest {pytest.__version__}): install "
+                "the versions pyproject.toml's dev extra names (pip install -e '.[dev]')"
+            )
+            print(line, file=sys.__stderr__, flush=True)
+            raise pytest.UsageError(line)
 
 
 @pytest.fixture(scope="session")

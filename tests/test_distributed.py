@@ -770,6 +770,7 @@ def checkpointed(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.xdist_group("checkpointed")
 @pytest.mark.parametrize("rank1", ["a copy", "none"])
 def test_a_rank_resuming_while_another_starts_afresh_is_refused_with_one_line(tmp_path, checkpointed, rank1):
     """``--resume`` with each process's own --out, as on two machines: rank 0's holds a checkpoint of epoch 4, rank

@@ -101,6 +101,7 @@ def finished(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group("honest_finished")
 @pytest.mark.parametrize(
     "edit",
     [
@@ -122,6 +123,7 @@ def test_records_whose_fields_do_not_match_their_run_are_refused_in_one_line(fin
     assert len(err) == 1 and str(path) in err[0] and "delete it" in err[0], err
 
 
+@pytest.mark.xdist_group("honest_finished")
 def test_a_run_two_rows_share_has_its_seconds_counted_once(finished, tmp_path):
     """Random-Init's runs stand in two rows (judged by both probes): the seconds the runs took count each once."""
     out = tmp_path / "out"
