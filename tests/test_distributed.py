@@ -208,6 +208,8 @@ def test_a_killed_rank_stops_the_others_with_one_line(tmp_path):
             "--quiet",
             "--set",
             "block_size=8",
+            "--checkpoint-every",
+            "50",
             "--out",
             str(tmp_path / "o"),
         ],
@@ -215,12 +217,12 @@ def test_a_killed_rank_stops_the_others_with_one_line(tmp_path):
         text=True,
         env=env,
     )
-    deadline = time.time() + 120
-    while len(_children(proc.pid)) < 2 and time.time() < deadline:
-        time.sleep(0.2)
+    # into training, however slow the start: rank 0 has written a checkpoint
+    deadline = time.time() + 240
+    while not (tmp_path / "o" / "checkpoint.in-progress.pt").exists() and time.time() < deadline:
+        time.sleep(0.1)
     ranks = _children(proc.pid)
-    assert len(ranks) == 2, "torchrun did not start two ranks"
-    time.sleep(6)  # past the imports and into training
+    assert len(ranks) == 2, "torchrun's two ranks were not training"
     os.kill(ranks[-1], signal.SIGKILL)
     _, err = proc.communicate(timeout=120)  # bounded: the survivor notices the closed connection
     assert proc.returncode != 0
