@@ -29,6 +29,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _spawn(worker, *args, processes: int = 2) -> None:
+    """``worker(rank, *args)`` in ``processes`` processes, forked from a server that imported this module (and with
+    it PyTorch and gca) once per pytest process: a spawned process would import them again, most of its time."""
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload([__name__])
+    mp.start_processes(worker, args=args, nprocs=processes, join=True, start_method="forkserver")
+
+
 def _inputs(n: int = 300, d: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(7)
     return torch.randn(n, d, generator=g, dtype=torch.float64), torch.randn(n, d, generator=g, dtype=torch.float64)
@@ -41,7 +50,7 @@ def _loss(backend: str, u: torch.Tensor, v: torch.Tensor, share: BlockShare | No
 
 
 def _objective_worker(rank: int, world: int, port: int, out: str) -> None:
-    """Both backends in one process group (one spawn: its start-up is most of the test's time)."""
+    """Both backends in one process group."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
@@ -75,7 +84,7 @@ def test_row_ranges_are_contiguous_disjoint_and_near_equal():
 
 
 def test_sharded_objective_equals_the_single_process_one(tmp_path):
-    mp.spawn(_objective_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    _spawn(_objective_worker, 2, _free_port(), str(tmp_path))
     for backend, rtol in (("blocked", 1e-10), ("attention", 1e-6)):
         _assert_shares_add_up(tmp_path, backend, rtol)
 
@@ -269,7 +278,7 @@ def _minibatch_worker(rank: int, world: int, port: int, out: str) -> None:
 
 def test_mini_batch_processes_take_disjoint_anchors_and_stay_identical(tmp_path):
     """Data parallelism: each rank its own anchors, gradients averaged, so every rank holds the same model."""
-    mp.spawn(_minibatch_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    _spawn(_minibatch_worker, 2, _free_port(), str(tmp_path))
     one, two = (torch.load(tmp_path / f"rank{r}.pt") for r in range(2))
     assert one["steps"] == two["steps"] == 3  # ⌈34 / (8 · 2)⌉ steps each
     assert sorted(torch.cat([one["anchors"], two["anchors"]]).tolist()) == list(range(34))
@@ -377,7 +386,7 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path):
     """Each process embeds its range of rows of every layer (gca.train.distributed.RowRanges); rank 0's embeddings
     equal one process's, bit for bit, for every feature form, direction, normalisation and depth — in memory and
     written out of core — with ranges that do not start on a block boundary (203 rows, blocks of 17), in groups of
-    3 and of 2 processes (one spawn of 3: its start-up is most of the test's time)."""
+    3 and of 2 processes (one start of 3 processes)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_streaming import _graphs
 
@@ -398,7 +407,7 @@ def test_inference_shared_by_processes_equals_one_process(tmp_path):
                 torch.save(model.state_dict(), path)
             alone[(case, layers)] = encode_graph(model, graph, chunk_rows=17)
     ports = [_free_port() for _ in _WORLDS]
-    mp.spawn(_inference_worker, args=(0, ports, str(tmp_path)), nprocs=max(_WORLDS), join=True)
+    _spawn(_inference_worker, 0, ports, str(tmp_path), processes=max(_WORLDS))
     for world in _WORLDS:
         shared = torch.load(tmp_path / f"shared-{world}.pt")
         assert shared.keys() == alone.keys()
