@@ -18,9 +18,11 @@ demo: $(BIN)/gca
 	$(BIN)/gca train --out runs/demo
 
 # One pytest-xdist worker per core, each with its share of the threads (tests/conftest.py); tests that share a
-# module fixture stay in one worker (--dist loadgroup). Plain `pytest` runs them one at a time.
+# module fixture stay in one worker (--dist loadgroup). Plain `pytest` runs them one at a time. The suite starts
+# about 150 Python processes: each reads gca's and the tests' compiled bytecode (__pycache__, git-ignored) where a
+# PYTHONDONTWRITEBYTECODE in the environment (as container images set) would have each compile them again.
 test: $(BIN)/gca
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n auto --dist loadgroup
 
 lint: $(BIN)/gca
 	$(BIN)/ruff check src tests benchmarks docs/hooks
