@@ -194,8 +194,8 @@ def test_the_view_sampler_is_its_two_parts_composed():
 def test_a_researchers_own_probabilities_drive_the_views_and_the_training():
     """``prepare(..., edge_probabilities=f, feature_probabilities=g)``: every edge touching node 0 is removed in view
     0 and kept in view 1, every other edge kept; view 1 masks feature 0 always and no other — drawn, in exact and in
-    mini-batch training, and GCA trains on the prepared graph. Shapes or values that are no probabilities are
-    refused."""
+    mini-batch training, and GCA trains on the prepared graph and embeds it. Shapes or values that are no
+    probabilities are refused."""
     from gca import GCA, GCAConfig
     from gca.augment.prepared import prepare
     from gca.datasets import karate_club
@@ -223,6 +223,7 @@ def test_a_researchers_own_probabilities_drive_the_views_and_the_training():
         assert not bool(mask[0]) and bool(mask[1:].all())
         model = GCA(config, device="cpu").fit(prepared)
         assert model.embedding_.shape == (34, 8) and bool(torch.isfinite(model.embedding_).all())
+        assert torch.equal(model.transform(prepared), model.embedding_)  # scikit-learn's fit(X).transform(X)
     with pytest.raises(ValueError, match="edge_probabilities must return a tensor of"):
         prepare(data, GCAConfig(), edge_probabilities=lambda graph, units, view: torch.zeros(3))
     with pytest.raises(ValueError, match=r"feature_probabilities must return probabilities in \[0, 1\]"):

@@ -103,18 +103,8 @@ class GCA:
         loggers: Sequence[Any] | None = None,
         memory: Any = None,
     ) -> None:
-        # the arguments as given, for get_params: scikit-learn's clone rebuilds the estimator from them
-        self._params = {
-            "config": config,
-            "device": device,
-            "progress": progress,
-            "objective": objective,
-            "batches": batches,
-            "placement": placement,
-            "encoder": encoder,
-            "loggers": loggers,
-            "memory": memory,
-        }
+        # the arguments as given (the only locals yet), for get_params: scikit-learn's clone rebuilds the estimator
+        self._params = {name: value for name, value in locals().items() if name != "self"}
         check_parts(config, placement, objective, batches, encoder)
         check_memory(memory)
         self.memory = memory  # opened (a folder made) by the first fit that uses it, never here
@@ -400,15 +390,16 @@ class GCA:
         embedding = self.fit(X, y, **kwargs).embedding_
         return embedding[X.index] if isinstance(X, GraphNodes) and embedding is not None else embedding
 
-    def transform(self, X: Data | Graph | GraphNodes | None = None, *, directed: bool | None = None) -> torch.Tensor:
+    def transform(
+        self, X: Data | Graph | PreparedGraph | GraphNodes | None = None, *, directed: bool | None = None
+    ) -> torch.Tensor:
         """scikit-learn's name for :meth:`embed`; for :class:`GraphNodes`, its nodes' rows (in their order) of its
         whole graph's embeddings.
 
         Parameters
         ----------
         X
-            A PyG ``Data``, a :class:`~gca.graph.graph.Graph` or :class:`GraphNodes` with the training graph's number
-            of features; ``None`` for the training graph.
+            As :meth:`embed` takes it, or :class:`GraphNodes`; ``None`` for the training graph.
         directed
             How a ``Data`` is cleaned, as in :meth:`fit`; ``None`` keeps what ``fit`` was given.
         """
@@ -417,7 +408,11 @@ class GCA:
         return self.embed(X, directed=directed)
 
     def embed(
-        self, data: Data | Graph | None = None, out: str | Path | None = None, *, directed: bool | None = None
+        self,
+        data: Data | Graph | PreparedGraph | None = None,
+        out: str | Path | None = None,
+        *,
+        directed: bool | None = None,
     ) -> torch.Tensor:
         """Embeddings of ``data`` with the trained encoder: float32, on the CPU, one row per node. A ``Data`` is
         cleaned as :meth:`fit` cleaned its graph, so embedding the training data again gives :attr:`embedding_`.
@@ -425,8 +420,8 @@ class GCA:
         Parameters
         ----------
         data
-            A PyG ``Data`` or a :class:`~gca.graph.graph.Graph` with the training graph's number of features (else a
-            ``TrainingError``); ``None`` for the training graph.
+            A PyG ``Data``, a :class:`~gca.graph.graph.Graph` or a :class:`~gca.augment.prepared.PreparedGraph` with
+            the training graph's number of features (else a ``TrainingError``); ``None`` for the training graph.
         out
             A new ``.npy`` path: where the graph is embedded in blocks on the CPU, the embeddings are written there
             and the tensor returned is its mapping; ``None``: in memory.
@@ -436,7 +431,7 @@ class GCA:
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
             raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
-        data = self.graph if data is None else data
+        data = self.graph if data is None else data.graph if isinstance(data, PreparedGraph) else data
         directed = self._directed if directed is None else directed
         graph = data if isinstance(data, Graph) else prepare_graph(data, directed, self.config.feature_norm)
         if graph.num_features != self.in_channels:
