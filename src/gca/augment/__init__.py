@@ -1,8 +1,6 @@
 """Adaptive augmentation (Section 3.2 of Zhu et al., WWW 2021): node centrality φ_c (:mod:`.centrality`), the removal
 and masking probabilities of Eq. 3–10 and the view samplers drawn from them (:mod:`.augmentors`), what is computed
 once per graph (:mod:`.prepared`), and the same augmentation as PyTorch Geometric transforms (:mod:`.transforms`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

@@ -2,8 +2,6 @@
 authors' probe (:mod:`.probe`) on evaluation splits (:mod:`.splits`), link prediction on edges held out before
 training (:mod:`.linkpred`) and node clustering (:mod:`.clustering`); the simple baselines every embedding is judged
 beside (:mod:`.feature_baselines`) and how far a retrained embedding moved from the previous one (:mod:`.stability`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

@@ -2,8 +2,6 @@
 (:mod:`.edges`), its sparse operators (:mod:`.sparse`), the CSR arrays and edge-list checks they are built from
 (:mod:`.csr`), feature forms (:mod:`.features`), neighbourhood sampling for mini-batches (:mod:`.sampling`) and
 random walks for the DeepWalk and node2vec baselines (:mod:`.walks`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

@@ -1,8 +1,6 @@
 """GCA's networks (Section 3.1 of Zhu et al., WWW 2021): the GCN encoder f and the projection head g (:mod:`.gcn`),
 encoders from PyTorch Geometric's convolutions and users' own (:mod:`.encoders`), and the trainable model that joins
 them with the objective (:mod:`.model`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

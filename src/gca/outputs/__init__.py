@@ -1,7 +1,5 @@
 """A run's result files: the output folder, checked, staged and committed together (:mod:`.folder`), embeddings keyed
 by node id (:mod:`.export`) and figures (:mod:`.plots`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

@@ -183,7 +183,7 @@ def dgi_embeddings(data: Data, seed: int, quick: bool, device: torch.device, pro
         return Trained(model(x, edge_index)[0], history)
 
 
-def _embedded(embed: Callable[..., Trained]) -> Baseline:
+def _embedded(embed: Callable[..., Trained | torch.Tensor]) -> Baseline:
     """The baseline that trains ``embed(data, seed, quick, device, progress=…)`` and judges its embeddings."""
 
     def run(
@@ -368,23 +368,15 @@ def deepwalk_embeddings(data: Data, seed: int, quick: bool) -> np.ndarray:
 def _deepwalk(with_features: bool) -> Baseline:
     """DeepWalk's embedding judged alone, or beside the raw features (each block ℓ2-normalised per row)."""
 
-    def run(
-        data: Data,
-        splits: list[Split],
-        seed: int,
-        quick: bool,
-        device: torch.device,
-        protocol: str = "sklearn",
-        progress: bool = False,
-    ) -> BaselineResult:
+    def embed(data: Data, seed: int, quick: bool, device: torch.device, progress: bool = False) -> torch.Tensor:
         seed_everything(seed)
         z = torch.from_numpy(deepwalk_embeddings(data, seed, quick))
         if with_features:
             x = data.x.to_dense() if data.x.is_sparse else data.x
             z = torch.cat([F.normalize(z), F.normalize(x.float())], dim=1)
-        return _evaluate(z, data, splits, protocol, progress)
+        return z
 
-    return run
+    return _embedded(embed)
 
 
 deepwalk, deepwalk_features = _deepwalk(False), _deepwalk(True)

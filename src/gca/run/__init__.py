@@ -3,8 +3,6 @@ the graph loaded with its configuration, warnings and splits (:mod:`.job`), fit 
 (:mod:`.pipeline`), what else a run can measure (:mod:`.tasks`), how ``gca train`` logs repeated pretrainings and
 resumed runs (:mod:`.logs`), and ``gca train``'s whole run, asked for in one request (:mod:`.train`). Results are
 the caller's to print; result files are :mod:`gca.outputs`'.
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING

@@ -1,8 +1,6 @@
 """Training: Algorithm 1's step and loop (:mod:`.loop`), the sources of batches it trains on (:mod:`.batches`),
 checkpoints (:mod:`.checkpoint`), where a process trains among several (:mod:`.distributed`), and the
 :class:`~gca.train.estimator.GCA` estimator that wires them (:mod:`.estimator`).
-
-Names are imported on first use (PEP 562).
 """
 
 from typing import TYPE_CHECKING
