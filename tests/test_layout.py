@@ -45,6 +45,20 @@ def test_the_modules_that_check_arguments_load_without_pytorch():
     assert done.stdout.strip() == "False", done.stdout + done.stderr
 
 
+def test_a_packages_modules_are_its_attributes_after_import_gca():
+    """``import gca`` then ``gca.augment.prepare``, as ``torch_geometric.nn.GCNConv`` after ``import torch_geometric``:
+    each module loads when it is first named, and ``import gca`` alone loads no PyTorch."""
+    code = (
+        "import sys\n"
+        "import gca\n"
+        "print('torch' in sys.modules)\n"
+        "print(gca.augment.prepare is __import__('gca.augment.prepared', fromlist=['x']).prepare)\n"
+        "print(gca.nn.model.GCAModel is gca.GCAModel, gca.datasets.karate_club().num_nodes)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True", "34"], done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("name", PACKAGES)
 def test_type_checkers_see_every_name_a_package_hands_on(name):
     """The ``if TYPE_CHECKING:`` imports of each package face are its lazy exports, each as ``Name as Name`` from the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,10 +34,12 @@ def declared_exports(init_file: str | Path) -> dict[str, str]:
 
 def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are the imports of the
-    ``if TYPE_CHECKING:`` block of its ``init_file`` (:func:`declared_exports`)."""
+    ``if TYPE_CHECKING:`` block of its ``init_file`` (:func:`declared_exports`); its modules are attributes too."""
     where = declared_exports(init_file)
 
     def __getattr__(name: str) -> Any:
+        if name not in where and not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+            return importlib.import_module(f"{package}.{name}")  # a module of the package: gca.nn, as `import gca.nn`
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(where[name], package), name)
