@@ -25,6 +25,7 @@ and gin ignore weights (their convolutions take no ``edge_weight``; :func:`unuse
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import torch
@@ -288,11 +289,17 @@ def check_encoder_output(encoder: nn.Module, out: object, rows: int, hidden: int
 
 
 def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: torch.Tensor | None = None) -> None:
-    """Refuse a user's encoder whose output is not one ``hidden``-wide floating-point row per node, from one forward
-    pass (eval mode, no autograd) on the first few nodes and no edges. ``edges`` (the graph's ``edge_index``) gives an
-    encoder that takes ``edge_weight`` / ``edge_attr`` empty ones of the right width, and refuses one that requires a
-    value the graph lacks; without it, such an encoder is checked at its first training step.
-    """
+    """Refuse a user's encoder that holds a ``cached=True`` convolution (it would keep one view's edges for all) or
+    whose output is not one ``hidden``-wide floating-point row per node, from one forward pass of a copy (eval mode,
+    no autograd) on the first few nodes and no edges. ``edges`` (the graph's ``edge_index``) gives an encoder that
+    takes ``edge_weight`` / ``edge_attr`` empty ones of the right width, and refuses one that requires a value the
+    graph lacks; without it, such an encoder is checked at its first training step."""
+    cached = [type(m).__name__ for m in encoder.modules() if getattr(m, "cached", None) is True]
+    if cached:
+        raise EncoderError(
+            f"encoder {type(encoder).__name__} holds {cached[0]}(cached=True), which keeps the first graph it sees, "
+            "but GCA's two views drop different edges at every update; build it with cached=False"
+        )
     rows = min(4, features.shape[0])
     x = read_rows(features, torch.arange(rows))
     x = x.to_dense() if isinstance(x, SparseMatrix) else x
@@ -301,10 +308,6 @@ def check_encoder(encoder: nn.Module, features: Features, hidden: int, edges: to
         return  # its edge values are unknown here; every output in training is checked
     weight, attr = edge_values(edges) if edges is not None else (None, None)
     keywords = {name: values[:0].to(x.device) for name, values in edge_keywords(encoder, weight, attr, taken).items()}
-    training = encoder.training
-    try:
-        with torch.no_grad():
-            out = encoder.eval()(x, torch.empty(2, 0, dtype=torch.long, device=x.device), **keywords)
-    finally:
-        encoder.train(training)
+    with torch.no_grad():  # on a copy: the check leaves no state (a cache, a counter) in the encoder trained
+        out = copy.deepcopy(encoder).eval()(x, torch.empty(2, 0, dtype=torch.long, device=x.device), **keywords)
     check_encoder_output(encoder, out, rows, hidden)

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.profiler import record_function
+from torch_geometric.nn.inits import reset
 
 from ..config import GCAConfig
 from ..graph.sparse import SparseMatrix, edge_values, layered_normalized_adjacency, normalized_adjacency
@@ -31,9 +32,9 @@ from .gcn import GCNEncoder, ProjectionHead
 class GCAModel(nn.Module):
     """f, g and the objective, each passed in (as PyTorch Geometric's ``DeepGraphInfomax`` takes its encoder).
 
-    ``model(features, adjacency, mask)`` is the embedding H = f(X̃, Ã) used downstream; ``model.loss(h1, h2)``
-    is the objective on the projections g(h1), g(h2) — −J of Eq. 2 with :class:`ContrastiveObjective`.
-    :meth:`from_config` builds the paper's parts.
+    ``model(x, edge_index)`` is the embedding H = f(X, A) used downstream, as PyTorch Geometric's models take a graph;
+    ``model.loss(h1, h2)`` is the objective on the projections g(h1), g(h2) — −J of Eq. 2 with
+    :class:`ContrastiveObjective`. :meth:`from_config` builds the paper's parts.
 
     Parameters
     ----------
@@ -148,8 +149,8 @@ class GCAModel(nn.Module):
         return model
 
     def reset_parameters(self) -> None:
-        self.encoder.reset_parameters()
-        self.projector.reset_parameters()
+        for part in (self.encoder, self.projector, self.objective):
+            reset(part)  # PyTorch Geometric's: the part's own reset_parameters, else each of its children's
 
     @property
     def takes_edge_index(self) -> bool:
@@ -207,12 +208,14 @@ class GCAModel(nn.Module):
     def forward(
         self,
         features: torch.Tensor | SparseMatrix,
-        adjacency: SparseMatrix | Sequence[SparseMatrix],
+        edges: torch.Tensor | SparseMatrix | Sequence[SparseMatrix],
         feature_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Node embeddings H = f(X̃, Ã) (the representation used downstream); ``adjacency`` may be one operator per
-        layer (:meth:`gca.nn.gcn.GCNEncoder.forward`), ``feature_mask`` ``None`` for none."""
-        return self.encoder(features, adjacency, feature_mask)
+        """Node embeddings H = f(X̃, Ã), used downstream: ``edges`` the ``edge_index`` (any encoder) or the GCN's
+        normalised adjacency (a list: one per layer, :meth:`gca.nn.gcn.GCNEncoder.forward`); ``feature_mask`` m."""
+        if isinstance(edges, torch.Tensor):
+            return self.encode(features, edges, features.shape[0], feature_mask=feature_mask)
+        return self.encoder(features, edges, feature_mask)
 
     def loss(self, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
         """The objective on the projections g(h1), g(h2) of two views' embeddings: the scalar loss to minimise (−J of

@@ -126,7 +126,7 @@ class GCA:
         self.losses, self.train_seconds, self.embed_seconds = [], 0.0, 0.0  # per epoch; the loop's; inference's
         self.embedding_: torch.Tensor | None = None  # every node's embedding after fit
         self.embedding_file_: Path | None = None  # the .npy file embedding_ maps, when fit embedded out of core
-        self._directed: bool | None = None  # fit's directed=: how transform reads a Data it is given
+        self._directed: bool | None = None  # how transform reads a Data: as fit read its graph
         self.from_memory_ = False  # whether the last fit read its model from memory instead of training
         self.provenance: dict | None = None  # versions, device and times of the training (gca.provenance)
         self.feature_names_in_: list[str] | None = None  # the feature columns' names, where the graph named them
@@ -338,7 +338,7 @@ class GCA:
         data = X.data if isinstance(X, GraphNodes) else X
         self.prepared = data if isinstance(data, PreparedGraph) else self.prepare(data, directed)
         self.feature_names_in_ = feature_names(data, self.prepared.graph.num_features)
-        self._directed = directed
+        self._directed = self.prepared.graph.directed if isinstance(data, PreparedGraph | Graph) else directed
         self.from_memory_ = False
         if memory is None:
             return fit_estimator(self, saves, started, on_epoch, embeddings_file, scratch, on_update, init_from)

@@ -70,13 +70,21 @@ def train_step(
                 edges, mask = view.sample_edges(generator), view.sample_feature_mask(generator)
             h = model.encode(batch.features, edges, batch.num_nodes, view.symmetric, batch.layer_rows, mask)
             embeddings.append(h if batch.anchors is None else h[batch.anchors])
-        loss = model.loss(*embeddings)
+        loss = _scalar(model.loss(*embeddings), model.objective)
     optimizer.zero_grad(set_to_none=True)
     with record_function("gca.backward"):
         loss.backward()
     with record_function("gca.optimizer"):
         optimizer.step()
     return float(loss.detach())
+
+
+def _scalar(loss: object, objective: torch.nn.Module) -> torch.Tensor:
+    """``loss`` if it is a scalar tensor autograd tracks, as ``loss.backward()`` needs; else a one-line error."""
+    if isinstance(loss, torch.Tensor) and loss.dim() == 0 and loss.requires_grad:
+        return loss
+    what = f"a tensor of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else f"a {type(loss).__name__}"
+    raise TrainingError(f"objective {type(objective).__name__} returned {what}, not a scalar loss autograd tracks")
 
 
 def train(
@@ -111,7 +119,8 @@ def train(
     epochs
         The run's total epochs (from 0).
     generator
-        The generator every random choice draws from (views, batches).
+        The generator every random choice draws from (views, batches); a mini-batch source re-seeds it at each epoch
+        from its own seed, the epoch and the process (:class:`~gca.train.batches.NeighborBatches`).
     first_epoch
         The epochs already done (a resumed run).
     after_epoch
@@ -179,12 +188,16 @@ def train(
                     raise _stopped(
                         CollapseError(collapse.message(collapse_cause(optimizer, source, batch, collapse.advice)))
                     )
+        if not step_losses:
+            bar.close()
+            raise _stopped(TrainingError(f"{type(source).__name__} gave no batch to train on in epoch {epoch + 1}"))
         loss = float(np.mean(step_losses))
         if not np.isfinite(loss):
             bar.close()
-            raise _stopped(
-                TrainingError(f"the loss became {loss} at epoch {epoch + 1}; lower the learning rate or raise tau")
-            )
+            initial = update == len(step_losses) and not np.isfinite(step_losses[0])  # the initial weights' loss
+            not_finite = "the encoder or the objective computes values that are not finite"
+            advice = not_finite if initial else "lower the learning rate or raise tau"
+            raise _stopped(TrainingError(f"the loss became {loss} at epoch {epoch + 1}; {advice}"))
         if epoch + 1 == epochs and uniform is not None and collapse.ended_collapsed():
             bar.close()
             cause = collapse_cause(optimizer, source, batch, collapse.advice)
