@@ -124,3 +124,26 @@ def test_a_batch_source_that_gives_no_batch_is_one_line():
 
     with pytest.raises(TrainingError, match="Empty gave no batch to train on in epoch 1"):
         GCA(CONFIG, device="cpu", batches=lambda prepared, device: Empty()).fit(karate_club())
+
+
+def test_edge_ids_that_are_not_whole_numbers_are_refused_not_truncated():
+    from gca.graph.graph import GraphError
+
+    data = karate_club()
+    data.edge_index = data.edge_index.float() + 0.6
+    with pytest.raises(GraphError, match="edge_index holds ids that are not whole numbers"):
+        GCA(CONFIG, device="cpu").fit(data)
+    data.edge_index = karate_club().edge_index.double()  # whole numbers in a float tensor read as the ids they are
+    assert torch.equal(prepare_graph(data).edge_index, prepare_graph(karate_club()).edge_index)
+
+
+def test_a_setting_changed_after_the_estimator_was_made_is_checked_when_it_fits():
+    from dataclasses import replace
+
+    from gca.config import ConfigError
+
+    config = replace(CONFIG)
+    estimator = GCA(config, device="cpu")
+    config.tau = -1.0
+    with pytest.raises(ConfigError, match="tau"):
+        estimator.fit(karate_club())

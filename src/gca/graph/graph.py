@@ -184,6 +184,8 @@ def prepare_graph(data: Data, directed: bool | None = None, feature_norm: str = 
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise GraphError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
     edge_index = edge_index.cpu()
+    if edge_index.is_floating_point() and not bool((edge_index == edge_index.round()).all()):  # NaN too
+        raise GraphError("edge_index holds ids that are not whole numbers; give the node ids as integers")
     if edge_index.is_floating_point() or edge_index.is_complex():
         edge_index = edge_index.long()
     if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):

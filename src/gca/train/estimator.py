@@ -317,6 +317,7 @@ class GCA:
             :class:`~gca.train.checkpoint.WarmStart` read from it, to warm-start from (same widths, layers and feature
             width; optimiser and schedule start afresh); a checkpoint ``resume`` reads wins over it.
         """
+        self.config.validate()  # again: its fields may have been set since the estimator was made
         saves = TrainingCheckpoints(checkpoint, checkpoint_every, resume)
         started = utc_now()
         inference_rows()  # a malformed GCA_INFERENCE_ROWS is said before training, not after it
