@@ -38,9 +38,9 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Ca
     where = declared_exports(init_file)
 
     def __getattr__(name: str) -> Any:
-        if name not in where and not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
-            return importlib.import_module(f"{package}.{name}")  # a module of the package: gca.nn, as `import gca.nn`
         if name not in where:
+            if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+                return importlib.import_module(f"{package}.{name}")  # a module of the package, as `import gca.nn`
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(where[name], package), name)
         setattr(sys.modules[package], name, value)  # found directly from now on

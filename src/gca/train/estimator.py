@@ -432,7 +432,8 @@ class GCA:
         if self.model is None or (data is None and self.graph is None):
             untrained = self.model is None
             raise TrainingError("the model is not trained yet; call fit() first" if untrained else "no graph to embed")
-        data = self.graph if data is None else data.graph if isinstance(data, PreparedGraph) else data
+        data = self.graph if data is None else data
+        data = data.graph if isinstance(data, PreparedGraph) else data
         directed = self._directed if directed is None else directed
         graph = data if isinstance(data, Graph) else prepare_graph(data, directed, self.config.feature_norm)
         if graph.num_features != self.in_channels:
